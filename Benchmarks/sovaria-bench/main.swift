@@ -1,0 +1,1 @@
+print("sovaria-bench: not built yet")

@@ -1,0 +1,74 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Sovaria: offline-first storage for Swift, one key/value protocol over several engines.
+///
+/// Only the adapter modules import C. An app that wants SQLite links `Sovaria` and `SovariaSQLite`.
+let package = Package(
+    name: "Sovaria",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Sovaria", targets: ["Sovaria"]),
+        .library(name: "SovariaSQLite", targets: ["SovariaSQLite"]),
+        .library(name: "SovariaLMDB", targets: ["SovariaLMDB"]),
+        .library(name: "SovariaLevelDB", targets: ["SovariaLevelDB"]),
+        .library(name: "SovariaSodium", targets: ["SovariaSodium"]),
+        .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
+        .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
+    ],
+    targets: [
+        // System libraries, from the OS: `libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev`.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .systemLibrary(
+            name: "CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
+        ),
+        // Debian ships no pkg-config file for LevelDB; the module map links "leveldb" by name.
+        .systemLibrary(
+            name: "CLevelDB",
+            providers: [.apt(["libleveldb-dev"]), .brew(["leveldb"])]
+        ),
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
+        ),
+
+        .target(name: "Sovaria"),
+        .target(name: "SovariaSQLite", dependencies: ["Sovaria", "CSQLite"]),
+        .target(name: "SovariaLMDB", dependencies: ["Sovaria", "CLMDB"]),
+        .target(name: "SovariaLevelDB", dependencies: ["Sovaria", "CLevelDB"]),
+        .target(name: "SovariaSodium", dependencies: ["Sovaria", "CSodium"]),
+        .target(name: "SovariaTestKit", dependencies: ["Sovaria"]),
+
+        .executableTarget(
+            name: "sovaria-bench",
+            dependencies: [
+                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaSodium",
+                "CSQLite", "CLMDB", "CLevelDB",
+            ],
+            path: "Benchmarks/sovaria-bench"
+        ),
+
+        .testTarget(name: "SovariaTests", dependencies: ["Sovaria", "SovariaTestKit"]),
+        .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
+        .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
+        .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),
+        .testTarget(
+            name: "SovariaSodiumTests",
+            dependencies: ["SovariaSodium", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// Async calls run on the caller's executor unless a method says otherwise: a read through
+// `any OfflineStore` from the main actor then costs no hop (see docs/ARCHITECTURE.md).
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
+}

@@ -1,0 +1,160 @@
+import Foundation
+import Synchronization
+
+/// Keeps entries in files, one small file per key, so cached reads and queued writes survive a
+/// relaunch. The default store.
+///
+/// Every write goes to a temporary file that is renamed over the key's file, so a crash never
+/// leaves a half-written entry; with ``Durability/synced`` the file and its folder are fsynced
+/// first. A batch of several writes is journaled (written whole, then applied), so it is applied
+/// all or nothing across a crash, and readers never see part of it: batches are atomic.
+///
+/// File names are the key's UTF-8 bytes in lowercase hex, cut into sub-folders for keys over 120
+/// bytes, so every legal key up to 511 bytes has a safe name and ``keys(_:)`` lists in byte
+/// order. The folder is created with mode 0700 and files with 0600; temporary files a crash
+/// left behind are removed when the store opens.
+///
+/// If the folder can't be created or written, the store keeps working in memory for this run:
+/// ``isPersistent`` turns `false` and ``fallbackReason`` says why, rather than failing the
+/// app's requests.
+///
+/// - Important: Safe from any number of tasks. File I/O runs on a private Dispatch queue, never
+///   on Swift's cooperative threads; reads run in parallel, writes one at a time. Open one
+///   store per folder per process: two stores on one folder keep consistent files but do not
+///   see each other's batches as atomic.
+///
+/// ```swift
+/// let store = FileOfflineStore()                   // FileOfflineStore.defaultDirectory()
+/// try await store.set("sov:queue:0001", "{}")
+/// if !store.isPersistent { print(store.fallbackReason!) }
+/// ```
+public final class FileOfflineStore: OfflineStore {
+    /// Where every default store keeps its files; set it before creating the store to choose
+    /// the folder.
+    public static var directoryOverride: URL? {
+        get { overrideStorage.withLock { $0 } }
+        set { overrideStorage.withLock { $0 = newValue } }
+    }
+    private static let overrideStorage = Mutex<URL?>(nil)
+
+    /// The folder holding the files.
+    public let directory: URL
+    /// How far a write has gone when its call returns.
+    public let durability: Durability
+    /// `false` when the folder couldn't be written and this run keeps entries in memory only.
+    public let isPersistent: Bool
+    /// Why the store fell back to memory, or `nil` when it keeps its files in ``directory``.
+    public let fallbackReason: OfflineStoreError?
+
+    private enum Backend: Sendable {
+        case files(FileTree, BlockingWorkQueue)
+        case memory(MemoryOfflineStore)
+    }
+    private let backend: Backend
+    /// Set when a journaled batch failed halfway; the next write finishes it first.
+    private let batchNeedsRecovery = Atomic<Bool>(false)
+
+    /// Opens the store in `directory`, or ``defaultDirectory()`` when it is `nil`.
+    ///
+    /// Never throws: a folder that can't be used makes a memory-only store (see
+    /// ``fallbackReason``).
+    public init(directory: URL? = nil, durability: Durability = .synced) {
+        let directory = directory ?? Self.defaultDirectory()
+        self.directory = directory
+        self.durability = durability
+        do {
+            let tree = try FileTree(root: directory.path, sync: durability == .synced)
+            backend = .files(tree, BlockingWorkQueue(label: "sovaria.file-store"))
+            isPersistent = true
+            fallbackReason = nil
+            Self.excludeFromBackup(directory)
+        } catch {
+            backend = .memory(MemoryOfflineStore())
+            isPersistent = false
+            fallbackReason = error
+        }
+    }
+
+    /// ``directoryOverride`` if set, else the `SOVARIA_OFFLINE_DIR` environment variable (used
+    /// as the folder itself), else Application Support on Apple platforms or `$XDG_DATA_HOME`
+    /// (default `~/.local/share`) on Linux, plus `sovaria/offline`.
+    public static func defaultDirectory() -> URL {
+        if let directoryOverride { return directoryOverride }
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["SOVARIA_OFFLINE_DIR"], !path.isEmpty {
+            return URL(fileURLWithPath: path, isDirectory: true)
+        }
+        #if canImport(Darwin)
+            let base = URL.applicationSupportDirectory
+        #else
+            let base =
+                environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? URL(fileURLWithPath: NSHomeDirectory(), isDirectory: true).appendingPathComponent(".local/share")
+        #endif
+        return base.appendingPathComponent("sovaria/offline", isDirectory: true)
+    }
+
+    /// Atomic batches; persistent unless the store fell back to memory.
+    public var capabilities: StoreCapabilities { isPersistent ? [.atomicBatch, .persistent] : [.atomicBatch] }
+
+    /// The value stored under `key`, or `nil`.
+    public func get(_ key: String) async throws -> String? {
+        try StoreKey.validate(key)
+        switch backend {
+        case .memory(let store): return try await store.get(key)
+        case .files(let tree, let queue): return try await queue.read { try tree.read(key) }
+        }
+    }
+
+    /// Stores `value` under `key` atomically (temp file + rename).
+    public func set(_ key: String, _ value: String) async throws {
+        try await write([.set(key: key, value: value)])
+    }
+
+    /// Removes `key`'s file.
+    public func delete(_ key: String) async throws {
+        try await write([.delete(key: key)])
+    }
+
+    /// Applies every write or, across a crash or an invalid key, none.
+    public func write(_ batch: [StoreWrite]) async throws {
+        for write in batch { try StoreKey.validate(write.key) }
+        guard !batch.isEmpty else { return }
+        switch backend {
+        case .memory(let store):
+            try await store.write(batch)
+        case .files(let tree, let queue):
+            try await queue.write { [self] in
+                if batchNeedsRecovery.load(ordering: .acquiring) {
+                    try tree.recoverJournal()
+                    batchNeedsRecovery.store(false, ordering: .releasing)
+                }
+                do {
+                    try tree.apply(batch)
+                } catch {
+                    if batch.count > 1 { batchNeedsRecovery.store(true, ordering: .releasing) }
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// The keys that start with `prefix`, in byte order.
+    ///
+    /// - Complexity: Lists every file under the matching folders and sorts the names: O(n log n).
+    public func keys(_ prefix: String) async throws -> [String] {
+        switch backend {
+        case .memory(let store): return try await store.keys(prefix)
+        case .files(let tree, let queue): return try await queue.read { try tree.keys(prefix) }
+        }
+    }
+
+    private static func excludeFromBackup(_ directory: URL) {
+        #if canImport(Darwin)
+            var values = URLResourceValues()
+            values.isExcludedFromBackup = true
+            var url = directory
+            try? url.setResourceValues(values)
+        #endif
+    }
+}

@@ -1,0 +1,111 @@
+import Synchronization
+
+/// Keeps entries in memory for this run only: queued writes not yet synced are lost on relaunch.
+///
+/// Keys are held as their UTF-8 bytes, so precomposed and decomposed forms stay two keys, and
+/// listed in byte order from a sorted index rebuilt only after a key is added or removed.
+///
+/// - Important: Safe from any number of tasks; every call runs on the caller's executor and
+///   holds a lock for a few dictionary operations. Batches are atomic.
+public final class MemoryOfflineStore: OfflineStore {
+    private struct State {
+        var values: [StoreKey.Bytes: String] = [:]
+        /// Every key in byte order; `nil` after a key was added or removed.
+        var sortedKeys: [StoreKey.Bytes]? = []
+
+        mutating func orderedKeys() -> [StoreKey.Bytes] {
+            if let sortedKeys { return sortedKeys }
+            let sorted = values.keys.sorted()
+            sortedKeys = sorted
+            return sorted
+        }
+
+        mutating func apply(_ write: StoreWrite) {
+            switch write {
+            case .set(let key, let value):
+                if values.updateValue(value, forKey: StoreKey.Bytes(key)) == nil { sortedKeys = nil }
+            case .delete(let key):
+                if values.removeValue(forKey: StoreKey.Bytes(key)) != nil { sortedKeys = nil }
+            }
+        }
+    }
+
+    private let state = Mutex(State())
+
+    /// Creates an empty store.
+    public init() {}
+
+    /// Atomic batches, in memory only.
+    public var capabilities: StoreCapabilities { [.atomicBatch] }
+
+    /// Always `false`.
+    public var isPersistent: Bool { false }
+
+    /// The value stored under `key`, or `nil`.
+    public func get(_ key: String) async throws -> String? {
+        try StoreKey.validate(key)
+        return state.withLock { $0.values[StoreKey.Bytes(key)] }
+    }
+
+    /// Stores `value` under `key`.
+    public func set(_ key: String, _ value: String) async throws {
+        try StoreKey.validate(key)
+        state.withLock { $0.apply(.set(key: key, value: value)) }
+    }
+
+    /// Removes `key`.
+    public func delete(_ key: String) async throws {
+        try StoreKey.validate(key)
+        state.withLock { $0.apply(.delete(key: key)) }
+    }
+
+    /// Applies every write or, when a key is invalid, none.
+    public func write(_ batch: [StoreWrite]) async throws {
+        for write in batch { try StoreKey.validate(write.key) }
+        state.withLock { state in
+            for write in batch { state.apply(write) }
+        }
+    }
+
+    /// The keys that start with `prefix`, in byte order.
+    ///
+    /// - Complexity: O(log n + m) for m matching keys once the index is built; O(n log n) after
+    ///   keys were added or removed.
+    public func keys(_ prefix: String) async throws -> [String] {
+        state.withLock { state in
+            let ordered = state.orderedKeys()
+            return Self.range(of: prefix, after: nil, in: ordered).map(\.string)
+        }
+    }
+
+    /// A page of entries in byte order, read from the sorted index.
+    public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        guard limit > 0 else { return [] }
+        return state.withLock { state in
+            let ordered = state.orderedKeys()
+            return Self.range(of: prefix, after: after, in: ordered).prefix(limit).compactMap { key in
+                state.values[key].map { StoreEntry(key: key.string, value: $0) }
+            }
+        }
+    }
+
+    /// The slice of `ordered` whose keys start with `prefix` and sort after `after`.
+    private static func range(of prefix: String, after: String?, in ordered: [StoreKey.Bytes]) -> ArraySlice<
+        StoreKey.Bytes
+    > {
+        let prefixBytes = StoreKey.Bytes(prefix)
+        var lower = ordered.partitioningIndex { $0 >= prefixBytes }
+        if let after {
+            let afterBytes = StoreKey.Bytes(after)
+            lower = max(lower, ordered.partitioningIndex { $0 > afterBytes })
+        }
+        let upper: Int
+        if let successor = StoreKey.successor(ofPrefix: prefixBytes.utf8) {
+            let bound = StoreKey.Bytes(utf8: successor)
+            upper = ordered.partitioningIndex { $0 >= bound }
+        } else {
+            upper = ordered.endIndex
+        }
+        return lower < upper ? ordered[lower..<upper] : []
+    }
+}

@@ -1,0 +1,79 @@
+/// The one error type of every ``OfflineStore``: a stable ``Code`` to match on, a message that
+/// says what to do, and the engine's own name, code and error where there is one.
+///
+/// ```swift
+/// do { try await store.set(key, value) } catch let error as OfflineStoreError where error.code == .full {
+///     // free space, then retry
+/// }
+/// ```
+public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, stable across releases; new codes may be added.
+    public var code: Code
+    /// What happened and what to do next.
+    public var message: String
+    /// The engine that failed (`"sqlite"`, `"lmdb"`, `"leveldb"`, `"file"`, `"sodium"`, …).
+    public var engine: String?
+    /// The engine's own result code (an SQLite extended code, an LMDB or errno value, …).
+    public var nativeCode: Int32?
+    /// The key the failing call was about, when there is one.
+    public var key: String?
+    /// The error this one wraps, if any.
+    public var underlying: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(
+        _ code: Code,
+        _ message: String,
+        engine: String? = nil,
+        nativeCode: Int32? = nil,
+        key: String? = nil,
+        underlying: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.engine = engine
+        self.nativeCode = nativeCode
+        self.key = key
+        self.underlying = underlying
+    }
+
+    /// `"[engine] code: message (native code N)"`.
+    public var description: String {
+        var text = engine.map { "[\($0)] " } ?? ""
+        text += "\(code): \(message)"
+        if let nativeCode { text += " (native code \(nativeCode))" }
+        if let underlying { text += " — underlying: \(underlying)" }
+        return text
+    }
+
+    /// A stable, extensible error code: match it with `==` or in a `switch`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+
+        private init(_ name: String) { self.name = name }
+
+        /// The key is empty or longer than ``StoreKey/maxUTF8Count`` UTF-8 bytes.
+        public static let invalidKey = Code("invalidKey")
+        /// The value cannot be stored (for example, it is not valid for this engine).
+        public static let invalidValue = Code("invalidValue")
+        /// Reading or writing the storage failed.
+        public static let io = Code("io")
+        /// The disk, the map or a quota is full.
+        public static let full = Code("full")
+        /// The stored data is damaged.
+        public static let corrupt = Code("corrupt")
+        /// Another handle, process or transaction holds the store.
+        public static let locked = Code("locked")
+        /// The store was closed.
+        public static let closed = Code("closed")
+        /// A value could not be decrypted: wrong key, or it was changed or moved.
+        public static let decryptionFailed = Code("decryptionFailed")
+        /// The store cannot do this.
+        public static let unsupported = Code("unsupported")
+        /// Permission to the storage was denied.
+        public static let permissionDenied = Code("permissionDenied")
+
+        /// The code's name, e.g. `"invalidKey"`.
+        public var description: String { name }
+    }
+}

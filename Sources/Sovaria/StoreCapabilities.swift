@@ -1,0 +1,19 @@
+/// What a store guarantees beyond the base contract of ``OfflineStore``.
+public struct StoreCapabilities: OptionSet, Sendable, Hashable {
+    /// The raw bits.
+    public let rawValue: UInt32
+
+    /// Creates a set from raw bits.
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// ``OfflineStore/write(_:)`` applies a batch all or nothing, even across a crash, and no
+    /// reader sees part of it.
+    public static let atomicBatch = StoreCapabilities(rawValue: 1 << 0)
+    /// Entries survive the end of the process.
+    public static let persistent = StoreCapabilities(rawValue: 1 << 1)
+    /// ``OfflineStore/keys(_:)`` and ``OfflineStore/entries(_:after:limit:)`` walk the engine's
+    /// own ordered index instead of sorting in memory.
+    public static let orderedScan = StoreCapabilities(rawValue: 1 << 2)
+    /// ``OfflineStore/compact()`` gives freed space back to the operating system.
+    public static let compaction = StoreCapabilities(rawValue: 1 << 3)
+}

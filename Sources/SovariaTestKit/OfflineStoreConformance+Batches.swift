@@ -1,0 +1,70 @@
+import Sovaria
+
+extension OfflineStoreConformance {
+    static let batchChecks: [ConformanceCheck] = [
+        ConformanceCheck("batchAppliesInOrder", "write(_:) applies its writes in order; an empty batch changes nothing.")
+        { context in
+            let store = try await context.makeStore().store
+            try await store.set("old", "1")
+            try await store.write([
+                .set(key: "a", value: "1"), .set(key: "b", value: "2"), .delete(key: "a"), .set(key: "c", value: "3"),
+                .set(key: "b", value: "4"), .delete(key: "old"), .delete(key: "never"), .set(key: "d", value: ""),
+            ])
+            try await store.write([])
+            try context.expectKeys(try await store.keys(""), ["b", "c", "d"], "keys after the batch")
+            try context.expectBytes(try await store.get("b"), "4", "last write to b wins")
+            try context.expectBytes(try await store.get("c"), "3", "get(c)")
+            try context.expectBytes(try await store.get("d"), "", "get(d)")
+        },
+        ConformanceCheck(
+            "batchWithInvalidKeyChangesNothing",
+            "A batch with an invalid key anywhere throws .invalidKey and writes none of its writes."
+        ) { context in
+            let store = try await context.makeStore().store
+            try await store.set("existing", "before")
+            let tooLong = String(repeating: "x", count: 512)
+            for invalid in ["", tooLong] {
+                try await context.expectError(.invalidKey, "batch with a \(invalid.utf8.count)-byte key") {
+                    try await store.write([
+                        .set(key: "first", value: "1"), .delete(key: "existing"), .set(key: invalid, value: "x"),
+                        .set(key: "last", value: "2"),
+                    ])
+                }
+                try await context.expectError(.invalidKey, "batch deleting a \(invalid.utf8.count)-byte key") {
+                    try await store.write([.set(key: "first", value: "1"), .delete(key: invalid)])
+                }
+            }
+            try context.expectKeys(try await store.keys(""), ["existing"], "keys after rejected batches")
+            try context.expectBytes(try await store.get("existing"), "before", "entry a rejected batch deleted")
+        },
+        ConformanceCheck(
+            "atomicBatchIsNeverSeenHalfApplied",
+            "With .atomicBatch, a reader never sees part of a batch (checked while batches run)."
+        ) { context in
+            let store = try await context.makeStore().store
+            guard store.capabilities.contains(.atomicBatch) else { return }
+            try await store.write([.set(key: "x", value: "0"), .set(key: "y", value: "0")])
+            let rounds = 60
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for round in 1...rounds {
+                        try await store.write([.set(key: "x", value: "\(round)"), .set(key: "y", value: "\(round)")])
+                    }
+                }
+                for _ in 0..<3 {
+                    group.addTask {
+                        for _ in 0..<(rounds * 2) {
+                            // x is written before y in every batch: a reader that sees x at round n and
+                            // then y below n has seen a batch half applied.
+                            let x = Int(try await store.get("x") ?? "") ?? -1
+                            let y = Int(try await store.get("y") ?? "") ?? -1
+                            try context.expect(y >= x, "read x = \(x), then y = \(y): a batch was half applied")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try context.expectBytes(try await store.get("y"), "\(rounds)", "y after every batch")
+        },
+    ]
+}
