@@ -90,7 +90,9 @@ public final class MemoryOfflineStore: OfflineStore {
     }
 
     /// The slice of `ordered` whose keys start with `prefix` and sort after `after`.
-    private static func range(of prefix: String, after: String?, in ordered: [StoreKey.Bytes]) -> ArraySlice<
+    private static func range(
+        of prefix: String, after: String?, in ordered: [StoreKey.Bytes]
+    ) -> ArraySlice<
         StoreKey.Bytes
     > {
         let prefixBytes = StoreKey.Bytes(prefix)

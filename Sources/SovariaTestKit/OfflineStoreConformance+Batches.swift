@@ -2,8 +2,9 @@ import Sovaria
 
 extension OfflineStoreConformance {
     static let batchChecks: [ConformanceCheck] = [
-        ConformanceCheck("batchAppliesInOrder", "write(_:) applies its writes in order; an empty batch changes nothing.")
-        { context in
+        ConformanceCheck(
+            "batchAppliesInOrder", "write(_:) applies its writes in order; an empty batch changes nothing."
+        ) { context in
             let store = try await context.makeStore().store
             try await store.set("old", "1")
             try await store.write([

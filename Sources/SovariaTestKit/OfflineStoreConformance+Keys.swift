@@ -16,7 +16,8 @@ extension OfflineStoreConformance {
             try context.expectBytes(try await store.get(decomposed), "decomposed", "get(decomposed é)")
             try context.expectKeys(try await store.keys(""), byteSorted([precomposed, decomposed]), "keys(\"\")")
             try await store.delete(decomposed)
-            try context.expectBytes(try await store.get(precomposed), "precomposed", "get(precomposed) after delete(decomposed)")
+            try context.expectBytes(
+                try await store.get(precomposed), "precomposed", "get(precomposed) after delete(decomposed)")
             try context.expectBytes(try await store.get(decomposed), nil, "get(decomposed) after its delete")
         },
         ConformanceCheck("keysListInByteOrder", "keys(_:) and entries list keys ascending by UTF-8 bytes (memcmp).") {
@@ -38,7 +39,9 @@ extension OfflineStoreConformance {
         },
         ConformanceCheck("prefixIsBytePrefix", "\"Starts with\" compares UTF-8 bytes, not characters.") { context in
             let store = try await context.makeStore().store
-            for key in [decomposed + "x", decomposed, precomposed, "e", "ex", "f", "\u{10FFFF}a", "\u{10FFFF}\u{10FFFF}"] {
+            for key in [
+                decomposed + "x", decomposed, precomposed, "e", "ex", "f", "\u{10FFFF}a", "\u{10FFFF}\u{10FFFF}",
+            ] {
                 try await store.set(key, key)
             }
             try context.expectKeys(
@@ -68,10 +71,13 @@ extension OfflineStoreConformance {
             try context.expectKeys(try await store.keys(""), byteSorted(longest + ["keep"]), "keys after 511-byte sets")
             let entries = try await store.entries("", after: longest[0], limit: 10)
             try context.expectKeys(
-                entries.map(\.key), byteSorted(longest + ["keep"]).filter { longest[0].utf8.lexicographicallyPrecedes($0.utf8) },
+                entries.map(\.key),
+                byteSorted(longest + ["keep"]).filter { longest[0].utf8.lexicographicallyPrecedes($0.utf8) },
                 "entries after a 511-byte key")
             for key in longest { try await store.delete(key) }
-            for key in longest { try context.expectBytes(try await store.get(key), nil, "get(511-byte key) after delete") }
+            for key in longest {
+                try context.expectBytes(try await store.get(key), nil, "get(511-byte key) after delete")
+            }
 
             let invalid = ["", String(repeating: "k", count: 512), String(repeating: "é", count: 256)]
             for key in invalid {

@@ -26,7 +26,8 @@ extension OfflineStoreConformance {
                         try await store.set("shared", "\(task)")
                         _ = try await store.get("shared")
                         _ = try await store.entries("t", after: nil, limit: 7)
-                        let expected = byteSorted((2..<12).filter { $0 % 2 == 0 }.map { prefix + "\($0)" } + [prefix + "b"])
+                        let expected = byteSorted(
+                            (2..<12).filter { $0 % 2 == 0 }.map { prefix + "\($0)" } + [prefix + "b"])
                         try context.expectKeys(try await store.keys(prefix), expected, "task \(task)'s keys")
                         for key in expected where key != prefix + "b" {
                             try context.expectBytes(
@@ -74,7 +75,9 @@ extension OfflineStoreConformance {
             try await store.compact()
             let expected = (0..<300).filter { $0 % 3 == 0 }.map { "c:\(1_000 + $0)" }
             try context.expectKeys(try await store.keys("c:"), expected, "keys after compact")
-            for key in expected { try context.expectBytes(try await store.get(key), value, "get(\(key)) after compact") }
+            for key in expected {
+                try context.expectBytes(try await store.get(key), value, "get(\(key)) after compact")
+            }
             try await store.set("after", "compact")
             try context.expectBytes(try await store.get("after"), "compact", "a write after compact")
         },

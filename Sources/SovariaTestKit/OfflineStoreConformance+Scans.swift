@@ -24,7 +24,9 @@ extension OfflineStoreConformance {
                 try context.expect(pages <= 3, "25 entries in pages of 10 take 3 pages")
             }
             try context.expectKeys(paged.map(\.key), expected, "keys of all pages")
-            for entry in paged { try context.expectBytes(entry.value, "value of " + entry.key, "value of \(entry.key)") }
+            for entry in paged {
+                try context.expectBytes(entry.value, "value of " + entry.key, "value of \(entry.key)")
+            }
             try context.expectKeys(try await store.keys("p:"), expected, "keys(\"p:\")")
 
             let middle = try await store.entries("p:", after: "p:1~", limit: 100)
@@ -34,7 +36,8 @@ extension OfflineStoreConformance {
             try context.expect(try await store.entries("p:", after: nil, limit: 0).isEmpty, "limit 0 gives no entries")
             try context.expect(
                 try await store.entries("p:", after: "p;", limit: 5).isEmpty, "after past the prefix gives no entries")
-            try context.expect(try await store.entries("zz", after: nil, limit: 5).isEmpty, "an unused prefix gives none")
+            try context.expect(
+                try await store.entries("zz", after: nil, limit: 5).isEmpty, "an unused prefix gives none")
             let all = try await store.entries("", after: nil, limit: 1_000)
             try context.expectKeys(all.map(\.key), byteSorted(keys), "entries(\"\") lists every key")
         }

@@ -34,7 +34,8 @@ extension OfflineStoreConformance {
             try context.expectBytes(try await store.get("n"), "without", "get(\"n\") after delete(\"n\\0\")")
             try context.expectBytes(try await store.get("n\0\0"), "two NULs", "get(\"n\\0\\0\") after delete(\"n\\0\")")
         },
-        ConformanceCheck("valuesKeepTheirBytes", "A value reads back with exactly the UTF-8 bytes it was written with.") {
+        ConformanceCheck("valuesKeepTheirBytes", "A value reads back with exactly the UTF-8 bytes it was written with.")
+        {
             context in
             let store = try await context.makeStore().store
             let values = [

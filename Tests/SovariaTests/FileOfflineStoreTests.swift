@@ -1,7 +1,8 @@
 import Foundation
-@testable import Sovaria
 import SovariaTestKit
 import Testing
+
+@testable import Sovaria
 
 #if canImport(Glibc)
     import Glibc
@@ -66,7 +67,9 @@ import Testing
             String(repeating: "z", count: 511),
         ]
         for key in keys { try await store.set(key, key) }
-        #expect(try await store.keys("").map { Array($0.utf8) } == keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(
+            try await store.keys("").map { Array($0.utf8) }
+                == keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
         #expect(try await store.keys("zzz").count == 5)
         let reopened = FileOfflineStore(directory: folder.child("store"))
         for key in keys { #expect(try await reopened.get(key) == key) }
@@ -90,9 +93,13 @@ import Testing
     @Test func finishesABatchACrashInterrupted() async throws {
         let folder = try TemporaryFolder()
         let directory = folder.child("store")
-        try await FileOfflineStore(directory: directory).write([.set(key: "a", value: "old"), .set(key: "b", value: "old")])
+        try await FileOfflineStore(directory: directory).write([
+            .set(key: "a", value: "old"), .set(key: "b", value: "old"),
+        ])
         // A crash after the journal was renamed into place, before the batch was applied.
-        let journal = BatchJournal.encode([.set(key: "a", value: "new"), .delete(key: "b"), .set(key: "c", value: "new")])
+        let journal = BatchJournal.encode([
+            .set(key: "a", value: "new"), .delete(key: "b"), .set(key: "c", value: "new"),
+        ])
         try Data(journal).write(to: directory.appendingPathComponent(".journal"))
         let store = FileOfflineStore(directory: directory)
         #expect(try await store.get("a") == "new")
@@ -104,7 +111,9 @@ import Testing
     @Test func ignoresADamagedJournal() async throws {
         let folder = try TemporaryFolder()
         let directory = folder.child("store")
-        try await FileOfflineStore(directory: directory).write([.set(key: "a", value: "old"), .set(key: "b", value: "old")])
+        try await FileOfflineStore(directory: directory).write([
+            .set(key: "a", value: "old"), .set(key: "b", value: "old"),
+        ])
         var journal = BatchJournal.encode([.set(key: "a", value: "new"), .set(key: "b", value: "new")])
         journal[journal.count / 2] ^= 0xFF
         try Data(journal).write(to: directory.appendingPathComponent(".journal"))

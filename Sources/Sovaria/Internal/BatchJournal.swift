@@ -66,7 +66,9 @@ enum BatchJournal {
         return value
     }
 
-    private static func take<Integer: FixedWidthInteger>(_ type: Integer.Type, from cursor: inout ArraySlice<UInt8>)
+    private static func take<Integer: FixedWidthInteger>(
+        _ type: Integer.Type, from cursor: inout ArraySlice<UInt8>
+    )
         -> Integer?
     {
         guard let value = read(type, from: cursor) else { return nil }

@@ -56,7 +56,8 @@ enum FileNameScheme {
     }
 
     private static func isLowerHex(_ digit: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(digit)
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit)
+            || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(digit)
     }
 
     private static func value(ofDigit digit: UInt8) -> UInt8 {

@@ -62,7 +62,7 @@ struct FileTree: Sendable {
         case .delete(let key):
             folder = folders.reduce(root) { $0 + "/" + $1 }
             try POSIXFile.removeFile(folder + "/" + file, key: key)
-            // Empty folders of long keys are left behind; they cost an inode and nothing else.
+        // Empty folders of long keys are left behind; they cost an inode and nothing else.
         }
         if syncFolder, sync { try POSIXFile.syncDirectory(folder) }
         return folder

@@ -1,9 +1,10 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-import Synchronization
 
 /// Keeps at most one open engine handle per path in this process, for engines that must not
 /// open a path twice (LMDB, LevelDB) or that share one connection pool (SQLite).

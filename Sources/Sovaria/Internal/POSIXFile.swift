@@ -11,7 +11,9 @@
 enum POSIXFile {
     static let engine = "file"
 
-    static func error(_ operation: String, _ path: String, code: Int32 = errno, key: String? = nil)
+    static func error(
+        _ operation: String, _ path: String, code: Int32 = errno, key: String? = nil
+    )
         -> OfflineStoreError
     {
         let reason = String(cString: strerror(code))

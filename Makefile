@@ -1,0 +1,52 @@
+# Sovaria: one command to test, one to benchmark.
+#   make test   installs the missing system libraries, builds and runs every test
+#   make bench  builds sovaria-bench in release and runs it
+#   make lint   checks formatting with the committed .swift-format
+
+SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
+DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev
+BREW_PACKAGES := sqlite lmdb leveldb libsodium
+BENCH_ARGS ?=
+
+.PHONY: test bench bench-quick lint format deps build
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: deps
+	$(SWIFT) build -c release --product sovaria-bench
+	$(SWIFT) run -c release --skip-build sovaria-bench $(BENCH_ARGS)
+
+bench-quick: deps
+	$(SWIFT) run -c release sovaria-bench --quick $(BENCH_ARGS)
+
+build: deps
+	$(SWIFT) build
+
+lint:
+	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks Package.swift
+
+format:
+	$(SWIFT) format format --in-place --recursive Sources Tests Benchmarks Package.swift
+
+# Installs the Debian/Ubuntu -dev packages that are missing when run as root; otherwise prints
+# the command to run (apt or brew) and stops.
+deps:
+	@if [ "$$(uname)" = "Darwin" ]; then \
+		missing=""; for p in $(BREW_PACKAGES); do brew list --versions $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+		if [ -n "$$missing" ]; then echo "Missing system libraries. Run: brew install$$missing"; exit 1; fi; \
+	elif command -v dpkg-query >/dev/null 2>&1; then \
+		missing=""; for p in $(DEB_PACKAGES); do \
+			dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
+		if [ -n "$$missing" ]; then \
+			if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+				echo "Installing$$missing"; \
+				apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing; \
+			else \
+				echo "Missing system libraries. Run: sudo apt-get install -y$$missing"; exit 1; \
+			fi; \
+		fi; \
+	else \
+		echo "Install the development files of SQLite, LMDB, LevelDB and libsodium with your package manager."; \
+	fi

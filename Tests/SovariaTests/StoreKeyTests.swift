@@ -1,0 +1,52 @@
+import Testing
+
+@testable import Sovaria
+
+@Suite struct StoreKeyTests {
+    @Test func validatesByUTF8Length() throws {
+        try StoreKey.validate("k")
+        try StoreKey.validate(String(repeating: "é", count: 255) + "k")
+        #expect(throws: OfflineStoreError.self) { try StoreKey.validate("") }
+        #expect(throws: OfflineStoreError.self) { try StoreKey.validate(String(repeating: "é", count: 256)) }
+        do {
+            try StoreKey.validate("")
+        } catch {
+            #expect(error.code == .invalidKey)
+            #expect(error.key == "")
+        }
+    }
+
+    @Test func successorIsTheExclusiveUpperBoundOfAPrefix() {
+        #expect(StoreKey.successor(ofPrefix: Array("ab".utf8)) == Array("ac".utf8))
+        #expect(StoreKey.successor(ofPrefix: [0x61, 0xFF, 0xFF]) == [0x62])
+        #expect(StoreKey.successor(ofPrefix: [0xFF]) == nil)
+        #expect(StoreKey.successor(ofPrefix: [UInt8]()) == nil)
+    }
+
+    @Test func ordersAndPrefixesByBytes() {
+        #expect(StoreKey.Bytes("\u{FFFD}") < StoreKey.Bytes("\u{10000}"))  // UTF-16 order says the opposite
+        #expect(StoreKey.Bytes("e\u{301}") != StoreKey.Bytes("\u{E9}"))
+        #expect(StoreKey.hasBytePrefix("e\u{301}x", "e"))
+        #expect(!StoreKey.hasBytePrefix("\u{E9}", "e"))
+    }
+
+    @Test func journalRoundTripsAndRejectsDamage() {
+        let batch: [StoreWrite] = [.set(key: "a\0", value: ""), .delete(key: "é"), .set(key: "k", value: "v\0v")]
+        let bytes = BatchJournal.encode(batch)
+        #expect(BatchJournal.decode(bytes) == batch)
+        #expect(BatchJournal.decode(Array(bytes.dropLast())) == nil)
+        var flipped = bytes
+        flipped[8] ^= 1
+        #expect(BatchJournal.decode(flipped) == nil)
+    }
+
+    @Test func fileNamesKeepByteOrderAndFitTheNameLimit() {
+        let keys = ["a", "a\0", "ab", "\u{E9}", String(repeating: "z", count: 511), "\u{10FFFF}"]
+        for key in keys {
+            let (folders, file) = FileNameScheme.path(for: key)
+            #expect((folders + [file]).allSatisfy { $0.utf8.count <= 255 })
+            let digits = folders.flatMap { Array($0.utf8.dropFirst()) } + Array(file.utf8.dropFirst())
+            #expect(FileNameScheme.decodeKey(digits).map { Array($0.utf8) } == Array(key.utf8))
+        }
+    }
+}
