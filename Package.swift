@@ -56,6 +56,13 @@ let package = Package(
         ),
 
         .testTarget(name: "SovariaTests", dependencies: ["Sovaria", "SovariaTestKit"]),
+        // The child process the crash tests kill with SIGKILL, and those tests.
+        .executableTarget(
+            name: "sovaria-crash-writer",
+            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"],
+            path: "Tests/sovaria-crash-writer"
+        ),
+        .testTarget(name: "SovariaCrashTests", dependencies: ["sovaria-crash-writer", "Sovaria"]),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
         .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),

@@ -1,0 +1,16 @@
+import Foundation
+import Sovaria
+
+/// The stores the crash tests can run, by name.
+enum CrashStores {
+    static func open(_ engine: String, at path: URL, durability: Durability) throws -> any OfflineStore {
+        switch engine {
+        case "file":
+            let store = FileOfflineStore(directory: path, durability: durability)
+            if let reason = store.fallbackReason { throw reason }
+            return store
+        default:
+            throw OfflineStoreError(.unsupported, "unknown engine \(engine)")
+        }
+    }
+}

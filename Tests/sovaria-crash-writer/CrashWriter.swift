@@ -1,0 +1,41 @@
+import Foundation
+import Sovaria
+
+/// The child process of the crash tests: opens a store, then writes numbered entries and
+/// two-key batches forever, printing an acknowledgement after each call returns, until the
+/// test kills it with SIGKILL.
+///
+/// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`
+@main
+enum CrashWriter {
+    static func main() async {
+        let arguments = CommandLine.arguments
+        guard arguments.count == 5, let first = Int(arguments[4]) else {
+            FileHandle.standardError.write(Data("usage: sovaria-crash-writer ENGINE PATH synced|flushed FIRST\n".utf8))
+            exit(2)
+        }
+        let durability: Durability = arguments[3] == "synced" ? .synced : .flushed
+        do {
+            let store = try CrashStores.open(
+                arguments[1], at: URL(fileURLWithPath: arguments[2]), durability: durability)
+            acknowledge("ready")
+            var index = first
+            while true {
+                try await store.set(CrashWorkload.singleKey(index), CrashWorkload.value(index))
+                acknowledge("set \(index)")
+                try await store.write(CrashWorkload.batch(index))
+                acknowledge("batch \(index)")
+                index += 1
+            }
+        } catch {
+            FileHandle.standardError.write(Data("crash writer failed: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    /// Writes `line` straight to standard output (no buffer), so a printed line means the call
+    /// before it returned.
+    static func acknowledge(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
