@@ -1,0 +1,79 @@
+import Foundation
+
+/// The command line of `sovaria-bench`.
+struct BenchOptions {
+    var keyCount = 100_000
+    var valueBytes = 1_024
+    var repeats = 5
+    var quick = false
+    var jsonPath: String?
+    var markdownPath: String?
+    var svgPath: String?
+    var sections: Set<String> = []  // empty: all
+    var engines: Set<String> = []  // empty: all
+    var folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-bench-\(getpid())")
+
+    static let usage = """
+        usage: sovaria-bench [--quick] [--count N] [--value-size BYTES] [--repeats N]
+                             [--section NAME]... [--engine NAME]... [--dir FOLDER]
+                             [--json FILE] [--markdown FILE] [--svg FILE]
+          --quick        a small run (2,000 keys, 2 repeats) that finishes in seconds
+          --count N      keys per store (default 100000)
+          --value-size   bytes per value (default 1024)
+          --section      run only these sections: \(BenchSection.allNames.joined(separator: ", "))
+          --engine       run only these engines (memory, file, sqlite, lmdb, leveldb, encrypted-…)
+          --dir FOLDER   where the stores are made (default: a temporary folder, removed after)
+        """
+
+    static func parse(_ arguments: [String]) throws -> BenchOptions {
+        var options = BenchOptions()
+        var iterator = arguments.makeIterator()
+        func value(_ flag: String) throws -> String {
+            guard let next = iterator.next() else { throw BenchError.usage("\(flag) needs a value") }
+            return next
+        }
+        func number(_ flag: String) throws -> Int {
+            guard let parsed = Int(try value(flag)), parsed > 0 else {
+                throw BenchError.usage("\(flag) needs a number")
+            }
+            return parsed
+        }
+        while let argument = iterator.next() {
+            switch argument {
+            case "--quick":
+                options.quick = true
+                options.keyCount = 2_000
+                options.repeats = 2
+            case "--count": options.keyCount = try number(argument)
+            case "--value-size": options.valueBytes = try number(argument)
+            case "--repeats": options.repeats = try number(argument)
+            case "--json": options.jsonPath = try value(argument)
+            case "--markdown": options.markdownPath = try value(argument)
+            case "--svg": options.svgPath = try value(argument)
+            case "--section": options.sections.insert(try value(argument))
+            case "--engine": options.engines.insert(try value(argument))
+            case "--dir": options.folder = URL(fileURLWithPath: try value(argument), isDirectory: true)
+            case "--help", "-h": throw BenchError.help
+            default: throw BenchError.usage("unknown option \(argument)")
+            }
+        }
+        return options
+    }
+
+    func runs(_ section: BenchSection) -> Bool { sections.isEmpty || sections.contains(section.rawValue) }
+    func runs(engine: String) -> Bool { engines.isEmpty || engines.contains(engine) }
+}
+
+enum BenchError: Error, CustomStringConvertible {
+    case usage(String)
+    case help
+    case failed(String)
+
+    var description: String {
+        switch self {
+        case .usage(let message): "\(message)\n\(BenchOptions.usage)"
+        case .help: BenchOptions.usage
+        case .failed(let message): message
+        }
+    }
+}

@@ -1,0 +1,20 @@
+/// The parts of a run, each its own table and chart.
+enum BenchSection: String, CaseIterable {
+    case store
+    case eviction
+    case cacheOpen = "cache-open"
+    case memoryCache = "memory-cache"
+    case caller
+
+    static var allNames: [String] { allCases.map(\.rawValue) }
+
+    var title: String {
+        switch self {
+        case .store: "Store operations (adapter vs raw C API, same run)"
+        case .eviction: "Query cache eviction"
+        case .cacheOpen: "Open to first cached read"
+        case .memoryCache: "Memory LRU layer vs NSCache"
+        case .caller: "Where the call comes from: plain task vs main actor"
+        }
+    }
+}

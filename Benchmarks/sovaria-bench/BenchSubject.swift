@@ -1,0 +1,52 @@
+import Sovaria
+
+/// Something the store section measures: an engine through `OfflineStore`, or the same engine
+/// through its raw C API. Methods take indexes into the ``Workload`` so no subject pays for
+/// making keys inside the timed loop.
+protocol BenchSubject: AnyObject {
+    func set(_ index: Int) async throws
+    func setBatch(_ indexes: Range<Int>) async throws
+    /// Whether the key was found.
+    func get(_ index: Int) async throws -> Bool
+    func getMiss(_ index: Int) async throws -> Bool
+    /// How many keys start with prefix number `index`.
+    func scan(prefix index: Int) async throws -> Int
+    /// Reads the next page of every entry (from the start when `restart`); returns its size.
+    func nextPage(limit: Int, restart: Bool) async throws -> Int
+    func deleteBatch(_ indexes: Range<Int>) async throws
+}
+
+/// An engine measured through `any OfflineStore`, the way an app calls it.
+final class StoreSubject: BenchSubject {
+    let store: any OfflineStore
+    let workload: Workload
+    private var cursor: String?
+
+    init(_ store: any OfflineStore, _ workload: Workload) {
+        self.store = store
+        self.workload = workload
+    }
+
+    func set(_ index: Int) async throws { try await store.set(workload.keys[index], workload.value) }
+
+    func setBatch(_ indexes: Range<Int>) async throws {
+        try await store.write(indexes.map { .set(key: workload.keys[$0], value: workload.value) })
+    }
+
+    func get(_ index: Int) async throws -> Bool { try await store.get(workload.keys[index]) != nil }
+
+    func getMiss(_ index: Int) async throws -> Bool { try await store.get(workload.missKeys[index]) != nil }
+
+    func scan(prefix index: Int) async throws -> Int { try await store.keys(workload.prefixes[index]).count }
+
+    func nextPage(limit: Int, restart: Bool) async throws -> Int {
+        if restart { cursor = nil }
+        let page = try await store.entries(Workload.keyPrefix, after: cursor, limit: limit)
+        cursor = page.last?.key
+        return page.count
+    }
+
+    func deleteBatch(_ indexes: Range<Int>) async throws {
+        try await store.write(indexes.map { .delete(key: workload.keys[$0]) })
+    }
+}

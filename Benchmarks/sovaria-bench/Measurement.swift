@@ -1,0 +1,84 @@
+/// One row of the benchmark's output.
+struct Measurement: Codable, Sendable {
+    var section: String
+    var subject: String
+    var variant: String
+    var operation: String
+    /// Items per second (entries read or written, or calls where an item is a call).
+    var opsPerSecond: Double
+    /// Median over the repeats of the time per item.
+    var nanosecondsPerOp: Double
+    /// Latency of one call, over every call of every repeat.
+    var p50Nanoseconds: Double
+    var p99Nanoseconds: Double
+    var maxNanoseconds: Double
+    /// (slowest − fastest repeat) / median, in percent.
+    var spreadPercent: Double
+    var repeats: Int
+    /// This row's time per item over its baseline's, when it has one.
+    var ratio: Double?
+    var baseline: String?
+    var note: String?
+}
+
+/// Times calls: a warm-up repeat, then `repeats` timed ones; reports the median repeat and the
+/// latency distribution of single calls.
+struct Stopwatch {
+    let repeats: Int
+
+    static func now() -> UInt64 { monotonicNanoseconds() }
+
+    /// Runs `prepare` (untimed) and then `calls` timed calls of `body` per repeat; `body` gets
+    /// the repeat and the call's index. `itemsPerCall` turns a batch call into per-item figures.
+    func measure(
+        calls: Int,
+        itemsPerCall: Int = 1,
+        warmUp: Bool = true,
+        prepare: (_ repeat: Int) async throws -> Void = { _ in },
+        _ body: (_ repeat: Int, _ call: Int) async throws -> Void
+    ) async throws -> Sample {
+        var perItem: [Double] = []
+        var latencies: [Double] = []
+        latencies.reserveCapacity(calls * repeats)
+        for round in (warmUp ? -1 : 0)..<repeats {
+            try await prepare(round)
+            var total: UInt64 = 0
+            for call in 0..<calls {
+                let start = Self.now()
+                try await body(round, call)
+                let elapsed = Self.now() - start
+                total += elapsed
+                if round >= 0 { latencies.append(Double(elapsed)) }
+            }
+            if round >= 0 { perItem.append(Double(total) / Double(max(1, calls * itemsPerCall))) }
+        }
+        return Sample(perItemNanoseconds: perItem, callLatencies: latencies)
+    }
+}
+
+/// The raw timings of one measured operation.
+struct Sample {
+    var perItemNanoseconds: [Double]
+    var callLatencies: [Double]
+
+    var median: Double { Self.percentile(perItemNanoseconds, 0.5) }
+
+    func measurement(section: String, subject: String, variant: String, operation: String) -> Measurement {
+        let sortedLatencies = callLatencies.sorted()
+        let spread = (perItemNanoseconds.max() ?? 0) - (perItemNanoseconds.min() ?? 0)
+        return Measurement(
+            section: section, subject: subject, variant: variant, operation: operation,
+            opsPerSecond: median > 0 ? 1e9 / median : 0, nanosecondsPerOp: median,
+            p50Nanoseconds: Self.percentile(sortedLatencies, 0.5, sorted: true),
+            p99Nanoseconds: Self.percentile(sortedLatencies, 0.99, sorted: true),
+            maxNanoseconds: sortedLatencies.last ?? 0,
+            spreadPercent: median > 0 ? 100 * spread / median : 0, repeats: perItemNanoseconds.count)
+    }
+
+    static func percentile(_ values: [Double], _ fraction: Double, sorted: Bool = false) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let ordered = sorted ? values : values.sorted()
+        let index = Int((Double(ordered.count - 1) * fraction).rounded())
+        return ordered[index]
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Sovaria
+
+/// `sovaria-bench`: measures every engine on this machine, in one run, against the raw C API
+/// of the same engines. See `--help`.
+@main
+enum SovariaBench {
+    static func main() async {
+        do {
+            let options = try BenchOptions.parse(Array(CommandLine.arguments.dropFirst()))
+            // Off the main actor: the store section measures the calls of a plain task; the
+            // caller section compares that with the main actor explicitly.
+            try await Task.detached { try await run(options) }.value
+        } catch let error as BenchError {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            if case .help = error { exit(0) }
+            exit(2)
+        } catch {
+            FileHandle.standardError.write(Data("sovaria-bench failed: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func run(_ options: BenchOptions) async throws {
+        let progress = Progress()
+        let workload = Workload(count: options.keyCount, valueBytes: options.valueBytes)
+        let stopwatch = Stopwatch(repeats: options.repeats)
+        try FileManager.default.createDirectory(at: options.folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: options.folder) }
+        var report = Report(machine: Machine.describe(options: options), measurements: [])
+
+        if options.runs(.store) {
+            report.measurements += try await StoreSection(
+                options: options, workload: workload, stopwatch: stopwatch, progress: progress
+            ).run()
+        }
+        if options.runs(.caller) {
+            report.measurements += try await CallerSection(options: options, workload: workload, progress: progress)
+                .run()
+        }
+        progress.finish()
+        report.computeRatios()
+
+        print(report.table())
+        if let path = options.jsonPath {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(report).write(to: URL(fileURLWithPath: path))
+        }
+        if let path = options.markdownPath {
+            try report.markdown().write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        if let path = options.svgPath {
+            try SVGChart.render(report).write(toFile: path, atomically: true, encoding: .utf8)
+        }
+    }
+}

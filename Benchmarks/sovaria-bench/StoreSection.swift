@@ -1,0 +1,48 @@
+import Foundation
+import Sovaria
+
+/// Section 1 and 2: every engine through `OfflineStore`, in both durabilities, next to its raw
+/// C API doing the same operations with the same schema and flags.
+struct StoreSection {
+    let options: BenchOptions
+    let workload: Workload
+    let stopwatch: Stopwatch
+    let progress: Progress
+
+    func run() async throws -> [Measurement] {
+        var rows: [Measurement] = []
+        for engine in BenchEngines.all where options.runs(engine: engine.name) {
+            let limit = engine.maxKeys.map { options.quick ? $0.quick : $0.full } ?? workload.count
+            let workload = limit < workload.count ? Workload(count: limit, valueBytes: options.valueBytes) : workload
+            for durability in engine.persistent ? [Durability.synced, .flushed] : [.flushed] {
+                let variant = engine.persistent ? "\(durability)" : ""
+                let operations = StoreOperations(
+                    workload: workload, stopwatch: stopwatch,
+                    singleSets: durability == .synced && engine.persistent ? (options.quick ? 50 : 500) : 20_000,
+                    progress: progress)
+                do {
+                    let folder = try freshFolder("\(engine.name)-\(durability)")
+                    let store = try engine.open(folder, durability)
+                    var measured = try await operations.run(
+                        StoreSubject(store, workload), name: engine.name, variant: variant)
+                    if workload !== self.workload {
+                        for index in measured.indices { measured[index].note = "\(workload.count) keys" }
+                    }
+                    rows += measured
+                }
+                if let raw = engine.raw {
+                    let subject = try raw(try freshFolder("raw-\(engine.name)-\(durability)"), durability, workload)
+                    rows += try await operations.run(subject, name: "raw \(engine.name)", variant: variant)
+                }
+            }
+        }
+        return rows
+    }
+
+    private func freshFolder(_ name: String) throws -> URL {
+        let folder = options.folder.appendingPathComponent(name, isDirectory: true)
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+}

@@ -1,1 +1,0 @@
-print("sovaria-bench: not built yet")
