@@ -62,6 +62,10 @@ let package = Package(
             dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"],
             path: "Tests/sovaria-crash-writer"
         ),
+        .testTarget(
+            name: "SovariaCacheTests",
+            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
+        ),
         .testTarget(name: "SovariaCrashTests", dependencies: ["sovaria-crash-writer", "Sovaria"]),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),

@@ -1,0 +1,36 @@
+/// The bound on the query cache: the summed UTF-8 length of the cached response bodies.
+///
+/// Only bodies count: not the metadata, the write queue, the rejected list or the database
+/// file. Past the bound, the lists fetched longest ago (by the server's time) are evicted.
+public enum CacheSize: Sendable, Hashable {
+    /// At most this many bytes of response bodies; values below 4 KiB count as 4 KiB.
+    case bytes(Int)
+    /// Never evict.
+    case unlimited
+
+    /// 100 MiB, the default.
+    public static let `default` = CacheSize.bytes(100 * 1_024 * 1_024)
+
+    /// The smallest bound that takes effect: 4 KiB.
+    public static let minimumBytes = 4_096
+
+    /// The seed API's integer form: `-1` (`CACHE_SIZE_UNLIMITED`) is ``unlimited``, anything
+    /// else is ``bytes(_:)``.
+    public init(seedValue: Int) {
+        self = seedValue == -1 ? .unlimited : .bytes(seedValue)
+    }
+
+    /// The bound in bytes that eviction enforces, or `nil` for ``unlimited``.
+    public var effectiveBytes: Int? {
+        switch self {
+        case .unlimited: nil
+        case .bytes(let bytes): max(bytes, Self.minimumBytes)
+        }
+    }
+
+    /// What a pass evicts down to: 50,000,000 bytes below the bound, or the bound itself when
+    /// it is 50 MB or less. `nil` for ``unlimited``.
+    public var evictionTargetBytes: Int? {
+        effectiveBytes.map { $0 > 50_000_000 ? $0 - 50_000_000 : $0 }
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+
+/// The stored form of a ``CachedResponse``: one header line
+/// `c1 <serverMs> <fetchedMs> <stale 0|1> <etag bytes or -> <query bytes>`, then the ETag, the
+/// query and the body, back to back (lengths in UTF-8 bytes, so any text fits).
+enum CacheRecord {
+    static func encode(_ response: CachedResponse) -> String {
+        let etag = response.etag ?? ""
+        let etagLength = response.etag == nil ? "-" : String(etag.utf8.count)
+        return "c1 \(millis(response.serverTime)) \(millis(response.fetchedAt)) \(response.isStale ? 1 : 0) "
+            + "\(etagLength) \(response.query.utf8.count)\n" + etag + response.query + response.body
+    }
+
+    /// The response, or `nil` when the text is not a record.
+    static func decode(_ text: String) -> CachedResponse? {
+        let utf8 = text.utf8
+        guard let newline = utf8.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+        let fields = text[..<newline].split(separator: " ")
+        guard fields.count == 6, fields[0] == "c1", let server = Int64(fields[1]), let fetched = Int64(fields[2]),
+            let queryLength = Int(fields[5]), queryLength >= 0
+        else { return nil }
+        let etagLength = fields[4] == "-" ? nil : Int(fields[4])
+        if fields[4] != "-", etagLength == nil { return nil }
+        var cursor = utf8.index(after: newline)
+        func take(_ count: Int) -> String? {
+            guard count >= 0, let end = utf8.index(cursor, offsetBy: count, limitedBy: utf8.endIndex),
+                end.samePosition(in: text.unicodeScalars) != nil
+            else { return nil }
+            defer { cursor = end }
+            return String(text[cursor..<end])
+        }
+        let etag = etagLength.map { take($0) } ?? .some(nil)
+        guard let etag, let query = take(queryLength) else { return nil }
+        return CachedResponse(
+            query: query, body: String(text[cursor...]), serverTime: date(server), fetchedAt: date(fetched),
+            etag: etag, isStale: fields[3] == "1")
+    }
+
+    static func millis(_ date: Date) -> Int64 {
+        let value = (date.timeIntervalSince1970 * 1_000).rounded()
+        return value.isFinite ? Int64(max(0, min(value, 9_999_999_999_999_999))) : 0
+    }
+
+    static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1_000) }
+}

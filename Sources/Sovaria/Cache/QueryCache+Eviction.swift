@@ -1,0 +1,92 @@
+import Foundation
+
+/// One eviction pass, as reported by ``QueryCache/evictionPasses``.
+public struct EvictionPass: Sendable, Hashable {
+    /// Lists deleted.
+    public let evictedLists: Int
+    /// Body bytes deleted.
+    public let evictedBytes: Int
+    /// Wall time of the pass.
+    public let duration: Duration
+    /// The cache's total after the pass.
+    public let totalBytesAfter: Int
+}
+
+extension QueryCache {
+    /// The most recent eviction passes (up to 1,000), oldest first.
+    public var evictionPasses: [EvictionPass] { passes.withLock { $0 } }
+
+    /// Runs an eviction pass now if the total is over the bound; ``put(_:body:serverTime:etag:)``
+    /// calls it when the seed's rules say so.
+    ///
+    /// - Complexity: O((e + p) log n) for e evicted and p protected lists among n: the order
+    ///   is a heap walked from the oldest end, and the total is kept, not summed.
+    public func evictIfOverBound() async throws {
+        guard let bound = size.effectiveBytes, let target = size.evictionTargetBytes,
+            totalBytes > bound
+        else { return }
+        // Lists shown by live readers when the pass starts; a reader that starts later is not
+        // protected from this pass.
+        let protected = readers.withLock { $0.protectedIDs(limit: Self.maxProtectedLists) }
+        let start = ContinuousClock.now
+        var evictedLists = 0
+        var evictedBytes = 0
+        var skipped: [(id: String, entry: CacheIndex.Entry)] = []
+        defer { index.withLock { index in for item in skipped { index.restore(item.id, item.entry) } } }
+        while true {
+            let step = try await gate.withGate {
+                try await evictOneBatch(downTo: target, protected: protected, skipped: &skipped)
+            }
+            evictedLists += step.lists
+            evictedBytes += step.bytes
+            if step.lists == 0 { break }
+        }
+        let pass = EvictionPass(
+            evictedLists: evictedLists, evictedBytes: evictedBytes, duration: ContinuousClock.now - start,
+            totalBytesAfter: totalBytes)
+        passes.withLock { passes in
+            passes.append(pass)
+            if passes.count > 1_000 { passes.removeFirst(passes.count - 1_000) }
+        }
+    }
+
+    /// Deletes up to ten of the oldest unprotected lists, fewer when the total reaches `target`
+    /// sooner; returns what it deleted (nothing when done).
+    private func evictOneBatch(
+        downTo target: Int, protected: Set<String>, skipped: inout [(id: String, entry: CacheIndex.Entry)]
+    ) async throws -> (lists: Int, bytes: Int) {
+        var victims: [(id: String, entry: CacheIndex.Entry)] = []
+        index.withLock { index in
+            var projected = index.totalBytes
+            while victims.count < Self.evictionBatchLists, projected > target, let oldest = index.popOldest() {
+                if protected.contains(oldest.id) {
+                    skipped.append(oldest)
+                } else {
+                    victims.append(oldest)
+                    projected -= oldest.entry.sizeBytes
+                }
+            }
+        }
+        guard !victims.isEmpty else { return (0, 0) }
+        // The body before its order key: a crash between them (without atomic batches) leaves
+        // a counted key without a body, which the next pass deletes, never an uncounted body.
+        let writes = victims.flatMap { victim -> [StoreWrite] in
+            [
+                .delete(key: CacheKeys.entryKey(victim.id)),
+                .delete(key: CacheKeys.orderKey(victim.id, serverTimeMillis: victim.entry.serverTimeMillis)),
+            ]
+        }
+        do {
+            try await store.write(writes)
+        } catch {
+            index.withLock { index in for victim in victims { index.restore(victim.id, victim.entry) } }
+            throw error
+        }
+        var bytes = 0
+        index.withLock { index in
+            for victim in victims { bytes += index.remove(victim.id)?.sizeBytes ?? 0 }
+        }
+        for victim in victims { memory.removeValue(forKey: victim.id) }
+        return (victims.count, bytes)
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import Synchronization
+
+/// The cache of query results, written once against ``OfflineStore`` so it runs unchanged on
+/// every engine: bounded by ``CacheSize``, evicting the lists the server sent longest ago, with
+/// an in-memory LRU layer (``MemoryCache``) in front of the store and one fetch per query at a
+/// time (``SingleFlight``).
+///
+/// A query's identity is any string, for example a PostgREST URL with its filters, however
+/// long: the cache files it under a 128-bit hash and keeps the full identity in the entry,
+/// checked on every read (see docs/ARCHITECTURE.md for the layout under `sov:cache:`).
+///
+/// Eviction follows the seed: after a response of 4,096 bytes or more, and after every 32nd
+/// response (never on reads), the total of the cached bodies is checked; over the bound, the
+/// lists fetched longest ago by the server's time go, ten per store batch, until the total is
+/// 50,000,000 bytes below the bound (or at the bound, for bounds of 50 MB or less). Up to 500
+/// lists that live readers show (``startReading(_:)``) are kept whatever their age.
+///
+/// ```swift
+/// let cache = try await QueryCache(store: try SQLiteOfflineStore(fileURL: url))
+/// let answer = try await cache.read("/rest/v1/notes?select=*&owner=eq.7") { etag in
+///     let (body, date, newETag) = try await api.get(path, ifNoneMatch: etag)
+///     return .response(body: body, serverTime: date, etag: newETag)
+/// }
+/// ```
+///
+/// - Important: Safe from any number of tasks. Reads run on the caller's executor and take no
+///   lock beyond the memory layer's; writes (``put(_:body:serverTime:etag:)``, stale marks,
+///   eviction) go through one async gate so an entry and its order key always change together.
+///   Opening reads the small order keys only, never a body: O(lists), not O(bytes).
+public final class QueryCache: Sendable {
+    /// The store the cache keeps its entries in.
+    public let store: any OfflineStore
+    /// The bound on the cached bodies.
+    public let size: CacheSize
+    /// The in-memory layer, keyed by the query's hash id; costs are body bytes.
+    public let memory: MemoryCache<String, CachedResponse>
+    /// How many lists shown by live readers are kept whatever their age.
+    public static let maxProtectedLists = 500
+    /// A response at least this long (UTF-8 bytes) starts a size check.
+    public static let checkAfterResponseBytes = 4_096
+    /// Every this many responses start a size check.
+    public static let checkEveryResponses = 32
+    /// Lists deleted per store batch during eviction.
+    public static let evictionBatchLists = 10
+
+    let clock: @Sendable () -> Date
+    let index: Mutex<CacheIndex>
+    let gate = AsyncGate()
+    let flights = SingleFlight<String, CachedResponse>()
+    let readers = Mutex(LiveReaders())
+    let passes = Mutex<[EvictionPass]>([])
+    let refreshes = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
+
+    /// Opens the cache kept in `store`, rebuilding its order and total from the order keys.
+    ///
+    /// - Parameters:
+    ///   - size: the bound on cached bodies; ``CacheSize/default`` is 100 MiB.
+    ///   - memoryCountLimit: the most responses the memory layer keeps.
+    ///   - memoryCostLimitBytes: the most body bytes the memory layer keeps.
+    ///   - clock: the time `maxAge` is measured with; inject one in tests.
+    public init(
+        store: any OfflineStore,
+        size: CacheSize = .default,
+        memoryCountLimit: Int = 1_000,
+        memoryCostLimitBytes: Int = 16 * 1_024 * 1_024,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) async throws {
+        self.store = store
+        self.size = size
+        self.clock = clock
+        memory = MemoryCache(countLimit: memoryCountLimit, costLimit: memoryCostLimitBytes)
+        index = Mutex(try await Self.loadIndex(from: store))
+    }
+
+    /// The summed UTF-8 length of every cached body.
+    public var totalBytes: Int { index.withLock { $0.totalBytes } }
+
+    /// How many lists are cached.
+    public var listCount: Int { index.withLock { $0.entries.count } }
+
+    /// The cached response for `query` from memory or the store (copied up to memory), or `nil`.
+    public func cachedResponse(for query: String) async throws -> CachedResponse? {
+        try await lookUp(query)?.response
+    }
+
+    /// Caches `body` as the response to `query` and, when the rules say so, runs an eviction
+    /// pass before returning.
+    @discardableResult
+    public func put(_ query: String, body: String, serverTime: Date, etag: String? = nil) async throws
+        -> CachedResponse
+    {
+        let response = CachedResponse(query: query, body: body, serverTime: serverTime, fetchedAt: clock(), etag: etag)
+        let responsesStored = try await write(response)
+        if response.sizeBytes >= Self.checkAfterResponseBytes || responsesStored % Self.checkEveryResponses == 0 {
+            try await evictIfOverBound()
+        }
+        return response
+    }
+
+    /// Marks `query`'s cached list stale (a local write changed what it shows): readers refresh
+    /// it, and it keeps its place in eviction order.
+    public func markStale(_ query: String) async throws {
+        try await gate.withGate {
+            guard let current = try await lookUp(query)?.response, !current.isStale else { return }
+            let id = CacheKeys.id(of: query)
+            let stale = current.with(stale: true)
+            try await store.set(CacheKeys.entryKey(id), CacheRecord.encode(stale))
+            memory.set(id, stale, cost: stale.sizeBytes)
+        }
+    }
+
+    /// Removes `query`'s cached list.
+    public func remove(_ query: String) async throws {
+        let id = CacheKeys.id(of: query)
+        try await gate.withGate {
+            guard let entry = index.withLock({ $0.entries[id] }) else { return }
+            try await store.write([
+                .delete(key: CacheKeys.entryKey(id)),
+                .delete(key: CacheKeys.orderKey(id, serverTimeMillis: entry.serverTimeMillis)),
+            ])
+            index.withLock { _ = $0.remove(id) }
+            memory.removeValue(forKey: id)
+        }
+    }
+
+    /// Forgets every cached list and gives the space back to the operating system
+    /// (``OfflineStore/compact()``): what "clear local data" does.
+    public func clearLocalData() async throws {
+        try await gate.withGate {
+            for prefix in [CacheKeys.entryPrefix, CacheKeys.orderPrefix] {
+                while true {
+                    let page = try await store.entries(prefix, after: nil, limit: 1_000)
+                    if page.isEmpty { break }
+                    try await store.write(page.map { .delete(key: $0.key) })
+                }
+            }
+            index.withLock { $0 = CacheIndex() }
+            memory.removeAll()
+        }
+        try await store.compact()
+    }
+
+    /// Waits for the refreshes that stale-while-revalidate reads started behind their answers.
+    public func waitForBackgroundRefreshes() async {
+        let running = refreshes.withLock { $0.running.values }
+        for task in running { await task.value }
+    }
+
+    // MARK: - Internals shared by the extensions
+
+    /// Memory first, then the store; `nil` on a miss or when the entry belongs to another query.
+    func lookUp(_ query: String) async throws -> (response: CachedResponse, source: CacheRead.Source)? {
+        let id = CacheKeys.id(of: query)
+        if let hit = memory.value(forKey: id), hit.query.utf8.elementsEqual(query.utf8) { return (hit, .memory) }
+        guard let text = try await store.get(CacheKeys.entryKey(id)),
+            let response = CacheRecord.decode(text), response.query.utf8.elementsEqual(query.utf8)
+        else { return nil }
+        memory.set(id, response, cost: response.sizeBytes)
+        return (response, .store)
+    }
+
+    /// Writes `response` and its order key in one batch; returns how many responses were
+    /// stored since open.
+    private func write(_ response: CachedResponse) async throws -> Int {
+        let id = CacheKeys.id(of: response.query)
+        let millis = CacheRecord.millis(response.serverTime)
+        let stored = try await gate.withGate {
+            let previous = index.withLock { $0.entries[id] }
+            // The order key first: a crash between the writes of a store without atomic batches
+            // then leaves a counted key without a body (healed by eviction), never an uncounted body.
+            var writes: [StoreWrite] = [
+                .set(key: CacheKeys.orderKey(id, serverTimeMillis: millis), value: String(response.sizeBytes)),
+                .set(key: CacheKeys.entryKey(id), value: CacheRecord.encode(response)),
+            ]
+            if let previous, previous.serverTimeMillis != millis {
+                writes.append(.delete(key: CacheKeys.orderKey(id, serverTimeMillis: previous.serverTimeMillis)))
+            }
+            try await store.write(writes)
+            return index.withLock { index in
+                index.upsert(id, serverTimeMillis: millis, sizeBytes: response.sizeBytes)
+                index.responsesStored += 1
+                return index.responsesStored
+            }
+        }
+        memory.set(id, response, cost: response.sizeBytes)
+        return stored
+    }
+
+    /// Reads every order key (never a body), keeps the newest of duplicates a crash may have
+    /// left, and deletes bodies that have no order key.
+    private static func loadIndex(from store: any OfflineStore) async throws -> CacheIndex {
+        var index = CacheIndex()
+        var orphans: [StoreWrite] = []
+        var after: String?
+        while true {
+            let page = try await store.entries(CacheKeys.orderPrefix, after: after, limit: 1_000)
+            guard let last = page.last else { break }
+            for entry in page {
+                guard let (millis, id) = CacheKeys.parseOrderKey(entry.key) else { continue }
+                // Keys come oldest first, so a duplicate's earlier key is the one to drop.
+                if let previous = index.upsert(id, serverTimeMillis: millis, sizeBytes: Int(entry.value) ?? 0) {
+                    orphans.append(.delete(key: CacheKeys.orderKey(id, serverTimeMillis: previous.serverTimeMillis)))
+                }
+            }
+            after = last.key
+        }
+        for key in try await store.keys(CacheKeys.entryPrefix) {
+            let id = String(decoding: key.utf8.dropFirst(CacheKeys.entryPrefix.utf8.count), as: UTF8.self)
+            if index.entries[id] == nil { orphans.append(.delete(key: key)) }
+        }
+        for start in stride(from: 0, to: orphans.count, by: 1_000) {
+            try await store.write(Array(orphans[start..<min(orphans.count, start + 1_000)]))
+        }
+        return index
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import Sovaria
+import Testing
+
+/// Seed 000's eviction rules, each on every engine.
+@Suite struct QueryCacheEvictionTests {
+    /// Puts `count` lists of `bytes` each, with server times `times[i]` (default i), under
+    /// queries "q<i>".
+    func fill(
+        _ cache: QueryCache, count: Int, bytes: Int, times: [Int]? = nil, first: Int = 0
+    ) async throws {
+        for index in first..<(first + count) {
+            try await cache.put("q\(index)", body: body(bytes), serverTime: serverTime(times?[index - first] ?? index))
+        }
+    }
+
+    func cachedQueries(_ cache: QueryCache, _ range: Range<Int>) async throws -> [Int] {
+        var present: [Int] = []
+        for index in range where try await cache.cachedResponse(for: "q\(index)") != nil { present.append(index) }
+        return present
+    }
+
+    @Test func sizeBoundFollowsTheSeed() {
+        #expect(CacheSize.default == .bytes(100 * 1_024 * 1_024))
+        #expect(CacheSize(seedValue: -1) == .unlimited)
+        #expect(CacheSize.bytes(100).effectiveBytes == 4_096)
+        #expect(CacheSize.bytes(-5).effectiveBytes == 4_096)
+        #expect(CacheSize.bytes(60_000_000).evictionTargetBytes == 10_000_000)
+        #expect(CacheSize.bytes(50_000_000).evictionTargetBytes == 50_000_000)
+        #expect(CacheSize.unlimited.effectiveBytes == nil)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func countsOnlyResponseBodies(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let store = try engine.open(folder.url)
+        try await store.set("sov:queue:0001", String(repeating: "q", count: 50_000))
+        let cache = try await QueryCache(store: store, size: .unlimited)
+        let longQuery = "/rest/v1/notes?" + String(repeating: "and=(title.eq.é)&", count: 200)
+        try await cache.put(longQuery, body: "[1,2,3]", serverTime: serverTime(1), etag: String(repeating: "e", count: 900))
+        try await cache.put("q", body: body(1_001), serverTime: serverTime(2))
+        #expect(cache.totalBytes == 7 + 1_001)
+        try await cache.put("q", body: "é", serverTime: serverTime(3))  // replacing a list replaces its size
+        #expect(cache.totalBytes == 7 + 2)
+        #expect(cache.listCount == 2)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func checksAfterEvery32ndResponseOrALargeOneAndNeverOnReads(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
+        try await fill(cache, count: 31, bytes: 200)
+        #expect(cache.totalBytes == 31 * 200, "no check before the 32nd response")
+        #expect(cache.evictionPasses.isEmpty)
+        try await fill(cache, count: 1, bytes: 200, first: 31)
+        #expect(cache.evictionPasses.count == 1, "the 32nd response starts a check")
+        #expect(cache.totalBytes <= 4_096)
+        #expect(try await cachedQueries(cache, 0..<32) == Array((32 - 4_096 / 200)..<32))
+
+        // Over the bound again (a smaller bound at reopen), reads never start a pass.
+        let smaller = try await QueryCache(store: try engine.open(folder.url), size: .bytes(1))
+        for index in 0..<32 { _ = try await smaller.cachedResponse(for: "q\(index)") }
+        _ = try await smaller.read("q31", policy: .cacheOnly) { _ in .notModified(serverTime: .now) }
+        #expect(smaller.evictionPasses.isEmpty)
+        #expect(smaller.totalBytes == 20 * 200)
+        try await smaller.put("large", body: body(4_096), serverTime: serverTime(100))
+        #expect(smaller.evictionPasses.count == 1, "a response of 4,096 bytes starts a check")
+        #expect(smaller.totalBytes == 4_096)
+        #expect(try await smaller.cachedResponse(for: "large") != nil)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func evictsTheListsTheServerSentLongestAgoTenPerBatch(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy, size: .bytes(10_000))
+        // Server times are not insertion order: q0 is newest, q39 oldest.
+        try await fill(cache, count: 32, bytes: 1_000, times: (0..<32).map { 100 - $0 })
+        #expect(cache.totalBytes == 10_000, "evicted down to the bound (50 MB or less)")
+        #expect(try await cachedQueries(cache, 0..<32) == Array(0..<10))
+        let evictionBatches = spy.log.withLock { $0.batches }.filter { batch in
+            batch.allSatisfy { if case .delete = $0 { true } else { false } }
+        }
+        #expect(!evictionBatches.isEmpty)
+        #expect(evictionBatches.allSatisfy { $0.count <= 2 * QueryCache.evictionBatchLists })
+        #expect(evictionBatches.contains { $0.count == 2 * QueryCache.evictionBatchLists }, "ten lists at a time")
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func evictsToFiftyMillionBytesBelowALargeBound(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(60_000_000))
+        try await fill(cache, count: 61, bytes: 1_000_000)
+        #expect(cache.evictionPasses.count == 1)
+        #expect(cache.totalBytes == 10_000_000, "stops as soon as the total is 50 MB below the bound")
+        #expect(try await cachedQueries(cache, 0..<61) == Array(51..<61))
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aStaleListKeepsItsPlace(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(6_000))
+        try await fill(cache, count: 5, bytes: 1_000)
+        try await cache.markStale("q0")  // oldest
+        try await cache.markStale("q4")  // newest
+        #expect(try await cache.cachedResponse(for: "q4")?.isStale == true)
+        try await cache.put("q5", body: body(4_096), serverTime: serverTime(5))
+        #expect(try await cachedQueries(cache, 0..<6) == [4, 5], "stale or not, oldest first by server time")
+        let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(6_000))
+        #expect(try await reopened.cachedResponse(for: "q4")?.isStale == true)
+        #expect(reopened.totalBytes == 5_096)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func unlimitedNeverEvicts(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+        try await fill(cache, count: 40, bytes: 5_000)
+        #expect(cache.totalBytes == 200_000)
+        #expect(cache.evictionPasses.isEmpty)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func listsShownByLiveReadersAreKept(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(10_000))
+        try await fill(cache, count: 5, bytes: 2_000)
+        let readers = [cache.startReading("q0"), cache.startReading("q1"), cache.startReading("q1")]
+        try await cache.put("q5", body: body(4_096), serverTime: serverTime(5))
+        #expect(try await cachedQueries(cache, 0..<6) == [0, 1, 5], "the oldest unread lists went instead")
+        #expect(cache.totalBytes == 8_096)
+        cache.stopReading(readers[0])
+        cache.stopReading(readers[1])  // q1 still has a reader
+        try await cache.put("q6", body: body(4_096), serverTime: serverTime(6))
+        #expect(try await cachedQueries(cache, 0..<7) == [1, 6])
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func pastFiveHundredLiveListsANeededListCanGo(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+        try await fill(cache, count: 502, bytes: 10)
+        // 501 live lists; q0's reader started first, so it is the one left unprotected.
+        let bounded = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
+        for index in 0..<501 { _ = bounded.startReading("q\(index)") }
+        try await bounded.put("big", body: body(4_096), serverTime: serverTime(1_000))
+        #expect(try await bounded.cachedResponse(for: "q0") == nil, "the 501st live list went")
+        #expect(try await bounded.cachedResponse(for: "q1") != nil)
+        #expect(try await bounded.cachedResponse(for: "q501") == nil, "the unread list went first")
+
+        let cacheOnly = try await bounded.read("q0", policy: .cacheOnly) { _ in
+            Issue.record("cache-only must not fetch")
+            return .notModified(serverTime: .now)
+        }
+        #expect(cacheOnly.response == nil && cacheOnly.source == .none, "cache-only shows no data")
+        let refetched = try await bounded.read("q0", policy: .cacheFirstThenNetwork) { _ in
+            .response(body: "again", serverTime: serverTime(2_000), etag: nil)
+        }
+        #expect(refetched.source == .network && refetched.response?.body == "again")
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aReaderStartingDuringAPassIsNotProtected(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy, size: .bytes(4_096))
+        try await fill(cache, count: 31, bytes: 1_000, times: (0..<31).map { $0 })
+        // When the pass writes its first batch, a reader starts on q20, which the pass reaches later.
+        spy.beforeWrite.withLock { hook in
+            hook = { batch in
+                if batch.contains(where: { if case .delete = $0 { true } else { false } }) {
+                    _ = cache.startReading("q20")
+                }
+            }
+        }
+        try await cache.put("q31", body: body(10), serverTime: serverTime(31))  // the 32nd response
+        spy.beforeWrite.withLock { $0 = nil }
+        #expect(try await cache.cachedResponse(for: "q20") == nil)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func theTotalIsRightAfterAReopen(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        do {
+            let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+            try await fill(cache, count: 20, bytes: 333)
+            try await cache.put("q3", body: body(1_000), serverTime: serverTime(50))
+            try await cache.remove("q4")
+        }
+        let reopened = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+        #expect(reopened.totalBytes == 18 * 333 + 1_000)
+        #expect(reopened.listCount == 19)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func theTotalIsRightAfterACrashInAPass(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy, size: .bytes(4_096))
+        try await fill(cache, count: 31, bytes: 1_000)
+        let deletesSeen = Counter()
+        spy.beforeWrite.withLock { hook in
+            hook = { batch in
+                guard batch.contains(where: { if case .delete = $0 { true } else { false } }) else { return }
+                if deletesSeen.increment() == 2 { throw CocoaError(.fileWriteUnknown) }  // "crash" mid-pass
+            }
+        }
+        await #expect(throws: CocoaError.self) {
+            try await cache.put("q31", body: body(1_000), serverTime: serverTime(31))
+        }
+        spy.beforeWrite.withLock { $0 = nil }
+        let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
+        var bodies = 0
+        for entry in try await spy.inner.entries("sov:cache:e:", after: nil, limit: 1_000) {
+            bodies += try #require(try await reopened.cachedResponse(for: queryOf(entry.value))).sizeBytes
+        }
+        #expect(reopened.totalBytes == bodies)
+        #expect(reopened.listCount == 32 - 10)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func openingReadsNoBodies(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        do {
+            let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+            try await fill(cache, count: 300, bytes: 100)
+        }
+        let spy = SpyStore(try engine.open(folder.url))
+        let reopened = try await QueryCache(store: spy, size: .unlimited)
+        #expect(reopened.listCount == 300)
+        let log = spy.log.withLock { $0 }
+        #expect(log.gets.isEmpty)
+        #expect(log.entriesPrefixes.allSatisfy { $0 == "sov:cache:t:" })
+        #expect(log.keysPrefixes.allSatisfy { $0 == "sov:cache:e:" })
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aPassCostsInProportionToWhatItEvicts(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy, size: .bytes(2_000_000))
+        try await fill(cache, count: 1_000, bytes: 1_999)
+        spy.reset()
+        try await cache.put("big", body: body(40_000), serverTime: serverTime(5_000))
+        let log = spy.log.withLock { $0 }
+        let evicted = cache.evictionPasses.last?.evictedLists ?? 0
+        #expect(evicted == 20)
+        #expect(log.gets.isEmpty && log.entriesPrefixes.isEmpty && log.keysPrefixes.isEmpty, "no scan of the cache")
+        #expect(log.batches.count == 1 + 2, "one put, two batches of ten")
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func clearingLocalDataGivesEverythingBack(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let store = try engine.open(folder.url)
+        try await store.set("sov:queue:1", "kept")
+        let cache = try await QueryCache(store: store, size: .unlimited)
+        try await fill(cache, count: 1_200, bytes: 50)
+        try await cache.clearLocalData()
+        #expect(cache.totalBytes == 0 && cache.listCount == 0)
+        #expect(try await store.keys("sov:cache:").isEmpty)
+        #expect(try await store.get("sov:queue:1") == "kept")
+        #expect(try await cache.cachedResponse(for: "q1") == nil)
+    }
+}
+
+/// The query a stored entry belongs to.
+func queryOf(_ record: String) -> String {
+    let header = record.split(separator: "\n", maxSplits: 1)[0].split(separator: " ")
+    let etagLength = header[4] == "-" ? 0 : Int(header[4]) ?? 0
+    let queryLength = Int(header[5]) ?? 0
+    let rest = record.utf8.dropFirst(record.split(separator: "\n", maxSplits: 1)[0].utf8.count + 1 + etagLength)
+    return String(decoding: rest.prefix(queryLength), as: UTF8.self)
+}
+
+final class Counter: Sendable {
+    private let value = NSLock()
+    nonisolated(unsafe) private var count = 0
+    func increment() -> Int { value.withLock { count += 1; return count } }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import Sovaria
+import Synchronization
+
+/// Wraps a store, records what the cache asks of it, and can fail or run a hook on a write.
+final class SpyStore: OfflineStore {
+    struct Log {
+        var gets: [String] = []
+        var entriesPrefixes: [String] = []
+        var keysPrefixes: [String] = []
+        var batches: [[StoreWrite]] = []
+    }
+
+    let inner: any OfflineStore
+    let log = Mutex(Log())
+    /// Called before each batch is written; throwing fails that batch.
+    let beforeWrite = Mutex<(@Sendable ([StoreWrite]) throws -> Void)?>(nil)
+
+    init(_ inner: any OfflineStore) { self.inner = inner }
+
+    func reset() { log.withLock { $0 = Log() } }
+
+    func get(_ key: String) async throws -> String? {
+        log.withLock { $0.gets.append(key) }
+        return try await inner.get(key)
+    }
+
+    func set(_ key: String, _ value: String) async throws { try await write([.set(key: key, value: value)]) }
+
+    func delete(_ key: String) async throws { try await write([.delete(key: key)]) }
+
+    func keys(_ prefix: String) async throws -> [String] {
+        log.withLock { $0.keysPrefixes.append(prefix) }
+        return try await inner.keys(prefix)
+    }
+
+    func write(_ batch: [StoreWrite]) async throws {
+        try beforeWrite.withLock { $0 }?(batch)
+        log.withLock { $0.batches.append(batch) }
+        try await inner.write(batch)
+    }
+
+    func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        log.withLock { $0.entriesPrefixes.append(prefix) }
+        return try await inner.entries(prefix, after: after, limit: limit)
+    }
+
+    func compact() async throws { try await inner.compact() }
+    var capabilities: StoreCapabilities { inner.capabilities }
+}
