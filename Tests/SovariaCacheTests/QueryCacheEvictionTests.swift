@@ -37,7 +37,8 @@ import Testing
         try await store.set("sov:queue:0001", String(repeating: "q", count: 50_000))
         let cache = try await QueryCache(store: store, size: .unlimited)
         let longQuery = "/rest/v1/notes?" + String(repeating: "and=(title.eq.é)&", count: 200)
-        try await cache.put(longQuery, body: "[1,2,3]", serverTime: serverTime(1), etag: String(repeating: "e", count: 900))
+        try await cache.put(
+            longQuery, body: "[1,2,3]", serverTime: serverTime(1), etag: String(repeating: "e", count: 900))
         try await cache.put("q", body: body(1_001), serverTime: serverTime(2))
         #expect(cache.totalBytes == 7 + 1_001)
         try await cache.put("q", body: "é", serverTime: serverTime(3))  // replacing a list replaces its size
@@ -276,5 +277,9 @@ func queryOf(_ record: String) -> String {
 final class Counter: Sendable {
     private let value = NSLock()
     nonisolated(unsafe) private var count = 0
-    func increment() -> Int { value.withLock { count += 1; return count } }
+    func increment() -> Int {
+        value.withLock {
+            count += 1; return count
+        }
+    }
 }

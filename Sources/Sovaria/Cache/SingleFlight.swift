@@ -14,6 +14,7 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     private struct Flight {
         let id: UInt64
         let task: Task<Value, any Error>
+        var callers = 1
     }
 
     private let flights = Mutex<(next: UInt64, running: [Key: Flight])>((0, [:]))
@@ -24,7 +25,10 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     /// The result of `work` for `key`, shared with every concurrent caller for the same key.
     public func run(_ key: Key, _ work: @escaping @Sendable () async throws -> Value) async throws -> Value {
         let task = flights.withLock { state -> Task<Value, any Error> in
-            if let flight = state.running[key] { return flight.task }
+            if let flight = state.running[key] {
+                state.running[key]?.callers += 1
+                return flight.task
+            }
             state.next += 1
             let id = state.next
             let task = Task<Value, any Error> {
@@ -39,6 +43,9 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
 
     /// How many keys have work running now.
     public var runningCount: Int { flights.withLock { $0.running.count } }
+
+    /// How many callers have joined the work running for `key` (0 when none runs).
+    public func callerCount(for key: Key) -> Int { flights.withLock { $0.running[key]?.callers ?? 0 } }
 
     /// Waits until every piece of work running now has ended.
     public func waitForAll() async {

@@ -1,0 +1,153 @@
+import Foundation
+import Sovaria
+import Testing
+
+/// The read path: memory layer, read policies, TTL on an injected clock, ETags, identities.
+@Suite struct QueryCacheReadingTests {
+    /// A fetch closure that answers from a script and counts its calls.
+    final class Server: Sendable {
+        let calls = Counter()
+        let etagsSeen = NSLock()
+        nonisolated(unsafe) private var seen: [String?] = []
+        let answer: @Sendable (Int, String?) throws -> FetchResult
+
+        init(_ answer: @escaping @Sendable (Int, String?) throws -> FetchResult) { self.answer = answer }
+
+        var fetch: @Sendable (String?) async throws -> FetchResult {
+            { etag in
+                self.etagsSeen.withLock { self.seen.append(etag) }
+                return try self.answer(self.calls.increment(), etag)
+            }
+        }
+
+        var count: Int { etagsSeen.withLock { seen.count } }
+        var etags: [String?] { etagsSeen.withLock { seen } }
+    }
+
+    static func fresh(_ body: String, at second: Int = 1, etag: String? = nil) -> FetchResult {
+        .response(body: body, serverTime: serverTime(second), etag: etag)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func cacheFirstThenNetworkFetchesOnlyOnAMissOrWhenExpired(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let clock = TestClock()
+        let cache = try await QueryCache(store: try engine.open(folder.url), clock: clock.function)
+        let server = Server { call, _ in Self.fresh("answer \(call)") }
+        let first = try await cache.read("q", maxAge: .seconds(60), fetch: server.fetch)
+        #expect(first.source == .network && first.response?.body == "answer 1")
+        let second = try await cache.read("q", maxAge: .seconds(60), fetch: server.fetch)
+        #expect(second.source == .memory && second.response?.body == "answer 1" && server.count == 1)
+        clock.advance(by: 61)
+        let third = try await cache.read("q", maxAge: .seconds(60), fetch: server.fetch)
+        #expect(third.source == .network && third.response?.body == "answer 2")
+        cache.memory.removeAll()
+        let fromStore = try await cache.read("q", maxAge: .seconds(60), fetch: server.fetch)
+        #expect(fromStore.source == .store && fromStore.response?.body == "answer 2")
+        #expect(cache.memory.value(forKey: cache.memory.keysByRecency.first ?? "")?.body == "answer 2", "copied up")
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aFailedFetchFallsBackToTheCachedAnswer(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url))
+        try await cache.put("q", body: "cached", serverTime: serverTime(1))
+        try await cache.markStale("q")
+        let offline = Server { _, _ in throw URLError(.notConnectedToInternet) }
+        let answer = try await cache.read("q", fetch: offline.fetch)
+        #expect(answer.response?.body == "cached" && answer.response?.isStale == true && offline.count == 1)
+        await #expect(throws: URLError.self) { try await cache.read("missing", fetch: offline.fetch) }
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func cacheOnlyNeverFetchesAndNetworkOnlyAlwaysDoes(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url))
+        let server = Server { call, _ in Self.fresh("answer \(call)") }
+        let miss = try await cache.read("q", policy: .cacheOnly, fetch: server.fetch)
+        #expect(miss.response == nil && miss.source == .none && server.count == 0)
+        _ = try await cache.read("q", policy: .networkOnly, fetch: server.fetch)
+        let again = try await cache.read("q", policy: .networkOnly, fetch: server.fetch)
+        #expect(again.response?.body == "answer 2" && again.source == .network)
+        try await cache.markStale("q")
+        let stale = try await cache.read("q", policy: .cacheOnly, fetch: server.fetch)
+        #expect(stale.response?.body == "answer 2" && stale.response?.isStale == true && server.count == 2)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func staleWhileRevalidateAnswersAtOnceAndRefreshesBehind(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let clock = TestClock()
+        let cache = try await QueryCache(store: try engine.open(folder.url), clock: clock.function)
+        let server = Server { call, _ in Self.fresh("answer \(call)", at: call) }
+        let first = try await cache.read("q", policy: .staleWhileRevalidate, maxAge: .seconds(10), fetch: server.fetch)
+        #expect(first.source == .network && !first.isRefreshing)
+        let fresh = try await cache.read("q", policy: .staleWhileRevalidate, maxAge: .seconds(10), fetch: server.fetch)
+        #expect(!fresh.isRefreshing && server.count == 1)
+        clock.advance(by: 11)
+        let old = try await cache.read("q", policy: .staleWhileRevalidate, maxAge: .seconds(10), fetch: server.fetch)
+        #expect(old.response?.body == "answer 1" && old.isRefreshing)
+        await cache.waitForBackgroundRefreshes()
+        #expect(try await cache.cachedResponse(for: "q")?.body == "answer 2")
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func revalidatesWithTheCachedETag(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url))
+        let server = Server { call, etag in
+            etag == "\"v1\"" ? .notModified(serverTime: serverTime(call * 100)) : Self.fresh("body", etag: "\"v1\"")
+        }
+        _ = try await cache.read("q", fetch: server.fetch)
+        try await cache.markStale("q")
+        let revalidated = try await cache.read("q", fetch: server.fetch)
+        #expect(server.etags == [nil, "\"v1\""])
+        #expect(revalidated.response?.body == "body" && revalidated.response?.isStale == false)
+        #expect(revalidated.response?.serverTime == serverTime(200), "a 304 moves the list to the new server time")
+        #expect(revalidated.response?.etag == "\"v1\"")
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func fiftyConcurrentReadersOfAMissingQueryCauseOneFetch(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url))
+        let server = Server { call, _ in Self.fresh("answer \(call)") }
+        try await withThrowingTaskGroup(of: String?.self) { group in
+            for _ in 0..<50 { group.addTask { try await cache.read("q", fetch: server.fetch).response?.body } }
+            for try await body in group { #expect(body == "answer 1") }
+        }
+        #expect(server.count == 1)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func anyIdentityIsAcceptedAndNeverConfused(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let store = try engine.open(folder.url)
+        let cache = try await QueryCache(store: store)
+        let long = "/rest/v1/orders?select=*,items(*)&" + String(repeating: "status=in.(open,paid)&", count: 100)
+        let precomposed = "/rest/v1/cafes?name=eq.caf\u{E9}"
+        let decomposed = "/rest/v1/cafes?name=eq.cafe\u{301}"
+        try await cache.put(long, body: "long", serverTime: serverTime(1))
+        try await cache.put(precomposed, body: "precomposed", serverTime: serverTime(2))
+        try await cache.put(decomposed, body: "decomposed", serverTime: serverTime(3))
+        try await cache.put("", body: "empty identity", serverTime: serverTime(4))
+        cache.memory.removeAll()
+        #expect(try await cache.cachedResponse(for: long)?.body == "long")
+        #expect(try await cache.cachedResponse(for: precomposed)?.body == "precomposed")
+        #expect(try await cache.cachedResponse(for: decomposed)?.body == "decomposed")
+        #expect(try await cache.cachedResponse(for: "")?.body == "empty identity")
+        #expect(try await store.keys("sov:cache:").allSatisfy { $0.utf8.count <= StoreKey.maxUTF8Count })
+
+        // An entry filed under a query's key but holding another identity (a hash collision)
+        // is a miss, never the other query's data.
+        let key = try #require(try await store.keys("sov:cache:e:").first)
+        let foreign = try #require(try await store.get(key)).replacingOccurrences(of: "/rest/v1/", with: "/rest/v2/")
+        try await store.set(key, foreign)
+        cache.memory.removeAll()
+        var misses = 0
+        for query in [long, precomposed, decomposed, ""] where try await cache.cachedResponse(for: query) == nil {
+            misses += 1
+        }
+        #expect(misses == 1)
+    }
+}
