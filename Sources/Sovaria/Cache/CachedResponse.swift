@@ -17,8 +17,9 @@ public struct CachedResponse: Sendable, Hashable {
     public let isStale: Bool
 
     /// Creates a response.
-    public init(query: String, body: String, serverTime: Date, fetchedAt: Date, etag: String? = nil, isStale: Bool = false)
-    {
+    public init(
+        query: String, body: String, serverTime: Date, fetchedAt: Date, etag: String? = nil, isStale: Bool = false
+    ) {
         self.query = query
         self.body = body
         self.serverTime = serverTime

@@ -87,7 +87,9 @@ public final class QueryCache: Sendable {
     /// Caches `body` as the response to `query` and, when the rules say so, runs an eviction
     /// pass before returning.
     @discardableResult
-    public func put(_ query: String, body: String, serverTime: Date, etag: String? = nil) async throws
+    public func put(
+        _ query: String, body: String, serverTime: Date, etag: String? = nil
+    ) async throws
         -> CachedResponse
     {
         let response = CachedResponse(query: query, body: body, serverTime: serverTime, fetchedAt: clock(), etag: etag)

@@ -17,7 +17,9 @@ final class AsyncGate: Sendable {
             guard !state.held else { return false }
             state.held = true
             return true
-        }) { return }
+        }) {
+            return
+        }
         await withCheckedContinuation { continuation in
             let enterNow = state.withLock { state in
                 guard state.held else {
