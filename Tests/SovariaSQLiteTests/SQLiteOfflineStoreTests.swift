@@ -121,8 +121,7 @@ import Testing
         let folder = try TemporaryFolder()
         let store = try SQLiteOfflineStore(fileURL: folder.child("store.sqlite"))
         try await store.set("k", "v")
-        let connection = try SQLiteConnection(
-            path: folder.child("store.sqlite").path, readOnly: true, busyTimeoutMilliseconds: 1_000)
+        let connection = try rawConnection(to: folder.child("store.sqlite"), readOnly: true)
         defer { connection.close() }
         let table = try #require(
             try connection.text("SELECT sql FROM sqlite_master WHERE name = 'entries'", purpose: "schema"))
@@ -157,8 +156,7 @@ import Testing
         let folder = try TemporaryFolder()
         let store = try SQLiteOfflineStore(fileURL: folder.child("store.sqlite"))
         try await store.set("existing", "before")
-        let connection = try SQLiteConnection(
-            path: folder.child("store.sqlite").path, readOnly: false, busyTimeoutMilliseconds: 1_000)
+        let connection = try rawConnection(to: folder.child("store.sqlite"))
         defer { connection.close() }
         try connection.execute(
             """
@@ -186,7 +184,7 @@ import Testing
         let file = folder.child("store.sqlite")
         let store = try SQLiteOfflineStore(fileURL: file, durability: .synced, busyTimeoutMilliseconds: 0)
         try await store.set("k", "before")
-        let other = try SQLiteConnection(path: file.path, readOnly: false, busyTimeoutMilliseconds: 0)
+        let other = try rawConnection(to: file, busyTimeoutMilliseconds: 0)
         defer { other.close() }
         try other.execute("BEGIN IMMEDIATE", purpose: "test")
 
@@ -227,8 +225,7 @@ import Testing
     @Test func aStoredValueThatIsNotUTF8IsCorrupt() async throws {
         let folder = try TemporaryFolder()
         let store = try SQLiteOfflineStore(fileURL: folder.child("store.sqlite"))
-        let connection = try SQLiteConnection(
-            path: folder.child("store.sqlite").path, readOnly: false, busyTimeoutMilliseconds: 1_000)
+        let connection = try rawConnection(to: folder.child("store.sqlite"))
         defer { connection.close() }
         try connection.execute(
             "INSERT INTO entries (key, value) VALUES (CAST('bad' AS BLOB), X'61FF62'), (X'C0AF', X'')", purpose: "test")
@@ -255,7 +252,7 @@ import Testing
         let folder = try TemporaryFolder()
         let file = folder.child("store.sqlite")
         do { try await SQLiteOfflineStore(fileURL: file).set("k", "v") }
-        let connection = try SQLiteConnection(path: file.path, readOnly: false, busyTimeoutMilliseconds: 1_000)
+        let connection = try rawConnection(to: file)
         try connection.execute("PRAGMA user_version = \(SQLiteSchema.version + 1)", purpose: "test")
         connection.close()
         let error = try #require(throws: OfflineStoreError.self) { try SQLiteOfflineStore(fileURL: file) }
@@ -318,6 +315,13 @@ import Testing
     }
 
     // MARK: - Helpers
+
+    /// A connection of the test's own to the store's file, as another program would open it.
+    private func rawConnection(
+        to file: URL, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 1_000
+    ) throws -> SQLiteConnection {
+        try SQLiteConnection(path: file.path, readOnly: readOnly, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
 
     /// The bytes of the database file and its WAL.
     private func sizeOnDisk(_ file: URL) throws -> Int {
