@@ -1,0 +1,81 @@
+import Foundation
+import Sovaria
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Everything open on one SQLite file in this process: one writer connection, a pool of reader
+/// connections and the queue writes run on. Every ``SQLiteOfflineStore`` on the same file
+/// shares one, through ``open(fileURL:durability:busyTimeoutMilliseconds:)``.
+///
+/// Closes when the last store on the file goes, on the thread that releases it: readers first,
+/// then the writer, whose close checkpoints the WAL into the file and removes it. The registry
+/// makes an open of the same path wait for that close instead of racing it.
+final class SQLiteDatabase: Sendable {
+    private static let openDatabases = OpenOncePerPath<SQLiteDatabase>()
+
+    /// The canonical path of the database file.
+    let path: String
+    private let writer: SQLiteWriter
+    private let readers: SQLiteReaderPool
+    private let queue = BlockingWorkQueue(label: "sovaria.sqlite")
+
+    /// The database open on `fileURL` in this process, or a newly opened one.
+    ///
+    /// Creates the folder (mode 0700) and the file (mode 0600, which SQLite gives its -wal and
+    /// -shm files too) when missing. `durability` and `busyTimeoutMilliseconds` set up a new
+    /// writer; a shared one switches durability per write.
+    static func open(fileURL: URL, durability: Durability, busyTimeoutMilliseconds: Int32) throws -> SQLiteDatabase {
+        let folder = fileURL.deletingLastPathComponent()
+        // On failure, SQLite's open below reports the problem with its own code.
+        try? FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let folderPath = OpenOncePerPath<SQLiteDatabase>.canonicalPath(folder.path)
+        let path = OpenOncePerPath<SQLiteDatabase>.canonicalPath(folderPath + "/" + fileURL.lastPathComponent)
+        return try openDatabases.handle(for: path) {
+            try SQLiteDatabase(path: path, durability: durability, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        }
+    }
+
+    private init(path: String, durability: Durability, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {
+        self.path = path
+        createPrivateFile(path)
+        writer = try SQLiteWriter(path: path, durability: durability, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        readers = try SQLiteReaderPool(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
+
+    deinit {
+        Self.openDatabases.willClose(path)
+        readers.closeAll()
+        writer.close()
+        Self.openDatabases.didClose(path)
+    }
+
+    /// Runs `body` on a reader, on the caller's thread.
+    func read<Result>(_ body: (SQLiteReader) throws(OfflineStoreError) -> Result) throws(OfflineStoreError) -> Result {
+        try readers.withReader(body)
+    }
+
+    /// Runs `body` on a reader on the queue, off Swift's cooperative threads: for long reads.
+    func readOnQueue<Result: Sendable>(
+        _ body: @escaping @Sendable (SQLiteReader) throws(OfflineStoreError) -> Result
+    ) async throws -> Result {
+        try await queue.read { [self] in try readers.withReader(body) }
+    }
+
+    /// Runs `body` on the writer, on the queue, alone: off Swift's cooperative threads, since a
+    /// commit may wait for the disk and `BEGIN IMMEDIATE` for another process's lock.
+    func write<Result: Sendable>(_ body: @escaping @Sendable (SQLiteWriter) throws -> Result) async throws -> Result {
+        try await queue.write { [self] in try body(writer) }
+    }
+}
+
+/// Creates an empty file with mode 0600 unless one exists: never truncates, so a racing open
+/// of the same file by another process is harmless.
+private func createPrivateFile(_ path: String) {
+    let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    if descriptor >= 0 { close(descriptor) }
+}

@@ -1,0 +1,74 @@
+import Sovaria
+
+/// A read-only connection with its prepared reads.
+///
+/// In WAL mode a reader never waits for the writer and sees only committed transactions, so a
+/// batch is seen whole or not at all. Each call resets its statement before returning, so no
+/// read transaction outlives the call (it would hold back checkpoints).
+// @unchecked: one thread at a time, which SQLiteReaderPool enforces by handing each reader out
+// under its Mutex to one caller until it is checked back in.
+final class SQLiteReader: @unchecked Sendable {
+    private let connection: SQLiteConnection
+    private let selectValue: SQLiteStatement
+    private let selectKeys: SQLiteStatement
+    private let selectEntries: SQLiteStatement
+
+    /// Opens a reader on `path`, which the writer has already set up.
+    init(path: String, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {
+        connection = try SQLiteConnection(path: path, readOnly: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        let database = connection.handle
+        selectValue = try SQLiteStatement(SQLiteSchema.selectValue, purpose: "Reading a value", on: database)
+        selectKeys = try SQLiteStatement(SQLiteSchema.selectKeys, purpose: "Listing keys", on: database)
+        selectEntries = try SQLiteStatement(SQLiteSchema.selectEntries, purpose: "Reading entries", on: database)
+    }
+
+    deinit { close() }
+
+    /// The value stored under `key`, or `nil`.
+    func value(for key: String) throws(OfflineStoreError) -> String? {
+        defer { selectValue.reset() }
+        try selectValue.bind(key, at: 1, key: key)
+        guard try selectValue.step(key: key) else { return nil }
+        return try selectValue.string(at: 0, what: "value", key: key)
+    }
+
+    /// The keys in `range`, in byte order.
+    func keys(in range: SQLiteKeyRange) throws(OfflineStoreError) -> [String] {
+        defer { selectKeys.reset() }
+        try selectKeys.bind(range.lowerBound, at: 1)
+        try selectKeys.bind(range.upperBound, at: 2)
+        var keys: [String] = []
+        while try selectKeys.step() { keys.append(try selectKeys.string(at: 0, what: "key")) }
+        return keys
+    }
+
+    /// Up to `limit` entries in `range`, in byte order of their keys.
+    func entries(in range: SQLiteKeyRange, limit: Int) throws(OfflineStoreError) -> [StoreEntry] {
+        defer { selectEntries.reset() }
+        try selectEntries.bind(range.lowerBound, at: 1)
+        try selectEntries.bind(range.upperBound, at: 2)
+        try selectEntries.bind(limit, at: 3)
+        var entries: [StoreEntry] = []
+        while try selectEntries.step() {
+            let key = try selectEntries.string(at: 0, what: "key")
+            entries.append(StoreEntry(key: key, value: try selectEntries.string(at: 1, what: "value", key: key)))
+        }
+        return entries
+    }
+
+    /// The problems `PRAGMA quick_check` finds; `["ok"]` for a sound file.
+    func quickCheck() throws(OfflineStoreError) -> [String] {
+        try connection.texts("PRAGMA quick_check", purpose: "Checking the database")
+    }
+
+    /// The first column of `sql`'s first row as text; for tests and diagnostics.
+    func text(_ sql: String) throws(OfflineStoreError) -> String? {
+        try connection.text(sql, purpose: "Reading \(sql)")
+    }
+
+    /// Finalizes the statements, then closes the connection.
+    func close() {
+        for statement in [selectValue, selectKeys, selectEntries] { statement.finalize() }
+        connection.close()
+    }
+}

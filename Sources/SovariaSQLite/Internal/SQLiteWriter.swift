@@ -1,0 +1,119 @@
+import Sovaria
+
+/// The one read-write connection of a database, with its prepared writes.
+///
+/// Every write is a `BEGIN IMMEDIATE` transaction: the write lock is taken before anything is
+/// read, so a deferred transaction can never fail half-way with `SQLITE_BUSY_SNAPSHOT`. Nothing
+/// awaits inside a transaction: each runs whole in one synchronous call.
+// @unchecked: used only inside BlockingWorkQueue.write blocks, which run one at a time.
+final class SQLiteWriter: @unchecked Sendable {
+    /// The WAL file is cut back to this size after a checkpoint, so one huge batch does not keep
+    /// its space forever.
+    static let walSizeLimitBytes = 64 * 1_024 * 1_024
+
+    private let connection: SQLiteConnection
+    private let begin: SQLiteStatement
+    private let commit: SQLiteStatement
+    private let rollback: SQLiteStatement
+    private let upsert: SQLiteStatement
+    private let delete: SQLiteStatement
+    /// The durability `PRAGMA synchronous` is set for (it is per connection, not per file).
+    private var durability: Durability
+
+    /// Opens (creating when missing) and sets up the database at `path`.
+    init(path: String, durability: Durability, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {
+        connection = try SQLiteConnection(path: path, readOnly: false, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        try SQLiteSchema.prepare(connection)
+        self.durability = durability
+        try Self.setSynchronous(for: durability, on: connection)
+        try connection.execute(
+            "PRAGMA journal_size_limit = \(Self.walSizeLimitBytes)", purpose: "Limiting the write-ahead log")
+        let database = connection.handle
+        begin = try SQLiteStatement("BEGIN IMMEDIATE", purpose: "Starting a write transaction", on: database)
+        commit = try SQLiteStatement("COMMIT", purpose: "Committing a write transaction", on: database)
+        rollback = try SQLiteStatement("ROLLBACK", purpose: "Rolling back a write transaction", on: database)
+        upsert = try SQLiteStatement(SQLiteSchema.upsert, purpose: "Storing a value", on: database)
+        delete = try SQLiteStatement(SQLiteSchema.delete, purpose: "Deleting a key", on: database)
+    }
+
+    deinit { close() }
+
+    /// Applies `batch` in one transaction, durable as `durability` says: all of it, or (on any
+    /// error) none of it.
+    ///
+    /// When the disk is full, the WAL is checkpointed into the database file and truncated, and
+    /// the batch is tried once more: the WAL only shrinks at a checkpoint, so on a nearly full
+    /// disk it can fill the disk long before its automatic checkpoint (1000 pages), and then even
+    /// the deletes meant to free space would fail.
+    func apply(_ batch: [StoreWrite], durability: Durability) throws(OfflineStoreError) {
+        if durability != self.durability {
+            try Self.setSynchronous(for: durability, on: connection)
+            self.durability = durability
+        }
+        do {
+            try applyInTransaction(batch)
+        } catch {
+            guard error.code == .full, (try? connection.checkpointAndTruncateLog()) != nil else { throw error }
+            try applyInTransaction(batch)
+        }
+    }
+
+    private func applyInTransaction(_ batch: [StoreWrite]) throws(OfflineStoreError) {
+        try begin.run()
+        do {
+            for write in batch {
+                switch write {
+                case .set(let key, let value):
+                    try upsert.bind(key, at: 1, key: key)
+                    try upsert.bind(value, at: 2, key: key)
+                    try upsert.run(key: key)
+                case .delete(let key):
+                    try delete.bind(key, at: 1, key: key)
+                    try delete.run(key: key)
+                }
+            }
+            try commit.run()
+        } catch {
+            // After some errors (SQLITE_FULL, SQLITE_IOERR) SQLite has already rolled back.
+            if connection.isInTransaction { try? rollback.run() }
+            throw error
+        }
+    }
+
+    /// Rewrites the file without its free pages and truncates the WAL, so the operating system
+    /// gets back what deletes freed.
+    ///
+    /// `VACUUM` needs about the file's size free on disk; when that is missing, the incremental
+    /// vacuum (which moves pages inside the file) still gives back the free pages.
+    func compact() throws(OfflineStoreError) {
+        try connection.checkpointAndTruncateLog()
+        do {
+            try connection.execute("VACUUM", purpose: "Compacting the database")
+        } catch {
+            guard error.code == .full else { throw error }
+            try connection.execute("PRAGMA incremental_vacuum", purpose: "Compacting the database in place")
+        }
+        try connection.checkpointAndTruncateLog()
+    }
+
+    /// The first column of `sql`'s first row as text; for tests and diagnostics.
+    func text(_ sql: String) throws(OfflineStoreError) -> String? {
+        try connection.text(sql, purpose: "Reading \(sql)")
+    }
+
+    /// Finalizes the statements, then closes the connection (which checkpoints the WAL and
+    /// removes it when no other connection has the file open).
+    func close() {
+        for statement in [begin, commit, rollback, upsert, delete] { statement.finalize() }
+        connection.close()
+    }
+
+    /// `synchronous=FULL` syncs the WAL at every commit (survives power loss); `NORMAL` syncs it
+    /// only at checkpoints (survives a crash of the process).
+    private static func setSynchronous(for durability: Durability, on connection: SQLiteConnection)
+        throws(OfflineStoreError)
+    {
+        let level = durability == .synced ? "FULL" : "NORMAL"
+        try connection.execute("PRAGMA synchronous = \(level)", purpose: "Setting the durability")
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Sovaria
+
+/// Keeps entries in one SQLite file: atomic batches, ordered scans from the key index, and
+/// compaction that gives deleted space back to the operating system.
+///
+/// The file holds one rowid table with a BLOB primary key, so keys compare as bytes (memcmp) and
+/// `"\0"` survives in keys and values. It runs in WAL mode; ``Durability/synced`` commits with
+/// `synchronous=FULL` (survives power loss), ``Durability/flushed`` with `NORMAL` (survives a
+/// crash of the process). New files get mode 0600 and incremental auto-vacuum; the layout
+/// version is kept in `PRAGMA user_version`.
+///
+/// - Important: Safe from any number of tasks. Where each call runs:
+///   - ``get(_:)``, ``keys(_:)`` and ``entries(_:after:limit:)`` run **on the caller's executor**
+///     (the main actor too), on a read-only connection taken from a small pool under a lock held
+///     only to take it and give it back. A WAL reader never waits for the writer, so a point read
+///     costs about what a raw prepared `sqlite3_step` does (measured 1.06-1.13x, from a task and
+///     from the main actor, 100k keys of 1 KiB), where a hop to a Dispatch queue and back doubled
+///     it (~8 µs to ~18 µs).
+///   - ``set(_:_:)``, ``delete(_:)``, ``write(_:)`` and ``compact()`` run on a private Dispatch
+///     queue, one at a time, on the file's single writer connection, so a commit waiting for the
+///     disk or for another process's lock never parks a thread of Swift's cooperative pool.
+///     Every write is one `BEGIN IMMEDIATE` transaction, and nothing awaits inside it.
+///
+///   Each file is open once per process: stores on the same file (by any spelling of its path)
+///   share one writer and one reader pool, and see each other's writes at once; each store's
+///   writes keep its own ``durability``. Other processes may open the file too; a write that
+///   waits longer than 5 s for their lock throws ``OfflineStoreError/Code/locked``.
+///
+/// ```swift
+/// let url = URL.applicationSupportDirectory.appendingPathComponent("sovaria/offline.sqlite")
+/// let store = try SQLiteOfflineStore(fileURL: url)
+/// try await store.write([.set(key: "sov:queue:0001", value: "{}"), .delete(key: "sov:queue:0000")])
+/// ```
+public final class SQLiteOfflineStore: OfflineStore {
+    /// How long a write waits for another process's lock before it throws `.locked`.
+    static let defaultBusyTimeoutMilliseconds: Int32 = 5_000
+
+    /// The database file.
+    public let fileURL: URL
+    /// How far a write has gone when its call returns.
+    public let durability: Durability
+    /// The file's shared connections (internal so tests can check two stores share them).
+    let database: SQLiteDatabase
+
+    /// Opens the database at `fileURL`, creating it (and its folder) when missing.
+    ///
+    /// - Throws: ``OfflineStoreError`` with engine `"sqlite"`: `.corrupt` when the file is not an
+    ///   SQLite database, `.unsupported` when a newer Sovaria wrote it or WAL mode is unavailable,
+    ///   `.permissionDenied`, `.locked` or `.io` when it cannot be opened.
+    public convenience init(fileURL: URL, durability: Durability = .synced) throws {
+        try self.init(
+            fileURL: fileURL, durability: durability, busyTimeoutMilliseconds: Self.defaultBusyTimeoutMilliseconds)
+    }
+
+    /// Opens the database with a chosen busy timeout; a file already open in this process keeps
+    /// the timeout it was opened with.
+    init(fileURL: URL, durability: Durability, busyTimeoutMilliseconds: Int32) throws {
+        self.fileURL = fileURL
+        self.durability = durability
+        database = try SQLiteDatabase.open(
+            fileURL: fileURL, durability: durability, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
+
+    /// Atomic batches, persistent, ordered scans and compaction.
+    public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
+
+    /// Always `true`.
+    public var isPersistent: Bool { true }
+
+    /// The value stored under `key`, or `nil`; runs on the caller's executor.
+    ///
+    /// - Throws: `.invalidKey` for a key of 0 or more than 511 bytes; `.corrupt` when the stored
+    ///   value is not UTF-8.
+    public func get(_ key: String) async throws -> String? {
+        try StoreKey.validate(key)
+        return try database.read { reader throws(OfflineStoreError) in try reader.value(for: key) }
+    }
+
+    /// Stores `value` under `key` in its own transaction.
+    public func set(_ key: String, _ value: String) async throws {
+        try await write([.set(key: key, value: value)])
+    }
+
+    /// Removes `key`; a missing key is not an error.
+    public func delete(_ key: String) async throws {
+        try await write([.delete(key: key)])
+    }
+
+    /// Applies `batch` in one transaction: every write, or (after an invalid key or any engine
+    /// error) none. Readers see the batch whole or not at all, also across a crash.
+    ///
+    /// - Throws: `.invalidKey` before anything is written; `.full` when the disk is full even
+    ///   after the WAL was checkpointed and the batch retried once; `.locked` when another
+    ///   process held the write lock for more than 5 s; `.io` for other engine errors.
+    public func write(_ batch: [StoreWrite]) async throws {
+        for write in batch { try StoreKey.validate(write.key) }
+        guard !batch.isEmpty else { return }
+        let durability = durability
+        try await database.write { writer in try writer.apply(batch, durability: durability) }
+    }
+
+    /// The keys that start with `prefix`, in byte order, read from the key index; runs on the
+    /// caller's executor.
+    ///
+    /// - Complexity: O(log n + m) for m matching keys.
+    public func keys(_ prefix: String) async throws -> [String] {
+        guard let range = SQLiteKeyRange(prefix: prefix) else { return [] }
+        return try database.read { reader throws(OfflineStoreError) in try reader.keys(in: range) }
+    }
+
+    /// Up to `limit` entries whose keys start with `prefix` and sort after `after`, in byte
+    /// order, read from the key index; runs on the caller's executor.
+    ///
+    /// - Complexity: O(log n + limit).
+    public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        guard limit > 0, let range = SQLiteKeyRange(prefix: prefix, after: after) else { return [] }
+        return try database.read { reader throws(OfflineStoreError) in try reader.entries(in: range, limit: limit) }
+    }
+
+    /// Checkpoints and truncates the WAL and runs `VACUUM`, so the file shrinks to what its
+    /// entries need; runs on the private queue.
+    ///
+    /// - Important: `VACUUM` rewrites the whole file and needs about its size free on disk. When
+    ///   the disk is too full for that, the free pages are still given back by an incremental
+    ///   vacuum. Reads go on meanwhile; writes wait.
+    public func compact() async throws {
+        try await database.write { writer in try writer.compact() }
+    }
+
+    /// Whether `PRAGMA quick_check` finds the file sound; for tests and crash checks. Runs on the
+    /// private queue, as it reads the whole file.
+    package func quickCheck() async throws -> Bool {
+        try await database.readOnQueue { reader throws(OfflineStoreError) in try reader.quickCheck() == ["ok"] }
+    }
+
+    /// The first column of `sql`'s first row, run on the writer connection (`PRAGMA`s that are
+    /// per connection, such as `synchronous`); for tests and diagnostics.
+    func writerText(_ sql: String) async throws -> String? {
+        try await database.write { writer in try writer.text(sql) }
+    }
+}
