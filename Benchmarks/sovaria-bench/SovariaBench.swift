@@ -34,6 +34,15 @@ enum SovariaBench {
                 options: options, workload: workload, stopwatch: stopwatch, progress: progress
             ).run()
         }
+        if options.runs(.eviction) {
+            report.measurements += try await EvictionSection(options: options, progress: progress).run()
+        }
+        if options.runs(.cacheOpen) {
+            report.measurements += try await CacheOpenSection(options: options, progress: progress).run()
+        }
+        if options.runs(.memoryCache) {
+            report.measurements += try await MemoryCacheSection(options: options, progress: progress).run()
+        }
         if options.runs(.caller) {
             report.measurements += try await CallerSection(options: options, workload: workload, progress: progress)
                 .run()

@@ -1,0 +1,100 @@
+import Foundation
+import Sovaria
+
+/// Section 3: a query cache filled to twice its bound on every engine, with response sizes
+/// from a fixed-seed log-normal between 200 B and 256 KiB; the same bodies written with plain
+/// `set` as the baseline of a put.
+struct EvictionSection {
+    let options: BenchOptions
+    let progress: Progress
+
+    var boundBytes: Int { options.quick ? 1_000_000 : 64 * 1_024 * 1_024 }
+
+    /// Response sizes: log-normal around 4 KiB (σ = 1.5), clamped to 200 B … 256 KiB, until
+    /// they add up to `total`.
+    static func responseSizes(total: Int, seed: UInt64 = 42) -> [Int] {
+        var generator = SplitMix64(seed: seed)
+        var sizes: [Int] = []
+        var sum = 0
+        while sum < total {
+            let u1 = max(Double(generator.next() >> 11) / Double(1 << 53), .leastNonzeroMagnitude)
+            let u2 = Double(generator.next() >> 11) / Double(1 << 53)
+            let normal = (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
+            let size = min(262_144, max(200, Int(exp(log(4_096.0) + 1.5 * normal))))
+            sizes.append(size)
+            sum += size
+        }
+        return sizes
+    }
+
+    func run() async throws -> [Measurement] {
+        var rows: [Measurement] = []
+        let sizes = Self.responseSizes(total: 2 * boundBytes)
+        let largest = sizes.max() ?? 0
+        let filler = String(repeating: "x", count: largest)
+        let section = BenchSection.eviction.rawValue
+        for engine in BenchEngines.all where options.runs(engine: engine.name) {
+            progress.update("eviction: \(engine.name), \(sizes.count) responses")
+            let folder = options.folder.appendingPathComponent("evict-\(engine.name)", isDirectory: true)
+            try? FileManager.default.removeItem(at: folder)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let store = try engine.open(folder.appendingPathComponent("cache"), .flushed)
+            let cache = try await QueryCache(store: store, size: .bytes(boundBytes), memoryCountLimit: 0)
+            let puts = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) { _, call in
+                try await cache.put(
+                    "/rest/v1/items?page=\(call)", body: String(filler.utf8.prefix(sizes[call]))!,
+                    serverTime: Date(timeIntervalSince1970: 1_700_000_000 + Double(call)))
+            }
+            let plainStore = try engine.open(folder.appendingPathComponent("plain"), .flushed)
+            let plainSets = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) { _, call in
+                try await plainStore.set("sov:plain:\(call)", String(filler.utf8.prefix(sizes[call]))!)
+            }
+            var putRow = puts.measurement(
+                section: section, subject: engine.name, variant: "flushed", operation: "put, eviction on")
+            var setRow = plainSets.measurement(
+                section: section, subject: engine.name, variant: "flushed", operation: "plain set, same values")
+            putRow.ratio = puts.median / max(1, plainSets.median)
+            putRow.baseline = "plain set"
+            let passes = cache.evictionPasses
+            let evictedLists = passes.reduce(0) { $0 + $1.evictedLists }
+            let evictedBytes = passes.reduce(0) { $0 + $1.evictedBytes }
+            let durations = passes.map {
+                Double($0.duration.components.attoseconds) / 1e9 + Double($0.duration.components.seconds) * 1e9
+            }
+            let before = Self.diskBytes(folder.appendingPathComponent("cache"))
+            try await store.compact()
+            let after = Self.diskBytes(folder.appendingPathComponent("cache"))
+            putRow.note = "\(passes.count) passes, \(evictedLists) lists / \(evictedBytes / 1_000_000) MB evicted"
+            setRow.note = "disk \(before / 1_000_000) MB → \(after / 1_000_000) MB after compact()"
+            rows += [putRow, setRow]
+            if !durations.isEmpty {
+                var pass = Sample(perItemNanoseconds: [Sample.percentile(durations, 0.5)], callLatencies: durations)
+                    .measurement(section: section, subject: engine.name, variant: "flushed", operation: "eviction pass")
+                pass.note = "\(passes.count) passes"
+                let perList = durations.reduce(0, +) / Double(max(1, evictedLists))
+                var perListRow = Sample(perItemNanoseconds: [perList], callLatencies: [perList])
+                    .measurement(
+                        section: section, subject: engine.name, variant: "flushed",
+                        operation: "eviction, per evicted list")
+                perListRow.note = "\(evictedLists) lists"
+                rows += [pass, perListRow]
+            }
+            try? FileManager.default.removeItem(at: folder)
+        }
+        return rows
+    }
+
+    /// The summed size of the files under `folder`.
+    static func diskBytes(_ folder: URL) -> Int {
+        guard
+            let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileAllocatedSizeKey])
+        else {
+            return 0
+        }
+        var total = 0
+        for case let url as URL in walker {
+            total += (try? url.resourceValues(forKeys: [.fileAllocatedSizeKey]).fileAllocatedSize) ?? 0
+        }
+        return total
+    }
+}
