@@ -66,7 +66,9 @@ let package = Package(
             name: "SovariaCacheTests",
             dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
         ),
-        .testTarget(name: "SovariaCrashTests", dependencies: ["sovaria-crash-writer", "Sovaria"]),
+        .testTarget(
+            name: "SovariaCrashTests", dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite"]
+        ),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
         .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaSQLite
 
 /// An engine the benchmark can open, with its raw C baseline when it has one.
 struct BenchEngine: Sendable {
@@ -18,6 +19,9 @@ enum BenchEngines {
             let store = FileOfflineStore(directory: folder, durability: durability)
             if let reason = store.fallbackReason { throw reason }
             return store
+        },
+        BenchEngine(name: "sqlite", persistent: true) { folder, durability in
+            try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("store.sqlite"), durability: durability)
         },
     ]
 }

@@ -140,7 +140,7 @@ import Testing
 
         // An entry filed under a query's key but holding another identity (a hash collision)
         // is a miss, never the other query's data.
-        let key = try #require(try await store.keys("sov:cache:e:").first)
+        let key = try #require(try await store.keys("sov:cache:l:").first)
         let foreign = try #require(try await store.get(key)).replacingOccurrences(of: "/rest/v1/", with: "/rest/v2/")
         try await store.set(key, foreign)
         cache.memory.removeAll()

@@ -1,8 +1,9 @@
 import Foundation
 import Sovaria
-@testable import SovariaSQLite
 import SovariaTestKit
 import Testing
+
+@testable import SovariaSQLite
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaSQLite
 
 /// The stores the crash tests can run, by name.
 enum CrashStores {
@@ -9,6 +10,8 @@ enum CrashStores {
             let store = FileOfflineStore(directory: path, durability: durability)
             if let reason = store.fallbackReason { throw reason }
             return store
+        case "sqlite":
+            return try SQLiteOfflineStore(fileURL: path.appendingPathComponent("store.sqlite"), durability: durability)
         default:
             throw OfflineStoreError(.unsupported, "unknown engine \(engine)")
         }

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// An in-memory LRU cache limited by entry count and by total cost: a dictionary for O(1)
-/// lookup and a doubly linked list (kept in an array of nodes, linked by index) for O(1)
+/// lookup and a doubly linked list (kept in arrays, linked by slot index) for O(1)
 /// reordering. Every read and write makes its entry the most recently used; when a limit is
 /// passed, the least recently used entries go.
 ///
@@ -15,49 +15,83 @@ import Synchronization
 /// memory.value(forKey: "k")  // "v", now the most recently used
 /// ```
 public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private struct Node {
-        var key: Key
-        var value: Value
-        var cost: Int
-        var newer: Int  // towards the head (most recent), -1 at the head
-        var older: Int  // towards the tail (least recent), -1 at the tail
-    }
+    // The hot paths are @inlinable so they are specialized for the caller's key and value types
+    // (unspecialized generic code was slower than NSCache), and the links live in arrays of
+    // their own so reordering moves integers, never retains a key or a value.
+    @usableFromInline
+    struct List {
+        @usableFromInline var index: [Key: Int] = [:]
+        @usableFromInline var keys: [Key?] = []
+        @usableFromInline var values: [Value?] = []
+        @usableFromInline var costs: [Int] = []
+        @usableFromInline var newer: [Int] = []  // towards the head (most recent); -1 at the head
+        @usableFromInline var older: [Int] = []  // towards the tail (least recent); -1 at the tail
+        @usableFromInline var free: [Int] = []
+        @usableFromInline var head = -1
+        @usableFromInline var tail = -1
+        @usableFromInline var totalCost = 0
 
-    private struct List {
-        var index: [Key: Int] = [:]
-        var nodes: [Node?] = []
-        var free: [Int] = []
-        var head = -1
-        var tail = -1
-        var totalCost = 0
+        @inlinable
+        init() {}
 
-        mutating func unlink(_ slot: Int) {
-            guard let node = nodes[slot] else { return }
-            if node.newer >= 0 { nodes[node.newer]?.older = node.older } else { head = node.older }
-            if node.older >= 0 { nodes[node.older]?.newer = node.newer } else { tail = node.newer }
+        @inlinable
+        mutating func moveToHead(_ slot: Int) {
+            guard head != slot else { return }
+            unlink(slot)
+            linkAtHead(slot)
         }
 
+        @inlinable
+        mutating func unlink(_ slot: Int) {
+            let (newerSlot, olderSlot) = (newer[slot], older[slot])
+            if newerSlot >= 0 { older[newerSlot] = olderSlot } else { head = olderSlot }
+            if olderSlot >= 0 { newer[olderSlot] = newerSlot } else { tail = newerSlot }
+        }
+
+        @inlinable
         mutating func linkAtHead(_ slot: Int) {
-            nodes[slot]?.newer = -1
-            nodes[slot]?.older = head
-            if head >= 0 { nodes[head]?.newer = slot }
+            newer[slot] = -1
+            older[slot] = head
+            if head >= 0 { newer[head] = slot }
             head = slot
             if tail < 0 { tail = slot }
         }
 
-        @discardableResult
-        mutating func remove(_ slot: Int) -> Node? {
+        @inlinable
+        mutating func insert(_ key: Key, _ value: Value, cost: Int) {
+            let slot: Int
+            if let reused = free.popLast() {
+                slot = reused
+                keys[slot] = key
+                values[slot] = value
+                costs[slot] = cost
+            } else {
+                slot = keys.count
+                keys.append(key)
+                values.append(value)
+                costs.append(cost)
+                newer.append(-1)
+                older.append(-1)
+            }
+            index[key] = slot
+            totalCost += cost
+            linkAtHead(slot)
+        }
+
+        @inlinable @discardableResult
+        mutating func remove(_ slot: Int) -> Value? {
             unlink(slot)
-            guard let node = nodes[slot] else { return nil }
-            nodes[slot] = nil
+            if let key = keys[slot] { index[key] = nil }
+            let value = values[slot]
+            keys[slot] = nil
+            values[slot] = nil
+            totalCost -= costs[slot]
             free.append(slot)
-            index[node.key] = nil
-            totalCost -= node.cost
-            return node
+            return value
         }
     }
 
-    private let list = Mutex(List())
+    @usableFromInline let list = Mutex(List())
     /// The most entries kept.
     public let countLimit: Int
     /// The most total cost kept (for example bytes).
@@ -72,14 +106,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// The value for `key`, which becomes the most recently used; `nil` when absent.
     ///
     /// - Complexity: O(1).
+    @inlinable
     public func value(forKey key: Key) -> Value? {
         list.withLock { list in
             guard let slot = list.index[key] else { return nil }
-            if list.head != slot {
-                list.unlink(slot)
-                list.linkAtHead(slot)
-            }
-            return list.nodes[slot]?.value
+            list.moveToHead(slot)
+            return list.values[slot]
         }
     }
 
@@ -87,23 +119,23 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// until both limits hold. An entry costlier than `costLimit` is not kept.
     ///
     /// - Complexity: O(1), plus O(1) per evicted entry.
+    @inlinable
     public func set(_ key: Key, _ value: Value, cost: Int = 1) {
         let cost = max(0, cost)
         list.withLock { list in
-            if let slot = list.index[key] { list.remove(slot) }
-            guard cost <= costLimit, countLimit > 0 else { return }
-            let node = Node(key: key, value: value, cost: cost, newer: -1, older: -1)
-            let slot: Int
-            if let reused = list.free.popLast() {
-                slot = reused
-                list.nodes[slot] = node
-            } else {
-                slot = list.nodes.count
-                list.nodes.append(node)
+            if let slot = list.index[key] {
+                if cost <= costLimit {
+                    // Replace in place: no dictionary write.
+                    list.values[slot] = value
+                    list.totalCost += cost - list.costs[slot]
+                    list.costs[slot] = cost
+                    list.moveToHead(slot)
+                } else {
+                    list.remove(slot)
+                }
+            } else if cost <= costLimit, countLimit > 0 {
+                list.insert(key, value, cost: cost)
             }
-            list.index[key] = slot
-            list.totalCost += cost
-            list.linkAtHead(slot)
             while list.index.count > countLimit || list.totalCost > costLimit, list.tail >= 0 {
                 list.remove(list.tail)
             }
@@ -115,7 +147,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func removeValue(forKey key: Key) -> Value? {
         list.withLock { list in
             guard let slot = list.index[key] else { return nil }
-            return list.remove(slot)?.value
+            return list.remove(slot)
         }
     }
 
@@ -135,9 +167,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         list.withLock { list in
             var keys: [Key] = []
             var slot = list.head
-            while slot >= 0, let node = list.nodes[slot] {
-                keys.append(node.key)
-                slot = node.older
+            while slot >= 0, let key = list.keys[slot] {
+                keys.append(key)
+                slot = list.older[slot]
             }
             return keys
         }

@@ -68,14 +68,7 @@ extension QueryCache {
             }
         }
         guard !victims.isEmpty else { return (0, 0) }
-        // The body before its order key: a crash between them (without atomic batches) leaves
-        // a counted key without a body, which the next pass deletes, never an uncounted body.
-        let writes = victims.flatMap { victim -> [StoreWrite] in
-            [
-                .delete(key: CacheKeys.entryKey(victim.id)),
-                .delete(key: CacheKeys.orderKey(victim.id, serverTimeMillis: victim.entry.serverTimeMillis)),
-            ]
-        }
+        let writes = victims.map { StoreWrite.delete(key: CacheKeys.listKey($0.id, $0.entry)) }
         do {
             try await store.write(writes)
         } catch {

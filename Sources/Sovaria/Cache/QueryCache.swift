@@ -8,7 +8,8 @@ import Synchronization
 ///
 /// A query's identity is any string, for example a PostgREST URL with its filters, however
 /// long: the cache files it under a 128-bit hash and keeps the full identity in the entry,
-/// checked on every read (see docs/ARCHITECTURE.md for the layout under `sov:cache:`).
+/// checked on every read. Each list is one store key whose name carries its server time and
+/// size (see docs/ARCHITECTURE.md for the layout under `sov:cache:`).
 ///
 /// Eviction follows the seed: after a response of 4,096 bytes or more, and after every 32nd
 /// response (never on reads), the total of the cached bodies is checked; over the bound, the
@@ -26,8 +27,8 @@ import Synchronization
 ///
 /// - Important: Safe from any number of tasks. Reads run on the caller's executor and take no
 ///   lock beyond the memory layer's; writes (``put(_:body:serverTime:etag:)``, stale marks,
-///   eviction) go through one async gate so an entry and its order key always change together.
-///   Opening reads the small order keys only, never a body: O(lists), not O(bytes).
+///   eviction) go through one async gate, so the in-memory index always matches the store.
+///   Opening lists the keys only, never a value: O(lists), not O(bytes).
 public final class QueryCache: Sendable {
     /// The store the cache keeps its entries in.
     public let store: any OfflineStore
@@ -52,7 +53,7 @@ public final class QueryCache: Sendable {
     let passes = Mutex<[EvictionPass]>([])
     let refreshes = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
 
-    /// Opens the cache kept in `store`, rebuilding its order and total from the order keys.
+    /// Opens the cache kept in `store`, rebuilding its order and total from the key names.
     ///
     /// - Parameters:
     ///   - size: the bound on cached bodies; ``CacheSize/default`` is 100 MiB.
@@ -104,10 +105,11 @@ public final class QueryCache: Sendable {
     /// it, and it keeps its place in eviction order.
     public func markStale(_ query: String) async throws {
         try await gate.withGate {
-            guard let current = try await lookUp(query)?.response, !current.isStale else { return }
+            guard let (current, _) = try await lookUp(query), !current.isStale else { return }
             let id = CacheKeys.id(of: query)
+            guard let entry = index.withLock({ $0.entries[id] }) else { return }
             let stale = current.with(stale: true)
-            try await store.set(CacheKeys.entryKey(id), CacheRecord.encode(stale))
+            try await store.set(CacheKeys.listKey(id, entry), CacheRecord.encode(stale))
             memory.set(id, stale, cost: stale.sizeBytes)
         }
     }
@@ -117,10 +119,7 @@ public final class QueryCache: Sendable {
         let id = CacheKeys.id(of: query)
         try await gate.withGate {
             guard let entry = index.withLock({ $0.entries[id] }) else { return }
-            try await store.write([
-                .delete(key: CacheKeys.entryKey(id)),
-                .delete(key: CacheKeys.orderKey(id, serverTimeMillis: entry.serverTimeMillis)),
-            ])
+            try await store.delete(CacheKeys.listKey(id, entry))
             index.withLock { _ = $0.remove(id) }
             memory.removeValue(forKey: id)
         }
@@ -130,12 +129,9 @@ public final class QueryCache: Sendable {
     /// (``OfflineStore/compact()``): what "clear local data" does.
     public func clearLocalData() async throws {
         try await gate.withGate {
-            for prefix in [CacheKeys.entryPrefix, CacheKeys.orderPrefix] {
-                while true {
-                    let page = try await store.entries(prefix, after: nil, limit: 1_000)
-                    if page.isEmpty { break }
-                    try await store.write(page.map { .delete(key: $0.key) })
-                }
+            let keys = try await store.keys(CacheKeys.listPrefix)
+            for start in stride(from: 0, to: keys.count, by: 1_000) {
+                try await store.write(keys[start..<min(keys.count, start + 1_000)].map { .delete(key: $0) })
             }
             index.withLock { $0 = CacheIndex() }
             memory.removeAll()
@@ -155,28 +151,33 @@ public final class QueryCache: Sendable {
     func lookUp(_ query: String) async throws -> (response: CachedResponse, source: CacheRead.Source)? {
         let id = CacheKeys.id(of: query)
         if let hit = memory.value(forKey: id), hit.query.utf8.elementsEqual(query.utf8) { return (hit, .memory) }
-        guard let text = try await store.get(CacheKeys.entryKey(id)),
-            let response = CacheRecord.decode(text), response.query.utf8.elementsEqual(query.utf8)
-        else { return nil }
-        memory.set(id, response, cost: response.sizeBytes)
-        return (response, .store)
+        // A put may move the list to a new key between the index read and the store read: one
+        // more look at the index then finds it.
+        for _ in 0..<2 {
+            guard let entry = index.withLock({ $0.entries[id] }) else { return nil }
+            if let text = try await store.get(CacheKeys.listKey(id, entry)) {
+                guard let response = CacheRecord.decode(text), response.query.utf8.elementsEqual(query.utf8) else {
+                    return nil
+                }
+                memory.set(id, response, cost: response.sizeBytes)
+                return (response, .store)
+            }
+        }
+        return nil
     }
 
-    /// Writes `response` and its order key in one batch; returns how many responses were
-    /// stored since open.
+    /// Writes `response` under its list key (one `set` for a new list, and the delete of the
+    /// old key for a list stored again); returns how many responses were stored since open.
     private func write(_ response: CachedResponse) async throws -> Int {
         let id = CacheKeys.id(of: response.query)
         let millis = CacheRecord.millis(response.serverTime)
         let stored = try await gate.withGate {
             let previous = index.withLock { $0.entries[id] }
-            // The order key first: a crash between the writes of a store without atomic batches
-            // then leaves a counted key without a body (healed by eviction), never an uncounted body.
-            var writes: [StoreWrite] = [
-                .set(key: CacheKeys.orderKey(id, serverTimeMillis: millis), value: String(response.sizeBytes)),
-                .set(key: CacheKeys.entryKey(id), value: CacheRecord.encode(response)),
-            ]
-            if let previous, previous.serverTimeMillis != millis {
-                writes.append(.delete(key: CacheKeys.orderKey(id, serverTimeMillis: previous.serverTimeMillis)))
+            let entry = CacheIndex.Entry(serverTimeMillis: millis, sizeBytes: response.sizeBytes, generation: 0)
+            let key = CacheKeys.listKey(id, entry)
+            var writes: [StoreWrite] = [.set(key: key, value: CacheRecord.encode(response))]
+            if let previous, CacheKeys.listKey(id, previous) != key {
+                writes.append(.delete(key: CacheKeys.listKey(id, previous)))
             }
             try await store.write(writes)
             return index.withLock { index in
@@ -189,30 +190,20 @@ public final class QueryCache: Sendable {
         return stored
     }
 
-    /// Reads every order key (never a body), keeps the newest of duplicates a crash may have
-    /// left, and deletes bodies that have no order key.
+    /// Lists the list keys (never a value) and keeps the newest of the duplicates a crash of
+    /// a store without atomic batches may have left.
     private static func loadIndex(from store: any OfflineStore) async throws -> CacheIndex {
         var index = CacheIndex()
-        var orphans: [StoreWrite] = []
-        var after: String?
-        while true {
-            let page = try await store.entries(CacheKeys.orderPrefix, after: after, limit: 1_000)
-            guard let last = page.last else { break }
-            for entry in page {
-                guard let (millis, id) = CacheKeys.parseOrderKey(entry.key) else { continue }
-                // Keys come oldest first, so a duplicate's earlier key is the one to drop.
-                if let previous = index.upsert(id, serverTimeMillis: millis, sizeBytes: Int(entry.value) ?? 0) {
-                    orphans.append(.delete(key: CacheKeys.orderKey(id, serverTimeMillis: previous.serverTimeMillis)))
-                }
+        var duplicates: [StoreWrite] = []
+        // Keys come oldest first, so a duplicate's earlier key is the one to drop.
+        for key in try await store.keys(CacheKeys.listPrefix) {
+            guard let (id, millis, size) = CacheKeys.parseListKey(key) else { continue }
+            if let previous = index.upsert(id, serverTimeMillis: millis, sizeBytes: size) {
+                duplicates.append(.delete(key: CacheKeys.listKey(id, previous)))
             }
-            after = last.key
         }
-        for key in try await store.keys(CacheKeys.entryPrefix) {
-            let id = String(decoding: key.utf8.dropFirst(CacheKeys.entryPrefix.utf8.count), as: UTF8.self)
-            if index.entries[id] == nil { orphans.append(.delete(key: key)) }
-        }
-        for start in stride(from: 0, to: orphans.count, by: 1_000) {
-            try await store.write(Array(orphans[start..<min(orphans.count, start + 1_000)]))
+        for start in stride(from: 0, to: duplicates.count, by: 1_000) {
+            try await store.write(Array(duplicates[start..<min(duplicates.count, start + 1_000)]))
         }
         return index
     }

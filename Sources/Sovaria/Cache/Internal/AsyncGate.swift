@@ -1,8 +1,8 @@
 import Synchronization
 
 /// A first-come, first-served lock for async code: one holder at a time, waiters suspended
-/// (not blocking a thread). The query cache runs its writes through one, so an entry and its
-/// order key always change together.
+/// (not blocking a thread). The query cache runs its writes through one, so its in-memory
+/// index and the store always change together.
 final class AsyncGate: Sendable {
     private let state = Mutex<(held: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 

@@ -1,17 +1,17 @@
-/// The query cache's layout in the store, under `sov:cache:`:
+/// The query cache's layout in the store: one key per cached list,
 ///
-/// - `sov:cache:e:<id>` → the entry: a header, the query's full identity, the body
-///   (see ``CacheRecord``).
-/// - `sov:cache:t:<server time, ms, 16 digits>:<id>` → the body's UTF-8 length: the eviction
-///   order (oldest first in byte order) and the running total, read at open without one body.
+///     sov:cache:l:<server time, ms, 16 digits>:<body bytes, 10 digits>:<id>  →  the entry
+///
+/// whose value is a ``CacheRecord`` (header, the query's full identity, the body). Everything
+/// eviction needs is in the key: listing the keys (``OfflineStore/keys(_:)``, never a value)
+/// rebuilds the order and the running total at open, and a put of a new list is one `set`.
 ///
 /// `<id>` is 32 hex digits of a 128-bit hash of the identity's UTF-8 bytes, so an identity of
 /// any length maps to a short legal key and equal-looking identities (precomposed and
 /// decomposed "é") stay apart. The entry keeps the full identity, checked on every read, so a
 /// hash collision is a miss, never another query's data.
 enum CacheKeys {
-    static let entryPrefix = "sov:cache:e:"
-    static let orderPrefix = "sov:cache:t:"
+    static let listPrefix = "sov:cache:l:"
 
     static func id(of query: String) -> String {
         var first: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -25,20 +25,23 @@ enum CacheKeys {
         return hex(mix(first ^ length)) + hex(mix(second &+ length))
     }
 
-    static func entryKey(_ id: String) -> String { entryPrefix + id }
-
-    static func orderKey(_ id: String, serverTimeMillis: Int64) -> String {
-        let digits = String(max(0, serverTimeMillis))
-        return orderPrefix + String(repeating: "0", count: max(0, 16 - digits.count)) + digits + ":" + id
+    static func listKey(_ id: String, _ entry: CacheIndex.Entry) -> String {
+        listPrefix + padded(entry.serverTimeMillis, 16) + ":" + padded(Int64(entry.sizeBytes), 10) + ":" + id
     }
 
-    /// The server time and id of an order key, or `nil` for a key of another shape.
-    static func parseOrderKey(_ key: String) -> (serverTimeMillis: Int64, id: String)? {
-        let rest = key.utf8.dropFirst(orderPrefix.utf8.count)
-        guard rest.count == 16 + 1 + 32, rest[rest.index(rest.startIndex, offsetBy: 16)] == UInt8(ascii: ":"),
-            let millis = Int64(String(decoding: rest.prefix(16), as: UTF8.self))
+    /// The id, server time and size in a list key, or `nil` for a key of another shape.
+    static func parseListKey(_ key: String) -> (id: String, serverTimeMillis: Int64, sizeBytes: Int)? {
+        let fields = key.utf8.dropFirst(listPrefix.utf8.count).split(separator: UInt8(ascii: ":"))
+        guard fields.count == 3, fields[0].count == 16, fields[1].count == 10, fields[2].count == 32,
+            let millis = Int64(String(decoding: fields[0], as: UTF8.self)),
+            let size = Int(String(decoding: fields[1], as: UTF8.self))
         else { return nil }
-        return (millis, String(decoding: rest.suffix(32), as: UTF8.self))
+        return (String(decoding: fields[2], as: UTF8.self), millis, size)
+    }
+
+    private static func padded(_ value: Int64, _ width: Int) -> String {
+        let digits = String(max(0, value))
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
     }
 
     /// SplitMix64's finalizer: spreads every input bit over the output.
