@@ -1,0 +1,167 @@
+import Sovaria
+
+/// Encrypts every value before it reaches another store, so the files on disk hold no readable
+/// value; keys stay in plain text.
+///
+/// Each value is sealed with XChaCha20-Poly1305 (IETF AEAD, libsodium) under a fresh random
+/// 24-byte nonce, with the key name bound as associated data. The inner store keeps, as a
+/// string, `"v1:"` followed by the unpadded URL-safe base64 of `nonce ‖ ciphertext ‖ 16-byte tag`:
+/// a value of n bytes takes `3 + ceil(4 × (n + 40) / 3)` bytes, about 1.33 × n + 57 (a 1 KiB
+/// value takes 1,422 bytes).
+///
+/// A value that does not open — a wrong key, a value copied under another key, one changed
+/// character, a value cut short, a value written without encryption — throws
+/// ``OfflineStoreError`` with code ``OfflineStoreError/Code/decryptionFailed`` naming its key,
+/// never garbage; every other key is still served.
+///
+/// - Important: **Key names are not encrypted.** Someone with a copy of the files learns every
+///   key name, the exact byte length of every value, how many values there are, and when and
+///   how often each is written (and, for passphrase keys, the Argon2id salt and limits). They
+///   learn nothing of the values, and cannot change a value or move it under another key
+///   without the read failing. They can delete keys, or put an older value back under its own
+///   key (a rollback), unnoticed. Keep secrets out of key names.
+/// - Important: Keys, their order, prefix scans, limits, atomic batches, durability and
+///   persistence are the inner store's: keys pass through unchanged. Encryption runs on the
+///   caller's executor (2–3 µs for a 1 KiB value here); only the inner store's work moves off it.
+///   Safe from any number of tasks.
+/// - Important: ``metadataKey`` is reserved: the wrapper never lists it, and using it throws
+///   ``OfflineStoreError/Code/invalidKey``.
+///
+/// Rotate the key by copying to a store with the new key, then deleting the old one:
+///
+/// ```swift
+/// let key = try EncryptionKey.random()
+/// let store = EncryptedOfflineStore(wrapping: FileOfflineStore(), key: key)
+/// try await store.set("sov:cache:feed", json)
+///
+/// let rotated = EncryptedOfflineStore(wrapping: FileOfflineStore(directory: newFolder), key: newKey)
+/// try await SovariaOffline.migrate(from: store, to: rotated)
+/// ```
+public final class EncryptedOfflineStore: OfflineStore {
+    /// Where a passphrase-keyed store keeps its Argon2id salt, limits and check value, in the
+    /// inner store. Hidden from ``keys(_:)`` and ``entries(_:after:limit:)``, and refused by every
+    /// other method.
+    public static let metadataKey = "sov:meta:encryption"
+
+    /// The store that keeps the encrypted values.
+    public let wrapped: any OfflineStore
+    private let key: EncryptionKey
+
+    /// Encrypts the values of `store` with `key`.
+    ///
+    /// Values already in `store` stay as they are; reading one that was not written through a
+    /// wrapper with `key` throws ``OfflineStoreError/Code/decryptionFailed``.
+    public init(wrapping store: any OfflineStore, key: EncryptionKey) {
+        wrapped = store
+        self.key = key
+    }
+
+    /// Encrypts the values of `store` with a key derived from `passphrase`; see
+    /// ``EncryptionKey/derive(passphrase:store:limits:)``, which this calls.
+    ///
+    /// - Throws: ``OfflineStoreError/Code/decryptionFailed`` when the passphrase is not the one
+    ///   the store was created with.
+    ///
+    /// ```swift
+    /// let store = try await EncryptedOfflineStore(wrapping: FileOfflineStore(), passphrase: passphrase)
+    /// ```
+    public convenience init(
+        wrapping store: any OfflineStore,
+        passphrase: String,
+        limits: EncryptionKey.DerivationLimits = .interactive
+    ) async throws {
+        let key = try await EncryptionKey.derive(passphrase: passphrase, store: store, limits: limits)
+        self.init(wrapping: store, key: key)
+    }
+
+    /// The inner store's capabilities.
+    public var capabilities: StoreCapabilities { wrapped.capabilities }
+
+    /// Whether the inner store is persistent.
+    public var isPersistent: Bool { wrapped.isPersistent }
+
+    /// The value stored under `key`, decrypted, or `nil`.
+    ///
+    /// - Throws: ``OfflineStoreError/Code/decryptionFailed`` naming `key` when its value does not
+    ///   open with this store's key.
+    public func get(_ key: String) async throws -> String? {
+        try Self.validate(key)
+        guard let stored = try await wrapped.get(key) else { return nil }
+        return try SealedValue.open(stored, name: key, with: self.key)
+    }
+
+    /// Encrypts `value` under a new nonce and stores it under `key`.
+    public func set(_ key: String, _ value: String) async throws {
+        try Self.validate(key)
+        try await wrapped.set(key, SealedValue.seal(value, name: key, with: self.key))
+    }
+
+    /// Removes `key`.
+    public func delete(_ key: String) async throws {
+        try Self.validate(key)
+        try await wrapped.delete(key)
+    }
+
+    /// Encrypts the values of `batch` and hands it to the inner store as one batch.
+    public func write(_ batch: [StoreWrite]) async throws {
+        for write in batch { try Self.validate(write.key) }
+        let sealed = batch.map { write in
+            switch write {
+            case .set(let key, let value):
+                StoreWrite.set(key: key, value: SealedValue.seal(value, name: key, with: self.key))
+            case .delete: write
+            }
+        }
+        try await wrapped.write(sealed)
+    }
+
+    /// The inner store's keys that start with `prefix`, in byte order, without ``metadataKey``.
+    public func keys(_ prefix: String) async throws -> [String] {
+        var keys = try await wrapped.keys(prefix)
+        if StoreKey.hasBytePrefix(Self.metadataKey, prefix) { keys.removeAll(where: Self.isMetadataKey) }
+        return keys
+    }
+
+    /// A page of the inner store's entries, decrypted, without ``metadataKey``.
+    ///
+    /// - Throws: ``OfflineStoreError/Code/decryptionFailed`` naming the first key in the page
+    ///   whose value does not open.
+    public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        guard limit > 0 else { return [] }
+        var page: [StoreEntry] = []
+        var after = after
+        while true {
+            let wanted = limit - page.count
+            let stored = try await wrapped.entries(prefix, after: after, limit: wanted)
+            for entry in stored where !Self.isMetadataKey(entry.key) {
+                page.append(
+                    StoreEntry(key: entry.key, value: try SealedValue.open(entry.value, name: entry.key, with: key)))
+            }
+            // Only a skipped metadata entry leaves a full inner page short: read one more.
+            guard stored.count == wanted, page.count < limit, let last = stored.last else { return page }
+            after = last.key
+        }
+    }
+
+    /// Compacts the inner store.
+    public func compact() async throws {
+        try await wrapped.compact()
+    }
+
+    private static func isMetadataKey(_ key: String) -> Bool {
+        key.utf8.elementsEqual(metadataKey.utf8)
+    }
+
+    /// Checks `key` like every store does, and refuses ``metadataKey``.
+    private static func validate(_ key: String) throws(OfflineStoreError) {
+        try StoreKey.validate(key)
+        guard !isMetadataKey(key) else {
+            throw OfflineStoreError(
+                .invalidKey,
+                "\(metadataKey) is reserved by EncryptedOfflineStore for its passphrase settings: use another key.",
+                engine: Sodium.engine,
+                key: key
+            )
+        }
+    }
+}

@@ -1,0 +1,364 @@
+import Foundation
+import Sovaria
+import SovariaSodium
+import SovariaTestKit
+import Testing
+
+@Suite struct EncryptedOfflineStoreTests {
+    /// The same key on every open, so reopening a folder reads what an earlier store wrote.
+    static let keyBytes = (0..<UInt8(32)).map { $0 &* 37 &+ 11 }
+
+    /// A factory that wraps the store `inner` opens with a raw-bytes key.
+    static func encrypted(
+        _ name: String, _ inner: @escaping @Sendable (URL) async throws -> any OfflineStore
+    ) -> StoreFactory {
+        StoreFactory("encrypted(\(name))") { folder in
+            EncryptedOfflineStore(wrapping: try await inner(folder), key: try EncryptionKey(bytes: keyBytes))
+        }
+    }
+
+    /// A factory that wraps the store `inner` opens with a passphrase key (Argon2id at its minimum, to stay fast).
+    static func passphraseEncrypted(
+        _ name: String, _ inner: @escaping @Sendable (URL) async throws -> any OfflineStore
+    ) -> StoreFactory {
+        StoreFactory("encrypted-passphrase(\(name))") { folder in
+            try await EncryptedOfflineStore(
+                wrapping: try await inner(folder), passphrase: "conformance", limits: .minimum)
+        }
+    }
+
+    // MARK: - The conformance suite, around every store
+
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundMemory(_ check: ConformanceCheck) async throws {
+        try await check.run(on: Self.encrypted("memory") { _ in MemoryOfflineStore() })
+    }
+
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundFileWhenSynced(_ check: ConformanceCheck) async throws {
+        try await check.run(on: Self.encrypted("file(synced)") { FileOfflineStore(directory: $0, durability: .synced) })
+    }
+
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundFileWhenFlushed(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: Self.encrypted("file(flushed)") { FileOfflineStore(directory: $0, durability: .flushed) })
+    }
+
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsWithAPassphraseKeyAroundMemory(_ check: ConformanceCheck) async throws {
+        try await check.run(on: Self.passphraseEncrypted("memory") { _ in MemoryOfflineStore() })
+    }
+
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsWithAPassphraseKeyAroundFile(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: Self.passphraseEncrypted("file(flushed)") { FileOfflineStore(directory: $0, durability: .flushed) })
+    }
+
+    // MARK: Engines written in parallel: the lead adds their factories here.
+    // TODO(lead): once SQLiteOfflineStore, LMDBOfflineStore and LevelDBOfflineStore land, add (with
+    // `import SovariaSQLite`, `import SovariaLMDB`, `import SovariaLevelDB`):
+    //
+    // @Test(arguments: OfflineStoreConformance.checks)
+    // func conformsAroundSQLite(_ check: ConformanceCheck) async throws {
+    //     try await check.run(on: Self.encrypted("sqlite") {
+    //         try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("db.sqlite"))
+    //     })
+    // }
+    //
+    // @Test(arguments: OfflineStoreConformance.checks)
+    // func conformsAroundLMDB(_ check: ConformanceCheck) async throws {
+    //     try await check.run(on: Self.encrypted("lmdb") { try LMDBOfflineStore(directory: $0) })
+    // }
+    //
+    // @Test(arguments: OfflineStoreConformance.checks)
+    // func conformsAroundLevelDB(_ check: ConformanceCheck) async throws {
+    //     try await check.run(on: Self.encrypted("leveldb") { try LevelDBOfflineStore(directory: $0) })
+    // }
+
+    // MARK: - Values that do not open
+
+    @Test func wrongKeyFailsNamingTheKeyAndOtherKeysAreStillServed() async throws {
+        let inner = MemoryOfflineStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        let other = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        try await store.set("sov:mine", "mine")
+        try await other.set("sov:theirs", "theirs")
+
+        let error = try await decryptionError { _ = try await store.get("sov:theirs") }
+        #expect(error.key == "sov:theirs")
+        #expect(error.engine == "sodium")
+        #expect(error.message.contains("sov:theirs"))
+        #expect(try await store.get("sov:mine") == "mine")
+        #expect(try await other.get("sov:theirs") == "theirs")
+        #expect(try await store.keys("sov:") == ["sov:mine", "sov:theirs"])
+
+        let fromEntries = try await decryptionError { _ = try await store.entries("sov:", after: nil, limit: 10) }
+        #expect(fromEntries.key == "sov:theirs")
+        #expect(try await store.entries("sov:", after: nil, limit: 1) == [StoreEntry(key: "sov:mine", value: "mine")])
+    }
+
+    @Test func valueMovedToAnotherKeyFails() async throws {
+        let inner = MemoryOfflineStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        try await store.set("sov:cache:alice", "alice's feed")
+        try await inner.set("sov:cache:bob", try #require(try await inner.get("sov:cache:alice")))
+
+        let error = try await decryptionError { _ = try await store.get("sov:cache:bob") }
+        #expect(error.key == "sov:cache:bob")
+        #expect(try await store.get("sov:cache:alice") == "alice's feed")
+    }
+
+    @Test func everyChangedCharacterFails() async throws {
+        let inner = MemoryOfflineStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        try await store.set("k", "a value worth protecting")
+        try await store.set("untouched", "still here")
+        let stored = Array(try #require(try await inner.get("k")))
+        for index in stored.indices {
+            for replacement: Character in ["A", "_", "!", "é", "\0"] where replacement != stored[index] {
+                var changed = stored
+                changed[index] = replacement
+                try await inner.set("k", String(changed))
+                let error = try await decryptionError { _ = try await store.get("k") }
+                #expect(error.key == "k", "character \(index) changed to \(replacement.debugDescription)")
+            }
+        }
+        #expect(try await store.get("untouched") == "still here")
+    }
+
+    @Test func truncatedOrExtendedValueFails() async throws {
+        let inner = MemoryOfflineStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        try await store.set("k", "short")
+        let stored = try #require(try await inner.get("k"))
+        var damaged = (0..<stored.count).map { String(stored.prefix($0)) }  // every truncation, "" included
+        damaged += (1..<stored.count).map { String(stored.dropFirst($0)) }
+        damaged += [stored + "A", stored + "AAAA", stored + "="]
+        for value in damaged {
+            try await inner.set("k", value)
+            let error = try await decryptionError { _ = try await store.get("k") }
+            #expect(error.key == "k", "stored form damaged to \(value.debugDescription)")
+        }
+    }
+
+    @Test func valueWrittenWithoutEncryptionFails() async throws {
+        let inner = MemoryOfflineStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        for plain in ["hello", "v1:", "v2:AAAA", #"{"json":true}"#] {
+            try await inner.set("plain", plain)
+            let error = try await decryptionError { _ = try await store.get("plain") }
+            #expect(error.key == "plain")
+        }
+    }
+
+    // MARK: - What the inner store keeps
+
+    @Test func filesNeverContainThePlaintext() async throws {
+        let folder = try TemporaryFolder()
+        let store = EncryptedOfflineStore(
+            wrapping: FileOfflineStore(directory: folder.child("store")), key: try EncryptionKey.random())
+        let secret = "card=4111111111111111;password=hunter2"
+        try await store.set("sov:a", secret)
+        try await store.write([.set(key: "sov:b", value: secret), .set(key: "sov:c", value: secret + secret)])
+        try await store.set("sov:d", String(repeating: secret, count: 100))
+
+        let files = try folder.allFileContents()
+        #expect(files.count == 4)
+        for contents in files {
+            #expect(contents.range(of: Data("hunter2".utf8)) == nil)
+            #expect(contents.starts(with: Data("v1:".utf8)))
+        }
+        #expect(try await store.get("sov:c") == secret + secret)
+    }
+
+    @Test func writingTheSameValueTwiceStoresTwoDifferentForms() async throws {
+        let inner = MemoryOfflineStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        try await store.set("k", "same")
+        let first = try #require(try await inner.get("k"))
+        try await store.set("k", "same")
+        let second = try #require(try await inner.get("k"))
+        try await store.write([.set(key: "k2", value: "same")])
+        let third = try #require(try await inner.get("k2"))
+
+        #expect(first != second)
+        #expect(Set([first, second, third]).count == 3)
+        #expect(try await store.get("k") == "same")
+        #expect(try await store.get("k2") == "same")
+    }
+
+    @Test(arguments: [0, 1, 2, 3, 100, 1_024, 4_096])
+    func storedFormCostsWhatTheDocsSay(valueBytes: Int) async throws {
+        let inner = MemoryOfflineStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        let value = String(repeating: "x", count: valueBytes)
+        try await store.set("k", value)
+        let stored = try #require(try await inner.get("k"))
+        // "v1:" + unpadded base64 of nonce (24) + ciphertext (n) + tag (16).
+        let expected = 3 + (4 * (valueBytes + 40) + 2) / 3
+        #expect(stored.utf8.count == expected)
+        #expect(stored.utf8.allSatisfy { $0 < 0x80 }, "the stored form is ASCII")
+        #expect(try await store.get("k") == value)
+    }
+
+    @Test func passesCapabilitiesAndPersistenceThrough() async throws {
+        let folder = try TemporaryFolder()
+        let file = FileOfflineStore(directory: folder.child("store"))
+        let key = try EncryptionKey.random()
+        #expect(EncryptedOfflineStore(wrapping: file, key: key).capabilities == file.capabilities)
+        #expect(EncryptedOfflineStore(wrapping: file, key: key).isPersistent)
+        #expect(!EncryptedOfflineStore(wrapping: MemoryOfflineStore(), key: key).isPersistent)
+    }
+
+    // MARK: - Passphrase keys
+
+    @Test func reopeningWithThePassphraseReadsTheValues() async throws {
+        let folder = try TemporaryFolder()
+        let directory = folder.child("store")
+        do {
+            let store = try await EncryptedOfflineStore(
+                wrapping: FileOfflineStore(directory: directory), passphrase: "correct horse", limits: .minimum)
+            try await store.set("sov:queue:0001", "queued")
+        }
+        let inner = FileOfflineStore(directory: directory)
+        let reopened = try await EncryptedOfflineStore(wrapping: inner, passphrase: "correct horse", limits: .minimum)
+        #expect(try await reopened.get("sov:queue:0001") == "queued")
+        #expect(try await reopened.keys("") == ["sov:queue:0001"])
+        #expect(try await inner.keys("") == [EncryptedOfflineStore.metadataKey, "sov:queue:0001"])
+    }
+
+    @Test func wrongPassphraseFailsWhenTheStoreOpens() async throws {
+        let inner = MemoryOfflineStore()
+        let store = try await EncryptedOfflineStore(wrapping: inner, passphrase: "correct horse", limits: .minimum)
+        try await store.set("sov:a", "a")
+
+        let error = try await decryptionError {
+            _ = try await EncryptedOfflineStore(wrapping: inner, passphrase: "battery staple", limits: .minimum)
+        }
+        #expect(error.key == EncryptedOfflineStore.metadataKey)
+        #expect(error.message.contains("passphrase"))
+        // A key from the same passphrase but another salt opens nothing either.
+        let otherSalt = try await EncryptionKey.derive(
+            passphrase: "correct horse", store: MemoryOfflineStore(), limits: .minimum)
+        let readError = try await decryptionError {
+            _ = try await EncryptedOfflineStore(wrapping: inner, key: otherSalt).get("sov:a")
+        }
+        #expect(readError.key == "sov:a")
+    }
+
+    @Test func storedLimitsWinWhenTheStoreReopens() async throws {
+        let inner = MemoryOfflineStore()
+        let first = try await EncryptionKey.derive(passphrase: "pass", store: inner, limits: .minimum)
+        let settings = try #require(try await inner.get(EncryptedOfflineStore.metadataKey))
+        let second = try await EncryptionKey.derive(
+            passphrase: "pass", store: inner, limits: EncryptionKey.DerivationLimits(operations: 3, memoryBytes: 16_384)
+        )
+        #expect(try await inner.get(EncryptedOfflineStore.metadataKey) == settings)
+        #expect(first.withUnsafeBytes { Array($0) } == second.withUnsafeBytes { Array($0) })
+        #expect(settings.contains(#""opslimit":1"#))
+        #expect(settings.contains(#""memlimit":8192"#))
+        #expect(settings.contains(#""kdf":"argon2id13""#))
+    }
+
+    @Test func damagedSettingsAreCorrupt() async throws {
+        for damaged in [
+            "", "{", #"{"format":2}"#,
+            #"{"format":1,"kdf":"scrypt","opslimit":1,"memlimit":8192,"salt":"AAAAAAAAAAAAAAAAAAAAAA==","verifier":"v1:"}"#,
+        ] {
+            let inner = MemoryOfflineStore()
+            try await inner.set(EncryptedOfflineStore.metadataKey, damaged)
+            let error = await #expect(throws: OfflineStoreError.self) {
+                _ = try await EncryptionKey.derive(passphrase: "pass", store: inner, limits: .minimum)
+            }
+            #expect(error?.code == .corrupt, "settings \(damaged.debugDescription)")
+        }
+    }
+
+    @Test func rejectsEmptyPassphrasesAndLimitsOutsideArgon2idsRange() async throws {
+        let tooSmall = EncryptionKey.DerivationLimits(operations: 0, memoryBytes: 8_192)
+        for (passphrase, limits) in [("", EncryptionKey.DerivationLimits.minimum), ("pass", tooSmall)] {
+            let inner = MemoryOfflineStore()
+            let error = await #expect(throws: OfflineStoreError.self) {
+                _ = try await EncryptionKey.derive(passphrase: passphrase, store: inner, limits: limits)
+            }
+            #expect(error?.code == .invalidValue)
+            #expect(try await inner.keys("") == [], "nothing written")
+        }
+    }
+
+    @Test func settingsKeyIsReservedAndHidden() async throws {
+        let inner = MemoryOfflineStore()
+        let store = try await EncryptedOfflineStore(wrapping: inner, passphrase: "pass", limits: .minimum)
+        let reserved = EncryptedOfflineStore.metadataKey
+        try await store.write([.set(key: "sov:a", value: "a"), .set(key: "sov:z", value: "z")])
+
+        #expect(try await store.keys("") == ["sov:a", "sov:z"])
+        #expect(try await store.keys("sov:meta:") == [])
+        #expect(try await store.entries("", after: nil, limit: 2).map(\.key) == ["sov:a", "sov:z"])
+        #expect(try await store.entries("sov:", after: "sov:a", limit: 1).map(\.key) == ["sov:z"])
+        #expect(try await store.entries("sov:meta:", after: nil, limit: 5) == [])
+        for call: @Sendable () async throws -> Void in [
+            { _ = try await store.get(reserved) }, { try await store.set(reserved, "x") },
+            { try await store.delete(reserved) },
+            { try await store.write([.set(key: "sov:b", value: "b"), .delete(key: reserved)]) },
+        ] {
+            let error = await #expect(throws: OfflineStoreError.self) { try await call() }
+            #expect(error?.code == .invalidKey)
+        }
+        #expect(try await inner.keys("") == ["sov:a", reserved, "sov:z"], "the settings and no half batch")
+    }
+
+    // MARK: - Key rotation
+
+    @Test func rotatesTheKeyByMigratingToAStoreWithTheNewKey() async throws {
+        let oldKey = try EncryptionKey.random()
+        let newKey = try EncryptionKey.random()
+        let oldInner = MemoryOfflineStore()
+        let newInner = MemoryOfflineStore()
+        let old = EncryptedOfflineStore(wrapping: oldInner, key: oldKey)
+        let rotated = EncryptedOfflineStore(wrapping: newInner, key: newKey)
+        let entries = (0..<2_500).map { StoreEntry(key: "sov:cache:\(1_000 + $0)", value: "value \($0) é😀") }
+        try await old.write(entries.map { .set(key: $0.key, value: $0.value) })
+        try await old.set("sov:queue:0001", "queued")
+
+        let copied = try await SovariaOffline.migrate(from: old, to: rotated, batchSize: 1_000)
+
+        #expect(copied == entries.count + 1)
+        #expect(try await rotated.entries("sov:cache:", after: nil, limit: 10_000) == entries)
+        #expect(try await rotated.get("sov:queue:0001") == "queued")
+        let error = try await decryptionError {
+            _ = try await EncryptedOfflineStore(wrapping: newInner, key: oldKey).get("sov:queue:0001")
+        }
+        #expect(error.key == "sov:queue:0001")
+        #expect(try await newInner.get("sov:queue:0001") != oldInner.get("sov:queue:0001"))
+    }
+
+    @Test func rotatesAPassphraseWithoutCopyingTheOldSettings() async throws {
+        let oldInner = MemoryOfflineStore()
+        let newInner = MemoryOfflineStore()
+        let old = try await EncryptedOfflineStore(wrapping: oldInner, passphrase: "old", limits: .minimum)
+        try await old.set("sov:file:a", "metadata")
+        let rotated = try await EncryptedOfflineStore(wrapping: newInner, passphrase: "new", limits: .minimum)
+        let newSettings = try await newInner.get(EncryptedOfflineStore.metadataKey)
+
+        #expect(try await SovariaOffline.migrate(from: old, to: rotated) == 1)
+        #expect(try await newInner.get(EncryptedOfflineStore.metadataKey) == newSettings)
+        let reopened = try await EncryptedOfflineStore(wrapping: newInner, passphrase: "new", limits: .minimum)
+        #expect(try await reopened.get("sov:file:a") == "metadata")
+    }
+
+    // MARK: - Helpers
+
+    /// The ``OfflineStoreError`` `body` throws, which must have code `.decryptionFailed`.
+    private func decryptionError(
+        sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
+    ) async throws -> OfflineStoreError {
+        let error = try await #require(throws: OfflineStoreError.self, sourceLocation: sourceLocation) {
+            try await body()
+        }
+        #expect(error.code == .decryptionFailed, "\(error)", sourceLocation: sourceLocation)
+        return error
+    }
+}
