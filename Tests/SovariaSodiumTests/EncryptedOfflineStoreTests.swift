@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaSQLite
 import SovariaSodium
 import SovariaTestKit
 import Testing
@@ -57,25 +58,13 @@ import Testing
     }
 
     // MARK: Engines written in parallel: the lead adds their factories here.
-    // TODO(lead): once SQLiteOfflineStore, LMDBOfflineStore and LevelDBOfflineStore land, add (with
-    // `import SovariaSQLite`, `import SovariaLMDB`, `import SovariaLevelDB`):
-    //
-    // @Test(arguments: OfflineStoreConformance.checks)
-    // func conformsAroundSQLite(_ check: ConformanceCheck) async throws {
-    //     try await check.run(on: Self.encrypted("sqlite") {
-    //         try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("db.sqlite"))
-    //     })
-    // }
-    //
-    // @Test(arguments: OfflineStoreConformance.checks)
-    // func conformsAroundLMDB(_ check: ConformanceCheck) async throws {
-    //     try await check.run(on: Self.encrypted("lmdb") { try LMDBOfflineStore(directory: $0) })
-    // }
-    //
-    // @Test(arguments: OfflineStoreConformance.checks)
-    // func conformsAroundLevelDB(_ check: ConformanceCheck) async throws {
-    //     try await check.run(on: Self.encrypted("leveldb") { try LevelDBOfflineStore(directory: $0) })
-    // }
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundSQLite(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: Self.encrypted("sqlite") {
+                try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("db.sqlite"))
+            })
+    }
 
     // MARK: - Values that do not open
 

@@ -24,7 +24,9 @@ final class SQLiteReaderPool: Sendable {
     }
 
     /// Runs `body` with a reader no one else uses until it returns.
-    func withReader<Result>(_ body: (SQLiteReader) throws(OfflineStoreError) -> Result) throws(OfflineStoreError)
+    func withReader<Result>(
+        _ body: (SQLiteReader) throws(OfflineStoreError) -> Result
+    ) throws(OfflineStoreError)
         -> Result
     {
         let reader: SQLiteReader

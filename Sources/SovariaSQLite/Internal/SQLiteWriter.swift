@@ -110,7 +110,9 @@ final class SQLiteWriter: @unchecked Sendable {
 
     /// `synchronous=FULL` syncs the WAL at every commit (survives power loss); `NORMAL` syncs it
     /// only at checkpoints (survives a crash of the process).
-    private static func setSynchronous(for durability: Durability, on connection: SQLiteConnection)
+    private static func setSynchronous(
+        for durability: Durability, on connection: SQLiteConnection
+    )
         throws(OfflineStoreError)
     {
         let level = durability == .synced ? "FULL" : "NORMAL"
