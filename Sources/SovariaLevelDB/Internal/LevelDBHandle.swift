@@ -1,0 +1,151 @@
+import CLevelDB
+import Sovaria
+
+/// One open LevelDB database, shared by every ``LevelDBOfflineStore`` on its folder in this
+/// process: LevelDB's LOCK file refuses a second open of a folder, from this process too.
+///
+/// Owns the database, its LRU block cache, its bloom filter and the read and write options. The
+/// last store or scan to let go closes the database in `deinit`, and only then frees the cache
+/// and the filter, which the database uses until it is closed.
+// @unchecked Sendable: LevelDB's objects are thread-safe; the pointers are set in init, freed only in deinit.
+final class LevelDBHandle: @unchecked Sendable {
+    /// The handles open in this process, by canonical folder path.
+    static let registry = OpenOncePerPath<LevelDBHandle>()
+
+    /// Bits per key of the bloom filter: about 1% false positives, so a `get` of a missing key
+    /// rarely reads a block.
+    static let bloomBitsPerKey: Int32 = 10
+
+    /// The canonical path of the folder.
+    let path: String
+    private let database: OpaquePointer
+    private let blockCache: OpaquePointer
+    private let bloomFilter: OpaquePointer
+    /// Default read options: checksums as LevelDB sets them, blocks read go into the cache.
+    private let readOptions: OpaquePointer
+    private let syncedWriteOptions: OpaquePointer
+    private let flushedWriteOptions: OpaquePointer
+
+    /// The handle open for `path` in this process, or a newly opened one.
+    static func shared(path: String, blockCacheSizeBytes: Int) throws -> LevelDBHandle {
+        try registry.handle(for: path) { try LevelDBHandle(path: path, blockCacheSizeBytes: blockCacheSizeBytes) }
+    }
+
+    // The *_create functions allocate with C++ `new`, which never returns NULL (it aborts when
+    // memory is exhausted), so their results are used as non-optional pointers.
+    private init(path: String, blockCacheSizeBytes: Int) throws(OfflineStoreError) {
+        let blockCache: OpaquePointer = leveldb_cache_create_lru(blockCacheSizeBytes)
+        let bloomFilter: OpaquePointer = leveldb_filterpolicy_create_bloom(Self.bloomBitsPerKey)
+        let options: OpaquePointer = leveldb_options_create()
+        // The database keeps a copy of the options (but not of the cache and the filter).
+        defer { leveldb_options_destroy(options) }
+        leveldb_options_set_create_if_missing(options, 1)
+        leveldb_options_set_cache(options, blockCache)
+        leveldb_options_set_filter_policy(options, bloomFilter)
+        leveldb_options_set_compression(options, Int32(leveldb_snappy_compression))
+
+        let operation = "Opening the LevelDB store at \(path)"
+        var opened: OpaquePointer?
+        var failure: OfflineStoreError?
+        do {
+            opened = try LevelDBStatus.check(operation, path: path) { leveldb_open(options, path, $0) }
+        } catch {
+            failure = error
+        }
+        guard let opened else {
+            leveldb_filterpolicy_destroy(bloomFilter)
+            leveldb_cache_destroy(blockCache)
+            throw failure ?? LevelDBStatus.error("IO error: no database and no error", operation: operation, path: path)
+        }
+        self.path = path
+        database = opened
+        self.blockCache = blockCache
+        self.bloomFilter = bloomFilter
+        readOptions = leveldb_readoptions_create()
+        syncedWriteOptions = leveldb_writeoptions_create()
+        leveldb_writeoptions_set_sync(syncedWriteOptions, 1)
+        flushedWriteOptions = leveldb_writeoptions_create()
+        leveldb_writeoptions_set_sync(flushedWriteOptions, 0)
+    }
+
+    deinit {
+        Self.registry.willClose(path)
+        leveldb_close(database)
+        leveldb_writeoptions_destroy(flushedWriteOptions)
+        leveldb_writeoptions_destroy(syncedWriteOptions)
+        leveldb_readoptions_destroy(readOptions)
+        leveldb_filterpolicy_destroy(bloomFilter)
+        leveldb_cache_destroy(blockCache)
+        Self.registry.didClose(path)
+    }
+
+    /// The value stored under `key`, or `nil`.
+    func get(_ key: UnsafeBufferPointer<UInt8>) throws(OfflineStoreError) -> String? {
+        var length = 0
+        let found = try LevelDBStatus.check("Reading a key", path: path, key: Self.name(key)) { errorPointer in
+            leveldb_get(database, readOptions, key.cChars, key.count, &length, errorPointer)
+        }
+        // NULL without an error is "not found"; an empty value is a non-NULL pointer and length 0.
+        guard let found else { return nil }
+        defer { leveldb_free(found) }
+        guard let value = String(validatingBytes: found, count: length) else {
+            throw LevelDBStatus.invalidUTF8(path: path, key: Self.name(key))
+        }
+        return value
+    }
+
+    /// Stores `value` under `key`; with `sync`, on stable storage before returning.
+    func put(_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, sync: Bool)
+        throws(OfflineStoreError)
+    {
+        try LevelDBStatus.check("Writing a key", path: path, key: Self.name(key)) { errorPointer in
+            leveldb_put(database, writeOptions(sync), key.cChars, key.count, value.cChars, value.count, errorPointer)
+        }
+    }
+
+    /// Removes `key`; a missing key is not an error.
+    func delete(_ key: UnsafeBufferPointer<UInt8>, sync: Bool) throws(OfflineStoreError) {
+        try LevelDBStatus.check("Deleting a key", path: path, key: Self.name(key)) { errorPointer in
+            leveldb_delete(database, writeOptions(sync), key.cChars, key.count, errorPointer)
+        }
+    }
+
+    /// Applies `batch` with one `leveldb_write`: all of it or, on an error, none of it.
+    func write(_ batch: [StoreWrite], sync: Bool) throws(OfflineStoreError) {
+        let writeBatch: OpaquePointer = leveldb_writebatch_create()
+        defer { leveldb_writebatch_destroy(writeBatch) }
+        for write in batch {
+            switch write {
+            case .set(let key, let value):
+                key.withUTF8Bytes { key in
+                    value.withUTF8Bytes { value in
+                        leveldb_writebatch_put(writeBatch, key.cChars, key.count, value.cChars, value.count)
+                    }
+                }
+            case .delete(let key):
+                key.withUTF8Bytes { key in leveldb_writebatch_delete(writeBatch, key.cChars, key.count) }
+            }
+        }
+        try LevelDBStatus.check("Writing a batch of \(batch.count)", path: path) { errorPointer in
+            leveldb_write(database, writeOptions(sync), writeBatch, errorPointer)
+        }
+    }
+
+    /// Compacts every level, so deleted and overwritten entries leave the files.
+    ///
+    /// LevelDB reports no error here; a failed compaction makes the next write fail instead.
+    func compactAll() {
+        leveldb_compact_range(database, nil, 0, nil, 0)
+    }
+
+    /// A new iterator over the whole database; the caller must destroy it before releasing this
+    /// handle (``LevelDBScan`` keeps the handle for that reason).
+    func makeIterator() -> OpaquePointer {
+        leveldb_create_iterator(database, readOptions)
+    }
+
+    private func writeOptions(_ sync: Bool) -> OpaquePointer { sync ? syncedWriteOptions : flushedWriteOptions }
+
+    /// A key as text for an error message.
+    static func name(_ key: UnsafeBufferPointer<UInt8>) -> String { String(decoding: key, as: UTF8.self) }
+}

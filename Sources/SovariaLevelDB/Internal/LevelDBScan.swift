@@ -1,0 +1,127 @@
+import CLevelDB
+import Sovaria
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A walk, in byte order, over the keys that start with a prefix, with one LevelDB iterator.
+///
+/// The iterator reads a consistent snapshot: a batch written during the walk is seen whole or
+/// not at all. The walk can run in chunks (``advance(maxEntries:maxBytes:)``), so a store runs a
+/// short one on the caller's executor and hands a long one over to a work queue halfway.
+// @unchecked Sendable: one thread at a time; the queue gets the scan only after the inline chunk returned.
+final class LevelDBScan: @unchecked Sendable {
+    /// Keeps the database open for as long as the iterator lives.
+    private let handle: LevelDBHandle
+    /// `nil` once the walk ended and the iterator was destroyed.
+    private var iterator: OpaquePointer?
+    private let prefix: [UInt8]
+    private let includeValues: Bool
+    private var remaining: Int
+    /// The keys read so far, in byte order.
+    private(set) var keys: [String] = []
+    /// The values of ``keys``, when the scan reads values.
+    private(set) var values: [String] = []
+
+    /// Positions a scan at the first key that starts with `prefix` and sorts after `after`.
+    init(handle: LevelDBHandle, prefix: String, after: String?, limit: Int, includeValues: Bool) {
+        self.handle = handle
+        self.prefix = Array(prefix.utf8)
+        self.includeValues = includeValues
+        remaining = max(limit, 0)
+        let iterator = handle.makeIterator()
+        self.iterator = iterator
+        // Seek to max(prefix, after): every key before it is either outside the prefix or not after `after`.
+        if let after, !after.utf8.lexicographicallyPrecedes(prefix.utf8) {
+            after.withUTF8Bytes { after in
+                leveldb_iter_seek(iterator, after.cChars, after.count)
+                // `after` itself is not part of the page.
+                if leveldb_iter_valid(iterator) != 0, Self.currentKey(of: iterator).elementsEqual(after) {
+                    leveldb_iter_next(iterator)
+                }
+            }
+        } else if self.prefix.isEmpty {
+            leveldb_iter_seek_to_first(iterator)
+        } else {
+            prefix.withUTF8Bytes { leveldb_iter_seek(iterator, $0.cChars, $0.count) }
+        }
+    }
+
+    deinit {
+        if let iterator { leveldb_iter_destroy(iterator) }
+    }
+
+    /// Reads up to `maxEntries` more entries, stopping early once `maxBytes` of keys and values were
+    /// copied; returns `true` when the walk is complete.
+    func advance(maxEntries: Int = .max, maxBytes: Int = .max) throws(OfflineStoreError) -> Bool {
+        guard let iterator else { return true }
+        // Appends go to locals, not to the properties: no exclusivity check per entry.
+        var keys = self.keys
+        var values = self.values
+        self.keys = []
+        self.values = []
+        defer {
+            self.keys = keys
+            self.values = values
+        }
+        var entries = 0
+        var bytes = 0
+        while remaining > 0, leveldb_iter_valid(iterator) != 0 {
+            guard entries < maxEntries, bytes < maxBytes else { return false }
+            let key = Self.currentKey(of: iterator)
+            guard hasPrefix(key) else { break }
+            // Keys and values are copied out before `next` invalidates LevelDB's buffers.
+            guard let keyString = String(validatingBytes: key.cChars, count: key.count) else {
+                throw LevelDBStatus.invalidUTF8(path: handle.path, key: LevelDBHandle.name(key))
+            }
+            if includeValues {
+                var valueLength = 0
+                let value = leveldb_iter_value(iterator, &valueLength)
+                guard let valueString = String(validatingBytes: value, count: valueLength) else {
+                    throw LevelDBStatus.invalidUTF8(path: handle.path, key: keyString)
+                }
+                values.append(valueString)
+                bytes += valueLength
+            }
+            keys.append(keyString)
+            bytes += key.count
+            entries += 1
+            remaining -= 1
+            leveldb_iter_next(iterator)
+        }
+        try finish(iterator)
+        return true
+    }
+
+    /// Whether `key` starts with the scan's prefix, by bytes.
+    private func hasPrefix(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard key.count >= prefix.count else { return false }
+        return prefix.withUnsafeBytes { prefix in
+            guard let prefixStart = prefix.baseAddress, let keyStart = key.baseAddress else { return prefix.isEmpty }
+            return memcmp(keyStart, prefixStart, prefix.count) == 0
+        }
+    }
+
+    /// The entries read, key with value.
+    var entries: [StoreEntry] {
+        zip(keys, values).map { StoreEntry(key: $0, value: $1) }
+    }
+
+    /// Checks the iterator's status (a read error ends a walk like the end of the data does) and
+    /// destroys the iterator.
+    private func finish(_ iterator: OpaquePointer) throws(OfflineStoreError) {
+        self.iterator = nil
+        defer { leveldb_iter_destroy(iterator) }
+        try LevelDBStatus.check("Listing keys", path: handle.path) { leveldb_iter_get_error(iterator, $0) }
+    }
+
+    /// The key the valid `iterator` is on; valid until the iterator moves.
+    private static func currentKey(of iterator: OpaquePointer) -> UnsafeBufferPointer<UInt8> {
+        var length = 0
+        let key = leveldb_iter_key(iterator, &length)
+        return UnsafeBufferPointer(start: UnsafeRawPointer(key)?.assumingMemoryBound(to: UInt8.self), count: length)
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import Sovaria
+
+/// Keeps entries in a LevelDB database in one folder: an ordered, compressed log-structured store
+/// with atomic batches, fast writes and cursor-based paging.
+///
+/// The database is opened with `create_if_missing`, Snappy compression, an LRU block cache and a
+/// bloom filter (10 bits a key). Keys and values pass to LevelDB with their lengths, never as C
+/// strings, so `"\0"` and `""` are kept. ``keys(_:)`` and ``entries(_:after:limit:)`` walk LevelDB's
+/// own byte order from a seek; nothing is sorted in memory. Deleted entries keep their space until
+/// LevelDB compacts in the background, or until ``compact()``.
+///
+/// - Important: Safe from any number of tasks; LevelDB locks inside. Where each call runs (a
+///   point read takes about 1 µs, a hop to a Dispatch queue and back 7-20 µs, more under load):
+///   - ``get(_:)``: on the caller's executor, always.
+///   - ``set(_:_:)``, ``delete(_:)`` and ``write(_:)`` with ``Durability/flushed``: on the caller's
+///     executor while the write is small (up to 256 writes and 64 KiB of keys and values, about
+///     100 µs of work); larger ones on a private Dispatch queue. A flushed write can still wait
+///     when LevelDB slows writers down to let its background compaction catch up.
+///   - Every write with ``Durability/synced`` (it waits for `fsync`) and ``compact()``: on the
+///     private Dispatch queue, never on Swift's cooperative threads.
+///   - ``keys(_:)`` and ``entries(_:after:limit:)``: the first 256 entries (or 128 KiB) on the
+///     caller's executor; a longer scan continues on the queue with the same iterator, so it still
+///     reads one consistent snapshot.
+///   - `init` opens the database on the caller's thread, and releasing the last store on a folder
+///     closes it on the releasing thread: both can take milliseconds (LevelDB replays its log at
+///     open and waits for a running compaction at close).
+///
+/// - Important: One folder, one database per process: a second store on the same folder shares
+///   the first one's open database (its durability is its own; the block cache size is the first
+///   store's). The database closes when the last store on it is released. A folder another process
+///   has open throws ``OfflineStoreError/Code/locked``.
+///
+/// ```swift
+/// let store = try LevelDBOfflineStore(directory: folder)           // .synced
+/// try await store.write([.set(key: "sov:queue:0001", value: "{}"), .delete(key: "sov:queue:0000")])
+/// let page = try await store.entries("sov:queue:", after: nil, limit: 100)
+/// ```
+public final class LevelDBOfflineStore: OfflineStore {
+    // The inline limits keep work on the caller's executor to about 100 µs, so that the ~7-20 µs
+    // hop costs at most about a tenth of a call that takes it. Measured (LevelDB 1.23, 2-core
+    // Linux VM, warm cache): a flushed write costs ≈ 0.3 µs + 0.8 ns a byte, a scanned entry
+    // ≈ 0.2 µs + 0.5 ns a byte.
+
+    /// Writes a flushed call applies on the caller's executor at most; larger batches hop to the queue.
+    static let inlineWriteMaxEntries = 256
+    /// Bytes of keys and values a flushed call applies on the caller's executor at most.
+    static let inlineWriteMaxBytes = 64 * 1_024
+    /// Entries a scan reads on the caller's executor before it continues on the queue.
+    static let inlineScanMaxEntries = 256
+    /// Bytes of keys and values a scan copies on the caller's executor before it continues on the queue.
+    static let inlineScanMaxBytes = 128 * 1_024
+
+    /// The folder holding the database.
+    public let directory: URL
+    /// How far a write has gone when its call returns.
+    public let durability: Durability
+    /// The open database, shared with every other store on this folder in this process.
+    let handle: LevelDBHandle
+
+    /// Blocking work of every LevelDB store: synced writes, large batches, compaction, long scans.
+    ///
+    /// Only its concurrent `read` side is used: LevelDB orders writers itself and readers never see
+    /// part of a batch, and concurrent synced writers then share one `fsync` (LevelDB's group commit).
+    private static let blockingWork = BlockingWorkQueue(label: "sovaria.leveldb")
+
+    /// Opens (creating it if needed) the LevelDB database in `directory`.
+    ///
+    /// - Parameters:
+    ///   - directory: The folder of the database; created with mode 0700 if missing.
+    ///   - durability: ``Durability/synced`` (default) syncs every write to stable storage before
+    ///     returning (`sync = true`); ``Durability/flushed`` hands it to the OS (survives a crash of
+    ///     the process, not of the machine).
+    ///   - blockCacheSizeBytes: The LRU cache of uncompressed blocks. The first store opened on a
+    ///     folder in this process decides it.
+    /// - Throws: ``OfflineStoreError`` with engine `"leveldb"`: ``OfflineStoreError/Code/locked`` when
+    ///   another process has the folder open, ``OfflineStoreError/Code/corrupt`` for damaged files,
+    ///   ``OfflineStoreError/Code/permissionDenied``, ``OfflineStoreError/Code/full`` or
+    ///   ``OfflineStoreError/Code/io`` otherwise.
+    public init(directory: URL, durability: Durability = .synced, blockCacheSizeBytes: Int = 8 * 1_024 * 1_024) throws {
+        self.directory = directory
+        self.durability = durability
+        try Self.createFolder(directory)
+        let path = OpenOncePerPath<LevelDBHandle>.canonicalPath(directory.path)
+        handle = try LevelDBHandle.shared(path: path, blockCacheSizeBytes: max(blockCacheSizeBytes, 0))
+    }
+
+    /// Atomic batches, persistent, ordered scans from LevelDB's index, and compaction.
+    public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
+
+    /// The value stored under `key`, or `nil`; runs on the caller's executor.
+    ///
+    /// - Throws: ``OfflineStoreError/Code/corrupt`` when the stored value is not valid UTF-8.
+    public func get(_ key: String) async throws -> String? {
+        try StoreKey.validate(key)
+        return try key.withUTF8Bytes { key throws(OfflineStoreError) in try handle.get(key) }
+    }
+
+    /// Stores `value` under `key`, as durably as ``durability`` says.
+    public func set(_ key: String, _ value: String) async throws {
+        try StoreKey.validate(key)
+        let sync = durability == .synced
+        if runsInline(entries: 1, bytes: key.utf8.count + value.utf8.count) {
+            try Self.put(key, value, sync: sync, in: handle)
+        } else {
+            try await Self.blockingWork.read { [handle] in try Self.put(key, value, sync: sync, in: handle) }
+        }
+    }
+
+    /// Removes `key`; a missing key is not an error.
+    public func delete(_ key: String) async throws {
+        try StoreKey.validate(key)
+        let sync = durability == .synced
+        if runsInline(entries: 1, bytes: key.utf8.count) {
+            try Self.delete(key, sync: sync, in: handle)
+        } else {
+            try await Self.blockingWork.read { [handle] in try Self.delete(key, sync: sync, in: handle) }
+        }
+    }
+
+    /// Applies `batch` with one LevelDB write batch: all or nothing, even across a crash, and no
+    /// reader sees part of it. Every key is validated before anything is written.
+    public func write(_ batch: [StoreWrite]) async throws {
+        var bytes = 0
+        for write in batch {
+            try StoreKey.validate(write.key)
+            if case .set(let key, let value) = write { bytes += key.utf8.count + value.utf8.count }
+        }
+        guard !batch.isEmpty else { return }
+        let sync = durability == .synced
+        if runsInline(entries: batch.count, bytes: bytes) {
+            try handle.write(batch, sync: sync)
+        } else {
+            try await Self.blockingWork.read { [handle] in try handle.write(batch, sync: sync) }
+        }
+    }
+
+    /// The keys that start with `prefix` (bytes), in byte order, from one iterator seek.
+    ///
+    /// - Complexity: O(log n + m) for m matching keys.
+    public func keys(_ prefix: String) async throws -> [String] {
+        let scan = LevelDBScan(handle: handle, prefix: prefix, after: nil, limit: .max, includeValues: false)
+        try await finish(scan)
+        return scan.keys
+    }
+
+    /// Up to `limit` entries whose keys start with `prefix` and sort after `after`, in byte order,
+    /// from one iterator seek to the greater of `prefix` and `after`.
+    ///
+    /// - Complexity: O(log n + limit).
+    public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        guard limit > 0 else { return [] }
+        let scan = LevelDBScan(handle: handle, prefix: prefix, after: after, limit: limit, includeValues: true)
+        try await finish(scan)
+        return scan.entries
+    }
+
+    /// Compacts the whole database (`leveldb_compact_range` over every key), so deleted and
+    /// overwritten entries leave the files; runs on the private queue.
+    public func compact() async throws {
+        try await Self.blockingWork.read { [handle] in handle.compactAll() }
+    }
+
+    // MARK: - Where work runs
+
+    /// Whether a write this size runs on the caller's executor: only a flushed one (a synced write
+    /// waits for the disk), and only while it takes about 100 µs at most.
+    private func runsInline(entries: Int, bytes: Int) -> Bool {
+        durability == .flushed && entries <= Self.inlineWriteMaxEntries && bytes <= Self.inlineWriteMaxBytes
+    }
+
+    /// Runs `scan` to its end: the first chunk here, the rest (if any) on the queue.
+    private func finish(_ scan: LevelDBScan) async throws {
+        if try scan.advance(maxEntries: Self.inlineScanMaxEntries, maxBytes: Self.inlineScanMaxBytes) { return }
+        _ = try await Self.blockingWork.read { try scan.advance() }
+    }
+
+    private static func put(_ key: String, _ value: String, sync: Bool, in handle: LevelDBHandle)
+        throws(OfflineStoreError)
+    {
+        try key.withUTF8Bytes { key throws(OfflineStoreError) in
+            try value.withUTF8Bytes { value throws(OfflineStoreError) in try handle.put(key, value, sync: sync) }
+        }
+    }
+
+    private static func delete(_ key: String, sync: Bool, in handle: LevelDBHandle) throws(OfflineStoreError) {
+        try key.withUTF8Bytes { key throws(OfflineStoreError) in try handle.delete(key, sync: sync) }
+    }
+
+    /// Creates `directory` and its missing parents, mode 0700 (LevelDB creates only the last folder).
+    private static func createFolder(_ directory: URL) throws(OfflineStoreError) {
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            let code: OfflineStoreError.Code
+            let advice: String
+            switch (error as? CocoaError)?.code {
+            case .fileWriteNoPermission?, .fileWriteVolumeReadOnly?:
+                (code, advice) = (.permissionDenied, "choose a folder this process may write")
+            case .fileWriteOutOfSpace?:
+                (code, advice) = (.full, "free disk space, then retry")
+            default:
+                (code, advice) = (.io, "check the path (a file may stand where a folder should be) and the disk")
+            }
+            throw OfflineStoreError(
+                code, "Creating the folder \(directory.path) for a LevelDB store failed: \(error); \(advice).",
+                engine: LevelDBStatus.engine, underlying: error)
+        }
+    }
+}
