@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaLevelDB
 import SovariaSQLite
 
 /// An engine the benchmark can open, with its raw C baseline when it has one.
@@ -19,6 +20,9 @@ enum BenchEngines {
             let store = FileOfflineStore(directory: folder, durability: durability)
             if let reason = store.fallbackReason { throw reason }
             return store
+        },
+        BenchEngine(name: "leveldb", persistent: true) { folder, durability in
+            try LevelDBOfflineStore(directory: folder, durability: durability)
         },
         BenchEngine(name: "sqlite", persistent: true) { folder, durability in
             try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("store.sqlite"), durability: durability)

@@ -175,7 +175,9 @@ public final class LevelDBOfflineStore: OfflineStore {
         _ = try await Self.blockingWork.read { try scan.advance() }
     }
 
-    private static func put(_ key: String, _ value: String, sync: Bool, in handle: LevelDBHandle)
+    private static func put(
+        _ key: String, _ value: String, sync: Bool, in handle: LevelDBHandle
+    )
         throws(OfflineStoreError)
     {
         try key.withUTF8Bytes { key throws(OfflineStoreError) in

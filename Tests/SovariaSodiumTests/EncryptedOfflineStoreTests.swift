@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaLevelDB
 import SovariaSQLite
 import SovariaSodium
 import SovariaTestKit
@@ -58,6 +59,11 @@ import Testing
     }
 
     // MARK: Engines written in parallel: the lead adds their factories here.
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundLevelDB(_ check: ConformanceCheck) async throws {
+        try await check.run(on: Self.encrypted("leveldb") { try LevelDBOfflineStore(directory: $0) })
+    }
+
     @Test(arguments: OfflineStoreConformance.checks)
     func conformsAroundSQLite(_ check: ConformanceCheck) async throws {
         try await check.run(

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaLevelDB
 import SovariaSQLite
 
 /// The stores the crash tests can run, by name.
@@ -10,6 +11,8 @@ enum CrashStores {
             let store = FileOfflineStore(directory: path, durability: durability)
             if let reason = store.fallbackReason { throw reason }
             return store
+        case "leveldb":
+            return try LevelDBOfflineStore(directory: path, durability: durability)
         case "sqlite":
             return try SQLiteOfflineStore(fileURL: path.appendingPathComponent("store.sqlite"), durability: durability)
         default:

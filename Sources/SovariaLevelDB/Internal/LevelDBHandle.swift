@@ -95,7 +95,9 @@ final class LevelDBHandle: @unchecked Sendable {
     }
 
     /// Stores `value` under `key`; with `sync`, on stable storage before returning.
-    func put(_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, sync: Bool)
+    func put(
+        _ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, sync: Bool
+    )
         throws(OfflineStoreError)
     {
         try LevelDBStatus.check("Writing a key", path: path, key: Self.name(key)) { errorPointer in
