@@ -64,7 +64,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SovariaCacheTests",
-            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
+            dependencies: ["Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
         ),
         .testTarget(
             name: "SovariaCrashTests", dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite"]

@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 import SovariaLevelDB
 import SovariaSQLite
+import SovariaTestKit
 
 /// The stores every cache test runs on: one store per engine, opened in a folder of its own,
 /// and opened again on the same folder to test reopening.
@@ -35,19 +36,6 @@ enum SharedMemoryStores {
             return store
         }
     }
-}
-
-/// A folder of its own for one test, removed when released.
-final class TemporaryFolder: Sendable {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("sovaria-cache-test-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
 }
 
 /// A clock the test moves by hand.

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestKit
 import Testing
 
 /// Seed 000's eviction rules, each on every engine.

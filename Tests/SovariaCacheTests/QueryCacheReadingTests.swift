@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestKit
 import Testing
 
 /// The read path: memory layer, read policies, TTL on an injected clock, ETags, identities.

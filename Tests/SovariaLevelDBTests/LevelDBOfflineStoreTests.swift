@@ -248,18 +248,3 @@ private final class LockingProcess {
         process.waitUntilExit()
     }
 }
-
-/// A folder of its own for one test, removed when the value is released.
-private final class TemporaryFolder: Sendable {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("sovaria-leveldb-test-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func child(_ name: String) -> URL { url.appendingPathComponent(name, isDirectory: true) }
-}

@@ -357,3 +357,16 @@ import Testing
         return error
     }
 }
+
+extension TemporaryFolder {
+    /// The bytes of every regular file under the folder.
+    func allFileContents() throws -> [Data] {
+        let enumerator = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.isRegularFileKey])
+        var contents: [Data] = []
+        while let file = enumerator?.nextObject() as? URL {
+            guard try file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true else { continue }
+            contents.append(try Data(contentsOf: file))
+        }
+        return contents
+    }
+}

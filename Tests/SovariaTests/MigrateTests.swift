@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestKit
 import Synchronization
 import Testing
 

@@ -1,0 +1,24 @@
+import Foundation
+
+/// A folder of its own for one test, removed with everything in it when the value is released.
+///
+/// ```swift
+/// let folder = try TemporaryFolder()
+/// let store = try MyStore(folder: folder.child("store"))
+/// ```
+public final class TemporaryFolder: Sendable {
+    /// The folder, created empty.
+    public let url: URL
+
+    /// Creates a new, empty folder under the system's temporary directory.
+    public init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("sovaria-test-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// The URL of `name` inside the folder (not created).
+    public func child(_ name: String) -> URL { url.appendingPathComponent(name) }
+}
