@@ -69,6 +69,8 @@ let package = Package(
         .testTarget(
             name: "SovariaCrashTests", dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite"]
         ),
+        // Runs the benchmark executable (built because the target depends on it) in a quick mode.
+        .testTarget(name: "SovariaBenchTests", dependencies: ["sovaria-bench"]),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
         .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),

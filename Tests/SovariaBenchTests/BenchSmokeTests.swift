@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+
+/// Runs `sovaria-bench --quick` (smaller still) so the benchmark cannot rot: every section must
+/// produce rows, the raw and encrypted baselines must yield ratios, and every output file must
+/// be written.
+@Suite struct BenchSmokeTests {
+    struct Report: Decodable {
+        struct Row: Decodable {
+            let section: String
+            let subject: String
+            let operation: String
+            let nanosecondsPerOp: Double
+            let ratio: Double?
+        }
+        let machine: [String: String]
+        let measurements: [Row]
+    }
+
+    static var executable: URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("sovaria-bench")
+    }
+
+    @Test func quickRunCoversEverySectionAndWritesEveryFormat() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = [
+            "--quick", "--count", "300", "--repeats", "1", "--dir", folder.appendingPathComponent("stores").path,
+            "--json", folder.appendingPathComponent("bench.json").path,
+            "--markdown", folder.appendingPathComponent("bench.md").path,
+            "--svg", folder.appendingPathComponent("bench.svg").path,
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let table = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+
+        let report = try JSONDecoder().decode(
+            Report.self, from: Data(contentsOf: folder.appendingPathComponent("bench.json")))
+        let sections = Set(report.measurements.map(\.section))
+        #expect(sections == ["store", "eviction", "cache-open", "memory-cache", "caller"])
+        #expect(report.measurements.allSatisfy { $0.nanosecondsPerOp > 0 })
+        #expect(report.machine["cores"] != nil && report.machine["engines"]?.contains("SQLite") == true)
+        let subjects = Set(report.measurements.filter { $0.section == "store" }.map(\.subject))
+        #expect(subjects.isSuperset(of: ["memory", "file", "sqlite", "leveldb", "raw sqlite", "raw leveldb"]))
+        #expect(subjects.contains("encrypted(sqlite)"))
+        let ratios = report.measurements.filter { $0.ratio != nil }.map(\.subject)
+        #expect(ratios.contains("sqlite") && ratios.contains("encrypted(sqlite)"))
+        #expect(table.contains("Store operations") && table.contains("ratio"))
+        let markdown = try String(contentsOf: folder.appendingPathComponent("bench.md"), encoding: .utf8)
+        #expect(markdown.contains("| subject | variant | operation |"))
+        let svg = try String(contentsOf: folder.appendingPathComponent("bench.svg"), encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.contains("time per operation"))
+    }
+}
