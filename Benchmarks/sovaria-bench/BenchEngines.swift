@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 import SovariaLevelDB
 import SovariaSQLite
+import SovariaSodium
 
 /// An engine the benchmark can open, with its raw C baseline when it has one.
 struct BenchEngine: Sendable {
@@ -14,7 +15,11 @@ struct BenchEngine: Sendable {
 }
 
 enum BenchEngines {
-    static let all: [BenchEngine] = [
+    /// Every engine, then `EncryptedOfflineStore` around each persistent one.
+    static let all: [BenchEngine] = plain + plain.filter(\.persistent).map(encrypted)
+
+    /// The engines on their own.
+    static let plain: [BenchEngine] = [
         BenchEngine(name: "memory", persistent: false) { _, _ in MemoryOfflineStore() },
         BenchEngine(name: "file", persistent: true, maxKeys: (full: 10_000, quick: 300)) { folder, durability in
             let store = FileOfflineStore(directory: folder, durability: durability)
@@ -28,4 +33,14 @@ enum BenchEngines {
             try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("store.sqlite"), durability: durability)
         },
     ]
+
+    /// `engine` wrapped in `EncryptedOfflineStore` with one random key for the run.
+    static func encrypted(_ engine: BenchEngine) -> BenchEngine {
+        BenchEngine(name: "encrypted(\(engine.name))", persistent: true, maxKeys: engine.maxKeys) {
+            folder, durability in
+            EncryptedOfflineStore(wrapping: try engine.open(folder, durability), key: try runKey.get())
+        }
+    }
+
+    private static let runKey = Result { try EncryptionKey.random() }
 }

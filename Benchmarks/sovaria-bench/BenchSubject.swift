@@ -4,8 +4,9 @@ import Sovaria
 /// through its raw C API. Methods take indexes into the ``Workload`` so no subject pays for
 /// making keys inside the timed loop.
 protocol BenchSubject: AnyObject {
-    func set(_ index: Int) async throws
-    func setBatch(_ indexes: Range<Int>) async throws
+    /// Writes value `variant` (0 or 1) of the workload under key `index`.
+    func set(_ index: Int, variant: Int) async throws
+    func setBatch(_ indexes: Range<Int>, variant: Int) async throws
     /// Whether the key was found.
     func get(_ index: Int) async throws -> Bool
     func getMiss(_ index: Int) async throws -> Bool
@@ -27,10 +28,12 @@ final class StoreSubject: BenchSubject {
         self.workload = workload
     }
 
-    func set(_ index: Int) async throws { try await store.set(workload.keys[index], workload.value) }
+    func set(_ index: Int, variant: Int) async throws {
+        try await store.set(workload.keys[index], workload.values[variant])
+    }
 
-    func setBatch(_ indexes: Range<Int>) async throws {
-        try await store.write(indexes.map { .set(key: workload.keys[$0], value: workload.value) })
+    func setBatch(_ indexes: Range<Int>, variant: Int) async throws {
+        try await store.write(indexes.map { .set(key: workload.keys[$0], value: workload.values[variant]) })
     }
 
     func get(_ index: Int) async throws -> Bool { try await store.get(workload.keys[index]) != nil }

@@ -8,7 +8,7 @@ struct CacheOpenSection {
 
     func run() async throws -> [Measurement] {
         var rows: [Measurement] = []
-        for engine in BenchEngines.all where options.runs(engine: engine.name) {
+        for engine in BenchEngines.plain where options.runs(engine: engine.name) {
             let lists = engine.maxKeys.map { options.quick ? $0.quick : $0.full } ?? (options.quick ? 2_000 : 100_000)
             progress.update("cache open: \(engine.name), filling \(lists) lists")
             let folder = options.folder.appendingPathComponent("open-\(engine.name)", isDirectory: true)

@@ -13,13 +13,13 @@ struct CallerSection {
         var rows: [Measurement] = []
         let stopwatch = Stopwatch(repeats: options.repeats)
         let gets = min(workload.count, 20_000)
-        for engine in BenchEngines.all where options.runs(engine: engine.name) {
+        for engine in BenchEngines.plain where options.runs(engine: engine.name) {
             progress.update("caller: \(engine.name)")
             let folder = options.folder.appendingPathComponent("caller-\(engine.name)", isDirectory: true)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let store = try engine.open(folder, .flushed)
             for batch in workload.batches {
-                try await store.write(batch.map { .set(key: workload.keys[$0], value: workload.value) })
+                try await store.write(batch.map { .set(key: workload.keys[$0], value: workload.values[0]) })
             }
             let keys = workload.keys
             let order = workload.shuffled

@@ -33,7 +33,7 @@ struct EvictionSection {
         let largest = sizes.max() ?? 0
         let filler = String(repeating: "x", count: largest)
         let section = BenchSection.eviction.rawValue
-        for engine in BenchEngines.all where options.runs(engine: engine.name) {
+        for engine in BenchEngines.plain where options.runs(engine: engine.name) {
             progress.update("eviction: \(engine.name), \(sizes.count) responses")
             let folder = options.folder.appendingPathComponent("evict-\(engine.name)", isDirectory: true)
             try? FileManager.default.removeItem(at: folder)

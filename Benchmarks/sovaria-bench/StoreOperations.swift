@@ -20,7 +20,7 @@ struct StoreOperations {
         record(
             "set (batch of \(workload.batchSize))",
             try await stopwatch.measure(calls: batches.count, itemsPerCall: workload.batchSize, warmUp: false) {
-                _, call in try await subject.setBatch(batches[call])
+                round, call in try await subject.setBatch(batches[call], variant: round % 2)
             })
 
         progress.update("\(name) \(variant): get")
@@ -62,7 +62,10 @@ struct StoreOperations {
         let singles = min(singleSets, count)
         record(
             "set (single)",
-            try await stopwatch.measure(calls: singles) { _, call in try await subject.set(workload.shuffled[call]) })
+            // Each round writes the other value than the round before (and than the fill).
+            try await stopwatch.measure(calls: singles) { round, call in
+                try await subject.set(workload.shuffled[call], variant: (round + stopwatch.repeats) % 2)
+            })
 
         progress.update("\(name) \(variant): delete (batch)")
         record(
@@ -70,7 +73,7 @@ struct StoreOperations {
             try await stopwatch.measure(
                 calls: batches.count, itemsPerCall: workload.batchSize, warmUp: false,
                 prepare: { round in
-                    if round > 0 { for batch in batches { try await subject.setBatch(batch) } }
+                    if round > 0 { for batch in batches { try await subject.setBatch(batch, variant: 0) } }
                 }
             ) { _, call in try await subject.deleteBatch(batches[call]) })
         return rows

@@ -9,8 +9,10 @@ final class Workload: @unchecked Sendable {  // immutable after init
     /// Prefixes that each match 100 keys (fewer at the end).
     let prefixes: [String]
     let prefixBytes: [[UInt8]]
-    let value: String
-    let valueBytes: [UInt8]
+    /// Two values of the same size with different bytes: a write always changes the stored
+    /// bytes (SQLite skips a row rewritten with identical bytes, which would flatter it).
+    let values: [String]
+    let valueBytes: [[UInt8]]
     /// A fixed random order of `0..<count`.
     let shuffled: [Int]
     let batchSize = 1_000
@@ -26,8 +28,10 @@ final class Workload: @unchecked Sendable {  // immutable after init
         prefixBytes = prefixes.map { Array($0.utf8) }
         var generator = SplitMix64(seed: seed)
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        valueBytes = (0..<byteCount).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
-        value = String(decoding: valueBytes, as: UTF8.self)
+        valueBytes = (0..<2).map { _ in
+            (0..<byteCount).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+        }
+        values = valueBytes.map { String(decoding: $0, as: UTF8.self) }
         var order = Array(0..<count)
         order.shuffle(using: &generator)
         shuffled = order
