@@ -26,12 +26,20 @@ enum BenchEngines {
             if let reason = store.fallbackReason { throw reason }
             return store
         },
-        BenchEngine(name: "leveldb", persistent: true) { folder, durability in
-            try LevelDBOfflineStore(directory: folder, durability: durability)
-        },
-        BenchEngine(name: "sqlite", persistent: true) { folder, durability in
-            try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("store.sqlite"), durability: durability)
-        },
+        BenchEngine(
+            name: "leveldb", persistent: true,
+            open: { folder, durability in try LevelDBOfflineStore(directory: folder, durability: durability) },
+            raw: { folder, durability, workload in
+                try RawLevelDBSubject(folder: folder, durability: durability, workload: workload)
+            }),
+        BenchEngine(
+            name: "sqlite", persistent: true,
+            open: { folder, durability in
+                try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("store.sqlite"), durability: durability)
+            },
+            raw: { folder, durability, workload in
+                try RawSQLiteSubject(folder: folder, durability: durability, workload: workload)
+            }),
     ]
 
     /// `engine` wrapped in `EncryptedOfflineStore` with one random key for the run.

@@ -79,17 +79,17 @@ final class RawLMDBSubject: BenchSubject {
     /// writes, and deletes leave free pages until reused), at least 1 GiB: the adapter's map
     /// grows on demand instead, which a raw caller sizing its map up front never pays for.
     private static func mapSize(for workload: Workload) -> Int {
-        let estimate = workload.count * (workload.valueBytes.count + 64) * 4
+        let estimate = workload.count * (workload.valueBytes[0].count + 64) * 4
         let mebibyte = 1 << 20
         return max(1 << 30, (estimate + mebibyte - 1) / mebibyte * mebibyte)
     }
 
-    func set(_ index: Int) async throws {
-        try write { txn in try put(index, txn) }
+    func set(_ index: Int, variant: Int) async throws {
+        try write { txn in try put(index, variant, txn) }
     }
 
-    func setBatch(_ indexes: Range<Int>) async throws {
-        try write { txn in for index in indexes { try put(index, txn) } }
+    func setBatch(_ indexes: Range<Int>, variant: Int) async throws {
+        try write { txn in for index in indexes { try put(index, variant, txn) } }
     }
 
     func get(_ index: Int) async throws -> Bool {
@@ -153,9 +153,9 @@ final class RawLMDBSubject: BenchSubject {
         try check(mdb_txn_commit(txn), "committing a write")
     }
 
-    private func put(_ index: Int, _ txn: OpaquePointer) throws {
+    private func put(_ index: Int, _ variant: Int, _ txn: OpaquePointer) throws {
         let rc = workload.keyBytes[index].withUnsafeBytes { key in
-            workload.valueBytes.withUnsafeBytes { value in
+            workload.valueBytes[variant].withUnsafeBytes { value in
                 var keyVal = mdbVal(key)
                 var valueVal = mdbVal(value)
                 return mdb_put(txn, dbi, &keyVal, &valueVal, 0)

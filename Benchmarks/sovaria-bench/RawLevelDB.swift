@@ -68,21 +68,21 @@ final class RawLevelDBSubject: BenchSubject {
         leveldb_cache_destroy(blockCache)
     }
 
-    func set(_ index: Int) async throws {
+    func set(_ index: Int, variant: Int) async throws {
         var error: UnsafeMutablePointer<CChar>?
         workload.keyBytes[index].withUnsafeBytes { key in
-            workload.valueBytes.withUnsafeBytes { value in
+            workload.valueBytes[variant].withUnsafeBytes { value in
                 leveldb_put(database, writeOptions, chars(key), key.count, chars(value), value.count, &error)
             }
         }
         if error != nil { throw failure(&error, "storing a value") }
     }
 
-    func setBatch(_ indexes: Range<Int>) async throws {
+    func setBatch(_ indexes: Range<Int>, variant: Int) async throws {
         try write { batch in
             for index in indexes {
                 workload.keyBytes[index].withUnsafeBytes { key in
-                    workload.valueBytes.withUnsafeBytes { value in
+                    workload.valueBytes[variant].withUnsafeBytes { value in
                         leveldb_writebatch_put(batch, chars(key), key.count, chars(value), value.count)
                     }
                 }

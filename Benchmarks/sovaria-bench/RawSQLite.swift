@@ -76,12 +76,12 @@ final class RawSQLiteSubject: BenchSubject {
     // No deinit here: each connection finalizes its statements and closes itself when released,
     // also when this init throws halfway.
 
-    func set(_ index: Int) async throws {
-        try transaction { try upsert(index) }
+    func set(_ index: Int, variant: Int) async throws {
+        try transaction { try upsert(index, variant) }
     }
 
-    func setBatch(_ indexes: Range<Int>) async throws {
-        try transaction { for index in indexes { try upsert(index) } }
+    func setBatch(_ indexes: Range<Int>, variant: Int) async throws {
+        try transaction { for index in indexes { try upsert(index, variant) } }
     }
 
     func get(_ index: Int) async throws -> Bool {
@@ -181,10 +181,10 @@ final class RawSQLiteSubject: BenchSubject {
         }
     }
 
-    private func upsert(_ index: Int) throws {
+    private func upsert(_ index: Int, _ variant: Int) throws {
         let statement = upsert
         let code = workload.keyBytes[index].withUnsafeBytes { key in
-            workload.valueBytes.withUnsafeBytes { value in
+            workload.valueBytes[variant].withUnsafeBytes { value in
                 var code = bind(statement, 1, key)
                 if code == SQLITE_OK { code = bind(statement, 2, value) }
                 return code == SQLITE_OK ? sqlite3_step(statement) : code

@@ -50,3 +50,19 @@ import Testing
         }
     }
 }
+
+@Suite struct UTF8BytesTests {
+    func text(_ bytes: [UInt8]) -> String? {
+        bytes.withUnsafeBufferPointer { String(validatingUTF8Bytes: $0) }
+    }
+
+    @Test func acceptsValidUTF8AndRejectsEveryKindOfInvalidByte() {
+        #expect(text([]) == "")
+        #expect(text(Array("a\0é😀\u{FFFD}".utf8)).map { Array($0.utf8) } == Array("a\0é😀\u{FFFD}".utf8))
+        #expect(text([0x61, 0xFF]) == nil)  // never valid
+        #expect(text([0xC3]) == nil)  // cut short
+        #expect(text([0xC0, 0xAF]) == nil)  // overlong
+        #expect(text([0xED, 0xA0, 0x80]) == nil)  // a surrogate
+        #expect(text([0xEF, 0xBF, 0xBD, 0x80]) == nil)  // a stray continuation after a real U+FFFD
+    }
+}

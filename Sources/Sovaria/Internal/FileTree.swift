@@ -36,7 +36,7 @@ struct FileTree: Sendable {
 
     func read(_ key: String) throws(OfflineStoreError) -> String? {
         guard let bytes = try POSIXFile.readFile(filePath(for: key), key: key) else { return nil }
-        guard let value = String(validating: bytes, as: UTF8.self) else {
+        guard let value = bytes.withUnsafeBufferPointer({ String(validatingUTF8Bytes: $0) }) else {
             throw OfflineStoreError(
                 .corrupt, "The file of this key is not valid UTF-8: delete the key or restore the folder.",
                 engine: POSIXFile.engine, key: key)

@@ -13,24 +13,7 @@ extension String {
     /// when they are not valid UTF-8.
     init?(validatingBytes start: UnsafePointer<CChar>?, count: Int) {
         let first = UnsafeRawPointer(start)?.assumingMemoryBound(to: UInt8.self)
-        let bytes = UnsafeBufferPointer(start: first, count: count)
-        // The standard library's validating initializer looks up generic metadata on every call
-        // (~55 ns, three times the cost of a short key); short ASCII text, which is valid UTF-8
-        // as it is, skips it.
-        if count <= Self.shortTextMaxBytes, Self.isASCII(bytes) {
-            self = String(decoding: bytes, as: UTF8.self)
-        } else {
-            self.init(validating: bytes, as: UTF8.self)
-        }
-    }
-
-    /// Up to this length, checking for ASCII first costs less than the generic validator.
-    private static let shortTextMaxBytes = 64
-
-    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var highBits: UInt8 = 0
-        for byte in bytes { highBits |= byte }
-        return highBits < 0x80
+        self.init(validatingUTF8Bytes: UnsafeBufferPointer(start: first, count: count))
     }
 
     /// Calls `body` with the string's UTF-8 bytes, without copying a native string.

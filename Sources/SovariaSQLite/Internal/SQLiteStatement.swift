@@ -80,7 +80,7 @@ final class SQLiteStatement {
         guard let base = sqlite3_column_blob(handle, column) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, column))
         let bytes = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: count)
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw .sqliteNotUTF8(what, key: key) }
+        guard let text = String(validatingUTF8Bytes: bytes) else { throw .sqliteNotUTF8(what, key: key) }
         return text
     }
 
