@@ -31,7 +31,8 @@ struct CallerSection {
             rows.append(fromTask.measurement(section: section, subject: engine.name, variant: "task", operation: "get"))
             var main = fromMainActor.measurement(
                 section: section, subject: engine.name, variant: "main actor", operation: "get")
-            main.ratio = fromMainActor.median / max(1, fromTask.median)
+            main.ratio = main.p50Nanoseconds / max(1, rows[rows.count - 1].p50Nanoseconds)
+            main.meanRatio = fromMainActor.median / max(1, fromTask.median)
             main.baseline = "task"
             rows.append(main)
             try? FileManager.default.removeItem(at: folder)

@@ -15,8 +15,11 @@ struct Measurement: Codable, Sendable {
     /// (slowest − fastest repeat) / median, in percent.
     var spreadPercent: Double
     var repeats: Int
-    /// This row's time per item over its baseline's, when it has one.
+    /// This row's typical (p50) call time over its baseline's, when it has one: robust to the
+    /// stalls another process on the machine causes, which the mean is not.
     var ratio: Double?
+    /// The same ratio of the mean time per item.
+    var meanRatio: Double?
     var baseline: String?
     var note: String?
 }
@@ -62,6 +65,12 @@ struct Sample {
     var callLatencies: [Double]
 
     var median: Double { Self.percentile(perItemNanoseconds, 0.5) }
+
+    /// Adds another sample's repeats and calls to this one.
+    mutating func append(_ other: Sample) {
+        perItemNanoseconds += other.perItemNanoseconds
+        callLatencies += other.callLatencies
+    }
 
     func measurement(section: String, subject: String, variant: String, operation: String) -> Measurement {
         let sortedLatencies = callLatencies.sorted()

@@ -8,14 +8,15 @@ struct Report: Codable {
     /// Sets `ratio` on every row that has a baseline row in the same run: the adapter over the
     /// raw C API of its engine, or the encrypted store over the plain one.
     mutating func computeRatios() {
-        var index: [String: Double] = [:]
-        for row in measurements { index[key(row.subject, row)] = row.nanosecondsPerOp }
+        var index: [String: Measurement] = [:]
+        for row in measurements { index[key(row.subject, row)] = row }
         for position in measurements.indices {
             let row = measurements[position]
-            guard let baseline = Self.baseline(of: row.subject),
-                let base = index[key(baseline, row)], base > 0
+            guard let baseline = Self.baseline(of: row.subject), let base = index[key(baseline, row)],
+                base.p50Nanoseconds > 0, base.nanosecondsPerOp > 0
             else { continue }
-            measurements[position].ratio = row.nanosecondsPerOp / base
+            measurements[position].ratio = row.p50Nanoseconds / base.p50Nanoseconds
+            measurements[position].meanRatio = row.nanosecondsPerOp / base.nanosecondsPerOp
             measurements[position].baseline = baseline
         }
     }
@@ -43,14 +44,17 @@ struct Report: Codable {
             let rows = measurements.filter { $0.section == section.rawValue }
             guard !rows.isEmpty else { continue }
             lines.append("## \(section.title)")
-            let columns = ["subject", "variant", "operation", "ops/s", "ns/op", "p50", "p99", "max", "spread", "ratio"]
+            let columns = [
+                "subject", "variant", "operation", "ops/s", "ns/op", "p50", "p99", "max", "spread",
+                "ratio (p50) / note",
+            ]
             let cells = rows.map { row in
                 [
                     row.subject, row.variant, row.operation, Self.count(row.opsPerSecond),
                     Self.duration(row.nanosecondsPerOp),
                     Self.duration(row.p50Nanoseconds), Self.duration(row.p99Nanoseconds),
                     Self.duration(row.maxNanoseconds), String(format: "±%.0f%%", row.spreadPercent / 2),
-                    row.ratio.map { String(format: "%.2fx %@", $0, row.baseline ?? "") } ?? (row.note ?? ""),
+                    Self.ratioText(row),
                 ]
             }
             let widths = columns.indices.map { column in
@@ -76,10 +80,11 @@ struct Report: Codable {
             let rows = measurements.filter { $0.section == section.rawValue }
             guard !rows.isEmpty else { continue }
             lines += ["## \(section.title)", ""]
-            lines.append("| subject | variant | operation | ops/s | time/op | p50 | p99 | max | spread | ratio |")
+            lines.append(
+                "| subject | variant | operation | ops/s | time/op | p50 | p99 | max | spread | ratio (p50) / note |")
             lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
             for row in rows {
-                let ratio = row.ratio.map { String(format: "%.2fx %@", $0, row.baseline ?? "") } ?? (row.note ?? "")
+                let ratio = Self.ratioText(row)
                 lines.append(
                     "| \(row.subject) | \(row.variant) | \(row.operation) | \(Self.count(row.opsPerSecond)) | "
                         + "\(Self.duration(row.nanosecondsPerOp)) | \(Self.duration(row.p50Nanoseconds)) | "
@@ -89,6 +94,15 @@ struct Report: Codable {
             lines.append("")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `1.12x raw sqlite (mean 1.30x)`, or the row's note when it has no baseline.
+    static func ratioText(_ row: Measurement) -> String {
+        guard let ratio = row.ratio else { return row.note ?? "" }
+        var text = String(format: "%.2fx %@", ratio, row.baseline ?? "")
+        if let mean = row.meanRatio { text += String(format: " (mean %.2fx)", mean) }
+        if let note = row.note { text += "; " + note }
+        return text
     }
 
     static func duration(_ nanoseconds: Double) -> String {
