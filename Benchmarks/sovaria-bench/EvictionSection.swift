@@ -31,7 +31,8 @@ struct EvictionSection {
         var rows: [Measurement] = []
         let sizes = Self.responseSizes(total: 2 * boundBytes)
         let largest = sizes.max() ?? 0
-        let filler = String(repeating: "x", count: largest)
+        // Random text, so LevelDB's compression does not shrink the bodies to nothing.
+        let filler = Workload(count: 0, valueBytes: largest, seed: 99).values[0]
         let section = BenchSection.eviction.rawValue
         for engine in BenchEngines.plain where options.runs(engine: engine.name) {
             progress.update("eviction: \(engine.name), \(sizes.count) responses")
@@ -85,16 +86,15 @@ struct EvictionSection {
         return rows
     }
 
-    /// The summed size of the files under `folder`.
+    /// The disk space the files under `folder` take (allocated blocks, as `du` counts them).
     static func diskBytes(_ folder: URL) -> Int {
-        guard
-            let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileAllocatedSizeKey])
-        else {
-            return 0
-        }
+        guard let walker = FileManager.default.enumerator(atPath: folder.path) else { return 0 }
         var total = 0
-        for case let url as URL in walker {
-            total += (try? url.resourceValues(forKeys: [.fileAllocatedSizeKey]).fileAllocatedSize) ?? 0
+        for case let path as String in walker {
+            var info = stat()
+            if lstat(folder.path + "/" + path, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                total += Int(info.st_blocks) * 512
+            }
         }
         return total
     }
