@@ -10,13 +10,15 @@ import Synchronization
 /// open a path twice (LMDB, LevelDB) or that share one connection pool (SQLite).
 ///
 /// Stores ask ``handle(for:open:)`` and hold the handle strongly; the registry holds it weakly,
-/// so the handle closes when its last store goes. A handle's `deinit` brackets its close with
-/// ``willClose(_:)`` and ``didClose(_:)``, and an open of the same path waits for that close to
-/// end instead of racing it.
+/// so the handle closes when its last store goes. A handle's `deinit` closes the engine and then
+/// calls ``didClose(_:)``; an open of the same path waits from the moment the old handle's last
+/// reference goes until ``didClose(_:)``, instead of racing the close.
+///
+/// - Important: Every handle registered here must call ``didClose(_:)`` at the end of its
+///   `deinit`, or the next open of its path waits forever.
 package final class OpenOncePerPath<Handle: AnyObject & Sendable>: Sendable {
     private struct Entry {
         weak var handle: Handle?
-        var closing = false
     }
 
     private let entries = Mutex<[String: Entry]>([:])
@@ -33,7 +35,10 @@ package final class OpenOncePerPath<Handle: AnyObject & Sendable>: Sendable {
             let found: Result<Handle, any Error>? = entries.withLock { entries in
                 if let entry = entries[path] {
                     if let handle = entry.handle { return .success(handle) }
-                    if entry.closing { return nil }
+                    // The handle's last reference is gone but ``didClose(_:)`` has not removed the
+                    // entry yet: its `deinit` is running and the engine may still be open.
+                    // Opening now could open the path twice.
+                    return nil
                 }
                 do {
                     let handle = try open()
@@ -45,13 +50,6 @@ package final class OpenOncePerPath<Handle: AnyObject & Sendable>: Sendable {
             }
             if let found { return try found.get() }
             sched_yield()  // another thread is closing this path's handle right now: a few microseconds
-        }
-    }
-
-    /// Called by a handle's `deinit` before it closes the engine.
-    package func willClose(_ path: String) {
-        entries.withLock { entries in
-            if entries[path]?.handle == nil { entries[path] = Entry(handle: nil, closing: true) }
         }
     }
 

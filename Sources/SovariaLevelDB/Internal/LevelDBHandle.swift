@@ -69,7 +69,6 @@ final class LevelDBHandle: @unchecked Sendable {
     }
 
     deinit {
-        Self.registry.willClose(path)
         leveldb_close(database)
         leveldb_writeoptions_destroy(flushedWriteOptions)
         leveldb_writeoptions_destroy(syncedWriteOptions)

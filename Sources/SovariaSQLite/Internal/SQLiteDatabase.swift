@@ -48,7 +48,6 @@ final class SQLiteDatabase: Sendable {
     }
 
     deinit {
-        Self.openDatabases.willClose(path)
         readers.closeAll()
         writer.close()
         Self.openDatabases.didClose(path)
