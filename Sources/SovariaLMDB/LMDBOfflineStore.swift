@@ -54,7 +54,8 @@ public final class LMDBOfflineStore: OfflineStore {
     /// How far a write has gone when its call returns.
     public let durability: Durability
 
-    private let environment: LMDBEnvironment
+    /// The environment, shared with every store on the same folder in this process.
+    let environment: LMDBEnvironment
     /// Set when this store wants `.synced` but shares an environment opened `.flushed`.
     private let flushesAfterCommit: Bool
 

@@ -121,6 +121,7 @@ import Testing
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: folder.url)
         defer { try? FileManager.default.removeItem(at: link) }
         var second: LMDBOfflineStore? = try LMDBOfflineStore(directory: link, durability: .flushed)
+        #expect(second?.environment === first.environment)
 
         try await first.set("from-first", "1")
         #expect(try await second?.get("from-first") == "1")
@@ -132,6 +133,7 @@ import Testing
         try await first.set("after-release", "3")
         #expect(try await first.keys("") == ["after-release", "from-second"])
         let third = try LMDBOfflineStore(directory: folder.url.appendingPathComponent("."))
+        #expect(third.environment === first.environment)
         #expect(try await third.get("after-release") == "3")
     }
 
@@ -288,5 +290,17 @@ extension LMDBOfflineStoreTests {
         #expect(try await store.keys("k:").count == 200)
         try await store.set("still", "works")
         #expect(try await store.get("still") == "works")
+    }
+}
+
+extension LMDBOfflineStoreTests {
+    @Test func aSyncedStoreSharingAFlushedEnvironmentWrites() async throws {
+        let folder = try TemporaryFolder()
+        let flushed = try LMDBOfflineStore(directory: folder.url, durability: .flushed)
+        let synced = try LMDBOfflineStore(directory: folder.url, durability: .synced)
+        #expect(synced.environment === flushed.environment)
+        try await synced.write([.set(key: "a", value: "1"), .set(key: "b", value: "2")])
+        try await flushed.delete("a")
+        #expect(try await synced.keys("") == ["b"])
     }
 }
