@@ -1,0 +1,61 @@
+import CLMDB
+import Sovaria
+
+extension LMDBEnvironment {
+    /// The size of the memory map in bytes: the most the data file can grow to before the map grows.
+    var mapSizeBytes: Int {
+        lock.withSharedLock {
+            guard let handles else { return 0 }
+            return Self.info(handles.env).me_mapsize
+        }
+    }
+
+    /// Doubles the map (up to `maxMapSizeBytes`) after `MDB_MAP_FULL`.
+    ///
+    /// Holds the exclusive side of `lock`, so no transaction of this process is active, as
+    /// `mdb_env_set_mapsize` requires; idle read transactions are aborted first.
+    func growMap() throws {
+        try lock.withExclusiveLock {
+            guard let handles else { return }
+            let current = Self.info(handles.env).me_mapsize
+            let limit = options.maxMapSizeBytes
+            guard current < limit else {
+                throw LMDBError.mapCouldNotGrow("it has reached maxMapSizeBytes (\(limit) bytes)")
+            }
+            let target = current > limit / 2 ? limit : current * 2
+            abortIdleReadTransactions()
+            let rc = mdb_env_set_mapsize(handles.env, target)
+            guard rc == MDB_SUCCESS else {
+                // A failed remap can leave the map unmapped: map the old size again, or close so the next
+                // call reopens.
+                if mdb_env_set_mapsize(handles.env, current) != MDB_SUCCESS {
+                    mdb_env_close(handles.env)
+                    self.handles = nil
+                }
+                throw LMDBError.mapCouldNotGrow(
+                    "mapping \(target) bytes failed: \(LMDBError.describe(rc))", nativeCode: rc)
+            }
+        }
+    }
+
+    /// Adopts the map size another process set (`MDB_MAP_RESIZED`): `mdb_env_set_mapsize(env, 0)` with no
+    /// transaction active in this process.
+    func adoptLargerMap() throws {
+        try lock.withExclusiveLock {
+            guard let handles else { return }
+            abortIdleReadTransactions()
+            let rc = mdb_env_set_mapsize(handles.env, 0)
+            guard rc == MDB_SUCCESS else {
+                mdb_env_close(handles.env)
+                self.handles = nil
+                throw LMDBError.error(rc, "Adopting the LMDB map size another process set failed")
+            }
+        }
+    }
+
+    static func info(_ env: OpaquePointer) -> MDB_envinfo {
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        return info
+    }
+}

@@ -1,0 +1,90 @@
+import CLMDB
+import Sovaria
+
+extension LMDBEnvironment {
+    /// The value stored under `key`, copied out of the map, or `nil`. Runs on the calling thread.
+    func value(for key: String) throws -> String? {
+        var key = key
+        return try key.withMDBVal { keyVal in
+            try read { txn, dbi in
+                var value = MDB_val()
+                let rc = mdb_get(txn, dbi, &keyVal, &value)
+                if rc == MDB_NOTFOUND { return nil }
+                guard rc == MDB_SUCCESS else { throw LMDBError.error(rc, "Reading from LMDB failed") }
+                return try value.string("value")
+            }
+        }
+    }
+
+    /// Calls `visit` with up to `limit` keys (and their values) that start with `prefix` and sort after
+    /// `after`, in byte order, from one read transaction on the calling thread.
+    ///
+    /// A cursor starts at `MDB_SET_RANGE` on the larger of `prefix` and `after` and steps with `MDB_NEXT`
+    /// while keys have the byte prefix: LMDB's own order, nothing sorted here. `visit` must copy what it
+    /// keeps.
+    func scan(
+        prefix: String,
+        after: String?,
+        limit: Int,
+        _ visit: (_ key: MDB_val, _ value: MDB_val) throws -> Void
+    ) throws {
+        guard limit > 0 else { return }
+        let prefixBytes = Array(prefix.utf8)
+        guard prefixBytes.count <= StoreKey.maxUTF8Count else { return }  // no key is that long
+        let afterBytes = after.map { Array($0.utf8) }
+        var start = prefixBytes
+        if let afterBytes, start.lexicographicallyPrecedes(afterBytes) { start = afterBytes }
+        // LMDB refuses longer search keys; every stored key past the cut is still >= it.
+        start = Array(start.prefix(StoreKey.maxUTF8Count))
+
+        try read { txn, dbi in
+            var opened: OpaquePointer?
+            try LMDBError.check(mdb_cursor_open(txn, dbi, &opened), "Opening an LMDB cursor failed")
+            guard let cursor = opened else { return }
+            defer { mdb_cursor_close(cursor) }
+
+            var key = MDB_val()
+            var value = MDB_val()
+            var rc: Int32
+            if start.isEmpty {
+                rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
+            } else {
+                rc = start.withMDBVal { startVal in
+                    key = startVal
+                    return mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
+                }
+            }
+            var visited = 0
+            while rc == MDB_SUCCESS {
+                let keyBytes = key.bytes
+                guard keyBytes.starts(with: prefixBytes) else { break }
+                if afterBytes.map({ $0.lexicographicallyPrecedes(keyBytes) }) ?? true {
+                    try visit(key, value)
+                    visited += 1
+                    if visited == limit { return }
+                }
+                rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+            }
+            guard rc == MDB_SUCCESS || rc == MDB_NOTFOUND else {
+                throw LMDBError.error(rc, "Walking LMDB keys failed")
+            }
+        }
+    }
+
+    /// The keys that start with `prefix`, in byte order.
+    func keys(prefix: String) throws -> [String] {
+        var keys: [String] = []
+        try scan(prefix: prefix, after: nil, limit: .max) { key, _ in keys.append(try key.string("key")) }
+        return keys
+    }
+
+    /// Up to `limit` entries that start with `prefix` and sort after `after`, in byte order.
+    func entries(prefix: String, after: String?, limit: Int) throws -> [StoreEntry] {
+        var entries: [StoreEntry] = []
+        try scan(prefix: prefix, after: after, limit: limit) { key, value in
+            let key = try key.string("key")
+            entries.append(StoreEntry(key: key, value: try value.string("value", key: key)))
+        }
+        return entries
+    }
+}

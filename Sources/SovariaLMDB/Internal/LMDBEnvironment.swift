@@ -1,0 +1,242 @@
+import CLMDB
+import Foundation
+import Sovaria
+import Synchronization
+
+/// One open LMDB environment (the `data.mdb` and `lock.mdb` of one folder), shared by every
+/// ``LMDBOfflineStore`` on that folder in this process, since LMDB must never open a path twice.
+///
+/// Every transaction holds the shared side of `lock`; resizing the map and swapping in a compacted
+/// file hold its exclusive side, so `mdb_env_set_mapsize` and `mdb_env_close` only ever run with no
+/// transaction active in this process, as LMDB requires.
+final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` changes only under `lock`'s exclusive side
+    /// Held shared by every transaction, exclusively by map resizes and the compaction swap.
+    let lock = ReadersWriterLock()
+    /// The open environment, or `nil` after a swap failed to reopen it (the next call tries again).
+    var handles: Handles?
+
+    /// The C handles of an open environment.
+    struct Handles {
+        let env: OpaquePointer
+        let dbi: MDB_dbi
+    }
+
+    /// How the environment is opened; the first store on a folder decides.
+    struct Options: Sendable {
+        var durability: Durability
+        var initialMapSizeBytes: Int
+        var maxMapSizeBytes: Int
+        var maxReaders: Int
+    }
+
+    /// The open environments of this process, one per canonical folder path.
+    static let openEnvironments = OpenOncePerPath<LMDBEnvironment>()
+
+    /// Read transactions kept between reads.
+    let readTransactions: ReadTransactionPool
+
+    /// The canonical path of the folder.
+    let path: String
+    /// The options the environment was opened with.
+    let options: Options
+    /// Write transactions and compaction run here, one at a time, each as one synchronous block, so a
+    /// write transaction begins and commits on one thread.
+    let writeQueue = BlockingWorkQueue(label: "sovaria.lmdb.write")
+    /// Scans too long to run on the caller's thread run here, alongside each other.
+    let scanQueue = BlockingWorkQueue(label: "sovaria.lmdb.scan")
+    /// Reader slots of dead processes that `mdb_reader_check` cleared when the environment opened.
+    let staleReadersCleared: Int
+
+    /// Canonical paths whose C environment is open, from the end of `init` to the end of `deinit`.
+    ///
+    /// The registry holds environments weakly, and a weak reference reads `nil` as soon as `deinit` starts,
+    /// before `willClose`: an open in that moment must wait, or the path would be open twice.
+    private static let pathsWithOpenEnvironment = Mutex<Set<String>>([])
+
+    /// Thrown inside the registry's open when the previous environment on the path is still closing.
+    private struct PreviousEnvironmentStillClosing: Error {}
+
+    /// The environment open in `directory`, shared with every other store on it in this process; opens
+    /// it (creating the folder with mode 0700) when none is.
+    static func shared(directory: URL, options: Options) throws -> LMDBEnvironment {
+        let requestedPath = directory.standardizedFileURL.path
+        try LMDBFolder.create(requestedPath)
+        let path = OpenOncePerPath<LMDBEnvironment>.canonicalPath(requestedPath)
+        while true {
+            do {
+                return try openEnvironments.handle(for: path) {
+                    guard !pathsWithOpenEnvironment.withLock({ $0.contains(path) }) else {
+                        throw PreviousEnvironmentStillClosing()
+                    }
+                    return try LMDBEnvironment(path: path, options: options)
+                }
+            } catch is PreviousEnvironmentStillClosing {
+                sched_yield()  // the last store on this path was just released: its close takes microseconds
+            }
+        }
+    }
+
+    private init(path: String, options: Options) throws {
+        self.path = path
+        self.options = options
+        readTransactions = ReadTransactionPool(capacity: min(32, options.maxReaders / 4))
+        LMDBFolder.removeAbandonedCopies(in: path)
+        let (handles, cleared) = try Self.openHandles(path: path, options: options, mapSizeBytes: nil)
+        self.handles = handles
+        staleReadersCleared = cleared
+        Self.pathsWithOpenEnvironment.withLock { _ = $0.insert(path) }
+    }
+
+    deinit {
+        Self.openEnvironments.willClose(path)
+        abortIdleReadTransactions()
+        if let handles { mdb_env_close(handles.env) }
+        Self.pathsWithOpenEnvironment.withLock { _ = $0.remove(path) }
+        Self.openEnvironments.didClose(path)
+    }
+
+    // MARK: - Opening
+
+    /// Creates and opens an environment in `path` with `MDB_NOTLS`, clears stale readers and opens the
+    /// main database. `mapSizeBytes` overrides the initial size (after a reopen).
+    static func openHandles(path: String, options: Options, mapSizeBytes: Int?) throws -> (Handles, cleared: Int) {
+        var created: OpaquePointer?
+        try LMDBError.check(mdb_env_create(&created), "Creating the LMDB environment for \(path) failed")
+        guard let env = created else {
+            throw LMDBError.error(ENOMEM, "Creating the LMDB environment for \(path) failed")
+        }
+        do {
+            try LMDBError.check(
+                mdb_env_set_maxreaders(env, UInt32(clamping: options.maxReaders)),
+                "Setting LMDB's reader slots to \(options.maxReaders) failed")
+            let mapSize = mapSizeBytes ?? options.initialMapSizeBytes
+            try LMDBError.check(mdb_env_set_mapsize(env, mapSize), "Setting LMDB's map to \(mapSize) bytes failed")
+            var flags = UInt32(MDB_NOTLS)
+            if options.durability == .flushed { flags |= UInt32(MDB_NOMETASYNC) }
+            try LMDBError.check(mdb_env_open(env, path, flags, 0o600), "Opening the LMDB environment in \(path) failed")
+            var dead: Int32 = 0
+            try LMDBError.check(mdb_reader_check(env, &dead), "Clearing stale LMDB reader slots in \(path) failed")
+            let dbi = try openMainDatabase(env)
+            return (Handles(env: env, dbi: dbi), Int(dead))
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+    }
+
+    private static func openMainDatabase(_ env: OpaquePointer) throws -> MDB_dbi {
+        var begun: OpaquePointer?
+        try LMDBError.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun), "Starting an LMDB read failed")
+        guard let txn = begun else { throw LMDBError.error(ENOMEM, "Starting an LMDB read failed") }
+        var dbi: MDB_dbi = 0
+        let rc = mdb_dbi_open(txn, nil, 0, &dbi)
+        guard rc == MDB_SUCCESS else {
+            mdb_txn_abort(txn)
+            throw LMDBError.error(rc, "Opening LMDB's main database failed")
+        }
+        try LMDBError.check(mdb_txn_commit(txn), "Opening LMDB's main database failed")
+        return dbi
+    }
+
+    /// Opens the environment again when a swap left it closed. Holds the exclusive side.
+    func reopenIfClosed() throws {
+        try lock.withExclusiveLock {
+            guard handles == nil else { return }
+            handles = try Self.openHandles(path: path, options: options, mapSizeBytes: nil).0
+        }
+    }
+
+    // MARK: - Reads
+
+    /// How one try at a transaction ended.
+    enum Attempt<Result> {
+        case done(Result)
+        /// `MDB_MAP_FULL`: grow the map, then run the whole transaction again.
+        case mapFull
+        /// `MDB_MAP_RESIZED`: another process grew the map; adopt its size, then run again.
+        case mapResized
+        /// A compaction swap left the environment closed: reopen, then run again.
+        case closed
+    }
+
+    /// Runs `body` in a read-only transaction on the calling thread, holding the shared side of `lock`.
+    ///
+    /// `body` must copy out whatever it keeps: the transaction is reset when it returns.
+    func read<Result>(_ body: (_ txn: OpaquePointer, _ dbi: MDB_dbi) throws -> Result) throws -> Result {
+        while true {
+            let attempt: Attempt<Result> = try lock.withSharedLock {
+                guard let handles else { return .closed }
+                guard let txn = try readTransactions.take(handles.env) else { return .mapResized }
+                defer { readTransactions.give(txn) }
+                return .done(try body(txn, handles.dbi))
+            }
+            switch attempt {
+            case .done(let result): return result
+            case .mapFull: try growMap()
+            case .mapResized: try adoptLargerMap()
+            case .closed: try reopenIfClosed()
+            }
+        }
+    }
+
+    /// Aborts every idle read transaction (each holds a reader slot). Call with the exclusive side held,
+    /// or from `deinit`.
+    func abortIdleReadTransactions() {
+        readTransactions.abortIdle()
+    }
+
+    // MARK: - Writes
+
+    /// Applies `batch` in one write transaction, all or nothing. On `MDB_MAP_FULL` the transaction is
+    /// aborted, the map grows with no transaction active, and the whole batch runs again.
+    ///
+    /// Call only on ``writeQueue``: the transaction begins and commits on the calling thread, and nothing
+    /// in it waits for anything but LMDB. `forceSync` flushes the meta page after the commit, for a synced
+    /// store sharing an environment opened with `MDB_NOMETASYNC`.
+    func write(_ batch: [StoreWrite], forceSync: Bool) throws {
+        while true {
+            let attempt: Attempt<Void> = try lock.withSharedLock {
+                guard let handles else { return .closed }
+                return try commit(batch, in: handles, forceSync: forceSync)
+            }
+            switch attempt {
+            case .done: return
+            case .mapFull: try growMap()
+            case .mapResized: try adoptLargerMap()
+            case .closed: try reopenIfClosed()
+            }
+        }
+    }
+
+    /// One try at the batch, holding the shared side.
+    private func commit(_ batch: [StoreWrite], in handles: Handles, forceSync: Bool) throws -> Attempt<Void> {
+        var begun: OpaquePointer?
+        var rc = mdb_txn_begin(handles.env, nil, 0, &begun)
+        if rc == MDB_MAP_RESIZED { return .mapResized }
+        try LMDBError.check(rc, "Starting an LMDB write failed")
+        guard let txn = begun else { throw LMDBError.error(ENOMEM, "Starting an LMDB write failed") }
+        for write in batch {
+            rc = Self.apply(write, txn: txn, dbi: handles.dbi)
+            guard rc == MDB_SUCCESS else {
+                mdb_txn_abort(txn)  // after MDB_MAP_FULL the transaction is dead: only abort is allowed
+                if rc == MDB_MAP_FULL { return .mapFull }
+                throw LMDBError.error(rc, "Writing \(write.key.debugDescription) to LMDB failed", key: write.key)
+            }
+        }
+        rc = mdb_txn_commit(txn)  // frees the transaction, also when it fails
+        if rc == MDB_MAP_FULL { return .mapFull }
+        try LMDBError.check(rc, "Committing an LMDB write failed")
+        if forceSync { try LMDBError.check(mdb_env_sync(handles.env, 1), "Flushing LMDB to disk failed") }
+        return .done(())
+    }
+
+    private static func apply(_ write: StoreWrite, txn: OpaquePointer, dbi: MDB_dbi) -> Int32 {
+        switch write {
+        case .set(var key, var value):
+            return key.withMDBVal { key in value.withMDBVal { value in mdb_put(txn, dbi, &key, &value, 0) } }
+        case .delete(var key):
+            let rc = key.withMDBVal { key in mdb_del(txn, dbi, &key, nil) }
+            return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc
+        }
+    }
+}

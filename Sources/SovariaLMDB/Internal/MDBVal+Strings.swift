@@ -1,0 +1,60 @@
+import CLMDB
+import Sovaria
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension MDB_val {
+    /// The bytes this value points at: valid only until its transaction ends or writes again.
+    var bytes: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: mv_data, count: mv_size)
+    }
+
+    /// A copy of the bytes as a string; throws ``OfflineStoreError/Code/corrupt`` unless they are UTF-8.
+    func string(_ what: String, key: String? = nil) throws(OfflineStoreError) -> String {
+        try String(copyingUTF8: bytes, what, key: key)
+    }
+}
+
+extension String {
+    /// A copy of `bytes` as a string; throws ``OfflineStoreError/Code/corrupt`` (naming `what`) unless they
+    /// are valid UTF-8.
+    init(copyingUTF8 bytes: UnsafeRawBufferPointer, _ what: String, key: String? = nil) throws(OfflineStoreError) {
+        guard let start = bytes.baseAddress, !bytes.isEmpty else {
+            self = ""
+            return
+        }
+        // `String(decoding:)` takes the standard library's fast path (about twice as fast as the generic
+        // `String(validating:as:)`) and replaces invalid bytes with U+FFFD, which always changes the bytes:
+        // the copy equals the original exactly when the original was valid UTF-8.
+        var string = String(decoding: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+        let valid = string.withUTF8 { copy in
+            guard copy.count == bytes.count, let copyStart = copy.baseAddress else { return false }
+            return memcmp(copyStart, start, bytes.count) == 0
+        }
+        guard valid else { throw LMDBError.notUTF8(what, key: key) }
+        self = string
+    }
+
+    /// Calls `body` with an `MDB_val` over the string's UTF-8 bytes, passed by length (never as a C
+    /// string, so `"\0"` is kept). LMDB only reads through the pointer.
+    mutating func withMDBVal<Result>(_ body: (inout MDB_val) throws -> Result) rethrows -> Result {
+        try withUTF8 { utf8 in
+            var value = MDB_val(mv_size: utf8.count, mv_data: UnsafeMutableRawPointer(mutating: utf8.baseAddress))
+            return try body(&value)
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Calls `body` with an `MDB_val` over the bytes. LMDB only reads through the pointer.
+    func withMDBVal<Result>(_ body: (inout MDB_val) throws -> Result) rethrows -> Result {
+        try withUnsafeBytes { bytes in
+            var value = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            return try body(&value)
+        }
+    }
+}

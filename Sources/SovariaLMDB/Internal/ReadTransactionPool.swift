@@ -1,0 +1,68 @@
+import CLMDB
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Reset read-only transactions kept between reads, so a `get` costs little more than LMDB's own lookup.
+///
+/// A reset transaction keeps its reader slot but no snapshot, so idle ones never hold old pages against a
+/// writer (in this process or another). Renewing one skips the reader-table mutex that beginning a
+/// transaction takes under `MDB_NOTLS`.
+///
+/// - Important: With `MDB_NOTLS` a read transaction may move between threads as long as one thread uses
+///   it at a time: a transaction belongs to whoever took it until it is given back.
+final class ReadTransactionPool: Sendable {
+    /// Idle transactions as addresses, since `OpaquePointer` is not `Sendable`.
+    private let idle = Mutex<[UInt]>([])
+    private let capacity: Int
+
+    /// A pool keeping at most `capacity` idle transactions; more concurrent readers begin and abort their
+    /// own.
+    init(capacity: Int) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// A read transaction on the newest snapshot of `env`, or `nil` when another process grew the map
+    /// (`MDB_MAP_RESIZED`) and this one must adopt its size first. Give it back with ``give(_:)``.
+    func take(_ env: OpaquePointer) throws -> OpaquePointer? {
+        if let txn = idle.withLock({ $0.popLast() }).flatMap(OpaquePointer.init(bitPattern:)) {
+            let rc = mdb_txn_renew(txn)
+            if rc == MDB_SUCCESS { return txn }
+            mdb_txn_abort(txn)
+            if rc == MDB_MAP_RESIZED { return nil }
+            throw LMDBError.error(rc, "Starting an LMDB read failed")
+        }
+        var begun: OpaquePointer?
+        let rc = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun)
+        if rc == MDB_MAP_RESIZED { return nil }
+        try LMDBError.check(rc, "Starting an LMDB read failed")
+        guard let txn = begun else { throw LMDBError.error(ENOMEM, "Starting an LMDB read failed") }
+        return txn
+    }
+
+    /// Resets `txn` and keeps it for the next read, or aborts it when enough are idle.
+    func give(_ txn: OpaquePointer) {
+        mdb_txn_reset(txn)
+        let kept = idle.withLock { idle in
+            guard idle.count < capacity else { return false }
+            idle.append(UInt(bitPattern: txn))
+            return true
+        }
+        if !kept { mdb_txn_abort(txn) }
+    }
+
+    /// Aborts every idle transaction, freeing its reader slot: call with no transaction of the environment
+    /// active (before `mdb_env_set_mapsize` or `mdb_env_close`).
+    func abortIdle() {
+        let all = idle.withLock { idle in
+            let all = idle
+            idle.removeAll()
+            return all
+        }
+        for txn in all.compactMap(OpaquePointer.init(bitPattern:)) { mdb_txn_abort(txn) }
+    }
+}

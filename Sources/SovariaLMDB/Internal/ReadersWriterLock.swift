@@ -1,0 +1,48 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A readers-writer lock: many holders of the shared side at once, or one holder of the exclusive side.
+///
+/// Writers are preferred: once a thread waits for the exclusive side, new shared holders wait behind it,
+/// so a map resize is never starved by a steady stream of reads. The lock is not recursive: a thread
+/// must never take either side while it holds one.
+final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the pthread lock is the synchronization
+    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
+
+    init() {
+        lock = .allocate(capacity: 1)
+        lock.initialize(to: pthread_rwlock_t())
+        var attributes = pthread_rwlockattr_t()
+        pthread_rwlockattr_init(&attributes)
+        #if canImport(Glibc)
+            // glibc prefers readers unless told otherwise; Darwin's lock already prefers writers.
+            pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        #endif
+        pthread_rwlock_init(lock, &attributes)
+        pthread_rwlockattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_rwlock_destroy(lock)
+        lock.deinitialize(count: 1)
+        lock.deallocate()
+    }
+
+    /// Runs `body` holding the shared side.
+    @inline(__always)
+    func withSharedLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        pthread_rwlock_rdlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+
+    /// Runs `body` holding the exclusive side.
+    func withExclusiveLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        pthread_rwlock_wrlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+}

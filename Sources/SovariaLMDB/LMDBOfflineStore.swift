@@ -1,0 +1,183 @@
+import Foundation
+import Sovaria
+
+/// Keeps entries in an LMDB environment: a memory-mapped B+tree whose reads cost well under a
+/// microsecond, with atomic batches, an ordered index and compaction.
+///
+/// The folder holds LMDB's `data.mdb` and `lock.mdb`; it is created with mode 0700 (files 0600) when
+/// missing. Keys are stored as their UTF-8 bytes, so LMDB's own order is byte order and ``keys(_:)`` and
+/// ``entries(_:after:limit:)`` walk a cursor instead of sorting. Values are stored whole, with their
+/// length: `""` and `"\0"` are kept.
+///
+/// The memory map starts at `initialMapSizeBytes` and doubles whenever a write finds it full (up to
+/// `maxMapSizeBytes`), with no action from the caller; the write then runs again whole. Reader slots
+/// that crashed processes left behind are cleared when the environment opens. ``compact()`` writes a
+/// compacted copy and swaps it in, so the file shrinks after deletes.
+///
+/// - Important: Where each call runs:
+///   - ``get(_:)`` runs on the caller's executor (no hop), in a read-only transaction reused from a
+///     small pool: it costs about as much as LMDB's own get plus making the `String`. Safe on the main
+///     actor.
+///   - ``entries(_:after:limit:)`` with a `limit` of ``inlinePageLimit`` or less runs on the caller's
+///     executor too; larger pages and ``keys(_:)`` run on a private Dispatch queue, never on Swift's
+///     cooperative threads, since their cost grows with what they return.
+///   - ``set(_:_:)``, ``delete(_:)``, ``write(_:)`` and ``compact()`` run on a private serial Dispatch
+///     queue shared by every store on the folder; each write transaction begins and commits there as
+///     one synchronous block, so it never spans threads and never waits on an `await`.
+///
+/// - Important: Safe from any number of tasks. A batch is one transaction: all or nothing, also across
+///   a crash, and no reader sees part of it. Open a folder as often as you like: every store on one
+///   folder in a process shares one environment (LMDB must never open a path twice), and the first
+///   store's `initialMapSizeBytes`, `maxMapSizeBytes` and `maxReaders` apply to all of them. Other
+///   processes may use the folder at the same time, but ``compact()`` then refuses with
+///   ``OfflineStoreError/Code/locked``.
+///
+/// - Important: Durability: ``Durability/synced`` commits with LMDB's default full sync;
+///   ``Durability/flushed`` opens the environment with `MDB_NOMETASYNC` (the meta page is flushed on
+///   the next commit). A synced store that shares a flushed environment flushes after each commit.
+///
+/// ```swift
+/// let store = try LMDBOfflineStore(directory: appSupport.appendingPathComponent("offline.lmdb"))
+/// try await store.write([.set(key: "sov:queue:0001", value: "{}"), .delete(key: "sov:queue:0000")])
+/// let value = try await store.get("sov:queue:0001")
+/// ```
+public final class LMDBOfflineStore: OfflineStore {
+    /// The largest `limit` for which ``entries(_:after:limit:)`` runs on the caller's executor.
+    public static let inlinePageLimit = 64
+
+    /// The default `maxMapSizeBytes`: 1 TiB on 64-bit platforms, 1 GiB on 32-bit ones. The map only
+    /// takes address space, not disk, until pages are written.
+    public static let defaultMaxMapSizeBytes = Int.bitWidth >= 64 ? Int(truncatingIfNeeded: Int64(1) << 40) : 1 << 30
+
+    /// The folder holding `data.mdb` and `lock.mdb`.
+    public let directory: URL
+    /// How far a write has gone when its call returns.
+    public let durability: Durability
+
+    /// The environment, shared with every store on the same folder in this process.
+    let environment: LMDBEnvironment
+    /// Set when this store wants `.synced` but shares an environment opened `.flushed`.
+    private let flushesAfterCommit: Bool
+
+    /// Opens (creating when missing) the LMDB environment in `directory`.
+    ///
+    /// - Parameters:
+    ///   - directory: The folder; created with mode 0700 when missing.
+    ///   - durability: ``Durability/synced`` (default) or ``Durability/flushed``.
+    ///   - initialMapSizeBytes: The memory map's first size; it doubles whenever it is full. LMDB's own
+    ///     default is 1 MiB, and so is this one.
+    ///   - maxMapSizeBytes: The map never grows past this; a write that needs more throws
+    ///     ``OfflineStoreError/Code/full``.
+    ///   - maxReaders: LMDB reader slots, shared by every process that opens the folder; each thread
+    ///     reading at the same moment takes one.
+    /// - Throws: ``OfflineStoreError`` when the folder can't be created or the environment can't be opened
+    ///   (``OfflineStoreError/Code/permissionDenied``, ``OfflineStoreError/Code/corrupt``, …).
+    public init(
+        directory: URL,
+        durability: Durability = .synced,
+        initialMapSizeBytes: Int = 1 << 20,
+        maxMapSizeBytes: Int = LMDBOfflineStore.defaultMaxMapSizeBytes,
+        maxReaders: Int = 126
+    ) throws {
+        let pageSize = Self.systemPageSize
+        let initial = Self.roundUp(max(initialMapSizeBytes, pageSize), toMultipleOf: pageSize)
+        let options = LMDBEnvironment.Options(
+            durability: durability,
+            initialMapSizeBytes: initial,
+            maxMapSizeBytes: max(initial, Self.roundUp(maxMapSizeBytes, toMultipleOf: pageSize)),
+            maxReaders: max(1, maxReaders)
+        )
+        self.directory = directory
+        self.durability = durability
+        environment = try LMDBEnvironment.shared(directory: directory, options: options)
+        flushesAfterCommit = durability == .synced && environment.options.durability == .flushed
+    }
+
+    /// Atomic batches, persistent, ordered scans from LMDB's index, and compaction.
+    public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
+
+    /// The memory map's current size in bytes: how large the data file may grow before the map doubles.
+    public var mapSizeBytes: Int { environment.mapSizeBytes }
+
+    /// How many reader slots of crashed processes were cleared when this folder's environment opened.
+    public var staleReadersClearedAtOpen: Int { environment.staleReadersCleared }
+
+    /// The value stored under `key`, or `nil`.
+    ///
+    /// - Important: Runs on the caller's executor: one read-only transaction, no hop.
+    public func get(_ key: String) async throws -> String? {
+        try StoreKey.validate(key)
+        return try environment.value(for: key)
+    }
+
+    /// Stores `value` under `key` in one write transaction.
+    public func set(_ key: String, _ value: String) async throws {
+        try await write([.set(key: key, value: value)])
+    }
+
+    /// Removes `key`; a missing key is not an error.
+    public func delete(_ key: String) async throws {
+        try await write([.delete(key: key)])
+    }
+
+    /// Applies the whole batch in one write transaction, or none of it.
+    ///
+    /// Every key is validated before the transaction begins. When the map is full the transaction is
+    /// aborted, the map grows, and the whole batch runs again.
+    ///
+    /// - Important: Runs on the environment's private write queue.
+    public func write(_ batch: [StoreWrite]) async throws {
+        for write in batch { try StoreKey.validate(write.key) }
+        guard !batch.isEmpty else { return }
+        let environment = environment
+        let forceSync = flushesAfterCommit
+        try await environment.writeQueue.write { try environment.write(batch, forceSync: forceSync) }
+    }
+
+    /// The keys that start with `prefix` (byte prefix), in byte order, from an LMDB cursor.
+    ///
+    /// - Complexity: O(log n + m) for m matching keys.
+    /// - Important: Runs on a private Dispatch queue.
+    public func keys(_ prefix: String) async throws -> [String] {
+        let environment = environment
+        return try await environment.scanQueue.read { try environment.keys(prefix: prefix) }
+    }
+
+    /// Up to `limit` entries after `after` whose keys start with `prefix`, in byte order, from an LMDB
+    /// cursor.
+    ///
+    /// - Complexity: O(log n + limit).
+    /// - Important: Runs on the caller's executor when `limit` is at most ``inlinePageLimit``, else on a
+    ///   private Dispatch queue.
+    public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        guard limit > 0 else { return [] }
+        let environment = environment
+        if limit <= Self.inlinePageLimit {
+            return try environment.entries(prefix: prefix, after: after, limit: limit)
+        }
+        return try await environment.scanQueue.read {
+            try environment.entries(prefix: prefix, after: after, limit: limit)
+        }
+    }
+
+    /// Shrinks `data.mdb` to the pages in use: writes a compacted copy (`MDB_CP_COMPACT`) and swaps it in.
+    ///
+    /// Reads go on during the copy and wait only for the swap. Needs free disk space for the copy.
+    ///
+    /// - Important: Runs on the environment's private write queue. Throws
+    ///   ``OfflineStoreError/Code/locked``, changing nothing, when another process has the folder open.
+    public func compact() async throws {
+        let environment = environment
+        try await environment.writeQueue.write { try environment.compact() }
+    }
+
+    private static var systemPageSize: Int {
+        let size = sysconf(Int32(_SC_PAGESIZE))
+        return size > 0 ? size : 4_096
+    }
+
+    private static func roundUp(_ value: Int, toMultipleOf unit: Int) -> Int {
+        let (sum, overflow) = value.addingReportingOverflow(unit - 1)
+        return overflow ? Int.max / unit * unit : sum / unit * unit
+    }
+}
