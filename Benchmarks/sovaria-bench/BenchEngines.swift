@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaLMDB
 import SovariaLevelDB
 import SovariaSQLite
 import SovariaSodium
@@ -26,6 +27,12 @@ enum BenchEngines {
             if let reason = store.fallbackReason { throw reason }
             return store
         },
+        BenchEngine(
+            name: "lmdb", persistent: true,
+            open: { folder, durability in try LMDBOfflineStore(directory: folder, durability: durability) },
+            raw: { folder, durability, workload in
+                try RawLMDBSubject(folder: folder, durability: durability, workload: workload)
+            }),
         BenchEngine(
             name: "leveldb", persistent: true,
             open: { folder, durability in try LevelDBOfflineStore(directory: folder, durability: durability) },

@@ -21,4 +21,10 @@ public final class TemporaryFolder: Sendable {
 
     /// The URL of `name` inside the folder (not created).
     public func child(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// The size in bytes of the file at `path` under the folder.
+    public func fileSize(_ path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: child(path).path)
+        return (attributes[.size] as? NSNumber)?.intValue ?? -1
+    }
 }

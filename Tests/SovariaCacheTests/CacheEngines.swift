@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaLMDB
 import SovariaLevelDB
 import SovariaSQLite
 import SovariaTestKit
@@ -15,6 +16,7 @@ struct CacheEngine: Sendable, CustomStringConvertible {
     static let all: [CacheEngine] = [
         CacheEngine(name: "memory") { SharedMemoryStores.store(for: $0) },
         CacheEngine(name: "file") { FileOfflineStore(directory: $0, durability: .flushed) },
+        CacheEngine(name: "lmdb") { try LMDBOfflineStore(directory: $0, durability: .flushed) },
         CacheEngine(name: "leveldb") { try LevelDBOfflineStore(directory: $0, durability: .flushed) },
         CacheEngine(name: "sqlite") {
             try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("cache.sqlite"), durability: .flushed)

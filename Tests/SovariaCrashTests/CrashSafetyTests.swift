@@ -13,7 +13,7 @@ import Testing
 @Suite(.serialized) struct CrashSafetyTests {
     static let rounds = 12
 
-    @Test(arguments: ["file", "sqlite", "leveldb"])
+    @Test(arguments: ["file", "sqlite", "leveldb", "lmdb"])
     func acknowledgedWritesSurviveKill9(engine: String) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-crash-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }

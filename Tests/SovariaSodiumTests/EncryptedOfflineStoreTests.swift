@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaLMDB
 import SovariaLevelDB
 import SovariaSQLite
 import SovariaSodium
@@ -59,6 +60,11 @@ import Testing
     }
 
     // MARK: Engines written in parallel: the lead adds their factories here.
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundLMDB(_ check: ConformanceCheck) async throws {
+        try await check.run(on: Self.encrypted("lmdb") { try LMDBOfflineStore(directory: $0) })
+    }
+
     @Test(arguments: OfflineStoreConformance.checks)
     func conformsAroundLevelDB(_ check: ConformanceCheck) async throws {
         try await check.run(on: Self.encrypted("leveldb") { try LevelDBOfflineStore(directory: $0) })

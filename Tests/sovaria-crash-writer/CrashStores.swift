@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaLMDB
 import SovariaLevelDB
 import SovariaSQLite
 
@@ -11,6 +12,8 @@ enum CrashStores {
             let store = FileOfflineStore(directory: path, durability: durability)
             if let reason = store.fallbackReason { throw reason }
             return store
+        case "lmdb":
+            return try LMDBOfflineStore(directory: path, durability: durability)
         case "leveldb":
             return try LevelDBOfflineStore(directory: path, durability: durability)
         case "sqlite":

@@ -47,33 +47,14 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     /// Reader slots of dead processes that `mdb_reader_check` cleared when the environment opened.
     let staleReadersCleared: Int
 
-    /// Canonical paths whose C environment is open, from the end of `init` to the end of `deinit`.
-    ///
-    /// The registry holds environments weakly, and a weak reference reads `nil` as soon as `deinit` starts,
-    /// before `willClose`: an open in that moment must wait, or the path would be open twice.
-    private static let pathsWithOpenEnvironment = Mutex<Set<String>>([])
-
-    /// Thrown inside the registry's open when the previous environment on the path is still closing.
-    private struct PreviousEnvironmentStillClosing: Error {}
-
     /// The environment open in `directory`, shared with every other store on it in this process; opens
     /// it (creating the folder with mode 0700) when none is.
     static func shared(directory: URL, options: Options) throws -> LMDBEnvironment {
         let requestedPath = directory.standardizedFileURL.path
         try LMDBFolder.create(requestedPath)
         let path = OpenOncePerPath<LMDBEnvironment>.canonicalPath(requestedPath)
-        while true {
-            do {
-                return try openEnvironments.handle(for: path) {
-                    guard !pathsWithOpenEnvironment.withLock({ $0.contains(path) }) else {
-                        throw PreviousEnvironmentStillClosing()
-                    }
-                    return try LMDBEnvironment(path: path, options: options)
-                }
-            } catch is PreviousEnvironmentStillClosing {
-                sched_yield()  // the last store on this path was just released: its close takes microseconds
-            }
-        }
+        // The registry also makes this wait while a previous environment on the path is closing.
+        return try openEnvironments.handle(for: path) { try LMDBEnvironment(path: path, options: options) }
     }
 
     private init(path: String, options: Options) throws {
@@ -84,14 +65,11 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         let (handles, cleared) = try Self.openHandles(path: path, options: options, mapSizeBytes: nil)
         self.handles = handles
         staleReadersCleared = cleared
-        Self.pathsWithOpenEnvironment.withLock { _ = $0.insert(path) }
     }
 
     deinit {
-        Self.openEnvironments.willClose(path)
         abortIdleReadTransactions()
         if let handles { mdb_env_close(handles.env) }
-        Self.pathsWithOpenEnvironment.withLock { _ = $0.remove(path) }
         Self.openEnvironments.didClose(path)
     }
 

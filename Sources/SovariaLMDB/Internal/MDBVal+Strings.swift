@@ -23,19 +23,9 @@ extension String {
     /// A copy of `bytes` as a string; throws ``OfflineStoreError/Code/corrupt`` (naming `what`) unless they
     /// are valid UTF-8.
     init(copyingUTF8 bytes: UnsafeRawBufferPointer, _ what: String, key: String? = nil) throws(OfflineStoreError) {
-        guard let start = bytes.baseAddress, !bytes.isEmpty else {
-            self = ""
-            return
+        guard let string = String(validatingUTF8Bytes: bytes.assumingMemoryBound(to: UInt8.self)) else {
+            throw LMDBError.notUTF8(what, key: key)
         }
-        // `String(decoding:)` takes the standard library's fast path (about twice as fast as the generic
-        // `String(validating:as:)`) and replaces invalid bytes with U+FFFD, which always changes the bytes:
-        // the copy equals the original exactly when the original was valid UTF-8.
-        var string = String(decoding: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
-        let valid = string.withUTF8 { copy in
-            guard copy.count == bytes.count, let copyStart = copy.baseAddress else { return false }
-            return memcmp(copyStart, start, bytes.count) == 0
-        }
-        guard valid else { throw LMDBError.notUTF8(what, key: key) }
         self = string
     }
 
