@@ -44,6 +44,9 @@ import Sovaria
 public final class LMDBOfflineStore: OfflineStore {
     /// The largest `limit` for which ``entries(_:after:limit:)`` runs on the caller's executor.
     public static let inlinePageLimit = 64
+    /// Keys ``keys(_:)`` reads on the caller's executor before it continues on a queue (about
+    /// 100 µs of work).
+    public static let inlineKeysLimit = 1_000
 
     /// The default `maxMapSizeBytes`: 1 TiB on 64-bit platforms, 1 GiB on 32-bit ones. The map only
     /// takes address space, not disk, until pages are written.
@@ -137,10 +140,14 @@ public final class LMDBOfflineStore: OfflineStore {
     /// The keys that start with `prefix` (byte prefix), in byte order, from an LMDB cursor.
     ///
     /// - Complexity: O(log n + m) for m matching keys.
-    /// - Important: Runs on a private Dispatch queue.
+    /// - Important: The first ``inlineKeysLimit`` keys are read on the caller's executor (a hop
+    ///   to a queue would cost more than a short scan); the rest, if any, on a private Dispatch
+    ///   queue, from a second read transaction that starts after the last key of the first.
     public func keys(_ prefix: String) async throws -> [String] {
         let environment = environment
-        return try await environment.scanQueue.read { try environment.keys(prefix: prefix) }
+        let first = try environment.keys(prefix: prefix, limit: Self.inlineKeysLimit)
+        guard first.count == Self.inlineKeysLimit, let last = first.last else { return first }
+        return try await first + environment.scanQueue.read { try environment.keys(prefix: prefix, after: last) }
     }
 
     /// Up to `limit` entries after `after` whose keys start with `prefix`, in byte order, from an LMDB

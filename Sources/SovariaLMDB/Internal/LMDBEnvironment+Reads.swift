@@ -71,10 +71,10 @@ extension LMDBEnvironment {
         }
     }
 
-    /// The keys that start with `prefix`, in byte order.
-    func keys(prefix: String) throws -> [String] {
+    /// Up to `limit` keys that start with `prefix` and sort after `after`, in byte order.
+    func keys(prefix: String, after: String? = nil, limit: Int = .max) throws -> [String] {
         var keys: [String] = []
-        try scan(prefix: prefix, after: nil, limit: .max) { key, _ in keys.append(try key.string("key")) }
+        try scan(prefix: prefix, after: after, limit: limit) { key, _ in keys.append(try key.string("key")) }
         return keys
     }
 
