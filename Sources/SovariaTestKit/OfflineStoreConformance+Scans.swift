@@ -40,6 +40,20 @@ extension OfflineStoreConformance {
                 try await store.entries("zz", after: nil, limit: 5).isEmpty, "an unused prefix gives none")
             let all = try await store.entries("", after: nil, limit: 1_000)
             try context.expectKeys(all.map(\.key), byteSorted(keys), "entries(\"\") lists every key")
-        }
+        },
+        ConformanceCheck(
+            "longScansAreWhole",
+            "keys(_:) and entries list every one of 1,100 keys, past any batch size a store reads in at once."
+        ) { context in
+            let store = try await context.makeStore().store
+            let keys = (0..<1_100).map { "long:\(String(repeating: "0", count: 4 - String($0).count))\($0)" }
+            for half in [keys[..<550], keys[550...]] {
+                try await store.write(half.map { .set(key: $0, value: "v") })
+            }
+            try await store.set("long;", "outside the prefix")
+            try context.expectKeys(try await store.keys("long:"), keys, "keys(\"long:\")")
+            let page = try await store.entries("long:", after: "long:0099", limit: 1_050)
+            try context.expectKeys(page.map(\.key), Array(keys[100...]), "a page of 1,050 after the 100th key")
+        },
     ]
 }
