@@ -51,8 +51,17 @@ public final class ConformanceContext: Sendable {
 
     /// Throws unless `actual` lists the same keys, byte for byte and in the same order.
     public func expectKeys(_ actual: [String], _ expected: [String], _ what: @autoclosure () -> String) throws {
-        let same = actual.map { Array($0.utf8) } == expected.map { Array($0.utf8) }
-        try expect(same, "\(what()): expected \(expected.map(Self.show)), got \(actual.map(Self.show))")
+        let actualBytes = actual.map { Array($0.utf8) }
+        let expectedBytes = expected.map { Array($0.utf8) }
+        guard actualBytes != expectedBytes else { return }
+        if max(actual.count, expected.count) <= 20 {
+            throw failure("\(what()): expected \(expected.map(Self.show)), got \(actual.map(Self.show))")
+        }
+        let index = zip(actualBytes, expectedBytes).firstIndex { $0 != $1 } ?? min(actual.count, expected.count)
+        throw failure(
+            "\(what()): expected \(expected.count) keys, got \(actual.count); first difference at index \(index): "
+                + "expected \(Self.show(index < expected.count ? expected[index] : nil)), "
+                + "got \(Self.show(index < actual.count ? actual[index] : nil))")
     }
 
     /// Throws unless `body` throws an ``OfflineStoreError`` with `code`.
