@@ -57,7 +57,9 @@ public final class ConformanceContext: Sendable {
         if max(actual.count, expected.count) <= 20 {
             throw failure("\(what()): expected \(expected.map(Self.show)), got \(actual.map(Self.show))")
         }
-        let index = zip(actualBytes, expectedBytes).firstIndex { $0 != $1 } ?? min(actual.count, expected.count)
+        let index =
+            zip(actualBytes, expectedBytes).enumerated().first { $1.0 != $1.1 }?.offset
+            ?? min(actual.count, expected.count)
         throw failure(
             "\(what()): expected \(expected.count) keys, got \(actual.count); first difference at index \(index): "
                 + "expected \(Self.show(index < expected.count ? expected[index] : nil)), "
