@@ -47,12 +47,10 @@ public final class FileOfflineStore: OfflineStore {
     public let fallbackReason: OfflineStoreError?
 
     private enum Backend: Sendable {
-        case files(FileTree, BlockingWorkQueue)
+        case files(FileStoreHandle)
         case memory(MemoryOfflineStore)
     }
     private let backend: Backend
-    /// Set when a journaled batch failed halfway; the next write finishes it first.
-    private let batchNeedsRecovery = Atomic<Bool>(false)
 
     /// Opens the store in `directory`, or ``defaultDirectory()`` when it is `nil`.
     ///
@@ -63,8 +61,7 @@ public final class FileOfflineStore: OfflineStore {
         self.directory = directory
         self.durability = durability
         do {
-            let tree = try FileTree(root: directory.path, sync: durability == .synced)
-            backend = .files(tree, BlockingWorkQueue(label: "sovaria.file-store"))
+            backend = .files(try FileStoreHandle.shared(path: directory.path, sync: durability == .synced))
             isPersistent = true
             fallbackReason = nil
             Self.excludeFromBackup(directory)
@@ -102,7 +99,7 @@ public final class FileOfflineStore: OfflineStore {
         try StoreKey.validate(key)
         switch backend {
         case .memory(let store): return try await store.get(key)
-        case .files(let tree, let queue): return try await queue.read { try tree.read(key) }
+        case .files(let handle): return try await handle.queue.read { try handle.tree.read(key) }
         }
     }
 
@@ -123,30 +120,44 @@ public final class FileOfflineStore: OfflineStore {
         switch backend {
         case .memory(let store):
             try await store.write(batch)
-        case .files(let tree, let queue):
-            try await queue.write { [self] in
-                if batchNeedsRecovery.load(ordering: .acquiring) {
-                    try tree.recoverJournal()
-                    batchNeedsRecovery.store(false, ordering: .releasing)
-                }
-                do {
-                    try tree.apply(batch)
-                } catch {
-                    if batch.count > 1 { batchNeedsRecovery.store(true, ordering: .releasing) }
-                    throw error
-                }
-            }
+        case .files(let handle):
+            let sync = durability == .synced
+            try await handle.queue.write { try handle.apply(batch, sync: sync) }
         }
     }
 
     /// The keys that start with `prefix`, in byte order.
     ///
-    /// - Complexity: Lists every file under the matching folders and sorts the names: O(n log n).
+    /// - Complexity: The first call after a write lists every file and sorts the names,
+    ///   O(n log n); later calls search that list, O(log n + m).
     public func keys(_ prefix: String) async throws -> [String] {
         switch backend {
         case .memory(let store): return try await store.keys(prefix)
-        case .files(let tree, let queue): return try await queue.read { try tree.keys(prefix) }
+        case .files(let handle):
+            return try await handle.queue.read {
+                try StoreKey.range(of: prefix, after: nil, in: handle.keysInOrder()).map(\.string)
+            }
         }
+    }
+
+    /// A page of entries in byte order: the keys from the sorted list, then their files.
+    public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        guard limit > 0 else { return [] }
+        switch backend {
+        case .memory(let store): return try await store.entries(prefix, after: after, limit: limit)
+        case .files(let handle):
+            return try await handle.queue.read {
+                try StoreKey.range(of: prefix, after: after, in: handle.keysInOrder()).prefix(limit).compactMap {
+                    key in try handle.tree.read(key.string).map { StoreEntry(key: key.string, value: $0) }
+                }
+            }
+        }
+    }
+
+    /// The folder's handle, shared by every store on it in this process (`nil` in memory).
+    var sharedHandle: FileStoreHandle? {
+        if case .files(let handle) = backend { return handle }
+        return nil
     }
 
     private static func excludeFromBackup(_ directory: URL) {

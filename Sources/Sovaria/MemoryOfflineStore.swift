@@ -74,7 +74,7 @@ public final class MemoryOfflineStore: OfflineStore {
     public func keys(_ prefix: String) async throws -> [String] {
         state.withLock { state in
             let ordered = state.orderedKeys()
-            return Self.range(of: prefix, after: nil, in: ordered).map(\.string)
+            return StoreKey.range(of: prefix, after: nil, in: ordered).map(\.string)
         }
     }
 
@@ -83,31 +83,9 @@ public final class MemoryOfflineStore: OfflineStore {
         guard limit > 0 else { return [] }
         return state.withLock { state in
             let ordered = state.orderedKeys()
-            return Self.range(of: prefix, after: after, in: ordered).prefix(limit).compactMap { key in
+            return StoreKey.range(of: prefix, after: after, in: ordered).prefix(limit).compactMap { key in
                 state.values[key].map { StoreEntry(key: key.string, value: $0) }
             }
         }
-    }
-
-    /// The slice of `ordered` whose keys start with `prefix` and sort after `after`.
-    private static func range(
-        of prefix: String, after: String?, in ordered: [StoreKey.Bytes]
-    ) -> ArraySlice<
-        StoreKey.Bytes
-    > {
-        let prefixBytes = StoreKey.Bytes(prefix)
-        var lower = ordered.partitioningIndex { $0 >= prefixBytes }
-        if let after {
-            let afterBytes = StoreKey.Bytes(after)
-            lower = max(lower, ordered.partitioningIndex { $0 > afterBytes })
-        }
-        let upper: Int
-        if let successor = StoreKey.successor(ofPrefix: prefixBytes.utf8) {
-            let bound = StoreKey.Bytes(utf8: successor)
-            upper = ordered.partitioningIndex { $0 >= bound }
-        } else {
-            upper = ordered.endIndex
-        }
-        return lower < upper ? ordered[lower..<upper] : []
     }
 }

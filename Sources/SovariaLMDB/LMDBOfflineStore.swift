@@ -140,14 +140,14 @@ public final class LMDBOfflineStore: OfflineStore {
     /// The keys that start with `prefix` (byte prefix), in byte order, from an LMDB cursor.
     ///
     /// - Complexity: O(log n + m) for m matching keys.
-    /// - Important: The first ``inlineKeysLimit`` keys are read on the caller's executor (a hop
-    ///   to a queue would cost more than a short scan); the rest, if any, on a private Dispatch
-    ///   queue, from a second read transaction that starts after the last key of the first.
+    /// - Important: A scan of up to ``inlineKeysLimit`` keys runs on the caller's executor (a hop
+    ///   to a queue would cost more than a short scan). A longer one is read again, whole, on a
+    ///   private Dispatch queue, so the answer still comes from one read transaction.
     public func keys(_ prefix: String) async throws -> [String] {
         let environment = environment
-        let first = try environment.keys(prefix: prefix, limit: Self.inlineKeysLimit)
-        guard first.count == Self.inlineKeysLimit, let last = first.last else { return first }
-        return try await first + environment.scanQueue.read { try environment.keys(prefix: prefix, after: last) }
+        let first = try environment.keys(prefix: prefix, limit: Self.inlineKeysLimit + 1)
+        guard first.count > Self.inlineKeysLimit else { return first }
+        return try await environment.scanQueue.read { try environment.keys(prefix: prefix) }
     }
 
     /// Up to `limit` entries after `after` whose keys start with `prefix`, in byte order, from an LMDB

@@ -51,6 +51,10 @@ extension OfflineStoreConformance {
                 try context.expect(
                     store.isPersistent == store.capabilities.contains(.persistent),
                     "isPersistent agrees with capabilities")
+                if let expected = context.factory.persistent {
+                    try context.expect(
+                        store.isPersistent == expected, "isPersistent is \(expected), as the factory says")
+                }
                 guard store.isPersistent else { return }
                 try await store.set("kept", "value")
                 try await store.set("deleted", "value")

@@ -12,6 +12,10 @@ extension OfflineStoreConformance {
             try await store.delete("present")
             try context.expectBytes(try await store.get("present"), nil, "get after delete")
             try context.expectKeys(try await store.keys(""), [], "keys after deletes")
+            let longMissing = String(repeating: "m", count: StoreKey.maxUTF8Count)
+            try await store.delete(longMissing)
+            try await store.write([.delete(key: longMissing), .delete(key: "missing too")])
+            try context.expectKeys(try await store.keys(""), [], "keys after deleting missing keys")
         },
         ConformanceCheck("emptyAndNULStrings", "\"\" is a value (not nil); \"\\0\" is kept in keys and values.") {
             context in

@@ -17,10 +17,17 @@ public struct StoreFactory: Sendable, CustomStringConvertible {
     public let name: String
     /// Opens the store kept in a folder.
     public let open: @Sendable (_ folder: URL) async throws -> any OfflineStore
+    /// Whether the stores must be persistent (`nil`: whatever they report). A persistent store
+    /// that silently fell back to memory then fails instead of skipping the reopen check.
+    public let persistent: Bool?
 
     /// Creates a factory named `name` that opens stores with `open`.
-    public init(_ name: String, open: @escaping @Sendable (_ folder: URL) async throws -> any OfflineStore) {
+    public init(
+        _ name: String, persistent: Bool? = nil,
+        open: @escaping @Sendable (_ folder: URL) async throws -> any OfflineStore
+    ) {
         self.name = name
+        self.persistent = persistent
         self.open = open
     }
 

@@ -1,7 +1,8 @@
 import Foundation
-import Sovaria
 import SovariaTestKit
 import Testing
+
+@testable import Sovaria
 
 /// Seed 000's eviction rules, each on every engine.
 @Suite struct QueryCacheEvictionTests {
@@ -29,6 +30,7 @@ import Testing
         #expect(CacheSize.bytes(60_000_000).evictionTargetBytes == 10_000_000)
         #expect(CacheSize.bytes(50_000_000).evictionTargetBytes == 50_000_000)
         #expect(CacheSize.unlimited.effectiveBytes == nil)
+        #expect(CacheSize.bytes(-1).effectiveBytes == nil, "the seed's CACHE_SIZE_UNLIMITED")
     }
 
     @Test(arguments: CacheEngine.all)
@@ -281,5 +283,21 @@ final class Counter: Sendable {
         value.withLock {
             count += 1; return count
         }
+    }
+}
+
+@Suite struct CacheLayoutTests {
+    @Test func listKeysRoundTripAndRejectWhatCouldNotBeRebuilt() throws {
+        let id = CacheKeys.id(of: "/rest/v1/notes")
+        let far = CacheIndex.Entry(
+            serverTimeMillis: CacheRecord.millis(.distantFuture), sizeBytes: 12, generation: 0)
+        let key = CacheKeys.listKey(id, far)
+        let parsed = try #require(CacheKeys.parseListKey(key))
+        #expect(parsed.id == id && parsed.serverTimeMillis == far.serverTimeMillis && parsed.sizeBytes == 12)
+        let huge = CacheIndex.Entry(
+            serverTimeMillis: CacheRecord.millis(Date(timeIntervalSince1970: 1e15)), sizeBytes: 1, generation: 0)
+        #expect(CacheKeys.parseListKey(CacheKeys.listKey(id, huge)) != nil, "clamped to 16 digits")
+        #expect(CacheKeys.parseListKey("sov:cache:l:+000000000000001:0000000012:" + id) == nil)
+        #expect(CacheKeys.parseListKey("sov:cache:l:0000000000000001:-000000012:" + id) == nil)
     }
 }

@@ -152,3 +152,27 @@ import Testing
         #expect(misses == 1)
     }
 }
+
+@Suite struct QueryCacheRaceTests {
+    @Test(arguments: CacheEngine.all)
+    func aSlowReaderNeverPutsAnOlderAnswerBackInMemory(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy)
+        try await cache.put("q", body: "first", serverTime: serverTime(1))
+        cache.memory.removeAll()
+        // While a reader holds "first" read from the store, a put stores "second".
+        spy.afterGet.withLock { hook in
+            hook = { _ in
+                spy.afterGet.withLock { $0 = nil }
+                try await cache.put("q", body: "second", serverTime: serverTime(2))
+            }
+        }
+        #expect(try await cache.cachedResponse(for: "q")?.body == "first", "the slow reader's own answer")
+        #expect(try await cache.cachedResponse(for: "q")?.body == "second", "memory was not set back to first")
+        try await cache.markStale("q")
+        cache.memory.removeAll()
+        let stale = try await cache.cachedResponse(for: "q")
+        #expect(stale?.body == "second" && stale?.isStale == true)
+    }
+}

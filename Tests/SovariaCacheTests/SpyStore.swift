@@ -15,6 +15,8 @@ final class SpyStore: OfflineStore {
     let log = Mutex(Log())
     /// Called before each batch is written; throwing fails that batch.
     let beforeWrite = Mutex<(@Sendable ([StoreWrite]) throws -> Void)?>(nil)
+    /// Called after a get has read its value and before it returns it.
+    let afterGet = Mutex<(@Sendable (String) async throws -> Void)?>(nil)
 
     init(_ inner: any OfflineStore) { self.inner = inner }
 
@@ -22,7 +24,9 @@ final class SpyStore: OfflineStore {
 
     func get(_ key: String) async throws -> String? {
         log.withLock { $0.gets.append(key) }
-        return try await inner.get(key)
+        let value = try await inner.get(key)
+        if let hook = afterGet.withLock({ $0 }) { try await hook(key) }
+        return value
     }
 
     func set(_ key: String, _ value: String) async throws { try await write([.set(key: key, value: value)]) }

@@ -9,7 +9,7 @@ import Testing
     static let durabilities: [Durability] = [.synced, .flushed]
 
     static func factory(_ durability: Durability) -> StoreFactory {
-        StoreFactory("lmdb(\(durability))") { folder in
+        StoreFactory("lmdb(\(durability))", persistent: true) { folder in
             try LMDBOfflineStore(directory: folder, durability: durability)
         }
     }

@@ -13,7 +13,7 @@ import Testing
     @Test(arguments: OfflineStoreConformance.checks)
     func conformsWhenSynced(_ check: ConformanceCheck) async throws {
         try await check.run(
-            on: StoreFactory("leveldb(synced)") { folder in
+            on: StoreFactory("leveldb(synced)", persistent: true) { folder in
                 try LevelDBOfflineStore(directory: folder, durability: .synced)
             })
     }
@@ -21,7 +21,7 @@ import Testing
     @Test(arguments: OfflineStoreConformance.checks)
     func conformsWhenFlushed(_ check: ConformanceCheck) async throws {
         try await check.run(
-            on: StoreFactory("leveldb(flushed)") { folder in
+            on: StoreFactory("leveldb(flushed)", persistent: true) { folder in
                 try LevelDBOfflineStore(directory: folder, durability: .flushed)
             })
     }

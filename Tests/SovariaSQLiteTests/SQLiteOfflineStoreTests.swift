@@ -15,7 +15,7 @@ import Testing
     @Test(arguments: OfflineStoreConformance.checks)
     func conformsWhenSynced(_ check: ConformanceCheck) async throws {
         try await check.run(
-            on: StoreFactory("sqlite(synced)") { folder in
+            on: StoreFactory("sqlite(synced)", persistent: true) { folder in
                 try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("store.sqlite"), durability: .synced)
             })
     }
@@ -23,7 +23,7 @@ import Testing
     @Test(arguments: OfflineStoreConformance.checks)
     func conformsWhenFlushed(_ check: ConformanceCheck) async throws {
         try await check.run(
-            on: StoreFactory("sqlite(flushed)") { folder in
+            on: StoreFactory("sqlite(flushed)", persistent: true) { folder in
                 try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("store.sqlite"), durability: .flushed)
             })
     }

@@ -15,7 +15,8 @@ import Testing
     static func encrypted(
         _ name: String, _ inner: @escaping @Sendable (URL) async throws -> any OfflineStore
     ) -> StoreFactory {
-        StoreFactory("encrypted(\(name))") { folder in
+        // Every inner store here but the memory one is persistent, and so must the wrapper be.
+        StoreFactory("encrypted(\(name))", persistent: name != "memory") { folder in
             EncryptedOfflineStore(wrapping: try await inner(folder), key: try EncryptionKey(bytes: keyBytes))
         }
     }
@@ -24,7 +25,7 @@ import Testing
     static func passphraseEncrypted(
         _ name: String, _ inner: @escaping @Sendable (URL) async throws -> any OfflineStore
     ) -> StoreFactory {
-        StoreFactory("encrypted-passphrase(\(name))") { folder in
+        StoreFactory("encrypted-passphrase(\(name))", persistent: name != "memory") { folder in
             try await EncryptedOfflineStore(
                 wrapping: try await inner(folder), passphrase: "conformance", limits: .minimum)
         }

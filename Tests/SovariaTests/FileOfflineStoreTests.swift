@@ -11,12 +11,16 @@ import Testing
 @Suite struct FileOfflineStoreTests {
     @Test(arguments: OfflineStoreConformance.checks)
     func conformsWhenSynced(_ check: ConformanceCheck) async throws {
-        try await check.run(on: StoreFactory("file(synced)") { FileOfflineStore(directory: $0, durability: .synced) })
+        try await check.run(
+            on: StoreFactory("file(synced)", persistent: true) { FileOfflineStore(directory: $0, durability: .synced) })
     }
 
     @Test(arguments: OfflineStoreConformance.checks)
     func conformsWhenFlushed(_ check: ConformanceCheck) async throws {
-        try await check.run(on: StoreFactory("file(flushed)") { FileOfflineStore(directory: $0, durability: .flushed) })
+        try await check.run(
+            on: StoreFactory("file(flushed)", persistent: true) {
+                FileOfflineStore(directory: $0, durability: .flushed)
+            })
     }
 
     @Test func fallsBackToMemoryWhenTheFolderCannotBeCreated() async throws {
@@ -77,6 +81,15 @@ import Testing
         while let path = enumerator?.nextObject() as? String {
             #expect(path.split(separator: "/").allSatisfy { $0.utf8.count <= 255 })
         }
+    }
+
+    @Test func storesOnOneFolderShareOneHandle() async throws {
+        let folder = try TemporaryFolder()
+        let first = FileOfflineStore(directory: folder.child("store"))
+        let second = FileOfflineStore(directory: URL(fileURLWithPath: folder.url.path + "/./store"))
+        #expect(first.sharedHandle != nil && first.sharedHandle === second.sharedHandle)
+        try await first.write([.set(key: "a", value: "1"), .set(key: "b", value: "2")])
+        #expect(try await second.keys("") == ["a", "b"])
     }
 
     @Test func removesTemporaryFilesLeftByACrash() async throws {

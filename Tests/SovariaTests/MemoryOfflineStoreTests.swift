@@ -3,7 +3,7 @@ import SovariaTestKit
 import Testing
 
 @Suite struct MemoryOfflineStoreTests {
-    static let factory = StoreFactory("memory") { _ in MemoryOfflineStore() }
+    static let factory = StoreFactory("memory", persistent: false) { _ in MemoryOfflineStore() }
 
     @Test(arguments: OfflineStoreConformance.checks)
     func conforms(_ check: ConformanceCheck) async throws {

@@ -3,7 +3,8 @@
 /// Only bodies count: not the metadata, the write queue, the rejected list or the database
 /// file. Past the bound, the lists fetched longest ago (by the server's time) are evicted.
 public enum CacheSize: Sendable, Hashable {
-    /// At most this many bytes of response bodies; values below 4 KiB count as 4 KiB.
+    /// At most this many bytes of response bodies; values below 4 KiB count as 4 KiB, except
+    /// `-1`, which means ``unlimited`` as in the seed API.
     case bytes(Int)
     /// Never evict.
     case unlimited
@@ -20,10 +21,11 @@ public enum CacheSize: Sendable, Hashable {
         self = seedValue == -1 ? .unlimited : .bytes(seedValue)
     }
 
-    /// The bound in bytes that eviction enforces, or `nil` for ``unlimited``.
+    /// The bound in bytes that eviction enforces, or `nil` for ``unlimited`` (and for
+    /// `.bytes(-1)`, the seed's `CACHE_SIZE_UNLIMITED`).
     public var effectiveBytes: Int? {
         switch self {
-        case .unlimited: nil
+        case .unlimited, .bytes(-1): nil
         case .bytes(let bytes): max(bytes, Self.minimumBytes)
         }
     }

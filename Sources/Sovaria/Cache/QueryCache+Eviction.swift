@@ -77,9 +77,11 @@ extension QueryCache {
         }
         var bytes = 0
         index.withLock { index in
-            for victim in victims { bytes += index.remove(victim.id)?.sizeBytes ?? 0 }
+            for victim in victims {
+                bytes += index.remove(victim.id)?.sizeBytes ?? 0
+                memory.removeValue(forKey: victim.id)
+            }
         }
-        for victim in victims { memory.removeValue(forKey: victim.id) }
         return (victims.count, bytes)
     }
 }

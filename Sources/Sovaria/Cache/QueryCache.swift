@@ -46,6 +46,8 @@ public final class QueryCache: Sendable {
     public static let evictionBatchLists = 10
 
     let clock: @Sendable () -> Date
+    /// The lists in the store. The memory layer is changed only under this lock (index first,
+    /// then memory), so it never keeps an answer older than the index's.
     let index: Mutex<CacheIndex>
     let gate = AsyncGate()
     let flights = SingleFlight<String, CachedResponse>()
@@ -104,13 +106,18 @@ public final class QueryCache: Sendable {
     /// Marks `query`'s cached list stale (a local write changed what it shows): readers refresh
     /// it, and it keeps its place in eviction order.
     public func markStale(_ query: String) async throws {
+        let id = CacheKeys.id(of: query)
         try await gate.withGate {
-            guard let (current, _) = try await lookUp(query), !current.isStale else { return }
-            let id = CacheKeys.id(of: query)
-            guard let entry = index.withLock({ $0.entries[id] }) else { return }
+            // From the store, under the index's key: the memory layer may hold an older answer.
+            guard let entry = index.withLock({ $0.entries[id] }),
+                let text = try await store.get(CacheKeys.listKey(id, entry)),
+                let current = CacheRecord.decode(text), current.query.utf8.elementsEqual(query.utf8), !current.isStale
+            else { return }
             let stale = current.with(stale: true)
             try await store.set(CacheKeys.listKey(id, entry), CacheRecord.encode(stale))
-            memory.set(id, stale, cost: stale.sizeBytes)
+            index.withLock { index in
+                if index.entries[id] == entry { memory.set(id, stale, cost: stale.sizeBytes) }
+            }
         }
     }
 
@@ -120,8 +127,10 @@ public final class QueryCache: Sendable {
         try await gate.withGate {
             guard let entry = index.withLock({ $0.entries[id] }) else { return }
             try await store.delete(CacheKeys.listKey(id, entry))
-            index.withLock { _ = $0.remove(id) }
-            memory.removeValue(forKey: id)
+            index.withLock { index in
+                index.remove(id)
+                memory.removeValue(forKey: id)
+            }
         }
     }
 
@@ -133,8 +142,10 @@ public final class QueryCache: Sendable {
             for start in stride(from: 0, to: keys.count, by: 1_000) {
                 try await store.write(keys[start..<min(keys.count, start + 1_000)].map { .delete(key: $0) })
             }
-            index.withLock { $0 = CacheIndex() }
-            memory.removeAll()
+            index.withLock { index in
+                index = CacheIndex()
+                memory.removeAll()
+            }
         }
         try await store.compact()
     }
@@ -159,7 +170,11 @@ public final class QueryCache: Sendable {
                 guard let response = CacheRecord.decode(text), response.query.utf8.elementsEqual(query.utf8) else {
                     return nil
                 }
-                memory.set(id, response, cost: response.sizeBytes)
+                // Copied up only if no write changed the list meanwhile; the memory layer changes
+                // under the index's lock, so a slow reader never puts back an older answer.
+                index.withLock { index in
+                    if index.entries[id] == entry { memory.set(id, response, cost: response.sizeBytes) }
+                }
                 return (response, .store)
             }
         }
@@ -183,10 +198,10 @@ public final class QueryCache: Sendable {
             return index.withLock { index in
                 index.upsert(id, serverTimeMillis: millis, sizeBytes: response.sizeBytes)
                 index.responsesStored += 1
+                memory.set(id, response, cost: response.sizeBytes)
                 return index.responsesStored
             }
         }
-        memory.set(id, response, cost: response.sizeBytes)
         return stored
     }
 

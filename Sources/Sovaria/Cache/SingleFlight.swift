@@ -8,8 +8,9 @@ import Synchronization
 /// let data = try await flights.run("avatar-7") { try await download("avatar-7") }
 /// ```
 ///
-/// - Important: Safe from any number of tasks. The work runs in a task of its own, so a
-///   caller that is cancelled stops waiting without cancelling the others' result.
+/// - Important: Safe from any number of tasks. The work runs in a task of its own: cancelling
+///   one caller neither cancels the work nor the other callers' wait, and that caller still
+///   waits for the shared result.
 public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Flight {
         let id: UInt64

@@ -8,22 +8,18 @@
 
 /// The on-disk side of ``FileOfflineStore``: one file per key under ``root``, named by
 /// ``FileNameScheme``, every write a temp file renamed into place. Synchronous; the store runs
-/// it on its own queue.
+/// it on its own queue. `sync` on each write says whether to fsync (``Durability/synced``).
 struct FileTree: Sendable {
     let root: String
-    let sync: Bool
 
     static let temporaryPrefix = ".tmp-"
     static let journalName = ".journal"
 
-    /// Opens the tree at `root`: creates it (0700), checks that it can be written, removes the
-    /// temporary files a crash left and finishes a batch a crash interrupted.
+    /// Opens the tree at `root`, which exists: restricts it to 0700, checks that it can be
+    /// written, removes the temporary files a crash left and finishes a batch a crash
+    /// interrupted.
     init(root: String, sync: Bool) throws(OfflineStoreError) {
         self.root = root
-        self.sync = sync
-        if try POSIXFile.makeDirectories(root, mode: 0o700), sync {
-            try POSIXFile.syncDirectory(POSIXFile.parentPath(of: root))
-        }
         guard chmod(root, 0o700) == 0 else { throw POSIXFile.error("Restricting folder", root) }
         for (name, _) in try POSIXFile.listDirectory(root) where name.utf8.starts(with: Self.temporaryPrefix.utf8) {
             try POSIXFile.removeFile(root + "/" + name, key: nil)
@@ -31,7 +27,7 @@ struct FileTree: Sendable {
         let probe = temporaryPath()
         try POSIXFile.createFile(probe, contents: [], sync: false, key: nil)
         try POSIXFile.removeFile(probe, key: nil)
-        try recoverJournal()
+        try recoverJournal(sync: sync)
     }
 
     func read(_ key: String) throws(OfflineStoreError) -> String? {
@@ -46,7 +42,7 @@ struct FileTree: Sendable {
 
     /// Applies `write`; returns the folder whose entries changed, for the caller to sync.
     @discardableResult
-    func apply(_ write: StoreWrite, syncFolder: Bool) throws(OfflineStoreError) -> String {
+    func apply(_ write: StoreWrite, sync: Bool, syncFolder: Bool) throws(OfflineStoreError) -> String {
         let (folders, file) = FileNameScheme.path(for: write.key)
         var folder = root
         switch write {
@@ -61,47 +57,64 @@ struct FileTree: Sendable {
             try POSIXFile.rename(temporary, to: folder + "/" + file, key: key)
         case .delete(let key):
             folder = folders.reduce(root) { $0 + "/" + $1 }
-            try POSIXFile.removeFile(folder + "/" + file, key: key)
+            // Nothing removed, nothing to sync (the folder of a long key may not even exist).
+            guard try POSIXFile.removeFile(folder + "/" + file, key: key) else { return folder }
         // Empty folders of long keys are left behind; they cost an inode and nothing else.
         }
         if syncFolder, sync { try POSIXFile.syncDirectory(folder) }
         return folder
     }
 
-    /// Applies `batch` all or nothing across a crash: the batch is first written whole to a
-    /// journal (temp + rename, so it exists complete or not at all), then applied, then the
-    /// journal is removed. An interrupted batch is finished by the next open.
-    func apply(_ batch: [StoreWrite]) throws(OfflineStoreError) {
-        if batch.count == 1, let write = batch.first {
-            try apply(write, syncFolder: true)
-            return
-        }
-        let journal = root + "/" + Self.journalName
+    /// Writes `batch` whole to the journal (temp + rename, so it exists complete or not at all).
+    /// When this throws, nothing of the batch is applied.
+    func writeJournal(_ batch: [StoreWrite], sync: Bool) throws(OfflineStoreError) {
         let temporary = temporaryPath()
         try POSIXFile.createFile(temporary, contents: BatchJournal.encode(batch), sync: sync, key: nil)
-        try POSIXFile.rename(temporary, to: journal, key: nil)
+        try POSIXFile.rename(temporary, to: root + "/" + Self.journalName, key: nil)
         if sync { try POSIXFile.syncDirectory(root) }
-        try applyJournaled(batch)
     }
 
-    /// The keys under `prefix`, in byte order.
-    func keys(_ prefix: String) throws(OfflineStoreError) -> [String] {
+    /// Applies a batch whose journal is written, then removes the journal. If this throws, the
+    /// journal stays, and ``recoverJournal(sync:)`` finishes the batch.
+    func applyJournaled(_ batch: [StoreWrite], sync: Bool) throws(OfflineStoreError) {
+        var touched: Set<String> = []
+        for write in batch { touched.insert(try apply(write, sync: sync, syncFolder: false)) }
+        if sync {
+            for folder in touched { try POSIXFile.syncDirectory(folder) }
+        }
+        try POSIXFile.removeFile(root + "/" + Self.journalName, key: nil)
+        if sync { try POSIXFile.syncDirectory(root) }
+    }
+
+    /// Finishes the batch in the journal, if there is one.
+    func recoverJournal(sync: Bool) throws(OfflineStoreError) {
+        let journal = root + "/" + Self.journalName
+        guard let bytes = try POSIXFile.readFile(journal, key: nil) else { return }
+        // A journal that fails its checksum was never acknowledged (its rename was not synced).
+        guard let batch = BatchJournal.decode(bytes) else {
+            try POSIXFile.removeFile(journal, key: nil)
+            return
+        }
+        try applyJournaled(batch, sync: sync)
+    }
+
+    /// Every key in the tree, in byte order.
+    func sortedKeys() throws(OfflineStoreError) -> [StoreKey.Bytes] {
         var found: [StoreKey.Bytes] = []
-        try collectKeys(in: root, digits: [], prefixDigits: FileNameScheme.encode(Array(prefix.utf8)), into: &found)
-        return found.sorted().map(\.string)
+        try collectKeys(in: root, digits: [], into: &found)
+        return found.sorted()
     }
 
     private func collectKeys(
-        in folder: String, digits: [UInt8], prefixDigits: [UInt8], into found: inout [StoreKey.Bytes]
+        in folder: String, digits: [UInt8], into found: inout [StoreKey.Bytes]
     ) throws(OfflineStoreError) {
         for (name, isDirectory) in try POSIXFile.listDirectory(folder) {
             let prefix = isDirectory ? FileNameScheme.folderPrefix : FileNameScheme.filePrefix
             guard let nameDigits = FileNameScheme.digits(ofName: name, prefix: prefix) else { continue }
             let full = digits + nameDigits
             if isDirectory {
-                guard full.starts(with: prefixDigits) || prefixDigits.starts(with: full) else { continue }
-                try collectKeys(in: folder + "/" + name, digits: full, prefixDigits: prefixDigits, into: &found)
-            } else if full.starts(with: prefixDigits), let key = FileNameScheme.decodeKey(full) {
+                try collectKeys(in: folder + "/" + name, digits: full, into: &found)
+            } else if let key = FileNameScheme.decodeKey(full) {
                 found.append(StoreKey.Bytes(key))
             }
         }
@@ -115,26 +128,5 @@ struct FileTree: Sendable {
     private func temporaryPath() -> String {
         let suffix = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 16) }.joined()
         return root + "/" + Self.temporaryPrefix + suffix
-    }
-
-    private func applyJournaled(_ batch: [StoreWrite]) throws(OfflineStoreError) {
-        var touched: Set<String> = []
-        for write in batch { touched.insert(try apply(write, syncFolder: false)) }
-        if sync {
-            for folder in touched { try POSIXFile.syncDirectory(folder) }
-        }
-        try POSIXFile.removeFile(root + "/" + Self.journalName, key: nil)
-        if sync { try POSIXFile.syncDirectory(root) }
-    }
-
-    func recoverJournal() throws(OfflineStoreError) {
-        let journal = root + "/" + Self.journalName
-        guard let bytes = try POSIXFile.readFile(journal, key: nil) else { return }
-        // A journal that fails its checksum was never acknowledged (its rename was not synced).
-        guard let batch = BatchJournal.decode(bytes) else {
-            try POSIXFile.removeFile(journal, key: nil)
-            return
-        }
-        try applyJournaled(batch)
     }
 }

@@ -127,10 +127,14 @@ enum POSIXFile {
         throw error("Removing", path, key: key)
     }
 
-    /// Flushes the folder's entries (names created, renamed or removed) to stable storage.
+    /// Flushes the folder's entries (names created, renamed or removed) to stable storage; a
+    /// folder that does not exist has nothing to flush.
     static func syncDirectory(_ path: String) throws(OfflineStoreError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw error("Opening folder", path) }
+        guard fd >= 0 else {
+            if errno == ENOENT { return }
+            throw error("Opening folder", path)
+        }
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw error("Syncing folder", path) }
     }

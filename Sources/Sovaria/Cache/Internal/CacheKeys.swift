@@ -32,7 +32,10 @@ enum CacheKeys {
     /// The id, server time and size in a list key, or `nil` for a key of another shape.
     static func parseListKey(_ key: String) -> (id: String, serverTimeMillis: Int64, sizeBytes: Int)? {
         let fields = key.utf8.dropFirst(listPrefix.utf8.count).split(separator: UInt8(ascii: ":"))
+        let isDigit = { (byte: UInt8) in byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+        // Digits only: a key that would parse but not rebuild to itself could never be evicted.
         guard fields.count == 3, fields[0].count == 16, fields[1].count == 10, fields[2].count == 32,
+            fields[0].allSatisfy(isDigit), fields[1].allSatisfy(isDigit),
             let millis = Int64(String(decoding: fields[0], as: UTF8.self)),
             let size = Int(String(decoding: fields[1], as: UTF8.self))
         else { return nil }

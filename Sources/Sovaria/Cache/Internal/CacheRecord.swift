@@ -37,8 +37,11 @@ enum CacheRecord {
     }
 
     static func millis(_ date: Date) -> Int64 {
+        // 16 digits in a list key; clamped in Double first (Int64 traps past its range), then in
+        // Int64, where 9,999,999,999,999,999 is exact (in Double it rounds up to 17 digits).
         let value = (date.timeIntervalSince1970 * 1_000).rounded()
-        return value.isFinite ? Int64(max(0, min(value, 9_999_999_999_999_999))) : 0
+        guard value.isFinite else { return 0 }
+        return min(Int64(max(0, min(value, 1e17))), 9_999_999_999_999_999)
     }
 
     static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1_000) }
