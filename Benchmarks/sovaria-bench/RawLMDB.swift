@@ -23,17 +23,10 @@ final class RawLMDBSubject: BenchSubject {
     private let dbi: MDB_dbi
     /// Reset between reads, renewed for each: it keeps its reader slot.
     private let readTransaction: OpaquePointer
-    private let pagePrefix: [UInt8]
-    /// The last key of the previous page, as the adapter's caller keeps it.
-    private var cursor: [UInt8]?
-    /// Where copied results go, so the optimizer cannot drop the copies.
-    private var lastValue: [UInt8] = []
-    private var lastKeys: [[UInt8]] = []
-    private var lastPage: [(key: [UInt8], value: [UInt8])] = []
+    private var state = RawReadState()
 
     init(folder: URL, durability: Durability, workload: Workload) throws {
         self.workload = workload
-        pagePrefix = Array(Workload.keyPrefix.utf8)
         var created: OpaquePointer?
         try check(mdb_env_create(&created), "creating the environment")
         guard let env = created else { throw BenchError.failed("raw lmdb: creating the environment returned NULL") }
@@ -104,22 +97,22 @@ final class RawLMDBSubject: BenchSubject {
         let prefix = workload.prefixBytes[index]
         var keys: [[UInt8]] = []
         try walk(from: prefix, prefix: prefix, skipping: nil, limit: .max) { key, _ in keys.append(copy(key)) }
-        lastKeys = keys
+        state.lastKeys = keys
         return keys.count
     }
 
     func nextPage(limit: Int, restart: Bool) async throws -> Int {
-        if restart { cursor = nil }
+        if restart { state.cursor = nil }
         // Start at the larger of the prefix and the last key, as `LMDBEnvironment.scan` does.
-        var start = pagePrefix
-        if let cursor, start.lexicographicallyPrecedes(cursor) { start = cursor }
+        var start = state.pagePrefix
+        if let cursor = state.cursor, start.lexicographicallyPrecedes(cursor) { start = cursor }
         var page: [(key: [UInt8], value: [UInt8])] = []
         page.reserveCapacity(limit)
-        try walk(from: start, prefix: pagePrefix, skipping: cursor, limit: limit) { key, value in
+        try walk(from: start, prefix: state.pagePrefix, skipping: state.cursor, limit: limit) { key, value in
             page.append((key: copy(key), value: copy(value)))
         }
-        cursor = page.last?.key
-        lastPage = page
+        state.cursor = page.last?.key
+        state.lastPage = page
         return page.count
     }
 
@@ -181,7 +174,7 @@ final class RawLMDBSubject: BenchSubject {
             if rc == MDB_NOTFOUND { return false }
             try check(rc, "reading a value")
             // Copied out of the map before the transaction ends (the adapter makes a String here).
-            lastValue = copy(value)
+            state.lastValue = copy(value)
             return true
         }
     }

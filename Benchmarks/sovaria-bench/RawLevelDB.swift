@@ -23,17 +23,10 @@ final class RawLevelDBSubject: BenchSubject {
     private let bloomFilter: OpaquePointer
     private let readOptions: OpaquePointer
     private let writeOptions: OpaquePointer
-    private let pagePrefix: [UInt8]
-    /// The last key of the previous page, as the adapter's caller keeps it.
-    private var cursor: [UInt8]?
-    /// Where copied results go, so the optimizer cannot drop the copies.
-    private var lastValue: [UInt8] = []
-    private var lastKeys: [[UInt8]] = []
-    private var lastPage: [(key: [UInt8], value: [UInt8])] = []
+    private var state = RawReadState()
 
     init(folder: URL, durability: Durability, workload: Workload) throws {
         self.workload = workload
-        pagePrefix = Array(Workload.keyPrefix.utf8)
         // The *_create functions allocate with C++ `new`, which never returns NULL.
         let blockCache: OpaquePointer = leveldb_cache_create_lru(8 * 1_024 * 1_024)
         let bloomFilter: OpaquePointer = leveldb_filterpolicy_create_bloom(10)
@@ -105,25 +98,25 @@ final class RawLevelDBSubject: BenchSubject {
             var length = 0
             keys.append(copy(leveldb_iter_key(iterator, &length), length))
         }
-        lastKeys = keys
+        state.lastKeys = keys
         return keys.count
     }
 
     func nextPage(limit: Int, restart: Bool) async throws -> Int {
-        if restart { cursor = nil }
+        if restart { state.cursor = nil }
         // Seek to the larger of the prefix and the last key, as `LevelDBScan` does.
-        var start = pagePrefix
-        if let cursor, !cursor.lexicographicallyPrecedes(pagePrefix) { start = cursor }
+        var start = state.pagePrefix
+        if let cursor = state.cursor, !cursor.lexicographicallyPrecedes(state.pagePrefix) { start = cursor }
         var page: [(key: [UInt8], value: [UInt8])] = []
         page.reserveCapacity(limit)
-        try walk(from: start, prefix: pagePrefix, skipping: cursor, limit: limit) { iterator in
+        try walk(from: start, prefix: state.pagePrefix, skipping: state.cursor, limit: limit) { iterator in
             var keyLength = 0
             var valueLength = 0
             let key = copy(leveldb_iter_key(iterator, &keyLength), keyLength)
             page.append((key: key, value: copy(leveldb_iter_value(iterator, &valueLength), valueLength)))
         }
-        cursor = page.last?.key
-        lastPage = page
+        state.cursor = page.last?.key
+        state.lastPage = page
         return page.count
     }
 
@@ -159,7 +152,7 @@ final class RawLevelDBSubject: BenchSubject {
         guard let found else { return false }
         defer { leveldb_free(found) }
         // LevelDB's malloc'd copy is freed at once; the adapter makes a String of it here.
-        lastValue = copy(found, length)
+        state.lastValue = copy(found, length)
         return true
     }
 

@@ -31,13 +31,7 @@ final class RawSQLiteSubject: BenchSubject {
     private let selectEntries: OpaquePointer
     /// The first key past every key of the workload: the upper bound of a page.
     private let pageUpperBound: [UInt8]
-    private let pagePrefix: [UInt8]
-    /// The last key of the previous page, as the adapter's caller keeps it.
-    private var cursor: [UInt8]?
-    /// Where copied results go, so the optimizer cannot drop the copies.
-    private var lastValue: [UInt8] = []
-    private var lastKeys: [[UInt8]] = []
-    private var lastPage: [(key: [UInt8], value: [UInt8])] = []
+    private var state = RawReadState()
 
     init(folder: URL, durability: Durability, workload: Workload) throws {
         self.workload = workload
@@ -66,8 +60,7 @@ final class RawSQLiteSubject: BenchSubject {
         selectEntries = try reader.prepare(SQLiteLayout.selectEntries)
         self.reader = reader
 
-        pagePrefix = Array(Workload.keyPrefix.utf8)
-        guard let upper = StoreKey.successor(ofPrefix: pagePrefix) else {
+        guard let upper = StoreKey.successor(ofPrefix: state.pagePrefix) else {
             throw BenchError.failed("raw sqlite: the workload's prefix has no upper bound")
         }
         pageUpperBound = upper
@@ -113,15 +106,15 @@ final class RawSQLiteSubject: BenchSubject {
             }
         }
         guard code == SQLITE_DONE else { throw reader.failure(code, "listing keys") }
-        lastKeys = keys
+        state.lastKeys = keys
         return keys.count
     }
 
     func nextPage(limit: Int, restart: Bool) async throws -> Int {
-        if restart { cursor = nil }
+        if restart { state.cursor = nil }
         // `key > after` is `key >= after + [0]`, as in `SQLiteKeyRange`.
-        var lower = pagePrefix
-        if let cursor {
+        var lower = state.pagePrefix
+        if let cursor = state.cursor {
             let justAfter = cursor + [0]
             if lower.lexicographicallyPrecedes(justAfter) { lower = justAfter }
         }
@@ -143,8 +136,8 @@ final class RawSQLiteSubject: BenchSubject {
             }
         }
         guard code == SQLITE_DONE else { throw reader.failure(code, "reading entries") }
-        cursor = page.last?.key
-        lastPage = page
+        state.cursor = page.last?.key
+        state.lastPage = page
         return page.count
     }
 
@@ -202,7 +195,7 @@ final class RawSQLiteSubject: BenchSubject {
             guard code == SQLITE_OK else { return code }
             let step = sqlite3_step(statement)
             // Copied out before the step's row goes (the adapter makes a String of it here).
-            if step == SQLITE_ROW { lastValue = column(statement, 0) }
+            if step == SQLITE_ROW { state.lastValue = column(statement, 0) }
             return step
         }
         switch code {
