@@ -19,13 +19,25 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     // (unspecialized generic code was slower than NSCache), and the links live in arrays of
     // their own so reordering moves integers, never retains a key or a value.
     @usableFromInline
+    struct Link {
+        @usableFromInline var newer: Int  // towards the head (most recent); -1 at the head
+        @usableFromInline var older: Int  // towards the tail (least recent); -1 at the tail
+
+        @inlinable
+        init(newer: Int, older: Int) {
+            self.newer = newer
+            self.older = older
+        }
+    }
+
+    @usableFromInline
     struct List {
         @usableFromInline var index: [Key: Int] = [:]
         @usableFromInline var keys: [Key?] = []
         @usableFromInline var values: [Value?] = []
         @usableFromInline var costs: [Int] = []
-        @usableFromInline var newer: [Int] = []  // towards the head (most recent); -1 at the head
-        @usableFromInline var older: [Int] = []  // towards the tail (least recent); -1 at the tail
+        /// Each slot's neighbours, side by side so a reorder touches one cache line per slot.
+        @usableFromInline var links: [Link] = []
         @usableFromInline var free: [Int] = []
         @usableFromInline var head = -1
         @usableFromInline var tail = -1
@@ -43,16 +55,15 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
         @inlinable
         mutating func unlink(_ slot: Int) {
-            let (newerSlot, olderSlot) = (newer[slot], older[slot])
-            if newerSlot >= 0 { older[newerSlot] = olderSlot } else { head = olderSlot }
-            if olderSlot >= 0 { newer[olderSlot] = newerSlot } else { tail = newerSlot }
+            let link = links[slot]
+            if link.newer >= 0 { links[link.newer].older = link.older } else { head = link.older }
+            if link.older >= 0 { links[link.older].newer = link.newer } else { tail = link.newer }
         }
 
         @inlinable
         mutating func linkAtHead(_ slot: Int) {
-            newer[slot] = -1
-            older[slot] = head
-            if head >= 0 { newer[head] = slot }
+            links[slot] = Link(newer: -1, older: head)
+            if head >= 0 { links[head].newer = slot }
             head = slot
             if tail < 0 { tail = slot }
         }
@@ -70,8 +81,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 keys.append(key)
                 values.append(value)
                 costs.append(cost)
-                newer.append(-1)
-                older.append(-1)
+                links.append(Link(newer: -1, older: -1))
             }
             index[key] = slot
             totalCost += cost
@@ -169,7 +179,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             var slot = list.head
             while slot >= 0, let key = list.keys[slot] {
                 keys.append(key)
-                slot = list.older[slot]
+                slot = list.links[slot].older
             }
             return keys
         }
