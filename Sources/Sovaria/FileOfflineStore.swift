@@ -115,7 +115,7 @@ public final class FileOfflineStore: OfflineStore {
 
     /// Applies every write or, across a crash or an invalid key, none.
     public func write(_ batch: [StoreWrite]) async throws {
-        for write in batch { try StoreKey.validate(write.key) }
+        try StoreKey.validate(batch)
         guard !batch.isEmpty else { return }
         switch backend {
         case .memory(let store):

@@ -61,7 +61,7 @@ public final class MemoryOfflineStore: OfflineStore {
 
     /// Applies every write or, when a key is invalid, none.
     public func write(_ batch: [StoreWrite]) async throws {
-        for write in batch { try StoreKey.validate(write.key) }
+        try StoreKey.validate(batch)
         state.withLock { state in
             for write in batch { state.apply(write) }
         }

@@ -59,7 +59,7 @@ public protocol OfflineStore: AnyObject, Sendable {
 extension OfflineStore {
     /// Validates every key, then applies the writes one at a time (not atomic).
     public func write(_ batch: [StoreWrite]) async throws {
-        for write in batch { try StoreKey.validate(write.key) }
+        try StoreKey.validate(batch)
         for write in batch {
             switch write {
             case .set(let key, let value): try await set(key, value)

@@ -20,6 +20,12 @@ public enum StoreKey {
         }
     }
 
+    /// Validates every key of `batch` (see ``validate(_:)``), so a store can refuse a batch
+    /// before writing any of it.
+    public static func validate(_ batch: [StoreWrite]) throws(OfflineStoreError) {
+        for write in batch { try validate(write.key) }
+    }
+
     /// Whether `key`'s UTF-8 bytes start with `prefix`'s UTF-8 bytes.
     public static func hasBytePrefix(_ key: String, _ prefix: String) -> Bool {
         key.utf8.starts(with: prefix.utf8)

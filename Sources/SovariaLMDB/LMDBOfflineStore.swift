@@ -130,7 +130,7 @@ public final class LMDBOfflineStore: OfflineStore {
     ///
     /// - Important: Runs on the environment's private write queue.
     public func write(_ batch: [StoreWrite]) async throws {
-        for write in batch { try StoreKey.validate(write.key) }
+        try StoreKey.validate(batch)
         guard !batch.isEmpty else { return }
         let environment = environment
         let forceSync = flushesAfterCommit

@@ -94,7 +94,7 @@ public final class SQLiteOfflineStore: OfflineStore {
     ///   after the WAL was checkpointed and the batch retried once; `.locked` when another
     ///   process held the write lock for more than 5 s; `.io` for other engine errors.
     public func write(_ batch: [StoreWrite]) async throws {
-        for write in batch { try StoreKey.validate(write.key) }
+        try StoreKey.validate(batch)
         guard !batch.isEmpty else { return }
         let durability = durability
         try await database.write { writer in try writer.apply(batch, durability: durability) }

@@ -48,12 +48,6 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     /// How many callers have joined the work running for `key` (0 when none runs).
     public func callerCount(for key: Key) -> Int { flights.withLock { $0.running[key]?.callers ?? 0 } }
 
-    /// Waits until every piece of work running now has ended.
-    public func waitForAll() async {
-        let tasks = flights.withLock { $0.running.values.map(\.task) }
-        for task in tasks { _ = try? await task.value }
-    }
-
     private func finish(_ key: Key, _ id: UInt64) {
         flights.withLock { state in
             if state.running[key]?.id == id { state.running[key] = nil }
