@@ -74,6 +74,11 @@ let package = Package(
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
         .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),
+        // Full disks, read-only mounts and damaged files (mounts a tmpfs: runs as root).
+        .testTarget(
+            name: "SovariaFaultTests",
+            dependencies: ["Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
+        ),
         .testTarget(
             name: "SovariaSodiumTests",
             dependencies: ["SovariaSodium", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]

@@ -11,17 +11,25 @@ import Synchronization
 ///
 /// File names are the key's UTF-8 bytes in lowercase hex, cut into sub-folders for keys over 120
 /// bytes, so every legal key up to 511 bytes has a safe name and ``keys(_:)`` lists in byte
-/// order. The folder is created with mode 0700 and files with 0600; temporary files a crash
-/// left behind are removed when the store opens.
+/// order. Each file starts with a checksum of the entry bound to its key (``EntryFile``'s layout),
+/// so a damaged or misplaced file reads as ``OfflineStoreError/Code/corrupt``, never as a wrong
+/// value. The folder is created with mode 0700 (an existing folder loses group and other access,
+/// and keeps its owner's mode) and files with 0600; temporary files a crash left behind are
+/// removed when the store opens.
 ///
-/// If the folder can't be created or written, the store keeps working in memory for this run:
+/// If the folder can't be created or read, the store keeps working in memory for this run:
 /// ``isPersistent`` turns `false` and ``fallbackReason`` says why, rather than failing the
-/// app's requests.
+/// app's requests. A folder that holds data is never replaced by an empty memory store: one that
+/// can be read but not written opens read-only (``readOnlyReason`` says why; writes throw it), and
+/// one on a full disk opens as usual (writes throw ``OfflineStoreError/Code/full`` until space is
+/// freed, and a batch that failed for lack of space leaves nothing behind).
 ///
 /// - Important: Safe from any number of tasks. File I/O runs on a private Dispatch queue, never
-///   on Swift's cooperative threads; reads run in parallel, writes one at a time. Open one
-///   store per folder per process: two stores on one folder keep consistent files but do not
-///   see each other's batches as atomic.
+///   on Swift's cooperative threads; reads run in parallel, writes one at a time. Every store on
+///   one folder in a process shares one handle, so batches are atomic to each other's readers.
+///   Processes share a folder through its `.lock` file: writes of two processes never interleave
+///   and each batch stays all or nothing, but a reader in one process may see part of a batch
+///   another process is applying at that moment.
 ///
 /// ```swift
 /// let store = FileOfflineStore()                   // FileOfflineStore.defaultDirectory()
@@ -43,8 +51,11 @@ public final class FileOfflineStore: OfflineStore {
     public let durability: Durability
     /// `false` when the folder couldn't be written and this run keeps entries in memory only.
     public let isPersistent: Bool
-    /// Why the store fell back to memory, or `nil` when it keeps its files in ``directory``.
+    /// Why the store fell back to memory (what it found: the folder could not be created or
+    /// read), or `nil` when it keeps its files in ``directory``.
     public let fallbackReason: OfflineStoreError?
+    /// Why the store refuses writes to a folder it can read, or `nil` when it can write.
+    public var readOnlyReason: OfflineStoreError? { sharedHandle?.readOnlyReason }
 
     private enum Backend: Sendable {
         case files(FileStoreHandle)
@@ -54,8 +65,8 @@ public final class FileOfflineStore: OfflineStore {
 
     /// Opens the store in `directory`, or ``defaultDirectory()`` when it is `nil`.
     ///
-    /// Never throws: a folder that can't be used makes a memory-only store (see
-    /// ``fallbackReason``).
+    /// Never throws: a folder that can't be created or read makes a memory-only store (see
+    /// ``fallbackReason``); one that can't be written opens read-only (see ``readOnlyReason``).
     public init(directory: URL? = nil, durability: Durability = .synced) {
         let directory = directory ?? Self.defaultDirectory()
         self.directory = directory
@@ -68,7 +79,9 @@ public final class FileOfflineStore: OfflineStore {
         } catch {
             backend = .memory(MemoryOfflineStore())
             isPersistent = false
-            fallbackReason = error
+            var reason = error
+            reason.message = "FileOfflineStore keeps its entries in memory for this run only: " + reason.message
+            fallbackReason = reason
         }
     }
 

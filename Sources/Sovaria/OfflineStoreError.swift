@@ -72,6 +72,9 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
         public static let unsupported = Code("unsupported")
         /// Permission to the storage was denied.
         public static let permissionDenied = Code("permissionDenied")
+        /// An earlier failure (a full disk mid-write) left the open handle unable to write safely:
+        /// reads still work; release every store on this path and open it again to write.
+        public static let reopenRequired = Code("reopenRequired")
 
         /// The code's name, e.g. `"invalidKey"`.
         public var description: String { name }

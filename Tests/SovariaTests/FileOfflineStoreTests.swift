@@ -37,7 +37,7 @@ import Testing
         #expect(try await store.get("k") == "still works")
     }
 
-    @Test func fallsBackToMemoryWhenTheFolderIsNotWritable() async throws {
+    @Test func opensAFolderItCannotWriteReadOnly() async throws {
         let folder = try TemporaryFolder()
         let readOnly = folder.child("read-only")
         try FileManager.default.createDirectory(at: readOnly, withIntermediateDirectories: true)
@@ -48,8 +48,47 @@ import Testing
         if !immutable { chmod(readOnly.path, 0o500) }
         guard immutable || getuid() != 0 else { return }  // root without chattr: nothing to refuse
         let store = FileOfflineStore(directory: readOnly)
-        #expect(!store.isPersistent)
-        #expect(store.fallbackReason?.code == .permissionDenied)
+        #expect(store.isPersistent)
+        #expect(store.fallbackReason == nil)
+        #expect(store.readOnlyReason?.code == .permissionDenied)
+        #expect(try await store.get("k") == "v")
+        #expect(try await store.keys("") == ["k"])
+        let error = await #expect(throws: OfflineStoreError.self) { try await store.set("k2", "v") }
+        #expect(error?.code == .permissionDenied)
+    }
+
+    @Test func keepsTheOwnersNarrowerFolderMode() async throws {
+        let folder = try TemporaryFolder()
+        let directory = folder.child("store")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        chmod(directory.path, 0o500)
+        defer { chmod(directory.path, 0o700) }
+        _ = FileOfflineStore(directory: directory)
+        #expect(try permissions(of: directory) == 0o500)
+        chmod(directory.path, 0o755)
+        _ = FileOfflineStore(directory: directory)
+        #expect(try permissions(of: directory) == 0o700)
+    }
+
+    @Test func readsADamagedOrMovedFileAsCorrupt() async throws {
+        let folder = try TemporaryFolder()
+        let directory = folder.child("store")
+        let store = FileOfflineStore(directory: directory)
+        try await store.write([.set(key: "a", value: "apple"), .set(key: "b", value: "berry")])
+        let fileA = directory.appendingPathComponent(FileNameScheme.path(for: "a").file)
+        let fileB = directory.appendingPathComponent(FileNameScheme.path(for: "b").file)
+        // A file copied under another key's name: valid on its own, wrong for this key.
+        try FileManager.default.removeItem(at: fileB)
+        try FileManager.default.copyItem(at: fileA, to: fileB)
+        let moved = await #expect(throws: OfflineStoreError.self) { try await store.get("b") }
+        #expect(moved?.code == .corrupt)
+        // One letter changed: still valid UTF-8, but not what was written.
+        var bytes = try Data(contentsOf: fileA)
+        bytes[bytes.count - 1] = UInt8(ascii: "x")
+        try bytes.write(to: fileA)
+        let changed = await #expect(throws: OfflineStoreError.self) { try await store.get("a") }
+        #expect(changed?.code == .corrupt)
+        #expect(changed?.key == "a")
     }
 
     @Test func createsPrivateFolderAndFiles() async throws {
@@ -58,7 +97,8 @@ import Testing
         try await store.set("secret", "value")
         #expect(try permissions(of: folder.child("store")) == 0o700)
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.child("store").path)
-        #expect(files.count == 1)
+        #expect(files.count == 2)  // the entry and the folder's .lock
+        #expect(files.contains(".lock"))
         for file in files { #expect(try permissions(of: folder.child("store").appendingPathComponent(file)) == 0o600) }
     }
 
@@ -110,15 +150,17 @@ import Testing
             .set(key: "a", value: "old"), .set(key: "b", value: "old"),
         ])
         // A crash after the journal was renamed into place, before the batch was applied.
+        try stage(["a": "new", "c": "new"], in: directory)
         let journal = BatchJournal.encode([
-            .set(key: "a", value: "new"), .delete(key: "b"), .set(key: "c", value: "new"),
+            .rename(stagedName: ".tmp-a", key: "a"), .remove(key: "b"), .rename(stagedName: ".tmp-c", key: "c"),
         ])
         try Data(journal).write(to: directory.appendingPathComponent(".journal"))
         let store = FileOfflineStore(directory: directory)
         #expect(try await store.get("a") == "new")
         #expect(try await store.get("b") == nil)
         #expect(try await store.get("c") == "new")
-        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent(".journal").path))
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(left.filter { $0.hasPrefix(".tmp-") || $0 == ".journal" }.isEmpty)
     }
 
     @Test func ignoresADamagedJournal() async throws {
@@ -127,12 +169,17 @@ import Testing
         try await FileOfflineStore(directory: directory).write([
             .set(key: "a", value: "old"), .set(key: "b", value: "old"),
         ])
-        var journal = BatchJournal.encode([.set(key: "a", value: "new"), .set(key: "b", value: "new")])
+        try stage(["a": "new", "b": "new"], in: directory)
+        var journal = BatchJournal.encode([
+            .rename(stagedName: ".tmp-a", key: "a"), .rename(stagedName: ".tmp-b", key: "b"),
+        ])
         journal[journal.count / 2] ^= 0xFF
         try Data(journal).write(to: directory.appendingPathComponent(".journal"))
         let store = FileOfflineStore(directory: directory)
         #expect(try await store.get("a") == "old")
         #expect(try await store.get("b") == "old")
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(left.filter { $0.hasPrefix(".tmp-") || $0 == ".journal" }.isEmpty)
     }
 
     @Test func defaultDirectoryPrefersOverrideThenEnvironment() throws {
@@ -150,6 +197,14 @@ import Testing
     }
 
     // MARK: - Helpers
+
+    /// Writes staged files (`.tmp-<key>`) as a batch does before its journal.
+    private func stage(_ values: [String: String], in directory: URL) throws {
+        for (key, value) in values {
+            try Data(EntryFile.encode(key: key, value: value)).write(
+                to: directory.appendingPathComponent(".tmp-\(key)"))
+        }
+    }
 
     private func permissions(of url: URL) throws -> Int {
         let attributes = try FileManager.default.attributesOfItem(atPath: url.path)

@@ -31,7 +31,9 @@ import Testing
     }
 
     @Test func journalRoundTripsAndRejectsDamage() {
-        let batch: [StoreWrite] = [.set(key: "a\0", value: ""), .delete(key: "é"), .set(key: "k", value: "v\0v")]
+        let batch: [BatchJournal.Step] = [
+            .rename(stagedName: ".tmp-1", key: "a\0"), .remove(key: "é"), .rename(stagedName: ".tmp-2", key: "k"),
+        ]
         let bytes = BatchJournal.encode(batch)
         #expect(BatchJournal.decode(bytes) == batch)
         #expect(BatchJournal.decode(Array(bytes.dropLast())) == nil)

@@ -1,56 +1,72 @@
-/// The binary form of a batch in ``FileTree``'s journal:
-/// `"SOVJ1\n"`, then per write a tag byte (1 set, 2 delete), the key's length (UInt32 LE) and
-/// bytes, for a set the value's length (UInt64 LE) and bytes; last, FNV-1a 64 of everything
-/// before it (UInt64 LE).
+/// The binary form of a batch in ``FileTree``'s journal, written once every new value of the batch
+/// is already in a temporary file: what is left to do is renames and removals, which need no
+/// free space.
+///
+/// `"SOVJ2\n"`, then per step a tag byte (1 rename a staged file into a key's place, 2 remove a
+/// key), the key's length (UInt32 LE) and bytes, and for a rename the staged file's name (its
+/// length as UInt32 LE, then its bytes); last, FNV-1a 64 of everything before it (UInt64 LE).
+/// Each key appears once, so the steps can run again in any state a crash left them in.
 enum BatchJournal {
-    private static let magic = Array("SOVJ1\n".utf8)
-    private static let setTag: UInt8 = 1
-    private static let deleteTag: UInt8 = 2
+    /// One step of a journaled batch.
+    enum Step: Equatable, Sendable {
+        /// Rename the staged file `stagedName` (in the store's root folder) to `key`'s file.
+        case rename(stagedName: String, key: String)
+        /// Remove `key`'s file.
+        case remove(key: String)
 
-    static func encode(_ batch: [StoreWrite]) -> [UInt8] {
+        var key: String {
+            switch self {
+            case .rename(_, let key), .remove(let key): key
+            }
+        }
+    }
+
+    private static let magic = Array("SOVJ2\n".utf8)
+    private static let renameTag: UInt8 = 1
+    private static let removeTag: UInt8 = 2
+
+    static func encode(_ steps: [Step]) -> [UInt8] {
         var bytes = magic
-        for write in batch {
-            switch write {
-            case .set(let key, let value):
-                bytes.append(setTag)
-                append(UInt32(key.utf8.count), to: &bytes)
-                bytes += key.utf8
-                append(UInt64(value.utf8.count), to: &bytes)
-                bytes += value.utf8
-            case .delete(let key):
-                bytes.append(deleteTag)
-                append(UInt32(key.utf8.count), to: &bytes)
-                bytes += key.utf8
+        for step in steps {
+            switch step {
+            case .rename(let stagedName, let key):
+                bytes.append(renameTag)
+                appendString(key, to: &bytes)
+                appendString(stagedName, to: &bytes)
+            case .remove(let key):
+                bytes.append(removeTag)
+                appendString(key, to: &bytes)
             }
         }
         append(checksum(bytes[...]), to: &bytes)
         return bytes
     }
 
-    /// The batch, or `nil` when the bytes are not a whole, intact journal.
-    static func decode(_ bytes: [UInt8]) -> [StoreWrite]? {
+    /// The steps, or `nil` when the bytes are not a whole, intact journal.
+    static func decode(_ bytes: [UInt8]) -> [Step]? {
         guard bytes.count >= magic.count + 8, bytes.starts(with: magic) else { return nil }
         let body = bytes[..<(bytes.count - 8)]
         guard read(UInt64.self, from: bytes[body.endIndex...]) == checksum(body) else { return nil }
         var cursor = bytes[magic.count..<body.endIndex]
-        var batch: [StoreWrite] = []
+        var steps: [Step] = []
         while let tag = cursor.popFirst() {
-            guard let keyLength = take(UInt32.self, from: &cursor),
-                let key = takeString(Int(keyLength), from: &cursor)
-            else { return nil }
+            guard let key = takeString(from: &cursor) else { return nil }
             switch tag {
-            case setTag:
-                guard let valueLength = take(UInt64.self, from: &cursor), valueLength <= UInt64(cursor.count),
-                    let value = takeString(Int(valueLength), from: &cursor)
-                else { return nil }
-                batch.append(.set(key: key, value: value))
-            case deleteTag:
-                batch.append(.delete(key: key))
+            case renameTag:
+                guard let stagedName = takeString(from: &cursor) else { return nil }
+                steps.append(.rename(stagedName: stagedName, key: key))
+            case removeTag:
+                steps.append(.remove(key: key))
             default:
                 return nil
             }
         }
-        return batch
+        return steps
+    }
+
+    private static func appendString(_ string: String, to bytes: inout [UInt8]) {
+        append(UInt32(string.utf8.count), to: &bytes)
+        bytes += string.utf8
     }
 
     private static func append<Integer: FixedWidthInteger>(_ value: Integer, to bytes: inout [UInt8]) {
@@ -66,17 +82,9 @@ enum BatchJournal {
         return value
     }
 
-    private static func take<Integer: FixedWidthInteger>(
-        _ type: Integer.Type, from cursor: inout ArraySlice<UInt8>
-    )
-        -> Integer?
-    {
-        guard let value = read(type, from: cursor) else { return nil }
-        cursor = cursor.dropFirst(MemoryLayout<Integer>.size)
-        return value
-    }
-
-    private static func takeString(_ count: Int, from cursor: inout ArraySlice<UInt8>) -> String? {
+    private static func takeString(from cursor: inout ArraySlice<UInt8>) -> String? {
+        guard let count = read(UInt32.self, from: cursor).map(Int.init) else { return nil }
+        cursor = cursor.dropFirst(4)
         guard count <= cursor.count else { return nil }
         defer { cursor = cursor.dropFirst(count) }
         return String(validating: cursor.prefix(count), as: UTF8.self)

@@ -16,15 +16,32 @@ package final class BlockingWorkQueue: Sendable {
 
     /// Runs `body` alongside other reads, but never during a write.
     package func read<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Swift.Result(catching: body)) }
+        let job = Job(body)
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: job.run()) }
         }
     }
 
     /// Runs `body` alone: no read or other write runs at the same time.
     package func write<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async(flags: .barrier) { continuation.resume(with: Swift.Result(catching: body)) }
+        let job = Job(body)
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async(flags: .barrier) { continuation.resume(with: job.run()) }
         }
+    }
+}
+
+/// A body that lets go of what it captured before its caller resumes: a store released right after
+/// its last call returns is then really closed, so opening its path again opens it anew.
+// @unchecked Sendable: `body` is read and cleared once, by the one Dispatch block that runs it.
+private final class Job<Result>: @unchecked Sendable {
+    private var body: (() throws -> Result)?
+
+    init(_ body: @escaping () throws -> Result) { self.body = body }
+
+    func run() -> Swift.Result<Result, any Error> {
+        guard let body else { return .failure(CancellationError()) }
+        self.body = nil
+        return Swift.Result(catching: body)
     }
 }

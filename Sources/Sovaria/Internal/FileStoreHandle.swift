@@ -1,7 +1,8 @@
 import Synchronization
 
 /// What every ``FileOfflineStore`` on one folder shares in a process: the tree, the queue that
-/// orders its writes, a batch left to finish, and the sorted key list.
+/// orders its reads and writes, the lock that orders writes across processes, and the sorted key
+/// list.
 ///
 /// Sharing them is what keeps two stores on one folder from deleting each other's temporary
 /// files or journal, and what makes their batches atomic to each other's readers.
@@ -9,24 +10,29 @@ final class FileStoreHandle: Sendable {
     let path: String
     let tree: FileTree
     let queue = BlockingWorkQueue(label: "sovaria.file-store")
-    /// Set when a journaled batch could not be finished; the next write finishes it first.
-    private let unfinishedBatch = Atomic<Bool>(false)
-    /// Every key in byte order, built by the first listing and dropped by any write: paging
-    /// (`entries`, `migrate`) lists the folder once, not once a page.
-    private let sortedKeys = Mutex<[StoreKey.Bytes]?>(nil)
+    /// The folder's lock file; `nil` when the folder cannot be written.
+    private let lock: FolderLock?
+    /// Why writes are refused, when the folder can be read but not written.
+    let readOnlyReason: OfflineStoreError?
+    /// Every key in byte order, built by the first listing and dropped by any write of any process
+    /// (the lock file's write count tells): paging (`entries`, `migrate`) lists the folder once,
+    /// not once a page.
+    private let sortedKeys = Mutex<(writeCount: UInt64, keys: [StoreKey.Bytes])?>(nil)
 
     static let openFolders = OpenOncePerPath<FileStoreHandle>()
 
     /// The handle of the folder at `path` (created 0700 if missing), shared in this process.
+    ///
+    /// Throws only when the folder cannot be created or read. A folder that can be read but not
+    /// written opens read-only (``readOnlyReason``); one on a full disk opens as usual, and its
+    /// writes throw ``OfflineStoreError/Code/full`` until space is freed.
     static func shared(path: String, sync: Bool) throws(OfflineStoreError) -> FileStoreHandle {
         if try POSIXFile.makeDirectories(path, mode: 0o700), sync {
             try POSIXFile.syncDirectory(POSIXFile.parentPath(of: path))
         }
         let canonical = OpenOncePerPath<FileStoreHandle>.canonicalPath(path)
         do {
-            return try openFolders.handle(for: canonical) {
-                FileStoreHandle(path: canonical, tree: try FileTree(root: canonical, sync: sync))
-            }
+            return try openFolders.handle(for: canonical) { try FileStoreHandle(path: canonical, sync: sync) }
         } catch let error as OfflineStoreError {
             throw error
         } catch {
@@ -34,50 +40,74 @@ final class FileStoreHandle: Sendable {
         }
     }
 
-    private init(path: String, tree: FileTree) {
+    /// Opens the folder: finishes a batch a crash interrupted and removes the temporary files it
+    /// left, holding the folder's lock so that no other process is writing meanwhile.
+    private init(path: String, sync: Bool) throws(OfflineStoreError) {
         self.path = path
+        let tree = FileTree(root: path)
         self.tree = tree
+        _ = try POSIXFile.listDirectory(path)  // a folder that cannot even be read falls back to memory
+        tree.restrictMode()
+        var lock: FolderLock?
+        var failure: OfflineStoreError?
+        do throws(OfflineStoreError) {
+            let opened = try FolderLock(root: path)
+            lock = opened
+            try opened.withExclusiveLock { () throws(OfflineStoreError) in
+                // A full disk may keep an interrupted batch from finishing now: the next write finishes it.
+                try? tree.recoverJournal(sync: sync)
+                try? tree.removeTemporaryFiles()
+                try tree.probeWritable()
+            }
+        } catch  where error.code != .full {
+            failure = error
+        } catch {
+            // A full disk: the store opens as usual, and writes say the disk is full until space is freed.
+        }
+        self.lock = lock
+        readOnlyReason = failure.map { failure in
+            OfflineStoreError(
+                failure.code,
+                "The folder \(path) can be read but not written (\(failure.message)) The store reads its entries but "
+                    + "refuses writes: make the folder writable by this process (check its mode, owner and mount), "
+                    + "then open the store again.",
+                engine: POSIXFile.engine, nativeCode: failure.nativeCode)
+        }
     }
 
     deinit { Self.openFolders.didClose(path) }
 
-    /// Applies `batch` all or nothing; runs inside a barrier of ``queue``.
+    /// Applies `batch` all or nothing; runs inside a barrier of ``queue``, holding the folder's lock.
     ///
-    /// A batch of several writes is journaled first. If applying it fails halfway (a full
-    /// disk), it is finished at once from the journal if that works, else by the next write or
-    /// the next open; the error says so.
+    /// A batch another process (or an earlier failure) left in the journal is finished first, so
+    /// that it can never be applied over a newer write.
     func apply(_ batch: [StoreWrite], sync: Bool) throws(OfflineStoreError) {
+        guard readOnlyReason == nil, let lock else { throw readOnlyReason ?? POSIXFile.error("Locking", path) }
         sortedKeys.withLock { $0 = nil }
-        if unfinishedBatch.load(ordering: .acquiring) {
-            try tree.recoverJournal(sync: sync)
-            unfinishedBatch.store(false, ordering: .releasing)
-        }
-        if batch.count == 1, let write = batch.first {
-            try tree.apply(write, sync: sync, syncFolder: true)
-            return
-        }
-        try tree.writeJournal(batch, sync: sync)
-        do {
-            try tree.applyJournaled(batch, sync: sync)
-        } catch {
-            do {
+        try lock.withExclusiveLock { () throws(OfflineStoreError) in
+            defer { lock.countWrite() }
+            do throws(OfflineStoreError) {
                 try tree.recoverJournal(sync: sync)
             } catch {
-                unfinishedBatch.store(true, ordering: .releasing)
                 var failure = error
-                failure.message +=
-                    " The batch is kept in the folder's journal and is finished by the next write"
-                    + " or the next open; until then a reader may see part of it."
+                failure.key = nil
+                failure.message = "Finishing an earlier batch from the folder's journal failed: " + failure.message
                 throw failure
+            }
+            if batch.count == 1, let write = batch.first {
+                try tree.apply(write, sync: sync)
+            } else {
+                try tree.applyBatch(batch, sync: sync)
             }
         }
     }
 
     /// Every key in byte order, from the cached list or a new listing; runs on ``queue``.
     func keysInOrder() throws(OfflineStoreError) -> [StoreKey.Bytes] {
-        if let cached = sortedKeys.withLock({ $0 }) { return cached }
+        let writeCount = lock?.writeCount ?? 0
+        if let cached = sortedKeys.withLock({ $0 }), cached.writeCount == writeCount { return cached.keys }
         let listed = try tree.sortedKeys()
-        sortedKeys.withLock { $0 = listed }
+        sortedKeys.withLock { $0 = (writeCount, listed) }
         return listed
     }
 }

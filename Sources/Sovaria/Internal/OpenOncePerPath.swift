@@ -53,6 +53,11 @@ package final class OpenOncePerPath<Handle: AnyObject & Sendable>: Sendable {
         }
     }
 
+    /// Whether a handle for `path` is open (or closing) in this process.
+    package func isOpen(_ path: String) -> Bool {
+        entries.withLock { $0[path] != nil }
+    }
+
     /// Called by a handle's `deinit` after it closed the engine.
     package func didClose(_ path: String) {
         entries.withLock { entries in

@@ -50,6 +50,8 @@ extension LMDBEnvironment {
                 self.handles = nil
                 throw LMDBError.error(rc, "Adopting the LMDB map size another process set failed")
             }
+            // The other process grew the file too: check it holds every page before reading them.
+            try Self.checkDataFileIsWhole(handles.env, path: path)
         }
     }
 

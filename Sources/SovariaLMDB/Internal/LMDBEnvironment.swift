@@ -92,6 +92,7 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
             var flags = UInt32(MDB_NOTLS)
             if options.durability == .flushed { flags |= UInt32(MDB_NOMETASYNC) }
             try LMDBError.check(mdb_env_open(env, path, flags, 0o600), "Opening the LMDB environment in \(path) failed")
+            try checkDataFileIsWhole(env, path: path)
             var dead: Int32 = 0
             try LMDBError.check(mdb_reader_check(env, &dead), "Clearing stale LMDB reader slots in \(path) failed")
             let dbi = try openMainDatabase(env)
@@ -100,6 +101,26 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
             mdb_env_close(env)
             throw error
         }
+    }
+
+    /// Throws ``OfflineStoreError/Code/corrupt`` when `data.mdb` is shorter than the pages its newest
+    /// meta page says it holds. LMDB maps the file and would touch those pages on the first read,
+    /// and a page past the end of a mapped file kills the process with SIGBUS.
+    static func checkDataFileIsWhole(_ env: OpaquePointer, path: String) throws(OfflineStoreError) {
+        var status = MDB_stat()
+        mdb_env_stat(env, &status)
+        let lastPage = info(env).me_last_pgno
+        var file = stat()
+        let dataPath = path + "/data.mdb"
+        guard stat(dataPath, &file) == 0 else { return }  // LMDB opened it: it exists
+        let needed = (Int(lastPage) + 1) * Int(status.ms_psize)
+        guard Int(file.st_size) < needed else { return }
+        throw OfflineStoreError(
+            .corrupt,
+            "The LMDB file \(dataPath) is cut short: it has \(file.st_size) bytes, but its last page ends at byte "
+                + "\(needed) (a copy that did not finish, or a damaged disk). Restore the folder from a backup, or "
+                + "delete it to start empty.",
+            engine: LMDBError.engine)
     }
 
     private static func openMainDatabase(_ env: OpaquePointer) throws -> MDB_dbi {
@@ -203,6 +224,7 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         }
         rc = mdb_txn_commit(txn)  // frees the transaction, also when it fails
         if rc == MDB_MAP_FULL { return .mapFull }
+        if rc == EIO, LMDBFolder.diskIsFull(path) { throw LMDBError.error(ENOSPC, "Committing an LMDB write failed") }
         try LMDBError.check(rc, "Committing an LMDB write failed")
         if forceSync { try LMDBError.check(mdb_env_sync(handles.env, 1), "Flushing LMDB to disk failed") }
         return .done(())

@@ -36,6 +36,17 @@ enum LMDBFolder {
         }
     }
 
+    /// Whether the file system holding `path` has (almost) no space left for this process.
+    ///
+    /// LMDB reports a short write — what a full disk gives — as `EIO`, the same as a failing disk;
+    /// the free space tells the two apart.
+    static func diskIsFull(_ path: String) -> Bool {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return false }
+        let blocks = geteuid() == 0 ? info.f_bfree : info.f_bavail  // root may use the reserved blocks
+        return UInt64(blocks) * UInt64(info.f_frsize) < 1 << 20
+    }
+
     /// Removes copy folders that a compaction in a process that no longer runs left behind.
     static func removeAbandonedCopies(in folder: String) {
         guard let directory = opendir(folder) else { return }

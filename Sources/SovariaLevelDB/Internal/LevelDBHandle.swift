@@ -1,5 +1,6 @@
 import CLevelDB
 import Sovaria
+import Synchronization
 
 /// One open LevelDB database, shared by every ``LevelDBOfflineStore`` on its folder in this
 /// process: LevelDB's LOCK file refuses a second open of a folder, from this process too.
@@ -21,10 +22,12 @@ final class LevelDBHandle: @unchecked Sendable {
     private let database: OpaquePointer
     private let blockCache: OpaquePointer
     private let bloomFilter: OpaquePointer
-    /// Default read options: checksums as LevelDB sets them, blocks read go into the cache.
+    /// Read options: every block read is checked against its checksum, blocks read go into the cache.
     private let readOptions: OpaquePointer
     private let syncedWriteOptions: OpaquePointer
     private let flushedWriteOptions: OpaquePointer
+    /// The first write that failed, after which this handle refuses writes (see ``refuseWritesAfter(_:)``).
+    private let failedWrite = Mutex<OfflineStoreError?>(nil)
 
     /// The handle open for `path` in this process, or a newly opened one.
     static func shared(path: String, blockCacheSizeBytes: Int) throws -> LevelDBHandle {
@@ -43,11 +46,15 @@ final class LevelDBHandle: @unchecked Sendable {
         leveldb_options_set_cache(options, blockCache)
         leveldb_options_set_filter_policy(options, bloomFilter)
         leveldb_options_set_compression(options, Int32(leveldb_snappy_compression))
+        // Damage found at open or in a compaction fails loudly instead of being skipped: a log
+        // record with a bad checksum would otherwise be dropped with every write after it in its block.
+        leveldb_options_set_paranoid_checks(options, 1)
 
         let operation = "Opening the LevelDB store at \(path)"
         var opened: OpaquePointer?
         var failure: OfflineStoreError?
         do {
+            try LevelDBManifest.check(folder: path)
             opened = try LevelDBStatus.check(operation, path: path) { leveldb_open(options, path, $0) }
         } catch {
             failure = error
@@ -62,10 +69,27 @@ final class LevelDBHandle: @unchecked Sendable {
         self.blockCache = blockCache
         self.bloomFilter = bloomFilter
         readOptions = leveldb_readoptions_create()
+        leveldb_readoptions_set_verify_checksums(readOptions, 1)
         syncedWriteOptions = leveldb_writeoptions_create()
         leveldb_writeoptions_set_sync(syncedWriteOptions, 1)
         flushedWriteOptions = leveldb_writeoptions_create()
         leveldb_writeoptions_set_sync(flushedWriteOptions, 0)
+    }
+
+    /// Rebuilds the database in `path` from its table and log files (`leveldb_repair_db`): what to do
+    /// when open reports a damaged MANIFEST. Entries only in damaged parts of files are lost.
+    static func repair(path: String) throws(OfflineStoreError) {
+        guard !registry.isOpen(path) else {
+            throw OfflineStoreError(
+                .locked,
+                "The LevelDB store at \(path) is open in this process: release every store on it, then repair.",
+                engine: LevelDBStatus.engine)
+        }
+        let options: OpaquePointer = leveldb_options_create()
+        defer { leveldb_options_destroy(options) }
+        try LevelDBStatus.check("Repairing the LevelDB store at \(path)", path: path) {
+            leveldb_repair_db(options, path, $0)
+        }
     }
 
     deinit {
@@ -99,15 +123,20 @@ final class LevelDBHandle: @unchecked Sendable {
     )
         throws(OfflineStoreError)
     {
-        try LevelDBStatus.check("Writing a key", path: path, key: Self.name(key)) { errorPointer in
-            leveldb_put(database, writeOptions(sync), key.cChars, key.count, value.cChars, value.count, errorPointer)
+        try refusingWritesAfterAFailure { () throws(OfflineStoreError) in
+            try LevelDBStatus.check("Writing a key", path: path, key: Self.name(key)) { errorPointer in
+                leveldb_put(
+                    database, writeOptions(sync), key.cChars, key.count, value.cChars, value.count, errorPointer)
+            }
         }
     }
 
     /// Removes `key`; a missing key is not an error.
     func delete(_ key: UnsafeBufferPointer<UInt8>, sync: Bool) throws(OfflineStoreError) {
-        try LevelDBStatus.check("Deleting a key", path: path, key: Self.name(key)) { errorPointer in
-            leveldb_delete(database, writeOptions(sync), key.cChars, key.count, errorPointer)
+        try refusingWritesAfterAFailure { () throws(OfflineStoreError) in
+            try LevelDBStatus.check("Deleting a key", path: path, key: Self.name(key)) { errorPointer in
+                leveldb_delete(database, writeOptions(sync), key.cChars, key.count, errorPointer)
+            }
         }
     }
 
@@ -127,8 +156,35 @@ final class LevelDBHandle: @unchecked Sendable {
                 key.withUTF8Bytes { key in leveldb_writebatch_delete(writeBatch, key.cChars, key.count) }
             }
         }
-        try LevelDBStatus.check("Writing a batch of \(batch.count)", path: path) { errorPointer in
-            leveldb_write(database, writeOptions(sync), writeBatch, errorPointer)
+        try refusingWritesAfterAFailure { () throws(OfflineStoreError) in
+            try LevelDBStatus.check("Writing a batch of \(batch.count)", path: path) { errorPointer in
+                leveldb_write(database, writeOptions(sync), writeBatch, errorPointer)
+            }
+        }
+    }
+
+    /// Runs the write `body`, unless an earlier write failed; a failure of `body` makes this handle
+    /// refuse every later write.
+    ///
+    /// LevelDB does not stop writing after a failed append to its log (a full disk): the next
+    /// records go behind the torn one, and recovery drops them with it — acknowledged writes lost
+    /// at the next open. Reopening starts a new log, so the handle refuses writes until every store
+    /// on the folder is released and the folder opened again. Reads go on meanwhile.
+    private func refusingWritesAfterAFailure(_ body: () throws(OfflineStoreError) -> Void) throws(OfflineStoreError) {
+        if let earlier = failedWrite.withLock({ $0 }) {
+            throw OfflineStoreError(
+                .reopenRequired,
+                "An earlier write to the LevelDB store at \(path) failed (\(earlier.message)), which can leave a torn "
+                    + "record in its log; writes behind it would be lost at the next open, so this store takes no "
+                    + "more writes. Release every LevelDBOfflineStore on this folder and open it again (after "
+                    + "freeing space, if the disk was full); reads work meanwhile.",
+                engine: LevelDBStatus.engine, underlying: earlier)
+        }
+        do throws(OfflineStoreError) {
+            try body()
+        } catch {
+            failedWrite.withLock { $0 = $0 ?? error }
+            throw error
         }
     }
 

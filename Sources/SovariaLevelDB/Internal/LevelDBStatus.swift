@@ -62,9 +62,15 @@ enum LevelDBStatus {
                     + "process or app that uses this folder, or give this one a folder of its own."
             )
         }
-        if message.utf8.starts(with: "Corruption:".utf8) {
+        // A table shorter than the MANIFEST says: LevelDB reads it through a map and reports a read
+        // past its end as EINVAL.
+        let damagedTable = [".ldb: Invalid argument", ".sst: Invalid argument"].contains(where: message.contains)
+        if message.utf8.starts(with: "Corruption:".utf8) || damagedTable {
             return (
-                .corrupt, "the store's files are damaged: restore the folder from a backup, or delete it to start empty"
+                .corrupt,
+                "the store's files are damaged: restore the folder from a backup, rebuild it with "
+                    + "LevelDBOfflineStore.repair(directory:) (entries in the damaged parts are lost), or delete it "
+                    + "to start empty"
             )
         }
         if ["No space left on device", "Disk quota exceeded", "File too large"].contains(where: message.contains) {

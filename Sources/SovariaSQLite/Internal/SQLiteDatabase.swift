@@ -43,7 +43,12 @@ final class SQLiteDatabase: Sendable {
     private init(path: String, durability: Durability, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {
         self.path = path
         createPrivateFile(path)
-        writer = try SQLiteWriter(path: path, durability: durability, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        do {
+            writer = try SQLiteWriter(
+                path: path, durability: durability, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        } catch {
+            throw readOnlyMountError(path, cause: error) ?? error
+        }
         readers = try SQLiteReaderPool(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     }
 
@@ -70,6 +75,18 @@ final class SQLiteDatabase: Sendable {
     func write<Result: Sendable>(_ body: @escaping @Sendable (SQLiteWriter) throws -> Result) async throws -> Result {
         try await queue.write { [self] in try body(writer) }
     }
+}
+
+/// The error for a database on a read-only mount, where SQLite only says it cannot open the file;
+/// `nil` when the mount is writable.
+private func readOnlyMountError(_ path: String, cause: OfflineStoreError) -> OfflineStoreError? {
+    var info = statvfs()
+    guard statvfs(path, &info) == 0, info.f_flag & UInt(ST_RDONLY) != 0 else { return nil }
+    return OfflineStoreError(
+        .permissionDenied,
+        "The file system holding \(path) is mounted read-only, and SQLite writes its -wal and -shm files even "
+            + "to read a store: remount it read-write, or copy the database to a writable folder. (\(cause.message))",
+        engine: OfflineStoreError.sqliteEngine, nativeCode: cause.nativeCode)
 }
 
 /// Creates an empty file with mode 0600 unless one exists: never truncates, so a racing open

@@ -24,8 +24,16 @@ enum SQLiteSchema {
     /// Turns a new file into a store, or checks an existing one: WAL mode, incremental
     /// auto-vacuum, the table and the version.
     ///
-    /// Runs on the writer connection before any other statement.
+    /// An existing store is only read here (its version and journal mode): open writes nothing, so
+    /// a store on a full disk still opens, reads, and deletes entries to free space. Runs on the
+    /// writer connection before any other statement.
     static func prepare(_ connection: SQLiteConnection) throws(OfflineStoreError) {
+        let found = try connection.integer("PRAGMA user_version", purpose: "Reading the schema version") ?? 0
+        if found != 0 {
+            try checkVersion(found, of: connection)
+            let mode = try connection.text("PRAGMA journal_mode", purpose: "Reading the journal mode")
+            if mode?.lowercased() == "wal" { return }
+        }
         // Only takes effect before the first table exists; a no-op on an existing store.
         try connection.execute("PRAGMA auto_vacuum = INCREMENTAL", purpose: "Setting auto-vacuum")
         let mode = try connection.text("PRAGMA journal_mode = WAL", purpose: "Switching to write-ahead logging")
@@ -49,19 +57,21 @@ enum SQLiteSchema {
 
     private static func createOrCheck(_ connection: SQLiteConnection) throws(OfflineStoreError) {
         let found = try connection.integer("PRAGMA user_version", purpose: "Reading the schema version") ?? 0
-        switch found {
-        case 0:
+        if found == 0 {
             try connection.execute(createEntries, purpose: "Creating the entries table")
             try connection.execute("PRAGMA user_version = \(version)", purpose: "Recording the schema version")
-        case version:
-            break
-        default:
-            throw OfflineStoreError(
-                .unsupported,
-                "\(connection.path) has schema version \(found), newer than this Sovaria's \(version): "
-                    + "update the app, or open a new file.",
-                engine: OfflineStoreError.sqliteEngine
-            )
+        } else {
+            try checkVersion(found, of: connection)
         }
+    }
+
+    private static func checkVersion(_ found: Int, of connection: SQLiteConnection) throws(OfflineStoreError) {
+        guard found != version else { return }
+        throw OfflineStoreError(
+            .unsupported,
+            "\(connection.path) has schema version \(found), newer than this Sovaria's \(version): "
+                + "update the app, or open a new file.",
+            engine: OfflineStoreError.sqliteEngine
+        )
     }
 }

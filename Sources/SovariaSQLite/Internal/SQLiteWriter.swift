@@ -19,11 +19,14 @@ final class SQLiteWriter: @unchecked Sendable {
     private let delete: SQLiteStatement
     /// The durability `PRAGMA synchronous` is set for (it is per connection, not per file).
     private var durability: Durability
+    /// Disk space set aside for deleting on a full disk (see ``SQLiteReserve``).
+    private let reserve: SQLiteReserve
 
     /// Opens (creating when missing) and sets up the database at `path`.
     init(path: String, durability: Durability, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {
         connection = try SQLiteConnection(path: path, readOnly: false, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         try SQLiteSchema.prepare(connection)
+        reserve = SQLiteReserve(databasePath: path)
         self.durability = durability
         try Self.setSynchronous(for: durability, on: connection)
         try connection.execute(
@@ -44,7 +47,8 @@ final class SQLiteWriter: @unchecked Sendable {
     /// When the disk is full, the WAL is checkpointed into the database file and truncated, and
     /// the batch is tried once more: the WAL only shrinks at a checkpoint, so on a nearly full
     /// disk it can fill the disk long before its automatic checkpoint (1000 pages), and then even
-    /// the deletes meant to free space would fail.
+    /// the deletes meant to free space would fail. A batch of deletes also gets the reserve's
+    /// space, so that it succeeds on a disk with no byte left.
     func apply(_ batch: [StoreWrite], durability: Durability) throws(OfflineStoreError) {
         if durability != self.durability {
             try Self.setSynchronous(for: durability, on: connection)
@@ -53,7 +57,11 @@ final class SQLiteWriter: @unchecked Sendable {
         do {
             try applyInTransaction(batch)
         } catch {
-            guard error.code == .full, (try? connection.checkpointAndTruncateLog()) != nil else { throw error }
+            guard error.code == .full else { throw error }
+            // Deletes are how an app frees space: give them the reserve, whose space their log needs.
+            let onlyDeletes = batch.allSatisfy { if case .delete = $0 { true } else { false } }
+            let releasedReserve = onlyDeletes && reserve.release()
+            guard (try? connection.checkpointAndTruncateLog()) != nil || releasedReserve else { throw error }
             try applyInTransaction(batch)
         }
     }

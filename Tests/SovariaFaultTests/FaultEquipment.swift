@@ -1,0 +1,104 @@
+import Foundation
+import SovariaTestKit
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A tmpfs of a fixed size mounted on a folder of its own: a disk that fills up on demand.
+///
+/// Needs root (CI and the development machines run tests as root); unmounted when released.
+final class SmallDisk: Sendable {
+    let folder: TemporaryFolder
+    /// The mounted folder.
+    var url: URL { folder.url }
+
+    init(sizeBytes: Int) throws {
+        try #require(getuid() == 0, "fault tests mount a tmpfs and need root (make test runs as root in CI)")
+        folder = try TemporaryFolder()
+        try Self.run("/bin/mount", "-t", "tmpfs", "-o", "size=\(sizeBytes),mode=0755", "tmpfs", folder.url.path)
+    }
+
+    deinit { try? Self.run("/bin/umount", "-l", folder.url.path) }
+
+    /// Gives the disk a new size (more space after a full disk, as an app freeing space would).
+    func resize(toBytes sizeBytes: Int) throws {
+        try Self.run("/bin/mount", "-o", "remount,size=\(sizeBytes)", folder.url.path)
+    }
+
+    /// Makes the mount read-only, or writable again.
+    func remount(readOnly: Bool) throws {
+        try Self.run("/bin/mount", "-o", readOnly ? "remount,ro" : "remount,rw", folder.url.path)
+    }
+
+    func child(_ name: String) -> URL { folder.child(name) }
+
+    static func run(_ tool: String, _ arguments: String...) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "\(tool) \(arguments.joined(separator: " ")) failed")
+    }
+}
+
+/// Damage done to files the way a bad disk or a careless copy does it.
+enum Damage {
+    /// Cuts the file at `path` to `fraction` of its size.
+    static func truncate(_ path: String, toFraction fraction: Double) throws {
+        let size = try fileSize(path)
+        try #require(Glibc.truncate(path, off_t(Double(size) * fraction)) == 0)
+    }
+
+    /// Changes the byte at `offset` so that it stays printable ASCII (the value stays valid UTF-8).
+    static func flipLetter(_ path: String, at offset: Int) throws {
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        let byte = try #require(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: [byte == UInt8(ascii: "q") ? UInt8(ascii: "r") : UInt8(ascii: "q")])
+    }
+
+    /// Flips every bit of the byte at `offset`.
+    static func invert(_ path: String, at offset: Int) throws {
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        let byte = try #require(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: [~byte])
+    }
+
+    static func fileSize(_ path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return try #require((attributes[.size] as? NSNumber)?.intValue)
+    }
+
+    /// The files in `folder` whose names end with `suffix` (or start with it, for `MANIFEST-`).
+    static func files(in folder: URL, matching predicate: (String) -> Bool) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter(predicate).sorted()
+            .map { folder.appendingPathComponent($0).path }
+    }
+}
+
+/// A value of `count` letters that differ from key to key.
+func letters(_ count: Int, seed: Int) -> String {
+    var generator = SplitMix(seed: UInt64(bitPattern: Int64(seed)))
+    return String((0..<count).map { _ in Character(Unicode.Scalar(UInt8(97 + generator.next() % 26))) })
+}
+
+/// A tiny deterministic generator, so a failing run can be repeated.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
