@@ -16,8 +16,10 @@ struct BenchEngine: Sendable {
 }
 
 enum BenchEngines {
-    /// Every engine, then `EncryptedOfflineStore` around each persistent one.
-    static let all: [BenchEngine] = plain + plain.filter(\.persistent).map(encrypted)
+    /// Every engine, then `EncryptedOfflineStore` and `ChecksummedOfflineStore` around each
+    /// persistent one.
+    static let all: [BenchEngine] =
+        plain + plain.filter(\.persistent).map(encrypted) + plain.filter(\.persistent).map(checksummed)
 
     /// The engines on their own.
     static let plain: [BenchEngine] = [
@@ -54,6 +56,14 @@ enum BenchEngines {
         BenchEngine(name: "encrypted(\(engine.name))", persistent: true, maxKeys: engine.maxKeys) {
             folder, durability in
             EncryptedOfflineStore(wrapping: try engine.open(folder, durability), key: try runKey.get())
+        }
+    }
+
+    /// `engine` wrapped in `ChecksummedOfflineStore`: the cost of checking every value.
+    static func checksummed(_ engine: BenchEngine) -> BenchEngine {
+        BenchEngine(name: "checksummed(\(engine.name))", persistent: true, maxKeys: engine.maxKeys) {
+            folder, durability in
+            ChecksummedOfflineStore(wrapping: try engine.open(folder, durability))
         }
     }
 

@@ -21,7 +21,8 @@ struct BenchOptions {
           --count N      keys per store (default 100000)
           --value-size   bytes per value (default 1024)
           --section      run only these sections: \(BenchSection.allNames.joined(separator: ", "))
-          --engine       run only these engines (memory, file, sqlite, lmdb, leveldb, encrypted-…)
+          --engine       run only these engines (memory, file, sqlite, lmdb, leveldb,
+                         encrypted(sqlite), checksummed(sqlite), … for each persistent engine)
           --dir FOLDER   where the stores are made (default: a temporary folder, removed after)
         """
 

@@ -6,7 +6,7 @@ struct Report: Codable {
     var measurements: [Measurement]
 
     /// Sets `ratio` on every row that has a baseline row in the same run: the adapter over the
-    /// raw C API of its engine, or the encrypted store over the plain one.
+    /// raw C API of its engine, or a wrapper (encrypted, checksummed) over the plain one.
     mutating func computeRatios() {
         var index: [String: Measurement] = [:]
         for row in measurements { index[key(row.subject, row)] = row }
@@ -25,10 +25,10 @@ struct Report: Codable {
         "\(row.section)|\(subject)|\(row.variant)|\(row.operation)"
     }
 
-    /// `raw sqlite` for `sqlite`; `sqlite` for `encrypted(sqlite)`.
+    /// `raw sqlite` for `sqlite`; `sqlite` for `encrypted(sqlite)` and `checksummed(sqlite)`.
     static func baseline(of subject: String) -> String? {
-        if subject.hasPrefix("encrypted("), subject.hasSuffix(")") {
-            return String(subject.dropFirst("encrypted(".count).dropLast())
+        for wrapper in ["encrypted(", "checksummed("] where subject.hasPrefix(wrapper) && subject.hasSuffix(")") {
+            return String(subject.dropFirst(wrapper.count).dropLast())
         }
         if ["sqlite", "lmdb", "leveldb"].contains(subject) { return "raw " + subject }
         return nil

@@ -73,12 +73,14 @@ enum SVGChart {
         return svg
     }
 
-    /// Colours group a subject with its raw baseline and its encrypted form: `raw sqlite`,
-    /// `sqlite` and `encrypted(sqlite)` are told apart by label, and engines by colour.
+    /// Colours group a subject with its raw baseline: `raw sqlite` and `sqlite` are told apart
+    /// by label, and engines by colour; each wrapper (`encrypted(…)`, `checksummed(…)`) has
+    /// one colour of its own.
     private static func family(_ subject: String) -> String {
         var name = subject
         if name.hasPrefix("raw ") { name.removeFirst(4) }
         if name.hasPrefix("encrypted(") { return "encrypted" }
+        if name.hasPrefix("checksummed(") { return "checksummed" }
         return name
     }
 

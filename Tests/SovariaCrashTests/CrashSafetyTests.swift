@@ -31,6 +31,31 @@ import Testing
         }
     }
 
+    /// Two processes write to one file-store folder at once, and are killed at random: the
+    /// folder's lock keeps their batches and temporary files apart, so neither fails (one's open
+    /// used to delete the other's temporary files) and nothing either acknowledged is lost.
+    @Test(arguments: ["file", "sqlite", "lmdb"])
+    func twoProcessesShareAStore(engine: String) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-two-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var acknowledged = Acknowledged()
+        for round in 0..<4 {
+            let killAfter = (Int.random(in: 50...300), Int.random(in: 50...300))
+            async let first = CrashChild.run(
+                engine: engine, path: folder.path, durability: "flushed", first: round * 10_000_000,
+                killAfterAcknowledgements: killAfter.0)
+            async let second = CrashChild.run(
+                engine: engine, path: folder.path, durability: "flushed", first: round * 10_000_000 + 5_000_000,
+                killAfterAcknowledgements: killAfter.1)
+            let (one, two) = try await (first, second)
+            #expect(one.sets.count + one.batches.count >= killAfter.0, "round \(round): first child stopped early")
+            #expect(two.sets.count + two.batches.count >= killAfter.1, "round \(round): second child stopped early")
+            acknowledged.formUnion(one)
+            acknowledged.formUnion(two)
+            try await verify(engine: engine, at: folder, acknowledged: acknowledged, round: round)
+        }
+    }
+
     private func verify(engine: String, at folder: URL, acknowledged: Acknowledged, round: Int) async throws {
         let store = try CrashStores.open(engine, at: folder, durability: .synced)
         for index in acknowledged.sets {

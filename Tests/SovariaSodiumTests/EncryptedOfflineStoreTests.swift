@@ -166,12 +166,11 @@ import Testing
         try await store.write([.set(key: "sov:b", value: secret), .set(key: "sov:c", value: secret + secret)])
         try await store.set("sov:d", String(repeating: secret, count: 100))
 
-        let files = try folder.allFileContents()
-        #expect(files.count == 4)
-        for contents in files {
-            #expect(contents.range(of: Data("hunter2".utf8)) == nil)
-            #expect(contents.starts(with: Data("v1:".utf8)))
-        }
+        for contents in try folder.allFileContents() { #expect(contents.range(of: Data("hunter2".utf8)) == nil) }
+        // Entry files ("k<hex>"): the file store's 12-byte header (magic, checksum), then the sealed form.
+        let entries = try folder.allFileContents { $0.hasPrefix("k") }
+        #expect(entries.count == 4)
+        for contents in entries { #expect(contents.dropFirst(12).starts(with: Data("v1:".utf8))) }
         #expect(try await store.get("sov:c") == secret + secret)
     }
 
@@ -367,11 +366,13 @@ import Testing
 
 extension TemporaryFolder {
     /// The bytes of every regular file under the folder.
-    func allFileContents() throws -> [Data] {
+    func allFileContents(named isIncluded: (String) -> Bool = { _ in true }) throws -> [Data] {
         let enumerator = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.isRegularFileKey])
         var contents: [Data] = []
         while let file = enumerator?.nextObject() as? URL {
-            guard try file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true else { continue }
+            guard try file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true,
+                isIncluded(file.lastPathComponent)
+            else { continue }
             contents.append(try Data(contentsOf: file))
         }
         return contents

@@ -11,8 +11,13 @@ import Testing
         let largestBatch = Mutex(0)
         let largestPage = Mutex(0)
         let keysCalls = Mutex(0)
+        let getCalls = Mutex(0)
+        let entriesCalls = Mutex(0)
 
-        func get(_ key: String) async throws -> String? { try await inner.get(key) }
+        func get(_ key: String) async throws -> String? {
+            getCalls.withLock { $0 += 1 }
+            return try await inner.get(key)
+        }
         func set(_ key: String, _ value: String) async throws { try await inner.set(key, value) }
         func delete(_ key: String) async throws { try await inner.delete(key) }
         func keys(_ prefix: String) async throws -> [String] {
@@ -24,6 +29,7 @@ import Testing
             try await inner.write(batch)
         }
         func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+            entriesCalls.withLock { $0 += 1 }
             let page = try await inner.entries(prefix, after: after, limit: limit)
             largestPage.withLock { $0 = max($0, page.count) }
             return page
@@ -67,6 +73,10 @@ import Testing
         #expect(source.largestPage.withLock { $0 } == 500)
         #expect(target.largestBatch.withLock { $0 } == 500)
         #expect(source.keysCalls.withLock { $0 } == 0)
+        #expect(source.getCalls.withLock { $0 } == 0)
+        // Which keys target has is read in pages, not one get per entry: an empty target in one read.
+        #expect(target.getCalls.withLock { $0 } == 0)
+        #expect(target.entriesCalls.withLock { $0 } == 1)
         #expect(try await target.inner.keys("sov:").count == count)
         #expect(try await target.inner.get("sov:cache:12345") == "v12345")
     }
@@ -82,5 +92,173 @@ import Testing
             try await reopened.keys("sov:").map { Array($0.utf8) } == [
                 Array("sov:e\u{301}".utf8), Array("sov:queue:0001".utf8),
             ])
+    }
+
+    @Test func keepsTargetKeysWhenTheTargetIsDenserThanAPage() async throws {
+        let source = MemoryOfflineStore()
+        let sourceIndices = Array(stride(from: 0, to: 100, by: 3))
+        try await source.write(sourceIndices.map { .set(key: Self.key($0), value: "from source") })
+        let target = RecordingStore()
+        let targetOwn = [0, 45, 99]
+        try await target.inner.write(
+            (0..<100).filter { $0 % 3 != 0 || targetOwn.contains($0) }.map { .set(key: Self.key($0), value: "own") })
+        let copied = try await SovariaOffline.migrate(from: source, to: target, batchSize: 4)
+        #expect(copied == sourceIndices.count - targetOwn.count)
+        #expect(target.getCalls.withLock { $0 } == 0)
+        // Each of target's 69 keys read once, in pages of 4, plus the last (short) page.
+        #expect(target.entriesCalls.withLock { $0 } == 69 / 4 + 1)
+        for index in 0..<100 {
+            let expected = index % 3 != 0 || targetOwn.contains(index) ? "own" : "from source"
+            #expect(try await target.inner.get(Self.key(index)) == expected, "\(index)")
+        }
+    }
+
+    @Test func treatsCanonicallyEqualKeysAsTwoKeys() async throws {
+        let source = MemoryOfflineStore()
+        try await source.set("sov:\u{E9}", "precomposed")
+        let target = MemoryOfflineStore()
+        try await target.set("sov:e\u{301}", "decomposed")
+        #expect(try await SovariaOffline.migrate(from: source, to: target) == 1)
+        #expect(try await target.keys("sov:").count == 2)
+        #expect(try await target.get("sov:\u{E9}") == "precomposed")
+        #expect(try await target.get("sov:e\u{301}") == "decomposed")
+    }
+
+    // MARK: - Damaged source entries
+
+    static func key(_ index: Int) -> String { "sov:e:" + String(1_000 + index).dropFirst() }
+
+    /// 50 entries through a checksummed store, with the raw stored values of `damaged` changed
+    /// (one ASCII letter of the value replaced by another).
+    static func checksummedSource(damaged: [Int]) async throws -> (ChecksummedOfflineStore, MemoryOfflineStore) {
+        let inner = MemoryOfflineStore()
+        let source = ChecksummedOfflineStore(wrapping: inner)
+        try await source.write((0..<50).map { .set(key: key($0), value: "value \($0)") })
+        for index in damaged {
+            let raw = try #require(try await inner.get(key(index)))
+            try #require(raw.hasSuffix("value \(index)"))
+            try await inner.set(key(index), String(raw.dropLast("value \(index)".count)) + "valve \(index)")
+        }
+        return (source, inner)
+    }
+
+    @Test func skipsAndReportsDamagedEntriesWhenAsked() async throws {
+        let damaged = [0, 17, 20, 49]  // the first key, one in a page, two at the ends of pages
+        let (source, _) = try await Self.checksummedSource(damaged: damaged)
+        let target = RecordingStore()
+        try await target.set(Self.key(30), "target's own")
+        let report = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: .skip)
+        #expect(report.skipped.map(\.key) == damaged.map(Self.key))
+        #expect(report.skipped.allSatisfy { $0.error.code == .corrupt && $0.error.engine == "checksum" })
+        #expect(report.skipped.map { $0.error.key } == damaged.map(Self.key))
+        #expect(report.copied == 50 - damaged.count - 1)
+        let expectedKeys = (0..<50).filter { !damaged.contains($0) }.map(Self.key)
+        #expect(try await target.inner.keys("") == expectedKeys)
+        for index in 0..<50 where !damaged.contains(index) {
+            #expect(try await target.inner.get(Self.key(index)) == (index == 30 ? "target's own" : "value \(index)"))
+        }
+        #expect(target.largestBatch.withLock { $0 } <= 7)
+
+        // Again: nothing left to copy, the same damage reported.
+        let again = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: .skip)
+        #expect(again.copied == 0)
+        #expect(again.skipped.map(\.key) == damaged.map(Self.key))
+    }
+
+    @Test func skippingCopiesEverythingWhenNothingIsDamaged() async throws {
+        let (source, _) = try await Self.checksummedSource(damaged: [])
+        let target = MemoryOfflineStore()
+        let report = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: .skip)
+        #expect(report.copied == 50)
+        #expect(report.skipped.isEmpty)
+    }
+
+    @Test func stopsAtTheFirstDamagedEntryByDefault() async throws {
+        let (source, _) = try await Self.checksummedSource(damaged: [17])
+        for policy in [nil, SovariaOffline.DamagedEntryPolicy.stop] {
+            let target = MemoryOfflineStore()
+            do {
+                if let policy {
+                    _ = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: policy)
+                } else {
+                    _ = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7)
+                }
+                Issue.record("migrate copied a damaged entry without throwing (\(String(describing: policy)))")
+            } catch let error as OfflineStoreError {
+                #expect(error.code == .corrupt)
+                #expect(error.key == Self.key(17))
+            }
+            // The two pages before the damaged one were copied, nothing after it.
+            #expect(try await target.keys("") == (0..<14).map(Self.key))
+        }
+    }
+
+    @Test func aDamagedTargetValueStopsOnlyWhenTheSourceHasItsKey() async throws {
+        let source = MemoryOfflineStore()
+        try await source.write((0..<20).filter { $0 != 7 }.map { .set(key: Self.key($0), value: "from source") })
+        for (damagedKey, sourceHasIt) in [(7, false), (3, true)] {
+            let inner = MemoryOfflineStore()
+            let target = ChecksummedOfflineStore(wrapping: inner)
+            try await target.set(Self.key(damagedKey), "target's own")
+            try await inner.set(Self.key(damagedKey), "damaged")
+            do {
+                let report = try await SovariaOffline.migrate(
+                    from: source, to: target, batchSize: 4, onDamagedEntry: .skip)
+                #expect(!sourceHasIt, "a damaged target value under a copied key must stop migrate")
+                #expect(report.copied == 19)
+                #expect(report.skipped.isEmpty)
+            } catch let error as OfflineStoreError {
+                #expect(sourceHasIt, "\(error)")
+                #expect(error.code == .corrupt && error.key == Self.key(damagedKey))
+            }
+            #expect(try await inner.get(Self.key(damagedKey)) == "damaged")  // never overwritten
+        }
+    }
+
+    /// Serves one key's `get` with `getError`, and every page of entries with `entriesError`.
+    final class FailingStore: OfflineStore {
+        let inner = MemoryOfflineStore()
+        let failingKey: String
+        let entriesError: OfflineStoreError.Code
+        let getError: OfflineStoreError.Code
+
+        init(failingKey: String, entriesError: OfflineStoreError.Code, getError: OfflineStoreError.Code) {
+            self.failingKey = failingKey
+            self.entriesError = entriesError
+            self.getError = getError
+        }
+
+        func get(_ key: String) async throws -> String? {
+            if key == failingKey { throw OfflineStoreError(getError, "failing on purpose", key: key) }
+            return try await inner.get(key)
+        }
+        func set(_ key: String, _ value: String) async throws { try await inner.set(key, value) }
+        func delete(_ key: String) async throws { try await inner.delete(key) }
+        func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
+        func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+            throw OfflineStoreError(entriesError, "failing on purpose")
+        }
+    }
+
+    @Test func skippingStillThrowsEveryOtherError() async throws {
+        let cases: [(OfflineStoreError.Code, OfflineStoreError.Code, OfflineStoreError.Code)] = [
+            (.io, .io, .io),  // a page that fails for another reason
+            (.corrupt, .io, .io),  // a damaged page whose key then fails for another reason
+            (.decryptionFailed, .decryptionFailed, .decryptionFailed),  // both damage codes are skipped
+        ]
+        for (entriesError, getError, expected) in cases {
+            let source = FailingStore(failingKey: Self.key(2), entriesError: entriesError, getError: getError)
+            try await source.inner.write((0..<5).map { .set(key: Self.key($0), value: "v") })
+            let target = MemoryOfflineStore()
+            do {
+                let report = try await SovariaOffline.migrate(from: source, to: target, onDamagedEntry: .skip)
+                #expect(expected == .decryptionFailed, "\(entriesError)/\(getError): did not throw")
+                #expect(report.skipped.map(\.key) == [Self.key(2)])
+                #expect(report.copied == 4)
+            } catch let error as OfflineStoreError {
+                #expect(error.code == expected, "\(entriesError)/\(getError): \(error)")
+                #expect(expected != .decryptionFailed, "\(error)")
+            }
+        }
     }
 }

@@ -14,6 +14,8 @@ final class FileStoreHandle: Sendable {
     private let lock: FolderLock?
     /// Why writes are refused, when the folder can be read but not written.
     let readOnlyReason: OfflineStoreError?
+    /// Space for the journal of a batch of deletes on a full disk (`.reserve`, 64 KiB).
+    private let reserve: DiskReserve
     /// Every key in byte order, built by the first listing and dropped by any write of any process
     /// (the lock file's write count tells): paging (`entries`, `migrate`) lists the folder once,
     /// not once a page.
@@ -65,6 +67,7 @@ final class FileStoreHandle: Sendable {
             // A full disk: the store opens as usual, and writes say the disk is full until space is freed.
         }
         self.lock = lock
+        reserve = DiskReserve(path: path + "/.reserve", sizeBytes: 64 * 1_024)
         readOnlyReason = failure.map { failure in
             OfflineStoreError(
                 failure.code,
@@ -96,7 +99,12 @@ final class FileStoreHandle: Sendable {
             }
             if batch.count == 1, let write = batch.first {
                 try tree.apply(write, sync: sync)
-            } else {
+                return
+            }
+            do throws(OfflineStoreError) {
+                try tree.applyBatch(batch, sync: sync)
+            } catch {
+                guard error.code == .full, DiskReserve.isOnlyDeletes(batch), reserve.release() else { throw error }
                 try tree.applyBatch(batch, sync: sync)
             }
         }

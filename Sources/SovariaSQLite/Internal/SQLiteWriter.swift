@@ -19,14 +19,15 @@ final class SQLiteWriter: @unchecked Sendable {
     private let delete: SQLiteStatement
     /// The durability `PRAGMA synchronous` is set for (it is per connection, not per file).
     private var durability: Durability
-    /// Disk space set aside for deleting on a full disk (see ``SQLiteReserve``).
-    private let reserve: SQLiteReserve
+    /// Disk space set aside for deleting on a full disk (`<file>-reserve`).
+    private let reserve: DiskReserve
+    static let reserveBytes = 1 << 20
 
     /// Opens (creating when missing) and sets up the database at `path`.
     init(path: String, durability: Durability, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {
         connection = try SQLiteConnection(path: path, readOnly: false, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         try SQLiteSchema.prepare(connection)
-        reserve = SQLiteReserve(databasePath: path)
+        reserve = DiskReserve(path: path + "-reserve", sizeBytes: Self.reserveBytes)
         self.durability = durability
         try Self.setSynchronous(for: durability, on: connection)
         try connection.execute(
@@ -59,8 +60,7 @@ final class SQLiteWriter: @unchecked Sendable {
         } catch {
             guard error.code == .full else { throw error }
             // Deletes are how an app frees space: give them the reserve, whose space their log needs.
-            let onlyDeletes = batch.allSatisfy { if case .delete = $0 { true } else { false } }
-            let releasedReserve = onlyDeletes && reserve.release()
+            let releasedReserve = DiskReserve.isOnlyDeletes(batch) && reserve.release()
             guard (try? connection.checkpointAndTruncateLog()) != nil || releasedReserve else { throw error }
             try applyInTransaction(batch)
         }
