@@ -18,6 +18,31 @@ extension OfflineStoreConformance {
             try context.expectBytes(try await store.get("d"), "", "get(d)")
         },
         ConformanceCheck(
+            "batchRewritingAKeyKeepsItsLastWriteAcrossReopen",
+            "A batch that writes one key several times (short and 511-byte keys) keeps its last write, also "
+                + "after a reopen: a store that replays a batch from a journal must not replay it out of order."
+        ) { context in
+            let folder = try context.makeFolder()
+            let long = String(repeating: "L", count: 511)
+            do {
+                let store = try await context.factory.open(folder)
+                try await store.write([.set(key: "gone", value: "old"), .set(key: long, value: "old")])
+                try await store.write([
+                    .set(key: "k", value: "1"), .delete(key: "k"), .set(key: "k", value: "2"), .delete(key: "gone"),
+                    .set(key: "gone", value: "back"), .delete(key: "gone"), .set(key: long, value: "a"),
+                    .delete(key: long), .set(key: long, value: "b"),
+                ])
+                try context.expectBytes(try await store.get("k"), "2", "last write to k")
+                try context.expectBytes(try await store.get("gone"), nil, "a key the batch deleted last")
+                try context.expectBytes(try await store.get(long), "b", "last write to the 511-byte key")
+                guard store.isPersistent else { return }
+            }
+            let reopened = try await context.factory.open(folder)
+            try context.expectKeys(try await reopened.keys(""), byteSorted(["k", long]), "keys after reopen")
+            try context.expectBytes(try await reopened.get("k"), "2", "last write to k after reopen")
+            try context.expectBytes(try await reopened.get(long), "b", "last write to the long key after reopen")
+        },
+        ConformanceCheck(
             "batchWithInvalidKeyChangesNothing",
             "A batch with an invalid key anywhere throws .invalidKey and writes none of its writes."
         ) { context in
