@@ -120,7 +120,6 @@ public final class ChecksummedOfflineStore: OfflineStore {
 extension ChecksummedOfflineStore {
     /// `"c1:" + 16 lowercase hex digits + ":" + value`, written and read over UTF-8 bytes.
     private enum StoredForm {
-        static let engine = "checksum"
         /// `c1:` + 16 digits + `:`.
         static let headerCount = 20
 
@@ -172,7 +171,7 @@ extension ChecksummedOfflineStore {
                     .corrupt,
                     "The stored value of this key is damaged, or was not written through ChecksummedOfflineStore "
                         + "(\(problem)): delete the key or write it again, or restore the store from a backup.",
-                    engine: engine,
+                    engine: .checksum,
                     key: key
                 )
             }

@@ -11,8 +11,8 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     /// What happened and what to do next.
     public var message: String
-    /// The engine that failed (`"sqlite"`, `"lmdb"`, `"leveldb"`, `"file"`, `"sodium"`, …).
-    public var engine: String?
+    /// The engine that failed (``Engine/sqlite``, ``Engine/lmdb``, ``Engine/file``, …).
+    public var engine: Engine?
     /// The engine's own result code (an SQLite extended code, an LMDB or errno value, …).
     public var nativeCode: Int32?
     /// The key the failing call was about, when there is one.
@@ -24,7 +24,7 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
     public init(
         _ code: Code,
         _ message: String,
-        engine: String? = nil,
+        engine: Engine? = nil,
         nativeCode: Int32? = nil,
         key: String? = nil,
         underlying: (any Error & Sendable)? = nil
@@ -44,6 +44,37 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
         if let nativeCode { text += " (native code \(nativeCode))" }
         if let underlying { text += " — underlying: \(underlying)" }
         return text
+    }
+
+    /// The engine an error comes from: a name, typed so that a typo does not compile. A store of
+    /// your own uses `Engine("mine")` (or the string literal `"mine"`).
+    public struct Engine: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+        /// The engine's name, e.g. `"sqlite"`.
+        public let name: String
+
+        /// An engine named `name`.
+        public init(_ name: String) { self.name = name }
+
+        /// An engine named by a string literal: `"mine"`.
+        public init(stringLiteral name: String) { self.name = name }
+
+        /// `MemoryOfflineStore`.
+        public static let memory = Engine("memory")
+        /// `FileOfflineStore`, and the POSIX calls of every engine's folder.
+        public static let file = Engine("file")
+        /// `SQLiteOfflineStore`.
+        public static let sqlite = Engine("sqlite")
+        /// `LMDBOfflineStore`.
+        public static let lmdb = Engine("lmdb")
+        /// `LevelDBOfflineStore`.
+        public static let leveldb = Engine("leveldb")
+        /// `EncryptedOfflineStore` and its keys (libsodium).
+        public static let sodium = Engine("sodium")
+        /// ``ChecksummedOfflineStore``.
+        public static let checksum = Engine("checksum")
+
+        /// The name.
+        public var description: String { name }
     }
 
     /// A stable, extensible error code: match it with `==` or in a `switch`.

@@ -90,7 +90,7 @@ public final class LevelDBOfflineStore: OfflineStore {
     public init(directory: URL, durability: Durability = .synced, blockCacheSizeBytes: Int = 8 * 1_024 * 1_024) throws {
         self.directory = directory
         self.durability = durability
-        try Self.createFolder(directory)
+        try POSIXFile.makeDirectories(directory.path, mode: 0o700, engine: .leveldb)
         let path = OpenOncePerPath<LevelDBHandle>.canonicalPath(directory.path)
         handle = try LevelDBHandle.shared(path: path, blockCacheSizeBytes: max(blockCacheSizeBytes, 0))
     }
@@ -144,13 +144,13 @@ public final class LevelDBOfflineStore: OfflineStore {
     /// Applies `batch` with one LevelDB write batch: all or nothing, even across a crash, and no
     /// reader sees part of it. Every key is validated before anything is written.
     public func write(_ batch: [StoreWrite]) async throws {
-        var bytes = 0
-        for write in batch {
-            try StoreKey.validate(write.key)
-            if case .set(let key, let value) = write { bytes += key.utf8.count + value.utf8.count }
-        }
+        try StoreKey.validate(batch)
         guard !batch.isEmpty else { return }
         let sync = durability == .synced
+        let bytes = batch.reduce(0) { total, write in
+            guard case .set(let key, let value) = write else { return total }
+            return total + key.utf8.count + value.utf8.count
+        }
         if runsInline(entries: batch.count, bytes: bytes) {
             try handle.write(batch, sync: sync)
         } else {
@@ -210,27 +210,5 @@ public final class LevelDBOfflineStore: OfflineStore {
 
     private static func delete(_ key: String, sync: Bool, in handle: LevelDBHandle) throws(OfflineStoreError) {
         try key.withUTF8Bytes { key throws(OfflineStoreError) in try handle.delete(key, sync: sync) }
-    }
-
-    /// Creates `directory` and its missing parents, mode 0700 (LevelDB creates only the last folder).
-    private static func createFolder(_ directory: URL) throws(OfflineStoreError) {
-        do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            let code: OfflineStoreError.Code
-            let advice: String
-            switch (error as? CocoaError)?.code {
-            case .fileWriteNoPermission?, .fileWriteVolumeReadOnly?:
-                (code, advice) = (.permissionDenied, "choose a folder this process may write")
-            case .fileWriteOutOfSpace?:
-                (code, advice) = (.full, "free disk space, then retry")
-            default:
-                (code, advice) = (.io, "check the path (a file may stand where a folder should be) and the disk")
-            }
-            throw OfflineStoreError(
-                code, "Creating the folder \(directory.path) for a LevelDB store failed: \(error); \(advice).",
-                engine: LevelDBStatus.engine, underlying: error)
-        }
     }
 }

@@ -159,7 +159,7 @@ public final class EncryptedOfflineStore: OfflineStore {
             throw OfflineStoreError(
                 .invalidKey,
                 "\(metadataKey) is reserved by EncryptedOfflineStore for its passphrase settings: use another key.",
-                engine: Sodium.engine,
+                engine: .sodium,
                 key: key
             )
         }

@@ -76,7 +76,7 @@ extension EncryptionKey {
     ) async throws -> EncryptionKey {
         guard !passphrase.isEmpty else {
             throw OfflineStoreError(
-                .invalidValue, "The passphrase is empty: ask the user for one.", engine: Sodium.engine)
+                .invalidValue, "The passphrase is empty: ask the user for one.", engine: .sodium)
         }
         if let json = try await store.get(EncryptedOfflineStore.metadataKey) {
             let metadata = try EncryptionMetadata(json: json)
@@ -87,7 +87,7 @@ extension EncryptionKey {
                     "The passphrase does not open this store: the check value under "
                         + "\(EncryptedOfflineStore.metadataKey) did not decrypt with the key it gives. Enter the "
                         + "passphrase the store was created with.",
-                    engine: Sodium.engine,
+                    engine: .sodium,
                     key: EncryptedOfflineStore.metadataKey
                 )
             }
@@ -98,7 +98,7 @@ extension EncryptionKey {
                 .invalidValue,
                 "Argon2id limits of \(limits.operations) operations and \(limits.memoryBytes) bytes are outside its "
                     + "range: use .interactive, .moderate or .sensitive.",
-                engine: Sodium.engine
+                engine: .sodium
             )
         }
         try Sodium.initialize()
@@ -134,7 +134,7 @@ extension EncryptionKey {
                     .full,
                     "Argon2id could not allocate its \(limits.memoryBytes) bytes of memory: free memory, or create "
                         + "the store with smaller limits.",
-                    engine: Sodium.engine,
+                    engine: .sodium,
                     nativeCode: result
                 )
             }

@@ -38,7 +38,7 @@ public final class EncryptionKey: @unchecked Sendable {
                 .full,
                 "libsodium could not allocate protected memory for an encryption key: free memory, or raise the "
                     + "process's memory limits.",
-                engine: Sodium.engine
+                engine: .sodium
             )
         }
         let bytes = memory.bindMemory(to: UInt8.self, capacity: Self.byteCount)
@@ -70,7 +70,7 @@ public final class EncryptionKey: @unchecked Sendable {
                 .invalidValue,
                 "An encryption key must be exactly \(Self.byteCount) bytes, this one has \(bytes.count): pass the "
                     + "bytes of a key made by EncryptionKey.random(), or derive one from a passphrase.",
-                engine: Sodium.engine
+                engine: .sodium
             )
         }
         try self.init { target in

@@ -168,7 +168,7 @@ import Testing
         ("Invalid argument: leveldb.BytewiseComparator does not match existing comparator", .unsupported),
     ])
     func mapsLevelDBStatusToErrorCodes(_ status: String, _ code: OfflineStoreError.Code) {
-        let error = LevelDBStatus.error(status, operation: "Opening", path: "/d")
+        let error = OfflineStoreError.leveldb(status, operation: "Opening", path: "/d")
         #expect(error.code == code)
         #expect(error.engine == "leveldb")
         #expect(error.message.contains(status))

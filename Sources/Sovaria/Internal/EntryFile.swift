@@ -37,7 +37,7 @@ enum EntryFile {
                 "The file \(path) of this key is damaged (its checksum does not match, or it was not written by "
                     + "this version of FileOfflineStore): delete the key or rewrite it, or restore the folder from a "
                     + "backup.",
-                engine: POSIXFile.engine, key: key)
+                engine: .file, key: key)
         }
         return value
     }

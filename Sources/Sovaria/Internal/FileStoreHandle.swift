@@ -38,7 +38,7 @@ final class FileStoreHandle: Sendable {
         } catch let error as OfflineStoreError {
             throw error
         } catch {
-            throw OfflineStoreError(.io, "Opening \(path) failed: \(error)", engine: POSIXFile.engine)
+            throw OfflineStoreError(.io, "Opening \(path) failed: \(error)", engine: .file)
         }
     }
 
@@ -74,7 +74,7 @@ final class FileStoreHandle: Sendable {
                 "The folder \(path) can be read but not written (\(failure.message)) The store reads its entries but "
                     + "refuses writes: make the folder writable by this process (check its mode, owner and mount), "
                     + "then open the store again.",
-                engine: POSIXFile.engine, nativeCode: failure.nativeCode)
+                engine: .file, nativeCode: failure.nativeCode)
         }
     }
 

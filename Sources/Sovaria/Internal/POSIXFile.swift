@@ -6,13 +6,13 @@
     import Darwin
 #endif
 
-/// Thin, throwing wrappers over the POSIX calls the file store needs. Paths are plain strings;
-/// every failure becomes an ``OfflineStoreError`` carrying `errno`.
-enum POSIXFile {
-    static let engine = "file"
-
-    static func error(
-        _ operation: String, _ path: String, code: Int32 = errno, key: String? = nil
+/// Thin, throwing wrappers over the POSIX calls of the file store and of every engine's folder.
+/// Paths are plain strings; every failure becomes an ``OfflineStoreError`` carrying `errno`, with
+/// the engine the caller names (the file store's by default).
+package enum POSIXFile {
+    package static func error(
+        _ operation: String, _ path: String, code: Int32 = errno, key: String? = nil,
+        engine: OfflineStoreError.Engine = .file
     )
         -> OfflineStoreError
     {
@@ -29,27 +29,29 @@ enum POSIXFile {
 
     /// Creates `path` and any missing parents with `mode`; returns whether `path` was created.
     @discardableResult
-    static func makeDirectories(_ path: String, mode: mode_t) throws(OfflineStoreError) -> Bool {
+    package static func makeDirectories(
+        _ path: String, mode: mode_t, engine: OfflineStoreError.Engine = .file
+    ) throws(OfflineStoreError) -> Bool {
         if mkdir(path, mode) == 0 { return true }
         switch errno {
         case EEXIST:
             var info = stat()
             guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-                throw error("Creating folder", path, code: ENOTDIR)
+                throw error("Creating folder", path, code: ENOTDIR, engine: engine)
             }
             return false
         case ENOENT:
             let parent = parentPath(of: path)
-            guard parent != path, !parent.isEmpty else { throw error("Creating folder", path) }
-            try makeDirectories(parent, mode: mode)
+            guard parent != path, !parent.isEmpty else { throw error("Creating folder", path, engine: engine) }
+            try makeDirectories(parent, mode: mode, engine: engine)
             if mkdir(path, mode) == 0 || errno == EEXIST { return true }
-            throw error("Creating folder", path)
+            throw error("Creating folder", path, engine: engine)
         default:
-            throw error("Creating folder", path)
+            throw error("Creating folder", path, engine: engine)
         }
     }
 
-    static func parentPath(of path: String) -> String {
+    package static func parentPath(of path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
         if slash == path.utf8.startIndex { return "/" }
         return String(path[..<slash])
@@ -57,7 +59,7 @@ enum POSIXFile {
 
     /// Writes `bytes` to a new file at `path` (which must not exist), mode 0600, and fsyncs it
     /// when `sync` is set.
-    static func createFile(_ path: String, contents bytes: [UInt8], sync: Bool, key: String?) throws(OfflineStoreError)
+    package static func createFile(_ path: String, contents bytes: [UInt8], sync: Bool, key: String?) throws(OfflineStoreError)
     {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw error("Creating", path, key: key) }
@@ -83,7 +85,7 @@ enum POSIXFile {
     }
 
     /// The contents of the file at `path`, or `nil` when it does not exist.
-    static func readFile(_ path: String, key: String?) throws(OfflineStoreError) -> [UInt8]? {
+    package static func readFile(_ path: String, key: String?) throws(OfflineStoreError) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
@@ -111,7 +113,7 @@ enum POSIXFile {
         return Array(bytes[..<offset])
     }
 
-    static func rename(_ source: String, to target: String, key: String?) throws(OfflineStoreError) {
+    package static func rename(_ source: String, to target: String, key: String?) throws(OfflineStoreError) {
         guard systemRename(source, target) == 0 else {
             let failure = error("Renaming into", target, key: key)
             unlink(source)
@@ -120,7 +122,7 @@ enum POSIXFile {
     }
 
     /// Renames `source` to `target`; returns `false` when `source` does not exist (already renamed).
-    static func renameIfPresent(_ source: String, to target: String, key: String?) throws(OfflineStoreError) -> Bool {
+    package static func renameIfPresent(_ source: String, to target: String, key: String?) throws(OfflineStoreError) -> Bool {
         if systemRename(source, target) == 0 { return true }
         if errno == ENOENT, access(source, F_OK) != 0 { return false }
         throw error("Renaming into", target, key: key)
@@ -128,7 +130,7 @@ enum POSIXFile {
 
     /// Removes the file at `path`; returns `false` when there was none.
     @discardableResult
-    static func removeFile(_ path: String, key: String?) throws(OfflineStoreError) -> Bool {
+    package static func removeFile(_ path: String, key: String?) throws(OfflineStoreError) -> Bool {
         if unlink(path) == 0 { return true }
         if errno == ENOENT { return false }
         throw error("Removing", path, key: key)
@@ -136,7 +138,7 @@ enum POSIXFile {
 
     /// Flushes the folder's entries (names created, renamed or removed) to stable storage; a
     /// folder that does not exist has nothing to flush.
-    static func syncDirectory(_ path: String) throws(OfflineStoreError) {
+    package static func syncDirectory(_ path: String) throws(OfflineStoreError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return }
@@ -147,7 +149,7 @@ enum POSIXFile {
     }
 
     /// The names in the folder at `path`, without `.` and `..`; empty when it does not exist.
-    static func listDirectory(_ path: String) throws(OfflineStoreError) -> [(name: String, isDirectory: Bool)] {
+    package static func listDirectory(_ path: String) throws(OfflineStoreError) -> [(name: String, isDirectory: Bool)] {
         guard let dir = opendir(path) else {
             if errno == ENOENT { return [] }
             throw error("Listing folder", path)

@@ -27,7 +27,7 @@ extension LMDBEnvironment {
         let copiedTxnID: Int = try lock.withSharedLock {
             guard let handles else { throw Self.closedError(path) }
             let txnID = Self.info(handles.env).me_last_txnid
-            try LMDBError.check(
+            try checkLMDB(
                 mdb_env_copy2(handles.env, copyFolder, UInt32(MDB_CP_COMPACT)),
                 "Copying the LMDB environment to compact it failed (the store is unchanged)")
             return txnID
@@ -42,7 +42,7 @@ extension LMDBEnvironment {
                     .locked,
                     "Another process wrote to the LMDB environment while it was being compacted; the store is "
                         + "unchanged. Call compact() when no other process uses the folder.",
-                    engine: LMDBError.engine)
+                    engine: .lmdb)
             }
             abortIdleReadTransactions()
             mdb_env_close(handles.env)
@@ -67,7 +67,7 @@ extension LMDBEnvironment {
                     .locked,
                     "Another process has the LMDB environment open, so it was not compacted; call compact() when "
                         + "no other process uses the folder.",
-                    engine: LMDBError.engine)
+                    engine: .lmdb)
             }
             defer { LMDBFolder.releaseEnvironmentLock(descriptor) }
             try LMDBFolder.replace(path + "/data.mdb", with: copiedFile)
@@ -81,6 +81,6 @@ extension LMDBEnvironment {
     static func closedError(_ path: String) -> OfflineStoreError {
         OfflineStoreError(
             .closed, "The LMDB environment in \(path) is closed after a failed reopen; open the store again.",
-            engine: LMDBError.engine)
+            engine: .lmdb)
     }
 }

@@ -20,7 +20,7 @@ extension LMDBEnvironment {
             let current = Self.info(handles.env).me_mapsize
             let limit = options.maxMapSizeBytes
             guard current < limit else {
-                throw LMDBError.mapCouldNotGrow("it has reached maxMapSizeBytes (\(limit) bytes)")
+                throw OfflineStoreError.lmdbMapCouldNotGrow("it has reached maxMapSizeBytes (\(limit) bytes)")
             }
             let target = current > limit / 2 ? limit : current * 2
             abortIdleReadTransactions()
@@ -32,8 +32,8 @@ extension LMDBEnvironment {
                     mdb_env_close(handles.env)
                     self.handles = nil
                 }
-                throw LMDBError.mapCouldNotGrow(
-                    "mapping \(target) bytes failed: \(LMDBError.describe(rc))", nativeCode: rc)
+                throw OfflineStoreError.lmdbMapCouldNotGrow(
+                    "mapping \(target) bytes failed: \(OfflineStoreError.lmdbDescription(rc))", nativeCode: rc)
             }
         }
     }
@@ -48,7 +48,7 @@ extension LMDBEnvironment {
             guard rc == MDB_SUCCESS else {
                 mdb_env_close(handles.env)
                 self.handles = nil
-                throw LMDBError.error(rc, "Adopting the LMDB map size another process set failed")
+                throw OfflineStoreError.lmdb(rc, "Adopting the LMDB map size another process set failed")
             }
             // The other process grew the file too: check it holds every page before reading them.
             try Self.checkDataFileIsWhole(handles.env, path: path)

@@ -10,7 +10,7 @@ extension LMDBEnvironment {
                 var value = MDB_val()
                 let rc = mdb_get(txn, dbi, &keyVal, &value)
                 if rc == MDB_NOTFOUND { return nil }
-                guard rc == MDB_SUCCESS else { throw LMDBError.error(rc, "Reading from LMDB failed") }
+                guard rc == MDB_SUCCESS else { throw OfflineStoreError.lmdb(rc, "Reading from LMDB failed") }
                 return try value.string("value")
             }
         }
@@ -39,7 +39,7 @@ extension LMDBEnvironment {
 
         try read { txn, dbi in
             var opened: OpaquePointer?
-            try LMDBError.check(mdb_cursor_open(txn, dbi, &opened), "Opening an LMDB cursor failed")
+            try checkLMDB(mdb_cursor_open(txn, dbi, &opened), "Opening an LMDB cursor failed")
             guard let cursor = opened else { return }
             defer { mdb_cursor_close(cursor) }
 
@@ -66,7 +66,7 @@ extension LMDBEnvironment {
                 rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
             }
             guard rc == MDB_SUCCESS || rc == MDB_NOTFOUND else {
-                throw LMDBError.error(rc, "Walking LMDB keys failed")
+                throw OfflineStoreError.lmdb(rc, "Walking LMDB keys failed")
             }
         }
     }

@@ -79,22 +79,22 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     /// main database. `mapSizeBytes` overrides the initial size (after a reopen).
     static func openHandles(path: String, options: Options, mapSizeBytes: Int?) throws -> (Handles, cleared: Int) {
         var created: OpaquePointer?
-        try LMDBError.check(mdb_env_create(&created), "Creating the LMDB environment for \(path) failed")
+        try checkLMDB(mdb_env_create(&created), "Creating the LMDB environment for \(path) failed")
         guard let env = created else {
-            throw LMDBError.error(ENOMEM, "Creating the LMDB environment for \(path) failed")
+            throw OfflineStoreError.lmdb(ENOMEM, "Creating the LMDB environment for \(path) failed")
         }
         do {
-            try LMDBError.check(
+            try checkLMDB(
                 mdb_env_set_maxreaders(env, UInt32(clamping: options.maxReaders)),
                 "Setting LMDB's reader slots to \(options.maxReaders) failed")
             let mapSize = mapSizeBytes ?? options.initialMapSizeBytes
-            try LMDBError.check(mdb_env_set_mapsize(env, mapSize), "Setting LMDB's map to \(mapSize) bytes failed")
+            try checkLMDB(mdb_env_set_mapsize(env, mapSize), "Setting LMDB's map to \(mapSize) bytes failed")
             var flags = UInt32(MDB_NOTLS)
             if options.durability == .flushed { flags |= UInt32(MDB_NOMETASYNC) }
-            try LMDBError.check(mdb_env_open(env, path, flags, 0o600), "Opening the LMDB environment in \(path) failed")
+            try checkLMDB(mdb_env_open(env, path, flags, 0o600), "Opening the LMDB environment in \(path) failed")
             try checkDataFileIsWhole(env, path: path)
             var dead: Int32 = 0
-            try LMDBError.check(mdb_reader_check(env, &dead), "Clearing stale LMDB reader slots in \(path) failed")
+            try checkLMDB(mdb_reader_check(env, &dead), "Clearing stale LMDB reader slots in \(path) failed")
             let dbi = try openMainDatabase(env)
             return (Handles(env: env, dbi: dbi), Int(dead))
         } catch {
@@ -120,20 +120,20 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
             "The LMDB file \(dataPath) is cut short: it has \(file.st_size) bytes, but its last page ends at byte "
                 + "\(needed) (a copy that did not finish, or a damaged disk). Restore the folder from a backup, or "
                 + "delete it to start empty.",
-            engine: LMDBError.engine)
+            engine: .lmdb)
     }
 
     private static func openMainDatabase(_ env: OpaquePointer) throws -> MDB_dbi {
         var begun: OpaquePointer?
-        try LMDBError.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun), "Starting an LMDB read failed")
-        guard let txn = begun else { throw LMDBError.error(ENOMEM, "Starting an LMDB read failed") }
+        try checkLMDB(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun), "Starting an LMDB read failed")
+        guard let txn = begun else { throw OfflineStoreError.lmdb(ENOMEM, "Starting an LMDB read failed") }
         var dbi: MDB_dbi = 0
         let rc = mdb_dbi_open(txn, nil, 0, &dbi)
         guard rc == MDB_SUCCESS else {
             mdb_txn_abort(txn)
-            throw LMDBError.error(rc, "Opening LMDB's main database failed")
+            throw OfflineStoreError.lmdb(rc, "Opening LMDB's main database failed")
         }
-        try LMDBError.check(mdb_txn_commit(txn), "Opening LMDB's main database failed")
+        try checkLMDB(mdb_txn_commit(txn), "Opening LMDB's main database failed")
         return dbi
     }
 
@@ -212,21 +212,21 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         var begun: OpaquePointer?
         var rc = mdb_txn_begin(handles.env, nil, 0, &begun)
         if rc == MDB_MAP_RESIZED { return .mapResized }
-        try LMDBError.check(rc, "Starting an LMDB write failed")
-        guard let txn = begun else { throw LMDBError.error(ENOMEM, "Starting an LMDB write failed") }
+        try checkLMDB(rc, "Starting an LMDB write failed")
+        guard let txn = begun else { throw OfflineStoreError.lmdb(ENOMEM, "Starting an LMDB write failed") }
         for write in batch {
             rc = Self.apply(write, txn: txn, dbi: handles.dbi)
             guard rc == MDB_SUCCESS else {
                 mdb_txn_abort(txn)  // after MDB_MAP_FULL the transaction is dead: only abort is allowed
                 if rc == MDB_MAP_FULL { return .mapFull }
-                throw LMDBError.error(rc, "Writing \(write.key.debugDescription) to LMDB failed", key: write.key)
+                throw OfflineStoreError.lmdb(rc, "Writing \(write.key.debugDescription) to LMDB failed", key: write.key)
             }
         }
         rc = mdb_txn_commit(txn)  // frees the transaction, also when it fails
         if rc == MDB_MAP_FULL { return .mapFull }
-        if rc == EIO, LMDBFolder.diskIsFull(path) { throw LMDBError.error(ENOSPC, "Committing an LMDB write failed") }
-        try LMDBError.check(rc, "Committing an LMDB write failed")
-        if forceSync { try LMDBError.check(mdb_env_sync(handles.env, 1), "Flushing LMDB to disk failed") }
+        if rc == EIO, LMDBFolder.diskIsFull(path) { throw OfflineStoreError.lmdb(ENOSPC, "Committing an LMDB write failed") }
+        try checkLMDB(rc, "Committing an LMDB write failed")
+        if forceSync { try checkLMDB(mdb_env_sync(handles.env, 1), "Flushing LMDB to disk failed") }
         return .done(())
     }
 

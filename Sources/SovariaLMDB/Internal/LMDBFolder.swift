@@ -14,26 +14,7 @@ enum LMDBFolder {
 
     /// Creates `path` and any missing parents with mode 0700; an existing folder is left as it is.
     static func create(_ path: String) throws(OfflineStoreError) {
-        if mkdir(path, 0o700) == 0 { return }
-        let code = errno
-        switch code {
-        case EEXIST:
-            var info = stat()
-            guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-                throw LMDBError.error(ENOTDIR, "The LMDB store's folder \(path) is a file, not a folder")
-            }
-        case ENOENT:
-            let parent = parentPath(of: path)
-            guard !parent.isEmpty, parent != path else {
-                throw LMDBError.error(code, "Creating the LMDB store's folder \(path) failed")
-            }
-            try create(parent)
-            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-                throw LMDBError.error(errno, "Creating the LMDB store's folder \(path) failed")
-            }
-        default:
-            throw LMDBError.error(code, "Creating the LMDB store's folder \(path) failed")
-        }
+        try POSIXFile.makeDirectories(path, mode: 0o700, engine: .lmdb)
     }
 
     /// Whether the file system holding `path` has (almost) no space left for this process.
@@ -49,47 +30,32 @@ enum LMDBFolder {
 
     /// Removes copy folders that a compaction in a process that no longer runs left behind.
     static func removeAbandonedCopies(in folder: String) {
-        guard let directory = opendir(folder) else { return }
-        var abandoned: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard name.hasPrefix(copyFolderPrefix), let pid = pid_t(name.dropFirst(copyFolderPrefix.count)) else {
+        for (name, _) in (try? POSIXFile.listDirectory(folder)) ?? [] {
+            guard name.utf8.starts(with: copyFolderPrefix.utf8), let pid = pid_t(name.dropFirst(copyFolderPrefix.count)) else {
                 continue
             }
-            if pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH) { abandoned.append(name) }
+            if pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH) { removeTree(folder + "/" + name) }
         }
-        closedir(directory)
-        for name in abandoned { removeTree(folder + "/" + name) }
     }
 
     /// Removes a folder that holds only files (a copy folder); missing is fine.
     static func removeTree(_ path: String) {
-        if let directory = opendir(path) {
-            while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                    String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                if name != "." && name != ".." { unlink(path + "/" + name) }
-            }
-            closedir(directory)
-        }
+        for (name, _) in (try? POSIXFile.listDirectory(path)) ?? [] { unlink(path + "/" + name) }
         rmdir(path)
     }
 
     /// Flushes a file or folder to stable storage.
     static func sync(_ path: String, directory: Bool) throws(OfflineStoreError) {
         let descriptor = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY)
-        guard descriptor >= 0 else { throw LMDBError.error(errno, "Opening \(path) to flush it failed") }
+        guard descriptor >= 0 else { throw OfflineStoreError.lmdb(errno, "Opening \(path) to flush it failed") }
         defer { close(descriptor) }
-        guard fsync(descriptor) == 0 else { throw LMDBError.error(errno, "Flushing \(path) to disk failed") }
+        guard fsync(descriptor) == 0 else { throw OfflineStoreError.lmdb(errno, "Flushing \(path) to disk failed") }
     }
 
     /// Renames `source` over `target` atomically.
     static func replace(_ target: String, with source: String) throws(OfflineStoreError) {
         guard rename(source, target) == 0 else {
-            throw LMDBError.error(errno, "Moving the compacted LMDB file over \(target) failed")
+            throw OfflineStoreError.lmdb(errno, "Moving the compacted LMDB file over \(target) failed")
         }
     }
 
@@ -100,7 +66,7 @@ enum LMDBFolder {
     /// holds the environment.
     static func lockOutOtherProcesses(lockFile path: String) throws(OfflineStoreError) -> Int32? {
         let descriptor = open(path, O_RDWR)
-        guard descriptor >= 0 else { throw LMDBError.error(errno, "Opening \(path) failed") }
+        guard descriptor >= 0 else { throw OfflineStoreError.lmdb(errno, "Opening \(path) failed") }
         var lock = flock()
         lock.l_type = Int16(F_WRLCK)
         lock.l_whence = Int16(SEEK_SET)
@@ -110,18 +76,11 @@ enum LMDBFolder {
         let code = errno
         close(descriptor)
         if code == EAGAIN || code == EACCES { return nil }
-        throw LMDBError.error(code, "Locking \(path) failed")
+        throw OfflineStoreError.lmdb(code, "Locking \(path) failed")
     }
 
     /// Releases the lock from ``lockOutOtherProcesses(lockFile:)``.
     static func releaseEnvironmentLock(_ descriptor: Int32) {
         close(descriptor)
-    }
-
-    private static func parentPath(of path: String) -> String {
-        var trimmed = Substring(path)
-        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
-        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
     }
 }

@@ -24,7 +24,7 @@ extension String {
     /// are valid UTF-8.
     init(copyingUTF8 bytes: UnsafeRawBufferPointer, _ what: String, key: String? = nil) throws(OfflineStoreError) {
         guard let string = String(validatingUTF8Bytes: bytes.assumingMemoryBound(to: UInt8.self)) else {
-            throw LMDBError.notUTF8(what, key: key)
+            throw OfflineStoreError.lmdbNotUTF8(what, key: key)
         }
         self = string
     }

@@ -7,49 +7,46 @@ import Sovaria
     import Darwin
 #endif
 
-/// Turns LMDB return codes into ``OfflineStoreError``s that say what happened and what to do.
-enum LMDBError {
-    /// The engine name every LMDB error carries.
-    static let engine = "lmdb"
+/// Throws the error for LMDB return code `rc` unless it is `MDB_SUCCESS`.
+func checkLMDB(_ rc: Int32, _ action: @autoclosure () -> String) throws(OfflineStoreError) {
+    if rc != MDB_SUCCESS { throw OfflineStoreError.lmdb(rc, action()) }
+}
 
-    /// Throws the error for `rc` unless it is `MDB_SUCCESS`.
-    static func check(_ rc: Int32, _ action: @autoclosure () -> String) throws(OfflineStoreError) {
-        if rc != MDB_SUCCESS { throw error(rc, action()) }
-    }
-
+/// LMDB's return codes as ``OfflineStoreError``s that say what happened and what to do.
+extension OfflineStoreError {
     /// The error for a failed LMDB call: `action` says what the store was doing.
-    static func error(_ rc: Int32, _ action: String, key: String? = nil) -> OfflineStoreError {
-        let (code, advice) = classify(rc)
+    static func lmdb(_ rc: Int32, _ action: String, key: String? = nil) -> OfflineStoreError {
+        let (code, advice) = classifyLMDB(rc)
         return OfflineStoreError(
-            code, "\(action): \(describe(rc)). \(advice)", engine: engine, nativeCode: rc, key: key)
+            code, "\(action): \(lmdbDescription(rc)). \(advice)", engine: .lmdb, nativeCode: rc, key: key)
     }
 
     /// The error thrown when `MDB_MAP_FULL` could not be answered by a larger map.
-    static func mapCouldNotGrow(_ reason: String, nativeCode: Int32 = MDB_MAP_FULL) -> OfflineStoreError {
+    static func lmdbMapCouldNotGrow(_ reason: String, nativeCode: Int32 = MDB_MAP_FULL) -> OfflineStoreError {
         OfflineStoreError(
             .full,
             "LMDB map is full and could not grow: \(reason). Delete entries and call compact(), or open the "
                 + "store with a larger maxMapSizeBytes.",
-            engine: engine, nativeCode: nativeCode)
+            engine: .lmdb, nativeCode: nativeCode)
     }
 
     /// The error for bytes LMDB returned that are not UTF-8: the file was not written by this store, or it
     /// is damaged.
-    static func notUTF8(_ what: String, key: String? = nil) -> OfflineStoreError {
+    static func lmdbNotUTF8(_ what: String, key: String? = nil) -> OfflineStoreError {
         OfflineStoreError(
             .corrupt,
             "The LMDB environment holds a \(what) that is not valid UTF-8: it was not written by "
                 + "LMDBOfflineStore, or the file is damaged. Delete the entry, or restore the folder from a backup.",
-            engine: engine, key: key)
+            engine: .lmdb, key: key)
     }
 
     /// LMDB's own text for `rc` (its codes and `strerror` for errno values).
-    static func describe(_ rc: Int32) -> String {
+    static func lmdbDescription(_ rc: Int32) -> String {
         guard let text = mdb_strerror(rc) else { return "error \(rc)" }
         return String(cString: text)
     }
 
-    private static func classify(_ rc: Int32) -> (OfflineStoreError.Code, String) {
+    private static func classifyLMDB(_ rc: Int32) -> (OfflineStoreError.Code, String) {
         switch rc {
         case MDB_MAP_FULL:
             return (.full, "Delete entries and call compact(), or open the store with a larger maxMapSizeBytes.")

@@ -1,4 +1,5 @@
 import CLMDB
+import Sovaria
 import Synchronization
 
 #if canImport(Glibc)
@@ -34,13 +35,13 @@ final class ReadTransactionPool: Sendable {
             if rc == MDB_SUCCESS { return txn }
             mdb_txn_abort(txn)
             if rc == MDB_MAP_RESIZED { return nil }
-            throw LMDBError.error(rc, "Starting an LMDB read failed")
+            throw OfflineStoreError.lmdb(rc, "Starting an LMDB read failed")
         }
         var begun: OpaquePointer?
         let rc = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun)
         if rc == MDB_MAP_RESIZED { return nil }
-        try LMDBError.check(rc, "Starting an LMDB read failed")
-        guard let txn = begun else { throw LMDBError.error(ENOMEM, "Starting an LMDB read failed") }
+        try checkLMDB(rc, "Starting an LMDB read failed")
+        guard let txn = begun else { throw OfflineStoreError.lmdb(ENOMEM, "Starting an LMDB read failed") }
         return txn
     }
 

@@ -55,14 +55,14 @@ final class LevelDBHandle: @unchecked Sendable {
         var failure: OfflineStoreError?
         do {
             try LevelDBManifest.check(folder: path)
-            opened = try LevelDBStatus.check(operation, path: path) { leveldb_open(options, path, $0) }
+            opened = try checkLevelDB(operation, path: path) { leveldb_open(options, path, $0) }
         } catch {
             failure = error
         }
         guard let opened else {
             leveldb_filterpolicy_destroy(bloomFilter)
             leveldb_cache_destroy(blockCache)
-            throw failure ?? LevelDBStatus.error("IO error: no database and no error", operation: operation, path: path)
+            throw failure ?? OfflineStoreError.leveldb("IO error: no database and no error", operation: operation, path: path)
         }
         self.path = path
         database = opened
@@ -83,11 +83,11 @@ final class LevelDBHandle: @unchecked Sendable {
             throw OfflineStoreError(
                 .locked,
                 "The LevelDB store at \(path) is open in this process: release every store on it, then repair.",
-                engine: LevelDBStatus.engine)
+                engine: .leveldb)
         }
         let options: OpaquePointer = leveldb_options_create()
         defer { leveldb_options_destroy(options) }
-        try LevelDBStatus.check("Repairing the LevelDB store at \(path)", path: path) {
+        try checkLevelDB("Repairing the LevelDB store at \(path)", path: path) {
             leveldb_repair_db(options, path, $0)
         }
     }
@@ -105,14 +105,14 @@ final class LevelDBHandle: @unchecked Sendable {
     /// The value stored under `key`, or `nil`.
     func get(_ key: UnsafeBufferPointer<UInt8>) throws(OfflineStoreError) -> String? {
         var length = 0
-        let found = try LevelDBStatus.check("Reading a key", path: path, key: Self.name(key)) { errorPointer in
+        let found = try checkLevelDB("Reading a key", path: path, key: Self.name(key)) { errorPointer in
             leveldb_get(database, readOptions, key.cChars, key.count, &length, errorPointer)
         }
         // NULL without an error is "not found"; an empty value is a non-NULL pointer and length 0.
         guard let found else { return nil }
         defer { leveldb_free(found) }
         guard let value = String(validatingBytes: found, count: length) else {
-            throw LevelDBStatus.invalidUTF8(path: path, key: Self.name(key))
+            throw OfflineStoreError.leveldbNotUTF8(path: path, key: Self.name(key))
         }
         return value
     }
@@ -124,7 +124,7 @@ final class LevelDBHandle: @unchecked Sendable {
         throws(OfflineStoreError)
     {
         try refusingWritesAfterAFailure { () throws(OfflineStoreError) in
-            try LevelDBStatus.check("Writing a key", path: path, key: Self.name(key)) { errorPointer in
+            try checkLevelDB("Writing a key", path: path, key: Self.name(key)) { errorPointer in
                 leveldb_put(
                     database, writeOptions(sync), key.cChars, key.count, value.cChars, value.count, errorPointer)
             }
@@ -134,7 +134,7 @@ final class LevelDBHandle: @unchecked Sendable {
     /// Removes `key`; a missing key is not an error.
     func delete(_ key: UnsafeBufferPointer<UInt8>, sync: Bool) throws(OfflineStoreError) {
         try refusingWritesAfterAFailure { () throws(OfflineStoreError) in
-            try LevelDBStatus.check("Deleting a key", path: path, key: Self.name(key)) { errorPointer in
+            try checkLevelDB("Deleting a key", path: path, key: Self.name(key)) { errorPointer in
                 leveldb_delete(database, writeOptions(sync), key.cChars, key.count, errorPointer)
             }
         }
@@ -157,7 +157,7 @@ final class LevelDBHandle: @unchecked Sendable {
             }
         }
         try refusingWritesAfterAFailure { () throws(OfflineStoreError) in
-            try LevelDBStatus.check("Writing a batch of \(batch.count)", path: path) { errorPointer in
+            try checkLevelDB("Writing a batch of \(batch.count)", path: path) { errorPointer in
                 leveldb_write(database, writeOptions(sync), writeBatch, errorPointer)
             }
         }
@@ -178,7 +178,7 @@ final class LevelDBHandle: @unchecked Sendable {
                     + "record in its log; writes behind it would be lost at the next open, so this store takes no "
                     + "more writes. Release every LevelDBOfflineStore on this folder and open it again (after "
                     + "freeing space, if the disk was full); reads work meanwhile.",
-                engine: LevelDBStatus.engine, underlying: earlier)
+                engine: .leveldb, underlying: earlier)
         }
         do throws(OfflineStoreError) {
             try body()

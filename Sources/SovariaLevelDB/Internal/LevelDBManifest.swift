@@ -43,7 +43,7 @@ enum LevelDBManifest {
                 + "and not the \(unnamedTables.count) table file(s) that hold the data, so opening it would "
                 + "discard them. Restore the folder from a backup, or rebuild the MANIFEST from the tables with "
                 + "LevelDBOfflineStore.repair(directory:) (writes after the last compaction may be lost).",
-            engine: LevelDBStatus.engine)
+            engine: .leveldb)
     }
 
     /// The number of a table file's name (`000005.ldb`, or `.sst` from older LevelDB), or `nil`.

@@ -75,13 +75,13 @@ final class LevelDBScan: @unchecked Sendable {
             guard hasPrefix(key) else { break }
             // Keys and values are copied out before `next` invalidates LevelDB's buffers.
             guard let keyString = String(validatingBytes: key.cChars, count: key.count) else {
-                throw LevelDBStatus.invalidUTF8(path: handle.path, key: LevelDBHandle.name(key))
+                throw OfflineStoreError.leveldbNotUTF8(path: handle.path, key: LevelDBHandle.name(key))
             }
             if includeValues {
                 var valueLength = 0
                 let value = leveldb_iter_value(iterator, &valueLength)
                 guard let valueString = String(validatingBytes: value, count: valueLength) else {
-                    throw LevelDBStatus.invalidUTF8(path: handle.path, key: keyString)
+                    throw OfflineStoreError.leveldbNotUTF8(path: handle.path, key: keyString)
                 }
                 values.append(valueString)
                 bytes += valueLength
@@ -115,7 +115,7 @@ final class LevelDBScan: @unchecked Sendable {
     private func finish(_ iterator: OpaquePointer) throws(OfflineStoreError) {
         self.iterator = nil
         defer { leveldb_iter_destroy(iterator) }
-        try LevelDBStatus.check("Listing keys", path: handle.path) { leveldb_iter_get_error(iterator, $0) }
+        try checkLevelDB("Listing keys", path: handle.path) { leveldb_iter_get_error(iterator, $0) }
     }
 
     /// The key the valid `iterator` is on; valid until the iterator moves.

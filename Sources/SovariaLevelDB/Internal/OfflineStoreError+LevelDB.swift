@@ -1,53 +1,51 @@
 import CLevelDB
 import Sovaria
 
-/// Turns LevelDB's error strings into ``OfflineStoreError``s that say what to do.
+/// Runs the LevelDB call `body` with a fresh `errptr` and returns its result, or throws the error
+/// LevelDB set.
+///
+/// The pointer starts `NULL` on every call (LevelDB requires NULL or a `malloc`'d string), and a
+/// string LevelDB stored is freed with `leveldb_free` before the error is thrown.
+func checkLevelDB<Result>(
+    _ operation: @autoclosure () -> String,
+    path: String,
+    key: @autoclosure () -> String? = nil,
+    _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Result
+) throws(OfflineStoreError) -> Result {
+    var errorPointer: UnsafeMutablePointer<CChar>?
+    let result = body(&errorPointer)
+    guard let errorPointer else { return result }
+    let message = String(cString: errorPointer)
+    leveldb_free(errorPointer)
+    throw OfflineStoreError.leveldb(message, operation: operation(), path: path, key: key())
+}
+
+/// LevelDB's error strings as ``OfflineStoreError``s that say what to do.
 ///
 /// LevelDB's C API reports errors as a `malloc`'d status string in `errptr` (`"IO error: …"`,
 /// `"Corruption: …"`), with no numeric code; the kind is read from the string's words.
-enum LevelDBStatus {
-    /// The engine name every LevelDB error carries.
-    static let engine = "leveldb"
-
-    /// Runs `body` with a fresh `errptr` and returns its result, or throws the error LevelDB set.
-    ///
-    /// The pointer starts `NULL` on every call (LevelDB requires NULL or a `malloc`'d string), and
-    /// a string LevelDB stored is freed with `leveldb_free` before the error is thrown.
-    static func check<Result>(
-        _ operation: @autoclosure () -> String,
-        path: String,
-        key: @autoclosure () -> String? = nil,
-        _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Result
-    ) throws(OfflineStoreError) -> Result {
-        var errorPointer: UnsafeMutablePointer<CChar>?
-        let result = body(&errorPointer)
-        guard let errorPointer else { return result }
-        let message = String(cString: errorPointer)
-        leveldb_free(errorPointer)
-        throw error(message, operation: operation(), path: path, key: key())
-    }
-
+extension OfflineStoreError {
     /// The error for LevelDB status `message`, raised while doing `operation` on the store at `path`.
-    static func error(_ message: String, operation: String, path: String, key: String? = nil) -> OfflineStoreError {
-        let (code, advice) = classify(message, path: path)
+    static func leveldb(_ message: String, operation: String, path: String, key: String? = nil) -> OfflineStoreError {
+        let (code, advice) = classifyLevelDB(message, path: path)
         if code == .locked {
-            return OfflineStoreError(code, advice + " LevelDB said: \(message)", engine: engine, key: key)
+            return OfflineStoreError(code, advice + " LevelDB said: \(message)", engine: .leveldb, key: key)
         }
-        return OfflineStoreError(code, "\(operation) failed: \(message); \(advice)", engine: engine, key: key)
+        return OfflineStoreError(code, "\(operation) failed: \(message); \(advice)", engine: .leveldb, key: key)
     }
 
     /// A stored value that is not valid UTF-8: it was not written through Sovaria, or it is damaged.
-    static func invalidUTF8(path: String, key: String) -> OfflineStoreError {
+    static func leveldbNotUTF8(path: String, key: String) -> OfflineStoreError {
         OfflineStoreError(
             .corrupt,
             "The value of this key in the LevelDB store at \(path) is not valid UTF-8: delete or rewrite the key, "
                 + "or restore the folder from a backup.",
-            engine: engine, key: key)
+            engine: .leveldb, key: key)
     }
 
     /// The code and the advice for a status string. LevelDB words them as `Status::ToString` does,
     /// with `strerror` text for POSIX failures.
-    private static func classify(_ message: String, path: String) -> (OfflineStoreError.Code, String) {
+    private static func classifyLevelDB(_ message: String, path: String) -> (OfflineStoreError.Code, String) {
         if message.utf8.starts(with: "IO error: lock ".utf8) {
             if message.contains("already held by process") {
                 return (

@@ -8,9 +8,6 @@ import Sovaria
 #endif
 
 extension OfflineStoreError {
-    /// The engine name every SQLite error carries.
-    static let sqliteEngine = "sqlite"
-
     /// The error for an SQLite failure: a ``Code`` chosen from the result code, SQLite's own
     /// message, and what the user can do about it.
     ///
@@ -32,7 +29,7 @@ extension OfflineStoreError {
         return OfflineStoreError(
             code,
             "\(action) failed: \(sqliteMessage). \(advice)",
-            engine: sqliteEngine,
+            engine: .sqlite,
             nativeCode: extendedCode,
             key: key
         )
@@ -45,7 +42,7 @@ extension OfflineStoreError {
             .corrupt,
             "A stored \(what) is not valid UTF-8: the database was changed outside Sovaria or is damaged. "
                 + "Delete the entry, or delete the file and let the app fetch its data again.",
-            engine: sqliteEngine,
+            engine: .sqlite,
             key: key
         )
     }

@@ -31,8 +31,7 @@ final class SQLiteDatabase: Sendable {
     static func open(fileURL: URL, durability: Durability, busyTimeoutMilliseconds: Int32) throws -> SQLiteDatabase {
         let folder = fileURL.deletingLastPathComponent()
         // On failure, SQLite's open below reports the problem with its own code.
-        try? FileManager.default.createDirectory(
-            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        _ = try? POSIXFile.makeDirectories(folder.path, mode: 0o700, engine: .sqlite)
         let folderPath = OpenOncePerPath<SQLiteDatabase>.canonicalPath(folder.path)
         let path = OpenOncePerPath<SQLiteDatabase>.canonicalPath(folderPath + "/" + fileURL.lastPathComponent)
         return try openDatabases.handle(for: path) {
@@ -86,7 +85,7 @@ private func readOnlyMountError(_ path: String, cause: OfflineStoreError) -> Off
         .permissionDenied,
         "The file system holding \(path) is mounted read-only, and SQLite writes its -wal and -shm files even "
             + "to read a store: remount it read-write, or copy the database to a writable folder. (\(cause.message))",
-        engine: OfflineStoreError.sqliteEngine, nativeCode: cause.nativeCode)
+        engine: .sqlite, nativeCode: cause.nativeCode)
 }
 
 /// Creates an empty file with mode 0600 unless one exists: never truncates, so a racing open

@@ -42,7 +42,7 @@ enum SQLiteSchema {
                 .unsupported,
                 "SQLite could not use write-ahead logging for \(connection.path) (journal mode is "
                     + "\(mode ?? "unknown")): keep the database on a local file system that supports shared memory.",
-                engine: OfflineStoreError.sqliteEngine
+                engine: .sqlite
             )
         }
         try connection.execute("BEGIN IMMEDIATE", purpose: "Starting the schema check")
@@ -71,7 +71,7 @@ enum SQLiteSchema {
             .unsupported,
             "\(connection.path) has schema version \(found), newer than this Sovaria's \(version): "
                 + "update the app, or open a new file.",
-            engine: OfflineStoreError.sqliteEngine
+            engine: .sqlite
         )
     }
 }

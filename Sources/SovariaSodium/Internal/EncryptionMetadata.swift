@@ -80,7 +80,7 @@ struct EncryptionMetadata: Codable, Equatable {
             .corrupt,
             "The encryption settings under \(EncryptedOfflineStore.metadataKey) can't be used: \(reason). Restore "
                 + "the store from a backup; without its salt the passphrase can't recreate the key.",
-            engine: Sodium.engine,
+            engine: .sodium,
             key: EncryptedOfflineStore.metadataKey
         )
     }

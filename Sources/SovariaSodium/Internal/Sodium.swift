@@ -3,9 +3,6 @@ import Sovaria
 
 /// libsodium set-up and the errors this module throws.
 enum Sodium {
-    /// The engine name every error of this module carries.
-    static let engine = "sodium"
-
     /// `sodium_init()`'s answer, asked once per process (a static `let` is initialized once,
     /// thread-safely): 0 the first time, 1 when something else initialized it first, -1 on failure.
     private static let initResult = sodium_init()
@@ -18,7 +15,7 @@ enum Sodium {
                 .unsupported,
                 "libsodium could not be initialized (sodium_init() returned -1): check that the process can read "
                     + "the system's random source (getrandom or /dev/urandom).",
-                engine: engine,
+                engine: .sodium,
                 nativeCode: initResult
             )
         }
@@ -30,7 +27,7 @@ enum Sodium {
             .decryptionFailed,
             "The value of \(key.debugDescription) could not be decrypted: \(reason). Open the store with the key "
                 + "it was written with; if the value was damaged, delete the key and write it again.",
-            engine: engine,
+            engine: .sodium,
             key: key
         )
     }
