@@ -59,8 +59,9 @@ package enum POSIXFile {
 
     /// Writes `bytes` to a new file at `path` (which must not exist), mode 0600, and fsyncs it
     /// when `sync` is set.
-    package static func createFile(_ path: String, contents bytes: [UInt8], sync: Bool, key: String?) throws(OfflineStoreError)
-    {
+    package static func createFile(
+        _ path: String, contents bytes: [UInt8], sync: Bool, key: String?
+    ) throws(OfflineStoreError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw error("Creating", path, key: key) }
         var failure: OfflineStoreError?
@@ -122,7 +123,9 @@ package enum POSIXFile {
     }
 
     /// Renames `source` to `target`; returns `false` when `source` does not exist (already renamed).
-    package static func renameIfPresent(_ source: String, to target: String, key: String?) throws(OfflineStoreError) -> Bool {
+    package static func renameIfPresent(
+        _ source: String, to target: String, key: String?
+    ) throws(OfflineStoreError) -> Bool {
         if systemRename(source, target) == 0 { return true }
         if errno == ENOENT, access(source, F_OK) != 0 { return false }
         throw error("Renaming into", target, key: key)
