@@ -224,7 +224,9 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         }
         rc = mdb_txn_commit(txn)  // frees the transaction, also when it fails
         if rc == MDB_MAP_FULL { return .mapFull }
-        if rc == EIO, LMDBFolder.diskIsFull(path) { throw OfflineStoreError.lmdb(ENOSPC, "Committing an LMDB write failed") }
+        if rc == EIO, LMDBFolder.diskIsFull(path) {
+            throw OfflineStoreError.lmdb(ENOSPC, "Committing an LMDB write failed")
+        }
         try checkLMDB(rc, "Committing an LMDB write failed")
         if forceSync { try checkLMDB(mdb_env_sync(handles.env, 1), "Flushing LMDB to disk failed") }
         return .done(())

@@ -31,7 +31,8 @@ enum LMDBFolder {
     /// Removes copy folders that a compaction in a process that no longer runs left behind.
     static func removeAbandonedCopies(in folder: String) {
         for (name, _) in (try? POSIXFile.listDirectory(folder)) ?? [] {
-            guard name.utf8.starts(with: copyFolderPrefix.utf8), let pid = pid_t(name.dropFirst(copyFolderPrefix.count)) else {
+            guard name.utf8.starts(with: copyFolderPrefix.utf8), let pid = pid_t(name.dropFirst(copyFolderPrefix.count))
+            else {
                 continue
             }
             if pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH) { removeTree(folder + "/" + name) }

@@ -62,7 +62,8 @@ final class LevelDBHandle: @unchecked Sendable {
         guard let opened else {
             leveldb_filterpolicy_destroy(bloomFilter)
             leveldb_cache_destroy(blockCache)
-            throw failure ?? OfflineStoreError.leveldb("IO error: no database and no error", operation: operation, path: path)
+            throw failure
+                ?? OfflineStoreError.leveldb("IO error: no database and no error", operation: operation, path: path)
         }
         self.path = path
         database = opened
