@@ -8,7 +8,7 @@ DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev
 BREW_PACKAGES := sqlite lmdb leveldb libsodium
 BENCH_ARGS ?=
 
-.PHONY: test bench bench-quick lint format deps build
+.PHONY: test bench bench-quick lint format deps build docs
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -23,6 +23,23 @@ bench-quick: deps
 
 build: deps
 	$(SWIFT) build
+
+# The DocC documentation of the Sovaria module, in .build/docs (swift-docc-plugin cannot be a
+# dependency, so no `swift package generate-documentation`): builds the target in its own scratch
+# folder, so the extra compiler flags do not rebuild the one `make test` uses, emitting its symbol
+# graph, then converts the catalog with that graph. With `DOCC_FLAGS=--warnings-as-errors` it
+# fails on any warning, an unresolved link included.
+DOCC ?= $(shell command -v docc 2>/dev/null || { command -v xcrun >/dev/null 2>&1 && echo xcrun docc; } || echo /opt/swift/usr/bin/docc)
+DOCS_SCRATCH ?= .build/docs-scratch
+DOCS_SYMBOLS ?= .build/docs-symbols
+DOCC_FLAGS ?=
+
+docs:
+	$(SWIFT) build --scratch-path $(DOCS_SCRATCH) --target Sovaria \
+		-Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(abspath $(DOCS_SYMBOLS))
+	rm -rf .build/docs && mkdir -p .build
+	$(DOCC) convert Sources/Sovaria/Sovaria.docc --additional-symbol-graph-dir $(DOCS_SYMBOLS) \
+		--output-path .build/docs $(DOCC_FLAGS)
 
 lint:
 	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks Package.swift

@@ -6,7 +6,7 @@
 /// ``keys(_:)`` are required; batches, ordered paging and compaction have default
 /// implementations built on those four, which native engines replace.
 ///
-/// - Important: Contracts every store keeps (``SovariaTestKit`` checks each one):
+/// - Important: Contracts every store keeps (`SovariaTestKit` checks each one):
 ///   - Keys are byte strings: two keys are equal when their UTF-8 bytes are equal, and they are
 ///     ordered by those bytes (memcmp). Precomposed `"é"` and `"e\u{301}"` are two keys.
 ///   - Keys have 1 to ``StoreKey/maxUTF8Count`` (511) UTF-8 bytes on every engine; any other key

@@ -1,5 +1,8 @@
-/// The offline controller: queue, cache, flush and sync. For now it holds ``migrate(from:to:prefix:batchSize:)``;
-/// the controller itself arrives in a later release.
+/// For now, the namespace of ``migrate(from:to:prefix:batchSize:)``, which copies offline data from
+/// one store to another.
+///
+/// The offline controller of seed 003 (the write queue, `flush`, sync and the rejected list) comes
+/// in a later release.
 public final class SovariaOffline: Sendable {
     private init() {}
 

@@ -47,9 +47,10 @@ extension EncryptionKey {
     /// The key of the encrypted data kept in `store`, derived from `passphrase` with Argon2id.
     ///
     /// The first time, it picks a random salt and writes it, `limits` and a check value sealed
-    /// with the new key to `store` under ``EncryptedOfflineStore/metadataKey`` (see the README for
-    /// the format). Later calls read them back, so the same passphrase gives the same key; the
-    /// stored limits win over `limits`.
+    /// with the new key to `store` under ``EncryptedOfflineStore/metadataKey``, as plain JSON (its
+    /// format is described in Sources/SovariaSodium/Internal/EncryptionMetadata.swift). Later calls
+    /// read them back, so the same passphrase gives the same key; the stored limits win over
+    /// `limits`.
     ///
     /// - Parameters:
     ///   - passphrase: The user's passphrase, as UTF-8 bytes (normalize it yourself if it may be
