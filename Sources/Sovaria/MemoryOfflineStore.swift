@@ -9,13 +9,13 @@ import Synchronization
 ///   holds a lock for a few dictionary operations. Batches are atomic.
 public final class MemoryOfflineStore: OfflineStore {
     private struct State {
-        var values: [ExactKey: String] = [:]
+        var values: [StoreKey.Bytes: String] = [:]
         /// Every key in byte order; `nil` after a key was added or removed.
         var sortedKeys: [StoreKey.Bytes]? = []
 
         mutating func orderedKeys() -> [StoreKey.Bytes] {
             if let sortedKeys { return sortedKeys }
-            let sorted = values.keys.map { StoreKey.Bytes($0.string) }.sorted()
+            let sorted = values.keys.sorted()
             sortedKeys = sorted
             return sorted
         }
@@ -23,9 +23,9 @@ public final class MemoryOfflineStore: OfflineStore {
         mutating func apply(_ write: StoreWrite) {
             switch write {
             case .set(let key, let value):
-                if values.updateValue(value, forKey: ExactKey(string: key)) == nil { sortedKeys = nil }
+                if values.updateValue(value, forKey: StoreKey.Bytes(key)) == nil { sortedKeys = nil }
             case .delete(let key):
-                if values.removeValue(forKey: ExactKey(string: key)) != nil { sortedKeys = nil }
+                if values.removeValue(forKey: StoreKey.Bytes(key)) != nil { sortedKeys = nil }
             }
         }
     }
@@ -44,7 +44,7 @@ public final class MemoryOfflineStore: OfflineStore {
     /// The value stored under `key`, or `nil`.
     public func get(_ key: String) async throws -> String? {
         try StoreKey.validate(key)
-        return state.withLock { $0.values[ExactKey(string: key)] }
+        return state.withLock { $0.values[StoreKey.Bytes(key)] }
     }
 
     /// Stores `value` under `key`.
@@ -85,7 +85,7 @@ public final class MemoryOfflineStore: OfflineStore {
             let ordered = state.orderedKeys()
             return StoreKey.range(of: prefix, after: after, in: ordered).prefix(limit).compactMap { key in
                 let key = key.string
-                return state.values[ExactKey(string: key)].map { StoreEntry(key: key, value: $0) }
+                return state.values[StoreKey.Bytes(key)].map { StoreEntry(key: key, value: $0) }
             }
         }
     }

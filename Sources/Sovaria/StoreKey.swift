@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The rules every store applies to keys, for engine and wrapper authors.
 ///
 /// Keys are byte strings: equality, order and "starts with" are decided on their UTF-8 bytes,
@@ -47,23 +55,52 @@ public enum StoreKey {
         return nil
     }
 
-    /// A key as its UTF-8 bytes: hashed, compared and ordered by those bytes.
+    /// A key hashed, compared and ordered by its UTF-8 bytes (`String` itself merges canonically
+    /// equivalent forms and orders by characters): the dictionary key and sort key of stores that
+    /// keep keys in memory. Holds the string, so making one copies nothing.
     public struct Bytes: Hashable, Comparable, Sendable {
-        /// The key's UTF-8 bytes.
-        public let utf8: [UInt8]
-
-        /// The bytes of `key`.
-        public init(_ key: String) { utf8 = Array(key.utf8) }
-
-        /// Wraps bytes that are the UTF-8 form of a string.
-        public init(utf8: [UInt8]) { self.utf8 = utf8 }
-
         /// The key as a string.
-        public var string: String { String(decoding: utf8, as: UTF8.self) }
+        public let string: String
+
+        /// The key `key`.
+        public init(_ key: String) { string = key }
+
+        /// The key whose UTF-8 form is `utf8`.
+        public init(utf8: [UInt8]) { string = String(decoding: utf8, as: UTF8.self) }
+
+        /// The key's UTF-8 bytes.
+        public var utf8: [UInt8] { Array(string.utf8) }
+
+        /// Equal when the UTF-8 bytes are.
+        public static func == (lhs: Bytes, rhs: Bytes) -> Bool {
+            lhs.string.utf8.count == rhs.string.utf8.count && compareBytes(lhs.string, rhs.string) == 0
+        }
+
+        /// Hashes the UTF-8 bytes.
+        public func hash(into hasher: inout Hasher) {
+            var copy = string
+            copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
 
         /// Byte order (memcmp), shorter first on a tie.
         public static func < (lhs: Bytes, rhs: Bytes) -> Bool {
-            lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+            compareBytes(lhs.string, rhs.string) < 0
+        }
+
+        /// memcmp of the UTF-8 forms, then their lengths: negative, zero or positive.
+        private static func compareBytes(_ lhs: String, _ rhs: String) -> Int {
+            var left = lhs
+            var right = rhs
+            return left.withUTF8 { leftBytes in
+                right.withUTF8 { rightBytes in
+                    let common = min(leftBytes.count, rightBytes.count)
+                    if common > 0, let leftStart = leftBytes.baseAddress, let rightStart = rightBytes.baseAddress {
+                        let order = memcmp(leftStart, rightStart, common)
+                        if order != 0 { return Int(order) }
+                    }
+                    return leftBytes.count - rightBytes.count
+                }
+            }
         }
     }
 }

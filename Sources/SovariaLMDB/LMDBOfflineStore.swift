@@ -134,7 +134,7 @@ public final class LMDBOfflineStore: OfflineStore {
         guard !batch.isEmpty else { return }
         let environment = environment
         let forceSync = flushesAfterCommit
-        try await environment.writeQueue.write { try environment.write(batch, forceSync: forceSync) }
+        try await environment.writeQueue.runAlone { try environment.write(batch, forceSync: forceSync) }
     }
 
     /// The keys that start with `prefix` (byte prefix), in byte order, from an LMDB cursor.
@@ -147,7 +147,7 @@ public final class LMDBOfflineStore: OfflineStore {
         let environment = environment
         let first = try environment.keys(prefix: prefix, limit: Self.inlineKeysLimit + 1)
         guard first.count > Self.inlineKeysLimit else { return first }
-        return try await environment.scanQueue.read { try environment.keys(prefix: prefix) }
+        return try await environment.scanQueue.runConcurrently { try environment.keys(prefix: prefix) }
     }
 
     /// Up to `limit` entries after `after` whose keys start with `prefix`, in byte order, from an LMDB
@@ -162,7 +162,7 @@ public final class LMDBOfflineStore: OfflineStore {
         if limit <= Self.inlinePageLimit {
             return try environment.entries(prefix: prefix, after: after, limit: limit)
         }
-        return try await environment.scanQueue.read {
+        return try await environment.scanQueue.runConcurrently {
             try environment.entries(prefix: prefix, after: after, limit: limit)
         }
     }
@@ -175,7 +175,7 @@ public final class LMDBOfflineStore: OfflineStore {
     ///   ``OfflineStoreError/Code/locked``, changing nothing, when another process has the folder open.
     public func compact() async throws {
         let environment = environment
-        try await environment.writeQueue.write { try environment.compact() }
+        try await environment.writeQueue.runAlone { try environment.compact() }
     }
 
     private static var systemPageSize: Int {

@@ -69,7 +69,7 @@ public final class LevelDBOfflineStore: OfflineStore {
 
     /// Blocking work of every LevelDB store: synced writes, large batches, compaction, long scans.
     ///
-    /// Only its concurrent `read` side is used: LevelDB orders writers itself and readers never see
+    /// Everything runs concurrently (`runConcurrently`): LevelDB orders writers itself and readers never see
     /// part of a batch, and concurrent synced writers then share one `fsync` (LevelDB's group commit).
     private static let blockingWork = BlockingWorkQueue(label: "sovaria.leveldb")
 
@@ -126,7 +126,7 @@ public final class LevelDBOfflineStore: OfflineStore {
         if runsInline(entries: 1, bytes: key.utf8.count + value.utf8.count) {
             try Self.put(key, value, sync: sync, in: handle)
         } else {
-            try await Self.blockingWork.read { [handle] in try Self.put(key, value, sync: sync, in: handle) }
+            try await Self.blockingWork.runConcurrently { [handle] in try Self.put(key, value, sync: sync, in: handle) }
         }
     }
 
@@ -137,7 +137,7 @@ public final class LevelDBOfflineStore: OfflineStore {
         if runsInline(entries: 1, bytes: key.utf8.count) {
             try Self.delete(key, sync: sync, in: handle)
         } else {
-            try await Self.blockingWork.read { [handle] in try Self.delete(key, sync: sync, in: handle) }
+            try await Self.blockingWork.runConcurrently { [handle] in try Self.delete(key, sync: sync, in: handle) }
         }
     }
 
@@ -154,7 +154,7 @@ public final class LevelDBOfflineStore: OfflineStore {
         if runsInline(entries: batch.count, bytes: bytes) {
             try handle.write(batch, sync: sync)
         } else {
-            try await Self.blockingWork.read { [handle] in try handle.write(batch, sync: sync) }
+            try await Self.blockingWork.runConcurrently { [handle] in try handle.write(batch, sync: sync) }
         }
     }
 
@@ -181,7 +181,7 @@ public final class LevelDBOfflineStore: OfflineStore {
     /// Compacts the whole database (`leveldb_compact_range` over every key), so deleted and
     /// overwritten entries leave the files; runs on the private queue.
     public func compact() async throws {
-        try await Self.blockingWork.read { [handle] in handle.compactAll() }
+        try await Self.blockingWork.runConcurrently { [handle] in handle.compactAll() }
     }
 
     // MARK: - Where work runs
@@ -195,7 +195,7 @@ public final class LevelDBOfflineStore: OfflineStore {
     /// Runs `scan` to its end: the first chunk here, the rest (if any) on the queue.
     private func finish(_ scan: LevelDBScan) async throws {
         if try scan.advance(maxEntries: Self.inlineScanMaxEntries, maxBytes: Self.inlineScanMaxBytes) { return }
-        _ = try await Self.blockingWork.read { try scan.advance() }
+        _ = try await Self.blockingWork.runConcurrently { try scan.advance() }
     }
 
     private static func put(

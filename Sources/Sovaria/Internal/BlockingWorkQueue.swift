@@ -3,8 +3,10 @@ import Dispatch
 /// Runs blocking storage work (file I/O, fsync, engine calls that may wait on a lock) on a
 /// Dispatch queue of its own, so it never parks a thread of Swift's cooperative pool.
 ///
-/// Reads run concurrently with each other; writes are barriers, so a reader never sees part of a
-/// write or a batch. Costs one hop to the queue and back per call (about 20 µs on Linux), which
+/// Work runs concurrently with other concurrent work (``runConcurrently(_:)``), or alone as a
+/// barrier (``runAlone(_:)``): a store runs its reads concurrently and its batches alone when a
+/// reader must never see part of one, or everything concurrently when the engine orders writers
+/// itself (LevelDB). Costs one hop to the queue and back per call (about 20 µs on Linux), which
 /// is why cheap in-memory reads do not use it.
 package final class BlockingWorkQueue: Sendable {
     private let queue: DispatchQueue
@@ -14,16 +16,16 @@ package final class BlockingWorkQueue: Sendable {
         queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
     }
 
-    /// Runs `body` alongside other reads, but never during a write.
-    package func read<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    /// Runs `body` alongside other concurrent work, but never while work runs alone.
+    package func runConcurrently<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
         let job = Job(body)
         return try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: job.run()) }
         }
     }
 
-    /// Runs `body` alone: no read or other write runs at the same time.
-    package func write<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    /// Runs `body` alone: no other work of this queue runs at the same time.
+    package func runAlone<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
         let job = Job(body)
         return try await withCheckedThrowingContinuation { continuation in
             queue.async(flags: .barrier) { continuation.resume(with: job.run()) }

@@ -8,9 +8,9 @@ extension StoreKey {
             lower = max(lower, ordered.partitioningIndex { $0 > afterBytes })
         }
         let upper: Int
-        if let successor = StoreKey.successor(ofPrefix: prefixBytes.utf8) {
-            let bound = StoreKey.Bytes(utf8: successor)
-            upper = ordered.partitioningIndex { $0 >= bound }
+        // The successor may not be UTF-8 (a last byte 0x7F becomes 0x80): compare it as bytes.
+        if let successor = StoreKey.successor(ofPrefix: Array(prefix.utf8)) {
+            upper = ordered.partitioningIndex { !$0.string.utf8.lexicographicallyPrecedes(successor) }
         } else {
             upper = ordered.endIndex
         }

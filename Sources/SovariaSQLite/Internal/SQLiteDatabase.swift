@@ -66,13 +66,13 @@ final class SQLiteDatabase: Sendable {
     func readOnQueue<Result: Sendable>(
         _ body: @escaping @Sendable (SQLiteReader) throws(OfflineStoreError) -> Result
     ) async throws -> Result {
-        try await queue.read { [self] in try readers.withReader(body) }
+        try await queue.runConcurrently { [self] in try readers.withReader(body) }
     }
 
     /// Runs `body` on the writer, on the queue, alone: off Swift's cooperative threads, since a
     /// commit may wait for the disk and `BEGIN IMMEDIATE` for another process's lock.
     func write<Result: Sendable>(_ body: @escaping @Sendable (SQLiteWriter) throws -> Result) async throws -> Result {
-        try await queue.write { [self] in try body(writer) }
+        try await queue.runAlone { [self] in try body(writer) }
     }
 }
 

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// File names are the key's UTF-8 bytes in lowercase hex, cut into sub-folders for keys over 120
 /// bytes, so every legal key up to 511 bytes has a safe name and ``keys(_:)`` lists in byte
-/// order. Each file starts with a checksum of the entry bound to its key (``EntryFile``'s layout),
+/// order. Each file starts with a checksum of the entry bound to its key (`"SVE1"`, XXH64, the value),
 /// so a damaged or misplaced file reads as ``OfflineStoreError/Code/corrupt``, never as a wrong
 /// value. The folder is created with mode 0700 (an existing folder loses group and other access,
 /// and keeps its owner's mode) and files with 0600; temporary files a crash left behind are
@@ -112,7 +112,7 @@ public final class FileOfflineStore: OfflineStore {
         try StoreKey.validate(key)
         switch backend {
         case .memory(let store): return try await store.get(key)
-        case .files(let handle): return try await handle.queue.read { try handle.tree.read(key) }
+        case .files(let handle): return try await handle.queue.runConcurrently { try handle.tree.read(key) }
         }
     }
 
@@ -135,7 +135,7 @@ public final class FileOfflineStore: OfflineStore {
             try await store.write(batch)
         case .files(let handle):
             let sync = durability == .synced
-            try await handle.queue.write { try handle.apply(batch, sync: sync) }
+            try await handle.queue.runAlone { try handle.apply(batch, sync: sync) }
         }
     }
 
@@ -147,7 +147,7 @@ public final class FileOfflineStore: OfflineStore {
         switch backend {
         case .memory(let store): return try await store.keys(prefix)
         case .files(let handle):
-            return try await handle.queue.read {
+            return try await handle.queue.runConcurrently {
                 try StoreKey.range(of: prefix, after: nil, in: handle.keysInOrder()).map(\.string)
             }
         }
@@ -159,7 +159,7 @@ public final class FileOfflineStore: OfflineStore {
         switch backend {
         case .memory(let store): return try await store.entries(prefix, after: after, limit: limit)
         case .files(let handle):
-            return try await handle.queue.read {
+            return try await handle.queue.runConcurrently {
                 try StoreKey.range(of: prefix, after: after, in: handle.keysInOrder()).prefix(limit).compactMap {
                     key in try handle.tree.read(key.string).map { StoreEntry(key: key.string, value: $0) }
                 }

@@ -136,10 +136,10 @@ struct FileTree: Sendable {
 
     /// The writes of `batch` that decide its outcome: the last one of each key (by bytes), in order.
     private static func lastWritePerKey(_ batch: [StoreWrite]) -> [StoreWrite] {
-        var last: [ExactKey: Int] = [:]
-        for (index, write) in batch.enumerated() { last[ExactKey(string: write.key)] = index }
+        var last: [StoreKey.Bytes: Int] = [:]
+        for (index, write) in batch.enumerated() { last[StoreKey.Bytes(write.key)] = index }
         guard last.count < batch.count else { return batch }
-        return batch.enumerated().filter { last[ExactKey(string: $0.element.key)] == $0.offset }.map(\.element)
+        return batch.enumerated().filter { last[StoreKey.Bytes($0.element.key)] == $0.offset }.map(\.element)
     }
 
     /// Every key in the tree, in byte order.
