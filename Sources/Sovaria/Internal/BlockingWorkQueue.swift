@@ -17,7 +17,9 @@ package final class BlockingWorkQueue: Sendable {
     }
 
     /// Runs `body` alongside other concurrent work, but never while work runs alone.
-    package func runConcurrently<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    package func runConcurrently<Result: Sendable>(
+        _ body: @escaping @Sendable () throws -> Result
+    ) async throws -> Result {
         let job = Job(body)
         return try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: job.run()) }
