@@ -43,14 +43,10 @@ import Sovaria
 /// ```
 public final class LMDBOfflineStore: OfflineStore {
     /// The largest `limit` for which ``entries(_:after:limit:)`` runs on the caller's executor.
-    public static let inlinePageLimit = 64
+    static let inlinePageLimit = 64
     /// Keys ``keys(_:)`` reads on the caller's executor before it continues on a queue (about
     /// 100 µs of work).
-    public static let inlineKeysLimit = 1_000
-
-    /// The default `maxMapSizeBytes`: 1 TiB on 64-bit platforms, 1 GiB on 32-bit ones. The map only
-    /// takes address space, not disk, until pages are written.
-    public static let defaultMaxMapSizeBytes = Int.bitWidth >= 64 ? Int(truncatingIfNeeded: Int64(1) << 40) : 1 << 30
+    static let inlineKeysLimit = 1_000
 
     /// The folder holding `data.mdb` and `lock.mdb`.
     public let directory: URL
@@ -67,31 +63,27 @@ public final class LMDBOfflineStore: OfflineStore {
     /// - Parameters:
     ///   - directory: The folder; created with mode 0700 when missing.
     ///   - durability: ``Durability/synced`` (default) or ``Durability/flushed``.
-    ///   - initialMapSizeBytes: The memory map's first size; it doubles whenever it is full. LMDB's own
-    ///     default is 1 MiB, and so is this one.
-    ///   - maxMapSizeBytes: The map never grows past this; a write that needs more throws
-    ///     ``OfflineStoreError/Code/full``.
-    ///   - maxReaders: LMDB reader slots, shared by every process that opens the folder; each thread
-    ///     reading at the same moment takes one.
     /// - Throws: ``OfflineStoreError`` when the folder can't be created or the environment can't be opened
     ///   (``OfflineStoreError/Code/permissionDenied``, ``OfflineStoreError/Code/corrupt``, …).
-    public init(
-        directory: URL,
-        durability: Durability = .synced,
-        initialMapSizeBytes: Int = 1 << 20,
-        maxMapSizeBytes: Int = LMDBOfflineStore.defaultMaxMapSizeBytes,
-        maxReaders: Int = 126
-    ) throws {
+    public convenience init(directory: URL, durability: Durability = .synced) throws {
+        try self.init(directory: directory, configuration: Configuration(durability: durability))
+    }
+
+    /// Opens (creating when missing) the LMDB environment in `directory` as `configuration` says.
+    ///
+    /// - Throws: ``OfflineStoreError`` when the folder can't be created or the environment can't be opened
+    ///   (``OfflineStoreError/Code/permissionDenied``, ``OfflineStoreError/Code/corrupt``, …).
+    public init(directory: URL, configuration: Configuration) throws {
         let pageSize = Self.systemPageSize
-        let initial = Self.roundUp(max(initialMapSizeBytes, pageSize), toMultipleOf: pageSize)
+        let initial = Self.roundUp(max(configuration.initialMapSizeBytes, pageSize), toMultipleOf: pageSize)
         let options = LMDBEnvironment.Options(
-            durability: durability,
+            durability: configuration.durability,
             initialMapSizeBytes: initial,
-            maxMapSizeBytes: max(initial, Self.roundUp(maxMapSizeBytes, toMultipleOf: pageSize)),
-            maxReaders: max(1, maxReaders)
+            maxMapSizeBytes: max(initial, Self.roundUp(configuration.maxMapSizeBytes, toMultipleOf: pageSize)),
+            maxReaders: max(1, configuration.maxReaders)
         )
         self.directory = directory
-        self.durability = durability
+        durability = configuration.durability
         environment = try LMDBEnvironment.shared(directory: directory, options: options)
         flushesAfterCommit = durability == .synced && environment.options.durability == .flushed
     }

@@ -80,19 +80,24 @@ public final class LevelDBOfflineStore: OfflineStore {
     ///   - durability: ``Durability/synced`` (default) syncs every write to stable storage before
     ///     returning (`sync = true`); ``Durability/flushed`` hands it to the OS (survives a crash of
     ///     the process, not of the machine).
-    ///   - blockCacheSizeBytes: The LRU cache of uncompressed blocks. The first store opened on a
-    ///     folder in this process decides it.
-    /// - Throws: ``OfflineStoreError`` with engine `"leveldb"`: ``OfflineStoreError/Code/locked`` when
-    ///   another process has the folder open, ``OfflineStoreError/Code/corrupt`` for damaged files (a log
-    ///   record or table block whose checksum fails, a MANIFEST cut short: see ``repair(directory:)``),
-    ///   ``OfflineStoreError/Code/permissionDenied``, ``OfflineStoreError/Code/full`` or
-    ///   ``OfflineStoreError/Code/io`` otherwise.
-    public init(directory: URL, durability: Durability = .synced, blockCacheSizeBytes: Int = 8 * 1_024 * 1_024) throws {
+    /// - Throws: ``OfflineStoreError`` with engine ``OfflineStoreError/Engine/leveldb``:
+    ///   ``OfflineStoreError/Code/locked`` when another process has the folder open,
+    ///   ``OfflineStoreError/Code/corrupt`` for damaged files (a log record or table block whose checksum
+    ///   fails, a MANIFEST cut short: see ``repair(directory:)``), ``OfflineStoreError/Code/permissionDenied``,
+    ///   ``OfflineStoreError/Code/full`` or ``OfflineStoreError/Code/io`` otherwise.
+    public convenience init(directory: URL, durability: Durability = .synced) throws {
+        try self.init(directory: directory, configuration: Configuration(durability: durability))
+    }
+
+    /// Opens (creating it if needed) the LevelDB database in `directory` as `configuration` says.
+    ///
+    /// - Throws: the errors of ``init(directory:durability:)``.
+    public init(directory: URL, configuration: Configuration) throws {
         self.directory = directory
-        self.durability = durability
+        durability = configuration.durability
         try POSIXFile.makeDirectories(directory.path, mode: 0o700, engine: .leveldb)
         let path = OpenOncePerPath<LevelDBHandle>.canonicalPath(directory.path)
-        handle = try LevelDBHandle.shared(path: path, blockCacheSizeBytes: max(blockCacheSizeBytes, 0))
+        handle = try LevelDBHandle.shared(path: path, blockCacheSizeBytes: max(configuration.blockCacheSizeBytes, 0))
     }
 
     /// Rebuilds the LevelDB database in `directory` from the table and log files it still has, with

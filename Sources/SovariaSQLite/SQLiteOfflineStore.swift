@@ -33,9 +33,6 @@ import Sovaria
 /// try await store.write([.set(key: "sov:queue:0001", value: "{}"), .delete(key: "sov:queue:0000")])
 /// ```
 public final class SQLiteOfflineStore: OfflineStore {
-    /// How long a write waits for another process's lock before it throws `.locked`.
-    static let defaultBusyTimeoutMilliseconds: Int32 = 5_000
-
     /// The database file.
     public let fileURL: URL
     /// How far a write has gone when its call returns.
@@ -45,21 +42,23 @@ public final class SQLiteOfflineStore: OfflineStore {
 
     /// Opens the database at `fileURL`, creating it (and its folder) when missing.
     ///
-    /// - Throws: ``OfflineStoreError`` with engine `"sqlite"`: `.corrupt` when the file is not an
-    ///   SQLite database, `.unsupported` when a newer Sovaria wrote it or WAL mode is unavailable,
-    ///   `.permissionDenied`, `.locked` or `.io` when it cannot be opened.
+    /// - Throws: ``OfflineStoreError`` with engine ``OfflineStoreError/Engine/sqlite``: `.corrupt` when
+    ///   the file is not an SQLite database, `.unsupported` when a newer Sovaria wrote it or WAL mode is
+    ///   unavailable, `.permissionDenied` (a read-only mount says so), `.locked` or `.io` when it cannot be
+    ///   opened.
     public convenience init(fileURL: URL, durability: Durability = .synced) throws {
-        try self.init(
-            fileURL: fileURL, durability: durability, busyTimeoutMilliseconds: Self.defaultBusyTimeoutMilliseconds)
+        try self.init(fileURL: fileURL, configuration: Configuration(durability: durability))
     }
 
-    /// Opens the database with a chosen busy timeout; a file already open in this process keeps
-    /// the timeout it was opened with.
-    init(fileURL: URL, durability: Durability, busyTimeoutMilliseconds: Int32) throws {
+    /// Opens the database at `fileURL` as `configuration` says; a file already open in this process
+    /// keeps the busy timeout it was opened with.
+    ///
+    /// - Throws: the errors of ``init(fileURL:durability:)``.
+    public init(fileURL: URL, configuration: Configuration) throws {
         self.fileURL = fileURL
-        self.durability = durability
+        durability = configuration.durability
         database = try SQLiteDatabase.open(
-            fileURL: fileURL, durability: durability, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            fileURL: fileURL, durability: durability, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
     }
 
     /// Atomic batches, persistent, ordered scans and compaction.

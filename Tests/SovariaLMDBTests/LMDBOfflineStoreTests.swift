@@ -38,7 +38,7 @@ import Testing
     @Test func growsPastItsInitialMapSize() async throws {
         let folder = try TemporaryFolder()
         let initial = 64 * 1_024
-        let store = try LMDBOfflineStore(directory: folder.url, initialMapSizeBytes: initial)
+        let store = try LMDBOfflineStore(directory: folder.url, configuration: mapOf(initial))
         #expect(store.mapSizeBytes == initial)
         let value = String(repeating: "g", count: 1_000)
         for batch in 0..<40 {
@@ -59,7 +59,7 @@ import Testing
 
     @Test func readersKeepWorkingWhileTheMapGrows() async throws {
         let folder = try TemporaryFolder()
-        let store = try LMDBOfflineStore(directory: folder.url, initialMapSizeBytes: 32 * 1_024)
+        let store = try LMDBOfflineStore(directory: folder.url, configuration: mapOf(32 * 1_024))
         try await store.write([.set(key: "x", value: "0"), .set(key: "y", value: "0")])
         let filler = String(repeating: "f", count: 8_000)
         let rounds = 120
@@ -96,7 +96,7 @@ import Testing
     @Test func aMapThatCannotGrowSaysSo() async throws {
         let folder = try TemporaryFolder()
         let store = try LMDBOfflineStore(
-            directory: folder.url, initialMapSizeBytes: 64 * 1_024, maxMapSizeBytes: 256 * 1_024)
+            directory: folder.url, configuration: mapOf(64 * 1_024, growingTo: 256 * 1_024))
         try await store.set("small", "kept")
         let tooLarge = String(repeating: "t", count: 1_024 * 1_024)
         do {
@@ -255,13 +255,13 @@ extension LMDBOfflineStoreTests {
     @Test func adoptsAMapAnotherProcessGrew() async throws {
         let folder = try TemporaryFolder()
         let initial = 64 * 1_024
-        let store = try LMDBOfflineStore(directory: folder.url, initialMapSizeBytes: initial)
+        let store = try LMDBOfflineStore(directory: folder.url, configuration: mapOf(initial))
         try await store.set("before", "1")
         #expect(try await store.get("before") == "1")  // leaves an idle read transaction to renew
         let path = folder.url.path
         await #expect(processExitsWith: .success) { [path = path as String] in
             // Another process writes far past this process's map, growing it in the file's meta page.
-            let writer = try LMDBOfflineStore(directory: URL(fileURLWithPath: path), initialMapSizeBytes: 64 * 1_024)
+            let writer = try LMDBOfflineStore(directory: URL(fileURLWithPath: path), configuration: mapOf(64 * 1_024))
             try await writer.set("grown", String(repeating: "g", count: 2 * 1_024 * 1_024))
         }
         #expect(try await store.get("grown")?.utf8.count == 2 * 1_024 * 1_024)
@@ -303,4 +303,12 @@ extension LMDBOfflineStoreTests {
         try await flushed.delete("a")
         #expect(try await synced.keys("") == ["b"])
     }
+}
+
+/// A configuration whose map starts at `initialBytes` and grows at most to `maxBytes`.
+private func mapOf(_ initialBytes: Int, growingTo maxBytes: Int? = nil) -> LMDBOfflineStore.Configuration {
+    var configuration = LMDBOfflineStore.Configuration()
+    configuration.initialMapSizeBytes = initialBytes
+    if let maxBytes { configuration.maxMapSizeBytes = maxBytes }
+    return configuration
 }

@@ -183,7 +183,9 @@ import Testing
     @Test func aWriteLockHeldElsewhereIsLocked() async throws {
         let folder = try TemporaryFolder()
         let file = folder.child("store.sqlite")
-        let store = try SQLiteOfflineStore(fileURL: file, durability: .synced, busyTimeoutMilliseconds: 0)
+        var noWaiting = SQLiteOfflineStore.Configuration()
+        noWaiting.busyTimeout = .zero
+        let store = try SQLiteOfflineStore(fileURL: file, configuration: noWaiting)
         try await store.set("k", "before")
         let other = try rawConnection(to: file, busyTimeoutMilliseconds: 0)
         defer { other.close() }
