@@ -24,9 +24,8 @@
 ///
 /// - Important: Cost: 20 bytes more per stored value. Each write hashes the key and the value
 ///   (XXH64, about 0.1 ns a byte) and copies the value once into the stored form; each read
-///   hashes them again and copies the value once out of it. That adds about 0.7 µs to a write
-///   and 0.6 µs to a read of a 1 KiB value, 4 µs for 16 KiB (optimized build, 2-core x86-64);
-///   `sovaria-bench` measures it over each engine as `checksummed(sqlite)`,
+///   hashes them again and copies the value once out of it: under a microsecond for a 1 KiB
+///   value. `sovaria-bench` measures it over each engine as `checksummed(sqlite)`,
 ///   `checksummed(lmdb)`, …. It runs on the caller's executor; ``keys(_:)`` and
 ///   ``delete(_:)`` cost nothing more.
 /// - Important: Keys, their order, prefix scans, limits, atomic batches, durability and

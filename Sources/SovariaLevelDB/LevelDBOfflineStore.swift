@@ -12,15 +12,15 @@ import Sovaria
 ///
 /// Damage is reported, never read as data: LevelDB's paranoid checks are on at open (a log record
 /// or table whose checksum fails throws ``OfflineStoreError/Code/corrupt`` instead of being skipped)
-/// and every read verifies its block's checksum (about 2% on a random `get`, see the benchmark); a
+/// and every read verifies its block's checksum (within the benchmark's noise on a random `get`); a
 /// MANIFEST cut short is caught before LevelDB would open it empty (``repair(directory:)`` rebuilds it).
 ///
 /// - Important: After a write fails (a full disk), the store refuses further writes with
 ///   ``OfflineStoreError/Code/reopenRequired`` until every store on the folder is released and one is
 ///   opened again: LevelDB would append them behind a torn log record and drop them at the next open.
 ///
-/// - Important: Safe from any number of tasks; LevelDB locks inside. Where each call runs (a
-///   point read takes about 1 µs, a hop to a Dispatch queue and back 7-20 µs, more under load):
+/// - Important: Safe from any number of tasks; LevelDB locks inside. Where each call runs (a point
+///   read costs a few microseconds, a hop to a Dispatch queue and back more: `docs/bench/bench.md`):
 ///   - ``get(_:)``: on the caller's executor, always.
 ///   - ``set(_:_:)``, ``delete(_:)`` and ``write(_:)`` with ``Durability/flushed``: on the caller's
 ///     executor while the write is small (up to 256 writes and 64 KiB of keys and values, about

@@ -14,9 +14,8 @@ import Sovaria
 ///   - ``get(_:)``, ``keys(_:)`` and ``entries(_:after:limit:)`` run **on the caller's executor**
 ///     (the main actor too), on a read-only connection taken from a small pool under a lock held
 ///     only to take it and give it back. A WAL reader never waits for the writer, so a point read
-///     costs about what a raw prepared `sqlite3_step` does (measured 1.06-1.13x, from a task and
-///     from the main actor, 100k keys of 1 KiB), where a hop to a Dispatch queue and back doubled
-///     it (~8 µs to ~18 µs).
+///     costs about what a raw prepared `sqlite3_step` does, where a hop to a Dispatch queue and
+///     back would double it (see `docs/bench/bench.md`, the raw-API and caller sections).
 ///   - ``set(_:_:)``, ``delete(_:)``, ``write(_:)`` and ``compact()`` run on a private Dispatch
 ///     queue, one at a time, on the file's single writer connection, so a commit waiting for the
 ///     disk or for another process's lock never parks a thread of Swift's cooperative pool.

@@ -22,7 +22,7 @@ import Sovaria
 ///   key (a rollback), unnoticed. Keep secrets out of key names.
 /// - Important: Keys, their order, prefix scans, limits, atomic batches, durability and
 ///   persistence are the inner store's: keys pass through unchanged. Encryption runs on the
-///   caller's executor (2–3 µs for a 1 KiB value here); only the inner store's work moves off it.
+///   caller's executor (its cost per engine: `docs/bench/bench.md`); only the inner store's work moves off it.
 ///   Safe from any number of tasks.
 /// - Important: ``metadataKey`` is reserved: the wrapper never lists it, and using it throws
 ///   ``OfflineStoreError/Code/invalidKey``.
