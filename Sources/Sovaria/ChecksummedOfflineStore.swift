@@ -33,7 +33,7 @@
 ///   value and so checks none. Safe from any number of tasks.
 ///
 /// Wrap a store when it is opened, and read through the wrapper; move existing data into it
-/// with ``SovariaOffline/migrate(from:to:prefix:batchSize:)``:
+/// with ``OfflineMigration/migrate(from:to:prefix:batchSize:)``:
 ///
 /// ```swift
 /// let store = ChecksummedOfflineStore(wrapping: FileOfflineStore())

@@ -35,7 +35,7 @@ import Sovaria
 /// try await store.set("sov:cache:feed", json)
 ///
 /// let rotated = EncryptedOfflineStore(wrapping: FileOfflineStore(directory: newFolder), key: newKey)
-/// try await SovariaOffline.migrate(from: store, to: rotated)
+/// try await OfflineMigration.migrate(from: store, to: rotated)
 /// ```
 public final class EncryptedOfflineStore: OfflineStore {
     /// Where a passphrase-keyed store keeps its Argon2id salt, limits and check value, in the

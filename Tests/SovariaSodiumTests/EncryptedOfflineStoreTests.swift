@@ -324,7 +324,7 @@ import Testing
         try await old.write(entries.map { .set(key: $0.key, value: $0.value) })
         try await old.set("sov:queue:0001", "queued")
 
-        let copied = try await SovariaOffline.migrate(from: old, to: rotated, batchSize: 1_000)
+        let copied = try await OfflineMigration.migrate(from: old, to: rotated, batchSize: 1_000)
 
         #expect(copied == entries.count + 1)
         #expect(try await rotated.entries("sov:cache:", after: nil, limit: 10_000) == entries)
@@ -344,7 +344,7 @@ import Testing
         let rotated = try await EncryptedOfflineStore(wrapping: newInner, passphrase: "new", limits: .minimum)
         let newSettings = try await newInner.get(EncryptedOfflineStore.metadataKey)
 
-        #expect(try await SovariaOffline.migrate(from: old, to: rotated) == 1)
+        #expect(try await OfflineMigration.migrate(from: old, to: rotated) == 1)
         #expect(try await newInner.get(EncryptedOfflineStore.metadataKey) == newSettings)
         let reopened = try await EncryptedOfflineStore(wrapping: newInner, passphrase: "new", limits: .minimum)
         #expect(try await reopened.get("sov:file:a") == "metadata")

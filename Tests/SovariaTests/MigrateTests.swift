@@ -44,9 +44,9 @@ import Testing
             .set(key: "sov:cache:a", value: "c"), .set(key: "app:other", value: "x"), .set(key: "sov", value: "y"),
         ])
         let target = MemoryOfflineStore()
-        #expect(try await SovariaOffline.migrate(from: source, to: target, prefix: "queue:") == 2)
+        #expect(try await OfflineMigration.migrate(from: source, to: target, prefix: "queue:") == 2)
         #expect(try await target.keys("") == ["sov:queue:1", "sov:queue:2"])
-        #expect(try await SovariaOffline.migrate(from: source, to: target) == 1)
+        #expect(try await OfflineMigration.migrate(from: source, to: target) == 1)
         #expect(try await target.keys("") == ["sov:cache:a", "sov:queue:1", "sov:queue:2"])
         #expect(try await target.get("app:other") == nil)
     }
@@ -57,11 +57,11 @@ import Testing
         let target = MemoryOfflineStore()
         try await target.set("sov:k3", "target's own")
         try await target.set("sov:k7", "")
-        #expect(try await SovariaOffline.migrate(from: source, to: target, batchSize: 3) == 8)
+        #expect(try await OfflineMigration.migrate(from: source, to: target, batchSize: 3) == 8)
         #expect(try await target.get("sov:k3") == "target's own")
         #expect(try await target.get("sov:k7") == "")
         #expect(try await target.get("sov:k9") == "from source")
-        #expect(try await SovariaOffline.migrate(from: source, to: target, batchSize: 3) == 0)
+        #expect(try await OfflineMigration.migrate(from: source, to: target, batchSize: 3) == 0)
     }
 
     @Test func pagesInBoundedBatchesWithoutListingEverything() async throws {
@@ -69,7 +69,7 @@ import Testing
         let count = 20_000
         try await source.inner.write((0..<count).map { .set(key: "sov:cache:\($0)", value: "v\($0)") })
         let target = RecordingStore()
-        #expect(try await SovariaOffline.migrate(from: source, to: target, batchSize: 500) == count)
+        #expect(try await OfflineMigration.migrate(from: source, to: target, batchSize: 500) == count)
         #expect(source.largestPage.withLock { $0 } == 500)
         #expect(target.largestBatch.withLock { $0 } == 500)
         #expect(source.keysCalls.withLock { $0 } == 0)
@@ -86,7 +86,7 @@ import Testing
         let source = MemoryOfflineStore()
         try await source.write([.set(key: "sov:queue:0001", value: "{}"), .set(key: "sov:e\u{301}", value: "é")])
         let target = FileOfflineStore(directory: folder.child("files"))
-        #expect(try await SovariaOffline.migrate(from: source, to: target) == 2)
+        #expect(try await OfflineMigration.migrate(from: source, to: target) == 2)
         let reopened = FileOfflineStore(directory: folder.child("files"))
         #expect(
             try await reopened.keys("sov:").map { Array($0.utf8) } == [
@@ -102,7 +102,7 @@ import Testing
         let targetOwn = [0, 45, 99]
         try await target.inner.write(
             (0..<100).filter { $0 % 3 != 0 || targetOwn.contains($0) }.map { .set(key: Self.key($0), value: "own") })
-        let copied = try await SovariaOffline.migrate(from: source, to: target, batchSize: 4)
+        let copied = try await OfflineMigration.migrate(from: source, to: target, batchSize: 4)
         #expect(copied == sourceIndices.count - targetOwn.count)
         #expect(target.getCalls.withLock { $0 } == 0)
         // Each of target's 69 keys read once, in pages of 4, plus the last (short) page.
@@ -118,7 +118,7 @@ import Testing
         try await source.set("sov:\u{E9}", "precomposed")
         let target = MemoryOfflineStore()
         try await target.set("sov:e\u{301}", "decomposed")
-        #expect(try await SovariaOffline.migrate(from: source, to: target) == 1)
+        #expect(try await OfflineMigration.migrate(from: source, to: target) == 1)
         #expect(try await target.keys("sov:").count == 2)
         #expect(try await target.get("sov:\u{E9}") == "precomposed")
         #expect(try await target.get("sov:e\u{301}") == "decomposed")
@@ -147,7 +147,7 @@ import Testing
         let (source, _) = try await Self.checksummedSource(damaged: damaged)
         let target = RecordingStore()
         try await target.set(Self.key(30), "target's own")
-        let report = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: .skip)
+        let report = try await OfflineMigration.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: .skip)
         #expect(report.skipped.map(\.key) == damaged.map(Self.key))
         #expect(report.skipped.allSatisfy { $0.error.code == .corrupt && $0.error.engine == "checksum" })
         #expect(report.skipped.map { $0.error.key } == damaged.map(Self.key))
@@ -160,7 +160,7 @@ import Testing
         #expect(target.largestBatch.withLock { $0 } <= 7)
 
         // Again: nothing left to copy, the same damage reported.
-        let again = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: .skip)
+        let again = try await OfflineMigration.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: .skip)
         #expect(again.copied == 0)
         #expect(again.skipped.map(\.key) == damaged.map(Self.key))
     }
@@ -168,20 +168,20 @@ import Testing
     @Test func skippingCopiesEverythingWhenNothingIsDamaged() async throws {
         let (source, _) = try await Self.checksummedSource(damaged: [])
         let target = MemoryOfflineStore()
-        let report = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: .skip)
+        let report = try await OfflineMigration.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: .skip)
         #expect(report.copied == 50)
         #expect(report.skipped.isEmpty)
     }
 
     @Test func stopsAtTheFirstDamagedEntryByDefault() async throws {
         let (source, _) = try await Self.checksummedSource(damaged: [17])
-        for policy in [nil, SovariaOffline.DamagedEntryPolicy.stop] {
+        for policy in [nil, OfflineMigration.DamagedEntryPolicy.stop] {
             let target = MemoryOfflineStore()
             do {
                 if let policy {
-                    _ = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: policy)
+                    _ = try await OfflineMigration.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: policy)
                 } else {
-                    _ = try await SovariaOffline.migrate(from: source, to: target, batchSize: 7)
+                    _ = try await OfflineMigration.migrate(from: source, to: target, batchSize: 7)
                 }
                 Issue.record("migrate copied a damaged entry without throwing (\(String(describing: policy)))")
             } catch let error as OfflineStoreError {
@@ -202,7 +202,7 @@ import Testing
             try await target.set(Self.key(damagedKey), "target's own")
             try await inner.set(Self.key(damagedKey), "damaged")
             do {
-                let report = try await SovariaOffline.migrate(
+                let report = try await OfflineMigration.migrate(
                     from: source, to: target, batchSize: 4, onDamagedEntry: .skip)
                 #expect(!sourceHasIt, "a damaged target value under a copied key must stop migrate")
                 #expect(report.copied == 19)
@@ -251,7 +251,7 @@ import Testing
             try await source.inner.write((0..<5).map { .set(key: Self.key($0), value: "v") })
             let target = MemoryOfflineStore()
             do {
-                let report = try await SovariaOffline.migrate(from: source, to: target, onDamagedEntry: .skip)
+                let report = try await OfflineMigration.migrate(from: source, to: target, onDamagedEntry: .skip)
                 #expect(expected == .decryptionFailed, "\(entriesError)/\(getError): did not throw")
                 #expect(report.skipped.map(\.key) == [Self.key(2)])
                 #expect(report.copied == 4)

@@ -1,11 +1,9 @@
-/// For now, the namespace of ``migrate(from:to:prefix:batchSize:)``, which copies offline data from
-/// one store to another.
+/// Copies offline data from one store to another: ``migrate(from:to:prefix:batchSize:)``.
 ///
-/// The offline controller of seed 003 (the write queue, `flush`, sync and the rejected list) comes
-/// in a later release.
-public final class SovariaOffline: Sendable {
-    private init() {}
-
+/// The offline controller, `SovariaOffline` (module `SovariaSync`), offers the same calls as
+/// `OfflineMigration.migrate(…)`, the seed's spelling; this namespace is for code that links only
+/// `Sovaria` and an engine.
+public enum OfflineMigration {
     /// The prefix of every key the engine writes.
     public static let keyPrefix = "sov:"
 
@@ -61,7 +59,7 @@ public final class SovariaOffline: Sendable {
     /// ``OfflineStore/write(_:)``, so memory stays flat however many entries there are.
     ///
     /// ```swift
-    /// let copied = try await SovariaOffline.migrate(from: fileStore, to: sqliteStore)
+    /// let copied = try await OfflineMigration.migrate(from: fileStore, to: sqliteStore)
     /// ```
     ///
     /// - Important: Not atomic as a whole: each page is one batch. Running it again after a
@@ -91,7 +89,7 @@ public final class SovariaOffline: Sendable {
     /// it). Any other error still stops the copy and is thrown, as are errors of `target`.
     ///
     /// ```swift
-    /// let report = try await SovariaOffline.migrate(from: old, to: new, onDamagedEntry: .skip)
+    /// let report = try await OfflineMigration.migrate(from: old, to: new, onDamagedEntry: .skip)
     /// for entry in report.skipped { log("not copied: \(entry.key): \(entry.error)") }
     /// ```
     ///
