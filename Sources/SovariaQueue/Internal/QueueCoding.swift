@@ -67,7 +67,7 @@ struct QueueEntryReader {
         do {
             return try decoder.decode(Value.self, from: Data(entry.value.utf8))
         } catch {
-            throw QueueErrors.undecodable(entry.key, "\(error)", underlying: error)
+            throw QueueErrors.undecodable(entry.key, "\(error)", error)
         }
     }
 }

@@ -24,11 +24,7 @@ enum QueueErrors {
             key: key)
     }
 
-    static func undecodable(
-        _ key: String, _ reason: String, underlying: (any Error & Sendable)? = nil
-    )
-        -> OfflineStoreError
-    {
+    static func undecodable(_ key: String, _ reason: String, _ underlying: (any Error)? = nil) -> OfflineStoreError {
         OfflineStoreError(
             .corrupt,
             "The value under \(key) cannot be read as a write-queue entry (\(reason)). Remove that entry "
