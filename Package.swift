@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "SovariaLevelDB", targets: ["SovariaLevelDB"]),
         .library(name: "SovariaSodium", targets: ["SovariaSodium"]),
         .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
+        .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
         .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
     ],
     targets: [
@@ -45,11 +46,13 @@ let package = Package(
         .target(name: "SovariaLevelDB", dependencies: ["Sovaria", "CLevelDB"]),
         .target(name: "SovariaSodium", dependencies: ["Sovaria", "CSodium"]),
         .target(name: "SovariaTestKit", dependencies: ["Sovaria"]),
+        // The durable write queue and the rejected list (seed 003); sees only `OfflineStore`.
+        .target(name: "SovariaQueue", dependencies: ["Sovaria"]),
 
         .executableTarget(
             name: "sovaria-bench",
             dependencies: [
-                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaSodium",
+                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaSodium", "SovariaQueue",
                 "CSQLite", "CLMDB", "CLevelDB",
             ],
             path: "Benchmarks/sovaria-bench"
@@ -59,7 +62,7 @@ let package = Package(
         // The child process the crash tests kill with SIGKILL, and those tests.
         .executableTarget(
             name: "sovaria-crash-writer",
-            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"],
+            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue"],
             path: "Tests/sovaria-crash-writer"
         ),
         .testTarget(
@@ -67,7 +70,15 @@ let package = Package(
             dependencies: ["Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
         ),
         .testTarget(
-            name: "SovariaCrashTests", dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite"]
+            name: "SovariaCrashTests",
+            dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaQueue"]
+        ),
+        .testTarget(
+            name: "SovariaQueueTests",
+            dependencies: [
+                "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
+                "SovariaSodium",
+            ]
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.
         .testTarget(name: "SovariaBenchTests", dependencies: ["sovaria-bench"]),

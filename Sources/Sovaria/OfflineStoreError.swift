@@ -106,6 +106,12 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
         /// An earlier failure (a full disk mid-write) left the open handle unable to write safely:
         /// reads still work; release every store on this path and open it again to write.
         public static let reopenRequired = Code("reopenRequired")
+        /// The write queue already holds as many writes as it may (its `maxQueued`, seed 003's
+        /// `OFFLINE_QUEUE_FULL`): nothing was queued; send or remove queued writes, then try again.
+        public static let queueFull = Code("queueFull")
+        /// No entry has the given identifier (for example a rejected write that was discarded,
+        /// requeued or cleared meanwhile).
+        public static let notFound = Code("notFound")
 
         /// The code's name, e.g. `"invalidKey"`.
         public var description: String { name }

@@ -50,9 +50,9 @@ enum CrashChild {
         var acknowledged = Acknowledged()
         var pending = Data()
         var killed = false
-        var lastWasSet = false
-        var lastSetSeen: UInt64 = 0
-        var batchNanoseconds: UInt64 = 100_000  // how long a batch call takes, measured from the acks
+        var callInFlight = false
+        var callStarted: UInt64 = 0
+        var callNanoseconds: UInt64 = 100_000  // how long the call after a kill point takes, measured from the lines
         while true {
             let chunk = reader.availableData  // blocks until data or end of file
             if chunk.isEmpty { break }
@@ -61,17 +61,25 @@ enum CrashChild {
                 let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
                 pending.removeSubrange(pending.startIndex...newline)
                 let parts = line.split(separator: " ")
-                guard parts.count == 2, let index = Int(parts[1]) else { continue }
-                if parts[0] == "set" { acknowledged.sets.insert(index) }
-                if parts[0] == "batch" { acknowledged.batches.insert(index) }
-                lastWasSet = parts[0] == "set"
+                guard parts.count >= 2, let index = Int(parts[1]) else { continue }
+                switch parts[0] {
+                case "set": acknowledged.sets.insert(index)
+                case "batch": acknowledged.batches.insert(index)
+                default:
+                    let sequence = parts.count > 2 ? UInt64(parts[2]) : nil
+                    acknowledged.queue.append(QueueEvent(kind: String(parts[0]), index: index, sequence: sequence))
+                }
                 let now = DispatchTime.now().uptimeNanoseconds
-                if lastWasSet { lastSetSeen = now } else if lastSetSeen > 0 { batchNanoseconds = now - lastSetSeen }
+                if callInFlight { callNanoseconds = now - callStarted }
+                // A set is followed by a batch call; the queue mode announces its calls.
+                callInFlight = ["set", "enqueuing", "removing"].contains(parts[0])
+                if callInFlight { callStarted = now }
             }
-            // Kill while a batch is in flight (right after a set was acknowledged), at a random
-            // point of it: the moment a torn or half-applied batch would show.
-            if !killed, lastWasSet, acknowledged.sets.count + acknowledged.batches.count >= killAfter {
-                spin(nanoseconds: UInt64.random(in: 0...batchNanoseconds))
+            // Kill while a call is in flight (a batch right after a set was acknowledged, or an
+            // announced queue call), at a random point of it: the moment a torn or half-applied
+            // write would show.
+            if !killed, callInFlight, acknowledged.count >= killAfter {
+                spin(nanoseconds: UInt64.random(in: 0...callNanoseconds))
                 kill(process.processIdentifier, SIGKILL)
                 killed = true  // keep reading: lines already in the pipe were acknowledged too
             }

@@ -88,9 +88,23 @@ import Testing
 struct Acknowledged: Sendable {
     var sets: Set<Int> = []
     var batches: Set<Int> = []
+    /// The queue mode's lines, in order: announcements (`enqueuing`, `removing`) and
+    /// acknowledgements (`queued` with its sequence, `removed`).
+    var queue: [QueueEvent] = []
+
+    /// Calls acknowledged.
+    var count: Int { sets.count + batches.count + queue.filter { $0.kind == "queued" || $0.kind == "removed" }.count }
 
     mutating func formUnion(_ other: Acknowledged) {
         sets.formUnion(other.sets)
         batches.formUnion(other.batches)
+        queue += other.queue
     }
+}
+
+/// One line of the crash writer's queue mode.
+struct QueueEvent: Sendable {
+    let kind: String
+    let index: Int
+    let sequence: UInt64?
 }

@@ -5,7 +5,8 @@ import Sovaria
 /// two-key batches forever, printing an acknowledgement after each call returns, until the
 /// test kills it with SIGKILL.
 ///
-/// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`
+/// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`; an ENGINE of
+/// `queue-<engine>` runs the write queue's workload instead (``QueueCrashWorkload``).
 @main
 enum CrashWriter {
     static func main() async {
@@ -16,8 +17,14 @@ enum CrashWriter {
         }
         let durability: Durability = arguments[3] == "synced" ? .synced : .flushed
         do {
-            let store = try CrashStores.open(
-                arguments[1], at: URL(fileURLWithPath: arguments[2]), durability: durability)
+            let engine = arguments[1]
+            if engine.hasPrefix(QueueCrashWorkload.enginePrefix) {
+                let store = try CrashStores.open(
+                    String(engine.dropFirst(QueueCrashWorkload.enginePrefix.count)),
+                    at: URL(fileURLWithPath: arguments[2]), durability: durability)
+                try await QueueCrashWorkload.run(store, first: first)
+            }
+            let store = try CrashStores.open(engine, at: URL(fileURLWithPath: arguments[2]), durability: durability)
             acknowledge("ready")
             var index = first
             while true {

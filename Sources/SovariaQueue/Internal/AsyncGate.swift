@@ -1,0 +1,46 @@
+import Synchronization
+
+/// A first-come, first-served lock for async code: one holder at a time, waiters suspended
+/// (not blocking a thread). The write queue runs every change through one, so its in-memory
+/// index and the store change together and sequences are handed out in order.
+final class AsyncGate: Sendable {
+    private let state = Mutex<(held: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func withGate<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+        await enter()
+        defer { leave() }
+        return try await body()
+    }
+
+    private func enter() async {
+        if state.withLock({ state in
+            guard !state.held else { return false }
+            state.held = true
+            return true
+        }) {
+            return
+        }
+        await withCheckedContinuation { continuation in
+            let enterNow = state.withLock { state in
+                guard state.held else {
+                    state.held = true
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if enterNow { continuation.resume() }
+        }
+    }
+
+    private func leave() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiters.isEmpty else {
+                state.held = false
+                return nil
+            }
+            return state.waiters.removeFirst()  // the gate passes straight to the next waiter
+        }
+        next?.resume()
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import Sovaria
+import Synchronization
+
+/// The durable queue of writes made offline, oldest first, and the list of writes the server
+/// rejected (seed 003), written once against ``OfflineStore`` so it runs on every engine.
+///
+/// The queue only keeps writes; the controller that sends them (in order, one at a time, with
+/// backoff) calls ``head()`` or ``pending()``, then ``remove(_:)`` when the server took a write,
+/// ``recordFailure(_:message:)`` when a try failed and may be retried, or
+/// ``reject(_:status:message:)`` when the server refused it.
+///
+/// ```swift
+/// let queue = try await WriteQueue(store: try SQLiteOfflineStore(fileURL: url))
+/// let write = try await queue.enqueue(DataRequest(method: "POST", path: "/rest/v1/notes", body: #"{"title":"Hi"}"#))
+/// // later, online:
+/// while let next = try await queue.head() {
+///     let status = try await send(next.request, idempotencyKey: next.id)
+///     if (200..<300).contains(status) { try await queue.remove(next.id) } else { … }
+/// }
+/// ```
+///
+/// Each entry is one store key whose name carries its sequence and client id (layout in
+/// docs/ARCHITECTURE.md, "Write queue and rejected list"), so opening the queue lists key
+/// names only and reads no value.
+///
+/// - Important: Every change is one store batch, written before the call returns: on a store
+///   with ``StoreCapabilities/atomicBatch`` (every store in this package) a crash at any point
+///   loses no acknowledged write and applies none twice. Durability is the store's
+///   (``Durability/synced`` survives power loss). Safe from any number of tasks: changes go
+///   through one async gate, in call order; reads take no gate. Open one queue per store at a
+///   time.
+public final class WriteQueue: Sendable {
+    /// The default bound on waiting writes: 1,000. Writes are small (a request and a few
+    /// headers, typically under 1 KiB each), so a full queue costs about a megabyte; past it
+    /// ``enqueue(_:)`` refuses with ``OfflineStoreError/Code/queueFull`` rather than growing the
+    /// store without bound while the device stays offline.
+    public static let defaultMaxQueued = 1_000
+    /// How many rejected writes are kept: the newest 100 (seed 003); older ones are dropped in
+    /// the batch that adds a newer one.
+    public static let maxRejected = 100
+
+    /// The store the queue keeps its entries in.
+    public let store: any OfflineStore
+    /// How many writes may wait at once (at least 1).
+    public let maxQueued: Int
+
+    let clock: @Sendable () -> Date
+    let gate = AsyncGate()
+    /// Changed only under `gate`, after the store batch it describes succeeded.
+    let index: Mutex<QueueIndex>
+
+    /// Opens the queue kept in `store`, from its key names alone.
+    ///
+    /// - Parameters:
+    ///   - maxQueued: the most writes that may wait; below 1 counts as 1. A queue reopened with
+    ///     more writes than this keeps them all and refuses new ones until it is below.
+    ///   - clock: the time of ``QueuedWrite/queuedAt`` and ``RejectedWrite/rejectedAt``; inject
+    ///     one in tests.
+    /// - Throws: the store's errors; ``OfflineStoreError/Code/corrupt`` naming a key under the
+    ///   queue's prefixes that the queue did not write.
+    public init(
+        store: any OfflineStore,
+        maxQueued: Int = defaultMaxQueued,
+        clock: @escaping @Sendable () -> Date = Date.init
+    ) async throws {
+        self.store = store
+        self.maxQueued = max(1, maxQueued)
+        self.clock = clock
+        let (loaded, repairs) = try await QueueIndex.load(from: store)
+        if !repairs.isEmpty { try await store.write(repairs) }
+        index = Mutex(loaded)
+    }
+
+    /// How many writes are waiting: exact, kept in memory, costs no store call.
+    public var count: Int { index.withLock { $0.queued.count } }
+
+    /// How many rejected writes are kept: exact, kept in memory.
+    public var rejectedCount: Int { index.withLock { $0.rejected.count } }
+
+    /// Queues `request` at the tail with a new client id and the next sequence.
+    ///
+    /// - Important: Durable before it returns: one store batch of one key. A crash before the
+    ///   batch leaves no trace; after it, the write is there once.
+    /// - Throws: ``OfflineStoreError/Code/queueFull`` (message `OFFLINE_QUEUE_FULL…`) when
+    ///   ``maxQueued`` writes are waiting; nothing is written then.
+    @discardableResult
+    public func enqueue(_ request: DataRequest) async throws -> QueuedWrite {
+        try await gate.withGate {
+            var next = index.withLock { $0 }
+            guard next.queued.count < maxQueued else { throw QueueErrors.full(maxQueued) }
+            let write = QueuedWrite(
+                id: UUID().uuidString.lowercased(), sequence: try next.takeSequence(), request: request,
+                queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
+            next.queued[write.id] = write.sequence
+            try await commit(
+                next, [.set(key: QueueKeys.queued(write.sequence, write.id), value: try QueueCoding.encode(write))])
+            return write
+        }
+    }
+
+    /// Every waiting write, oldest first (ascending sequence).
+    ///
+    /// - Complexity: reads every queued value, in pages of 1,000.
+    /// - Throws: ``OfflineStoreError/Code/corrupt`` naming the first key whose value is not a
+    ///   queued write (it is never skipped; ``remove(_:)`` it or ``clear()``).
+    public func pending() async throws -> [QueuedWrite] {
+        let reader = QueueEntryReader()
+        var writes: [QueuedWrite] = []
+        var after: String?
+        while true {
+            let page = try await store.entries(QueueKeys.queuePrefix, after: after, limit: Self.pageSize)
+            for entry in page { writes.append(try reader.queuedWrite(entry)) }
+            guard page.count == Self.pageSize, let last = page.last else { return writes }
+            after = last.key
+        }
+    }
+
+    /// The oldest waiting write, the next to send, or `nil` when none waits. Reads one value.
+    public func head() async throws -> QueuedWrite? {
+        try await store.entries(QueueKeys.queuePrefix, after: nil, limit: 1).first.map(QueueEntryReader().queuedWrite)
+    }
+
+    /// Takes the write with client id `id` out of the queue: the server has it.
+    ///
+    /// - Returns: `false` when no queued write has that id (already removed, rejected or cleared).
+    /// - Important: One store batch (plus the record of the last sequence when the newest write
+    ///   goes, in the same batch), so sequences keep growing after the queue empties.
+    @discardableResult
+    public func remove(_ id: String) async throws -> Bool {
+        try await gate.withGate {
+            var next = index.withLock { $0 }
+            guard let sequence = next.queued.removeValue(forKey: id) else { return false }
+            try await commit(
+                next, next.recordLastSequence(deleting: [sequence]) + [.delete(key: QueueKeys.queued(sequence, id))])
+            return true
+        }
+    }
+
+    /// Counts a failed try of write `id` (``QueuedWrite/attempts`` + 1) and keeps `message` as
+    /// its ``QueuedWrite/lastError``; the write keeps its place.
+    ///
+    /// - Returns: the updated write, or `nil` when no queued write has that id.
+    @discardableResult
+    public func recordFailure(_ id: String, message: String) async throws -> QueuedWrite? {
+        try await gate.withGate {
+            let next = index.withLock { $0 }
+            guard let sequence = next.queued[id] else { return nil }
+            let key = QueueKeys.queued(sequence, id)
+            guard var write = try await storedWrite(key) else {
+                index.withLock { _ = $0.queued.removeValue(forKey: id) }  // gone from the store
+                return nil
+            }
+            write.attempts += 1
+            write.lastError = message
+            try await commit(next, [.set(key: key, value: try QueueCoding.encode(write))])
+            return write
+        }
+    }
+
+    /// Forgets every queued and rejected write (sign-out). Sequences keep growing.
+    ///
+    /// - Important: One store batch: a crash leaves either everything or nothing.
+    public func clear() async throws {
+        try await gate.withGate {
+            var next = index.withLock { $0 }
+            // The store's key names, not the index: whatever is under the prefixes goes.
+            let keys = try await store.keys(QueueKeys.queuePrefix) + store.keys(QueueKeys.rejectedPrefix)
+            let sequences =
+                keys.compactMap { QueueKeys.parse($0, prefix: QueueKeys.queuePrefix)?.sequence }
+                + keys.compactMap { QueueKeys.parse($0, prefix: QueueKeys.rejectedPrefix)?.sequence }
+            next.queued = [:]
+            next.rejected = []
+            try await commit(next, next.recordLastSequence(deleting: sequences) + keys.map { .delete(key: $0) })
+        }
+    }
+
+    static let pageSize = 1_000
+
+    /// Writes `batch` and then makes `next` the index. If the batch fails, the index is rebuilt
+    /// from the store's keys (a store without atomic batches may have applied part of it),
+    /// keeping the sequences already given out.
+    func commit(_ next: QueueIndex, _ batch: [StoreWrite]) async throws {
+        do {
+            try await store.write(batch)
+        } catch {
+            let reloaded = try? await QueueIndex.load(from: store).index
+            index.withLock { index in
+                if let reloaded { index = reloaded }
+                index.lastSequence = max(index.lastSequence, next.lastSequence)
+            }
+            throw error
+        }
+        index.withLock { $0 = next }
+    }
+
+    /// The queued write stored under `key`, or `nil` when the key has no value.
+    func storedWrite(_ key: String) async throws -> QueuedWrite? {
+        guard let value = try await store.get(key) else { return nil }
+        return try QueueEntryReader().queuedWrite(StoreEntry(key: key, value: value))
+    }
+}

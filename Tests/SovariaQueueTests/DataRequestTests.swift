@@ -1,0 +1,41 @@
+import Foundation
+import Sovaria
+import Testing
+
+@testable import SovariaQueue
+
+@Suite struct DataRequestTests {
+    @Test func tableIsThePostgRESTTableOfThePath() {
+        #expect(DataRequest(method: "GET", path: "/rest/v1/notes?id=eq.7").table == "notes")
+        #expect(DataRequest(method: "PATCH", path: "/rest/v1/notes").table == "notes")
+        #expect(DataRequest(method: "GET", path: "/rest/v1/notes/extra").table == "notes")
+        #expect(DataRequest(method: "GET", path: "/rest/v1/my%20notes?select=*").table == "my notes")
+        #expect(DataRequest(method: "POST", path: "/rest/v1/rpc/archive").table == nil, "a function, not a table")
+        #expect(DataRequest(method: "GET", path: "/rest/v1/").table == nil)
+        #expect(DataRequest(method: "GET", path: "/rest/v1/?x=1").table == nil)
+        #expect(DataRequest(method: "GET", path: "/auth/v1/user").table == nil)
+        #expect(DataRequest(method: "GET", path: "rest/v1/notes").table == nil)
+    }
+
+    @Test func storedFormIsSortedJSONWithMillisecondDates() throws {
+        let write = QueuedWrite(
+            id: "id-1", sequence: 7, request: DataRequest(method: "POST", path: "/rest/v1/notes", body: "{}"),
+            queuedAt: Date(timeIntervalSince1970: 1_800_000_000.5), attempts: 2, lastError: "offline")
+        let text = try QueueCoding.encode(write)
+        #expect(
+            text == #"{"attempts":2,"id":"id-1","lastError":"offline","queuedAt":1800000000500,"#
+                + #""request":{"body":"{}","headers":{},"method":"POST","path":"/rest/v1/notes"},"sequence":7}"#)
+        let key = QueueKeys.queued(7, "id-1")
+        #expect(try QueueEntryReader().queuedWrite(.init(key: key, value: text)) == write)
+    }
+
+    @Test func clockIsKeptToTheMillisecondSoWritesReadBackEqual() throws {
+        for seconds in [1_800_000_000.123_456, 1_700_000_000.999_9, 0.000_4, 1_234_567_890.001] {
+            let date = QueueCoding.truncatedToMilliseconds(Date(timeIntervalSince1970: seconds))
+            let write = QueuedWrite(id: "a", sequence: 1, request: .init(method: "GET", path: "/"), queuedAt: date)
+            let back = try QueueEntryReader().queuedWrite(
+                .init(key: QueueKeys.queued(1, "a"), value: try QueueCoding.encode(write)))
+            #expect(back.queuedAt == date)
+        }
+    }
+}
