@@ -3,12 +3,14 @@ import PackageDescription
 
 /// Sovaria: offline-first storage for Swift, one key/value protocol over several engines.
 ///
-/// Only the adapter modules import C. An app that wants SQLite links `Sovaria` and `SovariaSQLite`.
+/// Only the adapter modules import C. An app that wants SQLite links `Sovaria` and `SovariaSQLite`, and
+/// `SovariaCache` for the query cache.
 let package = Package(
     name: "Sovaria",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Sovaria", targets: ["Sovaria"]),
+        .library(name: "SovariaCache", targets: ["SovariaCache"]),
         .library(name: "SovariaSQLite", targets: ["SovariaSQLite"]),
         .library(name: "SovariaLMDB", targets: ["SovariaLMDB"]),
         .library(name: "SovariaLevelDB", targets: ["SovariaLevelDB"]),
@@ -40,6 +42,8 @@ let package = Package(
         ),
 
         .target(name: "Sovaria"),
+        // The query cache: written against `OfflineStore` only, so it runs on every engine.
+        .target(name: "SovariaCache", dependencies: ["Sovaria"]),
         .target(name: "SovariaSQLite", dependencies: ["Sovaria", "CSQLite"]),
         .target(name: "SovariaLMDB", dependencies: ["Sovaria", "CLMDB"]),
         .target(name: "SovariaLevelDB", dependencies: ["Sovaria", "CLevelDB"]),
@@ -49,7 +53,7 @@ let package = Package(
         .executableTarget(
             name: "sovaria-bench",
             dependencies: [
-                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaSodium",
+                "Sovaria", "SovariaCache", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaSodium",
                 "CSQLite", "CLMDB", "CLevelDB",
             ],
             path: "Benchmarks/sovaria-bench"
@@ -64,7 +68,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SovariaCacheTests",
-            dependencies: ["Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
+            dependencies: [
+                "SovariaCache", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
+            ]
         ),
         .testTarget(
             name: "SovariaCrashTests", dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite"]

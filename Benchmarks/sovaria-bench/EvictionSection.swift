@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaCache
 
 /// Section 3: a query cache filled to twice its bound on every engine, with response sizes
 /// from a fixed-seed log-normal between 200 B and 256 KiB; the same bodies written with plain

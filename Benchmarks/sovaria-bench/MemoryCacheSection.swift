@@ -1,5 +1,5 @@
 import Foundation
-import Sovaria
+import SovariaCache
 
 /// Section 5: the memory LRU layer against `NSCache` holding the same entries.
 struct MemoryCacheSection {

@@ -1,5 +1,5 @@
 import Foundation
-import Sovaria
+import SovariaCache
 import Testing
 
 @Suite struct MemoryCacheTests {

@@ -1,8 +1,9 @@
 import Foundation
+import Sovaria
 import SovariaTestKit
 import Testing
 
-@testable import Sovaria
+@testable import SovariaCache
 
 /// Seed 000's eviction rules, each on every engine.
 @Suite struct QueryCacheEvictionTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaCache
 import SovariaTestKit
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 import Synchronization
 
 /// The cache of query results, written once against ``OfflineStore`` so it runs unchanged on

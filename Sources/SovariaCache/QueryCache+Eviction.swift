@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 
 /// One eviction pass, as reported by ``QueryCache/evictionPasses``.
 public struct EvictionPass: Sendable, Hashable {
