@@ -1,18 +1,6 @@
 import Foundation
 import Sovaria
 
-/// One eviction pass, as reported by ``QueryCache/evictionPasses``.
-public struct EvictionPass: Sendable, Hashable {
-    /// Lists deleted.
-    public let evictedLists: Int
-    /// Body bytes deleted.
-    public let evictedBytes: Int
-    /// Wall time of the pass.
-    public let duration: Duration
-    /// The cache's total after the pass.
-    public let totalBytesAfter: Int
-}
-
 extension QueryCache {
     /// The most recent eviction passes (up to 1,000), oldest first.
     public var evictionPasses: [EvictionPass] { passes.withLock { $0 } }

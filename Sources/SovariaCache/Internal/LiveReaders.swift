@@ -1,10 +1,3 @@
-/// A reader showing a cached list, from ``QueryCache/startReading(_:)``: while it lives (up to
-/// ``QueryCache/maxProtectedLists`` of them), eviction keeps its list.
-public struct LiveReader: Sendable, Hashable {
-    let id: String
-    let token: UInt64
-}
-
 /// The lists live readers show, and when each reader started.
 struct LiveReaders {
     private var readers: [UInt64: String] = [:]
@@ -34,18 +27,5 @@ struct LiveReaders {
     func protectedIDs(limit: Int) -> Set<String> {
         guard newestStart.count > limit else { return Set(newestStart.keys) }
         return Set(newestStart.sorted { $0.value > $1.value }.prefix(limit).map(\.key))
-    }
-}
-
-extension QueryCache {
-    /// Tells the cache a reader shows `query`'s list, so eviction keeps it (up to
-    /// ``maxProtectedLists`` lists). Call ``stopReading(_:)`` when the reader goes away.
-    public func startReading(_ query: String) -> LiveReader {
-        readers.withLock { $0.start(CacheKeys.id(of: query)) }
-    }
-
-    /// Ends a reader started with ``startReading(_:)``.
-    public func stopReading(_ reader: LiveReader) {
-        readers.withLock { $0.stop(reader) }
     }
 }
