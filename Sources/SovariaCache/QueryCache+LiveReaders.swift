@@ -1,6 +1,6 @@
 extension QueryCache {
     /// Tells the cache a reader shows `query`'s list, so eviction keeps it (up to
-    /// ``maxProtectedLists`` lists). Call ``stopReading(_:)`` when the reader goes away.
+    /// 500 lists, the seed's rule). Call ``stopReading(_:)`` when the reader goes away.
     public func startReading(_ query: String) -> LiveReader {
         readers.withLock { $0.start(CacheKeys.id(of: query)) }
     }
