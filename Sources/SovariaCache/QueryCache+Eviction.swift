@@ -16,7 +16,7 @@ extension QueryCache {
         else { return }
         // Lists shown by live readers when the pass starts; a reader that starts later is not
         // protected from this pass.
-        let protected = readers.withLock { $0.protectedIDs(limit: Self.maxProtectedLists) }
+        let protected = readers.protectedIDs(limit: Self.maxProtectedLists)
         let start = ContinuousClock.now
         var evictedLists = 0
         var evictedBytes = 0

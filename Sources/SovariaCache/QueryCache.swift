@@ -41,7 +41,7 @@ public final class QueryCache: Sendable {
     /// The bound on the cached bodies: ``Configuration/size``.
     public var size: CacheSize { configuration.size }
     /// The in-memory layer, keyed by the query's hash id; costs are body bytes.
-    public let memory: MemoryCache<String, CachedResponse>
+    let memory: MemoryCache<String, CachedResponse>
 
     // The seed's rules (see the type's documentation): constants, not options.
     /// How many lists shown by live readers are kept whatever their age.
@@ -59,7 +59,7 @@ public final class QueryCache: Sendable {
     let index: Mutex<CacheIndex>
     let gate = AsyncGate()
     let flights = SingleFlight<String, CachedResponse>()
-    let readers = Mutex(LiveReaders())
+    let readers = LiveReaders()
     let passes = Mutex<[EvictionPass]>([])
     let refreshes = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
 
@@ -136,7 +136,7 @@ public final class QueryCache: Sendable {
             let stale = current.with(stale: true)
             try await store.set(CacheKeys.listKey(id, entry), CacheRecord.encode(stale))
             index.withLock { index in
-                if index.entries[id] == entry { memory.set(id, stale, cost: stale.sizeBytes) }
+                if index.entries[id] == entry { memory.set(stale, forKey: id, cost: stale.sizeBytes) }
             }
         }
     }
@@ -193,7 +193,7 @@ public final class QueryCache: Sendable {
                 // Copied up only if no write changed the list meanwhile; the memory layer changes
                 // under the index's lock, so a slow reader never puts back an older answer.
                 index.withLock { index in
-                    if index.entries[id] == entry { memory.set(id, response, cost: response.sizeBytes) }
+                    if index.entries[id] == entry { memory.set(response, forKey: id, cost: response.sizeBytes) }
                 }
                 return (response, .store)
             }
@@ -218,7 +218,7 @@ public final class QueryCache: Sendable {
             return index.withLock { index in
                 index.upsert(id, serverTimeMillis: millis, sizeBytes: response.sizeBytes)
                 index.responsesStored += 1
-                memory.set(id, response, cost: response.sizeBytes)
+                memory.set(response, forKey: id, cost: response.sizeBytes)
                 return index.responsesStored
             }
         }

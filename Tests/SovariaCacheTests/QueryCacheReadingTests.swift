@@ -1,8 +1,9 @@
 import Foundation
 import Sovaria
-import SovariaCache
 import SovariaTestKit
 import Testing
+
+@testable import SovariaCache
 
 /// The read path: memory layer, read policies, TTL on an injected clock, ETags, identities.
 @Suite struct QueryCacheReadingTests {
