@@ -3,18 +3,21 @@ import PackageDescription
 
 /// Sovaria: offline-first storage for Swift, one key/value protocol over several engines.
 ///
-/// Only the adapter modules import C. An app that wants SQLite links `Sovaria` and `SovariaSQLite`.
+/// Only the adapter modules import C. An app that wants SQLite links `Sovaria` and `SovariaSQLite`, and
+/// `SovariaCache` for the query cache.
 let package = Package(
     name: "Sovaria",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Sovaria", targets: ["Sovaria"]),
+        .library(name: "SovariaCache", targets: ["SovariaCache"]),
         .library(name: "SovariaSQLite", targets: ["SovariaSQLite"]),
         .library(name: "SovariaLMDB", targets: ["SovariaLMDB"]),
         .library(name: "SovariaLevelDB", targets: ["SovariaLevelDB"]),
         .library(name: "SovariaSodium", targets: ["SovariaSodium"]),
         .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
         .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
+        .library(name: "SovariaSync", targets: ["SovariaSync"]),
         .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
     ],
     targets: [
@@ -41,6 +44,8 @@ let package = Package(
         ),
 
         .target(name: "Sovaria"),
+        // The query cache: written against `OfflineStore` only, so it runs on every engine.
+        .target(name: "SovariaCache", dependencies: ["Sovaria"]),
         .target(name: "SovariaSQLite", dependencies: ["Sovaria", "CSQLite"]),
         .target(name: "SovariaLMDB", dependencies: ["Sovaria", "CLMDB"]),
         .target(name: "SovariaLevelDB", dependencies: ["Sovaria", "CLevelDB"]),
@@ -48,11 +53,14 @@ let package = Package(
         .target(name: "SovariaTestKit", dependencies: ["Sovaria"]),
         // The durable write queue and the rejected list (seed 003); sees only `OfflineStore`.
         .target(name: "SovariaQueue", dependencies: ["Sovaria"]),
+        // The offline controller (seed 003) over the cache and the queue; the network is a protocol.
+        .target(name: "SovariaSync", dependencies: ["Sovaria", "SovariaCache", "SovariaQueue"]),
 
         .executableTarget(
             name: "sovaria-bench",
             dependencies: [
-                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaSodium", "SovariaQueue",
+                "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
+                "SovariaSodium",
                 "CSQLite", "CLMDB", "CLevelDB",
             ],
             path: "Benchmarks/sovaria-bench"
@@ -67,7 +75,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SovariaCacheTests",
-            dependencies: ["Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
+            dependencies: [
+                "SovariaCache", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
+            ]
         ),
         .testTarget(
             name: "SovariaCrashTests",
@@ -78,6 +88,13 @@ let package = Package(
             dependencies: [
                 "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
                 "SovariaSodium",
+            ]
+        ),
+        .testTarget(
+            name: "SovariaSyncTests",
+            dependencies: [
+                "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite",
+                "SovariaLMDB", "SovariaLevelDB", "SovariaSodium",
             ]
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.

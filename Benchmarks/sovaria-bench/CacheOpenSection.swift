@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaCache
 
 /// Section 4: from opening the store to the first cached read, on a cache of 100k lists.
 struct CacheOpenSection {

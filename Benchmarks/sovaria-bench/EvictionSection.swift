@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaCache
 
 /// Section 3: a query cache filled to twice its bound on every engine, with response sizes
 /// from a fixed-seed log-normal between 200 B and 256 KiB; the same bodies written with plain
@@ -82,9 +83,48 @@ struct EvictionSection {
                 perListRow.note = "\(evictedLists) lists"
                 rows += [pass, perListRow]
             }
+            for readers in [1, 50] {
+                progress.update("eviction: \(engine.name), reads that miss, \(readers) reader(s) per query")
+                rows.append(
+                    try await readMisses(
+                        engine: engine, folder: folder.appendingPathComponent("reads-\(readers)"), readers: readers,
+                        sizes: sizes, filler: filler))
+            }
             try? FileManager.default.removeItem(at: folder)
         }
         return rows
+    }
+
+    /// The same responses, each brought in by `readers` concurrent reads of a query not cached
+    /// yet, which share one fetch (answering at once): a call lasts until the last reader has its
+    /// answer, so it includes whatever the shared fetch waits for (the store, a pass).
+    func readMisses(
+        engine: BenchEngine, folder: URL, readers: Int, sizes: [Int], filler: String
+    ) async throws -> Measurement {
+        let cache = try await QueryCache(store: try engine.open(folder, .flushed), size: .bytes(boundBytes))
+        let reads = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) { _, call in
+            let query = "/rest/v1/items?select=id,title,body,updated_at&order=updated_at.desc&page=\(call)"
+            let answer = FetchResult.response(
+                body: String(filler.utf8.prefix(sizes[call]))!,
+                serverTime: Date(timeIntervalSince1970: 1_700_000_000 + Double(call)), etag: nil)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<readers {
+                    group.addTask {
+                        guard try await cache.read(query, fetch: { _ in answer }).response != nil else {
+                            throw BenchError.failed("\(engine.name): a read that fetched has no answer")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        await cache.waitForBackgroundRefreshes()
+        let passes = cache.evictionPasses
+        var row = reads.measurement(
+            section: BenchSection.eviction.rawValue, subject: engine.name, variant: "flushed",
+            operation: readers == 1 ? "read miss (fetch + put)" : "read miss, \(readers) readers share one fetch")
+        row.note = "\(passes.count) passes, \(passes.reduce(0) { $0 + $1.evictedLists }) lists evicted"
+        return row
     }
 
     /// A key as long as the cache's list keys (72 bytes): the file store pays for long names

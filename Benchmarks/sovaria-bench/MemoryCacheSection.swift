@@ -1,5 +1,5 @@
 import Foundation
-import Sovaria
+import SovariaCache
 
 /// Section 5: the memory LRU layer against `NSCache` holding the same entries.
 struct MemoryCacheSection {
@@ -22,7 +22,7 @@ struct MemoryCacheSection {
         let section = BenchSection.memoryCache.rawValue
 
         let memory = MemoryCache<String, String>(countLimit: count, costLimit: .max)
-        for key in keys { memory.set(key, key, cost: 1) }
+        for key in keys { memory.set(key, forKey: key, cost: 1) }
         let nsCache = NSCache<NSString, Box>()
         nsCache.countLimit = count
         for (key, nsKey) in zip(keys, nsKeys) { nsCache.setObject(Box(key), forKey: nsKey) }
@@ -47,7 +47,7 @@ struct MemoryCacheSection {
                 })
             memorySets.append(
                 try await stopwatch.measure(calls: 1, itemsPerCall: order.count) { _, _ in
-                    for index in order { memory.set(keys[index], keys[index], cost: 1) }
+                    for index in order { memory.set(keys[index], forKey: keys[index], cost: 1) }
                 })
             nsCacheSets.append(
                 try await stopwatch.measure(calls: 1, itemsPerCall: order.count) { _, _ in

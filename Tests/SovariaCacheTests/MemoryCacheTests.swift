@@ -1,16 +1,16 @@
 import Foundation
-import Sovaria
+import SovariaCache
 import Testing
 
 @Suite struct MemoryCacheTests {
     @Test func aReadProtectsAnEntryFromEviction() {
         // The seed's example: capacity three, a read of avatar-1 makes avatar-2 the one to go.
         let cache = MemoryCache<String, Int>(countLimit: 3)
-        cache.set("avatar-1", 101)
-        cache.set("avatar-2", 102)
-        cache.set("avatar-3", 103)
+        cache.set(101, forKey: "avatar-1")
+        cache.set(102, forKey: "avatar-2")
+        cache.set(103, forKey: "avatar-3")
         #expect(cache.value(forKey: "avatar-1") == 101)
-        cache.set("avatar-4", 104)
+        cache.set(104, forKey: "avatar-4")
         #expect(cache.value(forKey: "avatar-2") == nil)
         #expect(cache.value(forKey: "avatar-1") == 101)
         #expect(cache.keysByRecency == ["avatar-1", "avatar-4", "avatar-3"])
@@ -18,12 +18,12 @@ import Testing
 
     @Test func costLimitEvictsLeastRecentlyUsedFirst() {
         let cache = MemoryCache<Int, String>(costLimit: 100)
-        for key in 0..<5 { cache.set(key, "v\(key)", cost: 30) }
+        for key in 0..<5 { cache.set("v\(key)", forKey: key, cost: 30) }
         #expect(cache.totalCost == 90)
         #expect(cache.keysByRecency == [4, 3, 2])
-        cache.set(9, "too big", cost: 101)
+        cache.set("too big", forKey: 9, cost: 101)
         #expect(cache.value(forKey: 9) == nil, "an entry over the whole limit is not kept")
-        cache.set(3, "replaced", cost: 70)
+        cache.set("replaced", forKey: 3, cost: 70)
         #expect(cache.keysByRecency == [3, 4])
         #expect(cache.totalCost == 100)
         #expect(cache.removeValue(forKey: 4) == "v4")
@@ -47,7 +47,7 @@ import Testing
                 cache.removeValue(forKey: key)
                 model.removeAll { $0 == key }
             } else {
-                cache.set(key, key)
+                cache.set(key, forKey: key)
                 model.removeAll { $0 == key }
                 model.insert(key, at: 0)
                 if model.count > 50 { model.removeLast() }
@@ -64,7 +64,7 @@ import Testing
                     for step in 0..<2_000 {
                         let key = (task * 31 + step) % 150
                         if step.isMultiple(of: 2) {
-                            cache.set(key, step, cost: step % 20)
+                            cache.set(step, forKey: key, cost: step % 20)
                         } else {
                             _ = cache.value(forKey: key)
                         }

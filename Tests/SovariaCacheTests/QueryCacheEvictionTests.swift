@@ -1,8 +1,10 @@
 import Foundation
+import Sovaria
 import SovariaTestKit
+import Synchronization
 import Testing
 
-@testable import Sovaria
+@testable import SovariaCache
 
 /// Seed 000's eviction rules, each on every engine.
 @Suite struct QueryCacheEvictionTests {
@@ -137,6 +139,22 @@ import Testing
         cache.stopReading(readers[1])  // q1 still has a reader
         try await cache.put("q6", body: body(4_096), serverTime: serverTime(6))
         #expect(try await cachedQueries(cache, 0..<7) == [1, 6])
+        withExtendedLifetime(readers) {}  // q1's second reader lives until here
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aDroppedLiveReaderStopsProtectingItsList(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(10_000))
+        try await fill(cache, count: 5, bytes: 2_000)
+        var reader: LiveReader? = cache.startReading("q0")
+        try await cache.put("q5", body: body(4_096), serverTime: serverTime(5))
+        #expect(try await cachedQueries(cache, 0..<6) == [0, 4, 5], "kept while its reader lives")
+        withExtendedLifetime(reader) {}
+        reader = nil  // released without stopReading
+        #expect(cache.readers.protectedIDs(limit: QueryCache.maxProtectedLists).isEmpty)
+        try await cache.put("q6", body: body(4_096), serverTime: serverTime(6))
+        #expect(try await cachedQueries(cache, 0..<7) == [5, 6], "the oldest list went once its reader was gone")
     }
 
     @Test(arguments: CacheEngine.all)
@@ -146,7 +164,7 @@ import Testing
         try await fill(cache, count: 502, bytes: 10)
         // 501 live lists; q0's reader started first, so it is the one left unprotected.
         let bounded = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
-        for index in 0..<501 { _ = bounded.startReading("q\(index)") }
+        let readers = (0..<501).map { bounded.startReading("q\($0)") }
         try await bounded.put("big", body: body(4_096), serverTime: serverTime(1_000))
         #expect(try await bounded.cachedResponse(for: "q0") == nil, "the 501st live list went")
         #expect(try await bounded.cachedResponse(for: "q1") != nil)
@@ -161,6 +179,7 @@ import Testing
             .response(body: "again", serverTime: serverTime(2_000), etag: nil)
         }
         #expect(refetched.source == .network && refetched.response?.body == "again")
+        withExtendedLifetime(readers) {}
     }
 
     @Test(arguments: CacheEngine.all)
@@ -170,16 +189,18 @@ import Testing
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         try await fill(cache, count: 31, bytes: 1_000, times: (0..<31).map { $0 })
         // When the pass writes its first batch, a reader starts on q20, which the pass reaches later.
+        let lateReaders = Mutex<[LiveReader]>([])
         spy.beforeWrite.withLock { hook in
             hook = { batch in
                 if batch.contains(where: { if case .delete = $0 { true } else { false } }) {
-                    _ = cache.startReading("q20")
+                    lateReaders.withLock { $0.append(cache.startReading("q20")) }
                 }
             }
         }
         try await cache.put("q31", body: body(10), serverTime: serverTime(31))  // the 32nd response
         spy.beforeWrite.withLock { $0 = nil }
         #expect(try await cache.cachedResponse(for: "q20") == nil)
+        #expect(!lateReaders.withLock { $0.isEmpty }, "the reader is still live")
     }
 
     @Test(arguments: CacheEngine.all)

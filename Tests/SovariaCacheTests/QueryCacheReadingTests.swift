@@ -3,6 +3,8 @@ import Sovaria
 import SovariaTestKit
 import Testing
 
+@testable import SovariaCache
+
 /// The read path: memory layer, read policies, TTL on an injected clock, ETags, identities.
 @Suite struct QueryCacheReadingTests {
     /// A fetch closure that answers from a script and counts its calls.

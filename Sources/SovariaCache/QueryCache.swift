@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 import Synchronization
 
 /// The cache of query results, written once against ``OfflineStore`` so it runs unchanged on
@@ -11,11 +12,14 @@ import Synchronization
 /// checked on every read. Each list is one store key whose name carries its server time and
 /// size (see docs/ARCHITECTURE.md for the layout under `sov:cache:`).
 ///
-/// Eviction follows the seed: after a response of 4,096 bytes or more, and after every 32nd
-/// response (never on reads), the total of the cached bodies is checked; over the bound, the
-/// lists fetched longest ago by the server's time go, ten per store batch, until the total is
-/// 50,000,000 bytes below the bound (or at the bound, for bounds of 50 MB or less). Up to 500
-/// lists that live readers show (``startReading(_:)``) are kept whatever their age.
+/// Eviction follows the seed, and its rules are fixed, not options: after a response of
+/// 4,096 bytes or more (`checkAfterResponseBytes`), and after every 32nd response
+/// (`checkEveryResponses`), never on reads, the total of the cached bodies is checked; over the
+/// bound, the lists fetched longest ago by the server's time go, ten per store batch
+/// (`evictionBatchLists`), until the total is 50,000,000 bytes below the bound (or at the
+/// bound, for bounds of 50 MB or less, ``CacheSize/evictionTargetBytes``). Up to 500 lists
+/// that live readers show (`maxProtectedLists`, ``startReading(_:)``) are kept whatever their
+/// age.
 ///
 /// ```swift
 /// let cache = try await QueryCache(store: try SQLiteOfflineStore(fileURL: url))
@@ -32,18 +36,22 @@ import Synchronization
 public final class QueryCache: Sendable {
     /// The store the cache keeps its entries in.
     public let store: any OfflineStore
-    /// The bound on the cached bodies.
-    public let size: CacheSize
+    /// The options the cache was opened with.
+    public let configuration: Configuration
+    /// The bound on the cached bodies: ``Configuration/size``.
+    public var size: CacheSize { configuration.size }
     /// The in-memory layer, keyed by the query's hash id; costs are body bytes.
-    public let memory: MemoryCache<String, CachedResponse>
+    let memory: MemoryCache<String, CachedResponse>
+
+    // The seed's rules (see the type's documentation): constants, not options.
     /// How many lists shown by live readers are kept whatever their age.
-    public static let maxProtectedLists = 500
+    static let maxProtectedLists = 500
     /// A response at least this long (UTF-8 bytes) starts a size check.
-    public static let checkAfterResponseBytes = 4_096
+    static let checkAfterResponseBytes = 4_096
     /// Every this many responses start a size check.
-    public static let checkEveryResponses = 32
+    static let checkEveryResponses = 32
     /// Lists deleted per store batch during eviction.
-    public static let evictionBatchLists = 10
+    static let evictionBatchLists = 10
 
     let clock: @Sendable () -> Date
     /// The lists in the store. The memory layer is changed only under this lock (index first,
@@ -51,29 +59,41 @@ public final class QueryCache: Sendable {
     let index: Mutex<CacheIndex>
     let gate = AsyncGate()
     let flights = SingleFlight<String, CachedResponse>()
-    let readers = Mutex(LiveReaders())
+    let readers = LiveReaders()
     let passes = Mutex<[EvictionPass]>([])
     let refreshes = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
 
-    /// Opens the cache kept in `store`, rebuilding its order and total from the key names.
+    /// Opens the cache kept in `store` with the options in `configuration`, rebuilding its
+    /// order and total from the key names.
+    public init(store: any OfflineStore, configuration: Configuration) async throws {
+        self.store = store
+        self.configuration = configuration
+        clock = configuration.clock
+        memory = MemoryCache(
+            countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimitBytes)
+        index = Mutex(try await Self.loadIndex(from: store))
+    }
+
+    /// Opens the cache kept in `store`, rebuilding its order and total from the key names: the
+    /// short form of ``init(store:configuration:)``, with the same defaults.
     ///
     /// - Parameters:
     ///   - size: the bound on cached bodies; ``CacheSize/default`` is 100 MiB.
     ///   - memoryCountLimit: the most responses the memory layer keeps.
     ///   - memoryCostLimitBytes: the most body bytes the memory layer keeps.
     ///   - clock: the time `maxAge` is measured with; inject one in tests.
-    public init(
+    public convenience init(
         store: any OfflineStore,
         size: CacheSize = .default,
         memoryCountLimit: Int = 1_000,
         memoryCostLimitBytes: Int = 16 * 1_024 * 1_024,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
-        self.store = store
-        self.size = size
-        self.clock = clock
-        memory = MemoryCache(countLimit: memoryCountLimit, costLimit: memoryCostLimitBytes)
-        index = Mutex(try await Self.loadIndex(from: store))
+        try await self.init(
+            store: store,
+            configuration: Configuration(
+                size: size, memoryCountLimit: memoryCountLimit, memoryCostLimitBytes: memoryCostLimitBytes,
+                clock: clock))
     }
 
     /// The summed UTF-8 length of every cached body.
@@ -116,7 +136,7 @@ public final class QueryCache: Sendable {
             let stale = current.with(stale: true)
             try await store.set(CacheKeys.listKey(id, entry), CacheRecord.encode(stale))
             index.withLock { index in
-                if index.entries[id] == entry { memory.set(id, stale, cost: stale.sizeBytes) }
+                if index.entries[id] == entry { memory.set(stale, forKey: id, cost: stale.sizeBytes) }
             }
         }
     }
@@ -173,7 +193,7 @@ public final class QueryCache: Sendable {
                 // Copied up only if no write changed the list meanwhile; the memory layer changes
                 // under the index's lock, so a slow reader never puts back an older answer.
                 index.withLock { index in
-                    if index.entries[id] == entry { memory.set(id, response, cost: response.sizeBytes) }
+                    if index.entries[id] == entry { memory.set(response, forKey: id, cost: response.sizeBytes) }
                 }
                 return (response, .store)
             }
@@ -198,7 +218,7 @@ public final class QueryCache: Sendable {
             return index.withLock { index in
                 index.upsert(id, serverTimeMillis: millis, sizeBytes: response.sizeBytes)
                 index.responsesStored += 1
-                memory.set(id, response, cost: response.sizeBytes)
+                memory.set(response, forKey: id, cost: response.sizeBytes)
                 return index.responsesStored
             }
         }

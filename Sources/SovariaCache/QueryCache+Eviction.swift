@@ -1,16 +1,5 @@
 import Foundation
-
-/// One eviction pass, as reported by ``QueryCache/evictionPasses``.
-public struct EvictionPass: Sendable, Hashable {
-    /// Lists deleted.
-    public let evictedLists: Int
-    /// Body bytes deleted.
-    public let evictedBytes: Int
-    /// Wall time of the pass.
-    public let duration: Duration
-    /// The cache's total after the pass.
-    public let totalBytesAfter: Int
-}
+import Sovaria
 
 extension QueryCache {
     /// The most recent eviction passes (up to 1,000), oldest first.
@@ -27,7 +16,7 @@ extension QueryCache {
         else { return }
         // Lists shown by live readers when the pass starts; a reader that starts later is not
         // protected from this pass.
-        let protected = readers.withLock { $0.protectedIDs(limit: Self.maxProtectedLists) }
+        let protected = readers.protectedIDs(limit: Self.maxProtectedLists)
         let start = ContinuousClock.now
         var evictedLists = 0
         var evictedBytes = 0

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// ```swift
 /// let memory = MemoryCache<String, String>(countLimit: 1_000, costLimit: 8 << 20)
-/// memory.set("k", "v", cost: 1)
+/// memory.set("v", forKey: "k", cost: 1)
 /// memory.value(forKey: "k")  // "v", now the most recently used
 /// ```
 public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
@@ -125,12 +125,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
-    /// Stores `value` as the most recently used entry, then evicts the least recently used
-    /// until both limits hold. An entry costlier than `costLimit` is not kept.
+    /// Stores `value` for `key` as the most recently used entry, then evicts the least recently
+    /// used until both limits hold. An entry costlier than `costLimit` is not kept.
     ///
     /// - Complexity: O(1), plus O(1) per evicted entry.
     @inlinable
-    public func set(_ key: Key, _ value: Value, cost: Int = 1) {
+    public func set(_ value: Value, forKey key: Key, cost: Int = 1) {
         let cost = max(0, cost)
         list.withLock { list in
             if let slot = list.index[key] {

@@ -1,3 +1,5 @@
+import Sovaria
+
 extension QueryCache {
     /// Answers `query` by `policy`: from memory, the store or `fetch`, which runs at most once
     /// at a time per query however many readers miss together (their answers and errors are

@@ -1,0 +1,11 @@
+/// One eviction pass, as reported by ``QueryCache/evictionPasses``.
+public struct EvictionPass: Sendable, Hashable {
+    /// Lists deleted.
+    public let evictedLists: Int
+    /// Body bytes deleted.
+    public let evictedBytes: Int
+    /// Wall time of the pass.
+    public let duration: Duration
+    /// The cache's total after the pass.
+    public let totalBytesAfter: Int
+}

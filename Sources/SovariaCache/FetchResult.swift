@@ -1,0 +1,9 @@
+import Foundation
+
+/// What a fetch closure passed to ``QueryCache/read(_:policy:maxAge:fetch:)`` returns.
+public enum FetchResult: Sendable, Hashable {
+    /// A new body, with the server's time and ETag.
+    case response(body: String, serverTime: Date, etag: String?)
+    /// The server answered 304 Not Modified to the cached ETag: keep the cached body.
+    case notModified(serverTime: Date)
+}

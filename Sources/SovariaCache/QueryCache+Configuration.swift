@@ -1,0 +1,48 @@
+import Foundation
+
+extension QueryCache {
+    /// The options of a ``QueryCache``, as one value: the bound, the memory layer's limits and
+    /// the clock. Every field has a default, so a configuration names only what it changes.
+    ///
+    /// The seed's eviction rules (when a size check starts, how many lists a pass deletes per
+    /// batch, how many live lists are kept) are not options: see ``QueryCache``.
+    ///
+    /// ```swift
+    /// var configuration = QueryCache.Configuration()
+    /// configuration.size = .bytes(20 << 20)
+    /// configuration.memoryCountLimit = 200
+    /// let cache = try await QueryCache(store: store, configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// The bound on the cached response bodies (their summed UTF-8 length).
+        ///
+        /// Default: ``CacheSize/default`` (100 MiB).
+        public var size: CacheSize
+        /// The most responses the in-memory layer keeps; 0 turns the layer off.
+        ///
+        /// Default: 1,000.
+        public var memoryCountLimit: Int
+        /// The most body bytes (UTF-8) the in-memory layer keeps.
+        ///
+        /// Default: 16 MiB (16,777,216 bytes).
+        public var memoryCostLimitBytes: Int
+        /// The time a response's `fetchedAt` is taken from and `maxAge` is measured with; inject
+        /// one in tests.
+        ///
+        /// Default: the system clock, `{ Date() }`.
+        public var clock: @Sendable () -> Date
+
+        /// A configuration with the given fields and the defaults for the rest.
+        public init(
+            size: CacheSize = .default,
+            memoryCountLimit: Int = 1_000,
+            memoryCostLimitBytes: Int = 16 * 1_024 * 1_024,
+            clock: @escaping @Sendable () -> Date = { Date() }
+        ) {
+            self.size = size
+            self.memoryCountLimit = memoryCountLimit
+            self.memoryCostLimitBytes = memoryCostLimitBytes
+            self.clock = clock
+        }
+    }
+}

@@ -1,0 +1,14 @@
+extension QueryCache {
+    /// Tells the cache a reader shows `query`'s list, so eviction keeps it (up to 500 lists,
+    /// the seed's rule) for as long as the returned ``LiveReader`` lives or until
+    /// ``stopReading(_:)``.
+    public func startReading(_ query: String) -> LiveReader {
+        readers.start(CacheKeys.id(of: query))
+    }
+
+    /// Ends a reader started with ``startReading(_:)`` before it is released; stopping it again
+    /// does nothing.
+    public func stopReading(_ reader: LiveReader) {
+        reader.stop()
+    }
+}
