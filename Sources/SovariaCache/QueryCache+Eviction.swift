@@ -6,7 +6,7 @@ extension QueryCache {
     public var evictionPasses: [EvictionPass] { passes.withLock { $0 } }
 
     /// Runs an eviction pass now if the total is over the bound; ``put(_:body:serverTime:etag:)``
-    /// calls it when the seed's rules say so.
+    /// calls it when the seed's rules say so, and a read's fetch starts it behind its answer.
     ///
     /// - Complexity: O((e + p) log n) for e evicted and p protected lists among n: the order
     ///   is a heap walked from the oldest end, and the total is kept, not summed.

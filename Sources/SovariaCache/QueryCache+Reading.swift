@@ -5,6 +5,10 @@ extension QueryCache {
     /// at a time per query however many readers miss together (their answers and errors are
     /// shared, and the next read after it ends tries again).
     ///
+    /// A fetched answer is stored like ``put(_:body:serverTime:etag:)`` does, except that the
+    /// size check it calls for runs behind the answer: every reader sharing the fetch has its
+    /// answer before the eviction pass ends (``waitForBackgroundRefreshes()`` waits for it).
+    ///
     /// - Parameters:
     ///   - maxAge: how old (since it was fetched, by the cache's clock) a cached answer may be
     ///     before it needs a refresh; `nil` means it never expires by age. Stale marks always
@@ -17,25 +21,27 @@ extension QueryCache {
         maxAge: Duration? = nil,
         fetch: @escaping @Sendable (_ cachedETag: String?) async throws -> FetchResult
     ) async throws -> CacheRead {
+        // Hashed once per read: the lookup, the shared fetch and the write all use this id.
+        let id = CacheKeys.id(of: query)
         switch policy {
         case .cacheOnly:
-            guard let cached = try await lookUp(query) else {
+            guard let cached = try await lookUp(query, id: id) else {
                 return CacheRead(response: nil, source: .none, isRefreshing: false)
             }
             return CacheRead(response: cached.response, source: cached.source, isRefreshing: false)
 
         case .networkOnly:
-            let cached = try await lookUp(query)?.response
-            let fresh = try await refresh(query, cached: cached, fetch: fetch)
+            let cached = try await lookUp(query, id: id)?.response
+            let fresh = try await refresh(query, id: id, cached: cached, fetch: fetch)
             return CacheRead(response: fresh, source: .network, isRefreshing: false)
 
         case .cacheFirstThenNetwork:
-            let cached = try await lookUp(query)
+            let cached = try await lookUp(query, id: id)
             if let cached, !cached.response.needsRefresh(maxAge: maxAge, now: clock()) {
                 return CacheRead(response: cached.response, source: cached.source, isRefreshing: false)
             }
             do {
-                let fresh = try await refresh(query, cached: cached?.response, fetch: fetch)
+                let fresh = try await refresh(query, id: id, cached: cached?.response, fetch: fetch)
                 return CacheRead(response: fresh, source: .network, isRefreshing: false)
             } catch {
                 // Offline-first: a failed fetch falls back to the last cached answer.
@@ -44,24 +50,29 @@ extension QueryCache {
             }
 
         case .staleWhileRevalidate:
-            guard let cached = try await lookUp(query) else {
-                let fresh = try await refresh(query, cached: nil, fetch: fetch)
+            guard let cached = try await lookUp(query, id: id) else {
+                let fresh = try await refresh(query, id: id, cached: nil, fetch: fetch)
                 return CacheRead(response: fresh, source: .network, isRefreshing: false)
             }
             let needsRefresh = maxAge == nil || cached.response.needsRefresh(maxAge: maxAge, now: clock())
-            if needsRefresh { refreshInBackground(query, cached: cached.response, fetch: fetch) }
+            if needsRefresh {
+                runInBackground { _ = try? await self.refresh(query, id: id, cached: cached.response, fetch: fetch) }
+            }
             return CacheRead(response: cached.response, source: cached.source, isRefreshing: needsRefresh)
         }
     }
 
-    /// Fetches `query` once for every concurrent caller and caches the answer.
+    /// Fetches `query` once for every concurrent caller and caches the answer. The size check
+    /// the answer calls for runs behind it: the readers sharing the fetch do not wait for a pass.
     private func refresh(
-        _ query: String, cached: CachedResponse?, fetch: @escaping @Sendable (String?) async throws -> FetchResult
+        _ query: String, id: String, cached: CachedResponse?,
+        fetch: @escaping @Sendable (String?) async throws -> FetchResult
     ) async throws -> CachedResponse {
-        try await flights.run(CacheKeys.id(of: query)) {
+        try await flights.run(id) {
+            let stored: (response: CachedResponse, needsSizeCheck: Bool)
             switch try await fetch(cached?.etag) {
             case .response(let body, let serverTime, let etag):
-                return try await self.put(query, body: body, serverTime: serverTime, etag: etag)
+                stored = try await self.write(query, id: id, body: body, serverTime: serverTime, etag: etag)
             case .notModified(let serverTime):
                 guard let cached else {
                     throw OfflineStoreError(
@@ -69,21 +80,13 @@ extension QueryCache {
                         "The fetch answered Not Modified for a query with nothing cached: send no If-None-Match "
                             + "when the ETag passed to the fetch is nil.")
                 }
-                return try await self.put(query, body: cached.body, serverTime: serverTime, etag: cached.etag)
+                stored = try await self.write(
+                    query, id: id, body: cached.body, serverTime: serverTime, etag: cached.etag)
             }
-        }
-    }
-
-    private func refreshInBackground(
-        _ query: String, cached: CachedResponse, fetch: @escaping @Sendable (String?) async throws -> FetchResult
-    ) {
-        refreshes.withLock { state in
-            state.next += 1
-            let token = state.next
-            state.running[token] = Task {
-                _ = try? await self.refresh(query, cached: cached, fetch: fetch)
-                self.refreshes.withLock { _ = $0.running.removeValue(forKey: token) }
-            }
+            // The pass starts in a task of its own and the shared answer is returned at once. A
+            // pass that fails keeps what it could not delete, and the next check tries again.
+            if stored.needsSizeCheck { self.runInBackground { try? await self.evictIfOverBound() } }
+            return stored.response
         }
     }
 }

@@ -61,7 +61,8 @@ public final class QueryCache: Sendable {
     let flights = SingleFlight<String, CachedResponse>()
     let readers = LiveReaders()
     let passes = Mutex<[EvictionPass]>([])
-    let refreshes = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
+    /// Work running behind answers already given: refreshes, and passes that reads called for.
+    let background = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
 
     /// Opens the cache kept in `store` with the options in `configuration`, rebuilding its
     /// order and total from the key names.
@@ -104,7 +105,7 @@ public final class QueryCache: Sendable {
 
     /// The cached response for `query` from memory or the store (copied up to memory), or `nil`.
     public func cachedResponse(for query: String) async throws -> CachedResponse? {
-        try await lookUp(query)?.response
+        try await lookUp(query, id: CacheKeys.id(of: query))?.response
     }
 
     /// Caches `body` as the response to `query` and, when the rules say so, runs an eviction
@@ -115,12 +116,9 @@ public final class QueryCache: Sendable {
     ) async throws
         -> CachedResponse
     {
-        let response = CachedResponse(query: query, body: body, serverTime: serverTime, fetchedAt: clock(), etag: etag)
-        let responsesStored = try await write(response)
-        if response.sizeBytes >= Self.checkAfterResponseBytes || responsesStored % Self.checkEveryResponses == 0 {
-            try await evictIfOverBound()
-        }
-        return response
+        let stored = try await write(query, id: CacheKeys.id(of: query), body: body, serverTime: serverTime, etag: etag)
+        if stored.needsSizeCheck { try await evictIfOverBound() }
+        return stored.response
     }
 
     /// Marks `query`'s cached list stale (a local write changed what it shows): readers refresh
@@ -170,17 +168,22 @@ public final class QueryCache: Sendable {
         try await store.compact()
     }
 
-    /// Waits for the refreshes that stale-while-revalidate reads started behind their answers.
+    /// Waits for the work reads started behind their answers: the refreshes of
+    /// stale-while-revalidate reads, and the eviction passes that fetched responses called for.
     public func waitForBackgroundRefreshes() async {
-        let running = refreshes.withLock { $0.running.values }
-        for task in running { await task.value }
+        // A refresh may start a pass behind it: wait until nothing is left.
+        while true {
+            let running = background.withLock { Array($0.running.values) }
+            if running.isEmpty { return }
+            for task in running { await task.value }
+        }
     }
 
     // MARK: - Internals shared by the extensions
 
     /// Memory first, then the store; `nil` on a miss or when the entry belongs to another query.
-    func lookUp(_ query: String) async throws -> (response: CachedResponse, source: CacheRead.Source)? {
-        let id = CacheKeys.id(of: query)
+    /// `id` is `CacheKeys.id(of: query)`, hashed once by the caller.
+    func lookUp(_ query: String, id: String) async throws -> (response: CachedResponse, source: CacheRead.Source)? {
         if let hit = memory.value(forKey: id), hit.query.utf8.elementsEqual(query.utf8) { return (hit, .memory) }
         // A put may move the list to a new key between the index read and the store read: one
         // more look at the index then finds it.
@@ -201,12 +204,16 @@ public final class QueryCache: Sendable {
         return nil
     }
 
-    /// Writes `response` under its list key (one `set` for a new list, and the delete of the
-    /// old key for a list stored again); returns how many responses were stored since open.
-    private func write(_ response: CachedResponse) async throws -> Int {
-        let id = CacheKeys.id(of: response.query)
+    /// Caches `body` as `query`'s response under its list key (one `set` for a new list, and the
+    /// delete of the old key for a list stored again), `id` being `CacheKeys.id(of: query)`.
+    /// Returns the response and whether the seed's rules call for a size check now; the caller
+    /// runs it, at once or behind its answer.
+    func write(
+        _ query: String, id: String, body: String, serverTime: Date, etag: String?
+    ) async throws -> (response: CachedResponse, needsSizeCheck: Bool) {
+        let response = CachedResponse(query: query, body: body, serverTime: serverTime, fetchedAt: clock(), etag: etag)
         let millis = CacheRecord.millis(response.serverTime)
-        let stored = try await gate.withGate {
+        let responsesStored = try await gate.withGate {
             let previous = index.withLock { $0.entries[id] }
             let entry = CacheIndex.Entry(serverTimeMillis: millis, sizeBytes: response.sizeBytes, generation: 0)
             let key = CacheKeys.listKey(id, entry)
@@ -222,7 +229,21 @@ public final class QueryCache: Sendable {
                 return index.responsesStored
             }
         }
-        return stored
+        let needsSizeCheck =
+            response.sizeBytes >= Self.checkAfterResponseBytes || responsesStored % Self.checkEveryResponses == 0
+        return (response, needsSizeCheck)
+    }
+
+    /// Runs `work` in a task of its own, which ``waitForBackgroundRefreshes()`` waits for.
+    func runInBackground(_ work: @escaping @Sendable () async -> Void) {
+        background.withLock { state in
+            state.next += 1
+            let token = state.next
+            state.running[token] = Task {
+                await work()
+                self.background.withLock { _ = $0.running.removeValue(forKey: token) }
+            }
+        }
     }
 
     /// Lists the list keys (never a value) and keeps the newest of the duplicates a crash of

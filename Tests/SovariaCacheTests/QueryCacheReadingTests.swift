@@ -122,6 +122,57 @@ import Testing
         #expect(server.count == 1)
     }
 
+    @Test(.timeLimit(.minutes(1)), arguments: CacheEngine.all)
+    func readersSharingAFetchAreAnsweredBeforeTheEvictionPassItStartedEnds(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let clock = TestClock()
+        let cache = try await QueryCache(store: spy, size: .bytes(10_000), clock: clock.function)
+        for index in 0..<4 { try await cache.put("q\(index)", body: body(2_000), serverTime: serverTime(index)) }
+        try await cache.put("news", body: body(1_000), serverTime: serverTime(4))
+        clock.advance(by: 61)  // "news" is past its maxAge: every reader needs the fetch
+        // The pass is held at its first batch of deletes until the test lets it go.
+        let (passReached, reached) = AsyncStream<Void>.makeStream()
+        let (passRelease, release) = AsyncStream<Void>.makeStream()
+        spy.holdWrite.withLock { hook in
+            hook = { batch in
+                guard batch.allSatisfy({ if case .delete = $0 { true } else { false } }) else { return }
+                reached.yield()
+                for await _ in passRelease {}
+            }
+        }
+        // One fetch, held until all 50 readers wait on it; its 4,096-byte answer calls for a check.
+        let (fetchRelease, letFetchGo) = AsyncStream<Void>.makeStream()
+        let fetches = Counter()
+        let fresh = body(4_096, "fresh")
+        let fetch: @Sendable (String?) async throws -> FetchResult = { _ in
+            _ = fetches.increment()
+            for await _ in fetchRelease {}
+            return .response(body: fresh, serverTime: serverTime(5), etag: nil)
+        }
+        // Unstructured readers: if they waited for the held pass, the time limit would end the
+        // wait below (a task group would wait for them forever) and the test would fail.
+        let (answers, answered) = AsyncStream<String?>.makeStream()
+        for _ in 0..<50 {
+            Task { answered.yield(try? await cache.read("news", maxAge: .seconds(60), fetch: fetch).response?.body) }
+        }
+        while cache.flights.callerCount(for: CacheKeys.id(of: "news")) < 50 { await Task.yield() }
+        letFetchGo.finish()
+        var received: [String?] = []
+        for await answer in answers {
+            received.append(answer)
+            if received.count == 50 { break }
+        }
+        #expect(received.count == 50 && received.allSatisfy { $0 == fresh }, "every reader has the fetched answer")
+        for await _ in passReached { break }
+        #expect(cache.evictionPasses.isEmpty, "the answers came while the pass was still running")
+        release.finish()
+        await cache.waitForBackgroundRefreshes()
+        #expect(cache.evictionPasses.count == 1 && cache.evictionPasses.first?.evictedLists == 2)
+        #expect(cache.totalBytes == 2 * 2_000 + 4_096, "the same pass as before: the two oldest lists went")
+        #expect(fetches.increment() == 2, "one fetch")
+    }
+
     @Test(arguments: CacheEngine.all)
     func anyIdentityIsAcceptedAndNeverConfused(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()

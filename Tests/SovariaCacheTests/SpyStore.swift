@@ -15,6 +15,9 @@ final class SpyStore: OfflineStore {
     let log = Mutex(Log())
     /// Called before each batch is written; throwing fails that batch.
     let beforeWrite = Mutex<(@Sendable ([StoreWrite]) throws -> Void)?>(nil)
+    /// Awaited before each batch is written (after `beforeWrite`): holds a write until the
+    /// test has seen what it waits for.
+    let holdWrite = Mutex<(@Sendable ([StoreWrite]) async -> Void)?>(nil)
     /// Called after a get has read its value and before it returns it.
     let afterGet = Mutex<(@Sendable (String) async throws -> Void)?>(nil)
 
@@ -40,6 +43,7 @@ final class SpyStore: OfflineStore {
 
     func write(_ batch: [StoreWrite]) async throws {
         try beforeWrite.withLock { $0 }?(batch)
+        if let hold = holdWrite.withLock({ $0 }) { await hold(batch) }
         log.withLock { $0.batches.append(batch) }
         try await inner.write(batch)
     }
