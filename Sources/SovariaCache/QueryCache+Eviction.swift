@@ -14,6 +14,20 @@ extension QueryCache {
         guard let bound = size.effectiveBytes, let target = size.evictionTargetBytes,
             totalBytes > bound
         else { return }
+        try await evictOldest(downToBytes: target, maxLists: .max)
+    }
+
+    /// Evicts the lists the server sent longest ago until at most `maxLists` are left, with the
+    /// pass's rules (ten per batch; lists live readers show are kept): a bound on the number of
+    /// cached results beside the byte bound, as `SovariaOffline.maxCached` sets.
+    public func evict(downToLists maxLists: Int) async throws {
+        guard listCount > max(maxLists, 0) else { return }
+        try await evictOldest(downToBytes: .max, maxLists: max(maxLists, 0))
+    }
+
+    /// One eviction pass: the oldest unprotected lists go, ten per store batch, until the total
+    /// is at most `target` bytes and at most `maxLists` lists are left.
+    private func evictOldest(downToBytes target: Int, maxLists: Int) async throws {
         // Lists shown by live readers when the pass starts; a reader that starts later is not
         // protected from this pass.
         let protected = readers.protectedIDs(limit: Self.maxProtectedLists)
@@ -24,7 +38,7 @@ extension QueryCache {
         defer { index.withLock { index in for item in skipped { index.restore(item.id, item.entry) } } }
         while true {
             let step = try await gate.withGate {
-                try await evictOneBatch(downTo: target, protected: protected, skipped: &skipped)
+                try await evictOneBatch(downTo: target, maxLists: maxLists, protected: protected, skipped: &skipped)
             }
             evictedLists += step.lists
             evictedBytes += step.bytes
@@ -40,14 +54,18 @@ extension QueryCache {
     }
 
     /// Deletes up to ten of the oldest unprotected lists, fewer when the total reaches `target`
-    /// sooner; returns what it deleted (nothing when done).
+    /// bytes and `maxLists` lists sooner; returns what it deleted (nothing when done).
     private func evictOneBatch(
-        downTo target: Int, protected: Set<String>, skipped: inout [(id: String, entry: CacheIndex.Entry)]
+        downTo target: Int, maxLists: Int, protected: Set<String>,
+        skipped: inout [(id: String, entry: CacheIndex.Entry)]
     ) async throws -> (lists: Int, bytes: Int) {
         var victims: [(id: String, entry: CacheIndex.Entry)] = []
         index.withLock { index in
             var projected = index.totalBytes
-            while victims.count < Self.evictionBatchLists, projected > target, let oldest = index.popOldest() {
+            while victims.count < Self.evictionBatchLists,
+                projected > target || index.entries.count - victims.count > maxLists,
+                let oldest = index.popOldest()
+            {
                 if protected.contains(oldest.id) {
                     skipped.append(oldest)
                 } else {

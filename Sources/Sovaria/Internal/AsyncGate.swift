@@ -1,12 +1,17 @@
 import Synchronization
 
 /// A first-come, first-served lock for async code: one holder at a time, waiters suspended
-/// (not blocking a thread). The write queue runs every change through one, so its in-memory
-/// index and the store change together and sequences are handed out in order.
-final class AsyncGate: Sendable {
+/// (not blocking a thread). The query cache and the write queue run their changes through one, so
+/// their in-memory index and the store always change together; the controller runs its writes
+/// through one, so that none overtakes another.
+package final class AsyncGate: Sendable {
     private let state = Mutex<(held: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
-    func withGate<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+    /// Creates an open gate.
+    package init() {}
+
+    /// Runs `body` once every earlier holder left; holders enter in the order they arrived.
+    package func withGate<Result>(_ body: () async throws -> Result) async rethrows -> Result {
         await enter()
         defer { leave() }
         return try await body()

@@ -1,0 +1,26 @@
+/// What the server answered to a ``SyncTransport`` request: the status, the headers and the body.
+public struct DataResponse: Sendable, Hashable {
+    /// The HTTP status code.
+    public var status: Int
+    /// The response headers; look names up with ``header(_:)``, which ignores case.
+    public var headers: [String: String]
+    /// The body as text (PostgREST answers JSON).
+    public var body: String
+
+    /// A response.
+    public init(status: Int, headers: [String: String] = [:], body: String = "") {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The value of the header `name`, compared without case (`"etag"` finds `"ETag"`).
+    public func header(_ name: String) -> String? {
+        if let exact = headers[name] { return exact }
+        let lowered = name.lowercased()
+        return headers.first { $0.key.lowercased() == lowered }?.value
+    }
+
+    /// Whether the status is 2xx.
+    public var isSuccess: Bool { (200..<300).contains(status) }
+}

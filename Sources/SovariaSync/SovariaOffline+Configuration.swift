@@ -1,0 +1,39 @@
+import Foundation
+import SovariaCache
+import SovariaQueue
+
+extension SovariaOffline {
+    /// How a controller queues, retries and caches; every field has a default.
+    public struct Configuration: Sendable {
+        /// Writes waiting at once; past this a new offline write throws
+        /// ``Sovaria/OfflineStoreError/Code/queueFull`` (`OFFLINE_QUEUE_FULL`). Default: ``SovariaOffline/maxQueued``.
+        public var maxQueued: Int = SovariaOffline.maxQueued
+        /// Cached read results kept; past it the ones the server sent longest ago go. Default:
+        /// ``SovariaOffline/maxCached``.
+        public var maxCached: Int = SovariaOffline.maxCached
+        /// The bound on the cached bodies. Default: ``SovariaCache/CacheSize/default`` (100 MiB).
+        public var cacheSize: CacheSize = .default
+        /// How often the queue is flushed while writes are pending. Default: 30 seconds (seed 003).
+        public var flushInterval: Duration = .seconds(30)
+        /// The first retry delay after a 408, 429 or 5xx without `Retry-After`; it doubles with
+        /// each failed try, with jitter. Default: 1 second.
+        public var retryBaseDelay: Duration = .seconds(1)
+        /// The longest retry delay. Default: 5 minutes.
+        public var retryMaxDelay: Duration = .seconds(300)
+        /// After this many failed tries of the head write, a ``SyncError/Kind/stalled(attempts:since:)``
+        /// error says the queue is not moving. Default: 5.
+        public var stalledAfterAttempts: Int = 5
+        /// Called once when the server answers 401, before the write is sent again (refresh the
+        /// session's token here). Default: `nil` (a 401 pauses the queue at once).
+        public var refreshAuthorization: (@Sendable () async throws -> Void)?
+        /// The wall clock (retry delays, `Retry-After` dates, cache times). Default: `Date.init`.
+        public var clock: @Sendable () -> Date = Date.init
+        /// The periodic flush. Default: ``TaskSyncTimer``.
+        public var timer: any SyncTimer = TaskSyncTimer()
+        /// A number in 0...1 that spreads retry delays (jitter). Default: random.
+        public var jitter: @Sendable () -> Double = { Double.random(in: 0...1) }
+
+        /// The defaults.
+        public init() {}
+    }
+}

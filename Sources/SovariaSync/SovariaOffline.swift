@@ -1,0 +1,414 @@
+import Foundation
+import Sovaria
+import SovariaCache
+import SovariaQueue
+import Synchronization
+
+/// The offline controller of seed 003: reads through the query cache, writes sent at once or
+/// queued durably, and a queue replayed in order, one request at a time.
+///
+/// Written once over ``Sovaria/OfflineStore``, so it runs unchanged on every engine and inside
+/// the encryption wrapper. The network is one protocol, ``SyncTransport``.
+///
+/// - Writes: ``write(_:)`` sends at once when online and nothing is pending; otherwise (or when
+///   the request finds no network) the write goes to the durable queue, in one store batch,
+///   before the call returns. Nothing overtakes: a write made while others are pending queues
+///   behind them.
+/// - Flush: ``flush()`` sends the queue oldest first, one request at a time, each with its client
+///   id as `Idempotency-Key` (at-least-once delivery, exactly-once effect where the server honours
+///   the key). 2xx removes the write. No network stops the flush (``online`` turns `false`). 408,
+///   429 and 5xx stop it and keep the head, and the next try waits `Retry-After` or an
+///   exponential backoff with jitter. 401 calls ``Configuration/refreshAuthorization`` once and
+///   sends again; a second 401 pauses the queue and reports it. Any other 4xx moves the write to
+///   the rejected list (one atomic batch), reports it, and the flush goes on.
+/// - Triggers: ``flush()``, a reconnect (a request reaching the server after ``online`` was
+///   `false`), and ``Configuration/flushInterval`` while writes are pending; all share one running
+///   flush.
+/// - Reads: ``read(_:policy:maxAge:)`` goes through the query cache, keyed by the request's method
+///   and path; offline, it answers from the last cached result. A synced write to a table
+///   (`/rest/v1/<table>`) marks that table's cached lists stale.
+///
+/// ```swift
+/// let offline = try await SovariaOffline(store: try SQLiteOfflineStore(fileURL: url), transport: api)
+/// let outcome = try await offline.write(DataRequest(method: "POST", path: "/rest/v1/notes", body: json))
+/// for await error in offline.syncErrors { show(error) }
+/// ```
+///
+/// - Important: Safe from any number of tasks. Writes pass one at a time (so none overtakes
+///   another); a flush runs at most once at a time. After ``close()`` every call throws
+///   ``Sovaria/OfflineStoreError/Code/closed``.
+public final class SovariaOffline: Sendable {
+    /// Writes waiting at once by default (``Configuration/maxQueued``): 1,000.
+    public static let maxQueued = WriteQueue.defaultMaxQueued
+    /// Cached read results kept by default (``Configuration/maxCached``): 500.
+    public static let maxCached = 500
+    /// The header that carries a queued write's client id on every try.
+    public static let idempotencyHeader = "Idempotency-Key"
+
+    /// The store that keeps the queue, the rejected list and the cache.
+    public let store: any OfflineStore
+    /// The network.
+    public let transport: any SyncTransport
+    /// The options this controller was made with.
+    public let configuration: Configuration
+    /// The durable queue and the rejected list.
+    let queue: WriteQueue
+    /// The cached read results.
+    let cache: QueryCache
+
+    private let state = Mutex(State())
+    private let writes = AsyncGate()
+    private let errors: AsyncStream<SyncError>.Continuation
+    /// Every sync error, as it happens. One stream per controller: iterate it from one task.
+    public let syncErrors: AsyncStream<SyncError>
+
+    private struct State {
+        var online = true
+        var closed = false
+        /// The running flush, shared by every trigger.
+        var flight: Task<Int, any Error>?
+        /// The head write may not be sent before this (backoff, `Retry-After`).
+        var retryNotBefore: Date?
+        /// A second 401: nothing is sent until the next ``flush()``.
+        var pausedForAuthorization = false
+        var timer: SyncTimerTicket?
+        var onSyncError: (@Sendable (SyncError) -> Void)?
+        /// Tables whose queries this run already recorded (see ``rememberTable(of:query:)``).
+        var knownQueries: Set<String> = []
+    }
+
+    /// Opens the controller on `store`: its queue (what an earlier run left is flushed by the first
+    /// trigger), its rejected list and its cache.
+    public init(
+        store: any OfflineStore, transport: any SyncTransport, configuration: Configuration = .init()
+    )
+        async throws
+    {
+        self.store = store
+        self.transport = transport
+        self.configuration = configuration
+        queue = try await WriteQueue(store: store, maxQueued: configuration.maxQueued, clock: configuration.clock)
+        var cacheConfiguration = QueryCache.Configuration()
+        cacheConfiguration.size = configuration.cacheSize
+        cacheConfiguration.clock = configuration.clock
+        cache = try await QueryCache(store: store, configuration: cacheConfiguration)
+        (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
+        let ticket = configuration.timer.repeating(every: configuration.flushInterval) { [weak self] in
+            await self?.timerFired()
+        }
+        state.withLock { $0.timer = ticket }
+    }
+
+    deinit {
+        state.withLock { $0.timer }?.cancel()
+        errors.finish()
+    }
+
+    // MARK: - State
+
+    /// `false` after a request failed for lack of network; `true` after one reached the server.
+    public var online: Bool { state.withLock { $0.online } }
+
+    /// Called with every sync error, as ``syncErrors`` delivers them.
+    public var onSyncError: (@Sendable (SyncError) -> Void)? {
+        get { state.withLock { $0.onSyncError } }
+        set { state.withLock { $0.onSyncError = newValue } }
+    }
+
+    /// Writes queued that have not reached the server yet, oldest first.
+    public func pendingWrites() async throws -> [QueuedWrite] {
+        try checkOpen()
+        return try await queue.pending()
+    }
+
+    /// Writes the server refused, newest first (the newest 100 are kept).
+    public func rejectedWrites() async throws -> [RejectedWrite] {
+        try checkOpen()
+        return try await queue.rejected()
+    }
+
+    /// Puts a rejected write back at the end of the queue, with its client id.
+    @discardableResult
+    public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
+        try checkOpen()
+        return try await writes.withGate { try await queue.requeue(rejectedID) }
+    }
+
+    /// Forgets a rejected write.
+    public func discard(_ rejectedID: String) async throws {
+        try checkOpen()
+        try await queue.discard(rejectedID)
+    }
+
+    // MARK: - Writes
+
+    /// Sends `request` now when online and nothing is pending; otherwise queues it durably.
+    ///
+    /// - Returns: ``WriteOutcome/sent(_:)`` with the server's answer (whatever its status), or
+    ///   ``WriteOutcome/queued(_:)`` once the write is in the store.
+    /// - Throws: ``Sovaria/OfflineStoreError`` with code `.queueFull` (`OFFLINE_QUEUE_FULL`) past
+    ///   ``Configuration/maxQueued``, with nothing written; the store's errors; `.closed`.
+    public func write(_ request: DataRequest) async throws -> WriteOutcome {
+        try checkOpen()
+        return try await writes.withGate { () async throws -> WriteOutcome in
+            if online, queue.count == 0 {
+                do {
+                    var sent = request
+                    sent.headers[Self.idempotencyHeader] = sent.headers[Self.idempotencyHeader] ?? UUID().uuidString
+                    let response = try await transport.send(sent)
+                    reachedServer()
+                    if !Self.isRetryable(response.status) {
+                        if response.isSuccess { try await markTableStale(of: request) }
+                        return .sent(response)
+                    }
+                } catch let error as SyncTransportError {
+                    wentOffline(error)
+                }
+            }
+            return .queued(try await queue.enqueue(request))
+        }
+    }
+
+    /// Sends the queued writes now, oldest first, one at a time; returns how many synced.
+    ///
+    /// Shares a flush already running. Resumes a queue paused by a second 401, but keeps to a
+    /// retry delay the server asked for (the head waits until it passes).
+    @discardableResult
+    public func flush() async throws -> Int {
+        try checkOpen()
+        state.withLock { $0.pausedForAuthorization = false }
+        return try await sharedFlush()
+    }
+
+    private func sharedFlush() async throws -> Int {
+        try await startFlush().value
+    }
+
+    /// The running flush, or a new one.
+    private func startFlush() -> Task<Int, any Error> {
+        state.withLock { state in
+            if let running = state.flight { return running }
+            let task = Task { try await self.drainQueue() }
+            state.flight = task
+            return task
+        }
+    }
+
+    /// Waits for the flush running now, if any (tests use it after a reconnect started one).
+    func waitForRunningFlush() async {
+        _ = try? await state.withLock({ $0.flight })?.value
+    }
+
+    /// One flush: sends heads until the queue is empty or an answer stops it.
+    private func drainQueue() async throws -> Int {
+        defer { state.withLock { $0.flight = nil } }
+        var synced = 0
+        var refreshedFor: String?
+        while let head = try await queue.head() {
+            let (closed, paused, notBefore) = state.withLock {
+                ($0.closed, $0.pausedForAuthorization, $0.retryNotBefore)
+            }
+            if closed || paused { break }
+            if let notBefore, configuration.clock() < notBefore { break }
+            var request = head.request
+            request.headers[Self.idempotencyHeader] = head.id
+            let response: DataResponse
+            do {
+                response = try await transport.send(request)
+            } catch let error as SyncTransportError {
+                wentOffline(error)
+                break
+            } catch {
+                try await retryLater(head, response: nil, message: "\(error)")
+                break
+            }
+            reachedServer(startingFlush: false)
+            switch response.status {
+            case 200..<300:
+                try await queue.remove(head.id)
+                state.withLock { $0.retryNotBefore = nil }
+                try await markTableStale(of: head.request)
+                synced += 1
+            case 401:
+                if refreshedFor != head.id, let refresh = configuration.refreshAuthorization {
+                    refreshedFor = head.id
+                    try await refresh()
+                    continue
+                }
+                state.withLock { $0.pausedForAuthorization = true }
+                report(SyncError(kind: .unauthorized, write: head, message: response.body))
+                return synced
+            case _ where Self.isRetryable(response.status):
+                try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
+                return synced
+            case 400..<500:
+                if let rejected = try await queue.reject(head.id, status: response.status, message: response.body) {
+                    report(SyncError(kind: .rejected(rejected), write: head, message: response.body))
+                }
+            default:
+                try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
+                return synced
+            }
+        }
+        return synced
+    }
+
+    /// Keeps `head` for a later try: counts the failure, sets the delay, reports it, and says
+    /// when the queue has stalled.
+    private func retryLater(_ head: QueuedWrite, response: DataResponse?, message: String) async throws {
+        try await queue.recordFailure(head.id, message: message)
+        let failures = head.attempts + 1
+        let now = configuration.clock()
+        let delay = RetryDelay.after(
+            response ?? DataResponse(status: 0), failures: failures, base: configuration.retryBaseDelay,
+            maximum: configuration.retryMaxDelay, jitter: configuration.jitter(), now: now)
+        state.withLock { $0.retryNotBefore = now.addingTimeInterval(delay.seconds) }
+        report(
+            SyncError(
+                kind: .retryLater(status: response?.status ?? 0, retryAfter: delay), write: head, message: message))
+        if failures >= configuration.stalledAfterAttempts {
+            report(SyncError(kind: .stalled(attempts: failures, since: head.queuedAt), write: head, message: message))
+        }
+    }
+
+    /// 408, 429 and 5xx: the server may take the same request later.
+    static func isRetryable(_ status: Int) -> Bool {
+        status == 408 || status == 429 || (500..<600).contains(status)
+    }
+
+    // MARK: - Reads
+
+    /// Answers `request` through the query cache, by `policy`; offline, from the last cached result.
+    ///
+    /// The cache key is the request's method and path (with its query). A cached ETag is sent as
+    /// `If-None-Match`; a 304 keeps the cached body and refreshes its time.
+    ///
+    /// - Throws: ``SyncTransportError/offline(_:)`` when offline with nothing cached;
+    ///   ``ServerError`` for an answer that is neither 2xx nor 304.
+    public func read(
+        _ request: DataRequest, policy: ReadPolicy = .cacheFirstThenNetwork, maxAge: Duration? = nil
+    )
+        async throws -> CacheRead
+    {
+        try checkOpen()
+        let query = Self.cacheKey(of: request)
+        try await rememberTable(of: request, query: query)
+        let answer = try await cache.read(query, policy: policy, maxAge: maxAge) { [self] etag in
+            var conditional = request
+            if let etag { conditional.headers["If-None-Match"] = etag }
+            let response: DataResponse
+            do {
+                response = try await transport.send(conditional)
+            } catch let error as SyncTransportError {
+                wentOffline(error)
+                throw error
+            }
+            reachedServer()
+            let serverTime = response.header("Date").flatMap(HTTPDate.parse) ?? configuration.clock()
+            if response.status == 304 { return .notModified(serverTime: serverTime) }
+            guard response.isSuccess else { throw ServerError(response: response) }
+            return .response(body: response.body, serverTime: serverTime, etag: response.header("ETag"))
+        }
+        if answer.source == .network { try await cache.evict(downToLists: configuration.maxCached) }
+        return answer
+    }
+
+    /// The cache key of a read: its method and path with query.
+    static func cacheKey(of request: DataRequest) -> String {
+        request.method.uppercased() + " " + request.path
+    }
+
+    // MARK: - Lifetime
+
+    /// Forgets the cache, the queue and the rejected list (sign-out), and gives the space back.
+    public func clear() async throws {
+        try checkOpen()
+        try await writes.withGate {
+            try await queue.clear()
+            try await cache.clearLocalData()
+            let tables = try await store.keys(Self.tablesPrefix)
+            try await store.write(tables.map { .delete(key: $0) })
+            state.withLock { $0.knownQueries = [] }
+            try await store.compact()
+        }
+    }
+
+    /// Stops the timer and waits for a running flush; later calls throw `.closed`.
+    public func close() async {
+        let (ticket, flight) = state.withLock { state in
+            state.closed = true
+            return (state.timer, state.flight)
+        }
+        ticket?.cancel()
+        _ = try? await flight?.value
+        errors.finish()
+    }
+
+    private func checkOpen() throws {
+        if state.withLock({ $0.closed }) {
+            throw OfflineStoreError(.closed, "This SovariaOffline was closed: make a new one to go on.")
+        }
+    }
+
+    // MARK: - Triggers
+
+    private func timerFired() async {
+        let idle = state.withLock { $0.closed || $0.pausedForAuthorization }
+        guard !idle, queue.count > 0 else { return }
+        _ = try? await sharedFlush()
+    }
+
+    /// A request reached the server: after a time offline, that is a reconnect, which flushes.
+    private func reachedServer(startingFlush: Bool = true) {
+        let reconnected = state.withLock { state in
+            defer { state.online = true }
+            return !state.online
+        }
+        if reconnected, startingFlush, queue.count > 0 { _ = startFlush() }
+    }
+
+    private func wentOffline(_ error: SyncTransportError) {
+        state.withLock { $0.online = false }
+    }
+
+    private func report(_ error: SyncError) {
+        errors.yield(error)
+        state.withLock { $0.onSyncError }?(error)
+    }
+
+    // MARK: - Tables
+
+    /// Where the queries read from each table are listed: `sov:meta:tables:<table>:<hash>` holds
+    /// the query, so a write to the table finds its cached lists after a restart too.
+    static let tablesPrefix = "sov:meta:tables:"
+
+    private func rememberTable(of request: DataRequest, query: String) async throws {
+        guard let table = request.table else { return }
+        let isNew = state.withLock { $0.knownQueries.insert(query).inserted }
+        guard isNew else { return }
+        let hash = String(EntryChecksum.of(key: table, value: query), radix: 16)
+        try await store.set(Self.tablesPrefix + table + ":" + hash, query)
+    }
+
+    private func markTableStale(of request: DataRequest) async throws {
+        guard let table = request.table else { return }
+        for key in try await store.keys(Self.tablesPrefix + table + ":") {
+            guard let query = try await store.get(key) else { continue }
+            try await cache.markStale(query)
+        }
+    }
+}
+
+/// A read answered with neither 2xx nor 304.
+public struct ServerError: Error, Sendable, Hashable {
+    /// The answer.
+    public let response: DataResponse
+}
+
+extension Duration {
+    /// The duration in seconds, as a `TimeInterval`.
+    fileprivate var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

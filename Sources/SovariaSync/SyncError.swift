@@ -1,0 +1,29 @@
+import Foundation
+import SovariaQueue
+
+/// A problem syncing the queue, delivered by ``SovariaOffline/syncErrors`` and
+/// ``SovariaOffline/onSyncError``.
+public struct SyncError: Error, Sendable, Hashable {
+    /// What happened.
+    public enum Kind: Sendable, Hashable {
+        /// The server refused the write (a 4xx other than 401, 408 and 429): it moved to the
+        /// rejected list, and the writes behind it go on.
+        case rejected(RejectedWrite)
+        /// The server asked to try later (408, 429, 5xx): the write stays at the head of the
+        /// queue, and the next try waits `retryAfter`.
+        case retryLater(status: Int, retryAfter: Duration)
+        /// The server answered 401 even after the token refresh hook ran: the queue is paused
+        /// until the next ``SovariaOffline/flush()``. A 401 never rejects a write.
+        case unauthorized
+        /// The write at the head has failed `attempts` times since `since`: the queue is not
+        /// moving, and says so instead of stalling silently.
+        case stalled(attempts: Int, since: Date)
+    }
+
+    /// What happened.
+    public let kind: Kind
+    /// The write it is about.
+    public let write: QueuedWrite
+    /// What the server said (its body), or what went wrong.
+    public let message: String
+}

@@ -1,0 +1,66 @@
+import Foundation
+import SovariaQueue
+import SovariaSync
+import Synchronization
+
+/// An in-process server for the controller's tests: answers each request with a scripted
+/// response, applies each `Idempotency-Key` once, and can be taken off the network.
+final class ScriptedTransport: SyncTransport {
+    struct State {
+        var online = true
+        /// Answers given in order, before the default one.
+        var script: [DataResponse] = []
+        var defaultAnswer = DataResponse(status: 201, body: "[]")
+        /// Every request that reached the server, in order.
+        var received: [DataRequest] = []
+        /// The idempotency keys whose writes the server applied, in order, each once.
+        var applied: [String] = []
+    }
+
+    let state = Mutex(State())
+
+    func send(_ request: DataRequest) async throws -> DataResponse {
+        try state.withLock { state in
+            guard state.online else { throw SyncTransportError.offline("scripted: no network") }
+            state.received.append(request)
+            let answer = state.script.isEmpty ? state.defaultAnswer : state.script.removeFirst()
+            if answer.isSuccess, request.method != "GET", let key = request.headers["Idempotency-Key"],
+                !state.applied.contains(key)
+            {
+                state.applied.append(key)
+            }
+            return answer
+        }
+    }
+
+    var online: Bool {
+        get { state.withLock { $0.online } }
+        set { state.withLock { $0.online = newValue } }
+    }
+
+    func answer(_ responses: DataResponse...) { state.withLock { $0.script += responses } }
+    var received: [DataRequest] { state.withLock { $0.received } }
+    var applied: [String] { state.withLock { $0.applied } }
+}
+
+/// A timer the test fires by hand.
+final class ManualTimer: SyncTimer {
+    private let ticks = Mutex<[@Sendable () async -> Void]>([])
+
+    func repeating(every interval: Duration, _ fire: @escaping @Sendable () async -> Void) -> SyncTimerTicket {
+        ticks.withLock { $0.append(fire) }
+        return SyncTimerTicket {}
+    }
+
+    /// Runs every registered tick once, as if the interval passed.
+    func fire() async {
+        for tick in ticks.withLock({ $0 }) { await tick() }
+    }
+}
+
+/// A clock the test moves by hand.
+final class TestClock: Sendable {
+    private let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+    var read: @Sendable () -> Date { { self.now.withLock { $0 } } }
+    func advance(seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
