@@ -179,7 +179,8 @@ import Testing
             let target = MemoryOfflineStore()
             do {
                 if let policy {
-                    _ = try await OfflineMigration.migrate(from: source, to: target, batchSize: 7, onDamagedEntry: policy)
+                    _ = try await OfflineMigration.migrate(
+                        from: source, to: target, batchSize: 7, onDamagedEntry: policy)
                 } else {
                     _ = try await OfflineMigration.migrate(from: source, to: target, batchSize: 7)
                 }
