@@ -70,7 +70,7 @@ let package = Package(
         // The child process the crash tests kill with SIGKILL, and those tests.
         .executableTarget(
             name: "sovaria-crash-writer",
-            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue"],
+            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue", "SovariaSync"],
             path: "Tests/sovaria-crash-writer"
         ),
         .testTarget(
@@ -81,7 +81,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SovariaCrashTests",
-            dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaQueue"]
+            dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaQueue", "SovariaSync"]
         ),
         .testTarget(
             name: "SovariaQueueTests",

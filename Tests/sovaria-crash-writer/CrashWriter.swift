@@ -6,7 +6,8 @@ import Sovaria
 /// test kills it with SIGKILL.
 ///
 /// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`; an ENGINE of
-/// `queue-<engine>` runs the write queue's workload instead (``QueueCrashWorkload``).
+/// `queue-<engine>` runs the write queue's workload instead (``QueueCrashWorkload``), and one of
+/// `flush-<engine>` the controller's (``FlushCrashWorkload``).
 @main
 enum CrashWriter {
     static func main() async {
@@ -23,6 +24,12 @@ enum CrashWriter {
                     String(engine.dropFirst(QueueCrashWorkload.enginePrefix.count)),
                     at: URL(fileURLWithPath: arguments[2]), durability: durability)
                 try await QueueCrashWorkload.run(store, first: first)
+            }
+            if engine.hasPrefix(FlushCrashWorkload.enginePrefix) {
+                let folder = URL(fileURLWithPath: arguments[2])
+                let store = try CrashStores.open(
+                    String(engine.dropFirst(FlushCrashWorkload.enginePrefix.count)), at: folder, durability: durability)
+                try await FlushCrashWorkload.run(store, folder: folder, first: first)
             }
             let store = try CrashStores.open(engine, at: URL(fileURLWithPath: arguments[2]), durability: durability)
             acknowledge("ready")
