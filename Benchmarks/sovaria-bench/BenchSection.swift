@@ -5,6 +5,7 @@ enum BenchSection: String, CaseIterable {
     case cacheOpen = "cache-open"
     case memoryCache = "memory-cache"
     case caller
+    case queue
 
     static var allNames: [String] { allCases.map(\.rawValue) }
 
@@ -15,6 +16,7 @@ enum BenchSection: String, CaseIterable {
         case .cacheOpen: "Open to first cached read"
         case .memoryCache: "Memory LRU layer vs NSCache"
         case .caller: "Where the call comes from: plain task vs main actor"
+        case .queue: "Write queue: enqueue (one durable batch), drain step, open and pending() of 1,000"
         }
     }
 }

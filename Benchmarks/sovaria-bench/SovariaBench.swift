@@ -47,6 +47,9 @@ enum SovariaBench {
             report.measurements += try await CallerSection(options: options, workload: workload, progress: progress)
                 .run()
         }
+        if options.runs(.queue) {
+            report.measurements += try await QueueSection(options: options, progress: progress).run()
+        }
         progress.finish()
         report.computeRatios()
 

@@ -15,28 +15,30 @@ extension WriteQueue {
     @discardableResult
     public func reject(_ id: String, status: Int, message: String) async throws -> RejectedWrite? {
         try await gate.withGate {
-            var next = index.withLock { $0 }
-            guard let queuedSequence = next.queued[id] else { return nil }
+            guard let queuedSequence = index.withLock({ $0.queued[id] }) else { return nil }
             let queuedKey = QueueKeys.queued(queuedSequence, id)
             guard let write = try await storedWrite(queuedKey) else {
-                index.withLock { _ = $0.queued.removeValue(forKey: id) }  // gone from the store
+                index.withLock { $0.removeQueued(id) }  // gone from the store
                 return nil
             }
             let rejected = RejectedWrite(
                 write: write, status: status, message: message,
                 rejectedAt: QueueCoding.truncatedToMilliseconds(clock()))
-            let sequence = try next.takeSequence()
-            next.queued.removeValue(forKey: id)
-            next.rejected.append(QueueIndex.Rejection(sequence: sequence, id: id))
-            var batch: [StoreWrite] = [
-                .set(key: QueueKeys.rejected(sequence, id), value: try QueueCoding.encode(rejected)),
-                .delete(key: queuedKey),
-            ]
-            while next.rejected.count > Self.maxRejected {
-                let oldest = next.rejected.removeFirst()
-                batch.append(.delete(key: QueueKeys.rejected(oldest.sequence, oldest.id)))
+            let (sequence, dropped) = try index.withLock { index in
+                (try index.nextSequence(), index.rejected.prefix(max(0, index.rejected.count + 1 - Self.maxRejected)))
             }
-            try await commit(next, batch)
+            try await commit(
+                [
+                    .set(key: QueueKeys.rejected(sequence, id), value: try QueueCoding.encode(rejected)),
+                    .delete(key: queuedKey),
+                ] + dropped.map { .delete(key: QueueKeys.rejected($0.sequence, $0.id)) },
+                givingOut: sequence)
+            index.withLock { index in
+                index.removeQueued(id)
+                index.rejected.removeFirst(dropped.count)
+                index.rejected.append(.init(sequence: sequence, id: id))
+                index.lastSequence = sequence
+            }
             return rejected
         }
     }
@@ -71,28 +73,30 @@ extension WriteQueue {
     @discardableResult
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
         try await gate.withGate {
-            var next = index.withLock { $0 }
-            guard let position = next.rejected.firstIndex(where: { $0.id == rejectedID }) else {
-                throw QueueErrors.notRejected(rejectedID)
+            let (entry, waiting, sequence) = try index.withLock { index in
+                (index.rejected.first { $0.id == rejectedID }, index.queued.count, try index.nextSequence())
             }
-            guard next.queued.count < maxQueued else { throw QueueErrors.full(maxQueued) }
-            let rejectedKey = QueueKeys.rejected(next.rejected[position].sequence, rejectedID)
+            guard let entry else { throw QueueErrors.notRejected(rejectedID) }
+            guard waiting < maxQueued else { throw QueueErrors.full(maxQueued) }
+            let rejectedKey = QueueKeys.rejected(entry.sequence, rejectedID)
             guard let value = try await store.get(rejectedKey) else {
                 index.withLock { $0.rejected.removeAll { $0.id == rejectedID } }  // gone from the store
                 throw QueueErrors.notRejected(rejectedID)
             }
             let rejected = try QueueEntryReader().rejectedWrite(StoreEntry(key: rejectedKey, value: value))
             let write = QueuedWrite(
-                id: rejectedID, sequence: try next.takeSequence(), request: rejected.write.request,
+                id: rejectedID, sequence: sequence, request: rejected.write.request,
                 queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
-            next.rejected.remove(at: position)
-            next.queued[rejectedID] = write.sequence
             try await commit(
-                next,
                 [
-                    .set(key: QueueKeys.queued(write.sequence, write.id), value: try QueueCoding.encode(write)),
+                    .set(key: QueueKeys.queued(sequence, rejectedID), value: try QueueCoding.encode(write)),
                     .delete(key: rejectedKey),
-                ])
+                ],
+                givingOut: sequence)
+            index.withLock { index in
+                index.rejected.removeAll { $0.id == rejectedID }
+                index.appendQueued(.init(sequence: sequence, id: rejectedID))
+            }
             return write
         }
     }
@@ -105,13 +109,15 @@ extension WriteQueue {
     @discardableResult
     public func discard(_ rejectedID: String) async throws -> Bool {
         try await gate.withGate {
-            var next = index.withLock { $0 }
-            guard let position = next.rejected.firstIndex(where: { $0.id == rejectedID }) else { return false }
-            let removed = next.rejected.remove(at: position)
-            try await commit(
-                next,
-                next.recordLastSequence(deleting: [removed.sequence])
-                    + [.delete(key: QueueKeys.rejected(removed.sequence, removed.id))])
+            let planned = index.withLock { index in
+                index.rejected.first { $0.id == rejectedID }.map { ($0, index.sequenceRecord(deleting: [$0.sequence])) }
+            }
+            guard let (entry, record) = planned else { return false }
+            try await commit(record.writes + [.delete(key: QueueKeys.rejected(entry.sequence, entry.id))])
+            index.withLock { index in
+                index.rejected.removeAll { $0.id == rejectedID }
+                index.recordedSequences = record.recorded
+            }
             return true
         }
     }

@@ -47,7 +47,7 @@ public final class WriteQueue: Sendable {
 
     let clock: @Sendable () -> Date
     let gate = AsyncGate()
-    /// Changed only under `gate`, after the store batch it describes succeeded.
+    /// Changed only under `gate`, in place, after the store batch it describes succeeded.
     let index: Mutex<QueueIndex>
 
     /// Opens the queue kept in `store`, from its key names alone.
@@ -87,14 +87,15 @@ public final class WriteQueue: Sendable {
     @discardableResult
     public func enqueue(_ request: DataRequest) async throws -> QueuedWrite {
         try await gate.withGate {
-            var next = index.withLock { $0 }
-            guard next.queued.count < maxQueued else { throw QueueErrors.full(maxQueued) }
+            let (waiting, sequence) = try index.withLock { ($0.queued.count, try $0.nextSequence()) }
+            guard waiting < maxQueued else { throw QueueErrors.full(maxQueued) }
             let write = QueuedWrite(
-                id: UUID().uuidString.lowercased(), sequence: try next.takeSequence(), request: request,
+                id: UUID().uuidString.lowercased(), sequence: sequence, request: request,
                 queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
-            next.queued[write.id] = write.sequence
             try await commit(
-                next, [.set(key: QueueKeys.queued(write.sequence, write.id), value: try QueueCoding.encode(write))])
+                [.set(key: QueueKeys.queued(sequence, write.id), value: try QueueCoding.encode(write))],
+                givingOut: sequence)
+            index.withLock { $0.appendQueued(.init(sequence: sequence, id: write.id)) }
             return write
         }
     }
@@ -116,9 +117,14 @@ public final class WriteQueue: Sendable {
         }
     }
 
-    /// The oldest waiting write, the next to send, or `nil` when none waits. Reads one value.
+    /// The oldest waiting write, the next to send, or `nil` when none waits. Reads one value
+    /// (its key comes from memory), so it costs the same however long the queue is.
     public func head() async throws -> QueuedWrite? {
-        try await store.entries(QueueKeys.queuePrefix, after: nil, limit: 1).first.map(QueueEntryReader().queuedWrite)
+        guard let head = index.withLock({ $0.head }) else { return nil }
+        if let write = try await storedWrite(QueueKeys.queued(head.sequence, head.id)) { return write }
+        // Removed between reading the index and the store: ask the store for its first entry.
+        return try await store.entries(QueueKeys.queuePrefix, after: nil, limit: 1).first.map(
+            QueueEntryReader().queuedWrite)
     }
 
     /// Takes the write with client id `id` out of the queue: the server has it.
@@ -129,10 +135,15 @@ public final class WriteQueue: Sendable {
     @discardableResult
     public func remove(_ id: String) async throws -> Bool {
         try await gate.withGate {
-            var next = index.withLock { $0 }
-            guard let sequence = next.queued.removeValue(forKey: id) else { return false }
-            try await commit(
-                next, next.recordLastSequence(deleting: [sequence]) + [.delete(key: QueueKeys.queued(sequence, id))])
+            let planned = index.withLock { index in
+                index.queued[id].map { ($0, index.sequenceRecord(deleting: [$0])) }
+            }
+            guard let (sequence, record) = planned else { return false }
+            try await commit(record.writes + [.delete(key: QueueKeys.queued(sequence, id))])
+            index.withLock { index in
+                index.removeQueued(id)
+                index.recordedSequences = record.recorded
+            }
             return true
         }
     }
@@ -144,16 +155,15 @@ public final class WriteQueue: Sendable {
     @discardableResult
     public func recordFailure(_ id: String, message: String) async throws -> QueuedWrite? {
         try await gate.withGate {
-            let next = index.withLock { $0 }
-            guard let sequence = next.queued[id] else { return nil }
+            guard let sequence = index.withLock({ $0.queued[id] }) else { return nil }
             let key = QueueKeys.queued(sequence, id)
             guard var write = try await storedWrite(key) else {
-                index.withLock { _ = $0.queued.removeValue(forKey: id) }  // gone from the store
+                index.withLock { $0.removeQueued(id) }  // gone from the store
                 return nil
             }
             write.attempts += 1
             write.lastError = message
-            try await commit(next, [.set(key: key, value: try QueueCoding.encode(write))])
+            try await commit([.set(key: key, value: try QueueCoding.encode(write))])
             return write
         }
     }
@@ -163,35 +173,37 @@ public final class WriteQueue: Sendable {
     /// - Important: One store batch: a crash leaves either everything or nothing.
     public func clear() async throws {
         try await gate.withGate {
-            var next = index.withLock { $0 }
             // The store's key names, not the index: whatever is under the prefixes goes.
             let keys = try await store.keys(QueueKeys.queuePrefix) + store.keys(QueueKeys.rejectedPrefix)
             let sequences =
                 keys.compactMap { QueueKeys.parse($0, prefix: QueueKeys.queuePrefix)?.sequence }
                 + keys.compactMap { QueueKeys.parse($0, prefix: QueueKeys.rejectedPrefix)?.sequence }
-            next.queued = [:]
-            next.rejected = []
-            try await commit(next, next.recordLastSequence(deleting: sequences) + keys.map { .delete(key: $0) })
+            let record = index.withLock { $0.sequenceRecord(deleting: sequences) }
+            try await commit(record.writes + keys.map { .delete(key: $0) })
+            index.withLock { index in
+                index.removeAll()
+                index.recordedSequences = record.recorded
+            }
         }
     }
 
     static let pageSize = 1_000
 
-    /// Writes `batch` and then makes `next` the index. If the batch fails, the index is rebuilt
-    /// from the store's keys (a store without atomic batches may have applied part of it),
-    /// keeping the sequences already given out.
-    func commit(_ next: QueueIndex, _ batch: [StoreWrite]) async throws {
+    /// Writes `batch`. If it fails, the index is rebuilt from the store's keys (a store without
+    /// atomic batches may have applied part of it); the sequences given out so far, `sequence`
+    /// included if the batch used a new one, are never given out again.
+    func commit(_ batch: [StoreWrite], givingOut sequence: UInt64 = 0) async throws {
         do {
             try await store.write(batch)
         } catch {
             let reloaded = try? await QueueIndex.load(from: store).index
             index.withLock { index in
+                let givenOut = max(index.lastSequence, sequence)  // never handed out again
                 if let reloaded { index = reloaded }
-                index.lastSequence = max(index.lastSequence, next.lastSequence)
+                index.lastSequence = max(index.lastSequence, givenOut)
             }
             throw error
         }
-        index.withLock { $0 = next }
     }
 
     /// The queued write stored under `key`, or `nil` when the key has no value.

@@ -9,6 +9,7 @@ import Testing
         struct Row: Decodable {
             let section: String
             let subject: String
+            let variant: String
             let operation: String
             let nanosecondsPerOp: Double
             let ratio: Double?
@@ -45,7 +46,7 @@ import Testing
         let report = try JSONDecoder().decode(
             Report.self, from: Data(contentsOf: folder.appendingPathComponent("bench.json")))
         let sections = Set(report.measurements.map(\.section))
-        #expect(sections == ["store", "eviction", "cache-open", "memory-cache", "caller"])
+        #expect(sections == ["store", "eviction", "cache-open", "memory-cache", "caller", "queue"])
         #expect(report.measurements.allSatisfy { $0.nanosecondsPerOp > 0 })
         #expect(report.machine["cores"] != nil && report.machine["engines"]?.contains("SQLite") == true)
         let subjects = Set(report.measurements.filter { $0.section == "store" }.map(\.subject))
@@ -53,6 +54,10 @@ import Testing
         #expect(subjects.contains("encrypted(sqlite)"))
         let ratios = report.measurements.filter { $0.ratio != nil }.map(\.subject)
         #expect(ratios.contains("sqlite") && ratios.contains("encrypted(sqlite)"))
+        let queueRows = report.measurements.filter { $0.section == "queue" }
+        #expect(Set(queueRows.map(\.operation)).contains("enqueue"))
+        #expect(queueRows.contains { $0.operation == "pending() of 1000" && $0.subject == "leveldb" })
+        #expect(queueRows.contains { $0.subject == "encrypted(sqlite)" && $0.variant == "synced" && $0.ratio != nil })
         #expect(table.contains("Store operations") && table.contains("ratio"))
         let markdown = try String(contentsOf: folder.appendingPathComponent("bench.md"), encoding: .utf8)
         #expect(markdown.contains("| subject | variant | operation |"))

@@ -177,6 +177,8 @@ import Testing
         #expect(log.gets.isEmpty && log.entriesPrefixes.isEmpty && log.batches.isEmpty)
         #expect(log.keysPrefixes == ["sov:queue:", "sov:rejected:", "sov:meta:queue:sequence:"])
         #expect(queue.count == 45 && queue.rejectedCount == 5)
+        #expect(try await queue.head().map(number) == 5)
+        #expect(spy.log.withLock { ($0.gets.count, $0.entriesPrefixes) } == (1, []), "head(): one get, no scan")
         #expect(try await queue.enqueue(request(50)).sequence == 56)
     }
 

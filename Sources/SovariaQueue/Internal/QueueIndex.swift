@@ -2,11 +2,11 @@ import Sovaria
 
 /// What the write queue knows from key names alone: every queued and rejected write's
 /// sequence and client id, and the last sequence given out. Rebuilt at open from three key
-/// listings (no value is read); changed only under the queue's gate, as a copy committed after
-/// its store batch succeeded.
+/// listings (no value is read); changed in place, only under the queue's gate and only after
+/// the store batch it describes succeeded.
 struct QueueIndex: Sendable {
-    /// A rejected write's key: the sequence of its rejection and its client id.
-    struct Rejection: Sendable, Hashable {
+    /// A write's key: its sequence (of queueing, or of rejection) and its client id.
+    struct Entry: Sendable, Hashable {
         let sequence: UInt64
         let id: String
     }
@@ -17,33 +17,67 @@ struct QueueIndex: Sendable {
     /// removal of the newest entry).
     var recordedSequences: [UInt64] = []
     /// Queued writes: client id → sequence.
-    var queued: [String: UInt64] = [:]
+    private(set) var queued: [String: UInt64] = [:]
+    /// Queued writes, oldest first: ``head`` without a store scan.
+    private(set) var queueOrder: [Entry] = []
     /// Rejected writes, oldest rejection first.
-    var rejected: [Rejection] = []
+    var rejected: [Entry] = []
 
-    /// The next sequence; throws once all 2^64 are used (a damaged key name, in practice).
-    mutating func takeSequence() throws -> UInt64 {
+    /// The oldest queued write's key.
+    var head: Entry? { queueOrder.first }
+
+    /// The sequence after ``lastSequence``; throws once all 2^64 are used (a damaged key name,
+    /// in practice).
+    func nextSequence() throws -> UInt64 {
         guard lastSequence < UInt64.max else {
             throw OfflineStoreError(
                 .corrupt,
                 "The write queue has used its last sequence number (a damaged key under \(QueueKeys.sequencePrefix)?): "
                     + "clear the queue.")
         }
-        lastSequence += 1
-        return lastSequence
+        return lastSequence + 1
+    }
+
+    /// Adds a queued write whose sequence is above every other (enqueue, requeue).
+    mutating func appendQueued(_ entry: Entry) {
+        queued[entry.id] = entry.sequence
+        queueOrder.append(entry)
+        lastSequence = max(lastSequence, entry.sequence)
+    }
+
+    /// Takes queued write `id` out.
+    mutating func removeQueued(_ id: String) {
+        guard let sequence = queued.removeValue(forKey: id) else { return }
+        // Sequences ascend: binary search, then one move of the tail (usually the head goes).
+        var low = 0
+        var high = queueOrder.count
+        while low < high {
+            let middle = (low + high) / 2
+            if queueOrder[middle].sequence < sequence { low = middle + 1 } else { high = middle }
+        }
+        if low < queueOrder.count, queueOrder[low].id == id { queueOrder.remove(at: low) }
+    }
+
+    /// Empties the queue and the rejected list.
+    mutating func removeAll() {
+        queued = [:]
+        queueOrder = []
+        rejected = []
     }
 
     /// The writes that keep ``lastSequence`` in the store when a batch deletes the entries with
     /// `deleted` sequences: when the newest entry goes, its sequence is recorded under
     /// `sov:meta:queue:sequence:` (the new record first, then the old ones deleted). Put them
     /// first in the batch, so a store without atomic batches never loses the sequence either.
-    mutating func recordLastSequence(deleting deleted: some Sequence<UInt64>) -> [StoreWrite] {
-        guard deleted.contains(lastSequence), recordedSequences.max() != lastSequence else { return [] }
+    /// `recorded` is the new ``recordedSequences`` once the batch succeeded.
+    func sequenceRecord(deleting deleted: some Sequence<UInt64>) -> (writes: [StoreWrite], recorded: [UInt64]) {
+        guard deleted.contains(lastSequence), recordedSequences.max() != lastSequence else {
+            return ([], recordedSequences)
+        }
         let writes =
             [StoreWrite.set(key: QueueKeys.lastSequence(lastSequence), value: "")]
             + recordedSequences.map { .delete(key: QueueKeys.lastSequence($0)) }
-        recordedSequences = [lastSequence]
-        return writes
+        return (writes, [lastSequence])
     }
 
     /// Rebuilds the index from the key names under `sov:queue:`, `sov:rejected:` and
@@ -89,10 +123,13 @@ struct QueueIndex: Sendable {
             }
             if entry.isQueued {
                 index.queued[entry.id] = entry.sequence
+                index.queueOrder.append(Entry(sequence: entry.sequence, id: entry.id))
             } else {
-                index.rejected.append(Rejection(sequence: entry.sequence, id: entry.id))
+                index.rejected.append(Entry(sequence: entry.sequence, id: entry.id))
             }
         }
+        // Listed in byte order, which is sequence order; sorted again for stores that list otherwise.
+        index.queueOrder.sort { $0.sequence < $1.sequence }
         index.rejected.sort { $0.sequence < $1.sequence }
         index.lastSequence = max(found.map(\.sequence).max() ?? 0, index.recordedSequences.max() ?? 0)
         return (index, repairs)

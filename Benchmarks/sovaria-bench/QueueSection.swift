@@ -1,0 +1,104 @@
+import Foundation
+import Sovaria
+import SovariaQueue
+
+/// Section 7: the write queue on every engine and its encrypted form, in both durabilities:
+/// enqueue (one durable store batch each, what an offline write costs the app), the
+/// controller's drain step (head + remove), and, with 1,000 writes queued, opening the queue
+/// (key names only) and `pending()` (every value read and decoded).
+struct QueueSection {
+    let options: BenchOptions
+    let progress: Progress
+
+    /// Writes queued at once for the `pending()` and open rows.
+    static let queuedForReads = 1_000
+
+    /// A typical offline write: an insert of a small note, about 250 bytes of JSON.
+    static let request = DataRequest(
+        method: "POST", path: "/rest/v1/notes?select=id",
+        headers: ["Prefer": "return=representation", "Content-Type": "application/json"],
+        body: #"{"id":"6f1c2a9e-0d4b-4f7a-9a51-3c8e2b7d4e10","owner":"b3e1f6a2-7c44-4d1e-8f0a-1e2d3c4b5a69","#
+            + #""title":"Groceries","body":"Milk, eggs, bread, coffee, and something for the weekend.","#
+            + #""created_at":"2026-11-30T09:41:00.000Z"}"#)
+
+    func run() async throws -> [Measurement] {
+        var rows: [Measurement] = []
+        let engines = BenchEngines.plain + BenchEngines.plain.filter(\.persistent).map(BenchEngines.encrypted)
+        for engine in engines where options.runs(engine: engine.name) {
+            for durability in engine.persistent ? [Durability.synced, .flushed] : [.flushed] {
+                let variant = engine.persistent ? "\(durability)" : ""
+                let folder = options.folder.appendingPathComponent("queue-\(engine.name)-\(durability)")
+                try? FileManager.default.removeItem(at: folder)
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                let store = try engine.open(folder, durability)
+                rows += try await measureEnqueueAndDrain(store, engine: engine.name, variant: variant, durability)
+                if durability == .flushed {
+                    rows += try await measureReads(store, engine)
+                }
+                try? FileManager.default.removeItem(at: folder)
+            }
+        }
+        return rows
+    }
+
+    /// Enqueues `calls` writes, then drains them, per repeat (after a warm-up round).
+    private func measureEnqueueAndDrain(
+        _ store: any OfflineStore, engine: String, variant: String, _ durability: Durability
+    ) async throws -> [Measurement] {
+        // Each synced call waits for the disk: fewer of them.
+        let calls = min(options.keyCount, durability == .synced ? (options.quick ? 200 : 1_000) : 2_000)
+        let queue = try await WriteQueue(store: store, maxQueued: .max)
+        var enqueues = Sample(perItemNanoseconds: [], callLatencies: [])
+        var drains = Sample(perItemNanoseconds: [], callLatencies: [])
+        for round in -1..<options.repeats {
+            progress.update("queue: \(engine) \(variant), enqueue and drain \(calls) writes")
+            let enqueued = try await Stopwatch(repeats: 1).measure(calls: calls, warmUp: false) { _, _ in
+                try await queue.enqueue(Self.request)
+            }
+            let drained = try await Stopwatch(repeats: 1).measure(calls: calls, warmUp: false) { _, _ in
+                guard let head = try await queue.head(), try await queue.remove(head.id) else {
+                    throw BenchError.failed("\(engine): the queue emptied early")
+                }
+            }
+            if round >= 0 {
+                enqueues.append(enqueued)
+                drains.append(drained)
+            }
+        }
+        let section = BenchSection.queue.rawValue
+        var enqueueRow = enqueues.measurement(section: section, subject: engine, variant: variant, operation: "enqueue")
+        enqueueRow.note = "\(calls) per repeat"
+        var drainRow = drains.measurement(
+            section: section, subject: engine, variant: variant, operation: "drain step (head + remove)")
+        drainRow.note = "\(calls) per repeat"
+        return [enqueueRow, drainRow]
+    }
+
+    /// Fills the queue to ``queuedForReads`` and times opening it and `pending()`.
+    private func measureReads(_ store: any OfflineStore, _ engine: BenchEngine) async throws -> [Measurement] {
+        let (engine, variant) = (engine.name, engine.persistent ? "\(Durability.flushed)" : "")
+        progress.update("queue: \(engine), pending() of \(Self.queuedForReads)")
+        let queue = try await WriteQueue(store: store, maxQueued: .max)
+        try await queue.clear()
+        for _ in 0..<Self.queuedForReads { try await queue.enqueue(Self.request) }
+        let calls = options.quick ? 5 : 20
+        let stopwatch = Stopwatch(repeats: options.repeats)
+        let opens = try await stopwatch.measure(calls: calls) { _, _ in
+            let reopened = try await WriteQueue(store: store, maxQueued: .max)
+            guard reopened.count == Self.queuedForReads else { throw BenchError.failed("\(engine): open miscounted") }
+        }
+        let reads = try await stopwatch.measure(calls: calls) { _, _ in
+            guard try await queue.pending().count == Self.queuedForReads else {
+                throw BenchError.failed("\(engine): pending() missed writes")
+            }
+        }
+        let section = BenchSection.queue.rawValue
+        var openRow = opens.measurement(
+            section: section, subject: engine, variant: variant, operation: "open (\(Self.queuedForReads) queued)")
+        openRow.note = "per call: key names only"
+        var readRow = reads.measurement(
+            section: section, subject: engine, variant: variant, operation: "pending() of \(Self.queuedForReads)")
+        readRow.note = "per call"
+        return [openRow, readRow]
+    }
+}
