@@ -19,8 +19,8 @@
 ///
 /// ```swift
 /// let store: any OfflineStore = MemoryOfflineStore()
-/// try await store.set("sov:queue:0001", #"{"op":"insert"}"#)
-/// let queued = try await store.keys("sov:queue:")   // ["sov:queue:0001"]
+/// try await store.set("app:notes:0001", #"{"op":"insert"}"#)
+/// let queued = try await store.keys("app:notes:")   // ["app:notes:0001"]
 /// ```
 public protocol OfflineStore: AnyObject, Sendable {
     /// The value stored under `key`, or `nil` when there is none.

@@ -38,8 +38,8 @@ import Sovaria
 ///
 /// ```swift
 /// let store = try LMDBOfflineStore(directory: appSupport.appendingPathComponent("offline.lmdb"))
-/// try await store.write([.set(key: "sov:queue:0001", value: "{}"), .delete(key: "sov:queue:0000")])
-/// let value = try await store.get("sov:queue:0001")
+/// try await store.write([.set(key: "app:notes:0001", value: "{}"), .delete(key: "app:notes:0000")])
+/// let value = try await store.get("app:notes:0001")
 /// ```
 public final class LMDBOfflineStore: OfflineStore {
     /// The largest `limit` for which ``entries(_:after:limit:)`` runs on the caller's executor.

@@ -42,8 +42,8 @@ import Sovaria
 ///
 /// ```swift
 /// let store = try LevelDBOfflineStore(directory: folder)           // .synced
-/// try await store.write([.set(key: "sov:queue:0001", value: "{}"), .delete(key: "sov:queue:0000")])
-/// let page = try await store.entries("sov:queue:", after: nil, limit: 100)
+/// try await store.write([.set(key: "app:notes:0001", value: "{}"), .delete(key: "app:notes:0000")])
+/// let page = try await store.entries("app:notes:", after: nil, limit: 100)
 /// ```
 public final class LevelDBOfflineStore: OfflineStore {
     // The inline limits keep work on the caller's executor to about 100 µs, so that the ~7-20 µs

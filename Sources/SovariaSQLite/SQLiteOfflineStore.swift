@@ -29,7 +29,7 @@ import Sovaria
 /// ```swift
 /// let url = URL.applicationSupportDirectory.appendingPathComponent("sovaria/offline.sqlite")
 /// let store = try SQLiteOfflineStore(fileURL: url)
-/// try await store.write([.set(key: "sov:queue:0001", value: "{}"), .delete(key: "sov:queue:0000")])
+/// try await store.write([.set(key: "app:notes:0001", value: "{}"), .delete(key: "app:notes:0000")])
 /// ```
 public final class SQLiteOfflineStore: OfflineStore {
     /// The database file.

@@ -33,7 +33,7 @@ import Synchronization
 ///
 /// ```swift
 /// let store = FileOfflineStore()                   // FileOfflineStore.defaultDirectory()
-/// try await store.set("sov:queue:0001", "{}")
+/// try await store.set("app:notes:0001", "{}")
 /// if !store.isPersistent { print(store.fallbackReason!) }
 /// ```
 public final class FileOfflineStore: OfflineStore {
