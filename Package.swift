@@ -59,8 +59,8 @@ let package = Package(
         .executableTarget(
             name: "sovaria-bench",
             dependencies: [
-                "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
-                "SovariaSodium",
+                "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
+                "SovariaLevelDB", "SovariaSodium",
                 "CSQLite", "CLMDB", "CLevelDB",
             ],
             path: "Benchmarks/sovaria-bench"

@@ -1,6 +1,8 @@
 import Foundation
 import Sovaria
 import SovariaQueue
+import SovariaSync
+import Synchronization
 
 /// Section 7: the write queue on every engine and its encrypted form, in both durabilities:
 /// enqueue (one durable store batch each, what an offline write costs the app), the
@@ -34,6 +36,7 @@ struct QueueSection {
                 rows += try await measureEnqueueAndDrain(store, engine: engine.name, variant: variant, durability)
                 if durability == .flushed {
                     rows += try await measureReads(store, engine)
+                    rows += try await measureFlush(store, engine: engine.name, variant: variant)
                 }
                 try? FileManager.default.removeItem(at: folder)
             }
@@ -74,6 +77,40 @@ struct QueueSection {
         return [enqueueRow, drainRow]
     }
 
+    /// Queues writes offline through the controller, then times one `flush()` of all of them to an
+    /// in-process server that answers 201 at once: per write, what the controller adds to the
+    /// queue's own drain step (head + remove) is its overhead.
+    private func measureFlush(_ store: any OfflineStore, engine: String, variant: String) async throws -> [Measurement]
+    {
+        let calls = min(options.keyCount, options.quick ? 200 : 1_000)
+        let server = InstantServer()
+        var configuration = SovariaOffline.Configuration()
+        configuration.maxQueued = .max
+        configuration.timer = IdleTimer()
+        let offline = try await SovariaOffline(store: store, transport: server, configuration: configuration)
+        try await offline.clear()  // the writes the pending() rows left
+        var flushes = Sample(perItemNanoseconds: [], callLatencies: [])
+        for round in -1..<options.repeats {
+            progress.update("queue: \(engine) \(variant), flush \(calls) writes")
+            server.online = false
+            for _ in 0..<calls { _ = try await offline.write(Self.request) }
+            server.online = true
+            let start = ContinuousClock.now
+            guard try await offline.flush() == calls else { throw BenchError.failed("\(engine): flush missed writes") }
+            let elapsed = ContinuousClock.now - start
+            let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+            if round >= 0 {
+                flushes.append(Sample(perItemNanoseconds: [nanoseconds / Double(calls)], callLatencies: [nanoseconds]))
+            }
+        }
+        await offline.close()
+        var row = flushes.measurement(
+            section: BenchSection.queue.rawValue, subject: engine, variant: variant,
+            operation: "flush, per write (in-process server)")
+        row.note = "\(calls) per flush; compare with the drain step"
+        return [row]
+    }
+
     /// Fills the queue to ``queuedForReads`` and times opening it and `pending()`.
     private func measureReads(_ store: any OfflineStore, _ engine: BenchEngine) async throws -> [Measurement] {
         let (engine, variant) = (engine.name, engine.persistent ? "\(Durability.flushed)" : "")
@@ -100,5 +137,27 @@ struct QueueSection {
             section: section, subject: engine, variant: variant, operation: "pending() of \(Self.queuedForReads)")
         readRow.note = "per call"
         return [openRow, readRow]
+    }
+}
+
+/// A server in the same process that answers every request with 201 at once, or is offline.
+private final class InstantServer: SyncTransport {
+    private let isOnline = Mutex(true)
+
+    var online: Bool {
+        get { isOnline.withLock { $0 } }
+        set { isOnline.withLock { $0 = newValue } }
+    }
+
+    func send(_ request: DataRequest) async throws -> DataResponse {
+        guard online else { throw SyncTransportError.offline("the bench's server is off") }
+        return DataResponse(status: 201)
+    }
+}
+
+/// A timer that never fires: the bench flushes by itself.
+private struct IdleTimer: SyncTimer {
+    func repeating(every interval: Duration, _ fire: @escaping @Sendable () async -> Void) -> SyncTimerTicket {
+        SyncTimerTicket {}
     }
 }

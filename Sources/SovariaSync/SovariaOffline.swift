@@ -73,8 +73,9 @@ public final class SovariaOffline: Sendable {
         var pausedForAuthorization = false
         var timer: SyncTimerTicket?
         var onSyncError: (@Sendable (SyncError) -> Void)?
-        /// Tables whose queries this run already recorded (see ``rememberTable(of:query:)``).
-        var knownQueries: Set<String> = []
+        /// The cached queries of each table, as `sov:meta:tables:` lists them; loaded by the first
+        /// call that needs it, then kept in step with the store.
+        var queriesByTable: [String: Set<String>]?
     }
 
     /// Opens the controller on `store`: its queue (what an earlier run left is flushed by the first
@@ -328,7 +329,7 @@ public final class SovariaOffline: Sendable {
             try await cache.clearLocalData()
             let tables = try await store.keys(Self.tablesPrefix)
             try await store.write(tables.map { .delete(key: $0) })
-            state.withLock { $0.knownQueries = [] }
+            state.withLock { $0.queriesByTable = [:] }
             try await store.compact()
         }
     }
@@ -384,17 +385,37 @@ public final class SovariaOffline: Sendable {
 
     private func rememberTable(of request: DataRequest, query: String) async throws {
         guard let table = request.table else { return }
-        let isNew = state.withLock { $0.knownQueries.insert(query).inserted }
-        guard isNew else { return }
+        let known = try await queriesByTable()
+        guard known[table]?.contains(query) != true else { return }
         let hash = String(EntryChecksum.of(key: table, value: query), radix: 16)
         try await store.set(Self.tablesPrefix + table + ":" + hash, query)
+        state.withLock { $0.queriesByTable?[table, default: []].insert(query) }
     }
 
     private func markTableStale(of request: DataRequest) async throws {
         guard let table = request.table else { return }
-        for key in try await store.keys(Self.tablesPrefix + table + ":") {
-            guard let query = try await store.get(key) else { continue }
-            try await cache.markStale(query)
+        for query in try await queriesByTable()[table] ?? [] { try await cache.markStale(query) }
+    }
+
+    /// The cached queries of each table: from memory, or listed once from the store.
+    private func queriesByTable() async throws -> [String: Set<String>] {
+        if let known = state.withLock({ $0.queriesByTable }) { return known }
+        var listed: [String: Set<String>] = [:]
+        var after: String?
+        while true {
+            let page = try await store.entries(Self.tablesPrefix, after: after, limit: 1_000)
+            for entry in page {
+                let table = entry.key.dropFirst(Self.tablesPrefix.count).split(separator: ":").dropLast().joined(
+                    separator: ":")
+                listed[table, default: []].insert(entry.value)
+            }
+            guard page.count == 1_000, let last = page.last else { break }
+            after = last.key
+        }
+        return state.withLock { state in
+            if let known = state.queriesByTable { return known }
+            state.queriesByTable = listed
+            return listed
         }
     }
 }
