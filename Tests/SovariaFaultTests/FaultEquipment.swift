@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 import SovariaTestKit
 import Testing
 
@@ -101,4 +102,25 @@ struct SplitMix {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// Sets `sov:fill:<n>` entries of `valueBytes` letters until the store refuses one; returns what
+/// it acknowledged and the error that stopped it (`nil` if 2,000 entries fit).
+func fillUntilFull(
+    _ store: any OfflineStore, valueBytes: Int = 4_096
+) async -> (acknowledged: [String: String], error: OfflineStoreError?) {
+    var acknowledged: [String: String] = [:]
+    for index in 0..<2_000 {
+        let key = "sov:fill:\(1_000 + index)"
+        let value = letters(valueBytes, seed: index)
+        do {
+            try await store.set(key, value)
+            acknowledged[key] = value
+        } catch let error as OfflineStoreError {
+            return (acknowledged, error)
+        } catch {
+            return (acknowledged, OfflineStoreError(.io, "\(error)"))
+        }
+    }
+    return (acknowledged, nil)
 }

@@ -15,17 +15,9 @@ import Testing
         do {
             let store = FileOfflineStore(directory: directory, durability: .synced)
             #expect(store.isPersistent)
-            for index in 0..<2_000 {
-                let key = "sov:fill:\(1_000 + index)"
-                let value = letters(4_000, seed: index)
-                do {
-                    try await store.set(key, value)
-                    model[key] = value
-                } catch let error as OfflineStoreError {
-                    #expect(error.code == .full, "\(error)")
-                    break
-                }
-            }
+            let full: OfflineStoreError?
+            (model, full) = await fillUntilFull(store, valueBytes: 4_000)
+            #expect(full?.code == .full, "\(String(describing: full))")
             let batch: [StoreWrite] = (0..<8).map { .set(key: "sov:batch:\($0)", value: letters(4_000, seed: -$0)) }
             let failed = await #expect(throws: OfflineStoreError.self) { try await store.write(batch) }
             #expect(failed?.code == .full)

@@ -28,18 +28,8 @@ import Testing
         var model: [String: String] = [:]
         do {
             let store = try LMDBOfflineStore(directory: directory)
-            var full: OfflineStoreError?
-            for index in 0..<2_000 {
-                let key = "sov:fill:\(1_000 + index)"
-                let value = letters(4_096, seed: index)
-                do {
-                    try await store.set(key, value)
-                    model[key] = value
-                } catch let error as OfflineStoreError {
-                    full = error
-                    break
-                }
-            }
+            let full: OfflineStoreError?
+            (model, full) = await fillUntilFull(store)
             #expect(full?.code == .full, "\(String(describing: full))")
             #expect(full?.message.contains("free") == true)
             // Still full: another write says so again, rather than a generic I/O error.

@@ -17,18 +17,8 @@ import Testing
         var model: [String: String] = [:]
         do {
             let store = try LevelDBOfflineStore(directory: directory, durability: durability)
-            var full: OfflineStoreError?
-            for index in 0..<2_000 {
-                let key = "sov:fill:\(1_000 + index)"
-                let value = letters(valueBytes, seed: index)
-                do {
-                    try await store.set(key, value)
-                    model[key] = value
-                } catch let error as OfflineStoreError {
-                    full = error
-                    break
-                }
-            }
+            let full: OfflineStoreError?
+            (model, full) = await fillUntilFull(store, valueBytes: valueBytes)
             #expect(full?.code == .full)
             try disk.resize(toBytes: 16 << 20)
             for index in 0..<5 {

@@ -14,17 +14,9 @@ import Testing
         var model: [String: String] = [:]
         do {
             let store = try SQLiteOfflineStore(fileURL: file)
-            for index in 0..<2_000 {
-                let key = "sov:fill:\(1_000 + index)"
-                let value = letters(4_096, seed: index)
-                do {
-                    try await store.set(key, value)
-                    model[key] = value
-                } catch let error as OfflineStoreError {
-                    #expect(error.code == .full, "\(error)")
-                    break
-                }
-            }
+            let full: OfflineStoreError?
+            (model, full) = await fillUntilFull(store)
+            #expect(full?.code == .full, "\(String(describing: full))")
         }
         #expect(model.count > 20)
         let reopened = try SQLiteOfflineStore(fileURL: file)
