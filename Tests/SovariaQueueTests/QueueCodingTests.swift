@@ -21,11 +21,14 @@ import Testing
 
     @Test func headersAreOrderedByUTF8BytesAsSortedKeysOrdersThem() throws {
         // Not case-insensitive, not numeric, not canonical: "e\u{301}x" (65 CC 81) before "f" before "éa" (C3).
-        let headers = ["Prefer": "", "accept": "", "x10": "", "x9": "", "e\u{301}x": "", "\u{E9}a": "", "f": "", "": ""]
+        let headers = [
+            "Prefer": "", "accept": "", "x10": "", "x9": "", "e\u{301}x": "", "\u{E9}a": "", "f": "", "": "",
+        ]
         let write = Self.write(request: DataRequest(method: "GET", path: "/", headers: headers))
         let text = try QueueCoding.encode(write)
         #expect(text == (try Self.foundationText(write)))
-        #expect(text.contains(#"{"":"","Prefer":"","accept":"","e\#u{301}x":"","f":"","x10":"","x9":"","\#u{E9}a":""}"#))
+        #expect(
+            text.contains(#"{"":"","Prefer":"","accept":"","e\#u{301}x":"","f":"","x10":"","x9":"","\#u{E9}a":""}"#))
     }
 
     @Test func escapesExactlyQuoteBackslashAndControlCharactersLikeJSONEncoder() throws {
@@ -123,7 +126,8 @@ import Testing
     }
 
     @Test func malformedRejectedWriteThrows() {
-        let write = #"{"attempts":0,"id":"a","queuedAt":0,"request":{"headers":{},"method":"G","path":"/"},"sequence":1}"#
+        let write =
+            #"{"attempts":0,"id":"a","queuedAt":0,"request":{"headers":{},"method":"G","path":"/"},"sequence":1}"#
         let valid = #"{"message":"m","rejectedAt":5,"status":400,"write":"# + write + "}"
         #expect((try? QueueJSONReader.rejectedWrite(from: valid))?.status == 400, "the baseline is valid")
         for text in [
@@ -165,10 +169,12 @@ import Testing
             write(#""attempts":0,"id":7,"queuedAt":0,"request":"# + request + #","sequence":1"#),
             write(#""attempts":0,"id":"a","queuedAt":"0","request":"# + request + #","sequence":1"#),
             write(#""attempts":0,"id":"a","queuedAt":0,"request":[],"sequence":1"#),
-            write(#""attempts":0,"id":"a","queuedAt":0,"request":{"headers":{"A":1},"method":"GET","path":"/"},"#
-                + #""sequence":1"#),
-            write(#""attempts":0,"id":"a","queuedAt":0,"request":{"headers":[],"method":"GET","path":"/"},"#
-                + #""sequence":1"#),
+            write(
+                #""attempts":0,"id":"a","queuedAt":0,"request":{"headers":{"A":1},"method":"GET","path":"/"},"#
+                    + #""sequence":1"#),
+            write(
+                #""attempts":0,"id":"a","queuedAt":0,"request":{"headers":[],"method":"GET","path":"/"},"#
+                    + #""sequence":1"#),
             write(#""attempts":0,"lastError":5,"# + rest),
             // Numbers out of range, not whole, or not JSON numbers.
             write(#""attempts":0,"id":"a","queuedAt":0,"request":"# + request + #","sequence":-1"#),
@@ -199,14 +205,16 @@ import Testing
             // Bad structure.
             write(#""attempts":0,"attempts":0,"# + rest),
             write(#""attempts":0,"lastError":null,"lastError":"x","# + rest),
-            write(#""attempts":0,"id":"a","queuedAt":0,"request":{"headers":{"A":"b","A":"c"},"method":"GET","#
-                + #""path":"/"},"sequence":1"#),
+            write(
+                #""attempts":0,"id":"a","queuedAt":0,"request":{"headers":{"A":"b","A":"c"},"method":"GET","#
+                    + #""path":"/"},"sequence":1"#),
             write(#""attempts":0,"# + rest + ","), write(#""attempts":0,,"# + rest), write(#""attempts" 0,"# + rest),
             write(#"attempts:0,"# + rest), write(#""attempts":0,"# + rest) + "}", write(#""attempts":0,"# + rest) + "x",
             "[" + write(#""attempts":0,"# + rest) + "]", "", " ", "null", "\"a\"", "{}", "{",
-            write(#""attempts":0,"x":"# + String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
-                + ","
-                + rest),
+            write(
+                #""attempts":0,"x":"# + String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+                    + ","
+                    + rest),
             write(#""attempts":0,"x":[1,],"# + rest), write(#""attempts":0,"x":tru,"# + rest),
         ]
     }()
