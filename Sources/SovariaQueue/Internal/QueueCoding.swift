@@ -2,31 +2,23 @@ import Foundation
 import Sovaria
 
 /// The stored form of queue entries: JSON with sorted keys and unescaped slashes, dates as
-/// whole milliseconds since 1970 (an integer).
+/// whole milliseconds since 1970 (an integer), as Foundation's `JSONEncoder` wrote it before;
+/// written and read by ``QueueJSONWriter`` and ``QueueJSONReader``, which make the same bytes
+/// in a fraction of the time.
 ///
 /// The queue rounds its clock down to the millisecond before it makes an entry, so the value a
 /// call returns and the one read back later are equal.
 enum QueueCoding {
-    static func encoder() -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(Int64((date.timeIntervalSince1970 * 1_000).rounded()))
-        }
-        return encoder
+    static func encode(_ write: QueuedWrite) throws -> String {
+        var writer = QueueJSONWriter(capacity: 256 + write.stringBytes)
+        try writer.write(write)
+        return writer.text
     }
 
-    static func decoder() -> JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .custom { decoder in
-            dateFrom(milliseconds: try decoder.singleValueContainer().decode(Int64.self))
-        }
-        return decoder
-    }
-
-    static func encode(_ value: some Encodable) throws -> String {
-        String(decoding: try encoder().encode(value), as: UTF8.self)
+    static func encode(_ rejected: RejectedWrite) throws -> String {
+        var writer = QueueJSONWriter(capacity: 320 + rejected.message.utf8.count + rejected.write.stringBytes)
+        try writer.write(rejected)
+        return writer.text
     }
 
     /// `date` rounded down to the millisecond, made the way decoding makes it.
@@ -34,7 +26,7 @@ enum QueueCoding {
         dateFrom(milliseconds: Int64((date.timeIntervalSince1970 * 1_000).rounded(.down)))
     }
 
-    private static func dateFrom(milliseconds: Int64) -> Date {
+    static func dateFrom(milliseconds: Int64) -> Date {
         Date(timeIntervalSince1970: Double(milliseconds) / 1_000)
     }
 }
@@ -42,10 +34,8 @@ enum QueueCoding {
 /// Decodes entries read from the store (one decoder for a whole listing) and checks each
 /// against its key, so a value copied under another key is caught.
 struct QueueEntryReader {
-    private let decoder = QueueCoding.decoder()
-
     func queuedWrite(_ entry: StoreEntry) throws -> QueuedWrite {
-        let write: QueuedWrite = try decode(entry)
+        let write = try decode(entry, QueueJSONReader.queuedWrite(from:))
         guard let (sequence, id) = QueueKeys.parse(entry.key, prefix: QueueKeys.queuePrefix),
             sequence == write.sequence, id == write.id
         else {
@@ -56,18 +46,28 @@ struct QueueEntryReader {
     }
 
     func rejectedWrite(_ entry: StoreEntry) throws -> RejectedWrite {
-        let rejected: RejectedWrite = try decode(entry)
+        let rejected = try decode(entry, QueueJSONReader.rejectedWrite(from:))
         guard let (_, id) = QueueKeys.parse(entry.key, prefix: QueueKeys.rejectedPrefix), id == rejected.id else {
             throw QueueErrors.undecodable(entry.key, "it holds write \(rejected.id), not the one its key names")
         }
         return rejected
     }
 
-    private func decode<Value: Decodable>(_ entry: StoreEntry) throws -> Value {
+    private func decode<Value>(_ entry: StoreEntry, _ read: (String) throws -> Value) throws -> Value {
         do {
-            return try decoder.decode(Value.self, from: Data(entry.value.utf8))
+            return try read(entry.value)
         } catch {
             throw QueueErrors.undecodable(entry.key, "\(error)", error)
         }
+    }
+}
+
+extension QueuedWrite {
+    /// About how many bytes its strings take, to size the output once.
+    fileprivate var stringBytes: Int {
+        var total = id.utf8.count + (lastError?.utf8.count ?? 0) + request.method.utf8.count + request.path.utf8.count
+        total += request.body?.utf8.count ?? 0
+        for (name, value) in request.headers { total += name.utf8.count + value.utf8.count + 6 }
+        return total
     }
 }
