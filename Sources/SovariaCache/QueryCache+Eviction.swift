@@ -53,6 +53,37 @@ extension QueryCache {
         }
     }
 
+    /// The size check a read's fetch calls for: the comparison now, and a pass, when the total
+    /// is over the bound, in a task of its own so the readers sharing the fetch are answered
+    /// first. One such pass runs at a time: it evicts until the total reaches the target, puts
+    /// made meanwhile included, and a check asked for while it runs runs again right after it
+    /// (stacked passes would queue their batches at the gate ahead of every put). A pass that
+    /// fails keeps what it could not delete; the next check tries again.
+    func checkSizeBehindAnswer() {
+        guard let bound = size.effectiveBytes, totalBytes > bound else { return }
+        let start = passBehind.withLock { state -> Bool in
+            guard !state.running else {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        runInBackground {
+            var again = true
+            while again {
+                try? await self.evictIfOverBound()
+                again = self.passBehind.withLock { state in
+                    let again = state.again
+                    state.again = false
+                    state.running = again
+                    return again
+                }
+            }
+        }
+    }
+
     /// Deletes up to ten of the oldest unprotected lists, fewer when the total reaches `target`
     /// bytes and `maxLists` lists sooner; returns what it deleted (nothing when done).
     private func evictOneBatch(

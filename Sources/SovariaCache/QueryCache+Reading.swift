@@ -83,9 +83,7 @@ extension QueryCache {
                 stored = try await self.write(
                     query, id: id, body: cached.body, serverTime: serverTime, etag: cached.etag)
             }
-            // The pass starts in a task of its own and the shared answer is returned at once. A
-            // pass that fails keeps what it could not delete, and the next check tries again.
-            if stored.needsSizeCheck { self.runInBackground { try? await self.evictIfOverBound() } }
+            if stored.needsSizeCheck { self.checkSizeBehindAnswer() }
             return stored.response
         }
     }

@@ -1,6 +1,6 @@
 /// What the query cache keeps in memory about the lists in the store: each list's server time
 /// and body size, the order to evict in (a min-heap on server time), and the running total.
-/// Rebuilt once per open from the `sov:cache:t:` keys; never reads a body.
+/// Rebuilt once per open from the `sov:cache:l:` keys; never reads a body.
 struct CacheIndex {
     struct Entry: Equatable {
         var serverTimeMillis: Int64
