@@ -90,7 +90,7 @@ public final class WriteQueue: Sendable {
             let (waiting, sequence) = try index.withLock { ($0.queued.count, try $0.nextSequence()) }
             guard waiting < maxQueued else { throw QueueErrors.full(maxQueued) }
             let write = QueuedWrite(
-                id: UUID().uuidString.lowercased(), sequence: sequence, request: request,
+                id: ClientID.make(), sequence: sequence, request: request,
                 queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
             try await commit(
                 [.set(key: QueueKeys.queued(sequence, write.id), value: try QueueCoding.encode(write))],

@@ -218,32 +218,30 @@ struct QueueJSONReader {
 
     private mutating func string() throws -> String {
         try expect(UInt8(ascii: "\""), "a string")
-        let start = position
-        // Fast path: no escape, so the text is the bytes between the quotes.
+        // Runs between escapes are copied whole; without an escape the text is the bytes
+        // between the quotes and `unescaped` never allocates.
+        var unescaped: [UInt8] = []
+        var runStart = position
         while position < input.count {
             let byte = input[position]
             if byte == UInt8(ascii: "\"") {
+                let run = UnsafeBufferPointer(rebasing: input[runStart..<position])
                 position += 1
-                return String(decoding: UnsafeBufferPointer(rebasing: input[start..<position - 1]), as: UTF8.self)
+                guard !unescaped.isEmpty else { return String(decoding: run, as: UTF8.self) }
+                unescaped.append(contentsOf: run)
+                return String(decoding: unescaped, as: UTF8.self)
             }
-            if byte == UInt8(ascii: "\\") { break }
+            if byte == UInt8(ascii: "\\") {
+                unescaped.append(contentsOf: UnsafeBufferPointer(rebasing: input[runStart..<position]))
+                position += 1
+                try unescape(into: &unescaped)
+                runStart = position
+                continue
+            }
             guard byte >= 0x20 else { throw failure("a control character must be escaped in a string") }
             position += 1
         }
-        var bytes = Array(UnsafeBufferPointer(rebasing: input[start..<position]))
-        while true {
-            guard position < input.count else { throw failure("the string does not end") }
-            let byte = input[position]
-            position += 1
-            switch byte {
-            case UInt8(ascii: "\""): return String(decoding: bytes, as: UTF8.self)
-            case UInt8(ascii: "\\"): try unescape(into: &bytes)
-            case 0..<0x20:
-                position -= 1
-                throw failure("a control character must be escaped in a string")
-            default: bytes.append(byte)
-            }
-        }
+        throw failure("the string does not end")
     }
 
     /// Reads what follows a backslash.

@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+
+@testable import SovariaQueue
+
+@Suite struct ClientIDTests {
+    @Test func clientIDsAreLowercaseVersion4UUIDsAsUUIDStringLowercasedWroteThem() throws {
+        var seen = Set<String>()
+        for _ in 0..<2_000 {
+            let id = ClientID.make()
+            let uuid = try #require(UUID(uuidString: id), "\(id) parses as a UUID")
+            #expect(uuid.uuidString.lowercased() == id, "same text as UUID().uuidString.lowercased()")
+            let bytes = uuid.uuid
+            #expect(bytes.6 >> 4 == 4, "version 4")
+            #expect(bytes.8 >> 6 == 0b10, "RFC variant")
+            seen.insert(id)
+        }
+        #expect(seen.count == 2_000, "random: no repeats")
+    }
+
+    @Test func clientIDsVaryInEveryRandomHexDigit() {
+        // Dashes aside, digit 14 is the version and 19 the variant (4 values); every other one varies.
+        let ids = (0..<400).map { _ in Array(ClientID.make().utf8) }
+        for position in 0..<36 where ![8, 13, 14, 18, 19, 23].contains(position) {
+            #expect(Set(ids.map { $0[position] }).count > 4, "digit at \(position)")
+        }
+    }
+}
