@@ -125,10 +125,17 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
 
     private static func openMainDatabase(_ env: OpaquePointer) throws -> MDB_dbi {
         var begun: OpaquePointer?
-        try checkLMDB(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun), "Starting an LMDB read failed")
+        var rc = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun)
+        // Another process grew the map between our open and this read: adopt its size (no
+        // transaction of ours is active yet) and start again.
+        while rc == MDB_MAP_RESIZED {
+            try checkLMDB(mdb_env_set_mapsize(env, 0), "Adopting the LMDB map size another process set failed")
+            rc = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun)
+        }
+        try checkLMDB(rc, "Starting an LMDB read failed")
         guard let txn = begun else { throw OfflineStoreError.lmdb(ENOMEM, "Starting an LMDB read failed") }
         var dbi: MDB_dbi = 0
-        let rc = mdb_dbi_open(txn, nil, 0, &dbi)
+        rc = mdb_dbi_open(txn, nil, 0, &dbi)
         guard rc == MDB_SUCCESS else {
             mdb_txn_abort(txn)
             throw OfflineStoreError.lmdb(rc, "Opening LMDB's main database failed")
