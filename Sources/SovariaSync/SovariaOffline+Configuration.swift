@@ -23,6 +23,9 @@ extension SovariaOffline {
         /// After this many failed tries of the head write, a ``SyncError/Kind/stalled(attempts:since:)``
         /// error says the queue is not moving. Default: 5.
         public var stalledAfterAttempts: Int = 5
+        /// A head write that still fails this long after it was queued is reported as stalled too,
+        /// however few its tries. Default: 10 minutes.
+        public var stalledAfter: Duration = .seconds(600)
         /// Called once when the server answers 401, before the write is sent again (refresh the
         /// session's token here). Default: `nil` (a 401 pauses the queue at once).
         public var refreshAuthorization: (@Sendable () async throws -> Void)?

@@ -267,7 +267,8 @@ public final class SovariaOffline: Sendable {
         report(
             SyncError(
                 kind: .retryLater(status: response?.status ?? 0, retryAfter: delay), write: head, message: message))
-        if failures >= configuration.stalledAfterAttempts {
+        let waited = now.timeIntervalSince(head.queuedAt)
+        if failures >= configuration.stalledAfterAttempts || waited >= configuration.stalledAfter.seconds {
             report(SyncError(kind: .stalled(attempts: failures, since: head.queuedAt), write: head, message: message))
         }
     }

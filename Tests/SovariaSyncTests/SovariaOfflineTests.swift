@@ -150,22 +150,36 @@ func insert(_ id: Int) -> DataRequest {
 
     @Test(arguments: SyncEngine.all)
     func backoffDoublesAndAStuckHeadIsReportedAsStalled(_ engine: SyncEngine) async throws {
-        let rig = try await Rig(engine) { $0.stalledAfterAttempts = 3 }
+        let rig = try await Rig(engine) { configuration in
+            configuration.stalledAfterAttempts = 3
+            configuration.stalledAfter = .seconds(3_600)
+        }
         rig.transport.online = false
         _ = try await rig.offline.write(insert(1))
         rig.transport.online = true
-        var delays: [Duration] = []
         for _ in 0..<3 {
             rig.transport.answer(DataResponse(status: 500))
             #expect(try await rig.offline.flush() == 0)
-            if case .retryLater(_, let delay) = rig.reported.last(where: { $0.kind != .unauthorized })?.kind {
-                delays.append(delay)
-            }
-            rig.clock.advance(seconds: 3_600)
+            rig.clock.advance(seconds: 120)
         }
-        #expect(delays.prefix(2) == [.seconds(1), .seconds(2)])
+        let delays = rig.reported.compactMap { error -> Duration? in
+            if case .retryLater(_, let delay) = error.kind { delay } else { nil }
+        }
+        #expect(delays == [.seconds(1), .seconds(2), .seconds(4)])
         #expect(rig.reported.contains { if case .stalled(3, _) = $0.kind { true } else { false } })
         #expect(try await rig.offline.pendingWrites().first?.attempts == 3)
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func aHeadFailingForLongIsReportedAsStalledAfterItsFirstFailure(_ engine: SyncEngine) async throws {
+        let rig = try await Rig(engine) { $0.stalledAfter = .seconds(600) }
+        rig.transport.online = false
+        _ = try await rig.offline.write(insert(1))
+        rig.clock.advance(seconds: 601)  // queued more than ten minutes ago, never tried
+        rig.transport.online = true
+        rig.transport.answer(DataResponse(status: 502))
+        #expect(try await rig.offline.flush() == 0)
+        #expect(rig.reported.contains { if case .stalled(1, _) = $0.kind { true } else { false } })
     }
 
     @Test(arguments: SyncEngine.all)
