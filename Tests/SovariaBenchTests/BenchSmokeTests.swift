@@ -23,25 +23,36 @@ import Testing
             .appendingPathComponent("sovaria-bench")
     }
 
-    @Test func quickRunCoversEverySectionAndWritesEveryFormat() throws {
+    @Test func quickRunCoversEverySectionAndWritesEveryFormat() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = [
+        let arguments = [
             "--quick", "--count", "300", "--repeats", "1", "--dir", folder.appendingPathComponent("stores").path,
             "--json", folder.appendingPathComponent("bench.json").path,
             "--markdown", folder.appendingPathComponent("bench.md").path,
             "--svg", folder.appendingPathComponent("bench.svg").path,
         ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let table = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        // The bench runs for tens of seconds: wait for it on a thread of its own, not on one of the
+        // few cooperative threads every other test needs meanwhile.
+        let (table, status) = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        let process = Process()
+                        process.executableURL = Self.executable
+                        process.arguments = arguments
+                        let output = Pipe()
+                        process.standardOutput = output
+                        process.standardError = FileHandle.nullDevice
+                        try process.run()
+                        let table = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                        process.waitUntilExit()
+                        return (table, process.terminationStatus)
+                    })
+            }.start()
+        }
+        #expect(status == 0)
 
         let report = try JSONDecoder().decode(
             Report.self, from: Data(contentsOf: folder.appendingPathComponent("bench.json")))

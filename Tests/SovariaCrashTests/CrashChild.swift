@@ -23,8 +23,10 @@ enum CrashChild {
         engine: String, path: String, durability: String, first: Int, killAfterAcknowledgements: Int
     ) async throws -> Acknowledged {
         try await withCheckedThrowingContinuation { continuation in
-            // Blocking pipe reads: kept off Swift's cooperative threads.
-            DispatchQueue.global().async {
+            // Blocking pipe reads for as long as the child runs: on a thread of their own, off
+            // Swift's cooperative threads and off Dispatch's pool, whose few threads the stores
+            // under test (file, SQLite, LMDB) need for their own work meanwhile.
+            let reader = Thread {
                 continuation.resume(
                     with: Result {
                         try runBlocking(
@@ -32,6 +34,7 @@ enum CrashChild {
                             killAfter: killAfterAcknowledgements)
                     })
             }
+            reader.start()
         }
     }
 
