@@ -34,6 +34,8 @@ public struct DataRequest: Sendable, Hashable, Codable {
         let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
         let name = String(Substring(rest[..<(end ?? rest.endIndex)]))
         guard !name.isEmpty, name != "rpc" else { return nil }
+        // Percent-decoding goes through Foundation (microseconds on Linux): only when needed.
+        guard name.utf8.contains(UInt8(ascii: "%")) else { return name }
         return name.removingPercentEncoding ?? name
     }
 }

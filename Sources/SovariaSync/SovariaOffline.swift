@@ -394,8 +394,9 @@ public final class SovariaOffline: Sendable {
     }
 
     private func markTableStale(of request: DataRequest) async throws {
-        guard let table = request.table else { return }
-        for query in try await queriesByTable()[table] ?? [] { try await cache.markStale(query) }
+        let known = try await queriesByTable()
+        guard !known.isEmpty, let table = request.table else { return }
+        for query in known[table] ?? [] { try await cache.markStale(query) }
     }
 
     /// The cached queries of each table: from memory, or listed once from the store.
