@@ -48,7 +48,7 @@ final class FileStoreHandle: Sendable {
         self.path = path
         let tree = FileTree(root: path)
         self.tree = tree
-        _ = try POSIXFile.listDirectory(path)  // a folder that cannot even be read falls back to memory
+        try POSIXFile.checkReadableFolder(path)  // a folder that cannot even be read falls back to memory
         tree.restrictMode()
         var lock: FolderLock?
         var failure: OfflineStoreError?

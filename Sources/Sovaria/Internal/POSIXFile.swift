@@ -151,6 +151,12 @@ package enum POSIXFile {
         guard fsync(fd) == 0 else { throw error("Syncing folder", path) }
     }
 
+    /// Throws when the folder at `path` cannot be opened for listing; reads none of its entries.
+    package static func checkReadableFolder(_ path: String) throws(OfflineStoreError) {
+        guard let dir = opendir(path) else { throw error("Listing folder", path) }
+        closedir(dir)
+    }
+
     /// The names in the folder at `path`, without `.` and `..`; empty when it does not exist.
     package static func listDirectory(_ path: String) throws(OfflineStoreError) -> [(name: String, isDirectory: Bool)] {
         guard let dir = opendir(path) else {
