@@ -4,8 +4,8 @@
 #   make lint   checks formatting with the committed .swift-format
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
-DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev
-BREW_PACKAGES := sqlite lmdb leveldb libsodium
+DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-dev postgresql python3-psycopg
+BREW_PACKAGES := sqlite lmdb leveldb libsodium libpq postgresql@15
 BENCH_ARGS ?=
 
 .PHONY: test bench bench-quick lint format deps build docs
@@ -65,5 +65,5 @@ deps:
 			fi; \
 		fi; \
 	else \
-		echo "Install the development files of SQLite, LMDB, LevelDB and libsodium with your package manager."; \
+		echo "Install the development files of SQLite, LMDB, LevelDB, libsodium and libpq, and PostgreSQL, with your package manager."; \
 	fi
