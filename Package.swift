@@ -67,6 +67,9 @@ let package = Package(
         ),
 
         .testTarget(name: "SovariaTests", dependencies: ["Sovaria", "SovariaTestKit"]),
+        // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
+        // need a real server.
+        .target(name: "SovariaTestServers", path: "Tests/SovariaTestServers"),
         // The child process the crash tests kill with SIGKILL, and those tests.
         .executableTarget(
             name: "sovaria-crash-writer",

@@ -1,0 +1,179 @@
+import Foundation
+
+/// A throwaway PostgreSQL cluster for tests, run by `Tests/Server/pgcluster`: test equipment.
+///
+/// `PostgresCluster.shared` is one cluster per test process, started on first use and stopped when
+/// the process exits; a test that restarts or stops its server starts a cluster of its own.
+/// Each test takes a database of its own with `makeDatabase()`, so tests never see each other's
+/// tables.
+///
+/// ```swift
+/// let cluster = try await PostgresCluster.shared()
+/// let conninfo = try await cluster.makeDatabase()
+/// ```
+public final class PostgresCluster: Sendable {
+    /// Why the cluster could not be used.
+    public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong, with the script's output.
+        public let description: String
+    }
+
+    /// The folder that holds the cluster's data, socket and log.
+    public let directory: URL
+    /// The libpq conninfo of the cluster's `postgres` database, as the superuser `postgres`.
+    public let conninfo: String
+    /// The loopback TCP port the server listens on.
+    public let port: Int
+
+    /// The repository's `Tests/Server` folder, found from this source file's path.
+    public static let serverFolder = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Server")
+
+    private static let sharedCluster = SharedCluster()
+
+    /// The cluster shared by every test of this process, started on first use.
+    public static func shared() async throws -> PostgresCluster {
+        try await sharedCluster.cluster()
+    }
+
+    /// Starts a new cluster in a new temporary folder (about a second).
+    public static func start() async throws -> PostgresCluster {
+        let directory = URL(fileURLWithPath: "/tmp", isDirectory: true)
+            .appendingPathComponent("sovaria-pg-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        let output = try await run(["start", directory.path])
+        return try PostgresCluster(directory: directory, conninfo: output)
+    }
+
+    private init(directory: URL, conninfo: String) throws {
+        self.directory = directory
+        self.conninfo = conninfo.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let portField = self.conninfo.split(separator: " ").first(where: { $0.hasPrefix("port=") }),
+            let port = Int(portField.dropFirst("port=".count))
+        else { throw Failure(description: "pgcluster printed no port: \(conninfo)") }
+        self.port = port
+    }
+
+    /// Creates an empty database with a fresh name and returns its conninfo.
+    public func makeDatabase() async throws -> String {
+        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        try await psql("CREATE DATABASE \(name)")
+        return conninfo.replacingOccurrences(of: "dbname=postgres", with: "dbname=\(name)")
+    }
+
+    /// Runs SQL with `psql` as the superuser on `database` (the `postgres` database by default)
+    /// and returns what it printed (unaligned, tuples only, `|` between columns).
+    @discardableResult
+    public func psql(_ sql: String, database: String? = nil) async throws -> String {
+        var target = conninfo
+        if let database { target = target.replacingOccurrences(of: "dbname=postgres", with: "dbname=\(database)") }
+        return try await Self.runProcess(
+            "/usr/bin/env", ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", target, "-c", sql])
+    }
+
+    /// Stops the server; its data stays, so `restart()` brings the same databases back.
+    public func stop() async throws { _ = try await Self.run(["stop", directory.path]) }
+
+    /// Starts the server again on the same port (after `stop()`, or stopping and starting it).
+    public func restart() async throws { _ = try await Self.run(["restart", directory.path]) }
+
+    /// Stops the server and deletes its folder.
+    public func destroy() async throws {
+        try await stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private static func run(_ arguments: [String]) async throws -> String {
+        try await runProcess(serverFolder.appendingPathComponent("pgcluster").path, arguments)
+    }
+
+    /// Runs a program to its end on a thread of its own (never blocking Swift's cooperative
+    /// threads) and returns its standard output; a non-zero exit throws with its standard error.
+    static func runProcess(_ path: String, _ arguments: [String]) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(
+                    with: Result {
+                        let process = Process()
+                        process.executableURL = URL(fileURLWithPath: path)
+                        process.arguments = arguments
+                        let output = Pipe()
+                        let errors = Pipe()
+                        process.standardOutput = output
+                        process.standardError = errors
+                        process.standardInput = FileHandle.nullDevice
+                        try process.run()
+                        // Read both pipes to their ends before waiting, so a full pipe never
+                        // blocks the child: errors on a second thread.
+                        let errorData = LockedData()
+                        let errorReader = Thread { errorData.set(errors.fileHandleForReading.readDataToEndOfFile()) }
+                        errorReader.start()
+                        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+                        process.waitUntilExit()
+                        let errorText = String(decoding: errorData.wait(), as: UTF8.self)
+                        guard process.terminationStatus == 0 else {
+                            throw Failure(
+                                description: "\(path) \(arguments.joined(separator: " ")) exited with "
+                                    + "\(process.terminationStatus): \(errorText)")
+                        }
+                        return String(decoding: outputData, as: UTF8.self)
+                    })
+            }
+            thread.start()
+        }
+    }
+}
+
+/// Data handed from one thread to another once.
+private final class LockedData: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var data: Data?
+
+    func set(_ value: Data) {
+        condition.lock()
+        data = value
+        condition.signal()
+        condition.unlock()
+    }
+
+    func wait() -> Data {
+        condition.lock()
+        defer { condition.unlock() }
+        while data == nil { condition.wait() }
+        return data ?? Data()
+    }
+}
+
+/// Starts the shared cluster once, and stops it when the process exits.
+private actor SharedCluster {
+    private var started: PostgresCluster?
+
+    func cluster() async throws -> PostgresCluster {
+        if let started { return started }
+        let cluster = try await PostgresCluster.start()
+        started = cluster
+        SharedClusterExit.register(cluster.directory.path)
+        return cluster
+    }
+}
+
+/// Stops the shared cluster at process exit (`atexit`), so no server outlives the tests.
+private enum SharedClusterExit {
+    nonisolated(unsafe) static var directories: [String] = []
+
+    static func register(_ directory: String) {
+        directories.append(directory)
+        if directories.count == 1 {
+            atexit {
+                for directory in SharedClusterExit.directories {
+                    let script = PostgresCluster.serverFolder.appendingPathComponent("pgcluster").path
+                    let process = Process()
+                    process.executableURL = URL(fileURLWithPath: script)
+                    process.arguments = ["stop", directory]
+                    try? process.run()
+                    process.waitUntilExit()
+                    try? FileManager.default.removeItem(atPath: directory)
+                }
+            }
+        }
+    }
+}
