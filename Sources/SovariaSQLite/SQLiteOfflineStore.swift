@@ -20,6 +20,11 @@ import Sovaria
 ///     queue, one at a time, on the file's single writer connection, so a commit waiting for the
 ///     disk or for another process's lock never parks a thread of Swift's cooperative pool.
 ///     Every write is one `BEGIN IMMEDIATE` transaction, and nothing awaits inside it.
+///     A small `.flushed` batch (256 writes and 64 KiB at most) is the exception: its commit
+///     does not wait for the disk, so it runs on the caller's thread when the writer is free and
+///     no other process holds the lock, and saves the hop to the queue and back (about 30 µs of a
+///     40–60 µs write); otherwise it goes to the queue like any other. Such a commit still syncs
+///     at a WAL checkpoint (every 1,000 pages), a few milliseconds on the caller's thread.
 ///
 ///   Each file is open once per process: stores on the same file (by any spelling of its path)
 ///   share one writer and one reader pool, and see each other's writes at once; each store's
@@ -95,7 +100,28 @@ public final class SQLiteOfflineStore: OfflineStore {
         try StoreKey.validate(batch)
         guard !batch.isEmpty else { return }
         let durability = durability
+        if runsInline(batch) {
+            let written = try database.writeIfIdle { writer throws(OfflineStoreError) in
+                try writer.applyWithoutWaiting(batch, durability: durability)
+            }
+            if written { return }
+        }
         try await database.write { writer in try writer.apply(batch, durability: durability) }
+    }
+
+    /// The most writes, and bytes, of a batch that runs on the caller's thread.
+    static let inlineWriteMaxEntries = 256
+    static let inlineWriteMaxBytes = 64 * 1_024
+
+    /// Whether `batch` runs on the caller's executor: only a flushed one (a synced commit waits for
+    /// the disk), only a small one, and only when it need not wait for a lock (see ``write(_:)``).
+    private func runsInline(_ batch: [StoreWrite]) -> Bool {
+        guard durability == .flushed, batch.count <= Self.inlineWriteMaxEntries else { return false }
+        var bytes = 0
+        for write in batch {
+            if case .set(let key, let value) = write { bytes += key.utf8.count + value.utf8.count }
+        }
+        return bytes <= Self.inlineWriteMaxBytes
     }
 
     /// The keys that start with `prefix`, in byte order, read from the key index; runs on the

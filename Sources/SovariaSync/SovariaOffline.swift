@@ -390,7 +390,7 @@ public final class SovariaOffline: Sendable {
         guard known[table]?.contains(query) != true else { return }
         let hash = String(EntryChecksum.of(key: table, value: query), radix: 16)
         try await store.set(Self.tablesPrefix + table + ":" + hash, query)
-        state.withLock { $0.queriesByTable?[table, default: []].insert(query) }
+        state.withLock { _ = $0.queriesByTable?[table, default: []].insert(query) }
     }
 
     private func markTableStale(of request: DataRequest) async throws {

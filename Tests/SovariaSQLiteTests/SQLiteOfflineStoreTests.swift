@@ -202,6 +202,40 @@ import Testing
         #expect(try await store.get("k") == "after")
     }
 
+    /// A small flushed write first tries the writer on its caller's thread without waiting for the
+    /// lock; when another connection holds it, the write must go on to the queue and wait there
+    /// (the busy timeout), not fail with `.locked`.
+    @Test func aFlushedWriteWaitsForALockHeldElsewhereInsteadOfFailing() async throws {
+        let folder = try TemporaryFolder()
+        let file = folder.child("store.sqlite")
+        let store = try SQLiteOfflineStore(fileURL: file, durability: .flushed)
+        try await store.set("k", "before")
+        let other = try rawConnection(to: file, busyTimeoutMilliseconds: 0)
+        defer { other.close() }
+        try other.execute("BEGIN IMMEDIATE", purpose: "test")
+
+        async let written: Void = store.set("k", "after")
+        await Task.yield()
+        #expect(try await store.get("k") == "before", "the lock is still held elsewhere")
+        try other.execute("COMMIT", purpose: "test")
+        try await written
+        #expect(try await store.get("k") == "after")
+    }
+
+    /// The WAL hook that replaces SQLite's automatic checkpoint still checkpoints: after many
+    /// small flushed writes, the WAL stays near 1,000 pages instead of growing with every write.
+    @Test func smallFlushedWritesStillCheckpointTheLog() async throws {
+        let folder = try TemporaryFolder()
+        let file = folder.child("store.sqlite")
+        let store = try SQLiteOfflineStore(fileURL: file, durability: .flushed)
+        let value = String(repeating: "v", count: 4_000)
+        for index in 0..<3_000 { try await store.set("key:\(index % 500)", value) }
+        let walBytes = try folder.fileSize("store.sqlite-wal")
+        // 3,000 writes of a page or more each would make a WAL of 12 MB without checkpoints.
+        #expect(walBytes < 6 * 1_024 * 1_024, "the WAL is \(walBytes) bytes")
+        #expect(try await store.quickCheck())
+    }
+
     @Test func aFullDatabaseThrowsFullAndChangesNothing() async throws {
         let folder = try TemporaryFolder()
         let store = try SQLiteOfflineStore(fileURL: folder.child("store.sqlite"), durability: .flushed)

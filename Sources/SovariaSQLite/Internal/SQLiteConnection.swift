@@ -12,10 +12,13 @@ final class SQLiteConnection {
     /// The C handle; valid until ``close()``.
     let handle: OpaquePointer
     private var isOpen = true
+    /// How long a statement waits for another connection's lock before `SQLITE_BUSY`.
+    private let busyTimeoutMilliseconds: Int32
 
     /// Opens `path`, read-only or read-write (created when missing).
     init(path: String, readOnly: Bool, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {
         self.path = path
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         var handle: OpaquePointer?
         let code = sqlite3_open_v2(path, &handle, access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
@@ -34,6 +37,14 @@ final class SQLiteConnection {
     }
 
     deinit { close() }
+
+    /// Runs `body` with no busy wait: a lock held elsewhere fails at once with `SQLITE_BUSY`
+    /// (`.locked`) instead of waiting up to the busy timeout.
+    func withoutBusyWait<Result>(_ body: () throws(OfflineStoreError) -> Result) throws(OfflineStoreError) -> Result {
+        sqlite3_busy_timeout(handle, 0)
+        defer { sqlite3_busy_timeout(handle, busyTimeoutMilliseconds) }
+        return try body()
+    }
 
     /// Runs `sql` (one or more statements, no parameters), discarding any rows.
     func execute(_ sql: String, purpose: String) throws(OfflineStoreError) {

@@ -22,6 +22,8 @@ final class SQLiteDatabase: Sendable {
     private let writer: SQLiteWriter
     private let readers: SQLiteReaderPool
     private let queue = BlockingWorkQueue(label: "sovaria.sqlite")
+    /// Held by whoever uses the writer: a job on the queue, or a write run on its caller's thread.
+    private let writerInUse = SQLiteWriterLock()
 
     /// The database open on `fileURL` in this process, or a newly opened one.
     ///
@@ -72,7 +74,16 @@ final class SQLiteDatabase: Sendable {
     /// Runs `body` on the writer, on the queue, alone: off Swift's cooperative threads, since a
     /// commit may wait for the disk and `BEGIN IMMEDIATE` for another process's lock.
     func write<Result: Sendable>(_ body: @escaping @Sendable (SQLiteWriter) throws -> Result) async throws -> Result {
-        try await queue.runAlone { [self] in try body(writer) }
+        try await queue.runAlone { [self] in try writerInUse.withLock { try body(writer) } }
+    }
+
+    /// Runs `body` on the writer on the caller's thread when no other write is using it; `false`
+    /// when one is (or when `body` says it could not finish without waiting).
+    func writeIfIdle(_ body: (SQLiteWriter) throws(OfflineStoreError) -> Bool) throws(OfflineStoreError) -> Bool {
+        let outcome: Result<Bool, OfflineStoreError>? = writerInUse.withLockIfAvailable {
+            Result { () throws(OfflineStoreError) in try body(writer) }
+        }
+        return try outcome?.get() ?? false
     }
 }
 

@@ -22,11 +22,16 @@ final class SQLiteWriter: @unchecked Sendable {
     /// Disk space set aside for deleting on a full disk (`<file>-reserve`).
     private let reserve: DiskReserve
     static let reserveBytes = 1 << 20
+    /// Checkpoints like SQLite, and knows the WAL's size (see ``applyWithoutWaiting(_:durability:)``).
+    private let checkpointer = SQLiteCheckpointer()
 
     /// Opens (creating when missing) and sets up the database at `path`.
-    init(path: String, durability: Durability, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {
+    init(
+        path: String, durability: Durability, busyTimeoutMilliseconds: Int32
+    ) throws(OfflineStoreError) {
         connection = try SQLiteConnection(path: path, readOnly: false, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         try SQLiteSchema.prepare(connection)
+        SQLiteCheckpointer.install(checkpointer, on: connection.handle)
         reserve = DiskReserve(path: path + "-reserve", sizeBytes: Self.reserveBytes)
         self.durability = durability
         try Self.setSynchronous(for: durability, on: connection)
@@ -63,6 +68,36 @@ final class SQLiteWriter: @unchecked Sendable {
             let releasedReserve = DiskReserve.isOnlyDeletes(batch) && reserve.release()
             guard (try? connection.checkpointAndTruncateLog()) != nil || releasedReserve else { throw error }
             try applyInTransaction(batch)
+        }
+    }
+
+    /// A generous guess of the pages a commit of `batch` adds to the WAL: each write may touch a
+    /// leaf and an interior page of each index, and a value spills into a page per 4 KiB.
+    static func pagesWritten(by batch: [StoreWrite]) -> Int {
+        var pages = 4
+        for write in batch {
+            pages += 4
+            if case .set(_, let value) = write { pages += value.utf8.count / 4_096 + 1 }
+        }
+        return pages
+    }
+
+    /// Applies `batch` like ``apply(_:durability:)`` when that takes no waiting: `false` (and
+    /// nothing written) when another process holds the write lock, the disk is full, or the
+    /// commit would checkpoint the WAL (which syncs the file), so the caller hands it to
+    /// ``apply(_:durability:)`` on the queue, which waits, checkpoints and recovers there.
+    func applyWithoutWaiting(_ batch: [StoreWrite], durability: Durability) throws(OfflineStoreError) -> Bool {
+        guard checkpointer.hasRoom(forPages: Self.pagesWritten(by: batch)) else { return false }
+        if durability != self.durability {
+            try Self.setSynchronous(for: durability, on: connection)
+            self.durability = durability
+        }
+        do {
+            try connection.withoutBusyWait { () throws(OfflineStoreError) in try applyInTransaction(batch) }
+            return true
+        } catch {
+            guard error.code == .locked || error.code == .full else { throw error }
+            return false
         }
     }
 
