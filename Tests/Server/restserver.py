@@ -1,0 +1,706 @@
+#!/usr/bin/python3
+"""A small PostgREST-style HTTP front over a real PostgreSQL: test equipment for Sovaria.
+
+    restserver.py --conninfo "host=DIR port=P user=postgres dbname=postgres" [--port 0]
+                  [--setup] [--verbose]
+
+--setup applies schema.sql with the given conninfo (a superuser's) first. The server itself
+always connects as `authenticator` (the same conninfo with user=authenticator) and runs each
+request in one transaction after `SET LOCAL ROLE <role of the token>`, so grants and row-level
+security are enforced by PostgreSQL, as with PostgREST. It binds 127.0.0.1, prints exactly one
+line `listening PORT` on stdout when ready, and stops cleanly on SIGTERM or SIGINT.
+
+See README.md for the endpoints, the token scheme, the control endpoints under /_test/ and the
+known differences from PostgREST.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import json
+import re
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+try:
+    import psycopg
+except ImportError:  # a non-Debian python3 first in PATH (pyenv): use Debian's python3-psycopg
+    sys.path.append("/usr/lib/python3/dist-packages")
+    import psycopg
+from psycopg import sql
+
+SCHEMA = "public"
+USERS = ("alice", "bob")                        # user roles created by schema.sql
+TOKENS = {f"token-{user}": user for user in USERS}
+ANON = "anon"
+REST_PREFIX = "/rest/v1/"
+NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")        # the only identifiers we accept
+RESERVED_PARAMS = {"select", "order", "limit", "offset", "on_conflict", "columns"}
+COMPARISONS = {"eq": "=", "neq": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<=",
+               "like": "LIKE", "ilike": "ILIKE"}
+IS_VALUES = {"null": "NULL", "not_null": "NOT NULL", "true": "TRUE", "false": "FALSE",
+             "unknown": "UNKNOWN"}
+JSON_TYPE = "application/json; charset=utf-8"
+
+
+class ApiError(Exception):
+    """An error answered in PostgREST's shape: {"code", "details", "hint", "message"}."""
+
+    def __init__(self, status: int, code: str, message: str, details: Any = None,
+                 hint: Any = None, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.details, self.hint, self.headers = details, hint, headers or {}
+
+    def body(self) -> bytes:
+        return json.dumps({"code": self.code, "details": self.details, "hint": self.hint,
+                           "message": self.message}).encode()
+
+
+def status_for_sqlstate(state: str, message: str, authenticated: bool) -> int:
+    """PostgREST's mapping of PostgreSQL error codes to HTTP statuses (its Error.hs and
+    docs.postgrest.org "Errors" > "HTTP Status Codes"); anything else is 400."""
+    exact = {"23503": 409, "23505": 409, "25006": 405, "53400": 500, "57P01": 503,
+             "P0001": 400, "42883": 404, "42P01": 404, "42P17": 500}
+    if state == "42501":
+        return 403 if authenticated else 401
+    if state == "22023" and message.startswith("role") and message.endswith("does not exist"):
+        return 401
+    if state in exact:
+        return exact[state]
+    prefixes = {"08": 503, "09": 500, "0L": 403, "0P": 403, "25": 500, "28": 403, "2D": 500,
+                "38": 500, "39": 500, "3B": 500, "40": 500, "53": 503, "54": 500, "55": 500,
+                "57": 500, "58": 500, "F0": 500, "HV": 500, "P0": 500, "XX": 500}
+    return prefixes.get(state[:2], 400)
+
+
+def pg_error(error: psycopg.Error, role: str) -> ApiError:
+    state = error.sqlstate
+    if state is None:  # no answer from the server: PostgREST's connection error
+        return ApiError(503, "PGRST000", "Database connection error. Retrying the connection.",
+                        details=str(error).strip() or None)
+    diag = error.diag
+    message = diag.message_primary or str(error)
+    status = status_for_sqlstate(state, message, role != ANON)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    return ApiError(status, state, message, diag.message_detail, diag.message_hint, headers)
+
+
+# ---------------------------------------------------------------- shared state (for /_test/)
+
+@dataclass
+class TestState:
+    """What the control endpoints set, and the log of /rest requests. Guarded by `lock`."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    failures: list[dict[str, Any]] = field(default_factory=list)   # FIFO rules, see /_test/fail
+    slow: list[float] = field(default_factory=list)                # seconds, one per write
+    expired: set[str] = field(default_factory=set)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def take_failure(self, is_write: bool) -> dict[str, Any] | None:
+        """Consume one use of the first rule that applies to this request."""
+        with self.lock:
+            for rule in self.failures:
+                if rule["after_commit"] and not is_write:
+                    continue
+                rule["count"] -= 1
+                if rule["count"] <= 0:
+                    self.failures.remove(rule)
+                return rule
+        return None
+
+    def take_slow(self) -> float:
+        with self.lock:
+            return self.slow.pop(0) if self.slow else 0.0
+
+    def clear(self) -> None:
+        with self.lock:
+            self.failures.clear()
+            self.slow.clear()
+            self.expired.clear()
+            self.requests.clear()
+
+
+# ---------------------------------------------------------------- request parsing
+
+@dataclass
+class Query:
+    select: sql.Composable
+    where: list[sql.Composable]
+    params: list[Any]
+    order: list[sql.Composable]
+    limit: int | None
+    offset: int | None
+    on_conflict: list[str] | None
+    columns: list[str] | None
+
+
+def bad_param(what: str, value: str) -> ApiError:
+    return ApiError(400, "PGRST100", f'"failed to parse {what} ({value})"',
+                    details=f"unexpected input in {value!r}")
+
+
+def names(value: str, what: str) -> list[str]:
+    items = [item.strip() for item in value.split(",")]
+    if not all(NAME.match(item) for item in items):
+        raise bad_param(what, value)
+    return items
+
+
+def in_list(value: str) -> list[str]:
+    """Parse PostgREST's `(a,b,"c,d")` list: commas separate, double quotes protect."""
+    if not (value.startswith("(") and value.endswith(")")):
+        raise bad_param("filter", f"in.{value}")
+    items, current, quoted, escaped, had_quotes = [], "", False, False, False
+    for char in value[1:-1]:
+        if escaped:
+            current, escaped = current + char, False
+        elif char == "\\" and quoted:
+            escaped = True
+        elif char == '"':
+            quoted, had_quotes = not quoted, True
+        elif char == "," and not quoted:
+            items.append(current if had_quotes else current.strip())
+            current, had_quotes = "", False
+        else:
+            current += char
+    if current or had_quotes or items:
+        items.append(current if had_quotes else current.strip())
+    return items
+
+
+def parse_filter(column: str, value: str, params: list[Any]) -> sql.Composable:
+    if not NAME.match(column):
+        raise bad_param("filter", f"{column}={value}")
+    negate = value.startswith("not.")
+    if negate:
+        value = value[4:]
+    operator, _, operand = value.partition(".")
+    ident = sql.Identifier(column)
+    if operator in COMPARISONS:
+        if operator in ("like", "ilike"):
+            operand = operand.replace("*", "%")
+        params.append(operand)  # sent untyped: PostgreSQL casts it to the column's type
+        clause = sql.SQL("{} {} %s").format(ident, sql.SQL(COMPARISONS[operator]))
+    elif operator == "in":
+        items = in_list(operand)
+        params.extend(items)
+        placeholders = sql.SQL(", ").join(sql.Placeholder() * len(items))
+        clause = (sql.SQL("{} IN ({})").format(ident, placeholders) if items
+                  else sql.SQL("false"))
+    elif operator == "is" and operand in IS_VALUES:
+        clause = sql.SQL("{} IS {}").format(ident, sql.SQL(IS_VALUES[operand]))
+    else:
+        raise bad_param("filter", f"{column}={value}")
+    return sql.SQL("NOT ({})").format(clause) if negate else clause
+
+
+def parse_query(query: str) -> Query:
+    select: sql.Composable = sql.SQL("*")
+    where: list[sql.Composable] = []
+    params: list[Any] = []
+    order: list[sql.Composable] = []
+    limit = offset = None
+    on_conflict = columns = None
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key == "select":
+            if value.strip() != "*":
+                select = sql.SQL(", ").join(map(sql.Identifier, names(value, "select parameter")))
+        elif key == "order":
+            for term in value.split(","):
+                column, *modifiers = term.strip().split(".")
+                known = {"asc": "ASC", "desc": "DESC", "nullsfirst": "NULLS FIRST",
+                         "nullslast": "NULLS LAST"}
+                if not NAME.match(column) or not all(m in known for m in modifiers):
+                    raise bad_param("order", value)
+                order.append(sql.SQL(" ").join([sql.Identifier(column)] +
+                                               [sql.SQL(known[m]) for m in modifiers]))
+        elif key in ("limit", "offset"):
+            if not value.isdigit():
+                raise bad_param(key, value)
+            limit, offset = (int(value), offset) if key == "limit" else (limit, int(value))
+        elif key == "on_conflict":
+            on_conflict = names(value, "on_conflict")
+        elif key == "columns":
+            columns = names(value, "columns")
+        else:
+            where.append(parse_filter(key, value, params))
+    return Query(select, where, params, order, limit, offset, on_conflict, columns)
+
+
+def parse_prefer(headers: list[str]) -> dict[str, str]:
+    prefs: dict[str, str] = {}
+    for header in headers:
+        for token in header.split(","):
+            name, _, value = token.strip().partition("=")
+            if name:
+                prefs[name.lower()] = value.strip()
+    return prefs
+
+
+def invalid_json() -> ApiError:
+    return ApiError(400, "PGRST102", "Empty or invalid json")
+
+
+# ---------------------------------------------------------------- the server
+
+class RestServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port: int, conninfo: str, verbose: bool) -> None:
+        super().__init__(("127.0.0.1", port), Handler)
+        self.conninfo = psycopg.conninfo.make_conninfo(conninfo, user="authenticator")
+        self.verbose = verbose
+        self.state = TestState()
+        self.tables = self.load_schema_cache()
+
+    def load_schema_cache(self) -> dict[str, dict[str, list[str]]]:
+        """Table name -> {"columns": [...], "pk": [...]}, like PostgREST's schema cache."""
+        tables: dict[str, dict[str, list[str]]] = {}
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            rows = conn.execute(
+                """SELECT c.relname, a.attname, coalesce(a.attnum = ANY (i.indkey), false)
+                     FROM pg_class c
+                     JOIN pg_namespace n ON n.oid = c.relnamespace
+                     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+                                        AND NOT a.attisdropped
+                     LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+                    WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v')
+                    ORDER BY c.relname, a.attnum""", [SCHEMA]).fetchall()
+        for table, column, is_pk in rows:
+            entry = tables.setdefault(table, {"columns": [], "pk": []})
+            entry["columns"].append(column)
+            if is_pk:
+                entry["pk"].append(column)
+        return tables
+
+    def connect(self) -> psycopg.Connection:
+        # One connection per request: simple, and correct across a PostgreSQL restart.
+        return psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5)
+
+
+@dataclass
+class Reply:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: RestServer
+    protocol_version = "HTTP/1.1"
+    server_version = "sovaria-restserver"
+
+    # --- plumbing
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (base class name)
+        if self.server.verbose:
+            sys.stderr.write(f"restserver: {self.address_string()} {format % args}\n")
+
+    def read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while (size := int(self.rfile.readline().split(b";")[0], 16)) > 0:
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass
+            return b"".join(chunks)
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def send(self, reply: Reply, head_only: bool = False) -> None:
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        if reply.status not in (204, 304):
+            self.send_header("Content-Length", str(len(reply.body)))
+        self.end_headers()
+        if reply.body and not head_only and reply.status not in (204, 304):
+            self.wfile.write(reply.body)
+
+    def drop(self) -> None:
+        """Close the connection without answering: a lost acknowledgement."""
+        self.close_connection = True
+        self.wfile.flush()
+        try:
+            self.connection.shutdown(2)  # socket.SHUT_RDWR
+        except OSError:
+            pass
+
+    @staticmethod
+    def error_reply(error: ApiError) -> Reply:
+        headers = {"Content-Type": JSON_TYPE, "Proxy-Status": f"PostgREST; error={error.code}"}
+        return Reply(error.status, error.body(), {**headers, **error.headers})
+
+    def do_GET(self) -> None:
+        self.dispatch("GET")
+
+    def do_HEAD(self) -> None:
+        self.dispatch("HEAD")
+
+    def do_POST(self) -> None:
+        self.dispatch("POST")
+
+    def do_PATCH(self) -> None:
+        self.dispatch("PATCH")
+
+    def do_DELETE(self) -> None:
+        self.dispatch("DELETE")
+
+    def do_PUT(self) -> None:
+        self.dispatch("PUT")
+
+    def dispatch(self, method: str) -> None:
+        body = self.read_body()
+        path = urlsplit(self.path).path
+        try:
+            if path.startswith(REST_PREFIX):
+                self.rest(method, body)
+            elif path.startswith("/_test/"):
+                self.send(self.control(method, path, body))
+            else:
+                raise ApiError(404, "PGRST125", "Invalid path specified in request URL")
+        except ApiError as error:
+            self.send(self.error_reply(error), head_only=method == "HEAD")
+        except Exception:  # a bug here: answer 500 rather than hang the client
+            if self.server.verbose:
+                traceback.print_exc()
+            self.send(self.error_reply(ApiError(500, "PGRSTX00", "Internal server error")))
+
+    # --- /rest/v1/<table>
+
+    def rest(self, method: str, body: bytes) -> None:
+        state = self.server.state
+        key = self.headers.get("Idempotency-Key")
+        is_write = method in ("POST", "PATCH", "DELETE")
+        entry: dict[str, Any] = {"method": method, "path": self.path,
+                                 "idempotency_key": key, "role": None, "status": None,
+                                 "replayed": False, "dropped": False}
+        with state.lock:
+            state.requests.append(entry)
+
+        rule = state.take_failure(is_write)
+        if rule is not None and not rule["after_commit"]:
+            headers = {"Content-Type": JSON_TYPE}
+            if rule.get("retry_after") is not None:
+                headers["Retry-After"] = str(rule["retry_after"])
+            error = ApiError(rule["status"], "SOVTEST", "Injected by POST /_test/fail")
+            entry["status"] = rule["status"]
+            self.send(Reply(rule["status"], error.body(), headers), head_only=method == "HEAD")
+            return
+
+        try:
+            role = self.authenticate()
+            entry["role"] = role
+            reply = self.rest_reply(method, role, body, key, entry)
+        except ApiError as error:
+            reply = self.error_reply(error)
+        entry["status"] = reply.status
+        if rule is not None:  # after_commit: the transaction is over, the answer is lost
+            entry["dropped"] = True
+            self.drop()
+            return
+        self.send(reply, head_only=method == "HEAD")
+
+    def authenticate(self) -> str:
+        """`Authorization: Bearer token-<user>` -> that user's role; no bearer token -> anon."""
+        scheme, _, token = (self.headers.get("Authorization") or "").strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return ANON
+        token = token.strip()
+        if token in self.server.state.expired:
+            message = "JWT expired"
+            code = "PGRST303"
+        elif token in TOKENS:
+            return TOKENS[token]
+        else:
+            message = "JWT cryptographic operation failed" if token else \
+                "Empty JWT is sent in Authorization header"
+            code = "PGRST301"
+        raise ApiError(401, code, message, headers={
+            "WWW-Authenticate": f'Bearer error="invalid_token", error_description="{message}"'})
+
+    def rest_reply(self, method: str, role: str, body: bytes, key: str | None,
+                   entry: dict[str, Any]) -> Reply:
+        url = urlsplit(self.path)
+        table = url.path[len(REST_PREFIX):]
+        if not NAME.match(table):
+            raise ApiError(404, "PGRST125", "Invalid path specified in request URL")
+        if method not in ("GET", "HEAD", "POST", "PATCH", "DELETE"):
+            raise ApiError(405, "PGRST117", f"Unsupported HTTP method: {method}")
+        info = self.server.tables.get(table)
+        if info is None:
+            close = difflib.get_close_matches(table, list(self.server.tables), n=1)
+            hint = f"Perhaps you meant the table '{SCHEMA}.{close[0]}'" if close else None
+            raise ApiError(404, "PGRST205",
+                           f"Could not find the table '{SCHEMA}.{table}' in the schema cache",
+                           hint=hint)
+        query = parse_query(url.query)
+        prefs = parse_prefer(self.headers.get_all("Prefer") or [])
+        payload = None
+        if method in ("POST", "PATCH"):
+            try:
+                payload = json.loads(body)
+            except ValueError:
+                raise invalid_json() from None
+        if method in ("GET", "HEAD"):
+            key = None  # Idempotency-Key only matters on writes
+
+        try:
+            with self.server.connect() as conn, conn.transaction():
+                if key is not None:
+                    replay = self.claim_key(conn, key, role, method, body)
+                    if replay is not None:
+                        entry["replayed"] = True
+                        return replay
+                conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+                conn.execute("SELECT set_config('request.jwt.claims', %s, true)",
+                             [json.dumps({"role": role})])
+                if method in ("GET", "HEAD"):
+                    reply = self.read(conn, table, query)
+                else:
+                    reply = self.write(conn, method, table, info, query, payload, prefs)
+                if key is not None:
+                    conn.execute("RESET ROLE")
+                    conn.execute(
+                        "UPDATE idempotency_keys SET status = %s, body = %s, headers = %s"
+                        " WHERE key = %s",
+                        [reply.status, reply.body, json.dumps(reply.headers), key])
+                if method in ("POST", "PATCH", "DELETE"):  # /_test/slow: hold the transaction
+                    time.sleep(self.server.state.take_slow())
+        except psycopg.Error as error:
+            raise pg_error(error, role) from None
+        if method in ("GET", "HEAD"):
+            return self.conditional(reply)
+        return reply
+
+    def claim_key(self, conn: psycopg.Connection, key: str, role: str, method: str,
+                  body: bytes) -> Reply | None:
+        """Insert the key's row, or return the stored answer of an earlier request with it.
+
+        A concurrent request with the same key waits on the primary key until the first one
+        commits (then replays its answer) or rolls back (then runs itself)."""
+        digest = hashlib.sha256(f"{method}\n{self.path}\n".encode() + body).hexdigest()
+        claimed = conn.execute(
+            "INSERT INTO idempotency_keys (key, role, method, path, request_hash)"
+            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING RETURNING 1",
+            [key, role, method, self.path, digest]).fetchone()
+        if claimed:
+            return None
+        stored = conn.execute(
+            "SELECT role, request_hash, status, body, headers FROM idempotency_keys"
+            " WHERE key = %s", [key]).fetchone()
+        stored_role, stored_digest, status, stored_body, headers = stored
+        if stored_role != role or stored_digest != digest:
+            raise ApiError(422, "SOVIDEMP",
+                           "Idempotency-Key was already used for a different request",
+                           details=f"key {key!r}")
+        return Reply(status, bytes(stored_body or b""),
+                     {**(headers or {}), "Idempotent-Replayed": "true"})
+
+    def read(self, conn: psycopg.Connection, table: str, query: Query) -> Reply:
+        statement = sql.SQL("SELECT {cols} FROM {table}").format(
+            cols=query.select, table=sql.Identifier(SCHEMA, table))
+        statement = self.tail(statement, query)
+        text, count = conn.execute(
+            sql.SQL("SELECT coalesce(json_agg(_t), '[]')::text, count(*) FROM ({}) _t")
+            .format(statement), query.params).fetchone()
+        first = query.offset or 0
+        content_range = f"{first}-{first + count - 1}/*" if count else "*/*"
+        return Reply(200, text.encode(), {"Content-Type": JSON_TYPE,
+                                          "Content-Range": content_range})
+
+    @staticmethod
+    def tail(statement: sql.Composable, query: Query, reads: bool = True) -> sql.Composable:
+        parts = [statement]
+        if query.where:
+            parts.append(sql.SQL("WHERE ") + sql.SQL(" AND ").join(query.where))
+        if reads and query.order:
+            parts.append(sql.SQL("ORDER BY ") + sql.SQL(", ").join(query.order))
+        if reads and query.limit is not None:
+            parts.append(sql.SQL("LIMIT {}").format(sql.Literal(query.limit)))
+        if reads and query.offset is not None:
+            parts.append(sql.SQL("OFFSET {}").format(sql.Literal(query.offset)))
+        return sql.SQL(" ").join(parts)
+
+    def conditional(self, reply: Reply) -> Reply:
+        """A strong ETag on 200 reads; a matching If-None-Match answers 304 without a body."""
+        if reply.status != 200:
+            return reply
+        etag = '"' + hashlib.sha256(reply.body).hexdigest()[:32] + '"'
+        reply.headers["ETag"] = etag
+        wanted = [tag.strip().removeprefix("W/")
+                  for tag in (self.headers.get("If-None-Match") or "").split(",")]
+        if etag in wanted or "*" in wanted:
+            return Reply(304, b"", {"ETag": etag})
+        return reply
+
+    def write(self, conn: psycopg.Connection, method: str, table: str,
+              info: dict[str, list[str]], query: Query, payload: Any,
+              prefs: dict[str, str]) -> Reply:
+        if method != "POST" and (query.limit is not None or query.offset is not None
+                                 or query.order):
+            raise ApiError(400, "PGRST127", "Feature not implemented",
+                           details="limit, offset and order on PATCH and DELETE")
+        target = sql.Identifier(SCHEMA, table)
+        params: list[Any] = []
+        applied: list[str] = []
+        if method == "POST":
+            rows = payload if isinstance(payload, list) else [payload]
+            if not all(isinstance(row, dict) for row in rows):
+                raise invalid_json()
+            if not rows:
+                statement = None
+            else:
+                columns = query.columns or list(dict.fromkeys(k for row in rows for k in row))
+                self.check_columns(table, info, columns)
+                idents = sql.SQL(", ").join(map(sql.Identifier, columns))
+                statement = sql.SQL(
+                    "INSERT INTO {t} ({c}) SELECT {c} FROM json_populate_recordset(NULL::{t}, %s)"
+                ).format(t=target, c=idents)
+                params.append(json.dumps(rows))
+                resolution = prefs.get("resolution")
+                if resolution in ("merge-duplicates", "ignore-duplicates"):
+                    conflict = query.on_conflict or info["pk"]
+                    action = (sql.SQL("DO NOTHING") if resolution == "ignore-duplicates" else
+                              sql.SQL("DO UPDATE SET ") + sql.SQL(", ").join(
+                                  sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c))
+                                  for c in columns))
+                    statement += sql.SQL(" ON CONFLICT ({}) ").format(
+                        sql.SQL(", ").join(map(sql.Identifier, conflict))) + action
+                    applied.append(f"resolution={resolution}")
+            success = 201
+        else:
+            if method == "PATCH":
+                if not isinstance(payload, dict):
+                    raise invalid_json()
+                if not payload:  # nothing to set: PostgREST answers without touching rows
+                    statement = None
+                else:
+                    columns = list(payload)
+                    self.check_columns(table, info, columns)
+                    idents = sql.SQL(", ").join(map(sql.Identifier, columns))
+                    statement = sql.SQL(
+                        "UPDATE {t} SET ({c}) ="
+                        " (SELECT {c} FROM json_populate_record(NULL::{t}, %s))"
+                    ).format(t=target, c=idents)
+                    params.append(json.dumps(payload))
+            else:
+                statement = sql.SQL("DELETE FROM {}").format(target)
+            if statement is not None:
+                statement = self.tail(statement, query, reads=False)
+                params.extend(query.params)
+            success = 204
+        representation = prefs.get("return") == "representation"
+        if prefs.get("return") in ("representation", "minimal"):
+            applied.insert(0, f"return={prefs['return']}")
+        headers = {"Preference-Applied": ", ".join(applied)} if applied else {}
+        text = "[]"
+        if statement is not None:
+            returning = sql.SQL(" RETURNING *" if representation else " RETURNING 1")
+            text = conn.execute(
+                sql.SQL("WITH _w AS ({}) SELECT coalesce(json_agg(_t), '[]')::text"
+                        " FROM (SELECT {} FROM _w) _t").format(
+                    statement + returning, query.select if representation else sql.SQL("1")),
+                params).fetchone()[0]
+        if not representation:
+            return Reply(success, b"", headers)
+        headers["Content-Type"] = JSON_TYPE
+        return Reply(201 if method == "POST" else 200, text.encode(), headers)
+
+    @staticmethod
+    def check_columns(table: str, info: dict[str, list[str]], columns: list[str]) -> None:
+        for column in columns:
+            if column not in info["columns"]:
+                raise ApiError(400, "PGRST204", f"Could not find the '{column}' column of "
+                               f"'{table}' in the schema cache")
+
+    # --- /_test/ control endpoints
+
+    def control(self, method: str, path: str, body: bytes) -> Reply:
+        state = self.server.state
+        try:
+            args = json.loads(body) if body.strip() else {}
+        except ValueError:
+            raise invalid_json() from None
+        ok = Reply(200, b'{"ok":true}', {"Content-Type": JSON_TYPE})
+        if (method, path) == ("GET", "/_test/health"):
+            try:
+                with self.server.connect() as conn:
+                    conn.execute("SELECT 1")
+                database = True
+            except psycopg.Error:
+                database = False
+            return Reply(200, json.dumps({"ok": True, "database": database}).encode(),
+                         {"Content-Type": JSON_TYPE})
+        if (method, path) == ("POST", "/_test/fail"):
+            rule = {"status": int(args.get("status", 503)),
+                    "retry_after": args.get("retry_after"),
+                    "count": int(args.get("count", 1)),
+                    "after_commit": bool(args.get("after_commit", False))}
+            if rule["count"] > 0:
+                with state.lock:
+                    state.failures.append(rule)
+            return ok
+        if (method, path) == ("POST", "/_test/slow"):
+            with state.lock:
+                state.slow.extend([float(args.get("seconds", 0.5))] * int(args.get("count", 1)))
+            return ok
+        if (method, path) in (("POST", "/_test/expire"), ("POST", "/_test/renew")):
+            token = str(args.get("token", ""))
+            with state.lock:
+                (state.expired.add if path.endswith("expire") else state.expired.discard)(token)
+            return ok
+        if (method, path) == ("POST", "/_test/reset"):
+            with self.server.connect() as conn:
+                conn.execute("TRUNCATE public.notes, public.lists, public.idempotency_keys")
+            state.clear()
+            return ok
+        if (method, path) == ("GET", "/_test/requests"):
+            with state.lock:
+                return Reply(200, json.dumps(state.requests).encode(), {"Content-Type": JSON_TYPE})
+        if (method, path) == ("DELETE", "/_test/requests"):
+            with state.lock:
+                state.requests.clear()
+            return ok
+        raise ApiError(404, "PGRST125", "Invalid path specified in request URL")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conninfo", required=True,
+                        help="libpq conninfo (a superuser's for --setup)")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    parser.add_argument("--setup", action="store_true", help="apply schema.sql first")
+    parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    args = parser.parse_args()
+
+    if args.setup:
+        schema = (Path(__file__).resolve().parent / "schema.sql").read_text()
+        with psycopg.connect(args.conninfo, autocommit=True) as conn:
+            conn.execute(schema)
+    server = RestServer(args.port, args.conninfo, args.verbose)
+
+    def stop(signum: int, frame: Any) -> None:
+        # shutdown() waits for serve_forever() to return: call it off the main thread.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"listening {server.server_address[1]}", flush=True)
+    server.serve_forever()
+    server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

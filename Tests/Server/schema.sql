@@ -1,0 +1,109 @@
+-- Sovaria test server schema: test equipment, not product code.
+--
+-- Roles follow PostgREST's model (docs.postgrest.org, "Authentication" > "Overview of role system"):
+--   authenticator  LOGIN NOINHERIT: restserver.py connects as it and, per request,
+--                  `SET LOCAL ROLE`s into anon or a user role, so PostgreSQL enforces the grants
+--                  and the row-level security below.
+--   anon           the role of requests without a token: no table privileges at all, so any
+--                  table access raises 42501 (PostgREST answers 401 to an anonymous 42501).
+--   authenticated  a group role holding the table privileges; alice and bob are its members.
+--   alice, bob     user roles (tokens `token-alice`, `token-bob`).
+--
+-- Rows belong to the role that wrote them: `owner` defaults to current_user, and the policies
+-- let a user see, insert, update and delete only rows whose owner is that user.
+--
+-- Which writes of another user's row raise 42501 (PostgREST: 403), and which do not:
+--   * INSERT with "owner" set to someone else                       -> 42501 (INSERT WITH CHECK)
+--   * upsert (INSERT ... ON CONFLICT DO UPDATE, i.e. POST with
+--     Prefer: resolution=merge-duplicates) whose primary key is
+--     another user's row                                           -> 42501 (UPDATE USING on the
+--                                                                     existing row: for ON CONFLICT
+--                                                                     PostgreSQL raises instead of
+--                                                                     skipping the row)
+--   * UPDATE of one's own row setting "owner" to someone else       -> 42501 (UPDATE WITH CHECK)
+--   * UPDATE or DELETE filtered on another user's row               -> no error: the row is
+--                                                                     invisible (USING), 0 rows
+--                                                                     match, PostgREST answers 204
+--                                                                     (or 200 with [])
+--
+-- Idempotent: apply it any number of times to a fresh or an already set-up database.
+-- Roles are cluster-wide; everything else lives in this database.
+
+DO $$
+DECLARE
+    r text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'authenticator') THEN
+        CREATE ROLE authenticator LOGIN NOINHERIT NOCREATEDB NOCREATEROLE NOSUPERUSER;
+    END IF;
+    FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'alice', 'bob'] LOOP
+        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = r) THEN
+            EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+        END IF;
+    END LOOP;
+END
+$$;
+
+GRANT authenticated TO alice, bob;
+GRANT anon, alice, bob TO authenticator;
+
+CREATE TABLE IF NOT EXISTS public.lists (
+    id    text PRIMARY KEY,
+    owner text NOT NULL DEFAULT current_user,
+    name  text NOT NULL,
+    UNIQUE (owner, name)
+);
+
+CREATE TABLE IF NOT EXISTS public.notes (
+    id         text PRIMARY KEY,
+    owner      text NOT NULL DEFAULT current_user,
+    list_id    text REFERENCES public.lists (id),
+    title      text NOT NULL CHECK (char_length(title) BETWEEN 1 AND 200),
+    body       text,
+    done       boolean NOT NULL DEFAULT false,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- One row per Idempotency-Key, written by restserver.py as `authenticator` in the same
+-- transaction as the write it answers for. Users have no access to it.
+CREATE TABLE IF NOT EXISTS public.idempotency_keys (
+    key          text PRIMARY KEY,
+    role         text NOT NULL,
+    method       text NOT NULL,
+    path         text NOT NULL,          -- path and query string as sent
+    request_hash text NOT NULL,          -- sha256 of method, path and body: a reuse check
+    status       int,                    -- the answer stored for replays
+    body         bytea,
+    headers      jsonb,
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+
+GRANT USAGE ON SCHEMA public TO anon, authenticated;
+REVOKE ALL ON public.lists, public.notes, public.idempotency_keys FROM anon;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.lists, public.notes TO authenticated;
+GRANT SELECT, INSERT, UPDATE ON public.idempotency_keys TO authenticator;
+-- For POST /_test/reset only (TRUNCATE ignores row-level security).
+GRANT TRUNCATE ON public.lists, public.notes, public.idempotency_keys TO authenticator;
+
+ALTER TABLE public.lists ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.notes ENABLE ROW LEVEL SECURITY;
+
+DROP POLICY IF EXISTS lists_select ON public.lists;
+DROP POLICY IF EXISTS lists_insert ON public.lists;
+DROP POLICY IF EXISTS lists_update ON public.lists;
+DROP POLICY IF EXISTS lists_delete ON public.lists;
+CREATE POLICY lists_select ON public.lists FOR SELECT TO authenticated USING (owner = current_user);
+CREATE POLICY lists_insert ON public.lists FOR INSERT TO authenticated WITH CHECK (owner = current_user);
+CREATE POLICY lists_update ON public.lists FOR UPDATE TO authenticated
+    USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY lists_delete ON public.lists FOR DELETE TO authenticated USING (owner = current_user);
+
+DROP POLICY IF EXISTS notes_select ON public.notes;
+DROP POLICY IF EXISTS notes_insert ON public.notes;
+DROP POLICY IF EXISTS notes_update ON public.notes;
+DROP POLICY IF EXISTS notes_delete ON public.notes;
+CREATE POLICY notes_select ON public.notes FOR SELECT TO authenticated USING (owner = current_user);
+CREATE POLICY notes_insert ON public.notes FOR INSERT TO authenticated WITH CHECK (owner = current_user);
+CREATE POLICY notes_update ON public.notes FOR UPDATE TO authenticated
+    USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY notes_delete ON public.notes FOR DELETE TO authenticated USING (owner = current_user);

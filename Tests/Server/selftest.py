@@ -1,0 +1,375 @@
+#!/usr/bin/python3
+"""Self-test of restserver.py against a real, throwaway PostgreSQL (test equipment).
+
+    python3 selftest.py [--verbose]
+
+Starts a cluster with ./pgcluster in a temporary folder, starts restserver.py --setup on it,
+checks every behaviour the README promises over HTTP with urllib, and stops both. Prints one
+line per check; exits 1 if any check failed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+try:
+    import psycopg
+except ImportError:  # a non-Debian python3 first in PATH (pyenv): use Debian's python3-psycopg
+    sys.path.append("/usr/lib/python3/dist-packages")
+    import psycopg
+
+HERE = Path(__file__).resolve().parent
+ALICE, BOB = "token-alice", "token-bob"
+failed: list[str] = []
+
+
+def check(name: str, condition: bool, detail: Any = "") -> None:
+    print(f"{'ok  ' if condition else 'FAIL'} {name}" + ("" if condition else f"  -- {detail}"),
+          flush=True)
+    if not condition:
+        failed.append(name)
+
+
+class Response:
+    def __init__(self, status: int | None, headers: Any, body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name) if self.headers is not None else None
+
+    def __repr__(self) -> str:
+        return f"<{self.status} {self.body[:300]!r}>"
+
+
+class Client:
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+    def call(self, method: str, path: str, body: Any = None, token: str | None = None,
+             headers: dict[str, str] | None = None, raw: bytes | None = None) -> Response:
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return Response(answer.status, answer.headers, answer.read())
+        except urllib.error.HTTPError as error:
+            return Response(error.code, error.headers, error.read())
+        except (urllib.error.URLError, ConnectionError, OSError):  # dropped connection
+            return Response(None, None, b"")
+
+
+def run_checks(api: Client, db: str, cluster: Path) -> None:
+    def count(query: str, *params: Any) -> int:
+        with psycopg.connect(db, autocommit=True) as conn:
+            return conn.execute(query, params).fetchone()[0]
+
+    def ids(response: Response) -> list[str]:
+        return [row["id"] for row in response.json() or []]
+
+    rep = {"Prefer": "return=representation"}
+    upsert = {"Prefer": "return=representation, resolution=merge-duplicates"}
+
+    check("health answers 200", api.call("GET", "/_test/health").status == 200)
+    check("reset answers 200", api.call("POST", "/_test/reset").status == 200)
+
+    # --- auth
+    r = api.call("GET", "/rest/v1/notes")
+    check("no token: anon's 42501 is 401 with WWW-Authenticate: Bearer",
+          r.status == 401 and r.json()["code"] == "42501"
+          and r.header("WWW-Authenticate") == "Bearer", r)
+    r = api.call("GET", "/rest/v1/notes", token="token-mallory")
+    check("unknown token: 401 PGRST301, WWW-Authenticate invalid_token",
+          r.status == 401 and r.json()["code"] == "PGRST301"
+          and 'error="invalid_token"' in (r.header("WWW-Authenticate") or ""), r)
+
+    # --- inserts
+    r = api.call("POST", "/rest/v1/lists", {"id": "l1", "name": "Home"}, ALICE, rep)
+    check("POST return=representation: 201 and the rows, owner defaulted to the role",
+          r.status == 201 and r.json() == [{"id": "l1", "owner": "alice", "name": "Home"}]
+          and r.header("Preference-Applied") == "return=representation", r)
+    r = api.call("POST", "/rest/v1/notes", {"id": "n1", "title": "a"}, ALICE)
+    check("POST without Prefer: 201, empty body", r.status == 201 and r.body == b"", r)
+    r = api.call("POST", "/rest/v1/notes", [{"id": "n2", "title": "b", "body": "x"},
+                                            {"id": "n3", "title": "c", "list_id": "l1"}], ALICE)
+    check("POST of an array inserts every row", r.status == 201 and count(
+        "SELECT count(*) FROM notes WHERE owner = 'alice'") == 3, r)
+
+    # --- filters
+    cases = [("id=eq.n2", ["n2"]), ("id=neq.n2&order=id", ["n1", "n3"]),
+             ("title=gt.a&order=id", ["n2", "n3"]), ("title=lt.b", ["n1"]),
+             ("title=gte.b&order=id", ["n2", "n3"]), ("title=lte.b&order=id", ["n1", "n2"]),
+             ("id=in.(n1,n3)&order=id", ["n1", "n3"]), ("list_id=is.null&order=id", ["n1", "n2"]),
+             ("body=not.is.null", ["n2"]), ("done=eq.false&order=title.desc", ["n3", "n2", "n1"]),
+             ("order=title.desc&limit=2", ["n3", "n2"]),
+             ("order=title.asc&limit=1&offset=1", ["n2"]),
+             ("id=in.()", [])]
+    for query, expected in cases:
+        r = api.call("GET", f"/rest/v1/notes?{query}", token=ALICE)
+        check(f"GET ?{query} -> {expected}", r.status == 200 and ids(r) == expected, r)
+    r = api.call("GET", "/rest/v1/notes?select=id,title&id=eq.n1", token=ALICE)
+    check("select=id,title returns only those columns", r.json() == [{"id": "n1", "title": "a"}], r)
+
+    # --- row-level security between alice and bob
+    r = api.call("GET", "/rest/v1/notes", token=BOB)
+    check("bob sees none of alice's rows", r.status == 200 and r.json() == [], r)
+    r = api.call("PATCH", "/rest/v1/notes?id=eq.n1", {"title": "bob was here"}, BOB)
+    check("bob's PATCH of alice's row matches 0 rows: 204, row unchanged",
+          r.status == 204 and count("SELECT count(*) FROM notes WHERE title = 'a'") == 1, r)
+    r = api.call("DELETE", "/rest/v1/notes?id=eq.n1", token=BOB, headers=rep)
+    check("bob's DELETE of alice's row: 200 [] with representation, row kept",
+          r.status == 200 and r.json() == []
+          and count("SELECT count(*) FROM notes WHERE id = 'n1'") == 1, r)
+    r = api.call("POST", "/rest/v1/notes", {"id": "b1", "title": "t", "owner": "alice"}, BOB)
+    check("bob inserting a row owned by alice: 403 42501 (INSERT WITH CHECK)",
+          r.status == 403 and r.json()["code"] == "42501"
+          and "row-level security" in r.json()["message"], r)
+    r = api.call("POST", "/rest/v1/notes", {"id": "n1", "title": "stolen"}, BOB, upsert)
+    check("bob upserting alice's row: 403 42501 (UPDATE USING on the existing row)",
+          r.status == 403 and r.json()["code"] == "42501", r)
+    r = api.call("PATCH", "/rest/v1/notes?id=eq.n1", {"owner": "bob"}, ALICE)
+    check("alice giving her row to bob: 403 42501 (UPDATE WITH CHECK)",
+          r.status == 403 and r.json()["code"] == "42501", r)
+    api.call("POST", "/rest/v1/notes", {"id": "b2", "title": "bob's"}, BOB)
+    r = api.call("DELETE", "/rest/v1/notes", token=BOB)
+    check("DELETE without filters is allowed (PostgREST's default) and RLS limits it",
+          r.status == 204 and count("SELECT count(*) FROM notes WHERE owner = 'bob'") == 0
+          and count("SELECT count(*) FROM notes WHERE owner = 'alice'") == 3, r)
+
+    # --- upsert
+    r = api.call("POST", "/rest/v1/notes", {"id": "n1", "title": "a2"}, ALICE, upsert)
+    check("upsert merge-duplicates updates the existing row", r.status == 201
+          and r.json()[0]["title"] == "a2" and count("SELECT count(*) FROM notes") == 3, r)
+    r = api.call("POST", "/rest/v1/notes",
+                 [{"id": "n1", "title": "zz"}, {"id": "n4", "title": "d"}], ALICE,
+                 {"Prefer": "return=representation, resolution=ignore-duplicates"})
+    check("upsert ignore-duplicates keeps the existing row, inserts the new one",
+          r.status == 201 and ids(r) == ["n4"]
+          and count("SELECT count(*) FROM notes WHERE title = 'a2'") == 1, r)
+
+    # --- PostgreSQL errors and PostgREST's statuses
+    errors = [
+        ("23505 unique -> 409", "POST", "/rest/v1/lists", {"id": "l2", "name": "Home"},
+         409, "23505"),
+        ("23503 foreign key (insert) -> 409", "POST", "/rest/v1/notes",
+         {"id": "f1", "title": "t", "list_id": "nope"}, 409, "23503"),
+        ("23503 foreign key (delete a referenced list) -> 409", "DELETE", "/rest/v1/lists?id=eq.l1",
+         None, 409, "23503"),
+        ("23514 check -> 400", "POST", "/rest/v1/notes", {"id": "c1", "title": ""}, 400, "23514"),
+        ("23502 not null -> 400", "POST", "/rest/v1/notes", {"id": "c2", "title": None},
+         400, "23502"),
+        ("22P02 invalid text representation -> 400", "POST", "/rest/v1/notes",
+         {"id": "c3", "title": "t", "done": "maybe"}, 400, "22P02"),
+        ("22P02 in a filter -> 400", "GET", "/rest/v1/notes?done=eq.maybe", None, 400, "22P02"),
+        ("42703 unknown filter column -> 400", "GET", "/rest/v1/notes?colour=eq.red", None,
+         400, "42703"),
+        ("unknown table -> 404 PGRST205", "GET", "/rest/v1/nope", None, 404, "PGRST205"),
+        ("unknown payload column -> 400 PGRST204", "POST", "/rest/v1/notes",
+         {"id": "c4", "title": "t", "colour": "red"}, 400, "PGRST204"),
+        ("unparsable filter -> 400 PGRST100", "GET", "/rest/v1/notes?id=approx.1", None,
+         400, "PGRST100"),
+        ("PUT is not implemented here -> 405 PGRST117", "PUT", "/rest/v1/notes?id=eq.n1",
+         {"id": "n1", "title": "t"}, 405, "PGRST117"),
+    ]
+    for name, method, path, body, status, code in errors:
+        r = api.call(method, path, body, ALICE)
+        shape = (isinstance(r.json(), dict)
+                 and set(r.json()) == {"code", "details", "hint", "message"})
+        check(name, r.status == status and shape and r.json()["code"] == code, r)
+    r = api.call("POST", "/rest/v1/notes", token=ALICE, raw=b'{"id": "x", "title": ')
+    check("malformed JSON -> 400 PGRST102", r.status == 400 and r.json()["code"] == "PGRST102", r)
+
+    # --- ETag and 304
+    r1 = api.call("GET", "/rest/v1/notes?order=id", token=ALICE)
+    etag = r1.header("ETag") or ""
+    r2 = api.call("GET", "/rest/v1/notes?order=id", token=ALICE, headers={"If-None-Match": etag})
+    check("GET 200 carries a strong ETag", r1.status == 200 and etag.startswith('"'), r1)
+    check("If-None-Match with that ETag -> 304, no body",
+          r2.status == 304 and r2.body == b"" and r2.header("ETag") == etag, r2)
+    api.call("PATCH", "/rest/v1/notes?id=eq.n2", {"done": True}, ALICE)
+    r3 = api.call("GET", "/rest/v1/notes?order=id", token=ALICE, headers={"If-None-Match": etag})
+    check("after a write the same If-None-Match -> 200 with a new ETag",
+          r3.status == 200 and r3.header("ETag") not in (None, etag), r3)
+
+    # --- Idempotency-Key
+    key = {"Idempotency-Key": "k-insert"}
+    r1 = api.call("POST", "/rest/v1/notes", {"id": "i1", "title": "once"}, ALICE, {**rep, **key})
+    r2 = api.call("POST", "/rest/v1/notes", {"id": "i1", "title": "once"}, ALICE, {**rep, **key})
+    check("a repeated POST with the same key replays 201 and the stored body",
+          r1.status == 201 and r2.status == 201 and r2.body == r1.body
+          and r2.header("Idempotent-Replayed") == "true"
+          and r1.header("Idempotent-Replayed") is None, (r1, r2))
+    check("one idempotency_keys row, one note",
+          count("SELECT count(*) FROM idempotency_keys WHERE key = 'k-insert'") == 1
+          and count("SELECT count(*) FROM notes WHERE id = 'i1'") == 1)
+    patch = {"Idempotency-Key": "k-patch"}
+    api.call("PATCH", "/rest/v1/notes?id=eq.i1", {"title": "first"}, ALICE, patch)
+    api.call("PATCH", "/rest/v1/notes?id=eq.i1", {"title": "second"}, ALICE)
+    r = api.call("PATCH", "/rest/v1/notes?id=eq.i1", {"title": "first"}, ALICE, patch)
+    check("a replayed PATCH is not applied again (204 replayed, later write kept)",
+          r.status == 204 and r.header("Idempotent-Replayed") == "true"
+          and count("SELECT count(*) FROM notes WHERE id = 'i1' AND title = 'second'") == 1, r)
+    r = api.call("POST", "/rest/v1/notes", {"id": "i9", "title": "other"}, ALICE, key)
+    check("the same key with a different request -> 422", r.status == 422, r)
+    r = api.call("POST", "/rest/v1/notes", {"id": "i1", "title": "once"}, BOB, key)
+    check("the same key from another role -> 422, nothing replayed to bob", r.status == 422, r)
+    bad = {"Idempotency-Key": "k-error"}
+    api.call("POST", "/rest/v1/notes", {"id": "e1", "title": ""}, ALICE, bad)
+    check("a refused write stores no key (the write and its key roll back together)",
+          count("SELECT count(*) FROM idempotency_keys WHERE key = 'k-error'") == 0)
+
+    # Concurrent duplicates: the first holds its transaction open (POST /_test/slow); the
+    # second waits on the key's primary key, then replays.
+    api.call("POST", "/_test/slow", {"seconds": 0.6, "count": 1})
+    results: dict[str, Response] = {}
+
+    def send(name: str) -> None:
+        results[name] = api.call("POST", "/rest/v1/notes", {"id": "cc", "title": "race"}, ALICE,
+                                 {**rep, "Idempotency-Key": "k-race"})
+
+    first = threading.Thread(target=send, args=("first",))
+    first.start()
+    time.sleep(0.2)
+    second = threading.Thread(target=send, args=("second",))
+    second.start()
+    first.join()
+    second.join()
+    check("concurrent duplicate key: both 201, the second replayed, one row",
+          results["first"].status == 201 and results["second"].status == 201
+          and results["second"].header("Idempotent-Replayed") == "true"
+          and results["first"].body == results["second"].body
+          and count("SELECT count(*) FROM notes WHERE id = 'cc'") == 1, results)
+    burst: list[Response] = []
+    threads = [threading.Thread(target=lambda: burst.append(api.call(
+        "POST", "/rest/v1/notes", {"id": "burst", "title": "x"}, ALICE,
+        {"Idempotency-Key": "k-burst"}))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    check("8 simultaneous requests with one key: all 201, exactly one applied",
+          [r.status for r in burst] == [201] * 8
+          and sum(r.header("Idempotent-Replayed") is None for r in burst) == 1
+          and count("SELECT count(*) FROM notes WHERE id = 'burst'") == 1, burst)
+
+    # --- injected failures
+    api.call("POST", "/_test/fail", {"status": 503, "retry_after": 2, "count": 2})
+    r1 = api.call("GET", "/rest/v1/notes", token=ALICE)
+    r2 = api.call("POST", "/rest/v1/notes", {"id": "f503", "title": "t"}, ALICE)
+    r3 = api.call("GET", "/rest/v1/notes", token=ALICE)
+    check("/_test/fail: the next 2 requests answer 503 with Retry-After: 2",
+          r1.status == 503 and r2.status == 503 and r1.header("Retry-After") == "2", (r1, r2))
+    check("... without touching the database, and the third is served",
+          count("SELECT count(*) FROM notes WHERE id = 'f503'") == 0 and r3.status == 200, r3)
+
+    api.call("POST", "/_test/fail", {"after_commit": True})
+    r = api.call("GET", "/rest/v1/notes", token=ALICE)
+    check("after_commit leaves reads alone", r.status == 200, r)
+    lost = {"Idempotency-Key": "k-lost"}
+    r1 = api.call("POST", "/rest/v1/notes", {"id": "lost", "title": "t"}, ALICE, {**rep, **lost})
+    check("after_commit: the connection drops without an answer", r1.status is None, r1)
+    check("... but the write was committed",
+          count("SELECT count(*) FROM notes WHERE id = 'lost'") == 1)
+    r2 = api.call("POST", "/rest/v1/notes", {"id": "lost", "title": "t"}, ALICE, {**rep, **lost})
+    check("... and the retry with the same key replays 201, still one row",
+          r2.status == 201 and r2.header("Idempotent-Replayed") == "true" and ids(r2) == ["lost"]
+          and count("SELECT count(*) FROM notes WHERE id = 'lost'") == 1, r2)
+
+    # --- token expiry
+    api.call("POST", "/_test/expire", {"token": ALICE})
+    r = api.call("GET", "/rest/v1/notes", token=ALICE)
+    check("an expired token: 401 PGRST303 'JWT expired', WWW-Authenticate invalid_token",
+          r.status == 401 and r.json()["code"] == "PGRST303"
+          and r.json()["message"] == "JWT expired"
+          and (r.header("WWW-Authenticate") or "").startswith('Bearer error="invalid_token"'), r)
+    check("... other tokens still work", api.call("GET", "/rest/v1/notes", token=BOB).status == 200)
+    api.call("POST", "/_test/renew", {"token": ALICE})
+    check("after /_test/renew the token works again",
+          api.call("GET", "/rest/v1/notes", token=ALICE).status == 200)
+
+    # --- request log
+    log = api.call("GET", "/_test/requests").json()
+    lost_entries = [e for e in log if e["idempotency_key"] == "k-lost"]
+    check("/_test/requests logs method, path, key, status, replayed, dropped",
+          len(lost_entries) == 2 and lost_entries[0]["dropped"] and lost_entries[0]["status"] == 201
+          and lost_entries[1]["replayed"] and lost_entries[1]["method"] == "POST"
+          and lost_entries[1]["path"] == "/rest/v1/notes", lost_entries)
+
+    # --- PostgreSQL down and back
+    subprocess.run([str(HERE / "pgcluster"), "stop", str(cluster)], check=True)
+    r = api.call("GET", "/rest/v1/notes", token=ALICE)
+    check("PostgreSQL stopped: 503 PGRST000", r.status == 503 and r.json()["code"] == "PGRST000", r)
+    check("... health says database: false",
+          api.call("GET", "/_test/health").json() == {"ok": True, "database": False})
+    subprocess.run([str(HERE / "pgcluster"), "start", str(cluster)], check=True,
+                   stdout=subprocess.DEVNULL)
+    r = api.call("GET", "/rest/v1/notes?id=eq.n1", token=ALICE)
+    check("PostgreSQL restarted: served again", r.status == 200 and ids(r) == ["n1"], r)
+
+    # --- reset
+    api.call("POST", "/_test/reset")
+    check("/_test/reset empties the tables, the keys and the log",
+          count("SELECT (SELECT count(*) FROM notes) + (SELECT count(*) FROM lists)"
+                " + (SELECT count(*) FROM idempotency_keys)") == 0
+          and api.call("GET", "/_test/requests").json() == [])
+
+
+def main() -> int:
+    verbose = "--verbose" in sys.argv
+    started = time.monotonic()
+    temp = Path(tempfile.mkdtemp(prefix="sovaria-restserver-"))
+    temp.chmod(0o755)  # as root, the cluster runs as `postgres`, which must reach DIR
+    cluster = temp / "cluster"
+    server: subprocess.Popen[str] | None = None
+    try:
+        db = subprocess.run([str(HERE / "pgcluster"), "start", str(cluster)], check=True,
+                            capture_output=True, text=True).stdout.strip()
+        server = subprocess.Popen(
+            [sys.executable, str(HERE / "restserver.py"), "--conninfo", db, "--setup"]
+            + (["--verbose"] if verbose else []),
+            stdout=subprocess.PIPE, text=True)
+        line = server.stdout.readline() if server.stdout else ""
+        check("restserver prints 'listening PORT'", line.startswith("listening "), line)
+        if not line.startswith("listening "):
+            return 1
+        port = int(line.split()[1])
+        run_checks(Client(f"http://127.0.0.1:{port}"), db, cluster)
+
+        server.send_signal(signal.SIGTERM)
+        try:
+            code = server.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        check("SIGTERM stops the server cleanly (exit 0)", code == 0, code)
+    finally:
+        if server is not None and server.poll() is None:
+            server.kill()
+            server.wait()
+        subprocess.run([str(HERE / "pgcluster"), "stop", str(cluster)], check=False)
+        shutil.rmtree(temp, ignore_errors=True)
+    print(f"{'FAILED' if failed else 'passed'}: {len(failed)} failing check(s) "
+          f"in {time.monotonic() - started:.1f} s" + (f": {failed}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
