@@ -78,25 +78,46 @@ public final class WriteQueue: Sendable {
     /// How many rejected writes are kept: exact, kept in memory.
     public var rejectedCount: Int { index.withLock { $0.rejected.count } }
 
-    /// Queues `request` at the tail with a new client id and the next sequence.
+    /// Queues `request` at the tail with the next sequence and client id `id` (a new one when
+    /// `nil`).
+    ///
+    /// Pass an id when the write was already sent once under it (as an `Idempotency-Key`) and
+    /// the answer was lost: the queued write then carries the same key, so the server can tell
+    /// the replay from a new write.
     ///
     /// - Important: Durable before it returns: one store batch of one key. A crash before the
     ///   batch leaves no trace; after it, the write is there once.
     /// - Throws: ``OfflineStoreError/Code/queueFull`` (message `OFFLINE_QUEUE_FULL…`) when
-    ///   ``maxQueued`` writes are waiting; nothing is written then.
+    ///   ``maxQueued`` writes are waiting; ``OfflineStoreError/Code/invalidKey`` when `id` is
+    ///   empty, longer than 128 bytes, holds a control character, or is already queued. Nothing
+    ///   is written then.
     @discardableResult
-    public func enqueue(_ request: DataRequest) async throws -> QueuedWrite {
-        try await gate.withGate {
-            let (waiting, sequence) = try index.withLock { ($0.queued.count, try $0.nextSequence()) }
+    public func enqueue(_ request: DataRequest, id: String? = nil) async throws -> QueuedWrite {
+        if let id { try Self.checkClientID(id) }
+        return try await gate.withGate {
+            let (waiting, sequence) = try index.withLock { index in
+                if let id, index.queued[id] != nil { throw QueueErrors.badClientID(id, "a queued write has it") }
+                return (index.queued.count, try index.nextSequence())
+            }
             guard waiting < maxQueued else { throw QueueErrors.full(maxQueued) }
             let write = QueuedWrite(
-                id: ClientID.make(), sequence: sequence, request: request,
+                id: id ?? ClientID.make(), sequence: sequence, request: request,
                 queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
             try await commit(
                 [.set(key: QueueKeys.queued(sequence, write.id), value: try QueueCoding.encode(write))],
                 givingOut: sequence)
             index.withLock { $0.appendQueued(.init(sequence: sequence, id: write.id)) }
             return write
+        }
+    }
+
+    /// A new client id: a random (version 4) UUID in lowercase text.
+    public static func makeClientID() -> String { ClientID.make() }
+
+    private static func checkClientID(_ id: String) throws {
+        guard !id.isEmpty, id.utf8.count <= 128 else { throw QueueErrors.badClientID(id, "1 to 128 bytes") }
+        guard !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw QueueErrors.badClientID(id, "a control character")
         }
     }
 

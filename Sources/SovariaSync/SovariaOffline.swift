@@ -152,10 +152,13 @@ public final class SovariaOffline: Sendable {
     public func write(_ request: DataRequest) async throws -> WriteOutcome {
         try checkOpen()
         return try await writes.withGate { () async throws -> WriteOutcome in
+            // One client id for both paths: when the answer to the direct send is lost, the
+            // queued replay carries the same Idempotency-Key.
+            let id = WriteQueue.makeClientID()
             if online, queue.count == 0 {
                 do {
                     var sent = request
-                    sent.headers[Self.idempotencyHeader] = sent.headers[Self.idempotencyHeader] ?? UUID().uuidString
+                    sent.headers[Self.idempotencyHeader] = sent.headers[Self.idempotencyHeader] ?? id
                     let response = try await transport.send(sent)
                     reachedServer()
                     if !Self.isRetryable(response.status) {
@@ -166,7 +169,7 @@ public final class SovariaOffline: Sendable {
                     wentOffline(error)
                 }
             }
-            return .queued(try await queue.enqueue(request))
+            return .queued(try await queue.enqueue(request, id: id))
         }
     }
 
@@ -212,7 +215,8 @@ public final class SovariaOffline: Sendable {
             if closed || paused { break }
             if let notBefore, configuration.clock() < notBefore { break }
             var request = head.request
-            request.headers[Self.idempotencyHeader] = head.id
+            // The app's own key, if it set one, else the client id.
+            request.headers[Self.idempotencyHeader] = request.headers[Self.idempotencyHeader] ?? head.id
             let response: DataResponse
             do {
                 response = try await transport.send(request)

@@ -41,6 +41,8 @@ from psycopg import sql
 SCHEMA = "public"
 USERS = ("alice", "bob")                        # user roles created by schema.sql
 TOKENS = {f"token-{user}": user for user in USERS}
+# A refreshed token: `token-<user>.<anything>` is that user too (each spelling expires on its own).
+REFRESHED_TOKEN = re.compile(r"token-([a-z]+)\.[A-Za-z0-9_-]+\Z")
 ANON = "anon"
 REST_PREFIX = "/rest/v1/"
 NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")        # the only identifiers we accept
@@ -105,6 +107,9 @@ class TestState:
     slow: list[float] = field(default_factory=list)                # seconds, one per write
     expired: set[str] = field(default_factory=set)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # /_test/fail with "hold": a write committed and now waiting for /_test/release
+    held: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
 
     def take_failure(self, is_write: bool) -> dict[str, Any] | None:
         """Consume one use of the first rule that applies to this request."""
@@ -128,6 +133,8 @@ class TestState:
             self.slow.clear()
             self.expired.clear()
             self.requests.clear()
+        self.release.set()  # a held answer is let go (dropped)
+        self.held.clear()
 
 
 # ---------------------------------------------------------------- request parsing
@@ -406,6 +413,9 @@ class Handler(BaseHTTPRequestHandler):
             reply = self.error_reply(error)
         entry["status"] = reply.status
         if rule is not None:  # after_commit: the transaction is over, the answer is lost
+            if rule.get("hold"):  # ... or kept back until /_test/release (or 60 s)
+                state.held.set()
+                state.release.wait(60)
             entry["dropped"] = True
             self.drop()
             return
@@ -422,6 +432,8 @@ class Handler(BaseHTTPRequestHandler):
             code = "PGRST303"
         elif token in TOKENS:
             return TOKENS[token]
+        elif (refreshed := REFRESHED_TOKEN.match(token)) and refreshed.group(1) in USERS:
+            return refreshed.group(1)
         else:
             message = "JWT cryptographic operation failed" if token else \
                 "Empty JWT is sent in Authorization header"
@@ -646,10 +658,22 @@ class Handler(BaseHTTPRequestHandler):
             rule = {"status": int(args.get("status", 503)),
                     "retry_after": args.get("retry_after"),
                     "count": int(args.get("count", 1)),
-                    "after_commit": bool(args.get("after_commit", False))}
+                    "after_commit": bool(args.get("after_commit", False)) or bool(args.get("hold", False)),
+                    "hold": bool(args.get("hold", False))}
+            if rule["hold"]:
+                state.held.clear()
+                state.release.clear()
             if rule["count"] > 0:
                 with state.lock:
                     state.failures.append(rule)
+            return ok
+        if (method, path) == ("GET", "/_test/held"):
+            # Waits (up to 30 s) until a held write has committed: a test's way to know, without
+            # sleeping, that the server applied it.
+            held = state.held.wait(30)
+            return Reply(200 if held else 408, json.dumps({"held": held}).encode(), {"Content-Type": JSON_TYPE})
+        if (method, path) == ("POST", "/_test/release"):
+            state.release.set()
             return ok
         if (method, path) == ("POST", "/_test/slow"):
             with state.lock:

@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 import Testing
 
 @testable import SovariaQueue
@@ -24,5 +25,24 @@ import Testing
         for position in 0..<36 where ![8, 13, 14, 18, 19, 23].contains(position) {
             #expect(Set(ids.map { $0[position] }).count > 4, "digit at \(position)")
         }
+    }
+}
+
+/// A write can be queued under a client id it was already sent with; a bad or taken id is
+/// refused before anything is written.
+@Suite struct GivenClientIDTests {
+    @Test func aGivenIDIsKeptAndABadOrTakenOneIsRefused() async throws {
+        let store = MemoryOfflineStore()
+        let queue = try await WriteQueue(store: store)
+        let request = DataRequest(method: "POST", path: "/rest/v1/notes", body: "{}")
+        let id = WriteQueue.makeClientID()
+        let write = try await queue.enqueue(request, id: id)
+        #expect(write.id == id)
+        for bad in [id, "", String(repeating: "x", count: 129), "a\nb"] {
+            let error = await #expect(throws: OfflineStoreError.self) { try await queue.enqueue(request, id: bad) }
+            #expect(error?.code == .invalidKey)
+        }
+        #expect(try await queue.pending().map(\.id) == [id])
+        #expect(try await store.keys("sov:queue:").count == 1)
     }
 }

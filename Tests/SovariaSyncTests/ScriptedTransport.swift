@@ -15,6 +15,8 @@ final class ScriptedTransport: SyncTransport {
         var received: [DataRequest] = []
         /// The idempotency keys whose writes the server applied, in order, each once.
         var applied: [String] = []
+        /// The next answer is lost after the server applied the write: the client sees no network.
+        var loseNextAnswer = false
     }
 
     let state = Mutex(State())
@@ -29,6 +31,10 @@ final class ScriptedTransport: SyncTransport {
             {
                 state.applied.append(key)
             }
+            if state.loseNextAnswer {
+                state.loseNextAnswer = false
+                throw SyncTransportError.offline("scripted: the connection dropped before the answer")
+            }
             return answer
         }
     }
@@ -38,6 +44,7 @@ final class ScriptedTransport: SyncTransport {
         set { state.withLock { $0.online = newValue } }
     }
 
+    func loseNextAnswer() { state.withLock { $0.loseNextAnswer = true } }
     func answer(_ responses: DataResponse...) { state.withLock { $0.script += responses } }
     var received: [DataRequest] { state.withLock { $0.received } }
     var applied: [String] { state.withLock { $0.applied } }

@@ -119,6 +119,23 @@ func insert(_ id: Int) -> DataRequest {
         #expect(try await rig.offline.pendingWrites().isEmpty)
     }
 
+    /// A write sent at once whose answer was lost (applied, then the connection dropped) is
+    /// queued under the key it was sent with, so its replay is recognised: applied once.
+    @Test(arguments: SyncEngine.all)
+    func aDirectSendWhoseAnswerIsLostIsReplayedWithTheSameKey(_ engine: SyncEngine) async throws {
+        let rig = try await Rig(engine)
+        rig.transport.loseNextAnswer()
+        guard case .queued(let write) = try await rig.offline.write(insert(1)) else {
+            Issue.record("a write whose answer was lost was not queued")
+            return
+        }
+        let firstKey = try #require(rig.transport.received.first?.headers["Idempotency-Key"])
+        #expect(write.id == firstKey)
+        #expect(try await rig.offline.flush() == 1)
+        #expect(rig.transport.received.map { $0.headers["Idempotency-Key"] } == [firstKey, firstKey])
+        #expect(rig.transport.applied == [firstKey])
+    }
+
     @Test(arguments: SyncEngine.all)
     func pastMaxQueuedAWriteIsRefusedAndNothingIsWritten(_ engine: SyncEngine) async throws {
         let rig = try await Rig(engine) { $0.maxQueued = 2 }

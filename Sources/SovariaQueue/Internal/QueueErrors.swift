@@ -10,6 +10,13 @@ enum QueueErrors {
                 + "to allow more, open the queue with a larger maxQueued.")
     }
 
+    static func badClientID(_ id: String, _ reason: String) -> OfflineStoreError {
+        OfflineStoreError(
+            .invalidKey,
+            "The client id \"\(id)\" cannot be used (\(reason)); nothing was queued. Leave the id out and "
+                + "the queue makes one (WriteQueue.makeClientID()).")
+    }
+
     static func notRejected(_ id: String) -> OfflineStoreError {
         OfflineStoreError(
             .notFound,
