@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
         .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
         .library(name: "SovariaSync", targets: ["SovariaSync"]),
+        .library(name: "SovariaHTTP", targets: ["SovariaHTTP"]),
         .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
     ],
     targets: [
@@ -55,6 +56,8 @@ let package = Package(
         .target(name: "SovariaQueue", dependencies: ["Sovaria"]),
         // The offline controller (seed 003) over the cache and the queue; the network is a protocol.
         .target(name: "SovariaSync", dependencies: ["Sovaria", "SovariaCache", "SovariaQueue"]),
+        // The HTTP transport (URLSession) and PostgREST's request conventions.
+        .target(name: "SovariaHTTP", dependencies: ["SovariaSync", "SovariaQueue"]),
 
         .executableTarget(
             name: "sovaria-bench",
@@ -69,11 +72,13 @@ let package = Package(
         .testTarget(name: "SovariaTests", dependencies: ["Sovaria", "SovariaTestKit"]),
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
         // need a real server.
-        .target(name: "SovariaTestServers", path: "Tests/SovariaTestServers"),
+        .target(name: "SovariaTestServers", dependencies: ["SovariaSync"], path: "Tests/SovariaTestServers"),
         // The child process the crash tests kill with SIGKILL, and those tests.
         .executableTarget(
             name: "sovaria-crash-writer",
-            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue", "SovariaSync"],
+            dependencies: [
+                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue", "SovariaSync", "SovariaHTTP",
+            ],
             path: "Tests/sovaria-crash-writer"
         ),
         .testTarget(
@@ -97,7 +102,15 @@ let package = Package(
             name: "SovariaSyncTests",
             dependencies: [
                 "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite",
-                "SovariaLMDB", "SovariaLevelDB", "SovariaSodium",
+                "SovariaLMDB", "SovariaLevelDB", "SovariaSodium", "SovariaTestServers",
+            ]
+        ),
+        // The HTTP transport, end to end against PostgreSQL behind Tests/Server/restserver.py.
+        .testTarget(
+            name: "SovariaHTTPTests",
+            dependencies: [
+                "SovariaHTTP", "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria", "SovariaTestKit",
+                "SovariaSQLite", "SovariaLevelDB", "SovariaTestServers", "sovaria-crash-writer",
             ]
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.

@@ -262,6 +262,9 @@ def invalid_json() -> ApiError:
 
 class RestServer(ThreadingHTTPServer):
     daemon_threads = True
+    # Do not join the request threads on close: a client's idle keep-alive connection keeps its
+    # thread waiting for the next request, and SIGTERM must stop the server at once.
+    block_on_close = False
 
     def __init__(self, port: int, conninfo: str, verbose: bool) -> None:
         super().__init__(("127.0.0.1", port), Handler)

@@ -1,6 +1,7 @@
 import Foundation
 import SovariaQueue
 import SovariaSync
+import SovariaTestServers
 import Synchronization
 
 /// An in-process server for the controller's tests: answers each request with a scripted
@@ -48,26 +49,4 @@ final class ScriptedTransport: SyncTransport {
     func answer(_ responses: DataResponse...) { state.withLock { $0.script += responses } }
     var received: [DataRequest] { state.withLock { $0.received } }
     var applied: [String] { state.withLock { $0.applied } }
-}
-
-/// A timer the test fires by hand.
-final class ManualTimer: SyncTimer {
-    private let ticks = Mutex<[@Sendable () async -> Void]>([])
-
-    func repeating(every interval: Duration, _ fire: @escaping @Sendable () async -> Void) -> SyncTimerTicket {
-        ticks.withLock { $0.append(fire) }
-        return SyncTimerTicket {}
-    }
-
-    /// Runs every registered tick once, as if the interval passed.
-    func fire() async {
-        for tick in ticks.withLock({ $0 }) { await tick() }
-    }
-}
-
-/// A clock the test moves by hand.
-final class TestClock: Sendable {
-    private let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-    var read: @Sendable () -> Date { { self.now.withLock { $0 } } }
-    func advance(seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }

@@ -7,6 +7,7 @@ import SovariaQueue
 import SovariaSQLite
 import SovariaSodium
 import SovariaTestKit
+import SovariaTestServers
 import Synchronization
 import Testing
 

@@ -86,60 +86,33 @@ public final class PostgresCluster: Sendable {
         try await runProcess(serverFolder.appendingPathComponent("pgcluster").path, arguments)
     }
 
-    /// Runs a program to its end on a thread of its own (never blocking Swift's cooperative
-    /// threads) and returns its standard output; a non-zero exit throws with its standard error.
-    static func runProcess(_ path: String, _ arguments: [String]) async throws -> String {
+    /// Runs `body` on a thread of its own, never blocking Swift's cooperative threads, and
+    /// returns its result.
+    public static func onThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws
+        -> Result
+    {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(
-                    with: Result {
-                        let process = Process()
-                        process.executableURL = URL(fileURLWithPath: path)
-                        process.arguments = arguments
-                        let output = Pipe()
-                        let errors = Pipe()
-                        process.standardOutput = output
-                        process.standardError = errors
-                        process.standardInput = FileHandle.nullDevice
-                        try process.run()
-                        // Read both pipes to their ends before waiting, so a full pipe never
-                        // blocks the child: errors on a second thread.
-                        let errorData = LockedData()
-                        let errorReader = Thread { errorData.set(errors.fileHandleForReading.readDataToEndOfFile()) }
-                        errorReader.start()
-                        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-                        process.waitUntilExit()
-                        let errorText = String(decoding: errorData.wait(), as: UTF8.self)
-                        guard process.terminationStatus == 0 else {
-                            throw Failure(
-                                description: "\(path) \(arguments.joined(separator: " ")) exited with "
-                                    + "\(process.terminationStatus): \(errorText)")
-                        }
-                        return String(decoding: outputData, as: UTF8.self)
-                    })
-            }
+            let thread = Thread { continuation.resume(with: Swift.Result { try body() }) }
             thread.start()
         }
     }
-}
 
-/// Data handed from one thread to another once.
-private final class LockedData: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var data: Data?
-
-    func set(_ value: Data) {
-        condition.lock()
-        data = value
-        condition.signal()
-        condition.unlock()
-    }
-
-    func wait() -> Data {
-        condition.lock()
-        defer { condition.unlock() }
-        while data == nil { condition.wait() }
-        return data ?? Data()
+    /// Runs a program to its end on a thread of its own (never blocking Swift's cooperative
+    /// threads) and returns its standard output; a non-zero exit throws with its standard error.
+    public static func runProcess(_ path: String, _ arguments: [String]) async throws -> String {
+        try await onThread {
+            let errorFile = NSTemporaryDirectory() + "sovaria-child-\(UUID().uuidString).err"
+            defer { try? FileManager.default.removeItem(atPath: errorFile) }
+            let child = try ChildProcess(path, arguments, captureOutput: true, errorFile: errorFile)
+            let output = child.output?.readDataToEndOfFile() ?? Data()
+            let status = child.waitBlocking()
+            guard ChildProcess.succeeded(status) else {
+                let errors = (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
+                throw Failure(
+                    description: "\(path) \(arguments.joined(separator: " ")) failed (wait status \(status)): \(errors)")
+            }
+            return String(decoding: output, as: UTF8.self)
+        }
     }
 }
 
@@ -166,11 +139,7 @@ private enum SharedClusterExit {
             atexit {
                 for directory in SharedClusterExit.directories {
                     let script = PostgresCluster.serverFolder.appendingPathComponent("pgcluster").path
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: script)
-                    process.arguments = ["stop", directory]
-                    try? process.run()
-                    process.waitUntilExit()
+                    (try? ChildProcess(script, ["stop", directory], captureOutput: false))?.waitBlocking()
                     try? FileManager.default.removeItem(atPath: directory)
                 }
             }

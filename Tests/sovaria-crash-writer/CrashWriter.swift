@@ -6,8 +6,9 @@ import Sovaria
 /// test kills it with SIGKILL.
 ///
 /// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`; an ENGINE of
-/// `queue-<engine>` runs the write queue's workload instead (``QueueCrashWorkload``), and one of
-/// `flush-<engine>` the controller's (``FlushCrashWorkload``).
+/// `queue-<engine>` runs the write queue's workload instead (``QueueCrashWorkload``), one of
+/// `flush-<engine>` the controller's (``FlushCrashWorkload``), and one of `http-<engine>` a flush
+/// through the HTTP transport (``HTTPCrashWorkload``, FIRST being the test server's port).
 @main
 enum CrashWriter {
     static func main() async {
@@ -30,6 +31,12 @@ enum CrashWriter {
                 let store = try CrashStores.open(
                     String(engine.dropFirst(FlushCrashWorkload.enginePrefix.count)), at: folder, durability: durability)
                 try await FlushCrashWorkload.run(store, folder: folder, first: first)
+            }
+            if engine.hasPrefix(HTTPCrashWorkload.enginePrefix) {
+                let store = try CrashStores.open(
+                    String(engine.dropFirst(HTTPCrashWorkload.enginePrefix.count)),
+                    at: URL(fileURLWithPath: arguments[2]), durability: durability)
+                try await HTTPCrashWorkload.run(store, port: first)
             }
             let store = try CrashStores.open(engine, at: URL(fileURLWithPath: arguments[2]), durability: durability)
             acknowledge("ready")

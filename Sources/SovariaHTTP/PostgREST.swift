@@ -1,0 +1,104 @@
+import Foundation
+import SovariaQueue
+
+/// Builds ``SovariaQueue/DataRequest``s in PostgREST's conventions (`/rest/v1/<table>`, filters
+/// in the query, `Prefer` headers), so reads and queued writes say what they mean.
+///
+/// ```swift
+/// let mine = PostgREST.select("notes", columns: "id,title", where: [.eq("list_id", "groceries")], order: "id")
+/// let add = PostgREST.insert(into: "notes", json: #"{"id":"n1","title":"Milk"}"#)
+/// let done = PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"done":true}"#)
+/// let gone = PostgREST.delete(from: "notes", where: [.eq("id", "n1")])
+/// ```
+public enum PostgREST {
+    /// The path prefix of tables: `/rest/v1/`.
+    public static let prefix = "/rest/v1/"
+
+    /// A horizontal filter: `<column>=<operator>.<value>` in the query.
+    public struct Filter: Sendable, Hashable {
+        /// The column.
+        public var column: String
+        /// The operator and its operand as PostgREST writes them, for example `eq.7`.
+        public var condition: String
+
+        /// `column = value`.
+        public static func eq(_ column: String, _ value: String) -> Filter { Filter(column: column, condition: "eq." + value) }
+        /// `column <> value`.
+        public static func neq(_ column: String, _ value: String) -> Filter {
+            Filter(column: column, condition: "neq." + value)
+        }
+        /// `column > value`.
+        public static func gt(_ column: String, _ value: String) -> Filter { Filter(column: column, condition: "gt." + value) }
+        /// `column >= value`.
+        public static func gte(_ column: String, _ value: String) -> Filter {
+            Filter(column: column, condition: "gte." + value)
+        }
+        /// `column < value`.
+        public static func lt(_ column: String, _ value: String) -> Filter { Filter(column: column, condition: "lt." + value) }
+        /// `column <= value`.
+        public static func lte(_ column: String, _ value: String) -> Filter {
+            Filter(column: column, condition: "lte." + value)
+        }
+        /// `column IN (values…)`; each value is double-quoted, so commas and parentheses in it are data.
+        public static func `in`(_ column: String, _ values: [String]) -> Filter {
+            let quoted = values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            return Filter(column: column, condition: "in.(" + quoted.joined(separator: ",") + ")")
+        }
+        /// `column IS NULL`.
+        public static func isNull(_ column: String) -> Filter { Filter(column: column, condition: "is.null") }
+
+        /// The query item, percent-encoded.
+        var queryItem: String { PostgREST.encode(column) + "=" + PostgREST.encode(condition) }
+    }
+
+    /// `GET /rest/v1/<table>?select=<columns>&<filters>[&order=…][&limit=…]`: the rows as a JSON array.
+    public static func select(
+        _ table: String, columns: String = "*", where filters: [Filter] = [], order: String? = nil, limit: Int? = nil
+    ) -> DataRequest {
+        var query = ["select=" + encode(columns)] + filters.map(\.queryItem)
+        if let order { query.append("order=" + encode(order)) }
+        if let limit { query.append("limit=\(limit)") }
+        return DataRequest(method: "GET", path: path(table, query))
+    }
+
+    /// `POST /rest/v1/<table>` of a JSON object or array. `returning` asks for the rows back
+    /// (`Prefer: return=representation`); `upsert` merges a row whose primary key exists
+    /// (`Prefer: resolution=merge-duplicates`), which makes a replayed insert harmless.
+    public static func insert(into table: String, json: String, returning: Bool = true, upsert: Bool = false)
+        -> DataRequest
+    {
+        var prefer = [returning ? "return=representation" : "return=minimal"]
+        if upsert { prefer.append("resolution=merge-duplicates") }
+        return DataRequest(
+            method: "POST", path: path(table, []), headers: ["Prefer": prefer.joined(separator: ",")], body: json)
+    }
+
+    /// `PATCH /rest/v1/<table>?<filters>` with the JSON object of new values.
+    public static func update(_ table: String, where filters: [Filter], json: String, returning: Bool = false)
+        -> DataRequest
+    {
+        DataRequest(
+            method: "PATCH", path: path(table, filters.map(\.queryItem)),
+            headers: ["Prefer": returning ? "return=representation" : "return=minimal"], body: json)
+    }
+
+    /// `DELETE /rest/v1/<table>?<filters>`.
+    public static func delete(from table: String, where filters: [Filter], returning: Bool = false) -> DataRequest {
+        DataRequest(
+            method: "DELETE", path: path(table, filters.map(\.queryItem)),
+            headers: ["Prefer": returning ? "return=representation" : "return=minimal"])
+    }
+
+    private static func path(_ table: String, _ query: [String]) -> String {
+        prefix + encode(table) + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+    }
+
+    /// RFC 3986's unreserved characters, and `,` `(` `)` `*` `.` `"`, which PostgREST reads as
+    /// syntax (value lists, `select` columns) and which are safe in a query.
+    private static let allowed = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~,()*")
+
+    static func encode(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}

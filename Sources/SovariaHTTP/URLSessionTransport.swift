@@ -1,0 +1,179 @@
+import Foundation
+import SovariaQueue
+import SovariaSync
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The HTTP transport apps use: sends ``SovariaQueue/DataRequest``s to a PostgREST-style API
+/// with `URLSession`.
+///
+/// - Every request goes to ``baseURL`` plus the request's path (with its query), with the
+///   default headers: `apikey` when set, `Authorization: Bearer <token>` from the token
+///   provider, `Content-Type: application/json` for a body, the configuration's own headers,
+///   then the request's headers (which win).
+/// - Writes (any method but `GET` and `HEAD`) carry an `Idempotency-Key`: the controller's
+///   client id, or a new one when the request has none.
+/// - Reads carry what the controller asks for; a cached ETag arrives as `If-None-Match`, and a
+///   `304` goes back to the controller, which keeps the cached body.
+/// - A `401` asks the token provider to refresh (once per request; concurrent 401s share one
+///   refresh) and sends the request again with the new token; the second answer is returned
+///   whatever it is, so the controller still sees a `401` that a refresh did not cure.
+/// - No network (not connected, cannot connect or find the host, DNS, connection lost, timed
+///   out, no data allowed) throws ``SovariaSync/SyncTransportError/offline(_:)``, which the
+///   controller recognises; anything else throws ``URLSessionTransportError``. Every answer the
+///   server gave is returned, whatever its status.
+///
+/// ```swift
+/// let transport = URLSessionTransport(
+///     baseURL: URL(string: "https://project.example.com")!, apiKey: "anon-key", tokens: session)
+/// let offline = try await SovariaOffline(store: store, transport: transport)
+/// ```
+public final class URLSessionTransport: SyncTransport {
+    /// Where the API is: requests go to this URL plus their path.
+    public let baseURL: URL
+    private let configuration: Configuration
+    private let session: URLSession
+    private let tokens: (any AccessTokenProvider)?
+    private let refresh = TokenRefresh()
+
+    /// A transport to `baseURL`, with `apiKey` sent as the `apikey` header (when not `nil`), the
+    /// bearer token from `tokens` (when not `nil`), and `configuration`'s headers and timeout.
+    public init(
+        baseURL: URL, apiKey: String? = nil, tokens: (any AccessTokenProvider)? = nil,
+        configuration: Configuration = Configuration()
+    ) {
+        self.baseURL = baseURL
+        var configuration = configuration
+        if let apiKey { configuration.headers["apikey"] = apiKey }
+        self.configuration = configuration
+        self.tokens = tokens
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.timeoutIntervalForRequest = configuration.timeout.timeInterval
+        sessionConfiguration.timeoutIntervalForResource = configuration.timeout.timeInterval
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        sessionConfiguration.urlCache = nil
+        session = URLSession(configuration: sessionConfiguration)
+    }
+
+    deinit { session.finishTasksAndInvalidate() }
+
+    /// Sends `request` and returns the server's answer, whatever its status.
+    ///
+    /// - Throws: ``SovariaSync/SyncTransportError/offline(_:)`` when the request did not reach
+    ///   the server for lack of network; ``URLSessionTransportError`` for a path that makes no
+    ///   URL, an answer that is not HTTP, or another failure.
+    public func send(_ request: DataRequest) async throws -> DataResponse {
+        var request = request
+        if !Self.isRead(request.method), Self.header("Idempotency-Key", in: request.headers) == nil {
+            request.headers["Idempotency-Key"] = WriteQueue.makeClientID()
+        }
+        let token = try await tokens?.accessToken()
+        let first = try await send(request, token: token)
+        guard first.status == 401, let tokens else { return first }
+        try await refresh.run(after: token) { try await tokens.refreshAccessToken() }
+        return try await send(request, token: try await tokens.accessToken())
+    }
+
+    private func send(_ request: DataRequest, token: String?) async throws -> DataResponse {
+        let urlRequest = try makeURLRequest(request, token: token)
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: urlRequest)
+        } catch let error as URLError where Self.offlineCodes.contains(error.code) {
+            throw SyncTransportError.offline("\(request.method) \(request.path): \(error.localizedDescription)")
+        } catch {
+            throw URLSessionTransportError.failed(request.method + " " + request.path, String(describing: error))
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw URLSessionTransportError.notHTTP(request.method + " " + request.path)
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String { headers[name] = value as? String ?? "\(value)" }
+        }
+        return DataResponse(status: http.statusCode, headers: headers, body: String(decoding: data, as: UTF8.self))
+    }
+
+    private func makeURLRequest(_ request: DataRequest, token: String?) throws -> URLRequest {
+        guard let url = URL(string: request.path, relativeTo: baseURL)?.absoluteURL,
+            url.scheme == "http" || url.scheme == "https"
+        else { throw URLSessionTransportError.badPath(request.path) }
+        var urlRequest = URLRequest(url: url)
+        urlRequest.httpMethod = request.method
+        urlRequest.timeoutInterval = configuration.timeout.timeInterval
+        urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        var headers = configuration.headers
+        if let token { headers["Authorization"] = "Bearer " + token }
+        if let body = request.body {
+            urlRequest.httpBody = Data(body.utf8)
+            headers["Content-Type"] = "application/json"
+        }
+        for (name, value) in request.headers {
+            // The request's own spelling wins over a default of another case.
+            for existing in headers.keys where existing.lowercased() == name.lowercased() { headers[existing] = nil }
+            headers[name] = value
+        }
+        for (name, value) in headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        return urlRequest
+    }
+
+    /// URLSession's failures that mean the request did not reach the server (or its answer did
+    /// not come back) for lack of network.
+    static let offlineCodes: Set<URLError.Code> = [
+        .notConnectedToInternet, .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed,
+        .networkConnectionLost, .timedOut, .dataNotAllowed, .internationalRoamingOff, .callIsActive,
+        .secureConnectionFailed, .resourceUnavailable,
+    ]
+
+    private static func isRead(_ method: String) -> Bool {
+        let method = method.uppercased()
+        return method == "GET" || method == "HEAD"
+    }
+
+    private static func header(_ name: String, in headers: [String: String]) -> String? {
+        headers.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+}
+
+extension URLSessionTransport {
+    /// Headers and timeout of a transport.
+    public struct Configuration: Sendable {
+        /// Headers sent with every request (the request's own headers win). Default: none.
+        public var headers: [String: String] = [:]
+        /// How long a request may take before it counts as offline (`timedOut`). Default: 30 s.
+        public var timeout: Duration = .seconds(30)
+
+        /// The defaults.
+        public init() {}
+    }
+}
+
+/// What ``URLSessionTransport`` throws besides "offline".
+public enum URLSessionTransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The request's path does not make an HTTP(S) URL with the base URL.
+    case badPath(String)
+    /// The answer to the request (method and path) was not HTTP.
+    case notHTTP(String)
+    /// The request (method and path) failed for a reason other than the network.
+    case failed(String, String)
+
+    /// What went wrong and what to do.
+    public var description: String {
+        switch self {
+        case .badPath(let path): "The path \(path) does not make an http(s) URL with the base URL: check both."
+        case .notHTTP(let request): "\(request): the answer was not HTTP."
+        case .failed(let request, let reason): "\(request) failed: \(reason)"
+        }
+    }
+}
+
+extension Duration {
+    fileprivate var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

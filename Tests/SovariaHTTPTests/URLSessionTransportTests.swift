@@ -1,0 +1,56 @@
+import Foundation
+import SovariaHTTP
+import SovariaQueue
+import SovariaSync
+import SovariaTestServers
+import Testing
+
+/// The transport on its own, against the test server.
+@Suite struct URLSessionTransportTests {
+    @Test func aServerThatIsNotListeningIsOffline() async throws {
+        let server = try await RESTServer.start()
+        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: TestTokens())
+        let before = try await transport.send(PostgREST.select("notes"))
+        #expect(before.status == 200)
+        try await server.stop()
+        for request in [PostgREST.select("notes"), insertNote("n1", title: "Offline")] {
+            do {
+                let response = try await transport.send(request)
+                Issue.record("a stopped server answered \(response.status)")
+            } catch let error as SyncTransportError {
+                guard case .offline = error else { return }
+            } catch {
+                Issue.record("expected offline, got \(error)")
+            }
+        }
+    }
+
+    @Test func writesCarryAnIdempotencyKeyAndReadsNone() async throws {
+        let server = try await RESTServer.start()
+        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: TestTokens())
+        var keyed = insertNote("n2", title: "Keyed")
+        keyed.headers["Idempotency-Key"] = "app-key-1"
+        #expect(try await transport.send(insertNote("n1", title: "Unkeyed")).status == 201)
+        #expect(try await transport.send(keyed).status == 201)
+        #expect(try await transport.send(PostgREST.select("notes")).status == 200)
+        let keys = try await server.requests().map(\.idempotencyKey)
+        #expect(keys.count == 3)
+        #expect(keys[0].map { $0.count == 36 } == true, "a new client id for a write without one")
+        #expect(keys[1] == "app-key-1", "the request's own key is kept")
+        #expect(keys[2] == nil, "reads carry none")
+    }
+
+    @Test func postgrestRequestsEncodeTheirFilters() {
+        let select = PostgREST.select(
+            "notes", columns: "id,title", where: [.eq("title", "a b&c=d"), .in("id", ["x,1", "y"])], order: "id.desc",
+            limit: 5)
+        #expect(select.method == "GET")
+        #expect(
+            select.path
+                == "/rest/v1/notes?select=id,title&title=eq.a%20b%26c%3Dd&id=in.(%22x,1%22,%22y%22)&order=id.desc&limit=5")
+        let upsert = PostgREST.insert(into: "notes", json: "{}", upsert: true)
+        #expect(upsert.headers["Prefer"] == "return=representation,resolution=merge-duplicates")
+        #expect(PostgREST.delete(from: "notes", where: [.isNull("body")]).path == "/rest/v1/notes?body=is.null")
+        #expect(select.table == "notes")
+    }
+}
