@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "SovariaLMDB", targets: ["SovariaLMDB"]),
         .library(name: "SovariaLevelDB", targets: ["SovariaLevelDB"]),
         .library(name: "SovariaSodium", targets: ["SovariaSodium"]),
+        .library(name: "SovariaPostgres", targets: ["SovariaPostgres"]),
         .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
         .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
         .library(name: "SovariaSync", targets: ["SovariaSync"]),
@@ -42,6 +43,12 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        // libpq, PostgreSQL's client library (the server is not needed to build).
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
 
         .target(name: "Sovaria"),
         // The query cache: written against `OfflineStore` only, so it runs on every engine.
@@ -50,6 +57,8 @@ let package = Package(
         .target(name: "SovariaLMDB", dependencies: ["Sovaria", "CLMDB"]),
         .target(name: "SovariaLevelDB", dependencies: ["Sovaria", "CLevelDB"]),
         .target(name: "SovariaSodium", dependencies: ["Sovaria", "CSodium"]),
+        // One table shared by many processes and machines, over libpq.
+        .target(name: "SovariaPostgres", dependencies: ["Sovaria", "CLibPQ"]),
         .target(name: "SovariaTestKit", dependencies: ["Sovaria"]),
         // The durable write queue and the rejected list (seed 003); sees only `OfflineStore`.
         .target(name: "SovariaQueue", dependencies: ["Sovaria"]),
@@ -73,24 +82,31 @@ let package = Package(
         // The child process the crash tests kill with SIGKILL, and those tests.
         .executableTarget(
             name: "sovaria-crash-writer",
-            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue", "SovariaSync"],
+            dependencies: [
+                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres", "SovariaQueue",
+                "SovariaSync",
+            ],
             path: "Tests/sovaria-crash-writer"
         ),
         .testTarget(
             name: "SovariaCacheTests",
             dependencies: [
                 "SovariaCache", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
+                "SovariaPostgres", "SovariaTestServers",
             ]
         ),
         .testTarget(
             name: "SovariaCrashTests",
-            dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaQueue", "SovariaSync"]
+            dependencies: [
+                "sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaPostgres", "SovariaQueue", "SovariaSync",
+                "SovariaTestServers",
+            ]
         ),
         .testTarget(
             name: "SovariaQueueTests",
             dependencies: [
                 "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
-                "SovariaSodium",
+                "SovariaSodium", "SovariaPostgres", "SovariaTestServers",
             ]
         ),
         .testTarget(
@@ -105,6 +121,10 @@ let package = Package(
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
         .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),
+        .testTarget(
+            name: "SovariaPostgresTests",
+            dependencies: ["SovariaPostgres", "SovariaTestKit", "SovariaTestServers"]
+        ),
         // Full disks, read-only mounts and damaged files (mounts a tmpfs: runs as root).
         .testTarget(
             name: "SovariaFaultTests",
@@ -112,7 +132,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SovariaSodiumTests",
-            dependencies: ["SovariaSodium", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
+            dependencies: [
+                "SovariaSodium", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres",
+                "SovariaTestServers",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -2,12 +2,13 @@ import Foundation
 import Sovaria
 import SovariaTestKit
 import Synchronization
+import SovariaTestServers
 import Testing
 
 @testable import SovariaCache
 
 /// Seed 000's eviction rules, each on every engine.
-@Suite struct QueryCacheEvictionTests {
+@Suite(.sharedPostgresDatabase) struct QueryCacheEvictionTests {
     /// Puts `count` lists of `bytes` each, with server times `times[i]` (default i), under
     /// queries "q<i>".
     func fill(

@@ -5,7 +5,8 @@ import Sovaria
 /// two-key batches forever, printing an acknowledgement after each call returns, until the
 /// test kills it with SIGKILL.
 ///
-/// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`; an ENGINE of
+/// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`, where PATH is a libpq
+/// conninfo for the `postgres` ENGINE; an ENGINE of
 /// `queue-<engine>` runs the write queue's workload instead (``QueueCrashWorkload``), and one of
 /// `flush-<engine>` the controller's (``FlushCrashWorkload``).
 @main
@@ -31,7 +32,7 @@ enum CrashWriter {
                     String(engine.dropFirst(FlushCrashWorkload.enginePrefix.count)), at: folder, durability: durability)
                 try await FlushCrashWorkload.run(store, folder: folder, first: first)
             }
-            let store = try CrashStores.open(engine, at: URL(fileURLWithPath: arguments[2]), durability: durability)
+            let store = try CrashStores.open(engine, location: arguments[2], durability: durability)
             acknowledge("ready")
             var index = first
             while true {
