@@ -117,13 +117,18 @@ import Testing
         configuration.lockTimeout = .milliseconds(50)
         let store = try await PostgresTestStores.make(configuration: configuration)
         try await store.set("held", "before")
-        // A second session holds the row's lock in an open transaction.
-        let holder = try await PostgresTestStores.make()
+        // A second session holds the row's lock in an open transaction (a connection of the
+        // test's own: the pool closes a connection that comes back inside a transaction).
+        let conninfo = try await PostgresCluster.sharedDatabase()
         let table = store.table
-        try await holder.pool.withConnection(retryable: false) { connection throws(OfflineStoreError) in
-            try connection.execute("BEGIN", while: "test")
-            _ = try connection.query(
-                "SELECT value FROM \(table) WHERE key = $1 FOR UPDATE", [.utf8("held")], while: "test")
+        let queue = BlockingWorkQueue(label: "test.holder")
+        let holder = try await queue.runConcurrently {
+            let holder = try PostgresConnection(
+                conninfo: conninfo, server: "test", durability: .synced, lockTimeoutMilliseconds: 1_000,
+                connectTimeoutSeconds: 5)
+            try holder.execute("BEGIN", while: "test")
+            _ = try holder.query("SELECT value FROM \(table) WHERE key = $1 FOR UPDATE", [.utf8("held")], while: "test")
+            return holder
         }
         let error = await offlineStoreError { try await store.write([.set(key: "free", value: "1"), .set(key: "held", value: "2")]) }
         #expect(error?.code == .locked)
@@ -131,7 +136,8 @@ import Testing
         #expect(error?.nativeCode == OfflineStoreError.packed(sqlState: "55P03"))
         #expect(error?.message.contains("55P03") == true)
         #expect(try await store.get("free") == nil, "the batch was rolled back whole")
-        holder.closeIdleConnections()  // ends the holding session: its transaction rolls back
+        try await queue.runConcurrently { try holder.execute("ROLLBACK", while: "test") }
+        try await store.set("held", "after")
     }
 
     @Test func aUserWithoutPrivilegesGetsPermissionDenied() async throws {

@@ -23,14 +23,14 @@ extension PostgresCluster {
     }
 }
 
-/// Makes the shared database once.
+/// Makes the shared database once: one task every caller awaits (the actor is reentrant).
 private actor SharedDatabase {
-    private var made: String?
+    private var making: Task<String, any Error>?
 
     func conninfo() async throws -> String {
-        if let made { return made }
-        let conninfo = try await PostgresCluster.shared().makeDatabase()
-        made = conninfo
-        return conninfo
+        if let making { return try await making.value }
+        let task = Task { try await PostgresCluster.shared().makeDatabase() }
+        making = task
+        return try await task.value
     }
 }

@@ -90,69 +90,29 @@ public final class PostgresCluster: Sendable {
     /// threads) and returns its standard output; a non-zero exit throws with its standard error.
     static func runProcess(_ path: String, _ arguments: [String]) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(
-                    with: Result {
-                        let process = Process()
-                        process.executableURL = URL(fileURLWithPath: path)
-                        process.arguments = arguments
-                        let output = Pipe()
-                        let errors = Pipe()
-                        process.standardOutput = output
-                        process.standardError = errors
-                        process.standardInput = FileHandle.nullDevice
-                        try process.run()
-                        // Read both pipes to their ends before waiting, so a full pipe never
-                        // blocks the child: errors on a second thread.
-                        let errorData = LockedData()
-                        let errorReader = Thread { errorData.set(errors.fileHandleForReading.readDataToEndOfFile()) }
-                        errorReader.start()
-                        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-                        process.waitUntilExit()
-                        let errorText = String(decoding: errorData.wait(), as: UTF8.self)
-                        guard process.terminationStatus == 0 else {
-                            throw Failure(
-                                description: "\(path) \(arguments.joined(separator: " ")) exited with "
-                                    + "\(process.terminationStatus): \(errorText)")
-                        }
-                        return String(decoding: outputData, as: UTF8.self)
-                    })
-            }
+            let thread = Thread { continuation.resume(with: Result { try ChildProcess.run(path, arguments) }) }
             thread.start()
         }
     }
 }
 
-/// Data handed from one thread to another once.
-private final class LockedData: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var data: Data?
-
-    func set(_ value: Data) {
-        condition.lock()
-        data = value
-        condition.signal()
-        condition.unlock()
-    }
-
-    func wait() -> Data {
-        condition.lock()
-        defer { condition.unlock() }
-        while data == nil { condition.wait() }
-        return data ?? Data()
-    }
-}
-
 /// Starts the shared cluster once, and stops it when the process exits.
+///
+/// The start is one task that every caller awaits: the actor is reentrant across the `await`, so
+/// keeping only the finished cluster let every test that asked during the first second start a
+/// cluster of its own (50 of them in one run).
 private actor SharedCluster {
-    private var started: PostgresCluster?
+    private var starting: Task<PostgresCluster, any Error>?
 
     func cluster() async throws -> PostgresCluster {
-        if let started { return started }
-        let cluster = try await PostgresCluster.start()
-        started = cluster
-        SharedClusterExit.register(cluster.directory.path)
-        return cluster
+        if let starting { return try await starting.value }
+        let task = Task {
+            let cluster = try await PostgresCluster.start()
+            SharedClusterExit.register(cluster.directory.path)
+            return cluster
+        }
+        starting = task
+        return try await task.value
     }
 }
 
@@ -166,11 +126,7 @@ private enum SharedClusterExit {
             atexit {
                 for directory in SharedClusterExit.directories {
                     let script = PostgresCluster.serverFolder.appendingPathComponent("pgcluster").path
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: script)
-                    process.arguments = ["stop", directory]
-                    try? process.run()
-                    process.waitUntilExit()
+                    _ = try? ChildProcess.run(script, ["stop", directory])
                     try? FileManager.default.removeItem(atPath: directory)
                 }
             }
