@@ -69,8 +69,10 @@ let package = Package(
             name: "sovaria-bench",
             dependencies: [
                 "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
-                "SovariaLevelDB", "SovariaSodium",
-                "CSQLite", "CLMDB", "CLevelDB",
+                "SovariaLevelDB", "SovariaSodium", "SovariaPostgres",
+                "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
+                // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
+                "SovariaTestServers",
             ],
             path: "Benchmarks/sovaria-bench"
         ),
