@@ -53,7 +53,8 @@ enum BenchEngines {
         BenchEngine(
             name: "postgres", persistent: true, maxKeys: (full: 20_000, quick: 2_000), open: BenchPostgres.open,
             raw: { _, durability, workload in
-                try RawPostgresSubject(conninfo: try BenchPostgres.conninfo(), durability: durability, workload: workload)
+                try RawPostgresSubject(
+                    conninfo: try BenchPostgres.conninfo(), durability: durability, workload: workload)
             }),
     ]
 

@@ -1,8 +1,8 @@
 import Foundation
 import Sovaria
 import SovariaTestKit
-import Synchronization
 import SovariaTestServers
+import Synchronization
 import Testing
 
 @testable import SovariaCache

@@ -130,7 +130,9 @@ import Testing
             _ = try holder.query("SELECT value FROM \(table) WHERE key = $1 FOR UPDATE", [.utf8("held")], while: "test")
             return holder
         }
-        let error = await offlineStoreError { try await store.write([.set(key: "free", value: "1"), .set(key: "held", value: "2")]) }
+        let error = await offlineStoreError {
+            try await store.write([.set(key: "free", value: "1"), .set(key: "held", value: "2")])
+        }
         #expect(error?.code == .locked)
         #expect(error?.engine == .postgres)
         #expect(error?.nativeCode == OfflineStoreError.packed(sqlState: "55P03"))
@@ -173,7 +175,8 @@ import Testing
                 group.addTask {
                     try await store.write([.set(key: "k\(task)", value: "\(task)"), .set(key: "j\(task)", value: "")])
                     #expect(try await store.get("k\(task)") == "\(task)")
-                    return try await store.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+                    return try await store.pool.withConnection(retryable: true) {
+                        connection throws(OfflineStoreError) in
                         try sessionCount(connection)
                     }
                 }

@@ -15,8 +15,9 @@ public struct SharedPostgresDatabase: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { false }
 
     /// Runs `function` with the shared database's conninfo set for ``conninfo()``.
-    // @concurrent: the requirement's closure and method are not `nonisolated(nonsending)`, which
-    // this package's upcoming-feature setting would otherwise make them.
+    ///
+    /// `@concurrent`, like the requirement's closure: this package's upcoming-feature setting
+    /// would otherwise make both `nonisolated(nonsending)`, which does not match the protocol.
     @concurrent public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @concurrent @Sendable () async throws -> Void
     ) async throws {

@@ -104,7 +104,9 @@ final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Runs `sql` with `parameters`, once (not prepared), and returns its rows.
-    func query(_ sql: String, _ parameters: [PostgresParameter], while action: String) throws(OfflineStoreError)
+    func query(
+        _ sql: String, _ parameters: [PostgresParameter], while action: String
+    ) throws(OfflineStoreError)
         -> PostgresResult
     {
         let sent = withParameters(parameters) { count, types, values, lengths, formats in
@@ -144,7 +146,9 @@ final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Reads every result of the query just sent and returns the last; the first error throws.
-    private func finish(sent: Bool, while action: String, key: String? = nil) throws(OfflineStoreError)
+    private func finish(
+        sent: Bool, while action: String, key: String? = nil
+    ) throws(OfflineStoreError)
         -> PostgresResult
     {
         guard sent else {

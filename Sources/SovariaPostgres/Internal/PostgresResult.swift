@@ -24,7 +24,9 @@ final class PostgresResult {
 
     /// Column `column` of row `row` as text: a `bytea` holding a key or value (throws
     /// ``OfflineStoreError/Code/corrupt`` when it is not UTF-8), or a `text` column.
-    func string(row: Int, column: Int, what: String, table: String, key: String? = nil) throws(OfflineStoreError)
+    func string(
+        row: Int, column: Int, what: String, table: String, key: String? = nil
+    ) throws(OfflineStoreError)
         -> String
     {
         guard let text = String(validatingUTF8Bytes: bytes(row: row, column: column)) else {

@@ -33,7 +33,8 @@ struct PostgresSchema: Sendable {
         guard let first = bytes.first, bytes.count <= 63, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first)
         else { return false }
         return bytes.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
                 || byte == UInt8(ascii: "_")
         }
     }
@@ -47,7 +48,8 @@ struct PostgresSchema: Sendable {
     var upsert: PostgresConnection.Statement {
         .init(
             name: "sovaria_set",
-            sql: "INSERT INTO \(quoted) (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            sql:
+                "INSERT INTO \(quoted) (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             parameterTypes: [Self.bytea, Self.bytea])
     }
     var delete: PostgresConnection.Statement {
