@@ -9,8 +9,8 @@ import Sovaria
 /// Same layout and settings as `PostgresSchema` and `PostgresConnection`: a table with a `bytea`
 /// primary key and a `bytea` value, `synchronous_commit` on (`.synced`) or off (`.flushed`), the
 /// adapter's statements prepared once and run with binary parameters and results. A single set is
-/// one statement in its own transaction; a batch is `BEGIN`, one statement a write, `COMMIT`, as
-/// in the adapter.
+/// one statement in its own transaction; a batch is `BEGIN` and one statement a write, pipelined
+/// 256 at a time (one round trip each), then `COMMIT` on its own, as in the adapter.
 ///
 /// What it leaves out is the adapter's cost: no Strings (keys and values are the workload's
 /// bytes), no key validation, no pool, no hop to a Dispatch queue: it calls libpq on the
@@ -60,9 +60,7 @@ final class RawPostgresSubject: BenchSubject {
     }
 
     func setBatch(_ indexes: Range<Int>, variant: Int) async throws {
-        try transaction {
-            for index in indexes { try run("set", [workload.keyBytes[index], workload.valueBytes[variant]]) { _ in } }
-        }
+        try pipelinedTransaction(indexes.map { ("set", [workload.keyBytes[$0], workload.valueBytes[variant]]) })
     }
 
     func get(_ index: Int) async throws -> Bool { try get(workload.keyBytes[index]) }
@@ -101,7 +99,7 @@ final class RawPostgresSubject: BenchSubject {
     }
 
     func deleteBatch(_ indexes: Range<Int>) async throws {
-        try transaction { for index in indexes { try run("delete", [workload.keyBytes[index]]) { _ in } } }
+        try pipelinedTransaction(indexes.map { ("delete", [workload.keyBytes[$0]]) })
     }
 
     // MARK: - Steps
@@ -116,15 +114,47 @@ final class RawPostgresSubject: BenchSubject {
         return found
     }
 
-    private func transaction(_ body: () throws -> Void) throws {
-        try execute("BEGIN")
+    /// `BEGIN` and `calls` pipelined 256 at a time, then `COMMIT`; `ROLLBACK` after an error.
+    private func pipelinedTransaction(_ calls: [(String, [[UInt8]])]) throws {
         do {
-            try body()
+            for start in stride(from: 0, to: calls.count, by: 256) {
+                try pipeline(calls[start..<min(calls.count, start + 256)], beginning: start == 0)
+            }
             try execute("COMMIT")
         } catch {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    private func pipeline(_ calls: ArraySlice<(String, [[UInt8]])>, beginning: Bool) throws {
+        guard PQenterPipelineMode(connection) == 1 else { throw failure("entering pipeline mode") }
+        defer { PQexitPipelineMode(connection) }
+        var sent = 0
+        if beginning {
+            guard PQsendQueryParams(connection, "BEGIN", 0, nil, nil, nil, nil, 1) == 1 else { throw failure("BEGIN") }
+            sent += 1
+        }
+        for (name, parameters) in calls {
+            let lengths = parameters.map { Int32($0.count) }
+            let formats = [Int32](repeating: 1, count: parameters.count)
+            let queued = withPointers(parameters) { values in
+                PQsendQueryPrepared(connection, name, Int32(parameters.count), values, lengths, formats, 1)
+            }
+            guard queued == 1 else { throw failure("sending \(name)") }
+            sent += 1
+        }
+        guard PQpipelineSync(connection) == 1 else { throw failure("syncing the pipeline") }
+        var failed = false
+        for _ in 0..<sent {
+            while let result = PQgetResult(connection) {
+                if PQresultStatus(result) != PGRES_COMMAND_OK { failed = true }
+                PQclear(result)
+            }
+        }
+        let sync = PQgetResult(connection)
+        defer { PQclear(sync) }
+        guard !failed, PQresultStatus(sync) == PGRES_PIPELINE_SYNC else { throw failure("running a pipeline") }
     }
 
     /// Runs prepared statement `name` with binary `parameters` (the int8 `LIMIT` too: its 8 bytes

@@ -213,8 +213,14 @@ public final class PostgresOfflineStore: OfflineStore {
         OfflineStoreError.packed(sqlState: "40P01"), OfflineStoreError.packed(sqlState: "40001"),
     ]
 
+    /// Writes per pipeline chunk: one round trip each. 256 answers are a few KiB, far below a
+    /// socket buffer, so neither side blocks while the other still sends.
+    private static let pipelineChunk = 256
+
     /// One write is one statement in its own transaction (one round trip); more are one
-    /// `BEGIN … COMMIT`, which nothing interrupts: no `await` inside.
+    /// `BEGIN … COMMIT`, which nothing interrupts: no `await` inside. The writes are pipelined
+    /// (one round trip per ``pipelineChunk``) and `COMMIT` goes alone after their answers, so a
+    /// connection that breaks before it certainly committed nothing.
     private static func apply(
         _ batch: [StoreWrite], schema: PostgresSchema, on connection: PostgresConnection
     ) throws(OfflineStoreError) {
@@ -222,9 +228,22 @@ public final class PostgresOfflineStore: OfflineStore {
             try run(batch[0], schema: schema, commits: true, on: connection)
             return
         }
-        try connection.execute("BEGIN", while: "Starting a batch of \(batch.count) writes")
+        let calls = batch.map { write in
+            switch write {
+            case .set(let key, let value):
+                PostgresConnection.Call(statement: schema.upsert, parameters: [.utf8(key), .utf8(value)], key: key)
+            case .delete(let key):
+                PostgresConnection.Call(statement: schema.delete, parameters: [.utf8(key)], key: key)
+            }
+        }
         do {
-            for write in batch { try run(write, schema: schema, commits: false, on: connection) }
+            // Pipelined in chunks: the server's answers to a chunk must fit the socket's buffer
+            // while libpq, in blocking mode, is still sending it.
+            for start in stride(from: 0, to: calls.count, by: Self.pipelineChunk) {
+                try connection.runPipelined(
+                    calls[start..<min(calls.count, start + Self.pipelineChunk)], beginning: start == 0,
+                    while: "Writing a batch of \(batch.count) writes")
+            }
             try connection.commit(while: "Committing a batch of \(batch.count) writes")
         } catch {
             if connection.isInTransaction, !connection.isBroken {

@@ -130,16 +130,21 @@ import Testing
             _ = try holder.query("SELECT value FROM \(table) WHERE key = $1 FOR UPDATE", [.utf8("held")], while: "test")
             return holder
         }
-        let error = await offlineStoreError {
-            try await store.write([.set(key: "free", value: "1"), .set(key: "held", value: "2")])
-        }
+        // The locked row comes in the third pipelined chunk of the batch, after 600 writes that worked.
+        let batch: [StoreWrite] =
+            (0..<600).map { .set(key: "free:\($0)", value: "1") } + [.set(key: "held", value: "2")]
+        let error = await offlineStoreError { try await store.write(batch) }
         #expect(error?.code == .locked)
         #expect(error?.engine == .postgres)
         #expect(error?.nativeCode == OfflineStoreError.packed(sqlState: "55P03"))
         #expect(error?.message.contains("55P03") == true)
-        #expect(try await store.get("free") == nil, "the batch was rolled back whole")
+        #expect(try await store.keys("free:").isEmpty, "the batch was rolled back whole")
+        #expect(error?.key == "held")
         try await queue.runConcurrently { try holder.execute("ROLLBACK", while: "test") }
         try await store.set("held", "after")
+        try await store.write(batch)  // the connection that failed the batch works again
+        #expect(try await store.keys("free:").count == 600)
+        #expect(try await store.get("held") == "2")
     }
 
     @Test func aUserWithoutPrivilegesGetsPermissionDenied() async throws {

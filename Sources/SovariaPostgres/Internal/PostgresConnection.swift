@@ -131,6 +131,65 @@ final class PostgresConnection: @unchecked Sendable {
         return try finish(sent: sent == 1, while: action, key: key)
     }
 
+    /// One statement of a pipeline: a prepared statement, its parameters, and the key it is about.
+    struct Call {
+        let statement: Statement
+        let parameters: [PostgresParameter]
+        let key: String?
+    }
+
+    /// Runs `calls` in pipeline mode, `BEGIN` first when `beginning`: all are sent, then one sync,
+    /// then every answer is read, so the chunk costs one round trip instead of one per call.
+    ///
+    /// Never commits (the caller sends `COMMIT` on its own after the last chunk, so a connection
+    /// that breaks here certainly committed nothing). After an error the server skips the rest of
+    /// the chunk and the transaction is aborted; the first error throws.
+    func runPipelined(_ calls: ArraySlice<Call>, beginning: Bool, while action: String) throws(OfflineStoreError) {
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw .postgresConnection(errorMessage, server: server, while: action)
+        }
+        defer { if PQpipelineStatus(handle) != PQ_PIPELINE_OFF { _ = PQexitPipelineMode(handle) } }
+        var sent = 0
+        if beginning {
+            guard "BEGIN".withCString({ PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 1) }) == 1 else {
+                throw .postgresConnection(errorMessage, server: server, while: action)
+            }
+            sent += 1
+        }
+        for call in calls {
+            let queued = withParameters(call.parameters) { count, _, values, lengths, formats in
+                call.statement.name.withCString { PQsendQueryPrepared(handle, $0, count, values, lengths, formats, 1) }
+            }
+            guard queued == 1 else {
+                throw .postgresConnection(errorMessage, server: server, while: action, key: call.key)
+            }
+            sent += 1
+        }
+        guard PQpipelineSync(handle) == 1 else {
+            throw .postgresConnection(errorMessage, server: server, while: action)
+        }
+        var failure: OfflineStoreError?
+        let keys = (beginning ? [nil] : []) + calls.map(\.key)
+        for index in 0..<sent {
+            // Each call's results end with a NULL; a broken connection gives NULLs from then on.
+            while let next = PQgetResult(handle) {
+                let result = PostgresResult(next)
+                guard PQresultStatus(next) != PGRES_PIPELINE_ABORTED else { continue }  // skipped after an error
+                do throws(OfflineStoreError) {
+                    _ = try check(next, result, while: action, key: keys[index])
+                } catch {
+                    if failure == nil { failure = error }
+                }
+            }
+            if isBroken { break }
+        }
+        if let failure { throw failure }
+        guard let sync = PQgetResult(handle), PQresultStatus(sync) == PGRES_PIPELINE_SYNC else {
+            throw .postgresConnection(errorMessage, server: server, while: action)
+        }
+        PQclear(sync)
+    }
+
     /// Runs `sql` that commits (`COMMIT`), with ``awaitingCommit`` set while its answer is awaited.
     func commit(while action: String) throws(OfflineStoreError) {
         let sent = "COMMIT".withCString { PQsendQuery(handle, $0) }
