@@ -21,8 +21,7 @@ enum BenchPostgres {
             current.withLock { $0.conninfo = conninfo }
             return
         }
-        setenv("PGCLUSTER_OPTIONS", "-c fsync=on -c synchronous_commit=on", 1)
-        let cluster = try await PostgresCluster.start()
+        let cluster = try await PostgresCluster.start(serverOptions: "-c fsync=on -c synchronous_commit=on")
         let conninfo = try await cluster.makeDatabase()
         current.withLock { $0 = (conninfo, cluster) }
     }

@@ -20,9 +20,10 @@ enum ChildProcess {
         let description: String
     }
 
-    /// Runs `path` with `arguments`; returns its standard output, or throws with its standard
-    /// error when it exits with a status other than 0.
-    static func run(_ path: String, _ arguments: [String]) throws -> String {
+    /// Runs `path` with `arguments` and this process's environment plus `environment`; returns
+    /// its standard output, or throws with its standard error when it exits with a status other
+    /// than 0.
+    static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
         var outputPipe: [Int32] = [-1, -1]
         var errorPipe: [Int32] = [-1, -1]
         guard pipe(&outputPipe) == 0, pipe(&errorPipe) == 0 else {
@@ -37,8 +38,12 @@ enum ChildProcess {
         posix_spawn_file_actions_adddup2(&actions, errorPipe[1], 2)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
+        var variables = ProcessInfo.processInfo.environment
+        variables.merge(environment) { _, new in new }
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for variable in envp { free(variable) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
         close(outputPipe[1])
         close(errorPipe[1])
         defer {

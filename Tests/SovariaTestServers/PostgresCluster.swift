@@ -36,15 +36,20 @@ public final class PostgresCluster: Sendable {
         try await sharedCluster.cluster()
     }
 
-    /// Starts a new cluster in a new temporary folder (about a second).
-    public static func start() async throws -> PostgresCluster {
+    /// Server options (`-c name=value …`) given at start, passed again on every restart.
+    public let serverOptions: String
+
+    /// Starts a new cluster in a new temporary folder (about a second), with `serverOptions`
+    /// (`PGCLUSTER_OPTIONS`, e.g. `"-c fsync=on"`) added to the server's command line.
+    public static func start(serverOptions: String = "") async throws -> PostgresCluster {
         let directory = URL(fileURLWithPath: "/tmp", isDirectory: true)
             .appendingPathComponent("sovaria-pg-\(UUID().uuidString.prefix(8))", isDirectory: true)
-        let output = try await run(["start", directory.path])
-        return try PostgresCluster(directory: directory, conninfo: output)
+        let output = try await run(["start", directory.path], serverOptions: serverOptions)
+        return try PostgresCluster(directory: directory, conninfo: output, serverOptions: serverOptions)
     }
 
-    private init(directory: URL, conninfo: String) throws {
+    private init(directory: URL, conninfo: String, serverOptions: String) throws {
+        self.serverOptions = serverOptions
         self.directory = directory
         self.conninfo = conninfo.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let portField = self.conninfo.split(separator: " ").first(where: { $0.hasPrefix("port=") }),
@@ -74,7 +79,9 @@ public final class PostgresCluster: Sendable {
     public func stop() async throws { _ = try await Self.run(["stop", directory.path]) }
 
     /// Starts the server again on the same port (after `stop()`, or stopping and starting it).
-    public func restart() async throws { _ = try await Self.run(["restart", directory.path]) }
+    public func restart() async throws {
+        _ = try await Self.run(["restart", directory.path], serverOptions: serverOptions)
+    }
 
     /// Stops the server and deletes its folder.
     public func destroy() async throws {
@@ -82,15 +89,21 @@ public final class PostgresCluster: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    private static func run(_ arguments: [String]) async throws -> String {
-        try await runProcess(serverFolder.appendingPathComponent("pgcluster").path, arguments)
+    private static func run(_ arguments: [String], serverOptions: String = "") async throws -> String {
+        try await runProcess(
+            serverFolder.appendingPathComponent("pgcluster").path, arguments,
+            environment: serverOptions.isEmpty ? [:] : ["PGCLUSTER_OPTIONS": serverOptions])
     }
 
     /// Runs a program to its end on a thread of its own (never blocking Swift's cooperative
     /// threads) and returns its standard output; a non-zero exit throws with its standard error.
-    static func runProcess(_ path: String, _ arguments: [String]) async throws -> String {
+    static func runProcess(
+        _ path: String, _ arguments: [String], environment: [String: String] = [:]
+    ) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Result { try ChildProcess.run(path, arguments) }) }
+            let thread = Thread {
+                continuation.resume(with: Result { try ChildProcess.run(path, arguments, environment: environment) })
+            }
             thread.start()
         }
     }
@@ -106,8 +119,10 @@ private actor SharedCluster {
 
     func cluster() async throws -> PostgresCluster {
         if let starting { return try await starting.value }
+        // Every test of the process shares it, and each store keeps its idle connections: room
+        // for more than the default 100 sessions.
         let task = Task {
-            let cluster = try await PostgresCluster.start()
+            let cluster = try await PostgresCluster.start(serverOptions: "-c max_connections=400")
             SharedClusterExit.register(cluster.directory.path)
             return cluster
         }
