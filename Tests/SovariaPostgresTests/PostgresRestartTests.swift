@@ -18,6 +18,26 @@ import Testing
         try await cluster.destroy()
     }
 
+    /// An administrator ends every session of the database (`pg_terminate_backend`) while the
+    /// server stays up: the store's idle connections are dead, and the next calls, reads and
+    /// writes alike, open new ones without an error. (The timeout makes `pg_terminate_backend`
+    /// wait until the sessions are gone, so their sockets are closed before the store is called.)
+    @Test func sessionsEndedByAnAdministratorAreReplaced() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let conninfo = try await cluster.makeDatabase()
+        let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }?.dropFirst(7) ?? "")
+        let store = try PostgresOfflineStore(connection: conninfo, configuration: .init(maxConnections: 3))
+        try await fill(store, "before", count: 20)
+        let ended = try await cluster.psql(
+            "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE datname = '\(database)'")
+        #expect((Int(ended.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 1)
+        #expect(try await store.get("before:3") == "3")
+        try await store.write([.set(key: "after", value: "1"), .delete(key: "before:3")])
+        try await fill(store, "after", count: 20)
+        #expect(try await store.keys("after").count == 21)
+        #expect(try await store.get("before:3") == nil)
+    }
+
     private func checkRestarts(_ cluster: PostgresCluster) async throws {
         let conninfo = try await cluster.makeDatabase()
         let store = try PostgresOfflineStore(connection: conninfo, configuration: .init(maxConnections: 3))
