@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "SovariaLMDB", targets: ["SovariaLMDB"]),
         .library(name: "SovariaLevelDB", targets: ["SovariaLevelDB"]),
         .library(name: "SovariaSodium", targets: ["SovariaSodium"]),
+        .library(name: "SovariaPostgres", targets: ["SovariaPostgres"]),
         .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
         .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
         .library(name: "SovariaSync", targets: ["SovariaSync"]),
@@ -43,6 +44,12 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        // libpq, PostgreSQL's client library (the server is not needed to build).
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
 
         .target(name: "Sovaria"),
         // The query cache: written against `OfflineStore` only, so it runs on every engine.
@@ -51,6 +58,8 @@ let package = Package(
         .target(name: "SovariaLMDB", dependencies: ["Sovaria", "CLMDB"]),
         .target(name: "SovariaLevelDB", dependencies: ["Sovaria", "CLevelDB"]),
         .target(name: "SovariaSodium", dependencies: ["Sovaria", "CSodium"]),
+        // One table shared by many processes and machines, over libpq.
+        .target(name: "SovariaPostgres", dependencies: ["Sovaria", "CLibPQ"]),
         .target(name: "SovariaTestKit", dependencies: ["Sovaria"]),
         // The durable write queue and the rejected list (seed 003); sees only `OfflineStore`.
         .target(name: "SovariaQueue", dependencies: ["Sovaria"]),
@@ -63,8 +72,10 @@ let package = Package(
             name: "sovaria-bench",
             dependencies: [
                 "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
-                "SovariaLevelDB", "SovariaSodium",
-                "CSQLite", "CLMDB", "CLevelDB",
+                "SovariaLevelDB", "SovariaSodium", "SovariaPostgres",
+                "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
+                // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
+                "SovariaTestServers",
             ],
             path: "Benchmarks/sovaria-bench"
         ),
@@ -77,7 +88,8 @@ let package = Package(
         .executableTarget(
             name: "sovaria-crash-writer",
             dependencies: [
-                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue", "SovariaSync", "SovariaHTTP",
+                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres", "SovariaQueue",
+                "SovariaSync", "SovariaHTTP",
             ],
             path: "Tests/sovaria-crash-writer"
         ),
@@ -85,17 +97,21 @@ let package = Package(
             name: "SovariaCacheTests",
             dependencies: [
                 "SovariaCache", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
+                "SovariaPostgres", "SovariaTestServers",
             ]
         ),
         .testTarget(
             name: "SovariaCrashTests",
-            dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaQueue", "SovariaSync"]
+            dependencies: [
+                "sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaPostgres", "SovariaQueue", "SovariaSync",
+                "SovariaTestServers",
+            ]
         ),
         .testTarget(
             name: "SovariaQueueTests",
             dependencies: [
                 "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
-                "SovariaSodium",
+                "SovariaSodium", "SovariaPostgres", "SovariaTestServers",
             ]
         ),
         .testTarget(
@@ -118,6 +134,10 @@ let package = Package(
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
         .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),
+        .testTarget(
+            name: "SovariaPostgresTests",
+            dependencies: ["SovariaPostgres", "SovariaTestKit", "SovariaTestServers"]
+        ),
         // Full disks, read-only mounts and damaged files (mounts a tmpfs: runs as root).
         .testTarget(
             name: "SovariaFaultTests",
@@ -125,7 +145,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SovariaSodiumTests",
-            dependencies: ["SovariaSodium", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
+            dependencies: [
+                "SovariaSodium", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres",
+                "SovariaTestServers",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

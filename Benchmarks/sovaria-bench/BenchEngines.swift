@@ -49,6 +49,13 @@ enum BenchEngines {
             raw: { folder, durability, workload in
                 try RawSQLiteSubject(folder: folder, durability: durability, workload: workload)
             }),
+        // A server on this machine over its Unix socket (see BenchPostgres): one round trip a call.
+        BenchEngine(
+            name: "postgres", persistent: true, maxKeys: (full: 20_000, quick: 2_000), open: BenchPostgres.open,
+            raw: { _, durability, workload in
+                try RawPostgresSubject(
+                    conninfo: try BenchPostgres.conninfo(), durability: durability, workload: workload)
+            }),
     ]
 
     /// `engine` wrapped in `EncryptedOfflineStore` with one random key for the run.

@@ -11,18 +11,23 @@ struct BenchOptions {
     var svgPath: String?
     var sections: Set<String> = []  // empty: all
     var engines: Set<String> = []  // empty: all
+    /// The PostgreSQL server to measure; `nil`: a throwaway cluster on this machine.
+    var postgresConninfo: String?
     var folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-bench-\(getpid())")
 
     static let usage = """
         usage: sovaria-bench [--quick] [--count N] [--value-size BYTES] [--repeats N]
                              [--section NAME]... [--engine NAME]... [--dir FOLDER]
-                             [--json FILE] [--markdown FILE] [--svg FILE]
+                             [--json FILE] [--markdown FILE] [--svg FILE] [--postgres CONNINFO]
           --quick        a small run (2,000 keys, 2 repeats) that finishes in seconds
           --count N      keys per store (default 100000)
           --value-size   bytes per value (default 1024)
           --section      run only these sections: \(BenchSection.allNames.joined(separator: ", "))
-          --engine       run only these engines (memory, file, sqlite, lmdb, leveldb,
+          --engine       run only these engines (memory, file, sqlite, lmdb, leveldb, postgres,
                          encrypted(sqlite), checksummed(sqlite), … for each persistent engine)
+          --postgres     the libpq conninfo of the server to measure (default: a throwaway
+                         cluster on this machine with fsync on, over its Unix socket; with a
+                         server of yours, tables named bench_* are left in its database)
           --dir FOLDER   where the stores are made (default: a temporary folder, removed after)
         """
 
@@ -53,6 +58,7 @@ struct BenchOptions {
             case "--svg": options.svgPath = try value(argument)
             case "--section": options.sections.insert(try value(argument))
             case "--engine": options.engines.insert(try value(argument))
+            case "--postgres": options.postgresConninfo = try value(argument)
             case "--dir": options.folder = URL(fileURLWithPath: try value(argument), isDirectory: true)
             case "--help", "-h": throw BenchError.help
             default: throw BenchError.usage("unknown option \(argument)")

@@ -30,7 +30,7 @@ struct Report: Codable {
         for wrapper in ["encrypted(", "checksummed("] where subject.hasPrefix(wrapper) && subject.hasSuffix(")") {
             return String(subject.dropFirst(wrapper.count).dropLast())
         }
-        if ["sqlite", "lmdb", "leveldb"].contains(subject) { return "raw " + subject }
+        if ["sqlite", "lmdb", "leveldb", "postgres"].contains(subject) { return "raw " + subject }
         return nil
     }
 

@@ -28,6 +28,7 @@ enum SovariaBench {
         try FileManager.default.createDirectory(at: options.folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: options.folder) }
         var report = Report(machine: Machine.describe(options: options), measurements: [])
+        if BenchPostgres.isNeeded(options) { try await BenchPostgres.start(options) }
 
         if options.runs(.store) {
             report.measurements += try await StoreSection(
@@ -51,6 +52,7 @@ enum SovariaBench {
             report.measurements += try await QueueSection(options: options, progress: progress).run()
         }
         progress.finish()
+        await BenchPostgres.stop()
         report.computeRatios()
 
         print(report.table())

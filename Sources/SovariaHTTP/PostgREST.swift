@@ -22,26 +22,35 @@ public enum PostgREST {
         public var condition: String
 
         /// `column = value`.
-        public static func eq(_ column: String, _ value: String) -> Filter { Filter(column: column, condition: "eq." + value) }
+        public static func eq(_ column: String, _ value: String) -> Filter {
+            Filter(column: column, condition: "eq." + value)
+        }
         /// `column <> value`.
         public static func neq(_ column: String, _ value: String) -> Filter {
             Filter(column: column, condition: "neq." + value)
         }
         /// `column > value`.
-        public static func gt(_ column: String, _ value: String) -> Filter { Filter(column: column, condition: "gt." + value) }
+        public static func gt(_ column: String, _ value: String) -> Filter {
+            Filter(column: column, condition: "gt." + value)
+        }
         /// `column >= value`.
         public static func gte(_ column: String, _ value: String) -> Filter {
             Filter(column: column, condition: "gte." + value)
         }
         /// `column < value`.
-        public static func lt(_ column: String, _ value: String) -> Filter { Filter(column: column, condition: "lt." + value) }
+        public static func lt(_ column: String, _ value: String) -> Filter {
+            Filter(column: column, condition: "lt." + value)
+        }
         /// `column <= value`.
         public static func lte(_ column: String, _ value: String) -> Filter {
             Filter(column: column, condition: "lte." + value)
         }
         /// `column IN (values…)`; each value is double-quoted, so commas and parentheses in it are data.
         public static func `in`(_ column: String, _ values: [String]) -> Filter {
-            let quoted = values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            let quoted = values.map {
+                "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                    + "\""
+            }
             return Filter(column: column, condition: "in.(" + quoted.joined(separator: ",") + ")")
         }
         /// `column IS NULL`.
@@ -64,7 +73,9 @@ public enum PostgREST {
     /// `POST /rest/v1/<table>` of a JSON object or array. `returning` asks for the rows back
     /// (`Prefer: return=representation`); `upsert` merges a row whose primary key exists
     /// (`Prefer: resolution=merge-duplicates`), which makes a replayed insert harmless.
-    public static func insert(into table: String, json: String, returning: Bool = true, upsert: Bool = false)
+    public static func insert(
+        into table: String, json: String, returning: Bool = true, upsert: Bool = false
+    )
         -> DataRequest
     {
         var prefer = [returning ? "return=representation" : "return=minimal"]
@@ -74,7 +85,9 @@ public enum PostgREST {
     }
 
     /// `PATCH /rest/v1/<table>?<filters>` with the JSON object of new values.
-    public static func update(_ table: String, where filters: [Filter], json: String, returning: Bool = false)
+    public static func update(
+        _ table: String, where filters: [Filter], json: String, returning: Bool = false
+    )
         -> DataRequest
     {
         DataRequest(

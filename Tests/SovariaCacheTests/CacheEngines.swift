@@ -2,8 +2,10 @@ import Foundation
 import Sovaria
 import SovariaLMDB
 import SovariaLevelDB
+import SovariaPostgres
 import SovariaSQLite
 import SovariaTestKit
+import SovariaTestServers
 
 /// The stores every cache test runs on: one store per engine, opened in a folder of its own,
 /// and opened again on the same folder to test reopening.
@@ -20,6 +22,12 @@ struct CacheEngine: Sendable, CustomStringConvertible {
         CacheEngine(name: "leveldb") { try LevelDBOfflineStore(directory: $0, durability: .flushed) },
         CacheEngine(name: "sqlite") {
             try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("cache.sqlite"), durability: .flushed)
+        },
+        // A table per folder in the shared test database: suites using it carry `.sharedPostgresDatabase`.
+        CacheEngine(name: "postgres") {
+            try PostgresOfflineStore(
+                connection: try SharedPostgresDatabase.conninfo(), table: PostgresCluster.tableName(for: $0),
+                durability: .flushed)
         },
     ]
 }

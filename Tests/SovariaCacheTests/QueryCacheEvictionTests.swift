@@ -1,13 +1,14 @@
 import Foundation
 import Sovaria
 import SovariaTestKit
+import SovariaTestServers
 import Synchronization
 import Testing
 
 @testable import SovariaCache
 
 /// Seed 000's eviction rules, each on every engine.
-@Suite struct QueryCacheEvictionTests {
+@Suite(.sharedPostgresDatabase) struct QueryCacheEvictionTests {
     /// Puts `count` lists of `bytes` each, with server times `times[i]` (default i), under
     /// queries "q<i>".
     func fill(

@@ -1,12 +1,13 @@
 import Foundation
 import Sovaria
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 @testable import SovariaCache
 
 /// The read path: memory layer, read policies, TTL on an injected clock, ETags, identities.
-@Suite struct QueryCacheReadingTests {
+@Suite(.sharedPostgresDatabase) struct QueryCacheReadingTests {
     /// A fetch closure that answers from a script and counts its calls.
     final class Server: Sendable {
         let calls = Counter()
@@ -206,7 +207,7 @@ import Testing
     }
 }
 
-@Suite struct QueryCacheRaceTests {
+@Suite(.sharedPostgresDatabase) struct QueryCacheRaceTests {
     @Test(arguments: CacheEngine.all)
     func aSlowReaderNeverPutsAnOlderAnswerBackInMemory(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()

@@ -56,6 +56,11 @@ import Testing
 
     private func verify(engine: String, at folder: URL, acknowledged: Acknowledged, round: Int) async throws {
         let store = try CrashStores.open(engine, at: folder, durability: .synced)
+        try await Self.verify(store, acknowledged: acknowledged, round: round)
+    }
+
+    /// Every acknowledged write of the crash writer is in `store`, whole, and no batch is half applied.
+    static func verify(_ store: any OfflineStore, acknowledged: Acknowledged, round: Int) async throws {
         for index in acknowledged.sets {
             let value = try await store.get(CrashWorkload.singleKey(index))
             #expect(value == CrashWorkload.value(index), "round \(round): acknowledged set \(index) lost or torn")

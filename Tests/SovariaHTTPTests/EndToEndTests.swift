@@ -21,9 +21,12 @@ import Testing
         var writes = [PostgREST.insert(into: "lists", json: #"{"id":"l1","name":"Groceries"}"#)]
         for item in 1...5 { writes.append(insertNote("n\(item)", title: "Item \(item)", list: "l1")) }
         for item in 1...5 {
-            writes.append(PostgREST.update("notes", where: [.eq("id", "n\(item)")], json: #"{"title":"Item \#(item) v2"}"#))
+            writes.append(
+                PostgREST.update("notes", where: [.eq("id", "n\(item)")], json: #"{"title":"Item \#(item) v2"}"#))
         }
-        for item in [1, 3, 5] { writes.append(PostgREST.update("notes", where: [.eq("id", "n\(item)")], json: #"{"done":true}"#)) }
+        for item in [1, 3, 5] {
+            writes.append(PostgREST.update("notes", where: [.eq("id", "n\(item)")], json: #"{"done":true}"#))
+        }
         writes.append(PostgREST.delete(from: "notes", where: [.eq("id", "n2")]))
         writes.append(PostgREST.update("notes", where: [.eq("id", "n3")], json: #"{"title":"Final"}"#))
         writes.append(insertNote("n6", title: "Short-lived", list: "l1"))
@@ -125,8 +128,10 @@ import Testing
         // answer held back until the child is dead.
         try await rig.server.control("POST", "/_test/fail", json: #"{"status":503,"count":1}"#)
         try await rig.server.control("POST", "/_test/fail", json: #"{"hold":true,"count":1}"#)
+        // The app's store, in a folder of its own (the rig's controller holds the rig's store).
+        let appFolder = rig.folder.child("app")
         let child = try ChildProcess(
-            CrashWriterBinary.url.path, ["http-\(engine.name)", rig.folder.url.path, "flushed", String(rig.server.port)],
+            CrashWriterBinary.url.path, ["http-\(engine.name)", appFolder.path, "flushed", String(rig.server.port)],
             captureOutput: false)
         let (heldStatus, _) = try await rig.server.control("GET", "/_test/held")
         #expect(heldStatus == 200, "the server applied the child's write")
@@ -137,7 +142,7 @@ import Testing
 
         // The app starts again on the same store.
         let offline = try await HTTPRig.controller(
-            rig.engine.open(rig.folder.url), transport: rig.transport, timer: rig.timer, clock: rig.clock,
+            rig.engine.open(appFolder), transport: rig.transport, timer: rig.timer, clock: rig.clock,
             errors: rig.errors)
         let pending = try await offline.pendingWrites()
         #expect(pending.count == 1, "the write the server applied is still queued")
@@ -160,7 +165,8 @@ import Testing
         #expect(fetched.response?.body.contains("First") == true)
 
         try await rig.server.stop()
-        let offlineRead = try await rig.offline.read(select, maxAge: .zero)
+        rig.clock.advance(seconds: 60)
+        let offlineRead = try await rig.offline.read(select, maxAge: .seconds(30))
         #expect(offlineRead.source != .network)
         #expect(offlineRead.response?.body == fetched.response?.body, "offline, the last cached rows")
         #expect(!rig.offline.online)
@@ -170,7 +176,8 @@ import Testing
         #expect(try await rig.server.requests().last?.status == 304, "the cached ETag was sent")
         #expect(revalidated.response?.body == fetched.response?.body, "a 304 keeps the cached body")
 
-        _ = try await rig.offline.write(PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"title":"Second"}"#))
+        _ = try await rig.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"title":"Second"}"#))
         let afterWrite = try await rig.offline.read(select)
         #expect(afterWrite.source == .network, "a write to notes made its cached lists stale")
         #expect(afterWrite.response?.body.contains("Second") == true)

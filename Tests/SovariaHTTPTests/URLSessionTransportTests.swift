@@ -47,7 +47,8 @@ import Testing
         #expect(select.method == "GET")
         #expect(
             select.path
-                == "/rest/v1/notes?select=id,title&title=eq.a%20b%26c%3Dd&id=in.(%22x,1%22,%22y%22)&order=id.desc&limit=5")
+                == "/rest/v1/notes?select=id,title&title=eq.a%20b%26c%3Dd&id=in.(%22x,1%22,%22y%22)&order=id.desc&limit=5"
+        )
         let upsert = PostgREST.insert(into: "notes", json: "{}", upsert: true)
         #expect(upsert.headers["Prefer"] == "return=representation,resolution=merge-duplicates")
         #expect(PostgREST.delete(from: "notes", where: [.isNull("body")]).path == "/rest/v1/notes?body=is.null")

@@ -2,9 +2,11 @@ import Foundation
 import Sovaria
 import SovariaLMDB
 import SovariaLevelDB
+import SovariaPostgres
 import SovariaQueue
 import SovariaSQLite
 import SovariaSodium
+import SovariaTestServers
 import Synchronization
 
 /// The stores every queue test runs on: each engine, and `EncryptedOfflineStore` around SQLite.
@@ -21,6 +23,12 @@ struct QueueEngine: Sendable, CustomStringConvertible {
         QueueEngine(name: "lmdb") { try LMDBOfflineStore(directory: $0, durability: .flushed) },
         QueueEngine(name: "leveldb") { try LevelDBOfflineStore(directory: $0, durability: .flushed) },
         QueueEngine(name: "encrypted(sqlite)") { EncryptedOfflineStore(wrapping: try sqlite($0), key: try key.get()) },
+        // A table per folder in the shared test database: suites using it carry `.sharedPostgresDatabase`.
+        QueueEngine(name: "postgres") {
+            try PostgresOfflineStore(
+                connection: try SharedPostgresDatabase.conninfo(), table: PostgresCluster.tableName(for: $0),
+                durability: .flushed)
+        },
     ]
 
     private static func sqlite(_ folder: URL) throws -> any OfflineStore {

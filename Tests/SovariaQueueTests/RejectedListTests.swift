@@ -1,12 +1,13 @@
 import Foundation
 import Sovaria
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 @testable import SovariaQueue
 
 /// Seed 003's rejected list: writes the server refused, newest 100 kept, requeue and discard.
-@Suite struct RejectedListTests {
+@Suite(.sharedPostgresDatabase) struct RejectedListTests {
     @Test(arguments: QueueEngine.all)
     func rejectMovesTheWriteToTheRejectedListInOneBatch(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()

@@ -1,12 +1,13 @@
 import Foundation
 import Sovaria
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 @testable import SovariaQueue
 
 /// Seed 003's write queue, each rule on every engine (and encrypted SQLite).
-@Suite struct WriteQueueTests {
+@Suite(.sharedPostgresDatabase) struct WriteQueueTests {
     @Test(arguments: QueueEngine.all)
     func reopenedQueueListsExactlyTheAcknowledgedWritesOldestFirst(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()

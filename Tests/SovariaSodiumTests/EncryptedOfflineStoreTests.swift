@@ -2,9 +2,11 @@ import Foundation
 import Sovaria
 import SovariaLMDB
 import SovariaLevelDB
+import SovariaPostgres
 import SovariaSQLite
 import SovariaSodium
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 @Suite struct EncryptedOfflineStoreTests {
@@ -76,6 +78,15 @@ import Testing
         try await check.run(
             on: Self.encrypted("sqlite") {
                 try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("db.sqlite"))
+            })
+    }
+
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundPostgres(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: Self.encrypted("postgres") {
+                try PostgresOfflineStore(
+                    connection: try await PostgresCluster.sharedDatabase(), table: PostgresCluster.tableName(for: $0))
             })
     }
 

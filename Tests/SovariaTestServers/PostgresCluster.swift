@@ -36,15 +36,20 @@ public final class PostgresCluster: Sendable {
         try await sharedCluster.cluster()
     }
 
-    /// Starts a new cluster in a new temporary folder (about a second).
-    public static func start() async throws -> PostgresCluster {
+    /// Server options (`-c name=value …`) given at start, passed again on every restart.
+    public let serverOptions: String
+
+    /// Starts a new cluster in a new temporary folder (about a second), with `serverOptions`
+    /// (`PGCLUSTER_OPTIONS`, e.g. `"-c fsync=on"`) added to the server's command line.
+    public static func start(serverOptions: String = "") async throws -> PostgresCluster {
         let directory = URL(fileURLWithPath: "/tmp", isDirectory: true)
             .appendingPathComponent("sovaria-pg-\(UUID().uuidString.prefix(8))", isDirectory: true)
-        let output = try await run(["start", directory.path])
-        return try PostgresCluster(directory: directory, conninfo: output)
+        let output = try await run(["start", directory.path], serverOptions: serverOptions)
+        return try PostgresCluster(directory: directory, conninfo: output, serverOptions: serverOptions)
     }
 
-    private init(directory: URL, conninfo: String) throws {
+    private init(directory: URL, conninfo: String, serverOptions: String) throws {
+        self.serverOptions = serverOptions
         self.directory = directory
         self.conninfo = conninfo.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let portField = self.conninfo.split(separator: " ").first(where: { $0.hasPrefix("port=") }),
@@ -74,7 +79,9 @@ public final class PostgresCluster: Sendable {
     public func stop() async throws { _ = try await Self.run(["stop", directory.path]) }
 
     /// Starts the server again on the same port (after `stop()`, or stopping and starting it).
-    public func restart() async throws { _ = try await Self.run(["restart", directory.path]) }
+    public func restart() async throws {
+        _ = try await Self.run(["restart", directory.path], serverOptions: serverOptions)
+    }
 
     /// Stops the server and deletes its folder.
     public func destroy() async throws {
@@ -82,13 +89,17 @@ public final class PostgresCluster: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    private static func run(_ arguments: [String]) async throws -> String {
-        try await runProcess(serverFolder.appendingPathComponent("pgcluster").path, arguments)
+    private static func run(_ arguments: [String], serverOptions: String = "") async throws -> String {
+        try await runProcess(
+            serverFolder.appendingPathComponent("pgcluster").path, arguments,
+            environment: serverOptions.isEmpty ? [:] : ["PGCLUSTER_OPTIONS": serverOptions])
     }
 
     /// Runs `body` on a thread of its own, never blocking Swift's cooperative threads, and
     /// returns its result.
-    public static func onThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws
+    public static func onThread<Result: Sendable>(
+        _ body: @escaping @Sendable () throws -> Result
+    ) async throws
         -> Result
     {
         try await withCheckedThrowingContinuation { continuation in
@@ -99,33 +110,32 @@ public final class PostgresCluster: Sendable {
 
     /// Runs a program to its end on a thread of its own (never blocking Swift's cooperative
     /// threads) and returns its standard output; a non-zero exit throws with its standard error.
-    public static func runProcess(_ path: String, _ arguments: [String]) async throws -> String {
-        try await onThread {
-            let errorFile = NSTemporaryDirectory() + "sovaria-child-\(UUID().uuidString).err"
-            defer { try? FileManager.default.removeItem(atPath: errorFile) }
-            let child = try ChildProcess(path, arguments, captureOutput: true, errorFile: errorFile)
-            let output = child.output?.readDataToEndOfFile() ?? Data()
-            let status = child.waitBlocking()
-            guard ChildProcess.succeeded(status) else {
-                let errors = (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
-                throw Failure(
-                    description: "\(path) \(arguments.joined(separator: " ")) failed (wait status \(status)): \(errors)")
-            }
-            return String(decoding: output, as: UTF8.self)
-        }
+    public static func runProcess(
+        _ path: String, _ arguments: [String], environment: [String: String] = [:]
+    ) async throws -> String {
+        try await onThread { try ChildProcess.run(path, arguments, environment: environment) }
     }
 }
 
 /// Starts the shared cluster once, and stops it when the process exits.
+///
+/// The start is one task that every caller awaits: the actor is reentrant across the `await`, so
+/// keeping only the finished cluster let every test that asked during the first second start a
+/// cluster of its own (50 of them in one run).
 private actor SharedCluster {
-    private var started: PostgresCluster?
+    private var starting: Task<PostgresCluster, any Error>?
 
     func cluster() async throws -> PostgresCluster {
-        if let started { return started }
-        let cluster = try await PostgresCluster.start()
-        started = cluster
-        SharedClusterExit.register(cluster.directory.path)
-        return cluster
+        if let starting { return try await starting.value }
+        // Every test of the process shares it, and each store keeps its idle connections: room
+        // for more than the default 100 sessions.
+        let task = Task {
+            let cluster = try await PostgresCluster.start(serverOptions: "-c max_connections=400")
+            SharedClusterExit.register(cluster.directory.path)
+            return cluster
+        }
+        starting = task
+        return try await task.value
     }
 }
 
@@ -139,7 +149,7 @@ private enum SharedClusterExit {
             atexit {
                 for directory in SharedClusterExit.directories {
                     let script = PostgresCluster.serverFolder.appendingPathComponent("pgcluster").path
-                    (try? ChildProcess(script, ["stop", directory], captureOutput: false))?.waitBlocking()
+                    _ = try? ChildProcess.run(script, ["stop", directory])
                     try? FileManager.default.removeItem(atPath: directory)
                 }
             }

@@ -2,10 +2,20 @@ import Foundation
 import Sovaria
 import SovariaLMDB
 import SovariaLevelDB
+import SovariaPostgres
 import SovariaSQLite
 
 /// The stores the crash tests can run, by name.
 enum CrashStores {
+    /// The store at `location`: a folder for the embedded engines, a libpq conninfo for
+    /// `postgres` (whose entries go to the table `sovaria_crash`).
+    static func open(_ engine: String, location: String, durability: Durability) throws -> any OfflineStore {
+        guard engine == "postgres" else {
+            return try open(engine, at: URL(fileURLWithPath: location), durability: durability)
+        }
+        return try PostgresOfflineStore(connection: location, table: "sovaria_crash", durability: durability)
+    }
+
     static func open(_ engine: String, at path: URL, durability: Durability) throws -> any OfflineStore {
         switch engine {
         case "file":

@@ -5,10 +5,11 @@ import Sovaria
 /// two-key batches forever, printing an acknowledgement after each call returns, until the
 /// test kills it with SIGKILL.
 ///
-/// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`; an ENGINE of
-/// `queue-<engine>` runs the write queue's workload instead (``QueueCrashWorkload``), one of
-/// `flush-<engine>` the controller's (``FlushCrashWorkload``), and one of `http-<engine>` a flush
-/// through the HTTP transport (``HTTPCrashWorkload``, FIRST being the test server's port).
+/// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`, where PATH is a libpq
+/// conninfo for the `postgres` ENGINE; an ENGINE of `queue-<engine>` runs the write queue's
+/// workload instead (``QueueCrashWorkload``), one of `flush-<engine>` the controller's
+/// (``FlushCrashWorkload``), and one of `http-<engine>` a flush through the HTTP transport
+/// (``HTTPCrashWorkload``, FIRST being the test server's port).
 @main
 enum CrashWriter {
     static func main() async {
@@ -34,11 +35,11 @@ enum CrashWriter {
             }
             if engine.hasPrefix(HTTPCrashWorkload.enginePrefix) {
                 let store = try CrashStores.open(
-                    String(engine.dropFirst(HTTPCrashWorkload.enginePrefix.count)),
-                    at: URL(fileURLWithPath: arguments[2]), durability: durability)
+                    String(engine.dropFirst(HTTPCrashWorkload.enginePrefix.count)), location: arguments[2],
+                    durability: durability)
                 try await HTTPCrashWorkload.run(store, port: first)
             }
-            let store = try CrashStores.open(engine, at: URL(fileURLWithPath: arguments[2]), durability: durability)
+            let store = try CrashStores.open(engine, location: arguments[2], durability: durability)
             acknowledge("ready")
             var index = first
             while true {

@@ -1,0 +1,32 @@
+import Sovaria
+
+/// The keys a prefix scan reads, as one index range `lowerBound <= key < upperBound` on the
+/// `bytea` key column: the B-tree is walked from the first key in range, never filtered with
+/// `LIKE` (which no index serves on `bytea`).
+///
+/// PostgreSQL compares `bytea` with memcmp, shorter first on a tie: the byte order of ``StoreKey``.
+struct PostgresKeyRange: Sendable {
+    /// The smallest key in range.
+    let lowerBound: [UInt8]
+    /// The first key past the range.
+    let upperBound: [UInt8]
+
+    /// Greater than every key a store holds, which has at most ``StoreKey/maxUTF8Count`` bytes:
+    /// the upper bound of the empty prefix.
+    static let aboveEveryKey = [UInt8](repeating: 0xFF, count: StoreKey.maxUTF8Count + 1)
+
+    /// The keys that start with `prefix` and sort after `after`; `nil` when there can be none.
+    init?(prefix: String, after: String? = nil) {
+        var lower = Array(prefix.utf8)
+        let upper = StoreKey.successor(ofPrefix: lower) ?? Self.aboveEveryKey
+        if let after {
+            // The smallest byte string above `after` is `after` + 0x00, so `key > after` is
+            // `key >= after + [0]`: one inclusive lower bound, one index seek.
+            let justAfter = Array(after.utf8) + [0]
+            if lower.lexicographicallyPrecedes(justAfter) { lower = justAfter }
+        }
+        guard lower.lexicographicallyPrecedes(upper) else { return nil }
+        lowerBound = lower
+        upperBound = upper
+    }
+}

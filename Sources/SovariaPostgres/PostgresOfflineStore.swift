@@ -1,0 +1,293 @@
+import CLibPQ
+import Sovaria
+import Synchronization
+
+/// Keeps entries in one PostgreSQL table that any number of processes and machines share:
+/// atomic batches, ordered scans from the key index, and the server's replication and backups.
+///
+/// The table has a `bytea` primary key, so keys compare as bytes (memcmp) and prefix scans are
+/// index range scans (`key >= prefix AND key < successor(prefix)`). Values are `bytea` too,
+/// holding the value's UTF-8 bytes: PostgreSQL's `text` cannot hold `"\0"`, which values may
+/// contain, and would check encodings on every row. Every key and value travels as a binary
+/// parameter of a prepared statement, never inside SQL text. The table is created on first use
+/// (or checked, when it exists: other columns throw ``OfflineStoreError/Code/unsupported``).
+///
+/// Durability is PostgreSQL's `synchronous_commit`, set per connection: ``Durability/synced`` is
+/// `on` (the commit is flushed to the server's WAL on disk before the call returns; with
+/// synchronous replication configured, also to the standbys), ``Durability/flushed`` is `off`:
+/// the call returns before the server flushes its WAL, so a write survives a crash of this
+/// process (the server has it), but a crash of the server loses the writes of up to three times
+/// its `wal_writer_delay` (200 ms by default). Neither ever leaves half a batch.
+///
+/// - Important: Safe from any number of tasks, and from any number of processes and machines on
+///   the same table. Every call runs on a private Dispatch queue (libpq blocks on the network), on
+///   a connection from a pool of at most ``Configuration/maxConnections``; calls beyond that
+///   wait, suspended. Connections open on first use, not in `init`.
+///
+///   After the server restarts, or a connection breaks, the next call drops the dead connection
+///   and opens a new one. A call that was running when its connection broke is sent again once on
+///   a new connection only when that is certainly safe: reads always; writes only when they
+///   certainly did not commit (the connection broke before their `COMMIT`, or before a single
+///   write was sent). A write whose commit was sent but whose answer never came throws
+///   ``OfflineStoreError/Code/io`` saying it may or may not have been applied: sending it again
+///   could overwrite a newer write another process made meanwhile. While the server cannot be
+///   reached, calls throw ``OfflineStoreError/Code/io`` with libpq's reason and what to check.
+///
+/// ```swift
+/// let store = try PostgresOfflineStore(connection: "host=db.internal dbname=app user=sovaria")
+/// try await store.write([.set(key: "app:notes:0001", value: "{}"), .delete(key: "app:notes:0000")])
+/// ```
+public final class PostgresOfflineStore: OfflineStore {
+    /// The table the entries are kept in.
+    public let table: String
+    /// How far a write has gone when its call returns.
+    public let durability: Durability
+    /// The pool size and timeouts.
+    public let configuration: Configuration
+    /// Where the conninfo points (`host=… port=… dbname=… user=…`; never the password).
+    public let server: String
+    private let schema: PostgresSchema
+    /// The store's connections (internal so tests can close them).
+    let pool: PostgresPool
+
+    /// A store on `table` of the database `connection` names; connects on first use.
+    ///
+    /// - Parameters:
+    ///   - connection: a libpq conninfo (`"host=/var/run/postgresql dbname=app"`) or URL
+    ///     (`"postgresql://user@db.internal/app"`); a host that is a folder is a Unix socket.
+    ///     Unset fields take libpq's defaults and environment (`PGHOST`, `PGPASSWORD`, …).
+    ///   - table: 1 to 63 characters of `a-z`, `0-9` and `_`, not starting with a digit; created on
+    ///     first use when missing. Stores on the same table share its entries.
+    ///   - durability: ``Durability/synced`` (`synchronous_commit = on`) or ``Durability/flushed``
+    ///     (`off`).
+    ///   - configuration: the pool size and timeouts.
+    /// - Throws: ``OfflineStoreError`` with engine ``OfflineStoreError/Engine/postgres`` and code
+    ///   `.unsupported` for a table name outside those rules or a conninfo libpq cannot parse.
+    ///   Nothing is sent to the server here: connection problems are thrown by the first call.
+    public init(
+        connection: String, table: String = "sovaria_kv", durability: Durability = .synced,
+        configuration: Configuration = Configuration()
+    ) throws {
+        let schema = try PostgresSchema(table: table)
+        let server = try Self.describeServer(connection)
+        self.table = table
+        self.durability = durability
+        self.configuration = configuration
+        self.server = server
+        self.schema = schema
+        let schemaReady = Mutex(false)
+        pool = PostgresPool(maxConnections: configuration.maxConnections) { () throws(OfflineStoreError) in
+            let connection = try PostgresConnection(
+                conninfo: connection, server: server, durability: durability,
+                lockTimeoutMilliseconds: configuration.lockTimeoutMilliseconds,
+                connectTimeoutSeconds: configuration.connectTimeoutSeconds)
+            // Each store checks its table once; calls racing on the first use may each check it.
+            if !schemaReady.withLock({ $0 }) {
+                try schema.prepare(on: connection)
+                schemaReady.withLock { $0 = true }
+            }
+            try connection.prepare(schema.statements)
+            return connection
+        }
+    }
+
+    /// Atomic batches, persistent, ordered scans and compaction.
+    public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
+
+    /// Always `true`.
+    public var isPersistent: Bool { true }
+
+    /// The value stored under `key`, or `nil`; one round trip. Retried once on a new connection
+    /// when the connection broke.
+    ///
+    /// - Throws: `.invalidKey` for a key of 0 or more than 511 bytes; `.corrupt` when the stored
+    ///   value is not UTF-8; `.io` when the server cannot be reached.
+    public func get(_ key: String) async throws -> String? {
+        try StoreKey.validate(key)
+        let schema = schema
+        return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+            let rows = try connection.run(schema.selectValue, [.utf8(key)], while: "Reading a value", key: key)
+            guard rows.rowCount > 0 else { return nil }
+            return try rows.string(row: 0, column: 0, what: "value", table: schema.table, key: key)
+        }
+    }
+
+    /// Stores `value` under `key`: one statement, its own transaction, one round trip.
+    public func set(_ key: String, _ value: String) async throws {
+        try await write([.set(key: key, value: value)])
+    }
+
+    /// Removes `key`; a missing key is not an error.
+    public func delete(_ key: String) async throws {
+        try await write([.delete(key: key)])
+    }
+
+    /// Applies `batch` in one transaction: every write, or (after an invalid key or any error)
+    /// none. Other sessions see the batch whole or not at all, also across a crash of either side.
+    ///
+    /// A deadlock with another session's batch (PostgreSQL rolls one back) is retried up to twice.
+    ///
+    /// - Throws: `.invalidKey` before anything is sent; `.locked` when another session held a lock
+    ///   on one of the rows longer than ``Configuration/lockTimeout``; `.full` when the server's
+    ///   disk is full; `.permissionDenied` without the privileges on the table; `.io` when the
+    ///   connection failed (its message says whether the batch may have been applied).
+    public func write(_ batch: [StoreWrite]) async throws {
+        try StoreKey.validate(batch)
+        guard !batch.isEmpty else { return }
+        let schema = schema
+        for attempt in 1...3 {
+            do {
+                // Sent again after a broken connection only when it certainly did not commit.
+                return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+                    try Self.apply(batch, schema: schema, on: connection)
+                }
+            } catch let error as OfflineStoreError {
+                guard attempt < 3, Self.deadlockCodes.contains(error.nativeCode ?? 0) else { throw error }
+            }
+        }
+    }
+
+    /// The keys that start with `prefix`, in byte order, read from the key index.
+    ///
+    /// - Complexity: O(log n + m) on the server for m matching keys; all m come back in one answer.
+    public func keys(_ prefix: String) async throws -> [String] {
+        guard let range = PostgresKeyRange(prefix: prefix) else { return [] }
+        let schema = schema
+        return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+            let rows = try connection.run(
+                schema.selectKeys, [.bytes(range.lowerBound), .bytes(range.upperBound)], while: "Listing keys")
+            var keys: [String] = []
+            keys.reserveCapacity(rows.rowCount)
+            for row in 0..<rows.rowCount {
+                keys.append(try rows.string(row: row, column: 0, what: "key", table: schema.table))
+            }
+            return keys
+        }
+    }
+
+    /// Up to `limit` entries whose keys start with `prefix` and sort after `after`, in byte
+    /// order, read from the key index.
+    ///
+    /// - Complexity: O(log n + limit) on the server.
+    public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        guard limit > 0, let range = PostgresKeyRange(prefix: prefix, after: after) else { return [] }
+        let schema = schema
+        return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+            let rows = try connection.run(
+                schema.selectEntries, [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)],
+                while: "Reading entries")
+            var entries: [StoreEntry] = []
+            entries.reserveCapacity(rows.rowCount)
+            for row in 0..<rows.rowCount {
+                let key = try rows.string(row: row, column: 0, what: "key", table: schema.table)
+                let value = try rows.string(row: row, column: 1, what: "value", table: schema.table, key: key)
+                entries.append(StoreEntry(key: key, value: value))
+            }
+            return entries
+        }
+    }
+
+    /// Runs `VACUUM` on the table: the space of deleted and replaced rows becomes free for new
+    /// rows at once, and empty pages at the end of the table go back to the operating system.
+    ///
+    /// - Important: `VACUUM` takes no lock that stops other sessions' reads or writes. It does not
+    ///   rewrite the table, so free space in its middle stays in the table's files for reuse; to
+    ///   give all of it back, an administrator runs `VACUUM FULL`, which blocks every other
+    ///   session using the table while it runs (which is why this method does not).
+    public func compact() async throws {
+        let schema = schema
+        try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+            try connection.execute(schema.vacuum, while: "Vacuuming table \(schema.table)")
+        }
+    }
+
+    /// Closes the idle connections now instead of when the store is released; the next call
+    /// opens new ones.
+    public func closeIdleConnections() {
+        pool.closeIdle()
+    }
+
+    /// A deadlock or serialization failure: PostgreSQL rolled the transaction back, so it is safe
+    /// to run again.
+    private static let deadlockCodes: Set<Int32> = [
+        OfflineStoreError.packed(sqlState: "40P01"), OfflineStoreError.packed(sqlState: "40001"),
+    ]
+
+    /// Writes per pipeline chunk: one round trip each. 256 answers are a few KiB, far below a
+    /// socket buffer, so neither side blocks while the other still sends.
+    private static let pipelineChunk = 256
+
+    /// One write is one statement in its own transaction (one round trip); more are one
+    /// `BEGIN … COMMIT`, which nothing interrupts: no `await` inside. The writes are pipelined
+    /// (one round trip per ``pipelineChunk``) and `COMMIT` goes alone after their answers, so a
+    /// connection that breaks before it certainly committed nothing.
+    private static func apply(
+        _ batch: [StoreWrite], schema: PostgresSchema, on connection: PostgresConnection
+    ) throws(OfflineStoreError) {
+        if batch.count == 1 {
+            try run(batch[0], schema: schema, commits: true, on: connection)
+            return
+        }
+        let calls = batch.map { write in
+            switch write {
+            case .set(let key, let value):
+                PostgresConnection.Call(statement: schema.upsert, parameters: [.utf8(key), .utf8(value)], key: key)
+            case .delete(let key):
+                PostgresConnection.Call(statement: schema.delete, parameters: [.utf8(key)], key: key)
+            }
+        }
+        do {
+            // Pipelined in chunks: the server's answers to a chunk must fit the socket's buffer
+            // while libpq, in blocking mode, is still sending it.
+            for start in stride(from: 0, to: calls.count, by: Self.pipelineChunk) {
+                try connection.runPipelined(
+                    calls[start..<min(calls.count, start + Self.pipelineChunk)], beginning: start == 0,
+                    while: "Writing a batch of \(batch.count) writes")
+            }
+            try connection.commit(while: "Committing a batch of \(batch.count) writes")
+        } catch {
+            if connection.isInTransaction, !connection.isBroken {
+                try? connection.execute("ROLLBACK", while: "Rolling back a batch")
+            }
+            throw error
+        }
+    }
+
+    private static func run(
+        _ write: StoreWrite, schema: PostgresSchema, commits: Bool, on connection: PostgresConnection
+    ) throws(OfflineStoreError) {
+        switch write {
+        case .set(let key, let value):
+            _ = try connection.run(
+                schema.upsert, [.utf8(key), .utf8(value)], commits: commits, while: "Storing a value", key: key)
+        case .delete(let key):
+            _ = try connection.run(schema.delete, [.utf8(key)], commits: commits, while: "Deleting a key", key: key)
+        }
+    }
+
+    /// `host=… port=… dbname=… user=…` from `conninfo` (never its password), or an error when
+    /// libpq cannot parse it.
+    private static func describeServer(_ conninfo: String) throws(OfflineStoreError) -> String {
+        var message: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(conninfo, &message) else {
+            let reason = message.map { String(cString: $0) } ?? "libpq is out of memory"
+            PQfreemem(message)
+            throw OfflineStoreError(
+                .unsupported,
+                "The PostgreSQL connection string cannot be parsed: \(reason.split(whereSeparator: \.isNewline).first ?? ""). "
+                    + "Write it as key=value pairs (host=… dbname=…) or as a postgresql:// URL.",
+                engine: .postgres)
+        }
+        defer { PQconninfoFree(options) }
+        var fields: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { fields[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        let shown = ["host", "hostaddr", "port", "dbname", "user"].compactMap { name in
+            fields[name].map { "\(name)=\($0)" }
+        }
+        return shown.isEmpty ? "libpq's defaults (PGHOST, PGPORT, PGDATABASE, PGUSER)" : shown.joined(separator: " ")
+    }
+}
