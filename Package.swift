@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
         .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
         .library(name: "SovariaSync", targets: ["SovariaSync"]),
+        .library(name: "SovariaFiles", targets: ["SovariaFiles"]),
         .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
     ],
     targets: [
@@ -55,6 +56,8 @@ let package = Package(
         .target(name: "SovariaQueue", dependencies: ["Sovaria"]),
         // The offline controller (seed 003) over the cache and the queue; the network is a protocol.
         .target(name: "SovariaSync", dependencies: ["Sovaria", "SovariaCache", "SovariaQueue"]),
+        // The file cache (seed 000): files in a folder, their metadata in any `OfflineStore`.
+        .target(name: "SovariaFiles", dependencies: ["Sovaria"]),
 
         .executableTarget(
             name: "sovaria-bench",
@@ -102,6 +105,13 @@ let package = Package(
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.
         .testTarget(name: "SovariaBenchTests", dependencies: ["sovaria-bench"]),
+        .testTarget(
+            name: "SovariaFilesTests",
+            dependencies: [
+                "SovariaFiles", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
+                "SovariaSodium",
+            ]
+        ),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
         .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),

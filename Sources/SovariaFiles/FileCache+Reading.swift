@@ -1,0 +1,114 @@
+import Foundation
+import Sovaria
+
+extension FileCache {
+    /// The file cached under `key`, as a lease that keeps it from eviction until it ends, or
+    /// `nil` (a miss).
+    ///
+    /// Opening is a use: it moves the file to the most recently used end of the order at once,
+    /// and records the use in the metadata store before returning when the recorded one is a
+    /// second old or more (at most one store write per file per second, however often the file
+    /// is read). The lease's end is a use too, recorded by a write the end starts.
+    ///
+    /// - Important: Costs a dictionary lookup and one open of the file (on the cache's blocking
+    ///   queue); no store read.
+    public func open(_ key: String) async throws -> FileLease? {
+        let id = FileKeys.id(of: key)
+        let now = self.now
+        let found = index.withLock { index -> (entry: FileIndex.Entry, record: Bool)? in
+            guard let entry = index.entries[id] else { return nil }
+            index.addLease(id)
+            index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
+            return (entry, now - entry.storedUseMillis >= Self.useRecordIntervalMillis)
+        }
+        guard let found else {
+            counters.withLock { $0.misses += 1 }
+            return nil
+        }
+        let path = folder.filePath(id)
+        let handle: FileHandle?
+        do {
+            handle = try await work.runConcurrently { FileHandle(forReadingAtPath: path) }
+        } catch {
+            index.withLock { $0.releaseLease(id) }
+            throw error
+        }
+        guard let handle else {
+            // Removed between the lookup and the open.
+            index.withLock { $0.releaseLease(id) }
+            counters.withLock { $0.misses += 1 }
+            return nil
+        }
+        let lease = FileLease(
+            key: key, url: URL(fileURLWithPath: path), sizeBytes: found.entry.sizeBytes, fileHandle: handle
+        ) { [self] in endLease(id, key: key) }
+        counters.withLock { $0.hits += 1 }
+        if found.record { try await recordUse(id, key: key) }
+        return lease
+    }
+
+    /// Writes every use not recorded yet (leases that ended) to the metadata store now. Lease
+    /// ends start this by themselves; call it before a planned shutdown so that no recency is
+    /// lost.
+    public func recordPendingUses() async throws {
+        while true {
+            let batch = pendingUses.withLock { state in
+                defer { state.byID = [:] }
+                return state.byID
+            }
+            if batch.isEmpty { return }
+            for (id, key) in batch { try await recordUse(id, key: key) }
+        }
+    }
+
+    /// A lease ended: the end is the file's last use, in memory now and in the store by a write
+    /// in the background (one at a time, taking every use pending).
+    func endLease(_ id: String, key: String) {
+        let now = self.now
+        index.withLock { index in
+            index.releaseLease(id)
+            index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
+        }
+        let start = pendingUses.withLock { state -> Bool in
+            state.byID[id] = key
+            guard !state.recording else { return false }
+            state.recording = true
+            return true
+        }
+        guard start else { return }
+        runInBackground {
+            while true {
+                try? await self.recordPendingUses()
+                let done = self.pendingUses.withLock { state -> Bool in
+                    guard state.byID.isEmpty else { return false }
+                    state.recording = false
+                    return true
+                }
+                if done { return }
+            }
+        }
+    }
+
+    /// Moves the file's metadata key to its latest use, if that is newer than the recorded
+    /// one: one batch, the new key first (a store without atomic batches may keep both after a
+    /// crash; open keeps the newer).
+    func recordUse(_ id: String, key: String) async throws {
+        try await gate.withGate {
+            guard let entry = index.withLock({ $0.entries[id] }), entry.lastUseMillis > entry.storedUseMillis else {
+                return
+            }
+            try await metadata.write([
+                .set(
+                    key: FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.lastUseMillis),
+                    value: FileKeys.value(key: key)),
+                .delete(
+                    key: FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.storedUseMillis)),
+            ])
+            index.withLock { index in
+                index.update(id) { current in
+                    if current.generation == entry.generation { current.storedUseMillis = entry.lastUseMillis }
+                }
+            }
+        }
+    }
+}
