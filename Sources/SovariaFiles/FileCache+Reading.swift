@@ -51,40 +51,53 @@ extension FileCache {
     /// ends start this by themselves; call it before a planned shutdown so that no recency is
     /// lost.
     public func recordPendingUses() async throws {
-        while true {
-            let batch = pendingUses.withLock { state in
-                defer { state.byID = [:] }
-                return state.byID
-            }
-            if batch.isEmpty { return }
+        while case let batch = takePendingUses(onlyDue: false), !batch.isEmpty {
             for (id, key) in batch { try await recordUse(id, key: key) }
         }
     }
 
-    /// A lease ended: the end is the file's last use, in memory now and in the store by a write
-    /// in the background (one at a time, taking every use pending).
+    /// Takes the pending uses off the list: all of them, or the ones a second or more newer than
+    /// their record (`onlyDue`), leaving the others pending.
+    /// `endRecording`: when nothing is due, the background writer stops (in the same critical
+    /// section, so a lease ending meanwhile starts a new one).
+    private func takePendingUses(onlyDue: Bool, endRecording: Bool = false) -> [(id: String, key: String)] {
+        pendingUses.withLock { state in
+            let taken = state.byID.filter { id, _ in
+                !onlyDue
+                    || index.withLock { index in
+                        index.entries[id].map { $0.lastUseMillis - $0.storedUseMillis >= Self.useRecordIntervalMillis }
+                            ?? true
+                    }
+            }
+            for id in taken.keys { state.byID[id] = nil }
+            if endRecording, taken.isEmpty { state.recording = false }
+            return taken.map { (id: $0.key, key: $0.value) }
+        }
+    }
+
+    /// A lease ended: the end is the file's last use, in memory now. In the store it is written
+    /// by a write in the background (one at a time, taking every use pending) when it is a second
+    /// or more newer than the recorded use; a newer end within that second waits for the next
+    /// use, the next write, or ``recordPendingUses()`` (the rule: at most one write per file per
+    /// second, so a crash loses at most that second).
     func endLease(_ id: String, key: String) {
         let now = self.now
-        index.withLock { index in
+        let due = index.withLock { index -> Bool in
             index.releaseLease(id)
             index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
+            guard let entry = index.entries[id] else { return false }
+            return entry.lastUseMillis - entry.storedUseMillis >= Self.useRecordIntervalMillis
         }
         let start = pendingUses.withLock { state -> Bool in
             state.byID[id] = key
-            guard !state.recording else { return false }
+            guard due, !state.recording else { return false }
             state.recording = true
             return true
         }
         guard start else { return }
         runInBackground {
-            while true {
-                try? await self.recordPendingUses()
-                let done = self.pendingUses.withLock { state -> Bool in
-                    guard state.byID.isEmpty else { return false }
-                    state.recording = false
-                    return true
-                }
-                if done { return }
+            while case let batch = self.takePendingUses(onlyDue: true, endRecording: true), !batch.isEmpty {
+                for (id, key) in batch { try? await self.recordUse(id, key: key) }
             }
         }
     }

@@ -63,7 +63,7 @@ enum FileKeys {
         return (try? encoder.encode(record)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"state":"ready"}"#
     }
 
-    static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1_000).rounded(.down)) }
+    static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1_000).rounded()) }
 
     private static func padded(_ value: Int64) -> String {
         let digits = String(max(0, value))
