@@ -76,7 +76,9 @@ let package = Package(
         // The child process the crash tests kill with SIGKILL, and those tests.
         .executableTarget(
             name: "sovaria-crash-writer",
-            dependencies: ["Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue", "SovariaSync"],
+            dependencies: [
+                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue", "SovariaSync", "SovariaFiles",
+            ],
             path: "Tests/sovaria-crash-writer"
         ),
         .testTarget(
@@ -87,7 +89,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SovariaCrashTests",
-            dependencies: ["sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaQueue", "SovariaSync"]
+            dependencies: [
+                "sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaQueue", "SovariaSync", "SovariaFiles",
+            ]
         ),
         .testTarget(
             name: "SovariaQueueTests",

@@ -7,7 +7,8 @@ import Sovaria
 ///
 /// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`; an ENGINE of
 /// `queue-<engine>` runs the write queue's workload instead (``QueueCrashWorkload``), and one of
-/// `flush-<engine>` the controller's (``FlushCrashWorkload``).
+/// `flush-<engine>` the controller's (``FlushCrashWorkload``), and one of `files-<engine>` the file
+/// cache's (``FileCacheCrashWorkload``).
 @main
 enum CrashWriter {
     static func main() async {
@@ -30,6 +31,11 @@ enum CrashWriter {
                 let store = try CrashStores.open(
                     String(engine.dropFirst(FlushCrashWorkload.enginePrefix.count)), at: folder, durability: durability)
                 try await FlushCrashWorkload.run(store, folder: folder, first: first)
+            }
+            if engine.hasPrefix(FileCacheCrashWorkload.enginePrefix) {
+                try await FileCacheCrashWorkload.run(
+                    engine: String(engine.dropFirst(FileCacheCrashWorkload.enginePrefix.count)),
+                    folder: URL(fileURLWithPath: arguments[2]), durability: durability, first: first)
             }
             let store = try CrashStores.open(engine, at: URL(fileURLWithPath: arguments[2]), durability: durability)
             acknowledge("ready")
