@@ -63,7 +63,7 @@ let package = Package(
             name: "sovaria-bench",
             dependencies: [
                 "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
-                "SovariaLevelDB", "SovariaSodium",
+                "SovariaLevelDB", "SovariaSodium", "SovariaFiles",
                 "CSQLite", "CLMDB", "CLevelDB",
             ],
             path: "Benchmarks/sovaria-bench"

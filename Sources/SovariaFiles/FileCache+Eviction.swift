@@ -11,7 +11,7 @@ extension FileCache {
     /// - Complexity: O((e + l) × log n) for e files evicted and l leased files skipped among n:
     ///   the order is a heap walked from the least recently used end, the total is kept, not
     ///   summed, and the pass stops at the first file used in the last 30 seconds (every file
-    ///   after it in the order is newer). Files go 64 per store batch, each batch one hold of
+    ///   after it in the order is newer). Files go 16 per store batch, each batch one hold of
     ///   the gate, so a download waits for at most one batch.
     public func evictIfOverBound() async throws {
         try await passGate.withGate {

@@ -39,7 +39,7 @@ import Testing
         #expect(try await cache.open("photo 1") == nil)
     }
 
-    /// Rule 1: every download over the bound checks, a pass deletes past one store batch (64
+    /// Rule 1: every download over the bound checks, a pass deletes past one store batch (16
     /// files) when it must, and (rule 7) it reads nothing from the store: its cost is one delete
     /// per evicted file, in batches.
     @Test(arguments: MetadataEngine.all)
@@ -64,7 +64,7 @@ import Testing
         #expect(cache.statistics.evictions == 133)
         #expect((133...150).allSatisfy { cache.contains("tile \($0)") }, "the newest stay")
         let deletions = spy.batches.filter { batch in batch.allSatisfy { if case .delete = $0 { true } else { false } } }
-        #expect(deletions.map(\.count) == [64, 64, 5], "one delete per evicted file, 64 per batch")
+        #expect(deletions.map(\.count) == Array(repeating: 16, count: 8) + [5], "one delete per file, 16 a batch")
         spy.log.withLock { log in
             #expect(log.gets.isEmpty && log.entriesPrefixes.isEmpty && log.keysPrefixes.isEmpty, "no reads")
         }
