@@ -77,7 +77,8 @@ let package = Package(
         .executableTarget(
             name: "sovaria-crash-writer",
             dependencies: [
-                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue", "SovariaSync", "SovariaFiles",
+                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaQueue", "SovariaSync",
+                "SovariaFiles",
             ],
             path: "Tests/sovaria-crash-writer"
         ),

@@ -30,17 +30,20 @@ struct DiskCacheBaseline {
         let section = BenchSection.fileCache.rawValue
         let operation = "download 64 KiB while passes run"
         progress.update("file cache: python-diskcache, \(downloads) sets")
-        guard let output = Self.python(["-c", Self.script, folder.path, "\(downloads)", "\(bodyBytes)", "\(boundBytes)"]),
+        guard
+            let output = Self.python(["-c", Self.script, folder.path, "\(downloads)", "\(bodyBytes)", "\(boundBytes)"]),
             let parsed = try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
             let latencies = parsed["latencies"] as? [Double]
         else {
-            print("file-cache: python-diskcache is not installed here (pip install diskcache): no comparison in this run")
+            print(
+                "file-cache: python-diskcache is not installed here (pip install diskcache): no comparison in this run")
             return []
         }
         let mean = latencies.reduce(0, +) / Double(max(1, latencies.count))
         var row = Sample(perItemNanoseconds: [mean], callLatencies: latencies).measurement(
             section: section, subject: "python-diskcache", variant: "\(parsed["version"] ?? "?")", operation: operation)
-        row.note = "Cache.set, size_limit \(FileCacheSection.describe(boundBytes)), LRU; no fsync; volume after: "
+        row.note =
+            "Cache.set, size_limit \(FileCacheSection.describe(boundBytes)), LRU; no fsync; volume after: "
             + "\(((parsed["volume"] as? Int) ?? 0) >> 20) MiB"
         try? FileManager.default.removeItem(at: folder)
         return [row]

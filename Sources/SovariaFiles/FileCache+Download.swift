@@ -70,7 +70,8 @@ extension FileCache {
             let previous = index.withLock { $0.entries[id] }
             if let previous {
                 try await metadata.delete(
-                    FileKeys.metadataKey(id: id, sizeBytes: previous.sizeBytes, lastUseMillis: previous.storedUseMillis))
+                    FileKeys.metadataKey(id: id, sizeBytes: previous.sizeBytes, lastUseMillis: previous.storedUseMillis)
+                )
             }
             do {
                 try await work.runConcurrently { [folder] in try folder.commit(temporary, as: id, key: key) }

@@ -11,7 +11,8 @@ extension FileCache {
     /// is read). The lease's end is a use too, recorded by a write the end starts.
     ///
     /// - Important: Costs a dictionary lookup and one open of the file (on the cache's blocking
-    ///   queue); no store read.
+    ///   queue); no store read. A use that cannot be recorded (the store failed) does not fail
+    ///   the open: it stays pending.
     public func open(_ key: String) async throws -> FileLease? {
         let id = FileKeys.id(of: key)
         let now = self.now
@@ -43,7 +44,15 @@ extension FileCache {
             key: key, url: URL(fileURLWithPath: path), sizeBytes: found.entry.sizeBytes, fileHandle: handle
         ) { [self] in endLease(id, key: key) }
         counters.withLock { $0.hits += 1 }
-        if found.record { try await recordUse(id, key: key) }
+        if found.record {
+            // A read does not fail because its use could not be recorded (a full or broken
+            // store): the use stays pending, and the next record or recordPendingUses() retries.
+            do {
+                try await recordUse(id, key: key)
+            } catch {
+                pendingUses.withLock { $0.byID[id] = key }
+            }
+        }
         return lease
     }
 

@@ -14,9 +14,11 @@ import Synchronization
 ///    leaves the total over the bound, ``FileCacheStatistics/isOverBound`` says so and the next
 ///    download tries again.
 /// 3. A use (``open(_:)``, a lease's end, a download) is recorded in the metadata key, so it
-///    survives a restart: by ``open(_:)`` at most once per file per second, and by a write that
-///    a lease's end starts. A crash loses at most the last second of a file's recency, and the
-///    end times of leases that ended just before it; never a file or its size.
+///    survives a restart, at most once per file per second: ``open(_:)`` writes before it
+///    returns when the recorded use is a second old or more, and a lease's end starts a write in
+///    the background when it is. A crash loses at most the last second of a file's recency
+///    (plus a lease's end whose background write had not finished); never a file or its size.
+///    ``recordPendingUses()`` writes the rest, for a planned shutdown.
 /// 4. ``FileCacheSize/unlimited`` turns eviction off; other negative bounds count as zero.
 /// 5. Downloads are atomic: written to `tmp/`, fsynced, renamed into `files/`, the folder
 ///    fsynced, and only then recorded in the store. Temporary files a crash left are counted in
@@ -95,7 +97,8 @@ public final class FileCache: Sendable {
     ///   empty store and it adopts every file in the folder.
     /// - Complexity: O(n) for n files: one listing of the metadata keys (names only), one of
     ///   `files/` and `tmp/`, a `stat` per file without metadata or temporary file.
-    public init(directory: URL, metadata: any OfflineStore, configuration: Configuration = Configuration()) async throws {
+    public init(directory: URL, metadata: any OfflineStore, configuration: Configuration = Configuration()) async throws
+    {
         self.directory = directory
         self.metadata = metadata
         self.configuration = configuration
@@ -128,7 +131,10 @@ public final class FileCache: Sendable {
     /// The counts since open and the state now.
     public var statistics: FileCacheStatistics {
         let (total, files, leftovers, over) = index.withLock { index in
-            (index.totalBytes, index.entries.count, index.leftoverBytes, size.effectiveBytes.map { index.totalBytes > $0 })
+            (
+                index.totalBytes, index.entries.count, index.leftoverBytes,
+                size.effectiveBytes.map { index.totalBytes > $0 }
+            )
         }
         var statistics = counters.withLock { $0 }
         statistics.totalBytes = total

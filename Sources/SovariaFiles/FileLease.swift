@@ -49,10 +49,11 @@ public final class FileLease: Sendable {
     /// store shortly after, by a write the end starts), and lets eviction take the file again.
     /// Later calls do nothing.
     public func end() {
-        guard let release = release.withLock({ current -> (@Sendable () -> Void)? in
-            defer { current = nil }
-            return current
-        })
+        guard
+            let release = release.withLock({ current -> (@Sendable () -> Void)? in
+                defer { current = nil }
+                return current
+            })
         else { return }
         try? fileHandle.close()
         release()

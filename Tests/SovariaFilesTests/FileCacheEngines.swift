@@ -85,7 +85,8 @@ struct CacheBench {
         var found: [String: Int] = [:]
         let path = directory.appendingPathComponent("files").path
         for name in try FileManager.default.contentsOfDirectory(atPath: path) {
-            found[name] = (try FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? NSNumber)?
+            found[name] =
+                (try FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? NSNumber)?
                 .intValue
         }
         return found

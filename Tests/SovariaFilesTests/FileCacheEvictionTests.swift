@@ -63,7 +63,8 @@ import Testing
         #expect(cache.fileCount == 18)
         #expect(cache.statistics.evictions == 133)
         #expect((133...150).allSatisfy { cache.contains("tile \($0)") }, "the newest stay")
-        let deletions = spy.batches.filter { batch in batch.allSatisfy { if case .delete = $0 { true } else { false } } }
+        let deletions = spy.batches.filter { batch in batch.allSatisfy { if case .delete = $0 { true } else { false } }
+        }
         #expect(deletions.map(\.count) == Array(repeating: 16, count: 8) + [5], "one delete per file, 16 a batch")
         spy.log.withLock { log in
             #expect(log.gets.isEmpty && log.entriesPrefixes.isEmpty && log.keysPrefixes.isEmpty, "no reads")

@@ -85,7 +85,9 @@ import Testing
         try FileManager.default.removeItem(at: files.appendingPathComponent(fileID("file lost")))
         let lostKey = try #require(try await store.keys("sov:file:" + fileID("metadata lost")).first)
         try await store.delete(lostKey)
-        #expect(FileManager.default.createFile(atPath: files.appendingPathComponent("stray.txt").path, contents: Data([1, 2])))
+        #expect(
+            FileManager.default.createFile(
+                atPath: files.appendingPathComponent("stray.txt").path, contents: Data([1, 2])))
         try await store.set("sov:file:not-a-file-key", "x")
 
         bench.clock.advance(by: 100)

@@ -32,7 +32,8 @@ enum FileKeys {
 
     /// The id, size and last use in a metadata key, or `nil` for a key of another shape.
     static func parse(_ key: String) -> (id: String, sizeBytes: Int, lastUseMillis: Int64)? {
-        let fields = key.utf8.dropFirst(prefix.utf8.count).split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
+        let fields = key.utf8.dropFirst(prefix.utf8.count).split(
+            separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
         let isDigit = { (byte: UInt8) in byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
         // Exact widths and digits only: a key that would parse but not rebuild to itself could
         // never be deleted by the key the cache computes for it.
@@ -47,7 +48,10 @@ enum FileKeys {
     /// Whether `name` is an id: 32 lowercase hex digits (a file name in `files/` must be one).
     static func isID(_ name: some Collection<UInt8>) -> Bool {
         name.count == 32
-            && name.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f")) }
+            && name.allSatisfy {
+                ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                    || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
+            }
     }
 
     /// The value stored with a file's metadata: its cache key (`nil` when unknown, for an

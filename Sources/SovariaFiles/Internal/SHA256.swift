@@ -22,7 +22,9 @@ enum SHA256 {
         let bitLength = UInt64(message.count) * 8
         message.append(0x80)
         while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> shift)) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            message.append(UInt8(truncatingIfNeeded: bitLength >> shift))
+        }
         var words = [UInt32](repeating: 0, count: 64)
         for block in stride(from: 0, to: message.count, by: 64) {
             for index in 0..<16 {
@@ -38,10 +40,13 @@ enum SHA256 {
                 let sigma1 = rotate(high, 17) ^ rotate(high, 19) ^ (high >> 10)
                 words[index] = words[index - 16] &+ sigma0 &+ words[index - 7] &+ sigma1
             }
-            var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
+            var (a, b, c, d, e, f, g, h) = (
+                state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7]
+            )
             for index in 0..<64 {
                 let choice = (e & f) ^ (~e & g)
-                let temp1 = h &+ (rotate(e, 6) ^ rotate(e, 11) ^ rotate(e, 25)) &+ choice &+ roundConstants[index]
+                let temp1 =
+                    h &+ (rotate(e, 6) ^ rotate(e, 11) ^ rotate(e, 25)) &+ choice &+ roundConstants[index]
                     &+ words[index]
                 let majority = (a & b) ^ (a & c) ^ (b & c)
                 let temp2 = (rotate(a, 2) ^ rotate(a, 13) ^ rotate(a, 22)) &+ majority
