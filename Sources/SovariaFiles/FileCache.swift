@@ -46,7 +46,8 @@ import Synchronization
 ///   it: files put there by hand are adopted or removed at the next open. Blocking file work
 ///   (fsync, rename, unlink, listing) runs on a Dispatch queue of its own, never on Swift's
 ///   cooperative threads; changes to the metadata go through one async gate, so the in-memory
-///   index always matches the store.
+///   index always matches the store. The folder is released when the last reference to the
+///   cache, its last lease and its background work (``waitForPendingWork()``) are gone.
 public final class FileCache: Sendable {
     /// The folder the files are in.
     public let directory: URL

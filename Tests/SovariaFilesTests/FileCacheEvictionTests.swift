@@ -56,6 +56,7 @@ import Testing
         let spy = SpyStore(try bench.metadata())
         let cache = try await bench.open(.bytes(2_000), store: spy)
         #expect(cache.totalBytes == 15_000, "a lower bound takes effect at the next download")
+        #expect(cache.folder.listings.withLock { $0 } == 2, "open lists files/ and tmp/ once")
         spy.reset()
         try await put(cache, "tile 150", 100, tag: 150)
         await cache.waitForPendingWork()
@@ -80,6 +81,7 @@ import Testing
         #expect(cache.statistics.passes == 11)
         #expect(cache.statistics.evictions == 133 + 30)
         #expect(try bench.filesOnDisk().count == cache.fileCount)
+        #expect(cache.folder.listings.withLock { $0 } == 2, "31 downloads and 11 passes listed no folder")
     }
 
     /// Rule 2: files with an open lease or used in the last 30 seconds stay; when that leaves the

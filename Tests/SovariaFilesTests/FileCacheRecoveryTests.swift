@@ -47,6 +47,27 @@ import Testing
     }
 
     @Test(arguments: MetadataEngine.all)
+    func storeCopiesAFileAndADownloadMayMoveOneIntoPlace(engine: MetadataEngine) async throws {
+        let bench = try CacheBench(engine)
+        let cache = try await bench.open(.unlimited)
+        let source = bench.folder.child("picked.jpg")
+        try body(5, 12_345).write(to: source)
+        #expect(try await cache.store("picked", contentsOf: source) == 12_345)
+        #expect(FileManager.default.fileExists(atPath: source.path), "the source is left as it is")
+        // What a URLSession download does: a finished file elsewhere, moved to the URL given.
+        #expect(
+            try await cache.download("moved") { destination in
+                try FileManager.default.moveItem(at: source, to: destination)
+            } == 12_345)
+        for key in ["picked", "moved"] {
+            let lease = try #require(try await cache.open(key))
+            #expect(try lease.fileHandle.readToEnd() == body(5, 12_345))
+        }
+        #expect(cache.totalBytes == 24_690)
+        #expect(try bench.temporaryFiles().isEmpty)
+    }
+
+    @Test(arguments: MetadataEngine.all)
     func temporaryFilesACrashLeftCountUntilADayOldThenGo(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
         do { _ = try await bench.open(.bytes(5_000)) }  // creates the folders

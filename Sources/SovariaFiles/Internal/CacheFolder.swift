@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -22,6 +23,8 @@ final class CacheFolder: Sendable {
     let filesPath: String
     let temporaryPath: String
     private let lockDescriptor: Int32
+    /// How many times a folder was listed: at open only (rule 7; tests check it).
+    let listings = Mutex(0)
 
     /// Creates the folders (0700) and takes the folder's lock; throws `.locked` when another
     /// ``FileCache`` (in this process or another) has it open.
@@ -57,11 +60,13 @@ final class CacheFolder: Sendable {
 
     /// The names in `files/` (files only; folders there are left alone).
     func listFiles() throws(OfflineStoreError) -> [String] {
-        try POSIXFile.listDirectory(filesPath).filter { !$0.isDirectory }.map(\.name)
+        listings.withLock { $0 += 1 }
+        return try POSIXFile.listDirectory(filesPath).filter { !$0.isDirectory }.map(\.name)
     }
 
     /// The files in `tmp/`, with their size and modification time (ms since 1970).
     func listTemporaryFiles() throws(OfflineStoreError) -> [(name: String, sizeBytes: Int, modifiedMillis: Int64)] {
+        listings.withLock { $0 += 1 }
         var found: [(String, Int, Int64)] = []
         for entry in try POSIXFile.listDirectory(temporaryPath) where !entry.isDirectory {
             guard let info = Self.status(temporaryPath + "/" + entry.name) else { continue }  // gone meanwhile
