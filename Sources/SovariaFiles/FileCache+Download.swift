@@ -65,7 +65,7 @@ extension FileCache {
     /// first, so that at every moment a named file's metadata, if any, carries its size: a crash
     /// after that delete leaves a file without metadata, which the next open adopts with its
     /// real size.
-    private func commit(_ temporary: String, id: String, key: String, sizeBytes: Int) async throws {
+    private func commit(_ temporary: String, id: FileID, key: String, sizeBytes: Int) async throws {
         try await gate.withGate {
             let previous = index.withLock { $0.entries[id] }
             if let previous {

@@ -19,7 +19,7 @@ extension FileCache {
             guard let bound = size.effectiveBytes, let target = size.evictionTargetBytes, totalBytes > bound else {
                 return
             }
-            var setAside: [(id: String, entry: FileIndex.Entry)] = []
+            var setAside: [(id: FileID, entry: FileIndex.Entry)] = []
             var reachedRecent = false
             defer { index.withLock { index in for item in setAside { index.restore(item.id, item.entry) } } }
             var failure: (any Error)?
@@ -77,10 +77,10 @@ extension FileCache {
     /// Deletes up to ``evictionBatchFiles`` of the least recently used unprotected files, fewer
     /// when the total reaches `target`; returns whether it deleted any (none: the pass is over).
     private func evictOneBatch(
-        downTo target: Int, setAside: inout [(id: String, entry: FileIndex.Entry)], reachedRecent: inout Bool
+        downTo target: Int, setAside: inout [(id: FileID, entry: FileIndex.Entry)], reachedRecent: inout Bool
     ) async throws -> Bool {
         let recentSince = now - Self.recentUseProtectionMillis
-        var victims: [(id: String, entry: FileIndex.Entry)] = []
+        var victims: [(id: FileID, entry: FileIndex.Entry)] = []
         index.withLock { index in
             while victims.count < Self.evictionBatchFiles, index.totalBytes > target,
                 let oldest = index.popLeastRecentlyUsed()

@@ -17,9 +17,14 @@ extension FileCache {
     ) async throws -> FileIndex {
         let keys = try await metadata.keys(FileKeys.prefix)
         let listed = try await work.runConcurrently { (try folder.listFiles(), try folder.listTemporaryFiles()) }
-        let onDisk = Set(listed.0.filter { FileKeys.isID($0.utf8) })
+        var onDisk = Set<FileID>(minimumCapacity: listed.0.count)
+        var strays: [String] = []
+        for name in listed.0 {
+            if let id = FileKeys.id(fileName: name) { onDisk.insert(id) } else { strays.append(name) }
+        }
         var deletes: [StoreWrite] = []
-        var recorded: [String: RecordedFile] = [:]
+        var recorded: [FileID: RecordedFile] = [:]
+        recorded.reserveCapacity(keys.count)
         for key in keys {
             guard let (id, size, lastUse) = FileKeys.parse(key), onDisk.contains(id) else {
                 deletes.append(.delete(key: key))
@@ -36,9 +41,8 @@ extension FileCache {
             deletes.append(.delete(key: drop.key))
         }
         let orphans = onDisk.filter { recorded[$0] == nil }
-        let strays = listed.0.filter { !FileKeys.isID($0.utf8) }
         let expired = listed.1.filter { now - $0.modifiedMillis > temporaryFileMaxAgeMillis }
-        let adopted: [(id: String, sizeBytes: Int)] = try await work.runConcurrently {
+        let adopted: [(id: FileID, sizeBytes: Int)] = try await work.runConcurrently { [strays] in
             for name in strays { try folder.remove(folder.filesPath + "/" + name) }
             for file in expired { try folder.remove(folder.temporaryPath + "/" + file.name) }
             return orphans.compactMap { id in CacheFolder.status(folder.filePath(id)).map { (id, $0.sizeBytes) } }

@@ -69,7 +69,7 @@ extension FileCache {
     /// their record (`onlyDue`), leaving the others pending.
     /// `endRecording`: when nothing is due, the background writer stops (in the same critical
     /// section, so a lease ending meanwhile starts a new one).
-    private func takePendingUses(onlyDue: Bool, endRecording: Bool = false) -> [(id: String, key: String)] {
+    private func takePendingUses(onlyDue: Bool, endRecording: Bool = false) -> [(id: FileID, key: String)] {
         pendingUses.withLock { state in
             let taken = state.byID.filter { id, _ in
                 !onlyDue
@@ -89,7 +89,7 @@ extension FileCache {
     /// or more newer than the recorded use; a newer end within that second waits for the next
     /// use, the next write, or ``recordPendingUses()`` (the rule: at most one write per file per
     /// second, so a crash loses at most that second).
-    func endLease(_ id: String, key: String) {
+    func endLease(_ id: FileID, key: String) {
         let now = self.now
         let due = index.withLock { index -> Bool in
             index.releaseLease(id)
@@ -114,7 +114,7 @@ extension FileCache {
     /// Moves the file's metadata key to its latest use, if that is newer than the recorded
     /// one: one batch, the new key first (a store without atomic batches may keep both after a
     /// crash; open keeps the newer).
-    func recordUse(_ id: String, key: String) async throws {
+    func recordUse(_ id: FileID, key: String) async throws {
         try await gate.withGate {
             guard let entry = index.withLock({ $0.entries[id] }), entry.lastUseMillis > entry.storedUseMillis else {
                 return

@@ -88,7 +88,7 @@ public final class FileCache: Sendable {
     let passBehind = Mutex<(running: Bool, again: Bool)>((false, false))
     /// Uses newer than their record (leases that ended), by id, with the key; and whether a
     /// write of them runs.
-    let pendingUses = Mutex<(byID: [String: String], recording: Bool)>(([:], false))
+    let pendingUses = Mutex<(byID: [FileID: String], recording: Bool)>(([:], false))
 
     /// Opens the cache in `directory` with its metadata in `metadata`, reconciling the two
     /// (rule 6). Creates the folder (0700) if needed.

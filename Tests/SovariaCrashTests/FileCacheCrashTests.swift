@@ -46,7 +46,7 @@ import Testing
             for event in acks.queue {
                 switch event.kind {
                 case "downloading":
-                    announced[FileKeys.id(of: FileCacheCrashWorkload.key(event.index))] = event.index
+                    announced[FileKeys.id(of: FileCacheCrashWorkload.key(event.index)).hex] = event.index
                     phase = "download"
                 case "downloaded":
                     #expect(event.sequence == UInt64(FileCacheCrashWorkload.size(event.index)))
@@ -98,7 +98,7 @@ import Testing
         var recorded: [String: Int] = [:]
         for key in try await store.keys(FileKeys.prefix) {
             let parsed = try #require(FileKeys.parse(key), "round \(round): malformed key \(key)")
-            #expect(recorded.updateValue(parsed.sizeBytes, forKey: parsed.id) == nil, "round \(round): two keys")
+            #expect(recorded.updateValue(parsed.sizeBytes, forKey: parsed.id.hex) == nil, "round \(round): two keys")
         }
         #expect(recorded == files, "round \(round): metadata and folder disagree after open")
         let temporary = try Self.sizes(in: cacheFolder.appendingPathComponent("tmp"))
@@ -107,7 +107,7 @@ import Testing
         #expect(cache.fileCount == files.count)
         if let last = lastAcknowledged {
             #expect(
-                files[FileKeys.id(of: FileCacheCrashWorkload.key(last))] == FileCacheCrashWorkload.size(last),
+                files[FileKeys.id(of: FileCacheCrashWorkload.key(last)).hex] == FileCacheCrashWorkload.size(last),
                 "round \(round): the last acknowledged download \(last) is missing")
         }
         await cache.waitForPendingWork()

@@ -101,7 +101,7 @@ struct CacheBench {
     func metadataKeys(_ store: any OfflineStore) async throws -> [(id: String, sizeBytes: Int, lastUseMillis: Int64)] {
         try await store.keys("sov:file:").map { key in
             guard let parsed = FileKeys.parse(key) else { return ("malformed " + key, -1, -1) }
-            return parsed
+            return (parsed.id.hex, parsed.sizeBytes, parsed.lastUseMillis)
         }
     }
 }
@@ -113,7 +113,7 @@ func body(_ tag: Int, _ count: Int) -> Data {
 }
 
 /// The id (file name) of `key`.
-func fileID(_ key: String) -> String { FileKeys.id(of: key) }
+func fileID(_ key: String) -> String { FileKeys.id(of: key).hex }
 
 /// Stores `count` bytes under `key`.
 @discardableResult

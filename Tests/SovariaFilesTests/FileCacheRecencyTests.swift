@@ -125,10 +125,11 @@ import Testing
             SHA256.digest(Array(long.utf8)).prefix(4) == [0xcd, 0xc7, 0x6e, 0x5c], "FIPS 180-2's million a's")
         #expect(
             fileID("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") == "248d6a61d20638b8e5c026930c3e6039")
-        #expect(
-            FileKeys.parse(FileKeys.metadataKey(id: fileID("x"), sizeBytes: 12, lastUseMillis: 34))! == (
-                fileID("x"), 12, 34
-            ))
-        #expect(FileKeys.parse("sov:file:" + fileID("x") + ":12:34") == nil)
+        let x = FileKeys.id(of: "x")
+        let parsed = FileKeys.parse(FileKeys.metadataKey(id: x, sizeBytes: 12, lastUseMillis: 34))
+        #expect(parsed?.id == x && parsed?.sizeBytes == 12 && parsed?.lastUseMillis == 34)
+        #expect(FileKeys.parse("sov:file:" + x.hex + ":12:34") == nil)
+        #expect(FileKeys.parse("sov:file:" + x.hex.uppercased() + ":0000000000000012:0000000000000034") == nil)
+        #expect(FileKeys.id(fileName: x.hex) == x && FileKeys.id(fileName: "stray.txt") == nil)
     }
 }

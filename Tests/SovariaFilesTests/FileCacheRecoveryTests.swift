@@ -153,7 +153,7 @@ import Testing
             try await put(cache, "a", 100)
         }
         let store = try bench.metadata()
-        let id = fileID("a")
+        let id = FileKeys.id(of: "a")
         // What a store without atomic batches can keep after a crash inside a use record.
         try await store.set(FileKeys.metadataKey(id: id, sizeBytes: 100, lastUseMillis: 1_900_000_000_000), "{}")
         let cache = try await bench.open(.unlimited, store: store)

@@ -51,11 +51,11 @@ final class CacheFolder: Sendable {
 
     deinit { close(lockDescriptor) }
 
-    func filePath(_ id: String) -> String { filesPath + "/" + id }
+    func filePath(_ id: FileID) -> String { filesPath + "/" + id.hex }
 
     /// A fresh name in `tmp/` for a download of `id`; nothing is created.
-    func newTemporaryPath(_ id: String) -> String {
-        temporaryPath + "/" + id + "-" + String(UInt64.random(in: .min ... .max), radix: 16)
+    func newTemporaryPath(_ id: FileID) -> String {
+        temporaryPath + "/" + id.hex + "-" + String(UInt64.random(in: .min ... .max), radix: 16)
     }
 
     /// The names in `files/` (files only; folders there are left alone).
@@ -113,7 +113,7 @@ final class CacheFolder: Sendable {
 
     /// Renames a synced download into place under `id` and flushes `files/`, so the name
     /// survives a power cut: the one step that makes a download visible, atomic by `rename(2)`.
-    func commit(_ temporary: String, as id: String, key: String) throws(OfflineStoreError) {
+    func commit(_ temporary: String, as id: FileID, key: String) throws(OfflineStoreError) {
         try POSIXFile.rename(temporary, to: filePath(id), key: key)
         try POSIXFile.syncDirectory(filesPath)
     }

@@ -19,14 +19,14 @@ struct FileIndex {
     struct OrderItem: Comparable {
         var lastUseMillis: Int64
         var generation: UInt64
-        var id: String
+        var id: FileID
 
         static func < (lhs: OrderItem, rhs: OrderItem) -> Bool {
             (lhs.lastUseMillis, lhs.generation) < (rhs.lastUseMillis, rhs.generation)
         }
     }
 
-    private(set) var entries: [String: Entry] = [:]
+    private(set) var entries: [FileID: Entry] = [:]
     private var order = MinHeap<OrderItem>()
     private var nextGeneration: UInt64 = 0
     /// The bytes of the files in `files/`.
@@ -36,12 +36,12 @@ struct FileIndex {
     private(set) var leftoverBytes = 0
     /// Open leases by id. Kept apart from the entries: a lease outlives a removal or a new
     /// download of its key, and still protects what the key holds until it ends.
-    private(set) var leases: [String: Int] = [:]
+    private(set) var leases: [FileID: Int] = [:]
 
     init() {}
 
     /// The index of the files found at open, built in O(n) (one heapify, no sort).
-    init(files: [(id: String, sizeBytes: Int, lastUseMillis: Int64)]) {
+    init(files: [(id: FileID, sizeBytes: Int, lastUseMillis: Int64)]) {
         var items: [OrderItem] = []
         items.reserveCapacity(files.count)
         entries.reserveCapacity(files.count)
@@ -61,7 +61,7 @@ struct FileIndex {
 
     /// Adds a file (or replaces the entry of its id); returns the entry it had before.
     @discardableResult
-    mutating func insert(_ id: String, sizeBytes: Int, lastUseMillis: Int64, storedUseMillis: Int64) -> Entry? {
+    mutating func insert(_ id: FileID, sizeBytes: Int, lastUseMillis: Int64, storedUseMillis: Int64) -> Entry? {
         nextGeneration += 1
         let entry = Entry(
             sizeBytes: sizeBytes, lastUseMillis: lastUseMillis, storedUseMillis: storedUseMillis,
@@ -74,7 +74,7 @@ struct FileIndex {
     }
 
     @discardableResult
-    mutating func remove(_ id: String) -> Entry? {
+    mutating func remove(_ id: FileID) -> Entry? {
         guard let previous = entries.removeValue(forKey: id) else { return nil }
         fileBytes -= previous.sizeBytes
         compactOrderIfMostlyStale()
@@ -82,7 +82,7 @@ struct FileIndex {
     }
 
     /// Changes the entry of `id` in place (last use, leases); the order catches up lazily.
-    mutating func update(_ id: String, _ change: (inout Entry) -> Void) {
+    mutating func update(_ id: FileID, _ change: (inout Entry) -> Void) {
         guard var entry = entries[id] else { return }
         change(&entry)
         entries[id] = entry
@@ -90,7 +90,7 @@ struct FileIndex {
 
     /// Takes the least recently used file off the order; the caller removes it or gives it
     /// back with ``restore(_:_:)``.
-    mutating func popLeastRecentlyUsed() -> (id: String, entry: Entry)? {
+    mutating func popLeastRecentlyUsed() -> (id: FileID, entry: Entry)? {
         while let item = order.popMin() {
             guard let entry = entries[item.id], entry.generation == item.generation else { continue }
             if entry.lastUseMillis > item.lastUseMillis {
@@ -104,19 +104,19 @@ struct FileIndex {
     }
 
     /// Puts back an item taken with ``popLeastRecentlyUsed()`` and not removed.
-    mutating func restore(_ id: String, _ entry: Entry) {
+    mutating func restore(_ id: FileID, _ entry: Entry) {
         guard let current = entries[id], current.generation == entry.generation else { return }
         order.insert(OrderItem(lastUseMillis: current.lastUseMillis, generation: current.generation, id: id))
     }
 
-    mutating func addLease(_ id: String) { leases[id, default: 0] += 1 }
+    mutating func addLease(_ id: FileID) { leases[id, default: 0] += 1 }
 
-    mutating func releaseLease(_ id: String) {
+    mutating func releaseLease(_ id: FileID) {
         guard let count = leases[id] else { return }
         leases[id] = count > 1 ? count - 1 : nil
     }
 
-    func isLeased(_ id: String) -> Bool { leases[id] != nil }
+    func isLeased(_ id: FileID) -> Bool { leases[id] != nil }
 
     /// Forgets every file and leftover; leases stay (they end on their own).
     mutating func removeAllFiles() {

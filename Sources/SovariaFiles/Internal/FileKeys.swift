@@ -14,44 +14,42 @@ import Foundation
 enum FileKeys {
     static let prefix = "sov:file:"
 
-    /// The id of a cache key: 32 hex digits of its SHA-256.
-    static func id(of key: String) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var name: [UInt8] = []
-        name.reserveCapacity(32)
-        for byte in SHA256.digest(Array(key.utf8)).prefix(16) {
-            name.append(digits[Int(byte >> 4)])
-            name.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: name, as: UTF8.self)
-    }
+    /// The id of a cache key.
+    static func id(of key: String) -> FileID { FileID(of: key) }
 
-    static func metadataKey(id: String, sizeBytes: Int, lastUseMillis: Int64) -> String {
-        prefix + id + ":" + padded(Int64(sizeBytes)) + ":" + padded(lastUseMillis)
+    static func metadataKey(id: FileID, sizeBytes: Int, lastUseMillis: Int64) -> String {
+        prefix + id.hex + ":" + padded(Int64(sizeBytes)) + ":" + padded(lastUseMillis)
     }
 
     /// The id, size and last use in a metadata key, or `nil` for a key of another shape.
-    static func parse(_ key: String) -> (id: String, sizeBytes: Int, lastUseMillis: Int64)? {
-        let fields = key.utf8.dropFirst(prefix.utf8.count).split(
-            separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
-        let isDigit = { (byte: UInt8) in byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-        // Exact widths and digits only: a key that would parse but not rebuild to itself could
-        // never be deleted by the key the cache computes for it.
-        guard fields.count == 3, isID(fields[0]), fields[1].count == 16, fields[2].count == 16,
-            fields[1].allSatisfy(isDigit), fields[2].allSatisfy(isDigit),
-            let size = Int(String(decoding: fields[1], as: UTF8.self)),
-            let millis = Int64(String(decoding: fields[2], as: UTF8.self))
-        else { return nil }
-        return (String(decoding: fields[0], as: UTF8.self), size, millis)
+    ///
+    /// Fixed offsets over the UTF-8 bytes, no string made: open parses every key.
+    static func parse(_ key: String) -> (id: FileID, sizeBytes: Int, lastUseMillis: Int64)? {
+        var key = key
+        return key.withUTF8 { bytes -> (id: FileID, sizeBytes: Int, lastUseMillis: Int64)? in
+            // Exact widths and digits only: a key that would parse but not rebuild to itself
+            // could never be deleted by the key the cache computes for it.
+            let start = prefix.utf8.count
+            guard bytes.count == start + 32 + 1 + 16 + 1 + 16,
+                bytes[start + 32] == UInt8(ascii: ":"), bytes[start + 49] == UInt8(ascii: ":"),
+                let id = FileID(hex: bytes[start..<start + 32]),
+                let size = number(bytes[start + 33..<start + 49]),
+                let millis = number(bytes[start + 50..<start + 66])
+            else { return nil }
+            return (id, Int(size), millis)
+        }
     }
 
-    /// Whether `name` is an id: 32 lowercase hex digits (a file name in `files/` must be one).
-    static func isID(_ name: some Collection<UInt8>) -> Bool {
-        name.count == 32
-            && name.allSatisfy {
-                ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
-                    || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
-            }
+    /// The id a name in `files/` stands for, or `nil` when the name is not one.
+    static func id(fileName name: String) -> FileID? { FileID(hex: name.utf8) }
+
+    private static func number(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> Int64? {
+        var value: Int64 = 0
+        for digit in digits {
+            guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int64(digit - UInt8(ascii: "0"))
+        }
+        return value
     }
 
     /// The value stored with a file's metadata: its cache key (`nil` when unknown, for an
