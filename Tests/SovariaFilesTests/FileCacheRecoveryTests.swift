@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaSodium
 import SovariaTestKit
 import Testing
 
@@ -159,6 +160,31 @@ import Testing
         let cache = try await bench.open(.unlimited, store: store)
         #expect(cache.totalBytes == 100)
         #expect(try await bench.metadataKeys(store).map(\.lastUseMillis) == [1_900_000_000_000])
+    }
+
+    /// Rule 6: values the cache cannot read (here: encrypted with another key) cost nothing, since
+    /// the cache reads key names only; the files and their order are kept.
+    @Test(arguments: MetadataEngine.all)
+    func metadataWhoseValuesCannotBeReadLosesNothing(engine: MetadataEngine) async throws {
+        let bench = try CacheBench(engine)
+        do {
+            let sealed = EncryptedOfflineStore(wrapping: try bench.metadata(), key: try EncryptionKey.random())
+            let cache = try await bench.open(.unlimited, store: sealed)
+            for number in 0..<3 {
+                try await put(cache, "p\(number)", 100, tag: number)
+                bench.clock.advance(by: 60)
+            }
+        }
+        let wrongKey = EncryptedOfflineStore(wrapping: try bench.metadata(), key: try EncryptionKey.random())
+        await #expect(throws: OfflineStoreError.self) {
+            _ = try await wrongKey.entries("sov:file:", after: nil, limit: 1)
+        }
+        let cache = try await bench.open(.bytes(250), store: wrongKey)
+        #expect(cache.fileCount == 3 && cache.totalBytes == 300)
+        try await put(cache, "p3", 100, tag: 3)
+        await cache.waitForPendingWork()
+        #expect(!cache.contains("p0") && !cache.contains("p1"), "the recorded order, read from the key names")
+        #expect(cache.contains("p2") && cache.contains("p3"))
     }
 
     /// Rule 7: opening lists key names (one `keys` call), never a value.
