@@ -27,21 +27,30 @@ extension FileCache {
             return nil
         }
         let path = folder.filePath(id)
-        let handle: FileHandle?
+        let opened: (handle: FileHandle, sizeBytes: Int)?
         do {
-            handle = try await work.runConcurrently { FileHandle(forReadingAtPath: path) }
+            // The size of what was opened: a download of the same key may have replaced the file
+            // since the lookup.
+            opened = try await work.runConcurrently {
+                FileHandle(forReadingAtPath: path).map { handle in
+                    var info = stat()
+                    return (
+                        handle, fstat(handle.fileDescriptor, &info) == 0 ? Int(info.st_size) : found.entry.sizeBytes
+                    )
+                }
+            }
         } catch {
             index.withLock { $0.releaseLease(id) }
             throw error
         }
-        guard let handle else {
+        guard let opened else {
             // Removed between the lookup and the open.
             index.withLock { $0.releaseLease(id) }
             counters.withLock { $0.misses += 1 }
             return nil
         }
         let lease = FileLease(
-            key: key, url: URL(fileURLWithPath: path), sizeBytes: found.entry.sizeBytes, fileHandle: handle
+            key: key, url: URL(fileURLWithPath: path), sizeBytes: opened.sizeBytes, fileHandle: opened.handle
         ) { [self] in endLease(id, key: key) }
         counters.withLock { $0.hits += 1 }
         if found.record {
