@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
         .library(name: "SovariaSync", targets: ["SovariaSync"]),
         .library(name: "SovariaHTTP", targets: ["SovariaHTTP"]),
+        .library(name: "SovariaFiles", targets: ["SovariaFiles"]),
         .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
     ],
     targets: [
@@ -67,12 +68,14 @@ let package = Package(
         .target(name: "SovariaSync", dependencies: ["Sovaria", "SovariaCache", "SovariaQueue"]),
         // The HTTP transport (URLSession) and PostgREST's request conventions.
         .target(name: "SovariaHTTP", dependencies: ["SovariaSync", "SovariaQueue"]),
+        // The file cache (seed 000): files in a folder, their metadata in any `OfflineStore`.
+        .target(name: "SovariaFiles", dependencies: ["Sovaria"]),
 
         .executableTarget(
             name: "sovaria-bench",
             dependencies: [
                 "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
-                "SovariaLevelDB", "SovariaSodium", "SovariaPostgres",
+                "SovariaLevelDB", "SovariaSodium", "SovariaPostgres", "SovariaFiles",
                 "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
                 // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
                 "SovariaTestServers",
@@ -89,7 +92,7 @@ let package = Package(
             name: "sovaria-crash-writer",
             dependencies: [
                 "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres", "SovariaQueue",
-                "SovariaSync", "SovariaHTTP",
+                "SovariaSync", "SovariaHTTP", "SovariaFiles",
             ],
             path: "Tests/sovaria-crash-writer"
         ),
@@ -104,7 +107,7 @@ let package = Package(
             name: "SovariaCrashTests",
             dependencies: [
                 "sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaPostgres", "SovariaQueue", "SovariaSync",
-                "SovariaTestServers",
+                "SovariaTestServers", "SovariaFiles",
             ]
         ),
         .testTarget(
@@ -131,6 +134,13 @@ let package = Package(
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.
         .testTarget(name: "SovariaBenchTests", dependencies: ["sovaria-bench"]),
+        .testTarget(
+            name: "SovariaFilesTests",
+            dependencies: [
+                "SovariaFiles", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
+                "SovariaSodium",
+            ]
+        ),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
         .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),

@@ -6,6 +6,7 @@ enum BenchSection: String, CaseIterable {
     case memoryCache = "memory-cache"
     case caller
     case queue
+    case fileCache = "file-cache"
 
     static var allNames: [String] { allCases.map(\.rawValue) }
 
@@ -17,6 +18,7 @@ enum BenchSection: String, CaseIterable {
         case .memoryCache: "Memory LRU layer vs NSCache"
         case .caller: "Where the call comes from: plain task vs main actor"
         case .queue: "Write queue: enqueue (one durable batch), drain step, open and pending() of 1,000"
+        case .fileCache: "File cache: downloads, a pass, open, download latency while passes run"
         }
     }
 }

@@ -51,6 +51,9 @@ enum SovariaBench {
         if options.runs(.queue) {
             report.measurements += try await QueueSection(options: options, progress: progress).run()
         }
+        if options.runs(.fileCache) {
+            report.measurements += try await FileCacheSection(options: options, progress: progress).run()
+        }
         progress.finish()
         await BenchPostgres.stop()
         report.computeRatios()

@@ -57,7 +57,7 @@ import Testing
         let report = try JSONDecoder().decode(
             Report.self, from: Data(contentsOf: folder.appendingPathComponent("bench.json")))
         let sections = Set(report.measurements.map(\.section))
-        #expect(sections == ["store", "eviction", "cache-open", "memory-cache", "caller", "queue"])
+        #expect(sections == ["store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache"])
         #expect(report.measurements.allSatisfy { $0.nanosecondsPerOp > 0 })
         #expect(report.machine["cores"] != nil && report.machine["engines"]?.contains("SQLite") == true)
         let subjects = Set(report.measurements.filter { $0.section == "store" }.map(\.subject))

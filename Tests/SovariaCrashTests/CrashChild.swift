@@ -74,8 +74,9 @@ enum CrashChild {
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
                 if callInFlight { callNanoseconds = now - callStarted }
-                // A set is followed by a batch call; the queue mode announces its calls.
-                callInFlight = ["set", "enqueuing", "removing", "flushing"].contains(parts[0])
+                // A set is followed by a batch call; the queue and file-cache modes announce their calls.
+                let callStarts = ["set", "enqueuing", "removing", "flushing", "downloading", "evicting"]
+                callInFlight = callStarts.contains(String(parts[0]))
                 if callInFlight { callStarted = now }
             }
             // Kill while a call is in flight (a batch right after a set was acknowledged, or an

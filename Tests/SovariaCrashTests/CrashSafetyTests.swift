@@ -98,7 +98,10 @@ struct Acknowledged: Sendable {
     var queue: [QueueEvent] = []
 
     /// Calls acknowledged.
-    var count: Int { sets.count + batches.count + queue.filter { $0.kind == "queued" || $0.kind == "removed" }.count }
+    var count: Int {
+        sets.count + batches.count
+            + queue.filter { ["queued", "removed", "downloaded", "evicted"].contains($0.kind) }.count
+    }
 
     mutating func formUnion(_ other: Acknowledged) {
         sets.formUnion(other.sets)

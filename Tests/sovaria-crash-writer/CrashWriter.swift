@@ -8,8 +8,9 @@ import Sovaria
 /// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`, where PATH is a libpq
 /// conninfo for the `postgres` ENGINE; an ENGINE of `queue-<engine>` runs the write queue's
 /// workload instead (``QueueCrashWorkload``), one of `flush-<engine>` the controller's
-/// (``FlushCrashWorkload``), and one of `http-<engine>` a flush through the HTTP transport
-/// (``HTTPCrashWorkload``, FIRST being the test server's port).
+/// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
+/// (``HTTPCrashWorkload``, FIRST being the test server's port), and one of `files-<engine>` the
+/// file cache's (``FileCacheCrashWorkload``).
 @main
 enum CrashWriter {
     static func main() async {
@@ -38,6 +39,11 @@ enum CrashWriter {
                     String(engine.dropFirst(HTTPCrashWorkload.enginePrefix.count)), location: arguments[2],
                     durability: durability)
                 try await HTTPCrashWorkload.run(store, port: first)
+            }
+            if engine.hasPrefix(FileCacheCrashWorkload.enginePrefix) {
+                try await FileCacheCrashWorkload.run(
+                    engine: String(engine.dropFirst(FileCacheCrashWorkload.enginePrefix.count)),
+                    folder: URL(fileURLWithPath: arguments[2]), durability: durability, first: first)
             }
             let store = try CrashStores.open(engine, location: arguments[2], durability: durability)
             acknowledge("ready")

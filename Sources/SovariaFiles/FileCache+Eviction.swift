@@ -1,0 +1,157 @@
+import Foundation
+import Sovaria
+
+extension FileCache {
+    /// Runs an eviction pass now, if the total is over the bound: the least recently used files
+    /// go until the total is at most 90% of the bound, except files with an open lease or used
+    /// in the last 30 seconds. Temporary files a crash left are deleted first once they are more
+    /// than a day old. Downloads call for a pass by themselves; this is for an app that lowers
+    /// its needs (or a test that wants the pass at a known moment).
+    ///
+    /// - Complexity: O((e + l) × log n) for e files evicted and l leased files skipped among n:
+    ///   the order is a heap walked from the least recently used end, the total is kept, not
+    ///   summed, and the pass stops at the first file used in the last 30 seconds (every file
+    ///   after it in the order is newer). Files go 16 per store batch, each batch one hold of
+    ///   the gate, so a download waits for at most one batch.
+    public func evictIfOverBound() async throws {
+        try await passGate.withGate {
+            try await removeExpiredLeftovers()
+            guard let bound = size.effectiveBytes, let target = size.evictionTargetBytes, totalBytes > bound else {
+                return
+            }
+            var setAside: [(id: FileID, entry: FileIndex.Entry)] = []
+            var reachedRecent = false
+            defer { index.withLock { index in for item in setAside { index.restore(item.id, item.entry) } } }
+            var failure: (any Error)?
+            do {
+                while try await gate.withGate({
+                    try await evictOneBatch(downTo: target, setAside: &setAside, reachedRecent: &reachedRecent)
+                }) {}
+            } catch {
+                failure = error
+            }
+            // Every file left is protected when the pass stopped at a recent one; otherwise what
+            // it skipped (leased files) is what protection cost.
+            let protectedBytes = index.withLock { index in
+                reachedRecent && index.totalBytes > target
+                    ? index.totalBytes - index.leftoverBytes
+                    : setAside.reduce(0) { $0 + (index.entries[$1.id]?.sizeBytes ?? 0) }
+            }
+            counters.withLock { counters in
+                counters.passes += 1
+                counters.protectedBytes = protectedBytes
+            }
+            if let failure { throw failure }
+        }
+    }
+
+    /// The size check after a download: over the bound, a pass in a task of its own, so the
+    /// download returns first. One such pass runs at a time; a check asked for while it runs
+    /// runs again right after it. A pass that fails keeps what it could not delete; the next
+    /// download tries again.
+    func checkSizeBehindDownload() {
+        guard let bound = size.effectiveBytes, totalBytes > bound else { return }
+        let start = passBehind.withLock { state -> Bool in
+            guard !state.running else {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        runInBackground {
+            var again = true
+            while again {
+                try? await self.evictIfOverBound()
+                again = self.passBehind.withLock { state in
+                    let again = state.again
+                    state.again = false
+                    state.running = again
+                    return again
+                }
+            }
+        }
+    }
+
+    /// Deletes up to ``evictionBatchFiles`` of the least recently used unprotected files, fewer
+    /// when the total reaches `target`; returns whether it deleted any (none: the pass is over).
+    private func evictOneBatch(
+        downTo target: Int, setAside: inout [(id: FileID, entry: FileIndex.Entry)], reachedRecent: inout Bool
+    ) async throws -> Bool {
+        let recentSince = now - Self.recentUseProtectionMillis
+        var victims: [(id: FileID, entry: FileIndex.Entry)] = []
+        index.withLock { index in
+            while victims.count < Self.evictionBatchFiles, index.totalBytes > target,
+                let oldest = index.popLeastRecentlyUsed()
+            {
+                if oldest.entry.lastUseMillis > recentSince {
+                    // Every file after this one in the order was used later still: all protected.
+                    setAside.append(oldest)
+                    reachedRecent = true
+                    return
+                }
+                if index.isLeased(oldest.id) {
+                    setAside.append(oldest)
+                    continue
+                }
+                // Out of the index at once: an open from now on misses it.
+                index.remove(oldest.id)
+                victims.append(oldest)
+            }
+        }
+        guard !victims.isEmpty else { return false }
+        // Files first, then their metadata: a crash in between leaves metadata without a file,
+        // which the next open drops.
+        let paths = victims.map { folder.filePath($0.id) }
+        let failed: [Int] = try await work.runConcurrently { [folder] in
+            var failed: [Int] = []
+            for (position, path) in paths.enumerated() where (try? folder.remove(path)) == nil {
+                failed.append(position)
+            }
+            return failed
+        }
+        let failedSet = Set(failed)
+        let deleted = victims.enumerated().filter { !failedSet.contains($0.offset) }.map(\.element)
+        if !failed.isEmpty {
+            index.withLock { index in
+                for position in failed {
+                    let victim = victims[position]
+                    index.insert(
+                        victim.id, sizeBytes: victim.entry.sizeBytes, lastUseMillis: victim.entry.lastUseMillis,
+                        storedUseMillis: victim.entry.storedUseMillis)
+                }
+            }
+        }
+        counters.withLock { counters in
+            counters.evictions += deleted.count
+            counters.evictedBytes += deleted.reduce(0) { $0 + $1.entry.sizeBytes }
+        }
+        if !deleted.isEmpty {
+            try await metadata.write(
+                deleted.map {
+                    .delete(
+                        key: FileKeys.metadataKey(
+                            id: $0.id, sizeBytes: $0.entry.sizeBytes, lastUseMillis: $0.entry.storedUseMillis))
+                })
+        }
+        guard !failed.isEmpty else { return true }
+        throw OfflineStoreError(
+            .io,
+            "An eviction pass could not delete \(failed.count) file(s) in \(folder.filesPath); they stay cached. "
+                + "Check the folder's permissions and the disk.")
+    }
+
+    /// Deletes the temporary files a crash left once they are more than a day old.
+    func removeExpiredLeftovers() async throws {
+        let now = self.now
+        let expired = index.withLock { index in
+            index.leftovers.filter { now - $0.value.modifiedMillis > Self.temporaryFileMaxAgeMillis }.map(\.key)
+        }
+        guard !expired.isEmpty else { return }
+        try await work.runConcurrently { [folder] in
+            for name in expired { try folder.remove(folder.temporaryPath + "/" + name) }
+        }
+        index.withLock { index in for name in expired { index.removeLeftover(name) } }
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Sovaria
+
+extension FileCache {
+    /// The file cached under `key`, as a lease that keeps it from eviction until it ends, or
+    /// `nil` (a miss).
+    ///
+    /// Opening is a use: it moves the file to the most recently used end of the order at once,
+    /// and records the use in the metadata store before returning when the recorded one is a
+    /// second old or more (at most one store write per file per second, however often the file
+    /// is read). The lease's end is a use too, recorded by a write the end starts.
+    ///
+    /// - Important: Costs a dictionary lookup and one open of the file (on the cache's blocking
+    ///   queue); no store read. A use that cannot be recorded (the store failed) does not fail
+    ///   the open: it stays pending.
+    public func open(_ key: String) async throws -> FileLease? {
+        let id = FileKeys.id(of: key)
+        let now = self.now
+        let found = index.withLock { index -> (entry: FileIndex.Entry, record: Bool)? in
+            guard let entry = index.entries[id] else { return nil }
+            index.addLease(id)
+            index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
+            return (entry, now - entry.storedUseMillis >= Self.useRecordIntervalMillis)
+        }
+        guard let found else {
+            counters.withLock { $0.misses += 1 }
+            return nil
+        }
+        let path = folder.filePath(id)
+        let opened: (handle: FileHandle, sizeBytes: Int)?
+        do {
+            // The size of what was opened: a download of the same key may have replaced the file
+            // since the lookup.
+            opened = try await work.runConcurrently {
+                FileHandle(forReadingAtPath: path).map { handle in
+                    var info = stat()
+                    return (
+                        handle, fstat(handle.fileDescriptor, &info) == 0 ? Int(info.st_size) : found.entry.sizeBytes
+                    )
+                }
+            }
+        } catch {
+            index.withLock { $0.releaseLease(id) }
+            throw error
+        }
+        guard let opened else {
+            // Removed between the lookup and the open.
+            index.withLock { $0.releaseLease(id) }
+            counters.withLock { $0.misses += 1 }
+            return nil
+        }
+        let lease = FileLease(
+            key: key, url: URL(fileURLWithPath: path), sizeBytes: opened.sizeBytes, fileHandle: opened.handle
+        ) { [self] in endLease(id, key: key) }
+        counters.withLock { $0.hits += 1 }
+        if found.record {
+            // A read does not fail because its use could not be recorded (a full or broken
+            // store): the use stays pending, and the next record or recordPendingUses() retries.
+            do {
+                try await recordUse(id, key: key)
+            } catch {
+                pendingUses.withLock { $0.byID[id] = key }
+            }
+        }
+        return lease
+    }
+
+    /// Writes every use not recorded yet (leases that ended) to the metadata store now. Lease
+    /// ends start this by themselves; call it before a planned shutdown so that no recency is
+    /// lost.
+    public func recordPendingUses() async throws {
+        while case let batch = takePendingUses(onlyDue: false), !batch.isEmpty {
+            for (id, key) in batch { try await recordUse(id, key: key) }
+        }
+    }
+
+    /// Takes the pending uses off the list: all of them, or the ones a second or more newer than
+    /// their record (`onlyDue`), leaving the others pending.
+    /// `endRecording`: when nothing is due, the background writer stops (in the same critical
+    /// section, so a lease ending meanwhile starts a new one).
+    private func takePendingUses(onlyDue: Bool, endRecording: Bool = false) -> [(id: FileID, key: String)] {
+        pendingUses.withLock { state in
+            let taken = state.byID.filter { id, _ in
+                !onlyDue
+                    || index.withLock { index in
+                        index.entries[id].map { $0.lastUseMillis - $0.storedUseMillis >= Self.useRecordIntervalMillis }
+                            ?? true
+                    }
+            }
+            for id in taken.keys { state.byID[id] = nil }
+            if endRecording, taken.isEmpty { state.recording = false }
+            return taken.map { (id: $0.key, key: $0.value) }
+        }
+    }
+
+    /// A lease ended: the end is the file's last use, in memory now. In the store it is written
+    /// by a write in the background (one at a time, taking every use pending) when it is a second
+    /// or more newer than the recorded use; a newer end within that second waits for the next
+    /// use, the next write, or ``recordPendingUses()`` (the rule: at most one write per file per
+    /// second, so a crash loses at most that second).
+    func endLease(_ id: FileID, key: String) {
+        let now = self.now
+        let due = index.withLock { index -> Bool in
+            index.releaseLease(id)
+            index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
+            guard let entry = index.entries[id] else { return false }
+            return entry.lastUseMillis - entry.storedUseMillis >= Self.useRecordIntervalMillis
+        }
+        let start = pendingUses.withLock { state -> Bool in
+            state.byID[id] = key
+            guard due, !state.recording else { return false }
+            state.recording = true
+            return true
+        }
+        guard start else { return }
+        runInBackground {
+            while case let batch = self.takePendingUses(onlyDue: true, endRecording: true), !batch.isEmpty {
+                for (id, key) in batch { try? await self.recordUse(id, key: key) }
+            }
+        }
+    }
+
+    /// Moves the file's metadata key to its latest use, if that is newer than the recorded
+    /// one: one batch, the new key first (a store without atomic batches may keep both after a
+    /// crash; open keeps the newer).
+    func recordUse(_ id: FileID, key: String) async throws {
+        try await gate.withGate {
+            guard let entry = index.withLock({ $0.entries[id] }), entry.lastUseMillis > entry.storedUseMillis else {
+                return
+            }
+            try await metadata.write([
+                .set(
+                    key: FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.lastUseMillis),
+                    value: FileKeys.value(key: key)),
+                .delete(
+                    key: FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.storedUseMillis)),
+            ])
+            index.withLock { index in
+                index.update(id) { current in
+                    if current.generation == entry.generation { current.storedUseMillis = entry.lastUseMillis }
+                }
+            }
+        }
+    }
+}

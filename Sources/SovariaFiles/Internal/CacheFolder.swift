@@ -1,0 +1,125 @@
+import Foundation
+import Sovaria
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The file cache's folder on disk:
+///
+///     <directory>/.lock            flock'ed while a FileCache has the folder open
+///     <directory>/files/<id>       the cached files, named by the SHA-256 of their key
+///     <directory>/tmp/<id>-<hex>   downloads in progress, and those a crash left behind
+///
+/// Other names in `<directory>` are left alone (the metadata store may live there). Every call
+/// blocks: the cache runs them on its ``BlockingWorkQueue``.
+final class CacheFolder: Sendable {
+    let root: String
+    let filesPath: String
+    let temporaryPath: String
+    private let lockDescriptor: Int32
+    /// How many times a folder was listed: at open only (rule 7; tests check it).
+    let listings = Mutex(0)
+
+    /// Creates the folders (0700) and takes the folder's lock; throws `.locked` when another
+    /// ``FileCache`` (in this process or another) has it open.
+    init(root: URL) throws(OfflineStoreError) {
+        self.root = root.path
+        filesPath = self.root + "/files"
+        temporaryPath = self.root + "/tmp"
+        for path in [self.root, filesPath, temporaryPath] { try POSIXFile.makeDirectories(path, mode: 0o700) }
+        let lockPath = self.root + "/.lock"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw POSIXFile.error("Opening the lock file", lockPath) }
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            let code = errno
+            close(descriptor)
+            guard code == EWOULDBLOCK else { throw POSIXFile.error("Locking", lockPath, code: code) }
+            throw OfflineStoreError(
+                .locked,
+                "Another FileCache has the folder \(self.root) open (in this process or another). Use that one, "
+                    + "or release it before opening the folder again.")
+        }
+        lockDescriptor = descriptor
+    }
+
+    deinit { close(lockDescriptor) }
+
+    func filePath(_ id: FileID) -> String { filesPath + "/" + id.hex }
+
+    /// A fresh name in `tmp/` for a download of `id`; nothing is created.
+    func newTemporaryPath(_ id: FileID) -> String {
+        temporaryPath + "/" + id.hex + "-" + String(UInt64.random(in: .min ... .max), radix: 16)
+    }
+
+    /// The names in `files/` (files only; folders there are left alone).
+    func listFiles() throws(OfflineStoreError) -> [String] {
+        listings.withLock { $0 += 1 }
+        return try POSIXFile.listDirectory(filesPath).filter { !$0.isDirectory }.map(\.name)
+    }
+
+    /// The files in `tmp/`, with their size and modification time (ms since 1970).
+    func listTemporaryFiles() throws(OfflineStoreError) -> [(name: String, sizeBytes: Int, modifiedMillis: Int64)] {
+        listings.withLock { $0 += 1 }
+        var found: [(String, Int, Int64)] = []
+        for entry in try POSIXFile.listDirectory(temporaryPath) where !entry.isDirectory {
+            guard let info = Self.status(temporaryPath + "/" + entry.name) else { continue }  // gone meanwhile
+            found.append((entry.name, info.sizeBytes, info.modifiedMillis))
+        }
+        return found
+    }
+
+    /// The size and modification time of the file at `path`, or `nil` when there is none.
+    static func status(_ path: String) -> (sizeBytes: Int, modifiedMillis: Int64)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        #if canImport(Darwin)
+            let modified = info.st_mtimespec
+        #else
+            let modified = info.st_mtim
+        #endif
+        return (Int(info.st_size), Int64(modified.tv_sec) * 1_000 + Int64(modified.tv_nsec) / 1_000_000)
+    }
+
+    /// Flushes the file a download wrote at `path` to stable storage and returns its size.
+    func syncDownloadedFile(_ path: String, key: String) throws(OfflineStoreError) -> Int {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT {
+                throw OfflineStoreError(
+                    .notFound,
+                    "The download of \(key) returned without writing a file at the URL it was given. Write or move "
+                        + "the body to exactly that URL before the closure returns.", key: key)
+            }
+            throw POSIXFile.error("Opening the download", path, key: key)
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw POSIXFile.error("Reading the size of", path, key: key) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw OfflineStoreError(
+                .invalidValue, "The download of \(key) left something other than a file at its URL; write a file.",
+                key: key)
+        }
+        guard fsync(descriptor) == 0 else { throw POSIXFile.error("Syncing the download", path, key: key) }
+        return Int(info.st_size)
+    }
+
+    /// Renames a synced download into place under `id` and flushes `files/`, so the name
+    /// survives a power cut: the one step that makes a download visible, atomic by `rename(2)`.
+    func commit(_ temporary: String, as id: FileID, key: String) throws(OfflineStoreError) {
+        try POSIXFile.rename(temporary, to: filePath(id), key: key)
+        try POSIXFile.syncDirectory(filesPath)
+    }
+
+    /// Removes the file at `path`; a file already gone is not an error.
+    func remove(_ path: String) throws(OfflineStoreError) {
+        try POSIXFile.removeFile(path, key: nil)
+    }
+}
