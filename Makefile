@@ -8,7 +8,7 @@ DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-de
 BREW_PACKAGES := sqlite lmdb leveldb libsodium libpq postgresql@15
 BENCH_ARGS ?=
 
-.PHONY: test bench bench-quick lint format deps build docs
+.PHONY: test bench bench-quick lint format deps build docs demo
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -23,6 +23,12 @@ bench-quick: deps
 
 build: deps
 	$(SWIFT) build
+
+# The offline story end to end: a notes app writes while the server is down, then syncs to
+# PostgreSQL behind Tests/Server/restserver.py, and shows a refused write kept (Examples/demo.sh).
+demo: deps
+	$(SWIFT) build --product sovaria-notes
+	Examples/demo.sh "$$($(SWIFT) build --show-bin-path)/sovaria-notes"
 
 # The DocC documentation of the Sovaria module, in .build/docs (swift-docc-plugin cannot be a
 # dependency, so no `swift package generate-documentation`): builds the target in its own scratch
@@ -42,10 +48,10 @@ docs:
 		--output-path .build/docs $(DOCC_FLAGS)
 
 lint:
-	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks Package.swift
+	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks Examples Package.swift
 
 format:
-	$(SWIFT) format format --in-place --recursive Sources Tests Benchmarks Package.swift
+	$(SWIFT) format format --in-place --recursive Sources Tests Benchmarks Examples Package.swift
 
 # Installs the Debian/Ubuntu -dev packages that are missing when run as root; otherwise prints
 # the command to run (apt or brew) and stops.

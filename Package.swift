@@ -83,6 +83,13 @@ let package = Package(
             path: "Benchmarks/sovaria-bench"
         ),
 
+        // `make demo`: a small notes app on Sovaria against the test server.
+        .executableTarget(
+            name: "sovaria-notes",
+            dependencies: ["Sovaria", "SovariaCache", "SovariaSQLite", "SovariaHTTP", "SovariaQueue", "SovariaSync"],
+            path: "Examples/sovaria-notes"
+        ),
+
         .testTarget(name: "SovariaTests", dependencies: ["Sovaria", "SovariaTestKit"]),
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
         // need a real server.

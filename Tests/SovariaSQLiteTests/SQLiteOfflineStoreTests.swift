@@ -208,7 +208,10 @@ import Testing
     @Test func aFlushedWriteWaitsForALockHeldElsewhereInsteadOfFailing() async throws {
         let folder = try TemporaryFolder()
         let file = folder.child("store.sqlite")
-        let store = try SQLiteOfflineStore(fileURL: file, durability: .flushed)
+        // A long busy timeout: under a loaded test run the lock may be held for seconds.
+        var patient = SQLiteOfflineStore.Configuration(durability: .flushed)
+        patient.busyTimeout = .seconds(300)
+        let store = try SQLiteOfflineStore(fileURL: file, configuration: patient)
         try await store.set("k", "before")
         let other = try rawConnection(to: file, busyTimeoutMilliseconds: 0)
         defer { other.close() }
