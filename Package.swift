@@ -90,7 +90,7 @@ let package = Package(
             path: "Examples/sovaria-notes"
         ),
 
-        .testTarget(name: "SovariaTests", dependencies: ["Sovaria", "SovariaTestKit"]),
+        .testTarget(name: "SovariaTests", dependencies: ["Sovaria", "SovariaTestKit", "SovariaTestServers"]),
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
         // need a real server.
         .target(name: "SovariaTestServers", dependencies: ["SovariaSync"], path: "Tests/SovariaTestServers"),
@@ -140,7 +140,7 @@ let package = Package(
             ]
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.
-        .testTarget(name: "SovariaBenchTests", dependencies: ["sovaria-bench"]),
+        .testTarget(name: "SovariaBenchTests", dependencies: ["sovaria-bench", "SovariaTestServers"]),
         .testTarget(
             name: "SovariaFilesTests",
             dependencies: [
@@ -150,7 +150,8 @@ let package = Package(
         ),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
         .testTarget(name: "SovariaLMDBTests", dependencies: ["SovariaLMDB", "SovariaTestKit"]),
-        .testTarget(name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit"]),
+        .testTarget(
+            name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit", "SovariaTestServers"]),
         .testTarget(
             name: "SovariaPostgresTests",
             dependencies: ["SovariaPostgres", "SovariaTestKit", "SovariaTestServers"]
@@ -158,7 +159,9 @@ let package = Package(
         // Full disks, read-only mounts and damaged files (mounts a tmpfs: runs as root).
         .testTarget(
             name: "SovariaFaultTests",
-            dependencies: ["Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB"]
+            dependencies: [
+                "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaTestServers",
+            ]
         ),
         .testTarget(
             name: "SovariaSodiumTests",

@@ -1,4 +1,5 @@
 import Foundation
+import SovariaTestServers
 import Testing
 
 /// Runs `sovaria-bench --quick` (smaller still) so the benchmark cannot rot: every section must
@@ -39,16 +40,10 @@ import Testing
             Thread {
                 continuation.resume(
                     with: Result {
-                        let process = Process()
-                        process.executableURL = Self.executable
-                        process.arguments = arguments
-                        let output = Pipe()
-                        process.standardOutput = output
-                        process.standardError = FileHandle.nullDevice
-                        try process.run()
-                        let table = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                        process.waitUntilExit()
-                        return (table, process.terminationStatus)
+                        let process = try ChildProcess(Self.executable.path, arguments, captureOutput: true)
+                        let table = String(decoding: process.output?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+                        let status = process.waitBlocking()
+                        return (table, ChildProcess.succeeded(status) ? 0 : status)
                     })
             }.start()
         }

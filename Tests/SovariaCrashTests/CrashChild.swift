@@ -1,4 +1,5 @@
 import Foundation
+import SovariaTestServers
 
 #if canImport(Glibc)
     import Glibc
@@ -41,15 +42,11 @@ enum CrashChild {
     private static func runBlocking(
         engine: String, path: String, durability: String, first: Int, killAfter: Int
     ) throws -> Acknowledged {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = [engine, path, durability, String(first)]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let reader = output.fileHandleForReading
+        let errorFile = NSTemporaryDirectory() + "sovaria-crash-\(UUID().uuidString).err"
+        defer { try? FileManager.default.removeItem(atPath: errorFile) }
+        let process = try ChildProcess(
+            executable.path, [engine, path, durability, String(first)], captureOutput: true, errorFile: errorFile)
+        guard let reader = process.output else { throw Failure(description: "no output pipe") }
         var acknowledged = Acknowledged()
         var pending = Data()
         var killed = false
@@ -84,15 +81,15 @@ enum CrashChild {
             // write would show.
             if !killed, callInFlight, acknowledged.count >= killAfter {
                 spin(nanoseconds: UInt64.random(in: 0...callNanoseconds))
-                kill(process.processIdentifier, SIGKILL)
+                process.send(SIGKILL)
                 killed = true  // keep reading: lines already in the pipe were acknowledged too
             }
         }
-        process.waitUntilExit()
+        let status = process.waitBlocking()
         // A child may also kill itself with SIGKILL (the flush test's server does, at a chosen moment).
-        guard process.terminationReason == .uncaughtSignal, process.terminationStatus == SIGKILL else {
-            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            throw Failure(description: "crash writer exited on its own (\(process.terminationStatus)): \(message)")
+        guard ChildProcess.killed(status, by: SIGKILL) else {
+            let message = (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
+            throw Failure(description: "crash writer exited on its own (wait status \(status)): \(message)")
         }
         return acknowledged
     }

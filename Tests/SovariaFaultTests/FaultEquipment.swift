@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 #if canImport(Glibc)
@@ -36,12 +37,7 @@ final class SmallDisk: Sendable {
     func child(_ name: String) -> URL { folder.child(name) }
 
     static func run(_ tool: String, _ arguments: String...) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(tool) \(arguments.joined(separator: " ")) failed")
+        _ = try ChildProcess.run(tool, arguments)  // throws with the tool's error output on failure
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 @testable import SovariaLevelDB
@@ -201,13 +202,7 @@ import Testing
     }
 
     private static func chattr(_ flag: String, _ path: String) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
-        process.arguments = [flag, path]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        (try? ChildProcess.run("/usr/bin/chattr", [flag, path])) != nil
     }
 }
 
@@ -218,33 +213,29 @@ private final class LockingProcess {
         FileManager.default.isExecutableFile(atPath: $0)
     }
 
-    private let process = Process()
-    private let input = Pipe()
+    private let process: ChildProcess
 
     /// Starts the process and returns once it holds the lock.
     init(locking file: URL) throws {
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: Self.python ?? "/usr/bin/python3")
-        process.arguments = [
-            "-c",
-            "import fcntl, sys; f = open(sys.argv[1], 'r+'); fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); "
-                + "print('locked', flush=True); sys.stdin.read()",
-            file.path,
-        ]
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
+        process = try ChildProcess(
+            Self.python ?? "/usr/bin/python3",
+            [
+                "-c",
+                "import fcntl, sys, time; f = open(sys.argv[1], 'r+'); fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); "
+                    + "print('locked', flush=True); time.sleep(3600)",
+                file.path,
+            ], captureOutput: true)
         // Blocks until the child printed (it holds the lock then) or exited (it failed to lock).
-        let line = output.fileHandleForReading.readData(ofLength: 7)
+        let line = process.output?.readData(ofLength: 7) ?? Data()
         guard String(decoding: line, as: UTF8.self) == "locked\n" else {
             release()
             throw CocoaError(.fileLocking)
         }
     }
 
-    /// Ends the process (it exits at the end of its input), which drops its lock.
+    /// Ends the process, which drops its lock.
     func release() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        process.send(SIGKILL)
+        process.waitBlocking()
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 @testable import Sovaria
@@ -212,12 +213,6 @@ import Testing
     }
 
     private func chattr(_ flag: String, _ path: String) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
-        process.arguments = [flag, path]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        (try? ChildProcess.run("/usr/bin/chattr", [flag, path])) != nil
     }
 }
