@@ -87,7 +87,7 @@ final class RawSQLiteSubject: BenchSubject {
 
     func scan(prefix index: Int) async throws -> Int {
         let lower = workload.prefixBytes[index]
-        // The range `SQLiteKeyRange` reads: prefix <= key < successor(prefix), one index seek.
+        // The range `StoreKeyRange` reads: prefix <= key < successor(prefix), one index seek.
         let upper = StoreKey.successor(ofPrefix: lower) ?? [UInt8](repeating: 0xFF, count: StoreKey.maxUTF8Count + 1)
         let statement = selectKeys
         defer { finish(statement) }
@@ -112,7 +112,7 @@ final class RawSQLiteSubject: BenchSubject {
 
     func nextPage(limit: Int, restart: Bool) async throws -> Int {
         if restart { state.cursor = nil }
-        // `key > after` is `key >= after + [0]`, as in `SQLiteKeyRange`.
+        // `key > after` is `key >= after + [0]`, as in `StoreKeyRange`.
         var lower = state.pagePrefix
         if let cursor = state.cursor {
             let justAfter = cursor + [0]

@@ -151,7 +151,7 @@ public final class PostgresOfflineStore: OfflineStore {
     ///
     /// - Complexity: O(log n + m) on the server for m matching keys; all m come back in one answer.
     public func keys(_ prefix: String) async throws -> [String] {
-        guard let range = PostgresKeyRange(prefix: prefix) else { return [] }
+        guard let range = StoreKeyRange(prefix: prefix) else { return [] }
         let schema = schema
         return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
             let rows = try connection.run(
@@ -170,7 +170,7 @@ public final class PostgresOfflineStore: OfflineStore {
     ///
     /// - Complexity: O(log n + limit) on the server.
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
-        guard limit > 0, let range = PostgresKeyRange(prefix: prefix, after: after) else { return [] }
+        guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return [] }
         let schema = schema
         return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
             let rows = try connection.run(

@@ -129,7 +129,7 @@ public final class SQLiteOfflineStore: OfflineStore {
     ///
     /// - Complexity: O(log n + m) for m matching keys.
     public func keys(_ prefix: String) async throws -> [String] {
-        guard let range = SQLiteKeyRange(prefix: prefix) else { return [] }
+        guard let range = StoreKeyRange(prefix: prefix) else { return [] }
         return try database.read { reader throws(OfflineStoreError) in try reader.keys(in: range) }
     }
 
@@ -138,7 +138,7 @@ public final class SQLiteOfflineStore: OfflineStore {
     ///
     /// - Complexity: O(log n + limit).
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
-        guard limit > 0, let range = SQLiteKeyRange(prefix: prefix, after: after) else { return [] }
+        guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return [] }
         return try database.read { reader throws(OfflineStoreError) in try reader.entries(in: range, limit: limit) }
     }
 

@@ -222,7 +222,7 @@ private final class LockingProcess {
             [
                 "-c",
                 "import fcntl, sys, time; f = open(sys.argv[1], 'r+'); fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); "
-                    + "print('locked', flush=True); time.sleep(3600)",
+                    + "print('locked', flush=True); import signal; signal.pause()",
                 file.path,
             ], captureOutput: true)
         // Blocks until the child printed (it holds the lock then) or exited (it failed to lock).

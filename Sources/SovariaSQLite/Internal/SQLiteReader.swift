@@ -33,7 +33,7 @@ final class SQLiteReader: @unchecked Sendable {
     }
 
     /// The keys in `range`, in byte order.
-    func keys(in range: SQLiteKeyRange) throws(OfflineStoreError) -> [String] {
+    func keys(in range: StoreKeyRange) throws(OfflineStoreError) -> [String] {
         defer { selectKeys.reset() }
         try selectKeys.bind(range.lowerBound, at: 1)
         try selectKeys.bind(range.upperBound, at: 2)
@@ -43,7 +43,7 @@ final class SQLiteReader: @unchecked Sendable {
     }
 
     /// Up to `limit` entries in `range`, in byte order of their keys.
-    func entries(in range: SQLiteKeyRange, limit: Int) throws(OfflineStoreError) -> [StoreEntry] {
+    func entries(in range: StoreKeyRange, limit: Int) throws(OfflineStoreError) -> [StoreEntry] {
         defer { selectEntries.reset() }
         try selectEntries.bind(range.lowerBound, at: 1)
         try selectEntries.bind(range.upperBound, at: 2)
