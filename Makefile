@@ -1,6 +1,6 @@
 # Sovaria: one command to test, one to benchmark.
 #   make test   installs the missing system libraries, builds and runs every test
-#   make bench  builds sovaria-bench in release and runs it
+#   make bench  builds sovaria-bench in release and runs it (about two minutes; bench-full: the full run)
 #   make lint   checks formatting with the committed .swift-format
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
@@ -8,7 +8,7 @@ DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-de
 BREW_PACKAGES := sqlite lmdb leveldb libsodium libpq postgresql@15
 BENCH_ARGS ?=
 
-.PHONY: test bench bench-quick lint format deps build docs demo
+.PHONY: test bench bench-full bench-quick lint format deps build docs demo
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -17,6 +17,12 @@ test: deps
 bench: deps
 	$(SWIFT) build -c release --product sovaria-bench
 	$(SWIFT) run -c release --skip-build sovaria-bench $(BENCH_ARGS)
+
+# The full run (100,000 keys, 5 repeats, the full section workloads) the README's tables come
+# from: tens of minutes.
+bench-full: deps
+	$(SWIFT) build -c release --product sovaria-bench
+	$(SWIFT) run -c release --skip-build sovaria-bench --full $(BENCH_ARGS)
 
 bench-quick: deps
 	$(SWIFT) run -c release sovaria-bench --quick $(BENCH_ARGS)

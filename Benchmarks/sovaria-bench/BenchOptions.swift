@@ -2,10 +2,21 @@ import Foundation
 
 /// The command line of `sovaria-bench`.
 struct BenchOptions {
-    var keyCount = 100_000
+    /// How big a run is: every section's sample sizes follow it.
+    enum Scale: String {
+        /// Seconds: the smoke test's run (`--quick`).
+        case quick
+        /// About two minutes on a 2-core machine: `make bench`, the default.
+        case standard
+        /// The sizes the README's tables come from (`--full`, `make bench-full`): tens of minutes.
+        case full
+    }
+
+    var scale = Scale.standard
+    var keyCount = 5_000
     var valueBytes = 1_024
-    var repeats = 5
-    var quick = false
+    var repeats = 3
+    var quick: Bool { scale == .quick }
     var jsonPath: String?
     var markdownPath: String?
     var svgPath: String?
@@ -16,11 +27,13 @@ struct BenchOptions {
     var folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-bench-\(getpid())")
 
     static let usage = """
-        usage: sovaria-bench [--quick] [--count N] [--value-size BYTES] [--repeats N]
+        usage: sovaria-bench [--quick | --full] [--count N] [--value-size BYTES] [--repeats N]
                              [--section NAME]... [--engine NAME]... [--dir FOLDER]
                              [--json FILE] [--markdown FILE] [--svg FILE] [--postgres CONNINFO]
+          (default: a run of about two minutes: 5,000 keys, 3 repeats, smaller section workloads)
           --quick        a small run (2,000 keys, 2 repeats) that finishes in seconds
-          --count N      keys per store (default 100000)
+          --full         the full run the README's tables come from (100,000 keys, 5 repeats)
+          --count N      keys per store (default 5000; 100000 with --full)
           --value-size   bytes per value (default 1024)
           --section      run only these sections: \(BenchSection.allNames.joined(separator: ", "))
           --engine       run only these engines (memory, file, sqlite, lmdb, leveldb, postgres,
@@ -47,9 +60,13 @@ struct BenchOptions {
         while let argument = iterator.next() {
             switch argument {
             case "--quick":
-                options.quick = true
+                options.scale = .quick
                 options.keyCount = 2_000
                 options.repeats = 2
+            case "--full":
+                options.scale = .full
+                options.keyCount = 100_000
+                options.repeats = 5
             case "--count": options.keyCount = try number(argument)
             case "--value-size": options.valueBytes = try number(argument)
             case "--repeats": options.repeats = try number(argument)
@@ -65,6 +82,21 @@ struct BenchOptions {
             }
         }
         return options
+    }
+
+    /// The value for this run's scale.
+    func pick<Value>(quick: Value, standard: Value, full: Value) -> Value {
+        switch scale {
+        case .quick: quick
+        case .standard: standard
+        case .full: full
+        }
+    }
+
+    /// An engine's key limit (`(full:, quick:)`) at this run's scale: the standard run takes the
+    /// smaller of the full limit and the key count.
+    func limit(_ maxKeys: (full: Int, quick: Int)) -> Int {
+        pick(quick: maxKeys.quick, standard: min(maxKeys.full, keyCount), full: maxKeys.full)
     }
 
     func runs(_ section: BenchSection) -> Bool { sections.isEmpty || sections.contains(section.rawValue) }

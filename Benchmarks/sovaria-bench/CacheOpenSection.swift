@@ -10,7 +10,8 @@ struct CacheOpenSection {
     func run() async throws -> [Measurement] {
         var rows: [Measurement] = []
         for engine in BenchEngines.plain where options.runs(engine: engine.name) {
-            let lists = engine.maxKeys.map { options.quick ? $0.quick : $0.full } ?? (options.quick ? 2_000 : 100_000)
+            let lists =
+                engine.maxKeys.map(options.limit) ?? options.pick(quick: 2_000, standard: 10_000, full: 100_000)
             progress.update("cache open: \(engine.name), filling \(lists) lists")
             let folder = options.folder.appendingPathComponent("open-\(engine.name)", isDirectory: true)
             try? FileManager.default.removeItem(at: folder)

@@ -15,7 +15,8 @@ enum Machine {
         info["engines"] =
             "SQLite \(SQLiteLibrary.version), LMDB \(LMDBLibrary.version), LevelDB \(LevelDBLibrary.version), "
             + "libsodium \(SodiumLibrary.version)"
-        info["workload"] = "\(options.keyCount) keys, \(options.valueBytes) B values, \(options.repeats) repeats"
+        info["workload"] =
+            "\(options.scale.rawValue) run: \(options.keyCount) keys, \(options.valueBytes) B values, \(options.repeats) repeats"
         return info
     }
 

@@ -13,7 +13,7 @@ struct MemoryCacheSection {
 
     func run() async throws -> [Measurement] {
         progress.update("memory cache vs NSCache")
-        let count = options.quick ? 2_000 : 10_000
+        let count = options.pick(quick: 2_000, standard: 5_000, full: 10_000)
         let keys = (0..<count).map { "/rest/v1/items?id=eq.\($0)" }
         let nsKeys = keys.map { NSString(string: $0) }
         var generator = SplitMix64(seed: 7)

@@ -61,7 +61,9 @@ struct QueueSection {
         _ store: any OfflineStore, engine: String, variant: String, _ durability: Durability
     ) async throws -> [Measurement] {
         // Each synced call waits for the disk: fewer of them.
-        let calls = min(options.keyCount, durability == .synced ? (options.quick ? 200 : 1_000) : 2_000)
+        let calls = min(
+            options.keyCount,
+            durability == .synced ? options.pick(quick: 200, standard: 200, full: 1_000) : 2_000)
         let queue = try await WriteQueue(store: store, maxQueued: .max)
         var enqueues = Sample(perItemNanoseconds: [], callLatencies: [])
         var drains = Sample(perItemNanoseconds: [], callLatencies: [])
@@ -93,7 +95,7 @@ struct QueueSection {
     /// in-process server that answers 201 at once: per write, what the controller adds to the
     /// queue's own drain step (head + remove) is its overhead.
     private func measureFlush(_ store: any OfflineStore, engine: String, variant: String) async throws -> Measurement {
-        let calls = min(options.keyCount, options.quick ? 200 : 1_000)
+        let calls = min(options.keyCount, options.pick(quick: 200, standard: 1_000, full: 1_000))
         let server = InstantServer()
         var configuration = SovariaOffline.Configuration()
         configuration.maxQueued = .max
@@ -129,7 +131,7 @@ struct QueueSection {
         let queue = try await WriteQueue(store: store, maxQueued: .max)
         try await queue.clear()
         for _ in 0..<Self.queuedForReads { try await queue.enqueue(Self.request) }
-        let calls = options.quick ? 5 : 20
+        let calls = options.pick(quick: 5, standard: 10, full: 20)
         let stopwatch = Stopwatch(repeats: options.repeats)
         let opens = try await stopwatch.measure(calls: calls) { _, _ in
             let reopened = try await WriteQueue(store: store, maxQueued: .max)

@@ -12,13 +12,15 @@ struct StoreSection {
     func run() async throws -> [Measurement] {
         var rows: [Measurement] = []
         for engine in BenchEngines.all where options.runs(engine: engine.name) {
-            let limit = engine.maxKeys.map { options.quick ? $0.quick : $0.full } ?? workload.count
+            let limit = engine.maxKeys.map(options.limit) ?? workload.count
             let workload = limit < workload.count ? Workload(count: limit, valueBytes: options.valueBytes) : workload
             for durability in engine.persistent ? [Durability.synced, .flushed] : [.flushed] {
                 let variant = engine.persistent ? "\(durability)" : ""
                 let operations = StoreOperations(
                     workload: workload, stopwatch: stopwatch,
-                    singleSets: durability == .synced && engine.persistent ? (options.quick ? 50 : 500) : 20_000,
+                    singleSets: durability == .synced && engine.persistent
+                        ? options.pick(quick: 50, standard: 100, full: 500)
+                        : options.pick(quick: 20_000, standard: 5_000, full: 20_000),
                     progress: progress)
                 do {
                     let folder = try freshFolder("\(engine.name)-\(durability)")
