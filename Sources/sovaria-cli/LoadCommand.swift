@@ -13,11 +13,13 @@ enum LoadCommand {
     }
 
     static func run(_ arguments: ArraySlice<String>) async throws(CommandFailure) {
-        let parsed = try ParsedArguments(arguments, options: ["key-file", "batch"], flags: ["overwrite", "yes", "quiet"])
+        let parsed = try ParsedArguments(
+            arguments, options: ["key-file", "batch"], flags: ["overwrite", "yes", "quiet"])
         let location = try StoreLocation(parsing: parsed.single("store URL", command: "load"))
         let overwrite = parsed.has("overwrite")
         if overwrite, !parsed.has("yes") {
-            try Confirmation.ask("Replace the values of keys \(location) already has with those read from standard input?")
+            try Confirmation.ask(
+                "Replace the values of keys \(location) already has with those read from standard input?")
         }
         let opened = try await StoreOpener(keyFile: parsed.value("key-file")).open(location, mustExist: false)
         let pageSize = try parsed.positiveInteger("batch", default: 1_000)
@@ -75,7 +77,8 @@ enum Confirmation {
         defer { fclose(tty) }
         Terminal.write(Array("\(question) [y/N] ".utf8), to: STDERR_FILENO)
         var buffer = [CChar](repeating: 0, count: 16)
-        let answer = fgets(&buffer, Int32(buffer.count), tty).map { _ in
+        let answer =
+            fgets(&buffer, Int32(buffer.count), tty).map { _ in
                 String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             } ?? ""
         guard answer.lowercased().hasPrefix("y") else { throw CommandFailure(.other, "Nothing was changed.") }

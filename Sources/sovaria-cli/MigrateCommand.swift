@@ -61,8 +61,9 @@ enum MigrateCommand {
                 let checkpoint = try? JSONDecoder().decode(Checkpoint.self, from: Data(saved.utf8))
             {
                 if !parsed.has("resume") {
-                    note("\(targetLocation) holds the checkpoint of an earlier migrate; starting from the beginning "
-                        + "(keys it has are kept). Add --resume to continue after it instead.", json: json)
+                    note(
+                        "\(targetLocation) holds the checkpoint of an earlier migrate; starting from the beginning "
+                            + "(keys it has are kept). Add --resume to continue after it instead.", json: json)
                 } else if checkpoint.prefix != prefix {
                     throw CommandFailure(
                         .usage,
@@ -133,7 +134,8 @@ enum MigrateCommand {
         } catch {
             var failure = CommandFailure.from(error, while: "Migrating from \(sourceLocation) to \(targetLocation)")
             if failure.status != .interrupted, !dryRun, counts.read > 0 {
-                failure.message += "\nWhole pages copied before the failure stay in the target with a checkpoint: "
+                failure.message +=
+                    "\nWhole pages copied before the failure stay in the target with a checkpoint: "
                     + "run the same command with --resume to continue."
             }
             if failure.status == .targetFull {
@@ -151,7 +153,8 @@ enum MigrateCommand {
                 throw CommandFailure.from(error, while: "Verifying \(targetLocation) against \(sourceLocation)")
             }
         }
-        let seconds = Double((ContinuousClock.now - started).components.seconds)
+        let seconds =
+            Double((ContinuousClock.now - started).components.seconds)
             + Double((ContinuousClock.now - started).components.attoseconds) / 1e18
         if json {
             Terminal.write(

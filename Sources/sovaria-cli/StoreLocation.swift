@@ -62,7 +62,8 @@ struct StoreLocation: CustomStringConvertible {
                     switch (pair[0], pair[1]) {
                     case ("durability", "synced"): durability = .synced
                     case ("durability", "flushed"): durability = .flushed
-                    case ("durability", let other): throw Self.bad(text, "durability `\(other)` is not synced or flushed")
+                    case ("durability", let other):
+                        throw Self.bad(text, "durability `\(other)` is not synced or flushed")
                     case ("table", let name) where engine == .postgres: table = name
                     default: throw Self.bad(text, "`\(pair[0])` is not an option of \(engine.rawValue)")
                     }
@@ -118,13 +119,15 @@ struct StoreLocation: CustomStringConvertible {
             case .memory:
                 return MemoryOfflineStore()
             case .file:
-                let store = FileOfflineStore(directory: URL(fileURLWithPath: place, isDirectory: true), durability: durability)
+                let store = FileOfflineStore(
+                    directory: URL(fileURLWithPath: place, isDirectory: true), durability: durability)
                 if let reason = store.fallbackReason { throw reason }
                 return store
             case .sqlite:
                 return try SQLiteOfflineStore(fileURL: URL(fileURLWithPath: place), durability: durability)
             case .lmdb:
-                return try LMDBOfflineStore(directory: URL(fileURLWithPath: place, isDirectory: true), durability: durability)
+                return try LMDBOfflineStore(
+                    directory: URL(fileURLWithPath: place, isDirectory: true), durability: durability)
             case .leveldb:
                 return try LevelDBOfflineStore(
                     directory: URL(fileURLWithPath: place, isDirectory: true), durability: durability)
@@ -132,7 +135,9 @@ struct StoreLocation: CustomStringConvertible {
                 return try PostgresOfflineStore(connection: place, table: table, durability: durability)
             }
         } catch {
-            throw CommandFailure(.cannotOpen, "Cannot open \(text): \(error). Check the path, its permissions and that no other process holds it.")
+            throw CommandFailure(
+                .cannotOpen,
+                "Cannot open \(text): \(error). Check the path, its permissions and that no other process holds it.")
         }
     }
 }

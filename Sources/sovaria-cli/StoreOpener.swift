@@ -45,7 +45,9 @@ struct StoreOpener {
         return Opened(store: store, engine: engine, location: location)
     }
 
-    private func encrypted(_ engine: any OfflineStore, at location: StoreLocation) async throws(CommandFailure)
+    private func encrypted(
+        _ engine: any OfflineStore, at location: StoreLocation
+    ) async throws(CommandFailure)
         -> EncryptedOfflineStore
     {
         if let keyFile {

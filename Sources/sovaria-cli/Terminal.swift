@@ -69,10 +69,13 @@ final class ProgressLine {
 
     private func show(entries: Int, bytes: Int, final: Bool) {
         shownOnce = true
-        let seconds = max(0.001, Double((ContinuousClock.now - start).components.attoseconds) / 1e18
-            + Double((ContinuousClock.now - start).components.seconds))
+        let seconds = max(
+            0.001,
+            Double((ContinuousClock.now - start).components.attoseconds) / 1e18
+                + Double((ContinuousClock.now - start).components.seconds))
         let mebibytes = Double(bytes) / 1_048_576
-        let text = "\(verb): \(entries) entries, \(String(format: "%.1f", mebibytes)) MiB, "
+        let text =
+            "\(verb): \(entries) entries, \(String(format: "%.1f", mebibytes)) MiB, "
             + "\(Int(Double(entries) / seconds)) entries/s" + (final ? ", done" : "")
         if isTerminal {
             Terminal.write(Array(("\r" + text + "\u{1B}[K" + (final ? "\n" : "")).utf8), to: STDERR_FILENO)
