@@ -153,9 +153,7 @@ enum MigrateCommand {
                 throw CommandFailure.from(error, while: "Verifying \(targetLocation) against \(sourceLocation)")
             }
         }
-        let seconds =
-            Double((ContinuousClock.now - started).components.seconds)
-            + Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - started).seconds
         if json {
             Terminal.write(
                 JSONLine.object([

@@ -69,10 +69,7 @@ final class ProgressLine {
 
     private func show(entries: Int, bytes: Int, final: Bool) {
         shownOnce = true
-        let seconds = max(
-            0.001,
-            Double((ContinuousClock.now - start).components.attoseconds) / 1e18
-                + Double((ContinuousClock.now - start).components.seconds))
+        let seconds = max(0.001, (ContinuousClock.now - start).seconds)
         let mebibytes = Double(bytes) / 1_048_576
         let text =
             "\(verb): \(entries) entries, \(String(format: "%.1f", mebibytes)) MiB, "
@@ -83,4 +80,9 @@ final class ProgressLine {
             Terminal.printError(text)
         }
     }
+}
+
+extension Duration {
+    /// The duration in seconds, fractions included.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
