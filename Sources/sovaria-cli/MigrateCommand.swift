@@ -2,7 +2,8 @@ import Foundation
 import Sovaria
 
 /// `sovaria migrate --from URL --to URL`: copies every entry (under `--prefix`) the target lacks,
-/// page by page, keeping the target's own keys as `OfflineMigration.migrate` does.
+/// page by page, keeping the target's own keys as `OfflineMigration.migrate` does (`--overwrite`
+/// replaces them instead, after a question on a terminal or with `--yes`).
 ///
 /// Each page is written in one batch together with a checkpoint (the page's last key) under
 /// ``checkpointKey`` in the target, so a migrate stopped by Ctrl-C, a kill or a full disk
@@ -10,6 +11,7 @@ import Sovaria
 enum MigrateCommand {
     static let usage = """
         sovaria migrate --from URL --to URL [--prefix P] [--batch N] [--dry-run] [--verify] [--resume] [--json]
+                        [--overwrite [--yes]]
                         [--key-file FILE | --from-key-file FILE --to-key-file FILE]
         """
 
@@ -31,7 +33,7 @@ enum MigrateCommand {
     static func run(_ arguments: ArraySlice<String>) async throws(CommandFailure) {
         let parsed = try ParsedArguments(
             arguments, options: ["from", "to", "prefix", "batch", "key-file", "from-key-file", "to-key-file"],
-            flags: ["dry-run", "verify", "resume", "json", "quiet"])
+            flags: ["dry-run", "verify", "resume", "json", "quiet", "overwrite", "yes"])
         guard parsed.positionals.isEmpty else { throw .usage("`sovaria migrate` takes no positional argument.") }
         guard let fromText = parsed.value("from"), let toText = parsed.value("to") else {
             throw .usage("`sovaria migrate` needs --from URL and --to URL.")
@@ -40,7 +42,11 @@ enum MigrateCommand {
         let targetLocation = try StoreLocation(parsing: toText)
         let prefix = parsed.value("prefix") ?? ""
         let pageSize = try parsed.positiveInteger("batch", default: 1_000)
+        guard sourceLocation.engine != targetLocation.engine || sourceLocation.place != targetLocation.place else {
+            throw .usage("--from and --to name the same store.")
+        }
         let dryRun = parsed.has("dry-run")
+        let overwrite = parsed.has("overwrite")
         let json = parsed.has("json")
         let source = try await StoreOpener(
             keyFile: parsed.value("from-key-file") ?? parsed.value("key-file"),
@@ -54,6 +60,19 @@ enum MigrateCommand {
                 keyFile: parsed.value("to-key-file") ?? parsed.value("key-file"),
                 passphraseVariables: ["SOVARIA_TO_PASSPHRASE", "SOVARIA_PASSPHRASE"]
             ).open(targetLocation, mustExist: false).store
+
+        if overwrite, !dryRun, !parsed.has("yes") {
+            let targetHasEntries: Bool
+            do {
+                targetHasEntries = try await !target.entries(prefix, after: nil, limit: 1).isEmpty
+            } catch {
+                throw CommandFailure.from(error, while: "Reading \(targetLocation)")
+            }
+            if targetHasEntries {
+                try Confirmation.ask(
+                    "\(targetLocation) is not empty: replace its values of keys the source also has?")
+            }
+        }
 
         var after: String?
         do {
@@ -100,8 +119,12 @@ enum MigrateCommand {
                 }
                 let page = try await source.entries(prefix, after: after, limit: pageSize)
                 guard let last = page.last?.key else { break }
-                let existing = try await StoreRange.entries(
-                    of: target, prefix: prefix, after: after, through: last, pageSize: pageSize)
+                // --overwrite writes every entry: no need to learn which keys the target has.
+                let existing =
+                    overwrite
+                    ? [:]
+                    : try await StoreRange.entries(
+                        of: target, prefix: prefix, after: after, through: last, pageSize: pageSize)
                 var writes: [StoreWrite] = []
                 for entry in page where !StoreKey.hasBytePrefix(entry.key, "sov:meta:migrate:") {
                     counts.read += 1
@@ -138,8 +161,12 @@ enum MigrateCommand {
                     "\nWhole pages copied before the failure stay in the target with a checkpoint: "
                     + "run the same command with --resume to continue."
             }
-            if failure.status == .targetFull {
-                failure.message += "\nThis run had read \(counts.bytes) bytes of keys and values from the source."
+            if failure.status == .targetFull,
+                let remaining = try? await bytesToCopy(from: source, prefix: prefix, after: after, pageSize: pageSize)
+            {
+                failure.message +=
+                    "\nAbout \(mebibytes(remaining)) MiB of keys and values were still to copy; the target needs more "
+                    + "than that on disk (its own structures; encryption adds about a third)."
             }
             throw failure
         }
@@ -199,6 +226,22 @@ enum MigrateCommand {
             after = last
         }
     }
+
+    /// The bytes of keys and values under `prefix` after `after`: what a stopped copy still has to write.
+    private static func bytesToCopy(
+        from source: any OfflineStore, prefix: String, after: String?, pageSize: Int
+    ) async throws -> Int {
+        var total = 0
+        var cursor = after
+        while true {
+            let page = try await source.entries(prefix, after: cursor, limit: pageSize)
+            total += page.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+            guard page.count == pageSize, let last = page.last?.key else { return total }
+            cursor = last
+        }
+    }
+
+    private static func mebibytes(_ bytes: Int) -> String { String(format: "%.1f", Double(bytes) / 1_048_576) }
 
     private static func note(_ text: String, json: Bool) {
         if json {

@@ -11,6 +11,7 @@ import Testing
         ["migrate", "--from", "memory:"],
         ["migrate", "--from", "memory:", "--to", "memory:", "--batch", "0"],
         ["load", "memory:", "extra:"],
+        ["migrate", "--from", "sqlite:/tmp/same.sqlite", "--to", "sqlite:/tmp/same.sqlite"],
     ])
     func usageErrorsExitTwo(arguments: [String]) async throws {
         let run = try await CommandRunner.run(arguments)

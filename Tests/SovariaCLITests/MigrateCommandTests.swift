@@ -54,6 +54,28 @@ import Testing
         #expect(dump.lines.first == #"{"key":"sov:cache:l:0","value":"the target's own"}"#)
     }
 
+    @Test func overwriteNeedsYesOffATerminalAndThenReplacesValues() async throws {
+        let folder = try Fixtures.Folder()
+        let input = folder.file("one.jsonl")
+        try Data(#"{"key":"sov:cache:l:0","value":"the target's own"}"#.utf8).write(to: URL(fileURLWithPath: input))
+        let source = try await loadedSource("lmdb", in: folder, key: try Fixtures.keyFile(in: folder))
+        let target = Fixtures.url("file", in: folder, name: "target")
+        #expect(try await CommandRunner.run(["load", target], inputFile: input).status == 0)
+
+        let unconfirmed = try await CommandRunner.run(["migrate", "--from", source, "--to", target, "--overwrite"])
+        #expect(unconfirmed.status == 2)
+        #expect(unconfirmed.errors.contains("--yes"))
+        let kept = try await CommandRunner.run(["dump", target])
+        #expect(kept.lines == [#"{"key":"sov:cache:l:0","value":"the target's own"}"#], "nothing was written")
+
+        let confirmed = try await CommandRunner.run(
+            ["migrate", "--from", source, "--to", target, "--overwrite", "--yes", "--verify"])
+        #expect(confirmed.status == 0, "\(confirmed.errors)")
+        let sourceDump = try await CommandRunner.run(["dump", source])
+        let targetDump = try await CommandRunner.run(["dump", target])
+        #expect(Data(targetDump.output.utf8) == Data(sourceDump.output.utf8))
+    }
+
     @Test func dryRunWritesNothing() async throws {
         let folder = try Fixtures.Folder()
         let source = try await loadedSource("leveldb", in: folder, key: try Fixtures.keyFile(in: folder))
