@@ -209,6 +209,11 @@ enum MigrateCommand {
         var differences = 0
         var after: String?
         while true {
+            if Interruption.isRequested {
+                throw CommandFailure(
+                    .interrupted,
+                    "Interrupted while verifying; the copy itself is complete. Run the same command again to verify.")
+            }
             let page = try await source.entries(prefix, after: after, limit: pageSize)
             guard let last = page.last?.key else { return differences }
             let copies = try await StoreRange.entries(
