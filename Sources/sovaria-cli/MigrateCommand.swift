@@ -38,6 +38,8 @@ enum MigrateCommand {
         guard let fromText = parsed.value("from"), let toText = parsed.value("to") else {
             throw .usage("`sovaria migrate` needs --from URL and --to URL.")
         }
+        // From here on Ctrl-C stops between pages (exit 6), never halfway through opening or writing one.
+        Interruption.install()
         let sourceLocation = try StoreLocation(parsing: fromText)
         let targetLocation = try StoreLocation(parsing: toText)
         let prefix = parsed.value("prefix") ?? ""
@@ -105,7 +107,6 @@ enum MigrateCommand {
                     ("prefix", .string(prefix)), ("resumeAfter", .string(after ?? "")), ("dryRun", .bool(dryRun)),
                 ]))
         }
-        Interruption.install()
         let progress = ProgressLine(verb: dryRun ? "migrate (dry run)" : "migrate", quiet: json || parsed.has("quiet"))
         let started = ContinuousClock.now
         var counts = Counts()
@@ -114,8 +115,10 @@ enum MigrateCommand {
                 if Interruption.isRequested {
                     throw CommandFailure(
                         .interrupted,
-                        "Interrupted after \(counts.copied) entries copied; \(targetLocation) holds them and a "
-                            + "checkpoint. Run the same command with --resume to continue.")
+                        after == nil
+                            ? "Interrupted before anything was copied. Run the same command again."
+                            : "Interrupted after \(counts.copied) entries copied; \(targetLocation) holds them and a "
+                                + "checkpoint. Run the same command with --resume to continue.")
                 }
                 let page = try await source.entries(prefix, after: after, limit: pageSize)
                 guard let last = page.last?.key else { break }

@@ -1,9 +1,27 @@
 import Sovaria
+import SovariaLMDB
 import SovariaSQLite
 
 /// `sovaria verify URL`: the engine's own check where Sovaria can reach it (SQLite's
 /// `quick_check`), then a full read of every entry — every value decrypted for an encrypted store.
 enum VerifyCommand {
+    /// What reading the store checked besides the values themselves, engine by engine.
+    private static func engineChecks(_ opened: StoreOpener.Opened) -> [String] {
+        var checks: [String]
+        switch opened.location.engine {
+        case .sqlite: checks = ["SQLite quick_check"]
+        case .lmdb:
+            let cleared = (opened.engine as? LMDBOfflineStore)?.staleReadersClearedAtOpen ?? 0
+            checks = ["LMDB reader table (\(cleared) stale reader slots cleared at open)"]
+        case .leveldb: checks = ["LevelDB paranoid checks at open, every block's checksum on read"]
+        case .file: checks = ["the batch journal replayed at open, every entry file's checksum and name on read"]
+        case .postgres: checks = ["every row read from PostgreSQL"]
+        case .memory: checks = []
+        }
+        if opened.location.isEncrypted { checks.append("every value decrypted and authenticated") }
+        return checks
+    }
+
     static let usage = "sovaria verify URL [--key-file FILE] [--json]"
 
     static func run(_ arguments: ArraySlice<String>) async throws(CommandFailure) {
@@ -23,6 +41,7 @@ enum VerifyCommand {
                 problems.append("SQLite's quick_check failed: \(error)")
             }
         }
+        let checks = engineChecks(opened)
         let progress = ProgressLine(verb: "verify", quiet: parsed.has("json") || parsed.has("quiet"))
         var entries = 0
         var bytes = 0
@@ -65,12 +84,13 @@ enum VerifyCommand {
             Terminal.write(
                 JSONLine.object([
                     ("event", .string("verify")), ("entries", .integer(entries)), ("bytes", .integer(bytes)),
-                    ("problems", .integer(problems.count)),
+                    ("problems", .integer(problems.count)), ("checks", .string(checks.joined(separator: "; "))),
                 ]))
             for problem in problems {
                 Terminal.write(JSONLine.object([("event", .string("problem")), ("message", .string(problem))]))
             }
         } else {
+            for check in checks { Terminal.printError("verify: checked: " + check) }
             for problem in problems { Terminal.printError("verify: " + problem) }
             Terminal.printError("verify: read \(entries) entries (\(bytes) bytes), \(problems.count) problems.")
         }

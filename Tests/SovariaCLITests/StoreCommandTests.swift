@@ -42,6 +42,32 @@ import Testing
         #expect(run.errors.contains("Line 2"))
     }
 
+    @Test func verifyNamesADamagedEntryFileAndExitsFour() async throws {
+        let folder = try Fixtures.Folder()
+        let store = "file:" + folder.file("store")
+        let input = folder.file("two.jsonl")
+        try writeLines(
+            [#"{"key":"sov:a","value":"first value"}"#, #"{"key":"sov:b","value":"second value"}"#], to: input)
+        #expect(try await CommandRunner.run(["load", store], inputFile: input).status == 0)
+        #expect(try await CommandRunner.run(["verify", store]).status == 0)
+        // One letter of one entry file changed, as a bad disk would: found by the file whose bytes hold the value.
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.file("store"))
+        let damaged = try #require(
+            files.map { folder.file("store/" + $0) }.first { path in
+                (FileManager.default.contents(atPath: path) ?? Data()).range(of: Data("second".utf8)) != nil
+            })
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: damaged))
+        let range = try #require(bytes.range(of: Data("second".utf8)))
+        bytes[range.lowerBound] = UInt8(ascii: "S")
+        try bytes.write(to: URL(fileURLWithPath: damaged))
+
+        let run = try await CommandRunner.run(["verify", store])
+        #expect(run.status == 4)
+        #expect(run.errors.contains("sov:b: corrupt"))
+        #expect(!run.errors.contains("sov:a: corrupt"))
+        #expect(run.errors.contains("read 1 entries"))
+    }
+
     @Test(arguments: ["file", "sqlite", "lmdb", "leveldb"])
     func compactAndVerifyKeepEveryEntry(engine: String) async throws {
         let folder = try Fixtures.Folder()
