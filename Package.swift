@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "SovariaHTTP", targets: ["SovariaHTTP"]),
         .library(name: "SovariaFiles", targets: ["SovariaFiles"]),
         .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
+        .executable(name: "sovaria", targets: ["sovaria"]),
     ],
     targets: [
         // System libraries, from the OS: `libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev`.
@@ -83,6 +84,15 @@ let package = Package(
             path: "Benchmarks/sovaria-bench"
         ),
 
+        // The `sovaria` command (issue 14): dump, load, migrate, inspect, verify and compact any store by URL.
+        .executableTarget(
+            name: "sovaria",
+            dependencies: [
+                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaSodium", "SovariaPostgres",
+            ],
+            path: "Sources/sovaria-cli"
+        ),
+
         // `make demo`: a small notes app on Sovaria against the test server.
         .executableTarget(
             name: "sovaria-notes",
@@ -141,6 +151,8 @@ let package = Package(
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.
         .testTarget(name: "SovariaBenchTests", dependencies: ["sovaria-bench", "SovariaTestServers"]),
+        // Runs the `sovaria` executable (built because the target depends on it) as a subprocess.
+        .testTarget(name: "SovariaCLITests", dependencies: ["sovaria", "SovariaTestServers"]),
         .testTarget(
             name: "SovariaFilesTests",
             dependencies: [

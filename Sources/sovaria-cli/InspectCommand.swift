@@ -1,0 +1,72 @@
+import Foundation
+import Sovaria
+
+/// `sovaria inspect URL`: entries and bytes per area of a Sovaria store, and its size on disk.
+///
+/// An encrypted store is inspected without its key: the sizes are those of the stored
+/// (encrypted) values, which is what takes the disk space.
+enum InspectCommand {
+    static let usage = "sovaria inspect URL [--json]"
+
+    /// The areas Sovaria's modules write, by key prefix (SovariaCache, SovariaQueue, SovariaFiles).
+    static let areas: [(name: String, prefix: String)] = [
+        ("cache", "sov:cache:"), ("queue", "sov:queue:"), ("rejected", "sov:rejected:"), ("files", "sov:file:"),
+        ("meta", "sov:meta:"),
+    ]
+
+    static func run(_ arguments: ArraySlice<String>) async throws(CommandFailure) {
+        let parsed = try ParsedArguments(arguments, options: ["batch"], flags: ["json"])
+        var location = try StoreLocation(parsing: parsed.single("store URL", command: "inspect"))
+        let encrypted = location.isEncrypted
+        location.isEncrypted = false
+        let store = try await StoreOpener().open(location, mustExist: true).store
+        let pageSize = try parsed.positiveInteger("batch", default: 1_000)
+        var counts = [(entries: Int, bytes: Int)](repeating: (0, 0), count: areas.count + 1)
+        var after: String?
+        do {
+            while true {
+                let page = try await store.entries("", after: after, limit: pageSize)
+                for entry in page {
+                    let area = areas.firstIndex { StoreKey.hasBytePrefix(entry.key, $0.prefix) } ?? areas.count
+                    counts[area].entries += 1
+                    counts[area].bytes += entry.key.utf8.count + entry.value.utf8.count
+                }
+                guard page.count == pageSize, let last = page.last?.key else { break }
+                after = last
+            }
+        } catch {
+            throw CommandFailure.from(error, while: "Reading \(location)")
+        }
+        let names = areas.map(\.name) + ["other"]
+        let diskBytes = location.files.reduce(0) { total, file in
+            total + ((try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
+        }
+        if parsed.has("json") {
+            var members: [(String, JSONLine.Value)] = [
+                ("event", .string("inspect")), ("engine", .string(location.engine.rawValue)),
+                ("encrypted", .bool(encrypted)), ("diskBytes", .integer(diskBytes)),
+            ]
+            for (index, name) in names.enumerated() {
+                members.append((name + "Entries", .integer(counts[index].entries)))
+                members.append((name + "Bytes", .integer(counts[index].bytes)))
+            }
+            Terminal.write(JSONLine.object(members))
+            return
+        }
+        Terminal.print("store     \(location.text)")
+        Terminal.print("engine    \(location.engine.rawValue)\(encrypted ? ", encrypted (sizes as stored)" : "")")
+        if location.engine != .memory, location.engine != .postgres {
+            Terminal.print("on disk   \(diskBytes) bytes")
+        }
+        Terminal.print("area       entries        bytes")
+        for (index, name) in names.enumerated() {
+            let entries = String(counts[index].entries)
+            let bytes = String(counts[index].bytes)
+            Terminal.print(
+                name.padding(toLength: 9, withPad: " ", startingAt: 0)
+                    + String(repeating: " ", count: max(1, 9 - entries.count)) + entries
+                    + String(repeating: " ", count: max(1, 13 - bytes.count)) + bytes)
+        }
+        Terminal.print("pending writes (queue): \(counts[1].entries)")
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Sovaria
+import SovariaSodium
+
+/// Opens a ``StoreLocation``: the engine, and for `encrypted+…` the encryption layer with the
+/// key from `--key-file` or a passphrase.
+struct StoreOpener {
+    /// `--key-file FILE`: 32 raw bytes.
+    var keyFile: String?
+    /// The passphrase variable to read (`SOVARIA_PASSPHRASE`, or a per-side one for migrate).
+    var passphraseVariables: [String] = ["SOVARIA_PASSPHRASE"]
+
+    /// A store ready to use, with the engine underneath for engine-level work (`verify`).
+    struct Opened {
+        let store: any OfflineStore
+        let engine: any OfflineStore
+        let location: StoreLocation
+    }
+
+    func open(_ location: StoreLocation, mustExist: Bool) async throws(CommandFailure) -> Opened {
+        let engine = try location.openEngine(mustExist: mustExist)
+        // Engines such as PostgreSQL connect on first use: one small read turns a wrong address or
+        // password into "cannot open" here, not into a failure halfway through the work.
+        do {
+            _ = try await engine.keys(EncryptedOfflineStore.metadataKey)
+        } catch {
+            throw CommandFailure(.cannotOpen, "Cannot open \(location): \(error)")
+        }
+        guard location.isEncrypted else { return Opened(store: engine, engine: engine, location: location) }
+        let store = try await encrypted(engine, at: location)
+        // A raw key carries no check value: the first value that does not open says the key is wrong.
+        do {
+            _ = try await store.entries("", after: nil, limit: 1)
+        } catch let error as OfflineStoreError {
+            guard error.code == .decryptionFailed else {
+                throw CommandFailure(.cannotOpen, "Cannot read \(location): \(error)")
+            }
+            throw CommandFailure(
+                .wrongKey,
+                "The key does not open \(location): its first value does not decrypt. Check --key-file or the "
+                    + "passphrase; if the key is right, run `sovaria verify` to list damaged values.")
+        } catch {
+            throw CommandFailure(.cannotOpen, "Cannot read \(location): \(error)")
+        }
+        return Opened(store: store, engine: engine, location: location)
+    }
+
+    private func encrypted(
+        _ engine: any OfflineStore, at location: StoreLocation
+    ) async throws(CommandFailure)
+        -> EncryptedOfflineStore
+    {
+        if let keyFile {
+            guard let bytes = FileManager.default.contents(atPath: keyFile) else {
+                throw CommandFailure(.usage, "Cannot read the key file \(keyFile).")
+            }
+            guard bytes.count == EncryptionKey.byteCount else {
+                throw CommandFailure(
+                    .usage,
+                    "The key file \(keyFile) holds \(bytes.count) bytes; a key is exactly \(EncryptionKey.byteCount) raw "
+                        + "bytes (make one with `head -c 32 /dev/urandom > key`).")
+            }
+            do {
+                return EncryptedOfflineStore(wrapping: engine, key: try EncryptionKey(bytes: bytes))
+            } catch {
+                throw CommandFailure(.other, "Cannot make a key from \(keyFile): \(error)")
+            }
+        }
+        let environment = ProcessInfo.processInfo.environment
+        var passphrase = passphraseVariables.lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
+        if passphrase == nil, isatty(STDIN_FILENO) == 1, let typed = getpass("Passphrase for \(location): ") {
+            passphrase = String(cString: typed)
+        }
+        guard let passphrase, !passphrase.isEmpty else {
+            throw CommandFailure(
+                .usage,
+                "\(location) is encrypted: give the key with --key-file FILE (32 raw bytes) or the passphrase in "
+                    + "\(passphraseVariables.joined(separator: " or ")).")
+        }
+        do {
+            return try await EncryptedOfflineStore(wrapping: engine, passphrase: passphrase)
+        } catch let error as OfflineStoreError where error.code == .decryptionFailed {
+            throw CommandFailure(.wrongKey, "The passphrase does not open \(location). Check it and try again.")
+        } catch {
+            throw CommandFailure(.cannotOpen, "Cannot open \(location) with the passphrase: \(error)")
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import Sovaria
+
+/// Reads one store in pages of `pageSize` under `prefix`, and the entries of another store in the
+/// same key range alongside (migrate's "which keys does the target have", verify's comparison).
+enum StoreRange {
+    /// The entries of `store` under `prefix` whose keys sort after `after` and up to `last`
+    /// (byte order), keyed by their bytes.
+    static func entries(
+        of store: any OfflineStore, prefix: String, after: String?, through last: String, pageSize: Int
+    ) async throws -> [StoreKey.Bytes: String] {
+        let lastBytes = StoreKey.Bytes(last)
+        var found: [StoreKey.Bytes: String] = [:]
+        var cursor = after
+        while true {
+            let page = try await store.entries(prefix, after: cursor, limit: pageSize)
+            for entry in page {
+                let key = StoreKey.Bytes(entry.key)
+                if key > lastBytes { return found }
+                found[key] = entry.value
+            }
+            guard page.count == pageSize, let next = page.last?.key else { return found }
+            cursor = next
+        }
+    }
+}
