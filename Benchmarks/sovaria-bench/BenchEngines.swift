@@ -10,7 +10,7 @@ struct BenchEngine: Sendable {
     let name: String
     let persistent: Bool
     /// Fewer keys for engines too slow for the full count (one file and one fsync per key).
-    var maxKeys: (full: Int, quick: Int)?
+    var maxKeys: (full: Int, standard: Int, quick: Int)?
     let open: @Sendable (_ folder: URL, _ durability: Durability) throws -> any OfflineStore
     var raw: (@Sendable (_ folder: URL, _ durability: Durability, _ workload: Workload) throws -> any BenchSubject)?
 }
@@ -24,7 +24,8 @@ enum BenchEngines {
     /// The engines on their own.
     static let plain: [BenchEngine] = [
         BenchEngine(name: "memory", persistent: false) { _, _ in MemoryOfflineStore() },
-        BenchEngine(name: "file", persistent: true, maxKeys: (full: 10_000, quick: 300)) { folder, durability in
+        BenchEngine(name: "file", persistent: true, maxKeys: (full: 10_000, standard: 1_000, quick: 300)) {
+            folder, durability in
             let store = FileOfflineStore(directory: folder, durability: durability)
             if let reason = store.fallbackReason { throw reason }
             return store
@@ -51,7 +52,8 @@ enum BenchEngines {
             }),
         // A server on this machine over its Unix socket (see BenchPostgres): one round trip a call.
         BenchEngine(
-            name: "postgres", persistent: true, maxKeys: (full: 20_000, quick: 2_000), open: BenchPostgres.open,
+            name: "postgres", persistent: true, maxKeys: (full: 20_000, standard: 1_000, quick: 2_000),
+            open: BenchPostgres.open,
             raw: { _, durability, workload in
                 try RawPostgresSubject(
                     conninfo: try BenchPostgres.conninfo(), durability: durability, workload: workload)

@@ -93,10 +93,9 @@ struct BenchOptions {
         }
     }
 
-    /// An engine's key limit (`(full:, quick:)`) at this run's scale: the standard run takes the
-    /// smaller of the full limit and the key count.
-    func limit(_ maxKeys: (full: Int, quick: Int)) -> Int {
-        pick(quick: maxKeys.quick, standard: min(maxKeys.full, keyCount), full: maxKeys.full)
+    /// An engine's key limit at this run's scale (never more than the key count asked for).
+    func limit(_ maxKeys: (full: Int, standard: Int, quick: Int)) -> Int {
+        min(keyCount, pick(quick: maxKeys.quick, standard: maxKeys.standard, full: maxKeys.full))
     }
 
     func runs(_ section: BenchSection) -> Bool { sections.isEmpty || sections.contains(section.rawValue) }

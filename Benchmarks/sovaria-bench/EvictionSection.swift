@@ -9,7 +9,7 @@ struct EvictionSection {
     let options: BenchOptions
     let progress: Progress
 
-    var boundBytes: Int { options.pick(quick: 1_000_000, standard: 8 << 20, full: 64 << 20) }
+    var boundBytes: Int { options.pick(quick: 1_000_000, standard: 4 << 20, full: 64 << 20) }
 
     /// Response sizes: log-normal around 4 KiB (σ = 1.5), clamped to 200 B … 256 KiB, until
     /// they add up to `total`.

@@ -63,7 +63,9 @@ struct QueueSection {
         // Each synced call waits for the disk: fewer of them.
         let calls = min(
             options.keyCount,
-            durability == .synced ? options.pick(quick: 200, standard: 200, full: 1_000) : 2_000)
+            durability == .synced
+                ? options.pick(quick: 200, standard: 100, full: 1_000)
+                : options.pick(quick: 2_000, standard: 500, full: 2_000))
         let queue = try await WriteQueue(store: store, maxQueued: .max)
         var enqueues = Sample(perItemNanoseconds: [], callLatencies: [])
         var drains = Sample(perItemNanoseconds: [], callLatencies: [])
@@ -95,7 +97,7 @@ struct QueueSection {
     /// in-process server that answers 201 at once: per write, what the controller adds to the
     /// queue's own drain step (head + remove) is its overhead.
     private func measureFlush(_ store: any OfflineStore, engine: String, variant: String) async throws -> Measurement {
-        let calls = min(options.keyCount, options.pick(quick: 200, standard: 1_000, full: 1_000))
+        let calls = min(options.keyCount, options.pick(quick: 200, standard: 300, full: 1_000))
         let server = InstantServer()
         var configuration = SovariaOffline.Configuration()
         configuration.maxQueued = .max

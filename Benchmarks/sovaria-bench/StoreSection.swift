@@ -20,7 +20,7 @@ struct StoreSection {
                     workload: workload, stopwatch: stopwatch,
                     singleSets: durability == .synced && engine.persistent
                         ? options.pick(quick: 50, standard: 100, full: 500)
-                        : options.pick(quick: 20_000, standard: 5_000, full: 20_000),
+                        : options.pick(quick: 20_000, standard: 1_000, full: 20_000),
                     progress: progress)
                 do {
                     let folder = try freshFolder("\(engine.name)-\(durability)")
