@@ -36,6 +36,10 @@ final class CacheFolder: Sendable {
         let lockPath = self.root + "/.lock"
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw POSIXFile.error("Opening the lock file", lockPath) }
+        // A cache of this process on the folder may be on its way out (its last reference is
+        // being dropped on another thread): wait a little for it to let go, as the stores' opens
+        // wait for a close in progress, rather than fail an open that follows a release.
+        Self.openHere.waitUntilReleased(self.root, timeout: Self.releaseWait)
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             let code = errno
@@ -47,9 +51,19 @@ final class CacheFolder: Sendable {
                     + "or release it before opening the folder again.")
         }
         lockDescriptor = descriptor
+        Self.openHere.insert(self.root)
     }
 
-    deinit { close(lockDescriptor) }
+    deinit {
+        close(lockDescriptor)
+        Self.openHere.remove(root)
+    }
+
+    /// How long an open waits for a cache of this process on the same folder to be released.
+    static let releaseWait: Double = 2
+
+    /// The folders caches of this process hold.
+    private static let openHere = OpenFolders()
 
     func filePath(_ id: FileID) -> String { filesPath + "/" + id.hex }
 
@@ -121,5 +135,34 @@ final class CacheFolder: Sendable {
     /// Removes the file at `path`; a file already gone is not an error.
     func remove(_ path: String) throws(OfflineStoreError) {
         try POSIXFile.removeFile(path, key: nil)
+    }
+}
+
+/// The folders the caches of this process hold, and a way to wait until one is let go.
+private final class OpenFolders: @unchecked Sendable {
+    // @unchecked Sendable: `paths` is used only under `condition`.
+    private let condition = NSCondition()
+    private var paths = Set<String>()
+
+    func insert(_ path: String) {
+        condition.lock()
+        paths.insert(path)
+        condition.unlock()
+    }
+
+    func remove(_ path: String) {
+        condition.lock()
+        paths.remove(path)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Blocks (this runs on the cache's blocking queue) until `path` is not held here, or for
+    /// `timeout` seconds at most.
+    func waitUntilReleased(_ path: String, timeout: Double) {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while paths.contains(path), condition.wait(until: deadline) {}
     }
 }
