@@ -1,3 +1,5 @@
+import Sovaria
+
 /// What the file cache keeps in memory about its files: each file's size, last use and leases,
 /// the least-recently-used order (a min-heap on last use), and the running total. Rebuilt once
 /// per open from the metadata key names and the folder's file names; never reads a file.
@@ -148,52 +150,4 @@ struct FileIndex {
 
     /// The heap's size, stale items included (for tests of the cost).
     var orderCount: Int { order.count }
-}
-
-/// A binary min-heap.
-struct MinHeap<Element: Comparable> {
-    private var items: [Element] = []
-
-    init() {}
-
-    /// Builds the heap in O(n).
-    init(_ elements: [Element]) {
-        items = elements
-        for index in stride(from: items.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
-    }
-
-    var count: Int { items.count }
-
-    mutating func insert(_ element: Element) {
-        items.append(element)
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child] < items[parent] else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func popMin() -> Element? {
-        guard !items.isEmpty else { return nil }
-        items.swapAt(0, items.count - 1)
-        let minimum = items.removeLast()
-        siftDown(0)
-        return minimum
-    }
-
-    private mutating func siftDown(_ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < items.count, items[left] < items[smallest] { smallest = left }
-            if right < items.count, items[right] < items[smallest] { smallest = right }
-            if smallest == parent { return }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-    }
 }

@@ -1,0 +1,48 @@
+/// A binary min-heap: the eviction order of the query cache and the file cache (pop the least
+/// recently used in O(log n), never a sort of everything).
+package struct MinHeap<Element: Comparable> {
+    private var items: [Element] = []
+
+    package init() {}
+
+    /// Builds the heap in O(n).
+    package init(_ elements: [Element]) {
+        items = elements
+        for index in stride(from: items.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+    }
+
+    package var count: Int { items.count }
+
+    package mutating func insert(_ element: Element) {
+        items.append(element)
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child] < items[parent] else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    package mutating func popMin() -> Element? {
+        guard !items.isEmpty else { return nil }
+        items.swapAt(0, items.count - 1)
+        let minimum = items.removeLast()
+        siftDown(0)
+        return minimum
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < items.count, items[left] < items[smallest] { smallest = left }
+            if right < items.count, items[right] < items[smallest] { smallest = right }
+            if smallest == parent { return }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}
