@@ -56,10 +56,7 @@ final class SQLiteWriter: @unchecked Sendable {
     /// the deletes meant to free space would fail. A batch of deletes also gets the reserve's
     /// space, so that it succeeds on a disk with no byte left.
     func apply(_ batch: [StoreWrite], durability: Durability) throws(OfflineStoreError) {
-        if durability != self.durability {
-            try Self.setSynchronous(for: durability, on: connection)
-            self.durability = durability
-        }
+        try use(durability)
         do {
             try applyInTransaction(batch)
         } catch {
@@ -88,10 +85,7 @@ final class SQLiteWriter: @unchecked Sendable {
     /// ``apply(_:durability:)`` on the queue, which waits, checkpoints and recovers there.
     func applyWithoutWaiting(_ batch: [StoreWrite], durability: Durability) throws(OfflineStoreError) -> Bool {
         guard checkpointer.hasRoom(forPages: Self.pagesWritten(by: batch)) else { return false }
-        if durability != self.durability {
-            try Self.setSynchronous(for: durability, on: connection)
-            self.durability = durability
-        }
+        try use(durability)
         do {
             try connection.withoutBusyWait { () throws(OfflineStoreError) in try applyInTransaction(batch) }
             return true
@@ -99,6 +93,13 @@ final class SQLiteWriter: @unchecked Sendable {
             guard error.code == .locked || error.code == .full else { throw error }
             return false
         }
+    }
+
+    /// Sets `PRAGMA synchronous` for `durability` when the last write had another one.
+    private func use(_ durability: Durability) throws(OfflineStoreError) {
+        guard durability != self.durability else { return }
+        try Self.setSynchronous(for: durability, on: connection)
+        self.durability = durability
     }
 
     private func applyInTransaction(_ batch: [StoreWrite]) throws(OfflineStoreError) {
