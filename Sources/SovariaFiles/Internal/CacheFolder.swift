@@ -60,7 +60,7 @@ final class CacheFolder: Sendable {
     }
 
     /// How long an open waits for a cache of this process on the same folder to be released.
-    static let releaseWait: Double = 2
+    static let releaseWait: Double = 10
 
     /// The folders caches of this process hold.
     private static let openHere = OpenFolders()
