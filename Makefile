@@ -1,18 +1,26 @@
 # Sovaria: one command to test, one to benchmark.
 #   make test   installs the missing system libraries, builds and runs every test
 #   make bench  builds sovaria-bench in release and runs it (about two minutes; bench-full: the full run)
+#   make reliability  the long fault battery (power cuts, I/O errors, kills; docs/RELIABILITY.md)
 #   make lint   checks formatting with the committed .swift-format
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
-DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-dev postgresql python3-psycopg
+DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-dev postgresql python3-psycopg strace tmux e2fsprogs
 BREW_PACKAGES := sqlite lmdb leveldb libsodium libpq postgresql@15
 BENCH_ARGS ?=
 
-.PHONY: test bench bench-full bench-quick lint format deps build docs demo
+.PHONY: test bench bench-full bench-quick reliability lint format deps build docs demo
 
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# The long fault battery (docs/RELIABILITY.md): the same tests `make test` runs in a short
+# version, with SOVARIA_RELIABILITY=full for their full trial counts (power cuts, I/O errors,
+# kills): a few minutes per engine. Needs root (loop mounts, tmpfs, strace).
+reliability: deps
+	$(SWIFT) build --build-tests
+	SOVARIA_RELIABILITY=full $(SWIFT) test --skip-build --filter 'SovariaFaultTests|SovariaCrashTests'
 
 bench: deps
 	$(SWIFT) build -c release --product sovaria-bench
