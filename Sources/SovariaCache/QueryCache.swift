@@ -260,8 +260,10 @@ public final class QueryCache: Sendable {
     private static func loadIndex(from store: any OfflineStore) async throws -> CacheIndex {
         var index = CacheIndex()
         var duplicates: [StoreWrite] = []
+        let keys = try await store.keys(CacheKeys.listPrefix)
+        index.reserveCapacity(keys.count)
         // Keys come oldest first, so a duplicate's earlier key is the one to drop.
-        for key in try await store.keys(CacheKeys.listPrefix) {
+        for key in keys {
             guard let (id, millis, size) = CacheKeys.parseListKey(key) else { continue }
             if let previous = index.upsert(id, serverTimeMillis: millis, sizeBytes: size) {
                 duplicates.append(.delete(key: CacheKeys.listKey(id, previous)))

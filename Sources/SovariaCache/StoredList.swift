@@ -21,7 +21,7 @@ public struct StoredList: Sendable, Hashable {
     ///   - value: The entry's value, to decode the response from; `nil` (or an encrypted value)
     ///     leaves ``response`` `nil`.
     public init?(key: String, value: String? = nil) {
-        guard StoreKey.hasBytePrefix(key, CacheKeys.listPrefix), let parsed = CacheKeys.parseListKey(key) else {
+        guard let parsed = CacheKeys.parseListKey(key) else {
             return nil
         }
         serverTime = CacheRecord.date(parsed.serverTimeMillis)
