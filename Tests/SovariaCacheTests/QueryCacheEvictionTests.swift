@@ -204,16 +204,10 @@ import Testing
         try await fill(cache, count: 31, bytes: 1_000, times: (0..<31).map { $0 })
         // When the pass writes its first batch, a reader starts on q20, which the pass reaches later.
         let lateReaders = Mutex<[LiveReader]>([])
-        spy.beforeWrite.withLock { hook in
-            hook = { batch in
-                if batch.contains(where: { if case .delete = $0 { true } else { false } }) {
-                    lateReaders.withLock { $0.append(cache.startReading("q20")) }
-                }
-            }
-        }
+        spy.beforeEvictionBatch { _ in lateReaders.withLock { $0.append(cache.startReading("q20")) } }
         try await cache.put("q31", body: body(10), serverTime: serverTime(31))  // the 32nd response
         await cache.waitForBackgroundRefreshes()
-        spy.beforeWrite.withLock { $0 = nil }
+        spy.beforeEvictionBatch(nil)
         #expect(try await cache.cachedResponse(for: "q20") == nil)
         #expect(!lateReaders.withLock { $0.isEmpty }, "the reader is still live")
     }
@@ -225,17 +219,15 @@ import Testing
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         try await fill(cache, count: 31, bytes: 1_000)
         // The pass's first batch of deletes waits until the test lets it go, after the put returned.
-        let held = DispatchSemaphore(value: 0)
-        spy.beforeWrite.withLock { hook in
-            hook = { batch in
-                if batch.contains(where: { if case .delete = $0 { true } else { false } }) { held.wait() }
-            }
-        }
+        let (passReached, reached) = AsyncStream<Void>.makeStream()
+        let (passRelease, release) = AsyncStream<Void>.makeStream()
+        spy.holdEvictionBatches(reached: reached, until: passRelease)
         try await cache.put("q31", body: body(1_000), serverTime: serverTime(31))  // the 32nd response
-        #expect(cache.evictionPasses.isEmpty, "the pass is still running")
+        for await _ in passReached { break }
+        #expect(cache.evictionPasses.isEmpty, "the put returned while its pass waits in its first batch")
         #expect(cache.totalBytes == 32_000)
-        spy.beforeWrite.withLock { $0 = nil }
-        held.signal()
+        spy.holdWrite.withLock { $0 = nil }
+        release.finish()
         await cache.waitForBackgroundRefreshes()
         #expect(cache.evictionPasses.count == 1)
         #expect(cache.totalBytes <= 4_096)
@@ -264,16 +256,13 @@ import Testing
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         try await fill(cache, count: 31, bytes: 1_000)
         let deletesSeen = Counter()
-        spy.beforeWrite.withLock { hook in
-            hook = { batch in
-                guard batch.contains(where: { if case .delete = $0 { true } else { false } }) else { return }
-                if deletesSeen.increment() == 2 { throw CocoaError(.fileWriteUnknown) }  // "crash" mid-pass
-            }
+        spy.beforeEvictionBatch { _ in
+            if deletesSeen.increment() == 2 { throw CocoaError(.fileWriteUnknown) }  // "crash" mid-pass
         }
         // The pass behind the put fails at its second batch and keeps what it could not delete.
         try await cache.put("q31", body: body(1_000), serverTime: serverTime(31))
         await cache.waitForBackgroundRefreshes()
-        spy.beforeWrite.withLock { $0 = nil }
+        spy.beforeEvictionBatch(nil)
         #expect(deletesSeen.increment() == 3, "the pass stopped at the failed batch")
         let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
         var bodies = 0
