@@ -170,7 +170,8 @@ public final class SQLiteOfflineStore: OfflineStore {
     ///   snapshot (WAL): writes go on meanwhile.
     /// - Throws: ``OfflineStoreError/Code/corrupt`` when the damage stops the check itself.
     package func integrityProblems(quick: Bool = false) async throws -> [String] {
-        try await database.readOnQueue { reader throws(OfflineStoreError) in try reader.integrityProblems(quick: quick) }
+        try await database.readOnQueue { reader throws(OfflineStoreError) in try reader.integrityProblems(quick: quick)
+        }
     }
 
     /// The first column of `sql`'s first row, run on the writer connection (`PRAGMA`s that are

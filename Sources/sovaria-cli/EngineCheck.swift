@@ -31,7 +31,8 @@ struct EngineCheck {
         case .none: break
         case .pending(let steps):
             notes.append(
-                "A batch of \(steps) writes was interrupted after its commit (.journal); opening the store finished it.")
+                "A batch of \(steps) writes was interrupted after its commit (.journal); opening the store finished it."
+            )
         case .damaged(let size):
             problems.append(
                 "The batch journal \(location.place)/.journal (\(size) bytes) is damaged: it fails its checksum. "
@@ -83,7 +84,8 @@ struct EngineCheck {
             checks.append("LevelDB paranoid checks at open (log, MANIFEST, tables)")
             do {
                 let report = try await leveldb.verifyEveryEntry()
-                checks.append("a LevelDB iteration of all \(report.entries) entries, every block's checksum verified")
+                checks.append(
+                    "a LevelDB iteration of every entry, every block's checksum verified (\(report.entries) read)")
                 problems += report.problems
             } catch {
                 problems.append("LevelDB's iteration of \(location.place) stopped: \(Self.describe(error))")
@@ -103,7 +105,8 @@ struct EngineCheck {
             return migrate + " (delete the damaged keys first: migrate stops at them), or restore the file from a "
                 + "backup; sqlite3's `.recover` command salvages more rows than a read does."
         case .lmdb:
-            return migrate + " (delete the damaged keys first), or restore the folder from a backup; LMDB has no repair."
+            return migrate
+                + " (delete the damaged keys first), or restore the folder from a backup; LMDB has no repair."
         case .leveldb:
             return "rebuild the store with LevelDB's repair (from Swift: LevelDBOfflineStore.repair(directory:); "
                 + "entries in damaged blocks are lost), run verify again, then " + migrate

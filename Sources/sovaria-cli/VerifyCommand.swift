@@ -56,7 +56,8 @@ enum VerifyCommand {
         do {
             switch location.engine {
             case .sqlite:
-                return try SQLiteOfflineStore(fileURL: URL(fileURLWithPath: location.place), durability: location.durability)
+                return try SQLiteOfflineStore(
+                    fileURL: URL(fileURLWithPath: location.place), durability: location.durability)
             case .lmdb: return try LMDBOfflineStore(directory: directory, durability: location.durability)
             case .leveldb: return try LevelDBOfflineStore(directory: directory, durability: location.durability)
             case .file, .memory, .postgres: return try location.openEngine(mustExist: true)
@@ -70,7 +71,8 @@ enum VerifyCommand {
         } catch {
             throw CommandFailure(
                 .cannotOpen,
-                "Cannot open \(location): \(error). Check the path, its permissions and that no other process holds it.")
+                "Cannot open \(location): \(error). Check the path, its permissions and that no other process holds it."
+            )
         }
     }
 
@@ -103,20 +105,36 @@ enum VerifyCommand {
         do {
             keys = try await store.keys("")
         } catch let error as OfflineStoreError where error.code == .corrupt {
-            problems.append("Listing the keys stopped at damage: \(error.message) Entries behind it were not read.")
+            problems.append("Listing the keys stopped at damage (entries behind it were not read): \(error.message)")
             return
         }
         let afterBytes = after.map(StoreKey.Bytes.init)
+        // Keys in a row that fail with the same words (one damaged page) make one line.
+        var run: (first: String, last: String, count: Int, reason: String)?
+        func endRun() {
+            guard let ended = run else { return }
+            let keys = ended.count == 1 ? ended.first : "\(ended.first) … \(ended.last) (\(ended.count) keys)"
+            problems.append("\(keys): \(ended.reason)")
+            run = nil
+        }
         for key in keys.map(StoreKey.Bytes.init).sorted() {
             if let afterBytes, key <= afterBytes { continue }
             do {
                 if let value = try await store.get(key.string) {
                     counted(1, key.string.utf8.count + value.utf8.count)
                 }
+                endRun()
             } catch let damage as OfflineStoreError {
-                problems.append("\(key.string): \(damage.code): \(damage.message)")
+                let reason = "\(damage.code): \(damage.message)"
+                if let current = run, current.reason == reason {
+                    run = (current.first, key.string, current.count + 1, reason)
+                } else {
+                    endRun()
+                    run = (key.string, key.string, 1, reason)
+                }
             }
         }
+        endRun()
     }
 
     /// Prints the report and throws exit status 4 when it lists a problem.

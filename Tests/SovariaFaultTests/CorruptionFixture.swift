@@ -72,7 +72,8 @@ struct CorruptionFixture: Sendable {
         case "sqlite":
             // Copied while open: closing the last connection would checkpoint the WAL into the file.
             let live = folder.child("live")
-            let store = try SQLiteOfflineStore(fileURL: live.appendingPathComponent("store.sqlite"), durability: .flushed)
+            let store = try SQLiteOfflineStore(
+                fileURL: live.appendingPathComponent("store.sqlite"), durability: .flushed)
             try await store.write(firstWrites)
             try await store.compact()
             for write in secondWrites { try await store.write([write]) }

@@ -132,7 +132,8 @@ import Testing
     /// key, maybe an existing one), `letter` puts a letter that is no hex digit, `truncate` drops
     /// the last digit.
     private static func damageName(_ damage: String, in store: URL, generator: inout SplitMix) throws -> String {
-        let names = try FileManager.default.contentsOfDirectory(atPath: store.path).filter { $0.hasPrefix("k") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: store.path).filter { $0.hasPrefix("k") }
+            .sorted()
         let name = Array(names[Int(generator.next() % UInt64(names.count))].utf8)
         var renamed = name
         let position = 1 + Int(generator.next() % UInt64(name.count - 1))

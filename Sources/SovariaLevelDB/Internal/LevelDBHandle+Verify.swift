@@ -24,7 +24,9 @@ extension LevelDBHandle {
             let key = Array(UnsafeRawBufferPointer(start: keyStart, count: keyLength))
             let name = String(decoding: key, as: UTF8.self)
             if let previous, !previous.lexicographicallyPrecedes(key) {
-                report.problems.append("The key \(name.debugDescription) is out of order (after \(String(decoding: previous, as: UTF8.self).debugDescription)).")
+                report.problems.append(
+                    "The key \(name.debugDescription) is out of order (after \(String(decoding: previous, as: UTF8.self).debugDescription))."
+                )
             }
             if String(validatingBytes: keyStart, count: keyLength) == nil {
                 report.problems.append("A key is not valid UTF-8 (\(name.debugDescription)).")

@@ -64,7 +64,8 @@ final class SQLiteReader: @unchecked Sendable {
     /// The problems `PRAGMA integrity_check` (or, `quick`, `PRAGMA quick_check`) lists; empty for a
     /// sound file.
     func integrityProblems(quick: Bool) throws(OfflineStoreError) -> [String] {
-        let rows = try connection.texts(quick ? "PRAGMA quick_check" : "PRAGMA integrity_check", purpose: "Checking the database")
+        let rows = try connection.texts(
+            quick ? "PRAGMA quick_check" : "PRAGMA integrity_check", purpose: "Checking the database")
         return rows == ["ok"] ? [] : rows
     }
 
