@@ -105,7 +105,16 @@ enum VerifyCommand {
         do {
             keys = try await store.keys("")
         } catch let error as OfflineStoreError where error.code == .corrupt {
-            problems.append("Listing the keys stopped at damage (entries behind it were not read): \(error.message)")
+            // The keys cannot be listed past the damage (a LevelDB iterator stops at a damaged
+            // block): read one entry at a time up to it, so the count says what still reads.
+            var last = after
+            while let entry = try? await store.entries("", after: last, limit: 1).first {
+                counted(1, entry.key.utf8.count + entry.value.utf8.count)
+                last = entry.key
+            }
+            let position = last.map { "after \($0.debugDescription)" } ?? "before the first entry"
+            problems.append(
+                "Reading stopped at damage \(position); entries behind it were not read: \(error.message)")
             return
         }
         let afterBytes = after.map(StoreKey.Bytes.init)

@@ -4,8 +4,8 @@ import Sovaria
 extension LevelDBHandle {
     /// Reads every entry once, in key order, with one iterator whose options verify every block's
     /// checksum and keep the blocks out of the cache; checks that keys ascend and that keys and
-    /// values are UTF-8. LevelDB's iterator stops at the first damaged block, so a damaged table
-    /// is one problem, however many of its entries it hides.
+    /// values are UTF-8. LevelDB's iterator steps over a block that fails its checksum and keeps
+    /// the first such error, read here at the end: the entries counted are those that still read.
     func verifyEveryEntry() -> LevelDBIntegrityReport {
         let options: OpaquePointer = leveldb_readoptions_create()
         defer { leveldb_readoptions_destroy(options) }
@@ -43,8 +43,8 @@ extension LevelDBHandle {
             let message = String(cString: errorPointer)
             leveldb_free(errorPointer)
             report.problems.append(
-                "Reading every entry stopped after \(report.entries): \(message) (in \(path)). Entries behind the "
-                    + "damage cannot be read.")
+                "LevelDB's iteration read \(report.entries) entries but not every block: \(message) (in \(path)). "
+                    + "The entries of the damaged blocks cannot be read.")
         }
         return report
     }
