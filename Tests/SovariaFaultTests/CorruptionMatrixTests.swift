@@ -91,6 +91,8 @@ import Testing
         if !target.wrongValuesUndetectable || damage == "truncate" {
             #expect(trial.wrong == 0 && trial.scanWrong == 0, "\(context)")
         }
+        // The pending batch (key 1 set, key 2 removed) is applied whole or dropped whole.
+        if target.fileKind == "journal" { #expect(trial.outcomes[1] == trial.outcomes[2], "\(context)") }
         if !target.newestWritesMayBeLost && !target.entriesMayBeLost { #expect(trial.rolledBack == 0, "\(context)") }
         if !target.entriesMayBeLost && !target.newestWritesMayBeLost { #expect(trial.missing == 0, "\(context)") }
     }

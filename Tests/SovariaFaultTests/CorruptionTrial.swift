@@ -34,6 +34,8 @@ struct CorruptionTrial: Sendable {
     /// error, if it threw.
     var scanWrong = 0
     var scanError: (code: String, message: String)?
+    /// What each read of a key index found: `intact`, `rolledBack`, `missing`, `wrong` or the error's code.
+    var outcomes: [Int: String] = [:]
 
     /// One word for the matrix: the worst thing the reader saw.
     var verdict: String {
@@ -74,11 +76,13 @@ struct CorruptionTrial: Sendable {
                 let expected = fixture.expected[Int(fields[1])!]
                 switch fields[2] {
                 case "value":
-                    trial.judge(value: unhex(fields[3]), expected, allValues: allValues)
+                    trial.outcomes[Int(fields[1])!] = trial.judge(
+                        value: unhex(fields[3]), expected, allValues: allValues)
                 case "nil":
-                    trial.judge(value: nil, expected, allValues: allValues)
+                    trial.outcomes[Int(fields[1])!] = trial.judge(value: nil, expected, allValues: allValues)
                 default:
                     let (code, message) = (fields[3], fields.count > 4 ? fields[4] : "")
+                    trial.outcomes[Int(fields[1])!] = code
                     if code == "corrupt" {
                         trial.detected += 1
                         trial.detectedMessage = trial.detectedMessage ?? message
@@ -105,16 +109,22 @@ struct CorruptionTrial: Sendable {
         return trial
     }
 
-    private mutating func judge(value: String?, _ expected: CorruptionFixture.Expectation, allValues: Set<String>) {
+    private mutating func judge(
+        value: String?, _ expected: CorruptionFixture.Expectation, allValues: Set<String>
+    ) -> String {
         if value == expected.current {
             intact += 1
+            return "intact"
         } else if expected.older.contains(value) {
             rolledBack += 1
+            return "rolledBack"
         } else if let value {
             wrong += 1
             if allValues.contains(value) { sameAsAnotherKey += 1 }
+            return "wrong"
         } else {
             missing += 1
+            return "missing"
         }
     }
 
