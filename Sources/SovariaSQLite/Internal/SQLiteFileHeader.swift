@@ -14,7 +14,8 @@ enum SQLiteFileHeader {
     /// (measured: 7 of 25 cuts of a database file gave such values).
     ///
     /// With frames in the `-wal` file the check is skipped: a checkpoint that a crash interrupted
-    /// may have written the header before the pages, and the log still holds them.
+    /// may have written the header before the pages, and the log still holds them (so is a hot
+    /// `-journal`, which restores pages of its own).
     static func checkNotCutShort(_ path: String) throws(OfflineStoreError) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return }  // a new file, or one SQLite reports on
@@ -33,6 +34,8 @@ enum SQLiteFileHeader {
         guard pageCount > 0, changeCounter == bigEndian(header, at: 92) else { return }
         var log = stat()
         if stat(path + "-wal", &log) == 0, log.st_size > 32 { return }
+        // A rollback journal (a file not written by this store, or converted) restores pages itself.
+        if stat(path + "-journal", &log) == 0, log.st_size > 0 { return }
         let needed = pageCount * pageSize
         guard Int(info.st_size) < needed else { return }
         throw OfflineStoreError(
