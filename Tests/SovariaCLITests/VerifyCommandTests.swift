@@ -1,4 +1,5 @@
 import Foundation
+import SovariaTestServers
 import Testing
 
 /// `sovaria verify`: each engine's own check finds damage in its files, names the file and what to
@@ -143,6 +144,31 @@ import Testing
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.errors.contains("A batch of 1 writes was interrupted"), "\(run.errors)")
         #expect(run.errors.contains("read 1999 entries"), "the batch removed its key")
+    }
+
+    /// A crash in the engine's C code (LMDB can end with SIGSEGV on some damaged pages) is reported
+    /// as damage: exit 4, the store named, what to do. strace delivers the SIGSEGV the moment LMDB
+    /// opens `data.mdb`.
+    @Test func aCrashInTheEngineIsReportedAsDamage() async throws {
+        let strace = "/usr/bin/strace"
+        try #require(FileManager.default.isExecutableFile(atPath: strace), "make test installs strace")
+        let folder = try Fixtures.Folder()
+        let (url, place) = try await loadedStore("lmdb", in: folder)
+        let errorFile = folder.file("errors")
+        let arguments = [
+            "-f", "-o", "/dev/null", "-P", place + "/data.mdb", "-e", "trace=openat", "-e",
+            "inject=openat:signal=SIGSEGV", CommandRunner.executable, "verify", url,
+        ]
+        let status = try await PostgresCluster.onThread {
+            try ChildProcess(
+                strace, arguments, environment: ["SWIFT_BACKTRACE": "enable=no"], captureOutput: false,
+                errorFile: errorFile
+            ).waitBlocking()
+        }
+        let errors = (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
+        #expect(status & 0x7F == 0 && (status >> 8) & 0xFF == 4, "status \(status): \(errors)")
+        #expect(errors.contains("the engine crashed reading \(place)"), "\(errors)")
+        #expect(errors.contains("what to do"))
     }
 
     @Test func jsonReportCarriesTheProblemsAndTheAdvice() async throws {
