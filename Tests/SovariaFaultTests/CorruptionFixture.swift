@@ -56,42 +56,40 @@ struct CorruptionFixture: Sendable {
                     ? Expectation(current: secondValue(index), older: [firstValue(index)])
                     : Expectation(current: firstValue(index), older: [])
         }
-        switch engine {
-        case "file":
-            let store = FileOfflineStore(directory: template, durability: .flushed)
+        // `checksummed-<engine>`: the engine behind ChecksummedOfflineStore, the gap-closer measured.
+        let checksummed = engine.hasPrefix("checksummed-")
+        func written(_ store: any OfflineStore, compactAfterFirstPhase: Bool = true) async throws {
+            let store = checksummed ? ChecksummedOfflineStore(wrapping: store) : store
             try await store.write(firstWrites)
+            if compactAfterFirstPhase { try await store.compact() }
             for write in secondWrites { try await store.write([write]) }
+        }
+        switch (checksummed ? String(engine.dropFirst("checksummed-".count)) : engine, fileKind) {
+        case ("file", _):
+            try await written(
+                FileOfflineStore(directory: template, durability: .flushed), compactAfterFirstPhase: false)
             if fileKind == "journal" { try await pendBatch(in: template, scratch: folder.child("scratch"), &expected) }
-        case "sqlite" where fileKind == "database":
+        case ("sqlite", "database"):
             // Closed: the WAL is checkpointed into the file and removed, as after a clean shutdown.
-            let store = try SQLiteOfflineStore(
-                fileURL: template.appendingPathComponent("store.sqlite"), durability: .flushed)
-            try await store.write(firstWrites)
-            try await store.compact()
-            for write in secondWrites { try await store.write([write]) }
-        case "sqlite":
+            try await written(
+                SQLiteOfflineStore(fileURL: template.appendingPathComponent("store.sqlite"), durability: .flushed))
+        case ("sqlite", _):
             // Copied while open: closing the last connection would checkpoint the WAL into the file.
             let live = folder.child("live")
             let store = try SQLiteOfflineStore(
                 fileURL: live.appendingPathComponent("store.sqlite"), durability: .flushed)
-            try await store.write(firstWrites)
-            try await store.compact()
-            for write in secondWrites { try await store.write([write]) }
+            try await written(store)
             try FileManager.default.createDirectory(at: template, withIntermediateDirectories: true)
             for name in ["store.sqlite", "store.sqlite-wal"] {
                 try FileManager.default.copyItem(
                     at: live.appendingPathComponent(name), to: template.appendingPathComponent(name))
             }
             withExtendedLifetime(store) {}
-        case "lmdb":
-            let store = try LMDBOfflineStore(directory: template, durability: .flushed)
-            try await store.write(firstWrites)
-            for write in secondWrites { try await store.write([write]) }
-        case "leveldb":
-            let store = try LevelDBOfflineStore(directory: template, durability: .flushed)
-            try await store.write(firstWrites)
-            try await store.compact()
-            for write in secondWrites { try await store.write([write]) }
+        case ("lmdb", _):
+            try await written(
+                LMDBOfflineStore(directory: template, durability: .flushed), compactAfterFirstPhase: false)
+        case ("leveldb", _):
+            try await written(LevelDBOfflineStore(directory: template, durability: .flushed))
         default:
             throw OfflineStoreError(.unsupported, "no fixture for \(engine)")
         }

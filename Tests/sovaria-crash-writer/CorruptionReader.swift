@@ -5,7 +5,8 @@ import Sovaria
 /// a store whose files a test damaged and reads every key, in a process of its own, so that a C
 /// library that crashes on damage (LMDB may) kills this child, not the test runner.
 ///
-/// Usage: `sovaria-crash-writer read-ENGINE PATH synced COUNT`. Reads `sov:k:1000` …
+/// Usage: `sovaria-crash-writer read-ENGINE PATH synced COUNT` (ENGINE may be
+/// `checksummed-<engine>`). Reads `sov:k:1000` …
 /// `sov:k:<999 + COUNT>` one by one, then every entry in one scan, and prints one line per result,
 /// every key and value in lowercase hex (damage may put any byte there):
 ///
@@ -17,11 +18,20 @@ import Sovaria
 /// ```
 enum CorruptionReader {
     static let enginePrefix = "read-"
+    /// `read-checksummed-<engine>` reads through ``ChecksummedOfflineStore``.
+    static let checksummedPrefix = "checksummed-"
 
     static func run(engine: String, path: String, count: Int) async -> Never {
         let store: any OfflineStore
         do {
-            store = try CrashStores.open(engine, at: URL(fileURLWithPath: path), durability: .synced)
+            if engine.hasPrefix(checksummedPrefix) {
+                store = ChecksummedOfflineStore(
+                    wrapping: try CrashStores.open(
+                        String(engine.dropFirst(checksummedPrefix.count)), at: URL(fileURLWithPath: path),
+                        durability: .synced))
+            } else {
+                store = try CrashStores.open(engine, at: URL(fileURLWithPath: path), durability: .synced)
+            }
         } catch {
             print(line("open-error", error))
             exit(0)
