@@ -176,6 +176,8 @@ let package = Package(
             name: "SovariaFaultTests",
             dependencies: [
                 "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaTestServers",
+                // The child that reads damaged stores (`read-<engine>`), so a crash in a C library ends it, not the run.
+                "sovaria-crash-writer",
             ]
         ),
         .testTarget(

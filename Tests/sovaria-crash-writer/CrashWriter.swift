@@ -10,7 +10,8 @@ import Sovaria
 /// workload instead (``QueueCrashWorkload``), one of `flush-<engine>` the controller's
 /// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
 /// (``HTTPCrashWorkload``, FIRST being the test server's port), and one of `files-<engine>` the
-/// file cache's (``FileCacheCrashWorkload``).
+/// file cache's (``FileCacheCrashWorkload``); one of `read-<engine>` reads a damaged store
+/// (``CorruptionReader``, FIRST being the number of keys).
 @main
 enum CrashWriter {
     static func main() async {
@@ -22,6 +23,11 @@ enum CrashWriter {
         let durability: Durability = arguments[3] == "synced" ? .synced : .flushed
         do {
             let engine = arguments[1]
+            if engine.hasPrefix(CorruptionReader.enginePrefix) {
+                await CorruptionReader.run(
+                    engine: String(engine.dropFirst(CorruptionReader.enginePrefix.count)), path: arguments[2],
+                    count: first)
+            }
             if engine.hasPrefix(QueueCrashWorkload.enginePrefix) {
                 let store = try CrashStores.open(
                     String(engine.dropFirst(QueueCrashWorkload.enginePrefix.count)),
