@@ -1029,7 +1029,10 @@ static const Engine *engine;
 
 static int batch_count(void) { return (work.count + BATCH_SIZE - 1) / BATCH_SIZE; }
 static int batch_start(int call) { return call * BATCH_SIZE; }
-static int batch_end(int call) { return call * BATCH_SIZE + BATCH_SIZE < work.count ? call * BATCH_SIZE + BATCH_SIZE : work.count; }
+static int batch_end(int call) {
+    int end = call * BATCH_SIZE + BATCH_SIZE;
+    return end < work.count ? end : work.count;
+}
 
 static void body_set_batch(int round, int call) { engine->set_batch(batch_start(call), batch_end(call), round % 2); }
 
