@@ -13,7 +13,7 @@
  *
  *   sovaria_c_baseline --engine file|sqlite|lmdb|leveldb|sodium [--durability synced|flushed]
  *                      [--count N] [--value-size BYTES] [--repeats N] [--single-sets N]
- *                      [--dir FOLDER]
+ *                      --dir FOLDER
  *
  * Output: one JSON object a line, one line per operation, on standard output; errors on standard
  * error with exit status 1 (2 for a bad command line).
@@ -1146,7 +1146,7 @@ static _Noreturn void usage(const char *message) {
     fprintf(stderr,
             "%s\nusage: sovaria_c_baseline --engine file|sqlite|lmdb|leveldb|sodium [--durability synced|flushed]\n"
             "                          [--count N] [--value-size BYTES] [--repeats N] [--single-sets N]\n"
-            "                          [--dir FOLDER]   (the folder must exist and be empty)\n",
+            "                          --dir FOLDER   (an empty folder for the store; not needed for sodium)\n",
             message);
     exit(2);
 }
@@ -1161,7 +1161,7 @@ static int positive(const char *flag, const char *text) {
 int main(int argc, char **argv) {
     int count = 5000, value_size = 1024, single_sets = 1000;
     const char *engine_argument = NULL;
-    folder = ".";
+    folder = NULL;
     for (int index = 1; index < argc; index++) {
         const char *flag = argv[index], *value = index + 1 < argc ? argv[index + 1] : NULL;
         if (strcmp(flag, "--engine") == 0 && value) engine_argument = value;
@@ -1186,6 +1186,8 @@ int main(int argc, char **argv) {
         run_sodium();
         return 0;
     }
+    /* The stores are made in the folder given, never in the current one. */
+    if (!folder) usage("--dir is required");
     if (strcmp(engine_name, "file") == 0) engine = &file_engine;
     else if (strcmp(engine_name, "sqlite") == 0) {
         sqlite_open();
