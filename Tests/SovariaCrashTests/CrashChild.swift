@@ -6,7 +6,7 @@ import SovariaTestServers
 #endif
 
 /// Runs `sovaria-crash-writer` and kills it with SIGKILL (or cuts its power, see
-/// ``run(engine:path:durability:first:killAfterAcknowledgements:interrupt:)``) after a number of
+/// ``run(engine:path:durability:first:killAfterAcknowledgements:environment:interrupt:)``) after a number of
 /// acknowledgements.
 enum CrashChild {
     struct Failure: Error, CustomStringConvertible {

@@ -77,8 +77,16 @@ final class LoopDisk: @unchecked Sendable {
     }
 
     deinit {
-        if mounted { _ = try? ChildProcess.run("/bin/umount", ["-l", mountPoint.path]) }
+        release()
         try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// Unmounts the file system if it is mounted, lazily if something still holds it: for a run
+    /// that ends early.
+    func release() {
+        guard mounted else { return }
+        if (try? unmount()) == nil { _ = try? ChildProcess.run("/bin/umount", ["-l", mountPoint.path]) }
+        mounted = false
     }
 
     /// Mounts the image (replaying its journal after a cut).

@@ -117,25 +117,30 @@ import Testing
         let start = clock.now
         var ledger = PowerCutLedger()
         var disk: LoopDisk?
-        defer { if let disk { release(disk) } }
-        for cut in 0..<cuts {
-            if cut.isMultiple(of: cutsPerDisk) || disk == nil {
-                if let old = disk { try await PostgresCluster.onThread { try old.unmount() } }
+        do {
+            for cut in 0..<cuts {
+                if cut.isMultiple(of: cutsPerDisk) || disk == nil {
+                    if let old = disk { try await PostgresCluster.onThread { try old.unmount() } }
+                    disk = nil
+                    disk = try await PostgresCluster.onThread { try LoopDisk(sizeBytes: diskSizeBytes) }
+                    ledger.forgetWrites()
+                }
+                guard let current = disk else { break }
+                let opened = try await cutOnce(
+                    engine: engine, durability: durability, cut: cut, on: current, ledger: &ledger)
+                if !opened {
+                    disk = nil  // the store did not open: go on with a new disk
+                    try await PostgresCluster.onThread { try current.unmount() }
+                }
+            }
+            if let last = disk {
+                try await PostgresCluster.onThread { try last.unmount() }
                 disk = nil
-                disk = try await PostgresCluster.onThread { try LoopDisk(sizeBytes: diskSizeBytes) }
-                ledger.forgetWrites()
             }
-            guard let current = disk else { break }
-            let opened = try await cutOnce(
-                engine: engine, durability: durability, cut: cut, on: current, ledger: &ledger)
-            if !opened {
-                disk = nil  // the store did not open: go on with a new disk
-                try await PostgresCluster.onThread { try current.unmount() }
-            }
-        }
-        if let last = disk {
-            try await PostgresCluster.onThread { try last.unmount() }
-            disk = nil
+        } catch {
+            // The test process may exit before a deinit would unmount: leave no mount behind.
+            if let disk { try? await PostgresCluster.onThread { disk.release() } }
+            throw error
         }
         return (ledger.findings, clock.now - start)
     }
@@ -196,12 +201,6 @@ import Testing
             print("power cuts: kept the image of cut \(cut) as \(kept.path)")
         }
         return opened
-    }
-
-    /// Unmounts `disk` on a thread of its own when a run ends early (its `deinit` would block
-    /// the releasing thread).
-    private static func release(_ disk: LoopDisk) {
-        Thread { _ = disk }.start()
     }
 }
 

@@ -65,10 +65,10 @@ enum CrashWriter {
     /// before it returned.
     ///
     /// With `SOVARIA_CRASH_ACK_GATE` naming a file on the file system a power-cut test shuts
-    /// down, the line is printed only if that file still opens, else the writer exits: the call
-    /// returned before the cut. A shut-down ext4 fails every open, while an `fsync` already
-    /// waiting when the shutdown aborts its journal can still return success (a real power cut
-    /// leaves no process to acknowledge anything).
+    /// down, the line is printed only if that file still opens (so the call returned before the
+    /// cut); otherwise the writer exits. A shut-down ext4 fails every open, while an `fsync`
+    /// already waiting when the shutdown aborts its journal can still return success (a real power
+    /// cut leaves no process to acknowledge anything).
     static func acknowledge(_ line: String) {
         if let gate = acknowledgementGate {
             let descriptor = open(gate, O_RDONLY | O_CLOEXEC)
