@@ -1,5 +1,6 @@
 import Foundation
 import SovariaTestServers
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -18,10 +19,7 @@ import Testing
 ///
 /// Needs root (mount, loop devices). Blocking: call it from a thread of its own
 /// (``PostgresCluster/onThread(_:)``), never from Swift's cooperative threads.
-final class LoopDisk: @unchecked Sendable {
-    // @unchecked Sendable: `mounted` is read and written only by the one test that owns the disk,
-    // one step at a time.
-
+final class LoopDisk: Sendable {
     /// How a file system check went.
     struct Check: Sendable {
         /// The exit status of `e2fsck -fn`: 0 clean, 4 errors left uncorrected, 8 or more a failure.
@@ -43,7 +41,9 @@ final class LoopDisk: @unchecked Sendable {
     let image: URL
     /// Where the file system is mounted.
     let mountPoint: URL
-    private(set) var mounted = false
+    /// Whether the file system is mounted now.
+    var mounted: Bool { mountedState.withLock { $0 } }
+    private let mountedState = Mutex(false)
 
     /// Makes an image of `sizeBytes` with a fresh ext4 file system and mounts it.
     init(sizeBytes: Int) throws {
@@ -86,20 +86,20 @@ final class LoopDisk: @unchecked Sendable {
     func release() {
         guard mounted else { return }
         if (try? unmount()) == nil { _ = try? ChildProcess.run("/bin/umount", ["-l", mountPoint.path]) }
-        mounted = false
+        mountedState.withLock { $0 = false }
     }
 
     /// Mounts the image (replaying its journal after a cut).
     func mount() throws {
         _ = try ChildProcess.run("/bin/mount", ["-o", "loop", image.path, mountPoint.path])
-        mounted = true
+        mountedState.withLock { $0 = true }
     }
 
     /// Unmounts the file system; the loop device goes with it (mount's `autoclear`). Throws when
     /// something still holds a file of it (a store not released): that is a bug of the test.
     func unmount() throws {
         _ = try ChildProcess.run("/bin/umount", [mountPoint.path])
-        mounted = false
+        mountedState.withLock { $0 = false }
     }
 
     /// Cuts the power: shuts the file system down without committing its journal.
