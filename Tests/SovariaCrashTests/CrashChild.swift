@@ -5,7 +5,9 @@ import SovariaTestServers
     import Glibc
 #endif
 
-/// Runs `sovaria-crash-writer` and kills it with SIGKILL after a number of acknowledgements.
+/// Runs `sovaria-crash-writer` and kills it with SIGKILL (or cuts its power, see
+/// ``run(engine:path:durability:first:killAfterAcknowledgements:environment:interrupt:)``) after a number of
+/// acknowledgements.
 enum CrashChild {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -20,8 +22,17 @@ enum CrashChild {
 
     /// Starts the writer, reads its acknowledgements, kills it after `killAfterAcknowledgements`
     /// of them, and returns every acknowledgement it printed before it died.
+    ///
+    /// `environment` is added to the child's (`SWIFT_BACKTRACE=enable=no` always is). `interrupt`,
+    /// when given, ends the child at that moment instead of SIGKILL alone, on the thread reading
+    /// its output (the power-cut tests stop the child, shut its file system down, then kill it).
+    /// The child may then end on its own before the SIGKILL reaches it: a stop signal does not
+    /// reach a thread blocked in the kernel at once, and another thread can meet the shut-down
+    /// file system's I/O errors first. That is recorded in ``Acknowledged/exitMessage``; ending
+    /// on its own before the interrupt still throws.
     static func run(
-        engine: String, path: String, durability: String, first: Int, killAfterAcknowledgements: Int
+        engine: String, path: String, durability: String, first: Int, killAfterAcknowledgements: Int,
+        environment: [String: String] = [:], interrupt: (@Sendable (ChildProcess) -> Void)? = nil
     ) async throws -> Acknowledged {
         try await withCheckedThrowingContinuation { continuation in
             // Blocking pipe reads for as long as the child runs: on a thread of their own, off
@@ -32,7 +43,7 @@ enum CrashChild {
                     with: Result {
                         try runBlocking(
                             engine: engine, path: path, durability: durability, first: first,
-                            killAfter: killAfterAcknowledgements)
+                            killAfter: killAfterAcknowledgements, environment: environment, interrupt: interrupt)
                     })
             }
             reader.start()
@@ -40,12 +51,17 @@ enum CrashChild {
     }
 
     private static func runBlocking(
-        engine: String, path: String, durability: String, first: Int, killAfter: Int
+        engine: String, path: String, durability: String, first: Int, killAfter: Int,
+        environment: [String: String], interrupt: ((ChildProcess) -> Void)?
     ) throws -> Acknowledged {
         let errorFile = NSTemporaryDirectory() + "sovaria-crash-\(UUID().uuidString).err"
         defer { try? FileManager.default.removeItem(atPath: errorFile) }
+        // A child that dies of an error would otherwise start swift-backtrace, which keeps its
+        // files (and a power-cut test's mount) busy for a long time.
         let process = try ChildProcess(
-            executable.path, [engine, path, durability, String(first)], captureOutput: true, errorFile: errorFile)
+            executable.path, [engine, path, durability, String(first)],
+            environment: environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { _, new in new },
+            captureOutput: true, errorFile: errorFile)
         guard let reader = process.output else { throw Failure(description: "no output pipe") }
         var acknowledged = Acknowledged()
         var pending = Data()
@@ -81,15 +97,18 @@ enum CrashChild {
             // write would show.
             if !killed, callInFlight, acknowledged.count >= killAfter {
                 spin(nanoseconds: UInt64.random(in: 0...callNanoseconds))
-                process.send(SIGKILL)
+                if let interrupt { interrupt(process) } else { process.send(SIGKILL) }
                 killed = true  // keep reading: lines already in the pipe were acknowledged too
             }
         }
         let status = process.waitBlocking()
         // A child may also kill itself with SIGKILL (the flush test's server does, at a chosen moment).
-        guard ChildProcess.killed(status, by: SIGKILL) else {
+        if !ChildProcess.killed(status, by: SIGKILL) {
             let message = (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
-            throw Failure(description: "crash writer exited on its own (wait status \(status)): \(message)")
+            guard killed, interrupt != nil else {
+                throw Failure(description: "crash writer exited on its own (wait status \(status)): \(message)")
+            }
+            acknowledged.exitMessage = "wait status \(status): \(message)"
         }
         return acknowledged
     }

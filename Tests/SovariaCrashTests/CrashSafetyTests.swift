@@ -96,6 +96,8 @@ struct Acknowledged: Sendable {
     /// The queue mode's lines, in order: announcements (`enqueuing`, `removing`) and
     /// acknowledgements (`queued` with its sequence, `removed`).
     var queue: [QueueEvent] = []
+    /// How the child ended when it ended on its own after an interrupt (see ``CrashChild``), not by SIGKILL.
+    var exitMessage: String?
 
     /// Calls acknowledged.
     var count: Int {

@@ -69,7 +69,25 @@ enum CrashWriter {
 
     /// Writes `line` straight to standard output (no buffer), so a printed line means the call
     /// before it returned.
+    ///
+    /// With `SOVARIA_CRASH_ACK_GATE` naming a file on the file system a power-cut test shuts
+    /// down, the line is printed only if that file still opens (so the call returned before the
+    /// cut); otherwise the writer exits. A shut-down ext4 fails every open, while an `fsync`
+    /// already waiting when the shutdown aborts its journal can still return success (a real power
+    /// cut leaves no process to acknowledge anything).
     static func acknowledge(_ line: String) {
+        if let gate = acknowledgementGate {
+            let descriptor = open(gate, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                let reason = String(cString: strerror(errno))
+                FileHandle.standardError.write(Data("crash writer stops: its file system is cut (\(reason))\n".utf8))
+                exit(3)
+            }
+            close(descriptor)
+        }
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
+
+    /// The file `acknowledge(_:)` opens before each line, if any.
+    static let acknowledgementGate = ProcessInfo.processInfo.environment["SOVARIA_CRASH_ACK_GATE"]
 }
