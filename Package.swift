@@ -173,6 +173,7 @@ let package = Package(
             name: "SovariaFaultTests",
             dependencies: [
                 "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaTestServers",
+                "SovariaQueue", "SovariaCache", "SovariaFiles", "SovariaSodium", "sovaria-crash-writer",
             ]
         ),
         .testTarget(

@@ -10,7 +10,8 @@ import Sovaria
 /// workload instead (``QueueCrashWorkload``), one of `flush-<engine>` the controller's
 /// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
 /// (``HTTPCrashWorkload``, FIRST being the test server's port), and one of `files-<engine>` the
-/// file cache's (``FileCacheCrashWorkload``).
+/// file cache's (``FileCacheCrashWorkload``), and one of `io-<engine>` a short run for `strace --inject`
+/// (``IOErrorWorkload``).
 @main
 enum CrashWriter {
     static func main() async {
@@ -22,6 +23,11 @@ enum CrashWriter {
         let durability: Durability = arguments[3] == "synced" ? .synced : .flushed
         do {
             let engine = arguments[1]
+            if engine.hasPrefix(IOErrorWorkload.enginePrefix) {
+                await IOErrorWorkload.run(
+                    engine: String(engine.dropFirst(IOErrorWorkload.enginePrefix.count)), location: arguments[2],
+                    durability: durability, first: first)
+            }
             if engine.hasPrefix(QueueCrashWorkload.enginePrefix) {
                 let store = try CrashStores.open(
                     String(engine.dropFirst(QueueCrashWorkload.enginePrefix.count)),
