@@ -109,7 +109,7 @@ let package = Package(
             name: "sovaria-crash-writer",
             dependencies: [
                 "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres", "SovariaQueue",
-                "SovariaSync", "SovariaHTTP", "SovariaFiles",
+                "SovariaSync", "SovariaHTTP", "SovariaFiles", "SovariaSodium",
             ],
             path: "Tests/sovaria-crash-writer"
         ),

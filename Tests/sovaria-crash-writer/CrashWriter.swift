@@ -11,7 +11,7 @@ import Sovaria
 /// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
 /// (``HTTPCrashWorkload``, FIRST being the test server's port), and one of `files-<engine>` the
 /// file cache's (``FileCacheCrashWorkload``), and one of `io-<engine>` a short run for `strace --inject`
-/// (``IOErrorWorkload``).
+/// (``IOErrorWorkload``), and one of `bulk-<engine>` large inputs (``BulkInputWorkload``).
 @main
 enum CrashWriter {
     static func main() async {
@@ -23,6 +23,12 @@ enum CrashWriter {
         let durability: Durability = arguments[3] == "synced" ? .synced : .flushed
         do {
             let engine = arguments[1]
+            if engine.hasPrefix(BulkInputWorkload.enginePrefix) {
+                await BulkInputWorkload.run(
+                    engine: String(engine.dropFirst(BulkInputWorkload.enginePrefix.count)), location: arguments[2],
+                    durability: durability,
+                    mebibytes: first)
+            }
             if engine.hasPrefix(IOErrorWorkload.enginePrefix) {
                 await IOErrorWorkload.run(
                     engine: String(engine.dropFirst(IOErrorWorkload.enginePrefix.count)), location: arguments[2],
