@@ -11,7 +11,9 @@ import Sovaria
 /// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
 /// (``HTTPCrashWorkload``, FIRST being the test server's port), and one of `files-<engine>` the
 /// file cache's (``FileCacheCrashWorkload``), and one of `io-<engine>` a short run for `strace --inject`
-/// (``IOErrorWorkload``), and one of `bulk-<engine>` large inputs (``BulkInputWorkload``).
+/// (``IOErrorWorkload``), one of `bulk-<engine>` large inputs
+/// (``BulkInputWorkload``), and one of `history-<engine>` several tasks writing through the controller to the
+/// test server (``QueueHistoryWorkload``).
 @main
 enum CrashWriter {
     static func main() async {
@@ -23,6 +25,12 @@ enum CrashWriter {
         let durability: Durability = arguments[3] == "synced" ? .synced : .flushed
         do {
             let engine = arguments[1]
+            if engine.hasPrefix(QueueHistoryWorkload.enginePrefix) {
+                let store = try CrashStores.open(
+                    String(engine.dropFirst(QueueHistoryWorkload.enginePrefix.count)), location: arguments[2],
+                    durability: durability)
+                try await QueueHistoryWorkload.run(store, port: first)
+            }
             if engine.hasPrefix(BulkInputWorkload.enginePrefix) {
                 await BulkInputWorkload.run(
                     engine: String(engine.dropFirst(BulkInputWorkload.enginePrefix.count)), location: arguments[2],
