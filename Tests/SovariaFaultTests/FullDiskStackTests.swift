@@ -132,6 +132,32 @@ import Testing
         await cache.waitForPendingWork()
     }
 
+    /// Caching a copy of a file (``FileCache/store(_:contentsOf:)``) that does not fit is a typed
+    /// `.full`, as a download is, and leaves nothing; a source that does not exist is `.notFound`.
+    /// (The copy was Foundation's `copyItem`, whose `CocoaError` no caller could match.)
+    @Test func aCopyThatDoesNotFitIsFullAndLeavesNothing() async throws {
+        let disk = try SmallDisk(sizeBytes: 1 << 20)
+        let outside = try TemporaryFolder()
+        let source = outside.child("photo.jpg")
+        try Data(String(repeating: "x", count: 2 << 20).utf8).write(to: source)
+        let cache = try await FileCache(
+            directory: disk.child("files"), metadata: try await FaultStores("sqlite", at: disk.child("meta")).open(),
+            size: .unlimited)
+        let full = await #expect(throws: OfflineStoreError.self) { try await cache.store("photo", contentsOf: source) }
+        #expect(full?.code == .full, "\(String(describing: full))")
+        #expect(full?.message.contains("free") == true, "\(String(describing: full))")
+        #expect(!cache.contains("photo"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: disk.child("files/tmp").path).isEmpty)
+        let missing = await #expect(throws: OfflineStoreError.self) {
+            try await cache.store("none", contentsOf: outside.child("missing.jpg"))
+        }
+        #expect(missing?.code == .notFound, "\(String(describing: missing))")
+        let small = outside.child("small.jpg")
+        try Data("small".utf8).write(to: small)
+        #expect(try await cache.store("small", contentsOf: small) == 5, "a copy that fits")
+        await cache.waitForPendingWork()
+    }
+
     /// Queued write `number`: a 4 KB body that says its number.
     static func request(_ number: Int) -> DataRequest {
         DataRequest(method: "POST", path: "/rest/v1/notes?n=\(number)", body: letters(4_000, seed: number))

@@ -60,9 +60,9 @@ struct SyscallInjection: Sendable {
             "-f", "-c", "-o", summary, "-e", "trace=\(syscall)", writer.path, IOErrorWorkload.enginePrefix + engine,
             folder.path, "synced", "0",
         ]
-        let outcome = try await PostgresCluster.onThread {
-            try runBlocking(arguments, environment: ["SWIFT_BACKTRACE": "enable=no"])
-        }
+        // Acknowledged as in the injected runs, so the count holds the store's calls only.
+        let environment = ["SWIFT_BACKTRACE": "enable=no", "SOVARIA_ACK_WITH_WRITE": syscall == "writev" ? "1" : "0"]
+        let outcome = try await PostgresCluster.onThread { try runBlocking(arguments, environment: environment) }
         try #require(outcome.finished && outcome.failures.isEmpty, "the counting run failed: \(outcome.errorOutput)")
         // "% time  seconds  usecs/call  calls  errors  syscall": the calls column of the named row.
         let text = try String(contentsOfFile: summary, encoding: .utf8)

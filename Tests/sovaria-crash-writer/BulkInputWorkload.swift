@@ -1,6 +1,5 @@
 import Foundation
 import Sovaria
-import SovariaSodium
 
 /// The crash writer's bulk-input mode (`bulk-<engine>`, FIRST being the size of the large value
 /// in MiB, with the batch size in `SOVARIA_BULK_BATCH`): in a process of its own, so that its
@@ -42,7 +41,7 @@ enum BulkInputWorkload {
     static func run(engine: String, location: String, durability: Durability, mebibytes: Int) async -> Never {
         let batchSize = Int(ProcessInfo.processInfo.environment["SOVARIA_BULK_BATCH"] ?? "") ?? 100_000
         do {
-            let store = try open(engine, location: location, durability: durability)
+            let store = try CrashStores.open(possiblyEncrypted: engine, location: location, durability: durability)
             try await step("large") {
                 let large = largeValue(mebibytes: mebibytes)
                 try await store.set(largeKey, large)
@@ -67,22 +66,6 @@ enum BulkInputWorkload {
         IOErrorWorkload.say("done")
         exit(0)
     }
-
-    /// The store `engine` names, or for `encrypted-<engine>` that store wrapped in
-    /// ``EncryptedOfflineStore`` with ``encryptionKeyBytes``.
-    static func open(_ engine: String, location: String, durability: Durability) throws -> any OfflineStore {
-        guard engine.hasPrefix(encryptedPrefix) else {
-            return try CrashStores.open(engine, location: location, durability: durability)
-        }
-        let inner = try CrashStores.open(
-            String(engine.dropFirst(encryptedPrefix.count)), location: location, durability: durability)
-        return EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey(bytes: encryptionKeyBytes))
-    }
-
-    /// `encrypted-<engine>`: the engine behind the encryption wrapper.
-    static let encryptedPrefix = "encrypted-"
-    /// The fixed key of the encrypted stores (test data only).
-    static let encryptionKeyBytes = [UInt8](repeating: 7, count: 32)
 
     /// Runs `body`, then prints the peak resident set; reports an error and rethrows it.
     private static func step(_ name: String, _ body: () async throws -> Void) async throws {

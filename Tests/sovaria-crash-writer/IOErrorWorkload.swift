@@ -5,7 +5,7 @@ import Sovaria
     import Glibc
 #endif
 
-/// The crash writer's I/O-error mode (`io-<engine>`), run under `strace --inject` by the fault
+/// The crash writer's I/O-error mode (`io-<engine>`, or `io-encrypted-<engine>`), run under `strace --inject` by the fault
 /// tests: opens the store, makes ``writes`` single sets and as many two-key batches (the crash
 /// workload's keys and values), and exits with status 0 whatever the store answers.
 ///
@@ -25,7 +25,7 @@ enum IOErrorWorkload {
     static func run(engine: String, location: String, durability: Durability, first: Int) async -> Never {
         let store: any OfflineStore
         do {
-            store = try CrashStores.open(engine, location: location, durability: durability)
+            store = try CrashStores.open(possiblyEncrypted: engine, location: location, durability: durability)
         } catch {
             report(error, "open-failed")
             say("done")

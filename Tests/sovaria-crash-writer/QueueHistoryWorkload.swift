@@ -39,6 +39,17 @@ enum QueueHistoryWorkload {
             offline: !drain)
         var configuration = SovariaOffline.Configuration()
         configuration.timer = NeverFiringTimer()
+        configuration.maxQueued = .max
+        // An hour passes between two readings: a retry delay the controller set (after a timeout,
+        // say) has passed by the next flush, so no run waits on the wall clock.
+        let hours = Mutex(0.0)
+        configuration.clock = {
+            Date(
+                timeIntervalSince1970: 1_800_000_000 + 3_600
+                    * hours.withLock {
+                        $0 += 1; return $0
+                    })
+        }
         let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
         if drain {
             var sent = 0
@@ -49,28 +60,42 @@ enum QueueHistoryWorkload {
         let base = Int.random(in: 1...1_000_000) * 1_000
         CrashWriter.acknowledge("base \(base)")
         let (queuedWrites, signal) = AsyncStream<Void>.makeStream()
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                _ = try await offline.flush()  // what the last run left queued goes first
-                for await _ in queuedWrites { _ = try await offline.flush() }
+                await exitOnError {
+                    _ = try await offline.flush()  // what the last run left queued goes first
+                    for await _ in queuedWrites { _ = try await offline.flush() }
+                }
             }
             for task in 0..<tasks {
                 group.addTask {
-                    for step in 0... {
-                        let number = base + step * tasks + task
-                        CrashWriter.acknowledge("enqueuing \(number)")
-                        switch try await offline.write(request(number)) {
-                        case .sent(let response): CrashWriter.acknowledge("sent \(number) \(response.status)")
-                        case .queued(let write):
-                            CrashWriter.acknowledge("queued \(number) \(write.sequence)")
-                            signal.yield()
+                    await exitOnError {
+                        for step in 0... {
+                            let number = base + step * tasks + task
+                            CrashWriter.acknowledge("enqueuing \(number)")
+                            switch try await offline.write(request(number)) {
+                            case .sent(let response): CrashWriter.acknowledge("sent \(number) \(response.status)")
+                            case .queued(let write):
+                                CrashWriter.acknowledge("queued \(number) \(write.sequence)")
+                                signal.yield()
+                            }
                         }
                     }
                 }
             }
-            try await group.waitForAll()
         }
         exit(1)
+    }
+
+    /// Runs `body`; an error ends the process at once (status 1, the error on standard error),
+    /// so the test sees it rather than waiting on tasks that will never finish.
+    private static func exitOnError(_ body: () async throws -> Void) async {
+        do {
+            try await body()
+        } catch {
+            FileHandle.standardError.write(Data("queue history workload failed: \(error)\n".utf8))
+            exit(1)
+        }
     }
 }
 
