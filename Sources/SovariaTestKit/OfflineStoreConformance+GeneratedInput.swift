@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 
 extension OfflineStoreConformance {
+    /// The checks on generated keys and values.
     static let generatedInputChecks: [ConformanceCheck] = [
         ConformanceCheck(
             "generatedKeysAndValues",
@@ -64,6 +65,7 @@ extension OfflineStoreConformance {
 struct GeneratedInput {
     private var state: UInt64
 
+    /// A generator that makes the same strings for the same `seed`.
     init(seed: UInt64) { state = seed }
 
     /// SplitMix64.

@@ -16,13 +16,14 @@ import Testing
 /// was refused.
 ///
 /// ``FlushCrashTests`` kills inside the one window of a lost answer with an in-process server;
-/// this test adds concurrent writers, direct sends mixed with queued ones, and a real HTTP
-/// server. The long run (`SOVARIA_RELIABILITY=full`) kills each engine's writer 125 times (500 in
+/// this test adds concurrent writers, a flusher racing them, many kills on one store, and
+/// a real HTTP server. The long run (`SOVARIA_RELIABILITY=full`) kills each engine's writer 125 times (500 in
 /// all); the short one twice, after fewer writes.
 @Suite struct QueueHistoryCrashTests {
     static let isFull = ProcessInfo.processInfo.environment["SOVARIA_RELIABILITY"] == "full"
     static let rounds = isFull ? 125 : 2
 
+    /// The rounds of kills, the drain, and the checks of the server's log (see the suite).
     @Test(arguments: ["file", "sqlite", "leveldb", "lmdb"])
     func theServersHistoryHasNoLostDuplicatedOrReorderedWrite(engine: String) async throws {
         let server = try await RESTServer.start()
@@ -89,6 +90,7 @@ import Testing
                 + "\(requests.filter(\.replayed).count) replays recognised")
     }
 
+    /// The notes that occur more than once in `notes`.
     private static func repeated(_ notes: [Int]) -> [Int] {
         Dictionary(grouping: notes, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
     }

@@ -15,6 +15,7 @@ import Testing
 @Suite struct SecondProcessTests {
     static let rounds = ProcessInfo.processInfo.environment["SOVARIA_RELIABILITY"] == "full" ? 20 : 2
 
+    /// Two writers at once, both killed, round after round; then every acknowledged write is checked.
     @Test(arguments: ["file", "sqlite", "lmdb"])
     func twoWritersOfDisjointKeysBothKilledLoseNothing(engine: String) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-pair-\(UUID().uuidString)")

@@ -18,6 +18,7 @@ import Testing
     static let largeMebibytes = FaultTrials.count(short: 16, full: 64)
     static let batchSize = FaultTrials.count(short: 2_000, full: 100_000)
 
+    /// The three steps on one engine, its memory, and the store reopened here (see the suite).
     @Test(arguments: ["file", "sqlite", "lmdb", "leveldb", "encrypted-lmdb"])
     func largeValuesAndBatchesAreWholeOrRefusedWithBoundedMemory(engine: String) async throws {
         let folder = try TemporaryFolder()
@@ -46,6 +47,7 @@ import Testing
         }
     }
 
+    /// The crash writer, built beside this test bundle.
     private static var writer: URL {
         let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         return testBinary.deletingLastPathComponent().appendingPathComponent("sovaria-crash-writer")

@@ -163,6 +163,7 @@ import Testing
         DataRequest(method: "POST", path: "/rest/v1/notes?n=\(number)", body: letters(4_000, seed: number))
     }
 
+    /// The number a queued write's path carries.
     static func number(_ write: QueuedWrite) -> Int { Int(write.request.path.split(separator: "=").last ?? "") ?? 0 }
 
     /// The first failure is `.full` and its message says to free space.
@@ -193,6 +194,7 @@ struct FaultStores: Sendable {
     let folder: URL
     private let key: EncryptionKey?
 
+    /// Stores of `engine` on `folder`; an encrypted one gets a new random key, kept for reopening.
     init(_ engine: String, at folder: URL) {
         self.engine = engine
         self.folder = folder

@@ -24,6 +24,7 @@ import Testing
         var testDescription: String { "\(engine) \(syscall)" }
     }
 
+    /// Every engine with the calls it writes and syncs with.
     static let targets: [Target] = [
         // The file store's pwrite64 is the lock file's write count, a hint whose failure it ignores.
         ("file", ["fsync", "write", "rename"]),
@@ -34,6 +35,7 @@ import Testing
         ("encrypted-sqlite", ["fdatasync"]), ("encrypted-lmdb", ["pwrite64"]),
     ].flatMap { engine, calls in calls.map { Target(engine: engine, syscall: $0) } }
 
+    /// EIO at random calls of one system call of one engine (see the suite).
     @Test(
         .enabled(if: FileManager.default.isExecutableFile(atPath: SyscallInjection.strace), "needs strace (make test)"),
         arguments: targets)

@@ -20,6 +20,7 @@ import Testing
         case readOnlyMount, immutableFolder
     }
 
+    /// A store written, made read-only, opened (and a new one beside it), made writable, opened again.
     @Test(arguments: ["file", "sqlite", "lmdb", "leveldb"], Lock.allCases)
     func readOnlyStorageIsATypedErrorAndComesBack(engine: String, lock: Lock) async throws {
         let disk = try SmallDisk(sizeBytes: 8 << 20)
@@ -72,6 +73,7 @@ import Testing
         #expect(try await store.get("sov:k") == "changed")
     }
 
+    /// Makes the storage read-only (`readOnly`) or writable again.
     private func makeReadOnly(_ lock: Lock, disk: SmallDisk, folder: URL, _ readOnly: Bool) throws {
         switch lock {
         case .readOnlyMount: try disk.remount(readOnly: readOnly)

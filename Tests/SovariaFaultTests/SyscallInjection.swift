@@ -75,11 +75,13 @@ struct SyscallInjection: Sendable {
         return 0
     }
 
+    /// The crash writer, built beside this test bundle.
     private static var writer: URL {
         let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         return testBinary.deletingLastPathComponent().appendingPathComponent("sovaria-crash-writer")
     }
 
+    /// Runs strace with `arguments` to its end and parses the workload's lines; blocks.
     private static func runBlocking(_ arguments: [String], environment: [String: String]) throws -> Outcome {
         let errorFile = NSTemporaryDirectory() + "sovaria-inject-\(UUID().uuidString).err"
         defer { try? FileManager.default.removeItem(atPath: errorFile) }

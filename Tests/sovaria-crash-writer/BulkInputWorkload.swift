@@ -38,6 +38,7 @@ enum BulkInputWorkload {
         return text
     }
 
+    /// Runs the three steps on `engine` at `location` and exits with status 0.
     static func run(engine: String, location: String, durability: Durability, mebibytes: Int) async -> Never {
         let batchSize = Int(ProcessInfo.processInfo.environment["SOVARIA_BULK_BATCH"] ?? "") ?? 100_000
         do {

@@ -22,6 +22,7 @@ enum IOErrorWorkload {
     /// How many sets, and batches, one run makes.
     static let writes = 12
 
+    /// Runs the workload on `engine` at `location`, from index `first`, and exits with status 0.
     static func run(engine: String, location: String, durability: Durability, first: Int) async -> Never {
         let store: any OfflineStore
         do {

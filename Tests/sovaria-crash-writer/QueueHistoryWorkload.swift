@@ -9,7 +9,8 @@ import Synchronization
 /// port): ``tasks`` tasks write numbered notes through one ``SovariaOffline`` at once, while a
 /// flusher task flushes after every write that was queued, over `URLSessionTransport` to the
 /// scripted server (`Tests/Server/restserver.py`). A transport in front of it plays offline for
-/// 3 sends in 10, so writes are sent directly, queued, and flushed, in turns.
+/// 3 sends in 10. Three writers outpace one flusher, so writes almost always queue behind it (a
+/// write is sent directly only when it finds the queue empty and the controller online).
 ///
 /// Prints `base B` first; then `enqueuing N` before each write, and `sent N STATUS` or
 /// `queued N SEQUENCE` after it returns. Note N comes from task `(N - B) % tasks`, in the order
@@ -32,6 +33,7 @@ enum QueueHistoryWorkload {
     /// The `Idempotency-Key` of note `number`.
     static func key(_ number: Int) -> String { "hist-\(number)" }
 
+    /// Writes and flushes on `store` to the server on `port` until killed (or drains, see above).
     static func run(_ store: any OfflineStore, port: Int) async throws -> Never {
         let drain = ProcessInfo.processInfo.environment["SOVARIA_HISTORY_DRAIN"] == "1"
         let transport = SometimesOffline(
@@ -106,11 +108,13 @@ final class SometimesOffline: SyncTransport {
     private let offline: Bool
     private let sends = Mutex(0)
 
+    /// Wraps `inner`; `offline: false` passes every send on.
     init(_ inner: any SyncTransport, offline: Bool) {
         self.inner = inner
         self.offline = offline
     }
 
+    /// Sends `request` through the wrapped transport, or plays offline.
     func send(_ request: DataRequest) async throws -> DataResponse {
         let count = sends.withLock { count in
             count += 1
