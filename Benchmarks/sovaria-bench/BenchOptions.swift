@@ -25,11 +25,17 @@ struct BenchOptions {
     /// The PostgreSQL server to measure; `nil`: a throwaway cluster on this machine.
     var postgresConninfo: String?
     var folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-bench-\(getpid())")
+    /// The C baseline program (Benchmarks/c-baseline, built by `make bench`): `--c-baseline PATH`,
+    /// else the `SOVARIA_C_BASELINE` environment variable; `nil`: none given.
+    var cBaselinePath: String? = ProcessInfo.processInfo.environment["SOVARIA_C_BASELINE"].flatMap {
+        $0.isEmpty ? nil : $0
+    }
 
     static let usage = """
         usage: sovaria-bench [--quick | --full] [--count N] [--value-size BYTES] [--repeats N]
                              [--section NAME]... [--engine NAME]... [--dir FOLDER]
                              [--json FILE] [--markdown FILE] [--svg FILE] [--postgres CONNINFO]
+                             [--c-baseline PROGRAM]
           (default: a run of about two minutes: 5,000 keys, 3 repeats, smaller section workloads)
           --quick        a small run (2,000 keys, 2 repeats) that finishes in seconds
           --full         the full run the README's tables come from (100,000 keys, 5 repeats)
@@ -42,6 +48,9 @@ struct BenchOptions {
                          cluster on this machine with fsync on, over its Unix socket; with a
                          server of yours, tables named bench_* are left in its database)
           --dir FOLDER   where the stores are made (default: a temporary folder, removed after)
+          --c-baseline   the C baseline program (Benchmarks/c-baseline; `make bench` builds it and
+                         passes it; default: $SOVARIA_C_BASELINE): the store section runs it on
+                         the same workload and prints each engine's ratio against C as well
         """
 
     static func parse(_ arguments: [String]) throws -> BenchOptions {
@@ -76,6 +85,7 @@ struct BenchOptions {
             case "--section": options.sections.insert(try value(argument))
             case "--engine": options.engines.insert(try value(argument))
             case "--postgres": options.postgresConninfo = try value(argument)
+            case "--c-baseline": options.cBaselinePath = try value(argument)
             case "--dir": options.folder = URL(fileURLWithPath: try value(argument), isDirectory: true)
             case "--help", "-h": throw BenchError.help
             default: throw BenchError.usage("unknown option \(argument)")

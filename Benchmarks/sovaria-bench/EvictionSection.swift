@@ -47,6 +47,8 @@ struct EvictionSection {
                     "/rest/v1/items?page=\(call)", body: String(filler.utf8.prefix(sizes[call]))!,
                     serverTime: Date(timeIntervalSince1970: 1_700_000_000 + Double(call)))
             }
+            // Passes run behind the puts that start them: the last may still be running.
+            await cache.waitForBackgroundRefreshes()
             let plainStore = try engine.open(folder.appendingPathComponent("plain"), .flushed)
             let plainSets = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) { _, call in
                 try await plainStore.set(Self.plainKey(call), String(filler.utf8.prefix(sizes[call]))!)

@@ -21,6 +21,14 @@ struct Measurement: Codable, Sendable {
     /// The same ratio of the mean time per item.
     var meanRatio: Double?
     var baseline: String?
+    /// This row's p50 over the C baseline's (Benchmarks/c-baseline) for the same engine, variant
+    /// and operation, when the run had one: what the Swift side costs, which ``ratio`` against a
+    /// Swift raw baseline cannot show.
+    var cRatio: Double?
+    /// The same ratio of the mean time per item.
+    var cMeanRatio: Double?
+    /// The C row (or sum of C rows) ``cRatio`` compares with, e.g. `C sqlite`.
+    var cBaseline: String?
     var note: String?
 }
 

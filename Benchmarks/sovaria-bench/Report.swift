@@ -6,7 +6,8 @@ struct Report: Codable {
     var measurements: [Measurement]
 
     /// Sets `ratio` on every row that has a baseline row in the same run: the adapter over the
-    /// raw C API of its engine, or a wrapper (encrypted, checksummed) over the plain one.
+    /// raw C API of its engine called from Swift, or a wrapper (encrypted, checksummed) over the
+    /// plain one; then `cRatio` where the run has the C baseline program's rows.
     mutating func computeRatios() {
         var index: [String: Measurement] = [:]
         for row in measurements { index[key(row.subject, row)] = row }
@@ -18,6 +19,37 @@ struct Report: Codable {
             measurements[position].ratio = row.p50Nanoseconds / base.p50Nanoseconds
             measurements[position].meanRatio = row.nanosecondsPerOp / base.nanosecondsPerOp
             measurements[position].baseline = baseline
+        }
+        computeCRatios(index)
+    }
+
+    /// Sets `cRatio` on every row that has a C row in the same run: an adapter and its Swift raw
+    /// baseline over the C program on the same engine; an encrypted get over the C get of the
+    /// inner engine plus one C decrypt (the encryption wrapper's work, without its framing).
+    private mutating func computeCRatios(_ index: [String: Measurement]) {
+        let decrypt = measurements.first {
+            $0.subject == CBaseline.sodiumSubject && $0.operation.hasPrefix("decrypt")
+        }
+        for position in measurements.indices {
+            let row = measurements[position]
+            var engine = row.subject
+            if engine.hasPrefix("raw ") { engine.removeFirst("raw ".count) }
+            var name = CBaseline.subject(engine)
+            var extra: Measurement?
+            if let inner = Self.baseline(of: row.subject), row.subject.hasPrefix("encrypted(") {
+                guard row.operation == "get (random hit)", let decrypt else { continue }
+                name = CBaseline.subject(inner)
+                extra = decrypt
+            }
+            guard CBaseline.engines.contains(String(name.dropFirst(2))), let base = index[key(name, row)] else {
+                continue
+            }
+            let p50 = base.p50Nanoseconds + (extra?.p50Nanoseconds ?? 0)
+            let mean = base.nanosecondsPerOp + (extra?.nanosecondsPerOp ?? 0)
+            guard p50 > 0, mean > 0 else { continue }
+            measurements[position].cRatio = row.p50Nanoseconds / p50
+            measurements[position].cMeanRatio = row.nanosecondsPerOp / mean
+            measurements[position].cBaseline = extra == nil ? name : "\(name) get + decrypt"
         }
     }
 
@@ -44,18 +76,19 @@ struct Report: Codable {
             let rows = measurements.filter { $0.section == section.rawValue }
             guard !rows.isEmpty else { continue }
             lines.append("## \(section.title)")
-            let columns = [
-                "subject", "variant", "operation", "ops/s", "ns/op", "p50", "p99", "max", "spread",
-                "ratio (p50) / note",
-            ]
+            // The C column only where the section has C rows (the store section of a run with the
+            // C baseline), before the ratio against the Swift baseline.
+            let hasC = rows.contains { $0.cRatio != nil }
+            let columns =
+                ["subject", "variant", "operation", "ops/s", "ns/op", "p50", "p99", "max", "spread"]
+                + (hasC ? ["vs C (p50)"] : []) + ["ratio (p50) / note"]
             let cells = rows.map { row in
                 [
                     row.subject, row.variant, row.operation, Self.count(row.opsPerSecond),
                     Self.duration(row.nanosecondsPerOp),
                     Self.duration(row.p50Nanoseconds), Self.duration(row.p99Nanoseconds),
                     Self.duration(row.maxNanoseconds), String(format: "±%.0f%%", row.spreadPercent / 2),
-                    Self.ratioText(row),
-                ]
+                ] + (hasC ? [Self.cRatioText(row)] : []) + [Self.ratioText(row)]
             }
             let widths = columns.indices.map { column in
                 ([columns[column]] + cells.map { $0[column] }).map(\.count).max() ?? 0
@@ -80,11 +113,13 @@ struct Report: Codable {
             let rows = measurements.filter { $0.section == section.rawValue }
             guard !rows.isEmpty else { continue }
             lines += ["## \(section.title)", ""]
+            let hasC = rows.contains { $0.cRatio != nil }
             lines.append(
-                "| subject | variant | operation | ops/s | time/op | p50 | p99 | max | spread | ratio (p50) / note |")
-            lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+                "| subject | variant | operation | ops/s | time/op | p50 | p99 | max | spread | "
+                    + (hasC ? "vs C (p50) | " : "") + "ratio (p50) / note |")
+            lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|" + (hasC ? "---|" : "") + "---|")
             for row in rows {
-                let ratio = Self.ratioText(row)
+                let ratio = (hasC ? Self.cRatioText(row) + " | " : "") + Self.ratioText(row)
                 lines.append(
                     "| \(row.subject) | \(row.variant) | \(row.operation) | \(Self.count(row.opsPerSecond)) | "
                         + "\(Self.duration(row.nanosecondsPerOp)) | \(Self.duration(row.p50Nanoseconds)) | "
@@ -102,6 +137,14 @@ struct Report: Codable {
         var text = String(format: "%.2fx %@", ratio, row.baseline ?? "")
         if let mean = row.meanRatio { text += String(format: " (mean %.2fx)", mean) }
         if let note = row.note { text += "; " + note }
+        return text
+    }
+
+    /// `2.31x C sqlite (mean 2.10x)`, or nothing when the row has no C baseline.
+    static func cRatioText(_ row: Measurement) -> String {
+        guard let ratio = row.cRatio else { return "" }
+        var text = String(format: "%.2fx %@", ratio, row.cBaseline ?? "")
+        if let mean = row.cMeanRatio { text += String(format: " (mean %.2fx)", mean) }
         return text
     }
 

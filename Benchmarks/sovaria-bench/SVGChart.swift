@@ -79,6 +79,7 @@ enum SVGChart {
     private static func family(_ subject: String) -> String {
         var name = subject
         if name.hasPrefix("raw ") { name.removeFirst(4) }
+        if name.hasPrefix("C ") { name.removeFirst(2) }
         if name.hasPrefix("encrypted(") { return "encrypted" }
         if name.hasPrefix("checksummed(") { return "checksummed" }
         return name

@@ -37,6 +37,21 @@ final class Workload: @unchecked Sendable {  // immutable after init
         shuffled = order
     }
 
+    /// FNV-1a (64-bit) of both values, then of ``shuffled`` as little-endian `UInt64`s: the C
+    /// baseline prints the same number for the workload it rebuilt, so the bench can check that
+    /// both ran on the same bytes in the same order.
+    var fingerprint: String {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        func mix(_ byte: UInt8) {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01B3
+        }
+        for value in valueBytes { value.forEach(mix) }
+        for index in shuffled { withUnsafeBytes(of: UInt64(index).littleEndian) { $0.forEach(mix) } }
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
     /// The batches `0..<count` is written in.
     var batches: [Range<Int>] {
         stride(from: 0, to: count, by: batchSize).map { $0..<min(count, $0 + batchSize) }

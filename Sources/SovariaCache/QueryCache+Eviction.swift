@@ -5,8 +5,9 @@ extension QueryCache {
     /// The most recent eviction passes (up to 1,000), oldest first.
     public var evictionPasses: [EvictionPass] { passes.withLock { $0 } }
 
-    /// Runs an eviction pass now if the total is over the bound; ``put(_:body:serverTime:etag:)``
-    /// calls it when the seed's rules say so, and a read's fetch starts it behind its answer.
+    /// Runs an eviction pass now, and returns when it ends, if the total is over the bound; a
+    /// ``put(_:body:serverTime:etag:)`` and a read's fetch start one behind their answer when the
+    /// seed's rules say so.
     ///
     /// - Complexity: O((e + p) log n) for e evicted and p protected lists among n: the order
     ///   is a heap walked from the oldest end, and the total is kept, not summed.
@@ -53,9 +54,9 @@ extension QueryCache {
         }
     }
 
-    /// The size check a read's fetch calls for: the comparison now, and a pass, when the total
-    /// is over the bound, in a task of its own so the readers sharing the fetch are answered
-    /// first. One such pass runs at a time: it evicts until the total reaches the target, puts
+    /// The size check a put or a read's fetch calls for: the comparison now, and a pass, when
+    /// the total is over the bound, in a task of its own so the put returns (and the readers
+    /// sharing the fetch are answered) first. One such pass runs at a time: it evicts until the total reaches the target, puts
     /// made meanwhile included, and a check asked for while it runs runs again right after it
     /// (stacked passes would queue their batches at the gate ahead of every put). A pass that
     /// fails keeps what it could not delete; the next check tries again.

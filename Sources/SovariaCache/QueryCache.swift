@@ -110,8 +110,14 @@ public final class QueryCache: Sendable {
         try await lookUp(query, id: CacheKeys.id(of: query))?.response
     }
 
-    /// Caches `body` as the response to `query` and, when the rules say so, runs an eviction
-    /// pass before returning.
+    /// Caches `body` as the response to `query` and, when the rules say so, starts an eviction
+    /// pass behind it.
+    ///
+    /// The put returns once its own list is stored: the pass runs in a task of its own, one at a
+    /// time, taking the store's writer for one batch of ten deletes at a time, so puts made
+    /// meanwhile wait for one batch at most, never for the whole pass
+    /// (``waitForBackgroundRefreshes()`` waits for it). A process that ends during a pass leaves
+    /// the cache over its bound until the next put's check.
     @discardableResult
     public func put(
         _ query: String, body: String, serverTime: Date, etag: String? = nil
@@ -119,7 +125,7 @@ public final class QueryCache: Sendable {
         -> CachedResponse
     {
         let stored = try await write(query, id: CacheKeys.id(of: query), body: body, serverTime: serverTime, etag: etag)
-        if stored.needsSizeCheck { try await evictIfOverBound() }
+        if stored.needsSizeCheck { checkSizeBehindAnswer() }
         return stored.response
     }
 
@@ -170,8 +176,9 @@ public final class QueryCache: Sendable {
         try await store.compact()
     }
 
-    /// Waits for the work reads started behind their answers: the refreshes of
-    /// stale-while-revalidate reads, and the eviction passes that fetched responses called for.
+    /// Waits for the work started behind answers already given: the refreshes of
+    /// stale-while-revalidate reads, and the eviction passes that puts and fetched responses
+    /// called for.
     public func waitForBackgroundRefreshes() async {
         // A refresh may start a pass behind it: wait until nothing is left.
         while true {
@@ -253,8 +260,10 @@ public final class QueryCache: Sendable {
     private static func loadIndex(from store: any OfflineStore) async throws -> CacheIndex {
         var index = CacheIndex()
         var duplicates: [StoreWrite] = []
+        let keys = try await store.keys(CacheKeys.listPrefix)
+        index.reserveCapacity(keys.count)
         // Keys come oldest first, so a duplicate's earlier key is the one to drop.
-        for key in try await store.keys(CacheKeys.listPrefix) {
+        for key in keys {
             guard let (id, millis, size) = CacheKeys.parseListKey(key) else { continue }
             if let previous = index.upsert(id, serverTimeMillis: millis, sizeBytes: size) {
                 duplicates.append(.delete(key: CacheKeys.listKey(id, previous)))

@@ -159,6 +159,21 @@ public final class LMDBOfflineStore: OfflineStore {
         }
     }
 
+    /// LMDB's own accounts of the environment held against a walk of every entry: what `sovaria
+    /// verify` runs as LMDB's check (``LMDBIntegrityReport``). Clears reader slots of dead
+    /// processes, as an open does.
+    ///
+    /// LMDB keeps no checksums: a changed byte inside a value that stays UTF-8 is not seen.
+    ///
+    /// - Important: Reads every page, in one read transaction on a private Dispatch queue; writes
+    ///   go on meanwhile. LMDB reads its pages in place: a page damaged so that its offsets point
+    ///   outside the map can end the process with SIGSEGV (run the check in a process of its own,
+    ///   as `sovaria verify` is).
+    package func integrityReport() async throws -> LMDBIntegrityReport {
+        let environment = environment
+        return try await environment.scanQueue.runConcurrently { try environment.check() }
+    }
+
     /// Shrinks `data.mdb` to the pages in use: writes a compacted copy (`MDB_CP_COMPACT`) and swaps it in.
     ///
     /// Reads go on during the copy and wait only for the swap. Needs free disk space for the copy.

@@ -183,6 +183,17 @@ public final class LevelDBOfflineStore: OfflineStore {
         return scan.entries
     }
 
+    /// Reads every entry with checksums verified and the block cache bypassed, in key order: what
+    /// `sovaria verify` runs as LevelDB's own check (the store opens with paranoid checks, which
+    /// cover the log and the MANIFEST). A damage found names the folder; the way out is
+    /// ``repair(directory:)`` (entries in damaged blocks are lost) or a backup.
+    ///
+    /// - Important: Reads the whole store on a private Dispatch queue; writes may go on meanwhile
+    ///   (the iterator reads one snapshot).
+    package func verifyEveryEntry() async throws -> LevelDBIntegrityReport {
+        try await Self.blockingWork.runConcurrently { [handle] in handle.verifyEveryEntry() }
+    }
+
     /// Compacts the whole database (`leveldb_compact_range` over every key), so deleted and
     /// overwritten entries leave the files; runs on the private queue.
     public func compact() async throws {

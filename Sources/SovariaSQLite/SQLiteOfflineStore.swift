@@ -158,9 +158,31 @@ public final class SQLiteOfflineStore: OfflineStore {
         try await database.readOnQueue { reader throws(OfflineStoreError) in try reader.quickCheck() == ["ok"] }
     }
 
+    /// The problems SQLite's own check lists for the file, as SQLite words them; empty when it is
+    /// sound. What `sovaria verify` runs.
+    ///
+    /// `PRAGMA integrity_check` reads every page: the b-tree structure, the free list, and every row
+    /// against the key index. `quick` runs `PRAGMA quick_check`, the same without the index cross-check
+    /// (about as fast as reading the file). Neither sees a changed byte inside a value: SQLite keeps
+    /// no checksum of its own (wrap the store in `ChecksummedOfflineStore` for that).
+    ///
+    /// - Important: Reads the whole file on the private queue, on a read connection of its own
+    ///   snapshot (WAL): writes go on meanwhile.
+    /// - Throws: ``OfflineStoreError/Code/corrupt`` when the damage stops the check itself.
+    package func integrityProblems(quick: Bool = false) async throws -> [String] {
+        try await database.readOnQueue { reader throws(OfflineStoreError) in try reader.integrityProblems(quick: quick)
+        }
+    }
+
     /// The first column of `sql`'s first row, run on the writer connection (`PRAGMA`s that are
     /// per connection, such as `synchronous`); for tests and diagnostics.
     func writerText(_ sql: String) async throws -> String? {
         try await database.write { writer in try writer.text(sql) }
+    }
+
+    /// How many WAL checkpoints ran behind the writes and inside commits, once those behind are
+    /// done; for tests and diagnostics.
+    func checkpointCounts() async throws -> (behind: Int, inCommit: Int) {
+        try await database.write { writer in writer.checkpointCounts() }
     }
 }

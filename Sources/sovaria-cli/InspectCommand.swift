@@ -1,7 +1,9 @@
 import Foundation
 import Sovaria
+import SovariaCache
 
-/// `sovaria inspect URL`: entries and bytes per area of a Sovaria store, and its size on disk.
+/// `sovaria inspect URL`: entries and bytes per area of a Sovaria store, the oldest and newest
+/// list of the query cache by server time, and the store's size on disk.
 ///
 /// An encrypted store is inspected without its key: the sizes are those of the stored
 /// (encrypted) values, which is what takes the disk space.
@@ -22,6 +24,10 @@ enum InspectCommand {
         let store = try await StoreOpener().open(location, mustExist: true).store
         let pageSize = try parsed.positiveInteger("batch", default: 1_000)
         var counts = [(entries: Int, bytes: Int)](repeating: (0, 0), count: areas.count + 1)
+        // List keys sort by server time, and pages come in key order: the first list seen is the
+        // oldest, the last the newest.
+        var oldest: StoredList?
+        var newest: StoredList?
         var after: String?
         do {
             while true {
@@ -30,6 +36,10 @@ enum InspectCommand {
                     let area = areas.firstIndex { StoreKey.hasBytePrefix(entry.key, $0.prefix) } ?? areas.count
                     counts[area].entries += 1
                     counts[area].bytes += entry.key.utf8.count + entry.value.utf8.count
+                    if area == 0, let list = StoredList(key: entry.key, value: encrypted ? nil : entry.value) {
+                        if oldest == nil { oldest = list }
+                        newest = list
+                    }
                 }
                 guard page.count == pageSize, let last = page.last?.key else { break }
                 after = last
@@ -50,6 +60,12 @@ enum InspectCommand {
                 members.append((name + "Entries", .integer(counts[index].entries)))
                 members.append((name + "Bytes", .integer(counts[index].bytes)))
             }
+            for (name, list) in [("oldestCached", oldest), ("newestCached", newest)] {
+                guard let list else { continue }
+                members.append((name + "ServerTime", .string(timestamp(list.serverTime))))
+                members.append((name + "Bytes", .integer(list.sizeBytes)))
+                if let query = list.response?.query { members.append((name + "Query", .string(query))) }
+            }
             Terminal.write(JSONLine.object(members))
             return
         }
@@ -68,5 +84,22 @@ enum InspectCommand {
                     + String(repeating: " ", count: max(1, 13 - bytes.count)) + bytes)
         }
         Terminal.print("pending writes (queue): \(counts[1].entries)")
+        if let oldest, let newest {
+            Terminal.print("cached lists by server time:")
+            Terminal.print("  oldest  " + describe(oldest, encrypted: encrypted))
+            Terminal.print("  newest  " + describe(newest, encrypted: encrypted))
+        }
+    }
+
+    /// One line for a cached list: its server time, body size and query (cut to 60 characters).
+    private static func describe(_ list: StoredList, encrypted: Bool) -> String {
+        let query = list.response.map { $0.query.count > 60 ? $0.query.prefix(59) + "…" : $0.query }
+        return "\(timestamp(list.serverTime))  \(list.sizeBytes) bytes  "
+            + (query ?? (encrypted ? "(query encrypted)" : "(not a cache record)"))
+    }
+
+    /// ISO 8601 in UTC with milliseconds, as the server time is kept.
+    private static func timestamp(_ date: Date) -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
     }
 }

@@ -108,6 +108,9 @@ enum MigrateCommand {
                 ]))
         }
         let progress = ProgressLine(verb: dryRun ? "migrate (dry run)" : "migrate", quiet: json || parsed.has("quiet"))
+        progress.countTotal { [after] in
+            try await StoreRange.remaining(in: source, prefix: prefix, after: after, pageSize: pageSize).entries
+        }
         let started = ContinuousClock.now
         var counts = Counts()
         do {
@@ -165,7 +168,9 @@ enum MigrateCommand {
                     + "run the same command with --resume to continue."
             }
             if failure.status == .targetFull,
-                let remaining = try? await bytesToCopy(from: source, prefix: prefix, after: after, pageSize: pageSize)
+                let remaining = try? await StoreRange.remaining(
+                    in: source, prefix: prefix, after: after, pageSize: pageSize
+                ).bytes
             {
                 failure.message +=
                     "\nAbout \(mebibytes(remaining)) MiB of keys and values were still to copy; the target needs more "
@@ -236,19 +241,6 @@ enum MigrateCommand {
     }
 
     /// The bytes of keys and values under `prefix` after `after`: what a stopped copy still has to write.
-    private static func bytesToCopy(
-        from source: any OfflineStore, prefix: String, after: String?, pageSize: Int
-    ) async throws -> Int {
-        var total = 0
-        var cursor = after
-        while true {
-            let page = try await source.entries(prefix, after: cursor, limit: pageSize)
-            total += page.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-            guard page.count == pageSize, let last = page.last?.key else { return total }
-            cursor = last
-        }
-    }
-
     private static func mebibytes(_ bytes: Int) -> String { String(format: "%.1f", Double(bytes) / 1_048_576) }
 
     private static func note(_ text: String, json: Bool) {

@@ -22,4 +22,21 @@ enum StoreRange {
             cursor = next
         }
     }
+
+    /// How many entries, and how many bytes of keys and values, `store` holds under `prefix` after
+    /// `after` (the work left to a migrate, for its progress and its full-disk hint).
+    static func remaining(
+        in store: any OfflineStore, prefix: String, after: String?, pageSize: Int
+    ) async throws -> (entries: Int, bytes: Int) {
+        var total = (entries: 0, bytes: 0)
+        var cursor = after
+        while true {
+            try Task.checkCancellation()
+            let page = try await store.entries(prefix, after: cursor, limit: pageSize)
+            total.entries += page.count
+            total.bytes += page.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+            guard page.count == pageSize, let last = page.last?.key else { return total }
+            cursor = last
+        }
+    }
 }

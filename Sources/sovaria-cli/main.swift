@@ -15,12 +15,14 @@ let help = """
       \(InspectCommand.usage)
       \(VerifyCommand.usage)
       \(CompactCommand.usage)
+      \(BenchCommand.usage)
 
     \(StoreLocation.forms)
 
     Exit status: 0 done, 1 other failure, 2 usage, 3 store cannot be opened, 4 verify found a
     difference, 5 target full, 6 interrupted (run again with --resume), 7 wrong key or passphrase.
-    Benchmarks: `make bench` (the sovaria-bench product).
+    Benchmarks: `make bench` builds and runs sovaria-bench in release; `sovaria bench` runs the one
+    built next to this sovaria.
     """
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -33,6 +35,7 @@ do throws(CommandFailure) {
     case "inspect": try await InspectCommand.run(arguments.dropFirst())
     case "verify": try await VerifyCommand.run(arguments.dropFirst())
     case "compact": try await CompactCommand.run(arguments.dropFirst())
+    case "bench": try BenchCommand.run(arguments.dropFirst())
     case "help", "--help", "-h":
         Terminal.print(help)
     case nil:

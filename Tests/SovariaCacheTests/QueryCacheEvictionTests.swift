@@ -16,7 +16,10 @@ import Testing
     ) async throws {
         for index in first..<(first + count) {
             try await cache.put("q\(index)", body: body(bytes), serverTime: serverTime(times?[index - first] ?? index))
+            await cache.waitForBackgroundRefreshes()
         }
+        // A pass runs behind the put that starts it: wait for it, as the checks below read its result.
+        await cache.waitForBackgroundRefreshes()
     }
 
     func cachedQueries(_ cache: QueryCache, _ range: Range<Int>) async throws -> [Int] {
@@ -45,9 +48,12 @@ import Testing
         let longQuery = "/rest/v1/notes?" + String(repeating: "and=(title.eq.é)&", count: 200)
         try await cache.put(
             longQuery, body: "[1,2,3]", serverTime: serverTime(1), etag: String(repeating: "e", count: 900))
+        await cache.waitForBackgroundRefreshes()
         try await cache.put("q", body: body(1_001), serverTime: serverTime(2))
+        await cache.waitForBackgroundRefreshes()
         #expect(cache.totalBytes == 7 + 1_001)
         try await cache.put("q", body: "é", serverTime: serverTime(3))  // replacing a list replaces its size
+        await cache.waitForBackgroundRefreshes()
         #expect(cache.totalBytes == 7 + 2)
         #expect(cache.listCount == 2)
     }
@@ -71,6 +77,7 @@ import Testing
         #expect(smaller.evictionPasses.isEmpty)
         #expect(smaller.totalBytes == 20 * 200)
         try await smaller.put("large", body: body(4_096), serverTime: serverTime(100))
+        await smaller.waitForBackgroundRefreshes()
         #expect(smaller.evictionPasses.count == 1, "a response of 4,096 bytes starts a check")
         #expect(smaller.totalBytes == 4_096)
         #expect(try await smaller.cachedResponse(for: "large") != nil)
@@ -112,6 +119,7 @@ import Testing
         try await cache.markStale("q4")  // newest
         #expect(try await cache.cachedResponse(for: "q4")?.isStale == true)
         try await cache.put("q5", body: body(4_096), serverTime: serverTime(5))
+        await cache.waitForBackgroundRefreshes()
         #expect(try await cachedQueries(cache, 0..<6) == [4, 5], "stale or not, oldest first by server time")
         let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(6_000))
         #expect(try await reopened.cachedResponse(for: "q4")?.isStale == true)
@@ -134,11 +142,13 @@ import Testing
         try await fill(cache, count: 5, bytes: 2_000)
         let readers = [cache.startReading("q0"), cache.startReading("q1"), cache.startReading("q1")]
         try await cache.put("q5", body: body(4_096), serverTime: serverTime(5))
+        await cache.waitForBackgroundRefreshes()
         #expect(try await cachedQueries(cache, 0..<6) == [0, 1, 5], "the oldest unread lists went instead")
         #expect(cache.totalBytes == 8_096)
         cache.stopReading(readers[0])
         cache.stopReading(readers[1])  // q1 still has a reader
         try await cache.put("q6", body: body(4_096), serverTime: serverTime(6))
+        await cache.waitForBackgroundRefreshes()
         #expect(try await cachedQueries(cache, 0..<7) == [1, 6])
         withExtendedLifetime(readers) {}  // q1's second reader lives until here
     }
@@ -150,11 +160,13 @@ import Testing
         try await fill(cache, count: 5, bytes: 2_000)
         var reader: LiveReader? = cache.startReading("q0")
         try await cache.put("q5", body: body(4_096), serverTime: serverTime(5))
+        await cache.waitForBackgroundRefreshes()
         #expect(try await cachedQueries(cache, 0..<6) == [0, 4, 5], "kept while its reader lives")
         withExtendedLifetime(reader) {}
         reader = nil  // released without stopReading
         #expect(cache.readers.protectedIDs(limit: QueryCache.maxProtectedLists).isEmpty)
         try await cache.put("q6", body: body(4_096), serverTime: serverTime(6))
+        await cache.waitForBackgroundRefreshes()
         #expect(try await cachedQueries(cache, 0..<7) == [5, 6], "the oldest list went once its reader was gone")
     }
 
@@ -167,6 +179,7 @@ import Testing
         let bounded = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
         let readers = (0..<501).map { bounded.startReading("q\($0)") }
         try await bounded.put("big", body: body(4_096), serverTime: serverTime(1_000))
+        await bounded.waitForBackgroundRefreshes()
         #expect(try await bounded.cachedResponse(for: "q0") == nil, "the 501st live list went")
         #expect(try await bounded.cachedResponse(for: "q1") != nil)
         #expect(try await bounded.cachedResponse(for: "q501") == nil, "the unread list went first")
@@ -191,17 +204,34 @@ import Testing
         try await fill(cache, count: 31, bytes: 1_000, times: (0..<31).map { $0 })
         // When the pass writes its first batch, a reader starts on q20, which the pass reaches later.
         let lateReaders = Mutex<[LiveReader]>([])
-        spy.beforeWrite.withLock { hook in
-            hook = { batch in
-                if batch.contains(where: { if case .delete = $0 { true } else { false } }) {
-                    lateReaders.withLock { $0.append(cache.startReading("q20")) }
-                }
-            }
-        }
+        spy.beforeEvictionBatch { _ in lateReaders.withLock { $0.append(cache.startReading("q20")) } }
         try await cache.put("q31", body: body(10), serverTime: serverTime(31))  // the 32nd response
-        spy.beforeWrite.withLock { $0 = nil }
+        await cache.waitForBackgroundRefreshes()
+        spy.beforeEvictionBatch(nil)
         #expect(try await cache.cachedResponse(for: "q20") == nil)
         #expect(!lateReaders.withLock { $0.isEmpty }, "the reader is still live")
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aPutReturnsWithoutWaitingForThePassItStarts(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy, size: .bytes(4_096))
+        try await fill(cache, count: 31, bytes: 1_000)
+        // The pass's first batch of deletes waits until the test lets it go, after the put returned.
+        let (passReached, reached) = AsyncStream<Void>.makeStream()
+        let (passRelease, release) = AsyncStream<Void>.makeStream()
+        spy.holdEvictionBatches(reached: reached, until: passRelease)
+        try await cache.put("q31", body: body(1_000), serverTime: serverTime(31))  // the 32nd response
+        for await _ in passReached { break }
+        #expect(cache.evictionPasses.isEmpty, "the put returned while its pass waits in its first batch")
+        #expect(cache.totalBytes == 32_000)
+        spy.holdWrite.withLock { $0 = nil }
+        release.finish()
+        await cache.waitForBackgroundRefreshes()
+        #expect(cache.evictionPasses.count == 1)
+        #expect(cache.totalBytes <= 4_096)
+        #expect(try await cachedQueries(cache, 0..<32) == [28, 29, 30, 31])
     }
 
     @Test(arguments: CacheEngine.all)
@@ -211,6 +241,7 @@ import Testing
             let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
             try await fill(cache, count: 20, bytes: 333)
             try await cache.put("q3", body: body(1_000), serverTime: serverTime(50))
+            await cache.waitForBackgroundRefreshes()
             try await cache.remove("q4")
         }
         let reopened = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
@@ -225,16 +256,14 @@ import Testing
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         try await fill(cache, count: 31, bytes: 1_000)
         let deletesSeen = Counter()
-        spy.beforeWrite.withLock { hook in
-            hook = { batch in
-                guard batch.contains(where: { if case .delete = $0 { true } else { false } }) else { return }
-                if deletesSeen.increment() == 2 { throw CocoaError(.fileWriteUnknown) }  // "crash" mid-pass
-            }
+        spy.beforeEvictionBatch { _ in
+            if deletesSeen.increment() == 2 { throw CocoaError(.fileWriteUnknown) }  // "crash" mid-pass
         }
-        await #expect(throws: CocoaError.self) {
-            try await cache.put("q31", body: body(1_000), serverTime: serverTime(31))
-        }
-        spy.beforeWrite.withLock { $0 = nil }
+        // The pass behind the put fails at its second batch and keeps what it could not delete.
+        try await cache.put("q31", body: body(1_000), serverTime: serverTime(31))
+        await cache.waitForBackgroundRefreshes()
+        spy.beforeEvictionBatch(nil)
+        #expect(deletesSeen.increment() == 3, "the pass stopped at the failed batch")
         let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
         var bodies = 0
         for entry in try await spy.inner.entries("sov:cache:l:", after: nil, limit: 1_000) {
@@ -267,6 +296,7 @@ import Testing
         try await fill(cache, count: 1_000, bytes: 1_999)
         spy.reset()
         try await cache.put("big", body: body(40_000), serverTime: serverTime(5_000))
+        await cache.waitForBackgroundRefreshes()
         let log = spy.log.withLock { $0 }
         let evicted = cache.evictionPasses.last?.evictedLists ?? 0
         #expect(evicted == 20)

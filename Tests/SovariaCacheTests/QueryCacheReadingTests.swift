@@ -135,13 +135,7 @@ import Testing
         // The pass is held at its first batch of deletes until the test lets it go.
         let (passReached, reached) = AsyncStream<Void>.makeStream()
         let (passRelease, release) = AsyncStream<Void>.makeStream()
-        spy.holdWrite.withLock { hook in
-            hook = { batch in
-                guard batch.allSatisfy({ if case .delete = $0 { true } else { false } }) else { return }
-                reached.yield()
-                for await _ in passRelease {}
-            }
-        }
+        spy.holdEvictionBatches(reached: reached, until: passRelease)
         // One fetch, held until all 50 readers wait on it; its 4,096-byte answer calls for a check.
         let (fetchRelease, letFetchGo) = AsyncStream<Void>.makeStream()
         let fetches = Counter()

@@ -25,6 +25,35 @@ final class SpyStore: OfflineStore {
 
     func reset() { log.withLock { $0 = Log() } }
 
+    /// Whether `batch` only deletes, as an eviction pass's batches do.
+    static func isEviction(_ batch: [StoreWrite]) -> Bool {
+        batch.allSatisfy { if case .delete = $0 { true } else { false } }
+    }
+
+    /// Calls `body` before each batch of an eviction pass (throwing fails that batch); `nil` stops.
+    func beforeEvictionBatch(_ body: (@Sendable ([StoreWrite]) throws -> Void)?) {
+        guard let body else {
+            beforeWrite.withLock { $0 = nil }
+            return
+        }
+        beforeWrite.withLock { hook in
+            hook = { batch in
+                if Self.isEviction(batch) { try body(batch) }
+            }
+        }
+    }
+
+    /// Holds each batch of an eviction pass, after `reached` is told, until `release` finishes.
+    func holdEvictionBatches(reached: AsyncStream<Void>.Continuation, until release: AsyncStream<Void>) {
+        holdWrite.withLock { hook in
+            hook = { batch in
+                guard Self.isEviction(batch) else { return }
+                reached.yield()
+                for await _ in release {}
+            }
+        }
+    }
+
     func get(_ key: String) async throws -> String? {
         log.withLock { $0.gets.append(key) }
         let value = try await inner.get(key)

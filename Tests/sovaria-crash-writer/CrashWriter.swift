@@ -10,10 +10,11 @@ import Sovaria
 /// workload instead (``QueueCrashWorkload``), one of `flush-<engine>` the controller's
 /// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
 /// (``HTTPCrashWorkload``, FIRST being the test server's port), and one of `files-<engine>` the
-/// file cache's (``FileCacheCrashWorkload``), and one of `io-<engine>` a short run for `strace --inject`
-/// (``IOErrorWorkload``), one of `bulk-<engine>` large inputs
-/// (``BulkInputWorkload``), and one of `history-<engine>` several tasks writing through the controller to the
-/// test server (``QueueHistoryWorkload``).
+/// file cache's (``FileCacheCrashWorkload``); one of `read-<engine>` reads a damaged store
+/// (``CorruptionReader``, FIRST being the number of keys); one of `io-<engine>` is a short run for
+/// `strace --inject` (``IOErrorWorkload``), one of `bulk-<engine>` large inputs
+/// (``BulkInputWorkload``), and one of `history-<engine>` several tasks writing through the
+/// controller to the test server (``QueueHistoryWorkload``).
 @main
 enum CrashWriter {
     static func main() async {
@@ -25,6 +26,11 @@ enum CrashWriter {
         let durability: Durability = arguments[3] == "synced" ? .synced : .flushed
         do {
             let engine = arguments[1]
+            if engine.hasPrefix(CorruptionReader.enginePrefix) {
+                await CorruptionReader.run(
+                    engine: String(engine.dropFirst(CorruptionReader.enginePrefix.count)), path: arguments[2],
+                    count: first)
+            }
             if engine.hasPrefix(QueueHistoryWorkload.enginePrefix) {
                 let store = try CrashStores.open(
                     String(engine.dropFirst(QueueHistoryWorkload.enginePrefix.count)), location: arguments[2],

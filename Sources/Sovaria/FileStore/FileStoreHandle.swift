@@ -10,6 +10,9 @@ final class FileStoreHandle: Sendable {
     let path: String
     let tree: FileTree
     let queue = BlockingWorkQueue(label: "sovaria.file-store")
+    /// Taken exclusively by every write (inside a barrier of ``queue``), shared by reads that run
+    /// on their caller's thread instead of hopping to ``queue``: a batch is atomic to them too.
+    let readers = ReadersWriterLock()
     /// The folder's lock file; `nil` when the folder cannot be written.
     private let lock: FolderLock?
     /// Why writes are refused, when the folder can be read but not written.
@@ -87,6 +90,12 @@ final class FileStoreHandle: Sendable {
     func apply(_ batch: [StoreWrite], sync: Bool) throws(OfflineStoreError) {
         guard readOnlyReason == nil, let lock else { throw readOnlyReason ?? POSIXFile.error("Locking", path) }
         sortedKeys.withLock { $0 = nil }
+        try readers.withExclusiveLock { () throws(OfflineStoreError) in
+            try applyLocked(batch, lock: lock, sync: sync)
+        }
+    }
+
+    private func applyLocked(_ batch: [StoreWrite], lock: FolderLock, sync: Bool) throws(OfflineStoreError) {
         try lock.withExclusiveLock { () throws(OfflineStoreError) in
             defer { lock.countWrite() }
             do throws(OfflineStoreError) {
@@ -108,6 +117,14 @@ final class FileStoreHandle: Sendable {
                 try tree.applyBatch(batch, sync: sync)
             }
         }
+    }
+
+    /// Every key in byte order when the cached list is still current, without listing the folder:
+    /// cheap enough for the caller's thread.
+    func cachedKeysInOrder() -> [StoreKey.Bytes]? {
+        let writeCount = lock?.writeCount ?? 0
+        guard let cached = sortedKeys.withLock({ $0 }), cached.writeCount == writeCount else { return nil }
+        return cached.keys
     }
 
     /// Every key in byte order, from the cached list or a new listing; runs on ``queue``.

@@ -13,6 +13,9 @@ package struct MinHeap<Element: Comparable> {
 
     package var count: Int { items.count }
 
+    /// Makes room for `count` elements.
+    package mutating func reserveCapacity(_ count: Int) { items.reserveCapacity(count) }
+
     package mutating func insert(_ element: Element) {
         items.append(element)
         var child = items.count - 1

@@ -28,6 +28,12 @@ struct CacheIndex {
     /// Responses stored since open: every 32nd one starts a size check.
     var responsesStored = 0
 
+    /// Makes room for `count` lists without growing on the way (an open adds every list at once).
+    mutating func reserveCapacity(_ count: Int) {
+        entries.reserveCapacity(count)
+        order.reserveCapacity(count)
+    }
+
     /// Records `id`'s new time and size; returns what it had before.
     @discardableResult
     mutating func upsert(_ id: String, serverTimeMillis: Int64, sizeBytes: Int) -> Entry? {

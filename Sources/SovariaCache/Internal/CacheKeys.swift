@@ -30,16 +30,38 @@ enum CacheKeys {
     }
 
     /// The id, server time and size in a list key, or `nil` for a key of another shape.
+    ///
+    /// A list key has a fixed layout (prefix, 16 digits, `:`, 10 digits, `:`, a 32-character id
+    /// without `:`), read here straight from its UTF-8 bytes: opening a cache parses every key.
     static func parseListKey(_ key: String) -> (id: String, serverTimeMillis: Int64, sizeBytes: Int)? {
-        let fields = key.utf8.dropFirst(listPrefix.utf8.count).split(separator: UInt8(ascii: ":"))
-        let isDigit = { (byte: UInt8) in byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-        // Digits only: a key that would parse but not rebuild to itself could never be evicted.
-        guard fields.count == 3, fields[0].count == 16, fields[1].count == 10, fields[2].count == 32,
-            fields[0].allSatisfy(isDigit), fields[1].allSatisfy(isDigit),
-            let millis = Int64(String(decoding: fields[0], as: UTF8.self)),
-            let size = Int(String(decoding: fields[1], as: UTF8.self))
-        else { return nil }
-        return (String(decoding: fields[2], as: UTF8.self), millis, size)
+        var key = key
+        return key.withUTF8 { bytes -> (String, Int64, Int)? in
+            let timeStart = listPrefix.utf8.count
+            let sizeStart = timeStart + 17
+            let idStart = sizeStart + 11
+            guard bytes.count == idStart + 32, bytes[sizeStart - 1] == colon, bytes[idStart - 1] == colon,
+                !bytes[idStart...].contains(colon), bytes.starts(with: listPrefix.utf8)
+            else { return nil }
+            // Digits only: a key that would parse but not rebuild to itself could never be evicted.
+            guard let millis = digits(bytes[timeStart..<(sizeStart - 1)]),
+                let size = digits(bytes[sizeStart..<(idStart - 1)])
+            else { return nil }
+            return (String(decoding: bytes[idStart...], as: UTF8.self), millis, Int(size))
+        }
+    }
+
+    private static let colon = UInt8(ascii: ":")
+
+    /// The number written in `bytes`, or `nil` if one is not a decimal digit (at most 16 digits:
+    /// no overflow).
+    private static func digits(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Int64? {
+        var value: Int64 = 0
+        for byte in bytes {
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            value = value * 10 + Int64(digit)
+        }
+        return value
     }
 
     private static func padded(_ value: Int64, _ width: Int) -> String {

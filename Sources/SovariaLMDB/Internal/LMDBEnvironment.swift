@@ -99,7 +99,7 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
             return (Handles(env: env, dbi: dbi), Int(dead))
         } catch {
             mdb_env_close(env)
-            throw error
+            throw (error as? OfflineStoreError)?.namingDamagedFile(path + "/data.mdb") ?? error
         }
     }
 
@@ -174,7 +174,11 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
                 guard let handles else { return .closed }
                 guard let txn = try readTransactions.take(handles.env) else { return .mapResized }
                 defer { readTransactions.give(txn) }
-                return .done(try body(txn, handles.dbi))
+                do {
+                    return .done(try body(txn, handles.dbi))
+                } catch let error as OfflineStoreError {
+                    throw error.namingDamagedFile(path + "/data.mdb")
+                }
             }
             switch attempt {
             case .done(let result): return result
@@ -203,7 +207,11 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         while true {
             let attempt: Attempt<Void> = try lock.withSharedLock {
                 guard let handles else { return .closed }
-                return try commit(batch, in: handles, forceSync: forceSync)
+                do {
+                    return try commit(batch, in: handles, forceSync: forceSync)
+                } catch let error as OfflineStoreError {
+                    throw error.namingDamagedFile(path + "/data.mdb")
+                }
             }
             switch attempt {
             case .done: return

@@ -19,7 +19,8 @@ final class LevelDBHandle: @unchecked Sendable {
 
     /// The canonical path of the folder.
     let path: String
-    private let database: OpaquePointer
+    /// The open database; ``LevelDBHandle/verifyEveryEntry()`` iterates it with options of its own.
+    let database: OpaquePointer
     private let blockCache: OpaquePointer
     private let bloomFilter: OpaquePointer
     /// Read options: every block read is checked against its checksum, blocks read go into the cache.

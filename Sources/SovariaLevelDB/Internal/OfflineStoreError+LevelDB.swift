@@ -66,7 +66,7 @@ extension OfflineStoreError {
         if message.utf8.starts(with: "Corruption:".utf8) || damagedTable {
             return (
                 .corrupt,
-                "the store's files are damaged: restore the folder from a backup, rebuild it with "
+                "the store's files in \(path) are damaged: restore the folder from a backup, rebuild it with "
                     + "LevelDBOfflineStore.repair(directory:) (entries in the damaged parts are lost), or delete it "
                     + "to start empty"
             )

@@ -18,30 +18,33 @@ extension OfflineStoreError {
     ///   - systemErrno: `sqlite3_system_errno` of the failing connection, which tells a full disk
     ///     from other I/O errors and a permission problem from a missing folder.
     ///   - action: what was being done, e.g. `"Writing a batch of 3 writes"`.
+    ///   - path: the database file, named in the message of a `.corrupt` error.
     static func sqlite(
         _ extendedCode: Int32,
         _ sqliteMessage: String,
         systemErrno: Int32 = 0,
         while action: String,
-        key: String? = nil
+        key: String? = nil,
+        path: String? = nil
     ) -> OfflineStoreError {
         let (code, advice) = classify(extendedCode, systemErrno: systemErrno)
-        return OfflineStoreError(
+        let error = OfflineStoreError(
             code,
             "\(action) failed: \(sqliteMessage). \(advice)",
             engine: .sqlite,
             nativeCode: extendedCode,
             key: key
         )
+        return path.map(error.namingDamagedFile) ?? error
     }
 
     /// A stored key or value whose bytes are not UTF-8: only a change made outside Sovaria or
     /// damage to the file can put one there.
-    static func sqliteNotUTF8(_ what: String, key: String? = nil) -> OfflineStoreError {
+    static func sqliteNotUTF8(_ what: String, key: String? = nil, path: String) -> OfflineStoreError {
         OfflineStoreError(
             .corrupt,
-            "A stored \(what) is not valid UTF-8: the database was changed outside Sovaria or is damaged. "
-                + "Delete the entry, or delete the file and let the app fetch its data again.",
+            "A stored \(what) in \(path) is not valid UTF-8: the database was changed outside Sovaria or is "
+                + "damaged. Delete the entry, or delete the file and let the app fetch its data again.",
             engine: .sqlite,
             key: key
         )

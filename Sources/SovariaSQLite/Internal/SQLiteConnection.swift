@@ -104,7 +104,15 @@ final class SQLiteConnection {
         _ code: Int32, on database: OpaquePointer, while action: String, key: String? = nil
     ) -> OfflineStoreError {
         let message = sqlite3_errmsg(database).map { String(cString: $0) } ?? describe(code)
-        return .sqlite(code, message, systemErrno: sqlite3_system_errno(database), while: action, key: key)
+        return .sqlite(
+            code, message, systemErrno: sqlite3_system_errno(database), while: action, key: key,
+            path: filename(of: database))
+    }
+
+    /// The file of `database`'s main schema (`nil` for a database in memory).
+    static func filename(of database: OpaquePointer) -> String? {
+        guard let name = sqlite3_db_filename(database, "main"), name.pointee != 0 else { return nil }
+        return String(cString: name)
     }
 
     /// SQLite's English description of a result code.

@@ -48,6 +48,7 @@ final class SQLiteDatabase: Sendable {
 
     private init(path: String, durability: Durability, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {
         self.path = path
+        try SQLiteFileHeader.checkNotCutShort(path)
         createPrivateFile(path)
         do {
             writer = try SQLiteWriter(

@@ -61,6 +61,14 @@ final class SQLiteReader: @unchecked Sendable {
         try connection.texts("PRAGMA quick_check", purpose: "Checking the database")
     }
 
+    /// The problems `PRAGMA integrity_check` (or, `quick`, `PRAGMA quick_check`) lists; empty for a
+    /// sound file.
+    func integrityProblems(quick: Bool) throws(OfflineStoreError) -> [String] {
+        let rows = try connection.texts(
+            quick ? "PRAGMA quick_check" : "PRAGMA integrity_check", purpose: "Checking the database")
+        return rows == ["ok"] ? [] : rows
+    }
+
     /// The first column of `sql`'s first row as text; for tests and diagnostics.
     func text(_ sql: String) throws(OfflineStoreError) -> String? {
         try connection.text(sql, purpose: "Reading \(sql)")

@@ -80,7 +80,10 @@ final class SQLiteStatement {
         guard let base = sqlite3_column_blob(handle, column) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, column))
         let bytes = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: count)
-        guard let text = String(validatingUTF8Bytes: bytes) else { throw .sqliteNotUTF8(what, key: key) }
+        guard let text = String(validatingUTF8Bytes: bytes) else {
+            let database = sqlite3_db_handle(handle).flatMap(SQLiteConnection.filename(of:)) ?? "the database file"
+            throw .sqliteNotUTF8(what, key: key, path: database)
+        }
         return text
     }
 

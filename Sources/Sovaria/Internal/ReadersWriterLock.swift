@@ -7,12 +7,12 @@
 /// A readers-writer lock: many holders of the shared side at once, or one holder of the exclusive side.
 ///
 /// Writers are preferred: once a thread waits for the exclusive side, new shared holders wait behind it,
-/// so a map resize is never starved by a steady stream of reads. The lock is not recursive: a thread
+/// so a writer (an LMDB map resize, a file-store batch) is never starved by a steady stream of reads. The lock is not recursive: a thread
 /// must never take either side while it holds one.
-final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the pthread lock is the synchronization
+package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the pthread lock is the synchronization
     private let lock: UnsafeMutablePointer<pthread_rwlock_t>
 
-    init() {
+    package init() {
         lock = .allocate(capacity: 1)
         lock.initialize(to: pthread_rwlock_t())
         var attributes = pthread_rwlockattr_t()
@@ -33,15 +33,30 @@ final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the pthread
 
     /// Runs `body` holding the shared side.
     @inline(__always)
-    func withSharedLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withSharedLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result
+    {
         pthread_rwlock_rdlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
 
     /// Runs `body` holding the exclusive side.
-    func withExclusiveLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withExclusiveLock<Result, Failure: Error>(
+        _ body: () throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         pthread_rwlock_wrlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+
+    /// Runs `body` holding the shared side if it can be taken at once, else returns `nil` without
+    /// waiting: for callers that must not park their thread (Swift's cooperative pool) behind a
+    /// writer and have a slower way that may wait.
+    @inline(__always)
+    package func withSharedLockIfAvailable<Result, Failure: Error>(
+        _ body: () throws(Failure) -> Result
+    ) throws(Failure) -> Result? {
+        guard pthread_rwlock_tryrdlock(lock) == 0 else { return nil }
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
