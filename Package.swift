@@ -176,7 +176,9 @@ let package = Package(
             name: "SovariaFaultTests",
             dependencies: [
                 "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaTestServers",
-                // The child that reads damaged stores (`read-<engine>`), so a crash in a C library ends it, not the run.
+                "SovariaQueue", "SovariaCache", "SovariaFiles", "SovariaSodium",
+                // The child that reads damaged stores (`read-<engine>`), so a crash in a C library ends it, not the run,
+                // and the I/O-error and bulk-input workloads.
                 "sovaria-crash-writer",
             ]
         ),

@@ -47,7 +47,9 @@ extension FileCache {
     @discardableResult
     public func store(_ key: String, contentsOf source: URL) async throws -> Int {
         try await download(key) { destination in
-            try await work.runConcurrently { try FileManager.default.copyItem(at: source, to: destination) }
+            try await work.runConcurrently {
+                try CacheFolder.copyFile(from: source.path, to: destination.path, key: key)
+            }
         }
     }
 

@@ -7,7 +7,9 @@ import Sovaria
 /// ``checks`` (see ``ConformanceCheck``).
 public enum OfflineStoreConformance {
     /// Every check, in a stable order.
-    public static let checks: [ConformanceCheck] = keyChecks + valueChecks + scanChecks + batchChecks + lifeChecks
+    public static let checks: [ConformanceCheck] =
+        keyChecks + valueChecks + scanChecks + batchChecks + lifeChecks
+        + generatedInputChecks
 
     /// Runs every check on `factory` and returns the failures (empty when the store conforms).
     public static func run(_ factory: StoreFactory) async -> [ConformanceFailure] {

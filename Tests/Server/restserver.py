@@ -316,7 +316,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.verbose:
             sys.stderr.write(f"restserver: {self.address_string()} {format % args}\n")
 
-    def read_body(self) -> bytes:
+    def read_body(self) -> bytes | None:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks = []
             while (size := int(self.rfile.readline().split(b";")[0], 16)) > 0:
@@ -325,7 +325,11 @@ class Handler(BaseHTTPRequestHandler):
             while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                 pass
             return b"".join(chunks)
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        # Shorter than announced: the client went away mid-request (killed between the headers
+        # and the body). A real server neither applies nor answers such a request.
+        return body if len(body) == length else None
 
     def send(self, reply: Reply, head_only: bool = False) -> None:
         self.send_response(reply.status)
@@ -371,6 +375,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, method: str) -> None:
         body = self.read_body()
+        if body is None:
+            self.close_connection = True
+            return
         path = urlsplit(self.path).path
         try:
             if path.startswith(REST_PREFIX):

@@ -102,7 +102,7 @@ struct Acknowledged: Sendable {
     /// Calls acknowledged.
     var count: Int {
         sets.count + batches.count
-            + queue.filter { ["queued", "removed", "downloaded", "evicted"].contains($0.kind) }.count
+            + queue.filter { ["queued", "sent", "removed", "downloaded", "evicted"].contains($0.kind) }.count
     }
 
     mutating func formUnion(_ other: Acknowledged) {

@@ -28,6 +28,8 @@ public final class ChildProcess: @unchecked Sendable {
     public let pid: pid_t
     /// The read end of the child's standard output, when it was captured.
     public let output: FileHandle?
+    /// Held while a child is spawned (see ``init(_:_:environment:captureOutput:errorFile:)``).
+    private static let spawning = NSLock()
     private let lock = NSLock()
     // @unchecked Sendable: under `lock`.
     private var status: Int32?
@@ -39,6 +41,12 @@ public final class ChildProcess: @unchecked Sendable {
         _ path: String, _ arguments: [String], environment: [String: String] = [:], captureOutput: Bool,
         errorFile: String? = nil
     ) throws {
+        // One spawn at a time, from the pipe to the spawn: a child another thread spawned between
+        // this `pipe` and its close-on-exec marking inherited the pipe (a PostgreSQL server did,
+        // kept the write end open for its whole life, and the reader of this child's output never
+        // saw end-of-file).
+        Self.spawning.lock()
+        defer { Self.spawning.unlock() }
         var pipeEnds: [Int32] = [-1, -1]
         if captureOutput, pipe(&pipeEnds) != 0 { throw Failure(description: "pipe failed: errno \(errno)") }
         markEveryDescriptorCloseOnExec()

@@ -11,7 +11,10 @@ import Sovaria
 /// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
 /// (``HTTPCrashWorkload``, FIRST being the test server's port), and one of `files-<engine>` the
 /// file cache's (``FileCacheCrashWorkload``); one of `read-<engine>` reads a damaged store
-/// (``CorruptionReader``, FIRST being the number of keys).
+/// (``CorruptionReader``, FIRST being the number of keys); one of `io-<engine>` is a short run for
+/// `strace --inject` (``IOErrorWorkload``), one of `bulk-<engine>` large inputs
+/// (``BulkInputWorkload``), and one of `history-<engine>` several tasks writing through the
+/// controller to the test server (``QueueHistoryWorkload``).
 @main
 enum CrashWriter {
     static func main() async {
@@ -27,6 +30,23 @@ enum CrashWriter {
                 await CorruptionReader.run(
                     engine: String(engine.dropFirst(CorruptionReader.enginePrefix.count)), path: arguments[2],
                     count: first)
+            }
+            if engine.hasPrefix(QueueHistoryWorkload.enginePrefix) {
+                let store = try CrashStores.open(
+                    String(engine.dropFirst(QueueHistoryWorkload.enginePrefix.count)), location: arguments[2],
+                    durability: durability)
+                try await QueueHistoryWorkload.run(store, port: first)
+            }
+            if engine.hasPrefix(BulkInputWorkload.enginePrefix) {
+                await BulkInputWorkload.run(
+                    engine: String(engine.dropFirst(BulkInputWorkload.enginePrefix.count)), location: arguments[2],
+                    durability: durability,
+                    mebibytes: first)
+            }
+            if engine.hasPrefix(IOErrorWorkload.enginePrefix) {
+                await IOErrorWorkload.run(
+                    engine: String(engine.dropFirst(IOErrorWorkload.enginePrefix.count)), location: arguments[2],
+                    durability: durability, first: first)
             }
             if engine.hasPrefix(QueueCrashWorkload.enginePrefix) {
                 let store = try CrashStores.open(

@@ -32,8 +32,13 @@ final class SQLiteDatabase: Sendable {
     /// writer; a shared one switches durability per write.
     static func open(fileURL: URL, durability: Durability, busyTimeoutMilliseconds: Int32) throws -> SQLiteDatabase {
         let folder = fileURL.deletingLastPathComponent()
-        // On failure, SQLite's open below reports the problem with its own code.
-        _ = try? POSIXFile.makeDirectories(folder.path, mode: 0o700, engine: .sqlite)
+        do {
+            try POSIXFile.makeDirectories(folder.path, mode: 0o700, engine: .sqlite)
+        } catch  where error.code == .permissionDenied {
+            throw error  // SQLite would only say it cannot open the file, as an I/O error
+        } catch {
+            // SQLite's open below reports the problem with its own code.
+        }
         let folderPath = OpenOncePerPath<SQLiteDatabase>.canonicalPath(folder.path)
         let path = OpenOncePerPath<SQLiteDatabase>.canonicalPath(folderPath + "/" + fileURL.lastPathComponent)
         return try openDatabases.handle(for: path) {
@@ -49,7 +54,7 @@ final class SQLiteDatabase: Sendable {
             writer = try SQLiteWriter(
                 path: path, durability: durability, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         } catch {
-            throw readOnlyMountError(path, cause: error) ?? error
+            throw readOnlyMountError(path, cause: error) ?? unwritableFolderError(path, cause: error) ?? error
         }
         readers = try SQLiteReaderPool(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     }
@@ -97,6 +102,23 @@ private func readOnlyMountError(_ path: String, cause: OfflineStoreError) -> Off
         .permissionDenied,
         "The file system holding \(path) is mounted read-only, and SQLite writes its -wal and -shm files even "
             + "to read a store: remount it read-write, or copy the database to a writable folder. (\(cause.message))",
+        engine: .sqlite, nativeCode: cause.nativeCode)
+}
+
+/// The error for a database whose folder this process may not write (its mode, owner, or
+/// `chattr +i`), where SQLite only says it cannot open the file or its -wal; `nil` when the folder
+/// is writable or the open failed for another reason.
+private func unwritableFolderError(_ path: String, cause: OfflineStoreError) -> OfflineStoreError? {
+    let cantOpen: Int32 = 14  // SQLITE_CANTOPEN, SQLite's code when it cannot create the -wal
+    guard cause.code == .io, cause.nativeCode.map({ $0 & 0xFF }) == cantOpen else { return nil }
+    let folder = POSIXFile.parentPath(of: path)
+    guard access(folder, W_OK) != 0, [EACCES, EPERM, EROFS].contains(errno) else { return nil }
+    let reason = String(cString: strerror(errno))
+    return OfflineStoreError(
+        .permissionDenied,
+        "The folder \(folder) cannot be written (\(reason)), and SQLite creates its -wal and -shm files there even "
+            + "to read a store: make the folder writable by this process (check its mode, owner and attributes), "
+            + "or copy the database to a writable folder. (\(cause.message))",
         engine: .sqlite, nativeCode: cause.nativeCode)
 }
 

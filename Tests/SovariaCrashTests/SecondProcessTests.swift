@@ -1,0 +1,97 @@
+import Foundation
+import Sovaria
+import SovariaTestServers
+import Testing
+
+@testable import sovaria_crash_writer
+
+/// Two processes on one store at once (issue 16, item 5). SQLite, LMDB and the file store (whose
+/// `.lock` file orders the writes of processes) share the store: two writers of disjoint keys,
+/// both killed at random moments of their calls, round after round, lose nothing and leave no
+/// half batch or journal. LevelDB refuses a second process with `.locked` at open.
+///
+/// ``CrashSafetyTests/processesShareAStore(engine:)`` has one long writer and visitors one after
+/// another; here both writers start together and both die in a call.
+@Suite struct SecondProcessTests {
+    static let rounds = ProcessInfo.processInfo.environment["SOVARIA_RELIABILITY"] == "full" ? 20 : 2
+
+    /// Two writers at once, both killed, round after round; then every acknowledged write is checked.
+    @Test(arguments: ["file", "sqlite", "lmdb"])
+    func twoWritersOfDisjointKeysBothKilledLoseNothing(engine: String) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-pair-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var acknowledged = Acknowledged()
+        for round in 0..<Self.rounds {
+            async let first = CrashChild.run(
+                engine: engine, path: folder.path, durability: "flushed", first: (2 * round) * 10_000_000,
+                killAfterAcknowledgements: Int.random(in: 20...200))
+            async let second = CrashChild.run(
+                engine: engine, path: folder.path, durability: "synced", first: (2 * round + 1) * 10_000_000,
+                killAfterAcknowledgements: Int.random(in: 20...200))
+            acknowledged.formUnion(try await first)
+            acknowledged.formUnion(try await second)
+            let store = try CrashStores.open(engine, at: folder, durability: .synced)
+            try await CrashSafetyTests.verify(store, acknowledged: acknowledged, round: round)
+        }
+        if engine == "file" {
+            // Opening finished or rolled back every batch a kill interrupted.
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            #expect(!names.contains(".journal"), "a journal was left: \(names.filter { $0.hasPrefix(".") })")
+        }
+    }
+
+    /// While one process writes to a LevelDB store, a second process's open, and this process's,
+    /// throw `.locked` naming the cause; once the writer is gone, the store opens with every write
+    /// it acknowledged.
+    @Test func aSecondProcessOnALevelDBStoreGetsLocked() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-lock-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let writer = try ChildProcess(
+            CrashChild.executable.path, ["leveldb", folder.path, "synced", "0"],
+            environment: ["SWIFT_BACKTRACE": "enable=no"], captureOutput: true)
+        let output = try #require(writer.output)
+        var lines = try await PostgresCluster.onThread { Self.readLines(output, until: { $0.hasPrefix("batch ") }) }
+        #expect(lines.contains { $0.hasPrefix("batch ") }, "the writer wrote: \(lines)")
+
+        let second = try await PostgresCluster.onThread {
+            try ChildProcess.run(
+                CrashChild.executable.path, [IOErrorWorkload.enginePrefix + "leveldb", folder.path, "synced", "0"],
+                environment: ["SWIFT_BACKTRACE": "enable=no"])
+        }
+        #expect(second.split(separator: "\n").first == "open-failed locked", "the second process: \(second)")
+        let error = try #require(throws: OfflineStoreError.self) {
+            try CrashStores.open("leveldb", at: folder, durability: .synced)
+        }
+        #expect(error.code == .locked, "\(error)")
+        #expect(error.message.contains("Another process"), "\(error)")
+
+        writer.send(SIGKILL)
+        lines += try await PostgresCluster.onThread { Self.readLines(output, until: { _ in false }) }
+        #expect(ChildProcess.killed(try await writer.wait(), by: SIGKILL))
+        var acknowledged = Acknowledged()
+        for line in lines {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let index = Int(parts[1]) else { continue }
+            if parts[0] == "set" { acknowledged.sets.insert(index) }
+            if parts[0] == "batch" { acknowledged.batches.insert(index) }
+        }
+        let store = try CrashStores.open("leveldb", at: folder, durability: .synced)
+        try await CrashSafetyTests.verify(store, acknowledged: acknowledged, round: 0)
+    }
+
+    /// Reads lines from `handle` until one satisfies `stop` or the output ends; blocks.
+    private static func readLines(_ handle: FileHandle, until stop: (String) -> Bool) -> [String] {
+        var lines: [String] = []
+        var line = Data()
+        while let byte = try? handle.read(upToCount: 1), let first = byte.first {
+            guard first == UInt8(ascii: "\n") else {
+                line.append(first)
+                continue
+            }
+            lines.append(String(decoding: line, as: UTF8.self))
+            line.removeAll()
+            if stop(lines[lines.count - 1]) { break }
+        }
+        return lines
+    }
+}
