@@ -179,10 +179,4 @@ public final class SQLiteOfflineStore: OfflineStore {
     func writerText(_ sql: String) async throws -> String? {
         try await database.write { writer in try writer.text(sql) }
     }
-
-    /// How many WAL checkpoints ran behind the writes and inside commits, once those behind are
-    /// done; for tests and diagnostics.
-    func checkpointCounts() async throws -> (behind: Int, inCommit: Int) {
-        try await database.write { writer in writer.checkpointCounts() }
-    }
 }

@@ -22,8 +22,8 @@ final class SQLiteWriter: @unchecked Sendable {
     /// Disk space set aside for deleting on a full disk (`<file>-reserve`).
     private let reserve: DiskReserve
     static let reserveBytes = 1 << 20
-    /// Checkpoints behind the writes, and knows the WAL's size (see ``applyWithoutWaiting(_:durability:)``).
-    private let checkpointer: SQLiteCheckpointer
+    /// Checkpoints like SQLite, and knows the WAL's size (see ``applyWithoutWaiting(_:durability:)``).
+    private let checkpointer = SQLiteCheckpointer()
 
     /// Opens (creating when missing) and sets up the database at `path`.
     init(
@@ -31,7 +31,6 @@ final class SQLiteWriter: @unchecked Sendable {
     ) throws(OfflineStoreError) {
         connection = try SQLiteConnection(path: path, readOnly: false, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         try SQLiteSchema.prepare(connection)
-        checkpointer = SQLiteCheckpointer(path: path)
         SQLiteCheckpointer.install(checkpointer, on: connection.handle)
         reserve = DiskReserve(path: path + "-reserve", sizeBytes: Self.reserveBytes)
         self.durability = durability
@@ -141,13 +140,6 @@ final class SQLiteWriter: @unchecked Sendable {
         try connection.checkpointAndTruncateLog()
     }
 
-    /// How many checkpoints ran behind the writes and inside commits, once those behind are
-    /// done; for tests and diagnostics.
-    func checkpointCounts() -> (behind: Int, inCommit: Int) {
-        checkpointer.waitForCheckpointsBehind()
-        return checkpointer.checkpointCounts.withLock { $0 }
-    }
-
     /// The first column of `sql`'s first row as text; for tests and diagnostics.
     func text(_ sql: String) throws(OfflineStoreError) -> String? {
         try connection.text(sql, purpose: "Reading \(sql)")
@@ -156,7 +148,6 @@ final class SQLiteWriter: @unchecked Sendable {
     /// Finalizes the statements, then closes the connection (which checkpoints the WAL and
     /// removes it when no other connection has the file open).
     func close() {
-        checkpointer.close()
         for statement in [begin, commit, rollback, upsert, delete] { statement.finalize() }
         connection.close()
     }
