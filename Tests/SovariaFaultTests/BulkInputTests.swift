@@ -36,7 +36,7 @@ import Testing
         #expect(peakKiB > 0 && peakKiB < boundKiB, "\(engine): peak resident \(peakKiB) KiB, bound \(boundKiB) KiB")
         print("bulk-input \(engine): \(Self.largeMebibytes) MiB value, \(Self.batchSize) writes, peak \(peakKiB) KiB")
 
-        let reopened = try CrashStores.open(possiblyEncrypted: engine, location: store.path, durability: .synced)
+        let reopened = try CrashStores.open(engine, location: store.path, durability: .synced)
         let large = try await reopened.get(BulkInputWorkload.largeKey)
         #expect(large == BulkInputWorkload.largeValue(mebibytes: Self.largeMebibytes), "\(engine): the large value")
         #expect(try await reopened.keys("sov:bulk:").count == Self.batchSize + 1, "\(engine): the batch, whole")

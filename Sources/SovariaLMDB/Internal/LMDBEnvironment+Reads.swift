@@ -1,6 +1,12 @@
 import CLMDB
 import Sovaria
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 extension LMDBEnvironment {
     /// The value stored under `key`, copied out of the map, or `nil`. Runs on the calling thread.
     func value(for key: String) throws -> String? {
@@ -55,10 +61,16 @@ extension LMDBEnvironment {
                 }
             }
             var visited = 0
+            // memcmp, not generic collection code: this loop runs once per key of a scan.
+            let hasPrefix = { (key: MDB_val) -> Bool in
+                prefixBytes.withUnsafeBytes { prefix in
+                    guard let start = prefix.baseAddress else { return true }
+                    return key.mv_size >= prefix.count && memcmp(key.mv_data, start, prefix.count) == 0
+                }
+            }
             while rc == MDB_SUCCESS {
-                let keyBytes = key.bytes
-                guard keyBytes.starts(with: prefixBytes) else { break }
-                if afterBytes.map({ $0.lexicographicallyPrecedes(keyBytes) }) ?? true {
+                guard hasPrefix(key) else { break }
+                if afterBytes.map({ $0.lexicographicallyPrecedes(key.bytes) }) ?? true {
                     try visit(key, value)
                     visited += 1
                     if visited == limit { return }
