@@ -63,19 +63,13 @@ extension OfflineStoreConformance {
 /// Strings for the generated-input check: scalars from every plane, `\0` and noncharacters
 /// included, from a seeded generator so a failure names the seed that repeats it.
 struct GeneratedInput {
-    private var state: UInt64
+    private var random: SplitMix
 
     /// A generator that makes the same strings for the same `seed`.
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { random = SplitMix(seed: seed) }
 
-    /// SplitMix64.
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    /// The next random number.
+    mutating func next() -> UInt64 { random.next() }
 
     /// A length from 0 to `limit`, with the edges of the key limit (0, 1, 511, 512) more often
     /// than chance would give them.

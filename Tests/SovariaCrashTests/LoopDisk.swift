@@ -97,8 +97,24 @@ final class LoopDisk: Sendable {
 
     /// Unmounts the file system; the loop device goes with it (mount's `autoclear`). Throws when
     /// something still holds a file of it (a store not released): that is a bug of the test.
+    ///
+    /// A file of the mount can stay open for a moment after its last user let go (a descriptor a
+    /// child of another test, spawned at that moment, inherited and has not closed yet; a store
+    /// being released): "target is busy" is retried for up to 10 s, then reported with the
+    /// processes that hold the mount (`fuser -vm`).
     func unmount() throws {
-        _ = try ChildProcess.run("/bin/umount", [mountPoint.path])
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            do {
+                _ = try ChildProcess.run("/bin/umount", [mountPoint.path])
+                break
+            } catch  where "\(error)".contains("target is busy") && ContinuousClock.now < deadline {
+                usleep(100_000)
+            } catch {
+                let holders = (try? ChildProcess.run("/bin/fuser", ["-vm", mountPoint.path])) ?? "(fuser failed)"
+                throw CrashChild.Failure(description: "\(error); held by: \(holders)")
+            }
+        }
         mountedState.withLock { $0 = false }
     }
 

@@ -87,19 +87,6 @@ func letters(_ count: Int, seed: Int) -> String {
     return String((0..<count).map { _ in Character(Unicode.Scalar(UInt8(97 + generator.next() % 26))) })
 }
 
-/// A tiny deterministic generator, so a failing run can be repeated.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Sets `sov:fill:<n>` entries of `valueBytes` letters until the store refuses one; returns what
 /// it acknowledged and the error that stopped it (`nil` if 2,000 entries fit).
 func fillUntilFull(
