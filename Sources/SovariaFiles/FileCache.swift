@@ -106,6 +106,7 @@ public final class FileCache: Sendable {
         clock = configuration.clock
         let work = BlockingWorkQueue(label: "sovaria.file-cache")
         self.work = work
+        await CacheFolder.waitUntilReleased(directory)
         let folder = try await work.runConcurrently { try CacheFolder(root: directory) }
         self.folder = folder
         index = Mutex(

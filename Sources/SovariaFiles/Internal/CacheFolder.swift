@@ -36,10 +36,6 @@ final class CacheFolder: Sendable {
         let lockPath = self.root + "/.lock"
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw POSIXFile.error("Opening the lock file", lockPath) }
-        // A cache of this process on the folder may be on its way out (its last reference is
-        // being dropped on another thread): wait a little for it to let go, as the stores' opens
-        // wait for a close in progress, rather than fail an open that follows a release.
-        Self.openHere.waitUntilReleased(self.root, timeout: Self.releaseWait)
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             let code = errno
@@ -60,7 +56,21 @@ final class CacheFolder: Sendable {
     }
 
     /// How long an open waits for a cache of this process on the same folder to be released.
-    static let releaseWait: Double = 10
+    static let releaseWait: Duration = .seconds(10)
+
+    /// Waits, suspended (never holding a thread: the release may need one), until no cache of this
+    /// process holds `root`, or ``releaseWait`` at most.
+    ///
+    /// A cache of this process on the folder may be on its way out (its last reference is being
+    /// dropped on another thread, or its last background write is finishing): the open waits for
+    /// it to let go, as the stores' opens wait for a close in progress, rather than fail an open
+    /// that follows a release.
+    static func waitUntilReleased(_ root: URL) async {
+        let deadline = ContinuousClock.now + releaseWait
+        while openHere.contains(root.path), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
 
     /// The folders caches of this process hold.
     private static let openHere = OpenFolders()
@@ -138,31 +148,13 @@ final class CacheFolder: Sendable {
     }
 }
 
-/// The folders the caches of this process hold, and a way to wait until one is let go.
-private final class OpenFolders: @unchecked Sendable {
-    // @unchecked Sendable: `paths` is used only under `condition`.
-    private let condition = NSCondition()
-    private var paths = Set<String>()
+/// The folders caches of this process hold.
+private final class OpenFolders: Sendable {
+    private let paths = Mutex(Set<String>())
 
-    func insert(_ path: String) {
-        condition.lock()
-        paths.insert(path)
-        condition.unlock()
-    }
+    func insert(_ path: String) { paths.withLock { _ = $0.insert(path) } }
 
-    func remove(_ path: String) {
-        condition.lock()
-        paths.remove(path)
-        condition.broadcast()
-        condition.unlock()
-    }
+    func remove(_ path: String) { paths.withLock { _ = $0.remove(path) } }
 
-    /// Blocks (this runs on the cache's blocking queue) until `path` is not held here, or for
-    /// `timeout` seconds at most.
-    func waitUntilReleased(_ path: String, timeout: Double) {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while paths.contains(path), condition.wait(until: deadline) {}
-    }
+    func contains(_ path: String) -> Bool { paths.withLock { $0.contains(path) } }
 }
