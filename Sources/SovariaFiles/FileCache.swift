@@ -106,8 +106,7 @@ public final class FileCache: Sendable {
         clock = configuration.clock
         let work = BlockingWorkQueue(label: "sovaria.file-cache")
         self.work = work
-        await CacheFolder.waitUntilReleased(directory)
-        let folder = try await work.runConcurrently { try CacheFolder(root: directory) }
+        let folder = try await CacheFolder.acquire(directory, on: work)
         self.folder = folder
         index = Mutex(
             try await Self.reconcile(folder: folder, metadata: metadata, work: work, now: FileKeys.millis(clock())))

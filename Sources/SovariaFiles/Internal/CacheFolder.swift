@@ -47,33 +47,31 @@ final class CacheFolder: Sendable {
                     + "or release it before opening the folder again.")
         }
         lockDescriptor = descriptor
-        Self.openHere.insert(self.root)
     }
 
     deinit {
         close(lockDescriptor)
-        Self.openHere.remove(root)
     }
 
-    /// How long an open waits for a cache of this process on the same folder to be released.
-    static let releaseWait: Duration = .seconds(10)
+    /// How long an open tries again while the folder is locked: a cache on its way out (its last
+    /// reference being dropped on another thread, its last background write finishing) or a
+    /// child process caught between its fork and its exec (still holding the lock's file
+    /// description for a moment) lets go within it.
+    static let lockWait: Duration = .seconds(10)
 
-    /// Waits, suspended (never holding a thread: the release may need one), until no cache of this
-    /// process holds `root`, or ``releaseWait`` at most.
-    ///
-    /// A cache of this process on the folder may be on its way out (its last reference is being
-    /// dropped on another thread, or its last background write is finishing): the open waits for
-    /// it to let go, as the stores' opens wait for a close in progress, rather than fail an open
-    /// that follows a release.
-    static func waitUntilReleased(_ root: URL) async {
-        let deadline = ContinuousClock.now + releaseWait
-        while openHere.contains(root.path), ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+    /// Opens the folder at `directory` on `work`, trying again every few milliseconds while it is
+    /// locked, for ``lockWait`` at most; waits suspended, holding no thread (the release may
+    /// need one).
+    static func acquire(_ directory: URL, on work: BlockingWorkQueue) async throws -> CacheFolder {
+        let deadline = ContinuousClock.now + lockWait
+        while true {
+            do {
+                return try await work.runConcurrently { try CacheFolder(root: directory) }
+            } catch let error as OfflineStoreError where error.code == .locked && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
         }
     }
-
-    /// The folders caches of this process hold.
-    private static let openHere = OpenFolders()
 
     func filePath(_ id: FileID) -> String { filesPath + "/" + id.hex }
 
@@ -146,15 +144,4 @@ final class CacheFolder: Sendable {
     func remove(_ path: String) throws(OfflineStoreError) {
         try POSIXFile.removeFile(path, key: nil)
     }
-}
-
-/// The folders caches of this process hold.
-private final class OpenFolders: Sendable {
-    private let paths = Mutex(Set<String>())
-
-    func insert(_ path: String) { paths.withLock { _ = $0.insert(path) } }
-
-    func remove(_ path: String) { paths.withLock { _ = $0.remove(path) } }
-
-    func contains(_ path: String) -> Bool { paths.withLock { $0.contains(path) } }
 }
