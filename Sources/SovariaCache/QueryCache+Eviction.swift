@@ -56,32 +56,15 @@ extension QueryCache {
 
     /// The size check a put or a read's fetch calls for: the comparison now, and a pass, when
     /// the total is over the bound, in a task of its own so the put returns (and the readers
-    /// sharing the fetch are answered) first. One such pass runs at a time: it evicts until the total reaches the target, puts
-    /// made meanwhile included, and a check asked for while it runs runs again right after it
-    /// (stacked passes would queue their batches at the gate ahead of every put). A pass that
-    /// fails keeps what it could not delete; the next check tries again.
+    /// sharing the fetch are answered) first. One such pass runs at a time (``RunAgainLatch``): it
+    /// evicts until the total reaches the target, puts made meanwhile included, and a check asked
+    /// for while it runs runs again right after it. A pass that fails keeps what it could not
+    /// delete; the next check tries again.
     func checkSizeBehindAnswer() {
         guard let bound = size.effectiveBytes, totalBytes > bound else { return }
-        let start = passBehind.withLock { state -> Bool in
-            guard !state.running else {
-                state.again = true
-                return false
-            }
-            state.running = true
-            return true
-        }
-        guard start else { return }
+        guard passBehind.start() else { return }
         runInBackground {
-            var again = true
-            while again {
-                try? await self.evictIfOverBound()
-                again = self.passBehind.withLock { state in
-                    let again = state.again
-                    state.again = false
-                    state.running = again
-                    return again
-                }
-            }
+            repeat { try? await self.evictIfOverBound() } while self.passBehind.finishShouldRunAgain()
         }
     }
 

@@ -64,7 +64,7 @@ public final class QueryCache: Sendable {
     /// Work running behind answers already given: refreshes, and passes that reads called for.
     let background = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
     /// Whether a pass runs behind an answer, and whether another check was asked for meanwhile.
-    let passBehind = Mutex<(running: Bool, again: Bool)>((false, false))
+    let passBehind = RunAgainLatch()
 
     /// Opens the cache kept in `store` with the options in `configuration`, rebuilding its
     /// order and total from the key names.

@@ -51,26 +51,9 @@ extension FileCache {
     /// download tries again.
     func checkSizeBehindDownload() {
         guard let bound = size.effectiveBytes, totalBytes > bound else { return }
-        let start = passBehind.withLock { state -> Bool in
-            guard !state.running else {
-                state.again = true
-                return false
-            }
-            state.running = true
-            return true
-        }
-        guard start else { return }
+        guard passBehind.start() else { return }
         runInBackground {
-            var again = true
-            while again {
-                try? await self.evictIfOverBound()
-                again = self.passBehind.withLock { state in
-                    let again = state.again
-                    state.again = false
-                    state.running = again
-                    return again
-                }
-            }
+            repeat { try? await self.evictIfOverBound() } while self.passBehind.finishShouldRunAgain()
         }
     }
 

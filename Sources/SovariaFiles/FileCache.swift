@@ -85,7 +85,7 @@ public final class FileCache: Sendable {
     /// Work running behind answers already given: passes and use records.
     let background = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
     /// Whether a pass runs behind a download, and whether another check was asked for meanwhile.
-    let passBehind = Mutex<(running: Bool, again: Bool)>((false, false))
+    let passBehind = RunAgainLatch()
     /// Uses newer than their record (leases that ended), by id, with the key; and whether a
     /// write of them runs.
     let pendingUses = Mutex<(byID: [FileID: String], recording: Bool)>(([:], false))
