@@ -1,3 +1,5 @@
+import Sovaria
+
 /// A reader showing a cached list, from ``QueryCache/startReading(_:)``: while it lives (up to
 /// 500 of them, the seed's rule), eviction keeps its list.
 ///
@@ -17,12 +19,12 @@
 ///   then the release) is harmless. Two readers are equal only when they are the same object.
 public final class LiveReader: Sendable, Hashable {
     /// The hash id of the query whose list the reader shows.
-    private let id: String
+    private let id: HexID
     private let token: UInt64
     /// The registry of the cache that started the reader; it outlives the cache if need be.
     private let registry: LiveReaders
 
-    init(id: String, token: UInt64, registry: LiveReaders) {
+    init(id: HexID, token: UInt64, registry: LiveReaders) {
         self.id = id
         self.token = token
         self.registry = registry

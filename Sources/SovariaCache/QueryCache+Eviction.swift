@@ -35,7 +35,7 @@ extension QueryCache {
         let start = ContinuousClock.now
         var evictedLists = 0
         var evictedBytes = 0
-        var skipped: [(id: String, entry: CacheIndex.Entry)] = []
+        var skipped: [(id: HexID, entry: CacheIndex.Entry)] = []
         defer { index.withLock { index in for item in skipped { index.restore(item.id, item.entry) } } }
         while true {
             let step = try await gate.withGate {
@@ -71,10 +71,10 @@ extension QueryCache {
     /// Deletes up to ten of the oldest unprotected lists, fewer when the total reaches `target`
     /// bytes and `maxLists` lists sooner; returns what it deleted (nothing when done).
     private func evictOneBatch(
-        downTo target: Int, maxLists: Int, protected: Set<String>,
-        skipped: inout [(id: String, entry: CacheIndex.Entry)]
+        downTo target: Int, maxLists: Int, protected: Set<HexID>,
+        skipped: inout [(id: HexID, entry: CacheIndex.Entry)]
     ) async throws -> (lists: Int, bytes: Int) {
-        var victims: [(id: String, entry: CacheIndex.Entry)] = []
+        var victims: [(id: HexID, entry: CacheIndex.Entry)] = []
         index.withLock { index in
             var projected = index.totalBytes
             while victims.count < Self.evictionBatchLists,

@@ -65,7 +65,7 @@ extension QueryCache {
     /// Fetches `query` once for every concurrent caller and caches the answer. The size check
     /// the answer calls for runs behind it: the readers sharing the fetch do not wait for a pass.
     private func refresh(
-        _ query: String, id: String, cached: CachedResponse?,
+        _ query: String, id: HexID, cached: CachedResponse?,
         fetch: @escaping @Sendable (String?) async throws -> FetchResult
     ) async throws -> CachedResponse {
         try await flights.run(id) {

@@ -41,7 +41,7 @@ public final class QueryCache: Sendable {
     /// The bound on the cached bodies: ``Configuration/size``.
     public var size: CacheSize { configuration.size }
     /// The in-memory layer, keyed by the query's hash id; costs are body bytes.
-    let memory: MemoryCache<String, CachedResponse>
+    let memory: MemoryCache<HexID, CachedResponse>
 
     // The seed's rules (see the type's documentation): constants, not options.
     /// How many lists shown by live readers are kept whatever their age.
@@ -58,7 +58,7 @@ public final class QueryCache: Sendable {
     /// then memory), so it never keeps an answer older than the index's.
     let index: Mutex<CacheIndex>
     let gate = AsyncGate()
-    let flights = SingleFlight<String, CachedResponse>()
+    let flights = SingleFlight<HexID, CachedResponse>()
     let readers = LiveReaders()
     let passes = Mutex<[EvictionPass]>([])
     /// Work running behind answers already given: refreshes, and passes that reads called for.
@@ -192,7 +192,7 @@ public final class QueryCache: Sendable {
 
     /// Memory first, then the store; `nil` on a miss or when the entry belongs to another query.
     /// `id` is `CacheKeys.id(of: query)`, hashed once by the caller.
-    func lookUp(_ query: String, id: String) async throws -> (response: CachedResponse, source: CacheRead.Source)? {
+    func lookUp(_ query: String, id: HexID) async throws -> (response: CachedResponse, source: CacheRead.Source)? {
         if let hit = memory.value(forKey: id), hit.query.utf8.elementsEqual(query.utf8) { return (hit, .memory) }
         // A put may move the list to a new key between the index read and the store read: one
         // more look at the index then finds it.
@@ -218,7 +218,7 @@ public final class QueryCache: Sendable {
     /// Returns the response and whether the seed's rules call for a size check now; the caller
     /// runs it, at once or behind its answer.
     func write(
-        _ query: String, id: String, body: String, serverTime: Date, etag: String?
+        _ query: String, id: HexID, body: String, serverTime: Date, etag: String?
     ) async throws -> (response: CachedResponse, needsSizeCheck: Bool) {
         let response = CachedResponse(query: query, body: body, serverTime: serverTime, fetchedAt: clock(), etag: etag)
         let millis = CacheRecord.millis(response.serverTime)
@@ -258,17 +258,10 @@ public final class QueryCache: Sendable {
     /// Lists the list keys (never a value) and keeps the newest of the duplicates a crash of
     /// a store without atomic batches may have left.
     private static func loadIndex(from store: any OfflineStore) async throws -> CacheIndex {
-        var index = CacheIndex()
-        var duplicates: [StoreWrite] = []
         let keys = try await store.keys(CacheKeys.listPrefix)
-        index.reserveCapacity(keys.count)
         // Keys come oldest first, so a duplicate's earlier key is the one to drop.
-        for key in keys {
-            guard let (id, millis, size) = CacheKeys.parseListKey(key) else { continue }
-            if let previous = index.upsert(id, serverTimeMillis: millis, sizeBytes: size) {
-                duplicates.append(.delete(key: CacheKeys.listKey(id, previous)))
-            }
-        }
+        let (index, dropped) = CacheIndex.rebuilt(fromListsOldestFirst: keys.compactMap(CacheKeys.parseListKey))
+        let duplicates = dropped.map { StoreWrite.delete(key: CacheKeys.listKey($0.id, $0.entry)) }
         for start in stride(from: 0, to: duplicates.count, by: 1_000) {
             try await store.write(Array(duplicates[start..<min(duplicates.count, start + 1_000)]))
         }

@@ -339,6 +339,21 @@ final class Counter: Sendable {
 }
 
 @Suite struct CacheLayoutTests {
+    @Test func anOpenKeepsTheLaterKeyOfAListFoundTwiceAndDropsTheEarlier() {
+        let first = CacheKeys.id(of: "/rest/v1/a")
+        let second = CacheKeys.id(of: "/rest/v1/b")
+        let (index, dropped) = CacheIndex.rebuilt(fromListsOldestFirst: [
+            (first, 10, 100), (second, 20, 7), (first, 30, 5),
+        ])
+        #expect(index.entries.count == 2 && index.totalBytes == 12)
+        #expect(index.entries[first]?.serverTimeMillis == 30 && index.entries[first]?.sizeBytes == 5)
+        #expect(dropped.map(\.id) == [first] && dropped.first?.entry.sizeBytes == 100)
+        var order = index
+        #expect(order.popOldest()?.id == second, "the earlier key of the list stored twice no longer counts")
+        #expect(order.popOldest()?.id == first)
+        #expect(order.popOldest() == nil)
+    }
+
     @Test func listKeysRoundTripAndRejectWhatCouldNotBeRebuilt() throws {
         let id = CacheKeys.id(of: "/rest/v1/notes")
         let far = CacheIndex.Entry(
@@ -349,7 +364,8 @@ final class Counter: Sendable {
         let huge = CacheIndex.Entry(
             serverTimeMillis: CacheRecord.millis(Date(timeIntervalSince1970: 1e15)), sizeBytes: 1, generation: 0)
         #expect(CacheKeys.parseListKey(CacheKeys.listKey(id, huge)) != nil, "clamped to 16 digits")
-        #expect(CacheKeys.parseListKey("sov:cache:l:+000000000000001:0000000012:" + id) == nil)
-        #expect(CacheKeys.parseListKey("sov:cache:l:0000000000000001:-000000012:" + id) == nil)
+        #expect(CacheKeys.parseListKey("sov:cache:l:+000000000000001:0000000012:" + id.hex) == nil)
+        #expect(CacheKeys.parseListKey("sov:cache:l:0000000000000001:-000000012:" + id.hex) == nil)
+        #expect(CacheKeys.parseListKey("sov:cache:l:0000000000000001:0000000012:" + id.hex.uppercased()) == nil)
     }
 }

@@ -14,29 +14,54 @@ struct CacheIndex {
     struct OrderItem: Comparable {
         var serverTimeMillis: Int64
         var generation: UInt64
-        var id: String
+        var id: HexID
 
         static func < (lhs: OrderItem, rhs: OrderItem) -> Bool {
             (lhs.serverTimeMillis, lhs.generation) < (rhs.serverTimeMillis, rhs.generation)
         }
     }
 
-    private(set) var entries: [String: Entry] = [:]
+    private(set) var entries: [HexID: Entry] = [:]
     private var order = MinHeap<OrderItem>()
     private var nextGeneration: UInt64 = 0
     private(set) var totalBytes = 0
     /// Responses stored since open: every 32nd one starts a size check.
     var responsesStored = 0
 
-    /// Makes room for `count` lists without growing on the way (an open adds every list at once).
-    mutating func reserveCapacity(_ count: Int) {
-        entries.reserveCapacity(count)
-        order.reserveCapacity(count)
+    init() {}
+
+    /// The index of `lists` as an open finds them, oldest first, and the entries it dropped: a
+    /// list stored again by a store without atomic batches may appear twice after a crash, and
+    /// the later key wins. The caller deletes the dropped ones.
+    static func rebuilt(
+        fromListsOldestFirst lists: [(id: HexID, serverTimeMillis: Int64, sizeBytes: Int)]
+    ) -> (index: CacheIndex, dropped: [(id: HexID, entry: Entry)]) {
+        var index = CacheIndex()
+        var dropped: [(id: HexID, entry: Entry)] = []
+        index.entries.reserveCapacity(lists.count)
+        var items: [OrderItem] = []
+        items.reserveCapacity(lists.count)
+        for list in lists {
+            index.nextGeneration += 1
+            let generation = index.nextGeneration
+            let entry = Entry(
+                serverTimeMillis: list.serverTimeMillis, sizeBytes: list.sizeBytes, generation: generation)
+            if let previous = index.entries.updateValue(entry, forKey: list.id) {
+                index.totalBytes -= previous.sizeBytes
+                dropped.append((list.id, previous))
+            }
+            index.totalBytes += list.sizeBytes
+            items.append(OrderItem(serverTimeMillis: list.serverTimeMillis, generation: generation, id: list.id))
+        }
+        // Oldest first is already a heap: building it is one pass without a swap.
+        index.order = MinHeap(items)
+        index.compactOrderIfMostlyStale()
+        return (index, dropped)
     }
 
     /// Records `id`'s new time and size; returns what it had before.
     @discardableResult
-    mutating func upsert(_ id: String, serverTimeMillis: Int64, sizeBytes: Int) -> Entry? {
+    mutating func upsert(_ id: HexID, serverTimeMillis: Int64, sizeBytes: Int) -> Entry? {
         nextGeneration += 1
         let entry = Entry(serverTimeMillis: serverTimeMillis, sizeBytes: sizeBytes, generation: nextGeneration)
         let previous = entries.updateValue(entry, forKey: id)
@@ -47,7 +72,7 @@ struct CacheIndex {
     }
 
     @discardableResult
-    mutating func remove(_ id: String) -> Entry? {
+    mutating func remove(_ id: HexID) -> Entry? {
         guard let previous = entries.removeValue(forKey: id) else { return nil }
         totalBytes -= previous.sizeBytes
         compactOrderIfMostlyStale()
@@ -56,7 +81,7 @@ struct CacheIndex {
 
     /// Takes the oldest list off the order (skipping items of lists stored again or removed);
     /// the caller either removes it or gives it back with ``restore(_:)``.
-    mutating func popOldest() -> (id: String, entry: Entry)? {
+    mutating func popOldest() -> (id: HexID, entry: Entry)? {
         while let item = order.popMin() {
             if let entry = entries[item.id], entry.generation == item.generation { return (item.id, entry) }
         }
@@ -64,7 +89,7 @@ struct CacheIndex {
     }
 
     /// Puts back an item taken with ``popOldest()`` and not removed.
-    mutating func restore(_ id: String, _ entry: Entry) {
+    mutating func restore(_ id: HexID, _ entry: Entry) {
         guard entries[id] == entry else { return }
         order.insert(OrderItem(serverTimeMillis: entry.serverTimeMillis, generation: entry.generation, id: id))
     }

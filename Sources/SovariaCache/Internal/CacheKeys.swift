@@ -1,3 +1,5 @@
+import Sovaria
+
 /// The query cache's layout in the store: one key per cached list,
 ///
 ///     sov:cache:l:<server time, ms, 16 digits>:<body bytes, 10 digits>:<id>  →  the entry
@@ -13,7 +15,7 @@
 enum CacheKeys {
     static let listPrefix = "sov:cache:l:"
 
-    static func id(of query: String) -> String {
+    static func id(of query: String) -> HexID {
         var first: UInt64 = 0xcbf2_9ce4_8422_2325
         var second: UInt64 = 0x6c62_272e_07bb_0142
         for byte in query.utf8 {
@@ -22,31 +24,32 @@ enum CacheKeys {
             second ^= second >> 29
         }
         let length = UInt64(query.utf8.count)
-        return hex(mix(first ^ length)) + hex(mix(second &+ length))
+        return HexID(high: mix(first ^ length), low: mix(second &+ length))
     }
 
-    static func listKey(_ id: String, _ entry: CacheIndex.Entry) -> String {
-        listPrefix + padded(entry.serverTimeMillis, 16) + ":" + padded(Int64(entry.sizeBytes), 10) + ":" + id
+    static func listKey(_ id: HexID, _ entry: CacheIndex.Entry) -> String {
+        listPrefix + padded(entry.serverTimeMillis, 16) + ":" + padded(Int64(entry.sizeBytes), 10) + ":" + id.hex
     }
 
     /// The id, server time and size in a list key, or `nil` for a key of another shape.
     ///
-    /// A list key has a fixed layout (prefix, 16 digits, `:`, 10 digits, `:`, a 32-character id
-    /// without `:`), read here straight from its UTF-8 bytes: opening a cache parses every key.
-    static func parseListKey(_ key: String) -> (id: String, serverTimeMillis: Int64, sizeBytes: Int)? {
+    /// A list key has a fixed layout (prefix, 16 digits, `:`, 10 digits, `:`, 32 lowercase hex
+    /// digits), read here straight from its UTF-8 bytes: opening a cache parses every key.
+    static func parseListKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
         var key = key
-        return key.withUTF8 { bytes -> (String, Int64, Int)? in
+        return key.withUTF8 { bytes -> (HexID, Int64, Int)? in
             let timeStart = listPrefix.utf8.count
             let sizeStart = timeStart + 17
             let idStart = sizeStart + 11
             guard bytes.count == idStart + 32, bytes[sizeStart - 1] == colon, bytes[idStart - 1] == colon,
-                !bytes[idStart...].contains(colon), bytes.starts(with: listPrefix.utf8)
+                bytes.starts(with: listPrefix.utf8)
             else { return nil }
             // Digits only: a key that would parse but not rebuild to itself could never be evicted.
             guard let millis = digits(bytes[timeStart..<(sizeStart - 1)]),
-                let size = digits(bytes[sizeStart..<(idStart - 1)])
+                let size = digits(bytes[sizeStart..<(idStart - 1)]),
+                let id = HexID(hex: UnsafeBufferPointer(rebasing: bytes[idStart...]))
             else { return nil }
-            return (String(decoding: bytes[idStart...], as: UTF8.self), millis, Int(size))
+            return (id, millis, Int(size))
         }
     }
 
@@ -75,10 +78,5 @@ enum CacheKeys {
         mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
         mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
         return mixed ^ (mixed >> 31)
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }

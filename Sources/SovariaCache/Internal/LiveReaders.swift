@@ -1,18 +1,19 @@
+import Sovaria
 import Synchronization
 
 /// The lists live readers show, and when each reader started: one per cache, shared with the
 /// ``LiveReader`` objects it hands out so each can stop itself when released.
 final class LiveReaders: Sendable {
     private struct State {
-        var readers: [UInt64: String] = [:]
-        var newestStart: [String: UInt64] = [:]
-        var readerCount: [String: Int] = [:]
+        var readers: [UInt64: HexID] = [:]
+        var newestStart: [HexID: UInt64] = [:]
+        var readerCount: [HexID: Int] = [:]
         var next: UInt64 = 0
     }
 
     private let state = Mutex(State())
 
-    func start(_ id: String) -> LiveReader {
+    func start(_ id: HexID) -> LiveReader {
         let token = state.withLock { state in
             state.next += 1
             state.readers[state.next] = id
@@ -23,7 +24,7 @@ final class LiveReaders: Sendable {
         return LiveReader(id: id, token: token, registry: self)
     }
 
-    func stop(id: String, token: UInt64) {
+    func stop(id: HexID, token: UInt64) {
         state.withLock { state in
             guard state.readers.removeValue(forKey: token) != nil else { return }
             state.readerCount[id, default: 1] -= 1
@@ -36,7 +37,7 @@ final class LiveReaders: Sendable {
 
     /// The lists protected from eviction: all live ones, or past `limit`, the `limit` whose
     /// readers started most recently.
-    func protectedIDs(limit: Int) -> Set<String> {
+    func protectedIDs(limit: Int) -> Set<HexID> {
         state.withLock { state in
             guard state.newestStart.count > limit else { return Set(state.newestStart.keys) }
             return Set(state.newestStart.sorted { $0.value > $1.value }.prefix(limit).map(\.key))

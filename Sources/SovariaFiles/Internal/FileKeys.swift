@@ -32,7 +32,7 @@ enum FileKeys {
             let start = prefix.utf8.count
             guard bytes.count == start + 32 + 1 + 16 + 1 + 16,
                 bytes[start + 32] == UInt8(ascii: ":"), bytes[start + 49] == UInt8(ascii: ":"),
-                let id = FileID(hex: bytes[start..<start + 32]),
+                let id = FileID(hex: UnsafeBufferPointer(rebasing: bytes[start..<start + 32])),
                 let size = number(bytes[start + 33..<start + 49]),
                 let millis = number(bytes[start + 50..<start + 66])
             else { return nil }
@@ -41,7 +41,7 @@ enum FileKeys {
     }
 
     /// The id a name in `files/` stands for, or `nil` when the name is not one.
-    static func id(fileName name: String) -> FileID? { FileID(hex: name.utf8) }
+    static func id(fileName name: String) -> FileID? { FileID(hex: name) }
 
     private static func number(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> Int64? {
         var value: Int64 = 0
