@@ -1,19 +1,51 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 extension StoreKey {
     /// The slice of `ordered` whose keys start with `prefix` and sort after `after`.
+    ///
+    /// Two binary searches by memcmp over the UTF-8 bytes, nothing allocated: the file and
+    /// memory stores answer every `keys(prefix)` from here, and the C program they are measured
+    /// against does exactly this much.
     static func range(of prefix: String, after: String?, in ordered: [Bytes]) -> ArraySlice<Bytes> {
-        let prefixBytes = StoreKey.Bytes(prefix)
-        var lower = ordered.partitioningIndex { $0 >= prefixBytes }
-        if let after {
-            let afterBytes = StoreKey.Bytes(after)
-            lower = max(lower, ordered.partitioningIndex { $0 > afterBytes })
+        var prefix = prefix
+        return prefix.withUTF8 { prefixBytes in
+            var lower = ordered.partitioningIndex { compare($0, prefixBytes) >= 0 }
+            if var after {
+                lower = after.withUTF8 { afterBytes in
+                    ordered[lower...].partitioningIndex { compare($0, afterBytes) > 0 }
+                }
+            }
+            // From `lower` on every key sorts at or after the prefix, so the ones that start
+            // with it come first.
+            let upper = ordered[lower...].partitioningIndex { !startsWith($0, prefixBytes) }
+            return ordered[lower..<upper]
         }
-        let upper: Int
-        // The successor may not be UTF-8 (a last byte 0x7F becomes 0x80): compare it as bytes.
-        if let successor = StoreKey.successor(ofPrefix: Array(prefix.utf8)) {
-            upper = ordered.partitioningIndex { !$0.string.utf8.lexicographicallyPrecedes(successor) }
-        } else {
-            upper = ordered.endIndex
+    }
+
+    /// memcmp of `key`'s UTF-8 form against `bytes`, then the lengths: negative, zero or positive.
+    private static func compare(_ key: Bytes, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var string = key.string
+        return string.withUTF8 { keyBytes in
+            let common = min(keyBytes.count, bytes.count)
+            if common > 0, let keyStart = keyBytes.baseAddress, let start = bytes.baseAddress {
+                let order = memcmp(keyStart, start, common)
+                if order != 0 { return Int(order) }
+            }
+            return keyBytes.count - bytes.count
         }
-        return lower < upper ? ordered[lower..<upper] : []
+    }
+
+    /// Whether `key`'s UTF-8 form starts with `bytes`.
+    private static func startsWith(_ key: Bytes, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var string = key.string
+        return string.withUTF8 { keyBytes in
+            guard keyBytes.count >= bytes.count else { return false }
+            guard let keyStart = keyBytes.baseAddress, let start = bytes.baseAddress else { return true }
+            return memcmp(keyStart, start, bytes.count) == 0
+        }
     }
 }
