@@ -1,7 +1,10 @@
 import Foundation
 
-/// Draws one horizontal bar chart per section: a bar per row, its length the time per item on
-/// a logarithmic axis (operations differ by orders of magnitude), labelled with its value.
+/// Draws the picture a person reads to choose an engine: first an overview, one panel per
+/// operation with the engines side by side (one colour each) and the C program's time marked on
+/// each bar; then one horizontal bar chart per section with every row: a bar per row, its length
+/// the time per item on a logarithmic axis (operations differ by orders of magnitude), labelled
+/// with its value.
 enum SVGChart {
     static let labelWidth = 430.0
     static let plotWidth = 560.0
@@ -18,6 +21,9 @@ enum SVGChart {
         for row in report.measurements where !subjects.contains(family(row.subject)) {
             subjects.append(family(row.subject))
         }
+        let overview = Overview(report: report, subjects: subjects, top: top)
+        body += overview.svg
+        top = overview.bottom + 30
         for section in sections {
             let rows = report.measurements.filter { $0.section == section.rawValue }
             body += chart(section.title, rows, top: top, subjects: subjects)
@@ -32,6 +38,11 @@ enum SVGChart {
             <text x="10" y="36" font-size="10" fill="#555">\(escape(report.header))</text>
             \(body)</svg>
             """
+    }
+
+    /// The colour of `subject`'s family (an engine and its baselines share one).
+    static func color(_ subject: String, among subjects: [String]) -> String {
+        palette[(subjects.firstIndex(of: family(subject)) ?? 0) % palette.count]
     }
 
     private static func chart(_ title: String, _ rows: [Measurement], top: Double, subjects: [String]) -> String {
@@ -58,7 +69,7 @@ enum SVGChart {
         svg += "time per operation (log scale; shorter is faster)</text>\n"
         for (position, row) in rows.enumerated() {
             let y = plotTop + Double(position) * rowHeight
-            let color = palette[(subjects.firstIndex(of: family(row.subject)) ?? 0) % palette.count]
+            let color = color(row.subject, among: subjects)
             let label = [row.subject, row.variant, row.operation].filter { !$0.isEmpty }.joined(separator: " · ")
             let end = x(row.nanosecondsPerOp)
             svg += "<text x=\"\(labelWidth - 6)\" y=\"\(y + 12)\" text-anchor=\"end\">\(escape(label))</text>"
@@ -76,7 +87,7 @@ enum SVGChart {
     /// Colours group a subject with its raw baseline: `raw sqlite` and `sqlite` are told apart
     /// by label, and engines by colour; each wrapper (`encrypted(…)`, `checksummed(…)`) has
     /// one colour of its own.
-    private static func family(_ subject: String) -> String {
+    static func family(_ subject: String) -> String {
         var name = subject
         if name.hasPrefix("raw ") { name.removeFirst(4) }
         if name.hasPrefix("C ") { name.removeFirst(2) }
@@ -85,7 +96,7 @@ enum SVGChart {
         return name
     }
 
-    private static func escape(_ text: String) -> String {
+    static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;")
     }
