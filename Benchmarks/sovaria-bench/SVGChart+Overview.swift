@@ -12,6 +12,8 @@ extension SVGChart {
             var section: BenchSection
             var operation: @Sendable (String) -> Bool
             var figure: @Sendable (Measurement) -> Double
+            /// Whether the bar's label carries the row's note (the workload differs by engine).
+            var showsNote = false
         }
 
         static let panelWidth = 540.0
@@ -34,9 +36,9 @@ extension SVGChart {
             Panel(title: "batched delete, per key", section: .store, operation: { $0.hasPrefix("delete (batch") }) {
                 $0.nanosecondsPerOp
             },
-            Panel(title: "open a query cache + first read", section: .cacheOpen, operation: { _ in true }) {
-                $0.p50Nanoseconds
-            },
+            Panel(
+                title: "open a query cache + first read", section: .cacheOpen, operation: { _ in true },
+                figure: { $0.p50Nanoseconds }, showsNote: true),
             Panel(title: "put during eviction: p99", section: .eviction, operation: { $0 == "put, eviction on" }) {
                 $0.p99Nanoseconds
             },
@@ -135,6 +137,7 @@ extension SVGChart {
                 svg += "<rect x=\"\(plotLeft)\" y=\"\(y + 2)\" width=\"\(max(1, end - plotLeft))\" "
                 svg += "height=\"\(barHeight - 4)\" fill=\"\(color(row.subject, among: subjects))\"/>"
                 var label = Report.duration(figure)
+                if panel.showsNote, let note = row.note { label += " · " + note }
                 var labelStart = max(end, plotLeft)
                 if let c = cRow(for: row, in: report).map(panel.figure), c > 0 {
                     let position = x(c)
