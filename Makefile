@@ -39,7 +39,7 @@ bench-quick: deps c-baseline
 # compiler, libraries from pkg-config where it knows them (Debian ships no .pc for LevelDB). A
 # failed build does not stop the bench: it says the program is missing and goes on without it.
 C_BASELINE ?= .build/sovaria-c-baseline
-C_BASELINE_LIBS := $(shell pkg-config --cflags --libs sqlite3 lmdb libsodium 2>/dev/null || echo -lsqlite3 -llmdb -lsodium) -lleveldb -lm
+C_BASELINE_LIBS := $(shell pkg-config --cflags --libs sqlite3 lmdb libsodium libpq 2>/dev/null || echo -I/usr/include/postgresql -lsqlite3 -llmdb -lsodium -lpq) -lleveldb -lm
 
 c-baseline:
 	@mkdir -p $(dir $(C_BASELINE))

@@ -11,15 +11,15 @@
  * way `Stopwatch` does. sovaria-bench runs it once per engine and durability and prints the ratio
  * of each adapter figure against it.
  *
- *   sovaria_c_baseline --engine file|sqlite|lmdb|leveldb|sodium [--durability synced|flushed]
- *                      [--count N] [--value-size BYTES] [--repeats N] [--single-sets N]
- *                      --dir FOLDER
+ *   sovaria_c_baseline --engine file|sqlite|lmdb|leveldb|postgres|sodium
+ *                      [--durability synced|flushed] [--count N] [--value-size BYTES]
+ *                      [--repeats N] [--single-sets N] --dir FOLDER [--conninfo LIBPQ-CONNINFO]
  *
  * Output: one JSON object a line, one line per operation, on standard output; errors on standard
  * error with exit status 1 (2 for a bad command line).
  *
  * Built by `make bench` with the system C compiler:
- *   cc -O2 -std=c11 sovaria_c_baseline.c -lsqlite3 -llmdb -lleveldb -lsodium
+ *   cc -O2 -std=c11 -I/usr/include/postgresql sovaria_c_baseline.c -lsqlite3 -llmdb -lleveldb -lsodium -lpq
  */
 #define _DEFAULT_SOURCE /* d_type, O_CLOEXEC, fsync in strict C11 mode */
 
@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include <leveldb/c.h>
+#include <libpq-fe.h>
 #include <lmdb.h>
 #include <sodium.h>
 #include <sqlite3.h>
@@ -47,6 +48,8 @@
 /* Errors: a benchmark has nothing to recover, so every failure ends the run with a message.   */
 
 static const char *engine_name = "?";
+
+static _Noreturn void usage(const char *message);
 
 static _Noreturn void die(const char *format, ...) {
     va_list arguments;
@@ -1087,6 +1090,176 @@ static void run_store_operations(int single_sets) {
     measure(name, batch_count(), BATCH_SIZE, false, prepare_delete, body_delete_batch);
 }
 
+/* --- PostgreSQL: the table and statements of RawPostgres.swift, over libpq ------------------ */
+/*
+ * A fresh table `bench_c_<pid>_<durability>` with a bytea primary key and a bytea value, on the
+ * server of `--conninfo` (sovaria-bench passes its own: a throwaway cluster, or --postgres).
+ * `synchronous_commit` on when synced, off when flushed; the adapter's statements prepared once
+ * and run with binary parameters and results on one connection. A single set is one statement
+ * in its own transaction; a batch is BEGIN and one statement a write, pipelined 256 at a time
+ * (one round trip each), then COMMIT on its own, as the adapter and the Swift raw baseline do.
+ */
+
+static PGconn *pg;
+static const char *pg_conninfo;
+
+static _Noreturn void pg_die(const char *action) { die("%s: %s", action, PQerrorMessage(pg)); }
+
+static void pg_execute(const char *sql) {
+    PGresult *result = PQexec(pg, sql);
+    if (PQresultStatus(result) != PGRES_COMMAND_OK) pg_die(sql);
+    PQclear(result);
+}
+
+static void pg_open(void) {
+    if (!pg_conninfo) usage("--conninfo is required for postgres");
+    pg = PQconnectdb(pg_conninfo);
+    if (!pg || PQstatus(pg) != CONNECTION_OK) pg_die("connecting");
+    char table[64], sql[512];
+    snprintf(table, sizeof table, "bench_c_%ld_%s", (long)getpid(), variant_name);
+    snprintf(sql, sizeof sql,
+             "SET client_min_messages = warning; SET synchronous_commit = %s; DROP TABLE IF EXISTS %s; "
+             "CREATE TABLE %s (key bytea PRIMARY KEY CHECK (octet_length(key) BETWEEN 1 AND 511), "
+             "value bytea NOT NULL)",
+             synced ? "on" : "off", table, table);
+    pg_execute(sql);
+    const char *statements[][2] = {
+        {"get", "SELECT value FROM %s WHERE key = $1"},
+        {"set", "INSERT INTO %s (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value"},
+        {"delete", "DELETE FROM %s WHERE key = $1"},
+        {"keys", "SELECT key FROM %s WHERE key >= $1 AND key < $2 ORDER BY key"},
+        {"entries", "SELECT key, value FROM %s WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3"},
+    };
+    for (size_t index = 0; index < sizeof statements / sizeof statements[0]; index++) {
+        snprintf(sql, sizeof sql, statements[index][1], table);
+        PGresult *result = PQprepare(pg, statements[index][0], sql, 0, NULL);
+        if (PQresultStatus(result) != PGRES_COMMAND_OK) pg_die("preparing a statement");
+        PQclear(result);
+    }
+}
+
+/* Runs prepared `name` with binary parameters and results; the caller clears the result. */
+static PGresult *pg_run(const char *name, int count, const char *const *values, const int *lengths) {
+    static const int formats[3] = {1, 1, 1};
+    PGresult *result = PQexecPrepared(pg, name, count, values, lengths, formats, 1);
+    ExecStatusType status = PQresultStatus(result);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) pg_die(name);
+    return result;
+}
+
+static void pg_set(int index, int variant) {
+    const char *values[2] = {(const char *)work.keys[index].bytes, (const char *)work.values[variant]};
+    int lengths[2] = {(int)work.keys[index].size, (int)work.value_size};
+    PQclear(pg_run("set", 2, values, lengths));
+}
+
+/* BEGIN and one prepared `name` per key of start..<end (with `variant`'s value for "set"),
+ * pipelined 256 at a time, then COMMIT. */
+static void pg_pipelined(const char *name, int start, int end, int variant) {
+    static const int formats[2] = {1, 1};
+    for (int chunk = start; chunk < end; chunk += 256) {
+        int chunk_end = chunk + 256 < end ? chunk + 256 : end, sent = 0;
+        if (PQenterPipelineMode(pg) != 1) pg_die("entering pipeline mode");
+        if (chunk == start) {
+            if (PQsendQueryParams(pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 1) != 1) pg_die("BEGIN");
+            sent++;
+        }
+        for (int index = chunk; index < chunk_end; index++) {
+            const char *values[2] = {(const char *)work.keys[index].bytes, (const char *)work.values[variant]};
+            int lengths[2] = {(int)work.keys[index].size, (int)work.value_size};
+            int count = strcmp(name, "set") == 0 ? 2 : 1;
+            if (PQsendQueryPrepared(pg, name, count, values, lengths, formats, 1) != 1) pg_die(name);
+            sent++;
+        }
+        if (PQpipelineSync(pg) != 1) pg_die("syncing the pipeline");
+        bool failed = false;
+        for (int reply = 0; reply < sent; reply++) {
+            PGresult *result;
+            while ((result = PQgetResult(pg)) != NULL) {
+                if (PQresultStatus(result) != PGRES_COMMAND_OK) failed = true;
+                PQclear(result);
+            }
+        }
+        PGresult *sync = PQgetResult(pg);
+        if (failed || PQresultStatus(sync) != PGRES_PIPELINE_SYNC) pg_die("running a pipeline");
+        PQclear(sync);
+        if (PQexitPipelineMode(pg) != 1) pg_die("leaving pipeline mode");
+    }
+    pg_execute("COMMIT");
+}
+
+static void pg_set_batch(int start, int end, int variant) { pg_pipelined("set", start, end, variant); }
+
+static void pg_delete_batch(int start, int end) { pg_pipelined("delete", start, end, 0); }
+
+static bool pg_get(const Key *key) {
+    const char *values[1] = {(const char *)key->bytes};
+    int lengths[1] = {(int)key->size};
+    PGresult *result = pg_run("get", 1, values, lengths);
+    bool found = PQntuples(result) > 0;
+    if (found) keep_value(PQgetvalue(result, 0, 0), (size_t)PQgetlength(result, 0, 0));
+    PQclear(result);
+    return found;
+}
+
+static int pg_scan(const Key *prefix) {
+    Key upper;
+    if (!successor(prefix, &upper)) die("a prefix without an upper bound");
+    const char *values[2] = {(const char *)prefix->bytes, (const char *)upper.bytes};
+    int lengths[2] = {(int)prefix->size, (int)upper.size};
+    PGresult *result = pg_run("keys", 2, values, lengths);
+    int found = PQntuples(result);
+    if (found > BATCH_SIZE) die("a prefix matched more than %d keys", BATCH_SIZE);
+    for (int row = 0; row < found; row++) {
+        keep_key(&last_keys[row], PQgetvalue(result, row, 0), (size_t)PQgetlength(result, row, 0));
+    }
+    PQclear(result);
+    return found;
+}
+
+static int pg_next_page(int limit, bool restart) {
+    if (restart) has_cursor = false;
+    Key lower = page_prefix;
+    if (has_cursor) {
+        Key just_after = cursor;
+        just_after.bytes[just_after.size++] = 0;
+        if (compare_keys(&lower, &just_after) < 0) lower = just_after;
+    }
+    Key upper;
+    if (!successor(&page_prefix, &upper)) die("the page prefix has no upper bound");
+    /* The int8 LIMIT in binary: its 8 bytes, big-endian. */
+    unsigned char limit_bytes[8];
+    for (int byte = 0; byte < 8; byte++) limit_bytes[byte] = (unsigned char)((uint64_t)limit >> (56 - 8 * byte));
+    const char *values[3] = {(const char *)lower.bytes, (const char *)upper.bytes, (const char *)limit_bytes};
+    int lengths[3] = {(int)lower.size, (int)upper.size, 8};
+    PGresult *result = pg_run("entries", 3, values, lengths);
+    int read = PQntuples(result);
+    if (read > BATCH_SIZE) die("a page of %d entries", read);
+    for (int row = 0; row < read; row++) {
+        keep_key(&last_keys[row], PQgetvalue(result, row, 0), (size_t)PQgetlength(result, row, 0));
+        size_t value_size = (size_t)PQgetlength(result, row, 1);
+        if (value_size > work.value_size) die("a value of %zu bytes is not the workload's", value_size);
+        if (value_size) memcpy(page_values + (size_t)row * work.value_size, PQgetvalue(result, row, 1), value_size);
+    }
+    PQclear(result);
+    if (read > 0) {
+        cursor = last_keys[read - 1];
+        has_cursor = true;
+    }
+    return read;
+}
+
+static void pg_close(void) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS bench_c_%ld_%s", (long)getpid(), variant_name);
+    PQclear(PQexec(pg, sql));
+    PQfinish(pg);
+}
+
+static const Engine postgres_engine = {
+    pg_set, pg_set_batch, pg_get, pg_scan, pg_next_page, pg_delete_batch, pg_close,
+};
+
 /* --- libsodium: what EncryptedOfflineStore adds to a get ----------------------------------- */
 /*
  * XChaCha20-Poly1305 (IETF AEAD) of one value with the key name as associated data and a random
@@ -1144,9 +1317,11 @@ static void run_sodium(void) {
 
 static _Noreturn void usage(const char *message) {
     fprintf(stderr,
-            "%s\nusage: sovaria_c_baseline --engine file|sqlite|lmdb|leveldb|sodium [--durability synced|flushed]\n"
-            "                          [--count N] [--value-size BYTES] [--repeats N] [--single-sets N]\n"
-            "                          --dir FOLDER   (an empty folder for the store; not needed for sodium)\n",
+            "%s\nusage: sovaria_c_baseline --engine file|sqlite|lmdb|leveldb|postgres|sodium\n"
+            "                          [--durability synced|flushed] [--count N] [--value-size BYTES]\n"
+            "                          [--repeats N] [--single-sets N]\n"
+            "                          --dir FOLDER   (an empty folder for the store; not needed for sodium)\n"
+            "                          [--conninfo CONNINFO]   (the server, for postgres)\n",
             message);
     exit(2);
 }
@@ -1171,6 +1346,7 @@ int main(int argc, char **argv) {
         else if (strcmp(flag, "--repeats") == 0) repeats = positive(flag, value);
         else if (strcmp(flag, "--single-sets") == 0) single_sets = positive(flag, value);
         else if (strcmp(flag, "--dir") == 0 && value) folder = value;
+        else if (strcmp(flag, "--conninfo") == 0 && value) pg_conninfo = value;
         else usage(flag);
         index++;
     }
@@ -1198,6 +1374,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(engine_name, "leveldb") == 0) {
         leveldb_open_database();
         engine = &leveldb_engine;
+    } else if (strcmp(engine_name, "postgres") == 0) {
+        pg_open();
+        engine = &postgres_engine;
     } else usage("unknown engine");
     run_store_operations(single_sets);
     engine->close();

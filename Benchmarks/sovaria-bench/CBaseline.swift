@@ -6,11 +6,12 @@ import Foundation
 ///
 /// The Swift raw baselines call the same C APIs from Swift, so they pay the Swift-side costs the
 /// adapters pay too; the C rows show them. Its rows are subjects `C file`, `C sqlite`, `C lmdb`,
-/// `C leveldb` and `C libsodium` (one value's XChaCha20-Poly1305, what the encryption wrapper adds).
+/// `C leveldb`, `C postgres` (libpq on the bench's server) and `C libsodium` (one value's
+/// XChaCha20-Poly1305, what the encryption wrapper adds).
 /// When the program is not given or cannot run, the bench says so once and goes on without it.
 struct CBaseline {
     /// The engines the program measures, by the bench's engine names.
-    static let engines: Set<String> = ["file", "sqlite", "lmdb", "leveldb"]
+    static let engines: Set<String> = ["file", "sqlite", "lmdb", "leveldb", "postgres"]
     /// The subject of the C rows of `engine`.
     static func subject(_ engine: String) -> String { "C " + engine }
     /// The subject of the encryption rows.
@@ -63,6 +64,7 @@ struct CBaseline {
             "--repeats", "\(options.repeats)", "--single-sets", "\(singleSets)", "--dir", folder.path,
         ]
         if !variant.isEmpty { arguments += ["--durability", variant] }
+        if engine == "postgres" { arguments += ["--conninfo", try BenchPostgres.conninfo()] }
         let output = try Self.execute(path, arguments)
         let rows = try output.split(separator: "\n").filter { !$0.isEmpty }.map { line in
             do {

@@ -114,16 +114,16 @@ import Testing
             try ChildProcess.run(
                 "/usr/bin/env",
                 [
-                    "cc", "-O2", "-std=c11", "-o", program, source, "-lsqlite3", "-llmdb", "-lsodium", "-lleveldb",
-                    "-lm",
+                    "cc", "-O2", "-std=c11", "-I/usr/include/postgresql", "-o", program, source, "-lsqlite3", "-llmdb",
+                    "-lsodium", "-lleveldb", "-lpq", "-lm",
                 ])
         }
 
         let (table, report) = try await Self.runBench(
-            ["--engine", "lmdb", "--engine", "file", "--c-baseline", program], in: folder)
+            ["--engine", "lmdb", "--engine", "file", "--engine", "postgres", "--c-baseline", program], in: folder)
 
         #expect(!table.contains("another workload"))
-        for engine in ["lmdb", "file"] {
+        for engine in ["lmdb", "file", "postgres"] {
             let rows = report.measurements.filter { $0.subject == "C \(engine)" }
             #expect(rows.count == 14, "\(engine): 7 operations in 2 durabilities")
             #expect(rows.allSatisfy { $0.note == nil || $0.note?.hasSuffix("keys") == true })
