@@ -54,8 +54,8 @@ extension SVGChart {
             var svg = "<text x=\"10\" y=\"\(top + 16)\" font-size=\"14\" font-weight=\"bold\">"
             svg += "Overview: each engine's time (bars) and the C program's on the same workload (black ticks)</text>\n"
             svg += "<text x=\"10\" y=\"\(top + 31)\" font-size=\"10\" fill=\"#555\">"
-            svg += "log axes; shorter is faster; .flushed where an engine has variants; the memory store and "
-            svg += "PostgreSQL have no C program; the wrappers and every other row follow below</text>\n"
+            svg += "log axes; shorter is faster; .flushed where an engine has variants; the memory store has no "
+            svg += "C program; the wrappers and every other row follow below</text>\n"
             var bottom = top + 40
             var column = 0
             var lineBottom = bottom
