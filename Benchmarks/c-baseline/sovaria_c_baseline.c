@@ -384,6 +384,19 @@ static int compare_keys(const void *left, const void *right) {
     return compare_bytes(a->bytes, a->size, b->bytes, b->size);
 }
 
+/* The range of the next page for engines that read by key range (SQLite, PostgreSQL): from the
+ * page prefix, or just after the previous page's last key (`key > cursor` is
+ * `key >= cursor + [0]`, as in StoreKeyRange), up to the prefix's successor. */
+static void page_bounds(Key *lower, Key *upper) {
+    *lower = page_prefix;
+    if (has_cursor) {
+        Key just_after = cursor;
+        just_after.bytes[just_after.size++] = 0;
+        if (compare_keys(lower, &just_after) < 0) *lower = just_after;
+    }
+    if (!successor(&page_prefix, upper)) die("the page prefix has no upper bound");
+}
+
 /* The folder's keys in byte order: readdir, decode each `k<hex>` name, sort. */
 static void file_list_keys(void) {
     DIR *directory = opendir(folder);
@@ -617,15 +630,8 @@ static int sqlite_scan(const Key *prefix) {
 
 static int sqlite_next_page(int limit, bool restart) {
     if (restart) has_cursor = false;
-    /* `key > cursor` is `key >= cursor + [0]`, as in StoreKeyRange. */
-    Key lower = page_prefix;
-    if (has_cursor) {
-        Key just_after = cursor;
-        just_after.bytes[just_after.size++] = 0;
-        if (compare_keys(&lower, &just_after) < 0) lower = just_after;
-    }
-    Key upper;
-    if (!successor(&page_prefix, &upper)) die("the page prefix has no upper bound");
+    Key lower, upper;
+    page_bounds(&lower, &upper);
     sqlite_bind(sqlite_select_entries, 1, lower.bytes, lower.size);
     sqlite_bind(sqlite_select_entries, 2, upper.bytes, upper.size);
     sqlite3_bind_int64(sqlite_select_entries, 3, limit);
@@ -1219,14 +1225,8 @@ static int pg_scan(const Key *prefix) {
 
 static int pg_next_page(int limit, bool restart) {
     if (restart) has_cursor = false;
-    Key lower = page_prefix;
-    if (has_cursor) {
-        Key just_after = cursor;
-        just_after.bytes[just_after.size++] = 0;
-        if (compare_keys(&lower, &just_after) < 0) lower = just_after;
-    }
-    Key upper;
-    if (!successor(&page_prefix, &upper)) die("the page prefix has no upper bound");
+    Key lower, upper;
+    page_bounds(&lower, &upper);
     /* The int8 LIMIT in binary: its 8 bytes, big-endian. */
     unsigned char limit_bytes[8];
     for (int byte = 0; byte < 8; byte++) limit_bytes[byte] = (unsigned char)((uint64_t)limit >> (56 - 8 * byte));
