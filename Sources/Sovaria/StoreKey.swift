@@ -91,16 +91,17 @@ public enum StoreKey {
         private static func compareBytes(_ lhs: String, _ rhs: String) -> Int {
             var left = lhs
             var right = rhs
-            return left.withUTF8 { leftBytes in
-                right.withUTF8 { rightBytes in
-                    let common = min(leftBytes.count, rightBytes.count)
-                    if common > 0, let leftStart = leftBytes.baseAddress, let rightStart = rightBytes.baseAddress {
-                        let order = memcmp(leftStart, rightStart, common)
-                        if order != 0 { return Int(order) }
-                    }
-                    return leftBytes.count - rightBytes.count
-                }
+            return left.withUTF8 { leftBytes in right.withUTF8 { compareBytes(leftBytes, $0) } }
+        }
+
+        /// memcmp of `lhs` and `rhs`, then their lengths: negative, zero or positive.
+        static func compareBytes(_ lhs: UnsafeBufferPointer<UInt8>, _ rhs: UnsafeBufferPointer<UInt8>) -> Int {
+            let common = min(lhs.count, rhs.count)
+            if common > 0, let leftStart = lhs.baseAddress, let rightStart = rhs.baseAddress {
+                let order = memcmp(leftStart, rightStart, common)
+                if order != 0 { return Int(order) }
             }
+            return lhs.count - rhs.count
         }
     }
 }

@@ -57,13 +57,11 @@ package struct HexID: Hashable, Sendable, CustomStringConvertible {
     /// 32 lowercase hex digits.
     package var hex: String {
         String(unsafeUninitializedCapacity: 32) { text in
-            var position = 0
-            for word in [high, low] {
-                for shift in stride(from: 60, through: 0, by: -4) {
-                    let digit = UInt8(truncatingIfNeeded: word >> UInt64(shift) & 0xf)
-                    text[position] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
-                    position += 1
-                }
+            for position in 0..<32 {
+                let word = position < 16 ? high : low
+                let shift = UInt64(60 - 4 * (position % 16))
+                let digit = UInt8(truncatingIfNeeded: word >> shift & 0xf)
+                text[position] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
             }
             return 32
         }

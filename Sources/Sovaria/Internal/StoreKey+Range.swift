@@ -29,14 +29,7 @@ extension StoreKey {
     /// memcmp of `key`'s UTF-8 form against `bytes`, then the lengths: negative, zero or positive.
     private static func compare(_ key: Bytes, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         var string = key.string
-        return string.withUTF8 { keyBytes in
-            let common = min(keyBytes.count, bytes.count)
-            if common > 0, let keyStart = keyBytes.baseAddress, let start = bytes.baseAddress {
-                let order = memcmp(keyStart, start, common)
-                if order != 0 { return Int(order) }
-            }
-            return keyBytes.count - bytes.count
-        }
+        return string.withUTF8 { Bytes.compareBytes($0, bytes) }
     }
 
     /// Whether `key`'s UTF-8 form starts with `bytes`.
