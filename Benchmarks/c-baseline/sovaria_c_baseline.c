@@ -13,7 +13,8 @@
  *
  *   sovaria_c_baseline --engine file|sqlite|lmdb|leveldb|postgres|sodium
  *                      [--durability synced|flushed] [--count N] [--value-size BYTES]
- *                      [--repeats N] [--single-sets N] --dir FOLDER [--conninfo LIBPQ-CONNINFO]
+ *                      [--repeats N] [--single-sets N] --dir FOLDER
+ *   (postgres: the server's libpq conninfo in the environment, SOVARIA_C_BASELINE_CONNINFO)
  *
  * Output: one JSON object a line, one line per operation, on standard output; errors on standard
  * error with exit status 1 (2 for a bad command line).
@@ -223,7 +224,8 @@ static void keep_value(const void *bytes, size_t size) {
 }
 
 static void keep_key(Key *slot, const void *bytes, size_t size) {
-    if (size > sizeof slot->bytes) die("a key of %zu bytes is not the workload's", size);
+    /* One byte is kept free: a page's lower bound appends a 0 to the last key read. */
+    if (size >= sizeof slot->bytes) die("a key of %zu bytes is not the workload's", size);
     memcpy(slot->bytes, bytes, size);
     slot->size = size;
 }
@@ -1099,7 +1101,8 @@ static void run_store_operations(int single_sets) {
 /* --- PostgreSQL: the table and statements of RawPostgres.swift, over libpq ------------------ */
 /*
  * A fresh table `bench_c_<pid>_<durability>` with a bytea primary key and a bytea value, on the
- * server of `--conninfo` (sovaria-bench passes its own: a throwaway cluster, or --postgres).
+ * server of SOVARIA_C_BASELINE_CONNINFO (sovaria-bench passes its own: a throwaway cluster, or
+ * --postgres), dropped when the program ends.
  * `synchronous_commit` on when synced, off when flushed; the adapter's statements prepared once
  * and run with binary parameters and results on one connection. A single set is one statement
  * in its own transaction; a batch is BEGIN and one statement a write, pipelined 256 at a time
@@ -1107,7 +1110,20 @@ static void run_store_operations(int single_sets) {
  */
 
 static PGconn *pg;
-static const char *pg_conninfo;
+static char pg_table[64];
+
+/* Drops the table however the program ends (a failure too), so a server of the user's given
+ * with --postgres keeps no `bench_c_*` table; on a new connection, since `pg` may be mid-pipeline. */
+static void pg_drop_table(void) {
+    if (!pg_table[0]) return;
+    PGconn *connection = PQconnectdb(getenv("SOVARIA_C_BASELINE_CONNINFO"));
+    if (connection && PQstatus(connection) == CONNECTION_OK) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", pg_table);
+        PQclear(PQexec(connection, sql));
+    }
+    PQfinish(connection);
+}
 
 static _Noreturn void pg_die(const char *action) { die("%s: %s", action, PQerrorMessage(pg)); }
 
@@ -1118,11 +1134,15 @@ static void pg_execute(const char *sql) {
 }
 
 static void pg_open(void) {
-    if (!pg_conninfo) usage("--conninfo is required for postgres");
-    pg = PQconnectdb(pg_conninfo);
+    /* From the environment, not the command line, where `ps` would show a password in it. */
+    const char *conninfo = getenv("SOVARIA_C_BASELINE_CONNINFO");
+    if (!conninfo) usage("SOVARIA_C_BASELINE_CONNINFO (the server's libpq conninfo) is required for postgres");
+    pg = PQconnectdb(conninfo);
     if (!pg || PQstatus(pg) != CONNECTION_OK) pg_die("connecting");
-    char table[64], sql[512];
-    snprintf(table, sizeof table, "bench_c_%ld_%s", (long)getpid(), variant_name);
+    char sql[512];
+    const char *table = pg_table;
+    snprintf(pg_table, sizeof pg_table, "bench_c_%ld_%s", (long)getpid(), variant_name);
+    atexit(pg_drop_table);
     snprintf(sql, sizeof sql,
              "SET client_min_messages = warning; SET synchronous_commit = %s; DROP TABLE IF EXISTS %s; "
              "CREATE TABLE %s (key bytea PRIMARY KEY CHECK (octet_length(key) BETWEEN 1 AND 511), "
@@ -1178,16 +1198,21 @@ static void pg_pipelined(const char *name, int start, int end, int variant) {
             sent++;
         }
         if (PQpipelineSync(pg) != 1) pg_die("syncing the pipeline");
-        bool failed = false;
+        /* The first failed statement's own message: in pipeline mode the connection's may be empty. */
+        char failure[512] = "";
         for (int reply = 0; reply < sent; reply++) {
             PGresult *result;
             while ((result = PQgetResult(pg)) != NULL) {
-                if (PQresultStatus(result) != PGRES_COMMAND_OK) failed = true;
+                if (PQresultStatus(result) != PGRES_COMMAND_OK && !failure[0]) {
+                    snprintf(failure, sizeof failure, "%s", PQresultErrorMessage(result));
+                    if (!failure[0]) snprintf(failure, sizeof failure, "%s", PQresStatus(PQresultStatus(result)));
+                }
                 PQclear(result);
             }
         }
+        if (failure[0]) die("running a pipeline of %s: %s", name, failure);
         PGresult *sync = PQgetResult(pg);
-        if (failed || PQresultStatus(sync) != PGRES_PIPELINE_SYNC) pg_die("running a pipeline");
+        if (PQresultStatus(sync) != PGRES_PIPELINE_SYNC) pg_die("running a pipeline");
         PQclear(sync);
         if (PQexitPipelineMode(pg) != 1) pg_die("leaving pipeline mode");
     }
@@ -1249,12 +1274,7 @@ static int pg_next_page(int limit, bool restart) {
     return read;
 }
 
-static void pg_close(void) {
-    char sql[128];
-    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS bench_c_%ld_%s", (long)getpid(), variant_name);
-    PQclear(PQexec(pg, sql));
-    PQfinish(pg);
-}
+static void pg_close(void) { PQfinish(pg); }  /* the table goes at exit (pg_drop_table) */
 
 static const Engine postgres_engine = {
     pg_set, pg_set_batch, pg_get, pg_scan, pg_next_page, pg_delete_batch, pg_close,
@@ -1321,7 +1341,7 @@ static _Noreturn void usage(const char *message) {
             "                          [--durability synced|flushed] [--count N] [--value-size BYTES]\n"
             "                          [--repeats N] [--single-sets N]\n"
             "                          --dir FOLDER   (an empty folder for the store; not needed for sodium)\n"
-            "                          [--conninfo CONNINFO]   (the server, for postgres)\n",
+            "postgres reads the server's libpq conninfo from SOVARIA_C_BASELINE_CONNINFO\n",
             message);
     exit(2);
 }
@@ -1346,7 +1366,6 @@ int main(int argc, char **argv) {
         else if (strcmp(flag, "--repeats") == 0) repeats = positive(flag, value);
         else if (strcmp(flag, "--single-sets") == 0) single_sets = positive(flag, value);
         else if (strcmp(flag, "--dir") == 0 && value) folder = value;
-        else if (strcmp(flag, "--conninfo") == 0 && value) pg_conninfo = value;
         else usage(flag);
         index++;
     }

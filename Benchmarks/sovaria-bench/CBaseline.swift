@@ -64,8 +64,9 @@ struct CBaseline {
             "--repeats", "\(options.repeats)", "--single-sets", "\(singleSets)", "--dir", folder.path,
         ]
         if !variant.isEmpty { arguments += ["--durability", variant] }
-        if engine == "postgres" { arguments += ["--conninfo", try BenchPostgres.conninfo()] }
-        let output = try Self.execute(path, arguments)
+        // The server's conninfo goes in the environment, where `ps` does not show it.
+        let environment = engine == "postgres" ? ["SOVARIA_C_BASELINE_CONNINFO": try BenchPostgres.conninfo()] : [:]
+        let output = try Self.execute(path, arguments, environment: environment)
         let rows = try output.split(separator: "\n").filter { !$0.isEmpty }.map { line in
             do {
                 return try JSONDecoder().decode(Row.self, from: Data(line.utf8))
@@ -95,11 +96,17 @@ struct CBaseline {
         }
     }
 
-    /// The standard output of `program`; throws with the end of its standard error when it fails.
-    private static func execute(_ program: String, _ arguments: [String]) throws -> String {
+    /// The standard output of `program`, run with this process's environment plus `environment`;
+    /// throws with the end of its standard error when it fails.
+    private static func execute(
+        _ program: String, _ arguments: [String], environment: [String: String]
+    ) throws
+        -> String
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output

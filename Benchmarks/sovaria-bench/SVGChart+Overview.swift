@@ -3,23 +3,31 @@ import Foundation
 extension SVGChart {
     /// The overview at the top of the chart: a panel per operation, two panels a line, a bar per
     /// engine (its `.flushed` variant where it has one), the bar's length the median time on a
-    /// log axis with units, and a black tick where the C program's median for the same
-    /// operation falls.
+    /// log axis with units, and, on the store operations' panels, a black tick where the C
+    /// program's median for the same operation falls (it runs no cache or eviction workload).
     struct Overview {
         /// One panel: a title and how to pick each engine's row and figure.
         struct Panel: Sendable {
+            /// The panel's heading.
             var title: String
+            /// The section its rows come from.
             var section: BenchSection
+            /// Whether a row's operation is the panel's.
             var operation: @Sendable (String) -> Bool
+            /// The figure a row's bar shows, in nanoseconds.
             var figure: @Sendable (Measurement) -> Double
             /// Whether the bar's label carries the row's note (the workload differs by engine).
             var showsNote = false
         }
 
+        /// A panel's width, two a line.
         static let panelWidth = 540.0
+        /// The width of the engine names left of the bars.
         static let panelLabelWidth = 130.0
+        /// One engine's line.
         static let barHeight = 16.0
 
+        /// The panels, in reading order.
         static let panels: [Panel] = [
             Panel(title: "get, random hit (p50)", section: .store, operation: { $0 == "get (random hit)" }) {
                 $0.p50Nanoseconds
@@ -47,15 +55,20 @@ extension SVGChart {
             },
         ]
 
+        /// The overview's SVG elements.
         let svg: String
+        /// Where the overview ends, for what follows it.
         let bottom: Double
 
+        /// Lays out the panels that have rows in `report`, from `top` down, colouring engines as
+        /// the full charts do (`subjects`).
         init(report: Report, subjects: [String], top: Double) {
             var svg = "<text x=\"10\" y=\"\(top + 16)\" font-size=\"14\" font-weight=\"bold\">"
-            svg += "Overview: each engine's time (bars) and the C program's on the same workload (black ticks)</text>\n"
+            svg += "Overview: each engine's time (bars) and, for store operations, the C program's on the same "
+            svg += "workload (black ticks)</text>\n"
             svg += "<text x=\"10\" y=\"\(top + 31)\" font-size=\"10\" fill=\"#555\">"
-            svg += "log axes; shorter is faster; .flushed where an engine has variants; the memory store has no "
-            svg += "C program; the wrappers and every other row follow below</text>\n"
+            svg += "log axes; shorter is faster; .flushed where an engine has variants; the C program runs the "
+            svg += "store operations on every engine but memory; the wrappers and every other row follow below</text>\n"
             var bottom = top + 40
             var column = 0
             var lineBottom = bottom
@@ -101,6 +114,7 @@ extension SVGChart {
             }
         }
 
+        /// Draws `panel` with its `rows` at `left`, `top`; returns its elements and bottom.
         static func draw(
             _ panel: Panel, rows: [Measurement], report: Report, subjects: [String], left: Double, top: Double
         ) -> (svg: String, bottom: Double) {

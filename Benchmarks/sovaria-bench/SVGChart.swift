@@ -2,7 +2,7 @@ import Foundation
 
 /// Draws the picture a person reads to choose an engine: first an overview, one panel per
 /// operation with the engines side by side (one colour each) and the C program's time marked on
-/// each bar; then one horizontal bar chart per section with every row: a bar per row, its length
+/// each store operation's bar; then one horizontal bar chart per section with every row: a bar per row, its length
 /// the time per item on a logarithmic axis (operations differ by orders of magnitude), labelled
 /// with its value.
 enum SVGChart {

@@ -339,6 +339,13 @@ final class Counter: Sendable {
 }
 
 @Suite struct CacheLayoutTests {
+    /// The ids name lists already on devices: pinned, computed independently (in Python) from the
+    /// layout's hash, so a change of the hash or of how the id is written shows here.
+    @Test func listIDsKeepTheirText() {
+        #expect(CacheKeys.id(of: "/rest/v1/notes").hex == "c4e6508a85c9923e85014483d60d1be2")
+        #expect(CacheKeys.id(of: "").hex == "f52a15e9a9b5e89b292417dcc0d778ab")
+    }
+
     @Test func anOpenKeepsTheLaterKeyOfAListFoundTwiceAndDropsTheEarlier() {
         let first = CacheKeys.id(of: "/rest/v1/a")
         let second = CacheKeys.id(of: "/rest/v1/b")

@@ -6,6 +6,7 @@
 /// of its time there.
 @frozen
 package struct MinHeap<Element: Comparable> {
+    /// The heap in an array: each item's children are at `2i + 1` and `2i + 2`.
     @usableFromInline var items: [Element] = []
 
     @inlinable package init() {}

@@ -1,5 +1,7 @@
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #elseif canImport(Darwin)
     import Darwin
 #endif
@@ -7,7 +9,7 @@
 extension StoreKey {
     /// The slice of `ordered` whose keys start with `prefix` and sort after `after`.
     ///
-    /// Two binary searches by memcmp over the UTF-8 bytes, nothing allocated: the file and
+    /// Binary searches by memcmp over the UTF-8 bytes (two, three with `after`), nothing allocated: the file and
     /// memory stores answer every `keys(prefix)` from here, and the C program they are measured
     /// against does exactly this much.
     static func range(of prefix: String, after: String?, in ordered: [Bytes]) -> ArraySlice<Bytes> {

@@ -28,6 +28,7 @@ struct CacheIndex {
     /// Responses stored since open: every 32nd one starts a size check.
     var responsesStored = 0
 
+    /// An empty index: no lists, a total of zero.
     init() {}
 
     /// The index of `lists` as an open finds them, oldest first, and the entries it dropped: a
