@@ -24,7 +24,7 @@ enum BenchEngines {
     /// The engines on their own.
     static let plain: [BenchEngine] = [
         BenchEngine(name: "memory", persistent: false) { _, _ in MemoryOfflineStore() },
-        BenchEngine(name: "file", persistent: true, maxKeys: (full: 10_000, standard: 1_000, quick: 300)) {
+        BenchEngine(name: "file", persistent: true, maxKeys: (full: 10_000, standard: 300, quick: 300)) {
             folder, durability in
             let store = FileOfflineStore(directory: folder, durability: durability)
             if let reason = store.fallbackReason { throw reason }

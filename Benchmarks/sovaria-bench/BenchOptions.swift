@@ -15,7 +15,7 @@ struct BenchOptions {
     var scale = Scale.standard
     var keyCount = 5_000
     var valueBytes = 1_024
-    var repeats = 3
+    var repeats = 2
     var quick: Bool { scale == .quick }
     var jsonPath: String?
     var markdownPath: String?
@@ -36,7 +36,8 @@ struct BenchOptions {
                              [--section NAME]... [--engine NAME]... [--dir FOLDER]
                              [--json FILE] [--markdown FILE] [--svg FILE] [--postgres CONNINFO]
                              [--c-baseline PROGRAM]
-          (default: a run of about two minutes: 5,000 keys, 3 repeats, smaller section workloads)
+          (default: a run of about two minutes: 5,000 keys (the file store 300), 2 repeats, smaller
+           section workloads)
           --quick        a small run (2,000 keys, 2 repeats) that finishes in seconds
           --full         the full run the README's tables come from (100,000 keys, 5 repeats)
           --count N      keys per store (default 5000; 100000 with --full)

@@ -19,7 +19,7 @@ struct FileCacheSection {
             standard: [(1_024, 40), (65_536, 20), (1 << 20, 6), (4 << 20, 3)],
             full: [(1_024, 300), (65_536, 150), (1 << 20, 40), (4 << 20, 12)])
     }
-    var passFiles: Int { options.pick(quick: 1_000, standard: 2_000, full: 10_000) }
+    var passFiles: Int { options.pick(quick: 1_000, standard: 1_000, full: 10_000) }
     var openFiles: Int { options.pick(quick: 2_000, standard: 5_000, full: 100_000) }
     /// The latency workload: 64 KiB downloads into a cache bounded at `latencyBoundBytes`.
     var latencyDownloads: Int { options.pick(quick: 150, standard: 250, full: 1_500) }

@@ -64,8 +64,8 @@ struct QueueSection {
         let calls = min(
             options.keyCount,
             durability == .synced
-                ? options.pick(quick: 200, standard: 100, full: 1_000)
-                : options.pick(quick: 2_000, standard: 500, full: 2_000))
+                ? options.pick(quick: 200, standard: 50, full: 1_000)
+                : options.pick(quick: 2_000, standard: 200, full: 2_000))
         let queue = try await WriteQueue(store: store, maxQueued: .max)
         var enqueues = Sample(perItemNanoseconds: [], callLatencies: [])
         var drains = Sample(perItemNanoseconds: [], callLatencies: [])
