@@ -73,25 +73,32 @@ public enum StoreKey {
 
         /// Equal when the UTF-8 bytes are.
         public static func == (lhs: Bytes, rhs: Bytes) -> Bool {
-            lhs.string.utf8.count == rhs.string.utf8.count && compareBytes(lhs.string, rhs.string) == 0
+            lhs.string.utf8.count == rhs.string.utf8.count && compareBytes(lhs, rhs) == 0
         }
 
         /// Hashes the UTF-8 bytes.
         public func hash(into hasher: inout Hasher) {
+            withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
+
+        /// Calls `body` with the key's UTF-8 bytes: in place for a native string (every key a
+        /// store made), else from a contiguous copy. Cheaper than `withUTF8` on a `var` copy of
+        /// the string, which the compiler does not always elide: sorted key lists compare and
+        /// hash keys millions of times.
+        func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+            if let result = string.utf8.withContiguousStorageIfAvailable(body) { return result }
             var copy = string
-            copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            return copy.withUTF8(body)
         }
 
         /// Byte order (memcmp), shorter first on a tie.
         public static func < (lhs: Bytes, rhs: Bytes) -> Bool {
-            compareBytes(lhs.string, rhs.string) < 0
+            compareBytes(lhs, rhs) < 0
         }
 
         /// memcmp of the UTF-8 forms, then their lengths: negative, zero or positive.
-        private static func compareBytes(_ lhs: String, _ rhs: String) -> Int {
-            var left = lhs
-            var right = rhs
-            return left.withUTF8 { leftBytes in right.withUTF8 { compareBytes(leftBytes, $0) } }
+        private static func compareBytes(_ lhs: Bytes, _ rhs: Bytes) -> Int {
+            lhs.withUTF8 { leftBytes in rhs.withUTF8 { compareBytes(leftBytes, $0) } }
         }
 
         /// memcmp of `lhs` and `rhs`, then their lengths: negative, zero or positive.

@@ -30,23 +30,15 @@ extension StoreKey {
 
     /// memcmp of `key`'s UTF-8 form against `bytes`, then the lengths: negative, zero or positive.
     private static func compare(_ key: Bytes, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        withUTF8(of: key) { Bytes.compareBytes($0, bytes) }
+        key.withUTF8 { Bytes.compareBytes($0, bytes) }
     }
 
     /// Whether `key`'s UTF-8 form starts with `bytes`.
     private static func startsWith(_ key: Bytes, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        withUTF8(of: key) { keyBytes in
+        key.withUTF8 { keyBytes in
             guard keyBytes.count >= bytes.count else { return false }
             guard let keyStart = keyBytes.baseAddress, let start = bytes.baseAddress else { return true }
             return memcmp(keyStart, start, bytes.count) == 0
         }
-    }
-
-    /// Calls `body` with `key`'s UTF-8 bytes: in place for a native string (every key a store
-    /// made), without the copy of the string a `withUTF8` on a `var` takes first.
-    private static func withUTF8<Result>(of key: Bytes, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        if let result = key.string.utf8.withContiguousStorageIfAvailable(body) { return result }
-        var string = key.string
-        return string.withUTF8(body)
     }
 }
