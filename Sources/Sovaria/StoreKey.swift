@@ -86,9 +86,7 @@ public enum StoreKey {
         /// the string, which the compiler does not always elide: sorted key lists compare and
         /// hash keys millions of times.
         func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-            if let result = string.utf8.withContiguousStorageIfAvailable(body) { return result }
-            var copy = string
-            return copy.withUTF8(body)
+            string.withUTF8Bytes(body)
         }
 
         /// Byte order (memcmp), shorter first on a tie.

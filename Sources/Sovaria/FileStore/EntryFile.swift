@@ -24,8 +24,7 @@ enum EntryFile {
             let stored = UInt64(
                 littleEndian: UnsafeRawBufferPointer(buffer).loadUnaligned(fromByteOffset: 4, as: UInt64.self))
             let valueBytes = UnsafeBufferPointer(rebasing: buffer[headerCount...])
-            var key = key
-            let actual = key.withUTF8 {
+            let actual = key.withUTF8Bytes {
                 EntryChecksum.of(key: UnsafeRawBufferPointer($0), value: UnsafeRawBufferPointer(valueBytes))
             }
             guard actual == stored else { return nil }

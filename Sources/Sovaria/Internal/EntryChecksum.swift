@@ -13,10 +13,8 @@ package enum EntryChecksum {
 
     /// The checksum of `value` stored under `key`, from their UTF-8 bytes.
     package static func of(key: String, value: String) -> UInt64 {
-        var key = key
-        var value = value
-        return key.withUTF8 { key in
-            value.withUTF8 { value in of(key: UnsafeRawBufferPointer(key), value: UnsafeRawBufferPointer(value)) }
+        key.withUTF8Bytes { key in
+            value.withUTF8Bytes { value in of(key: UnsafeRawBufferPointer(key), value: UnsafeRawBufferPointer(value)) }
         }
     }
 

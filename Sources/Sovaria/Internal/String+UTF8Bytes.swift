@@ -15,12 +15,28 @@ extension String {
     package init?(validatingUTF8Bytes bytes: UnsafeBufferPointer<UInt8>) {
         let text = String(decoding: bytes, as: UTF8.self)
         guard text.utf8.count == bytes.count else { return nil }
-        var copy = text
-        let same = copy.withUTF8 { decoded in
+        let same = text.withUTF8Bytes { decoded in
             guard let decodedStart = decoded.baseAddress, let start = bytes.baseAddress else { return bytes.isEmpty }
             return memcmp(decodedStart, start, bytes.count) == 0
         }
         guard same else { return nil }
         self = text
+    }
+
+    /// Calls `body` with the string's UTF-8 bytes: in place for a native string (every string a
+    /// store made), else from a contiguous copy.
+    ///
+    /// `withUTF8` needs a `var`, and the copy that takes costs a retain and a release the
+    /// compiler does not always elide; this runs on every key a read, a scan or an open handles.
+    package func withUTF8Bytes<Success, Failure: Error>(
+        _ body: (UnsafeBufferPointer<UInt8>) throws(Failure) -> Success
+    ) throws(Failure) -> Success {
+        let inPlace: Result<Success, Failure>? = utf8.withContiguousStorageIfAvailable { bytes in
+            Result { () throws(Failure) in try body(bytes) }
+        }
+        if let inPlace { return try inPlace.get() }
+        var copy = self
+        // `withUTF8` rethrows untyped errors: carry the typed one out in a `Result`.
+        return try copy.withUTF8 { bytes in Result { () throws(Failure) in try body(bytes) } }.get()
     }
 }

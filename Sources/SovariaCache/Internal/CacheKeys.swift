@@ -36,8 +36,7 @@ enum CacheKeys {
     /// A list key has a fixed layout (prefix, 16 digits, `:`, 10 digits, `:`, 32 lowercase hex
     /// digits), read here straight from its UTF-8 bytes: opening a cache parses every key.
     static func parseListKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
-        var key = key
-        return key.withUTF8 { bytes -> (HexID, Int64, Int)? in
+        key.withUTF8Bytes { bytes -> (HexID, Int64, Int)? in
             let timeStart = listPrefix.utf8.count
             let sizeStart = timeStart + 17
             let idStart = sizeStart + 11

@@ -25,8 +25,7 @@ enum FileKeys {
     ///
     /// Fixed offsets over the UTF-8 bytes, no string made: open parses every key.
     static func parse(_ key: String) -> (id: FileID, sizeBytes: Int, lastUseMillis: Int64)? {
-        var key = key
-        return key.withUTF8 { bytes -> (id: FileID, sizeBytes: Int, lastUseMillis: Int64)? in
+        key.withUTF8Bytes { bytes -> (id: FileID, sizeBytes: Int, lastUseMillis: Int64)? in
             // Exact widths and digits only: a key that would parse but not rebuild to itself
             // could never be deleted by the key the cache computes for it.
             let start = prefix.utf8.count

@@ -15,13 +15,4 @@ extension String {
         let first = UnsafeRawPointer(start)?.assumingMemoryBound(to: UInt8.self)
         self.init(validatingUTF8Bytes: UnsafeBufferPointer(start: first, count: count))
     }
-
-    /// Calls `body` with the string's UTF-8 bytes, without copying a native string.
-    func withUTF8Bytes<Success, Failure: Error>(
-        _ body: (UnsafeBufferPointer<UInt8>) throws(Failure) -> Success
-    ) throws(Failure) -> Success {
-        var string = self
-        // `withUTF8` rethrows untyped errors: carry the typed one out in a `Result`.
-        return try string.withUTF8 { bytes in Result { () throws(Failure) in try body(bytes) } }.get()
-    }
 }
