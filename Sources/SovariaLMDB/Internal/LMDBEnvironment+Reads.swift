@@ -10,8 +10,7 @@ import Sovaria
 extension LMDBEnvironment {
     /// The value stored under `key`, copied out of the map, or `nil`. Runs on the calling thread.
     func value(for key: String) throws -> String? {
-        var key = key
-        return try key.withMDBVal { keyVal in
+        try key.withMDBVal { keyVal in
             try read { txn, dbi in
                 var value = MDB_val()
                 let rc = mdb_get(txn, dbi, &keyVal, &value)

@@ -249,9 +249,9 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
 
     private static func apply(_ write: StoreWrite, txn: OpaquePointer, dbi: MDB_dbi) -> Int32 {
         switch write {
-        case .set(var key, var value):
+        case .set(let key, let value):
             return key.withMDBVal { key in value.withMDBVal { value in mdb_put(txn, dbi, &key, &value, 0) } }
-        case .delete(var key):
+        case .delete(let key):
             let rc = key.withMDBVal { key in mdb_del(txn, dbi, &key, nil) }
             return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc
         }

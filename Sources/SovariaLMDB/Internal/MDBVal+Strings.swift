@@ -31,8 +31,10 @@ extension String {
 
     /// Calls `body` with an `MDB_val` over the string's UTF-8 bytes, passed by length (never as a C
     /// string, so `"\0"` is kept). LMDB only reads through the pointer.
-    mutating func withMDBVal<Result>(_ body: (inout MDB_val) throws -> Result) rethrows -> Result {
-        try withUTF8 { utf8 in
+    func withMDBVal<Result, Failure: Error>(
+        _ body: (inout MDB_val) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try withUTF8Bytes { (utf8) throws(Failure) in
             var value = MDB_val(mv_size: utf8.count, mv_data: UnsafeMutableRawPointer(mutating: utf8.baseAddress))
             return try body(&value)
         }
