@@ -19,9 +19,6 @@ package struct MinHeap<Element: Comparable> {
 
     @inlinable package var count: Int { items.count }
 
-    /// Makes room for `count` elements.
-    @inlinable package mutating func reserveCapacity(_ count: Int) { items.reserveCapacity(count) }
-
     @inlinable package mutating func insert(_ element: Element) {
         items.append(element)
         var child = items.count - 1
