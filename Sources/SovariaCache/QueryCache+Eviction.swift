@@ -13,7 +13,7 @@ extension QueryCache {
     ///   is a heap walked from the oldest end, and the total is kept, not summed.
     public func evictIfOverBound() async throws {
         guard let bound = size.effectiveBytes, let target = size.evictionTargetBytes,
-            totalBytes > bound
+            try await totalBytes > bound
         else { return }
         try await evictOldest(downToBytes: target, maxLists: .max)
     }
@@ -22,7 +22,7 @@ extension QueryCache {
     /// pass's rules (ten per batch; lists live readers show are kept): a bound on the number of
     /// cached results beside the byte bound, as `SovariaOffline.maxCached` sets.
     public func evict(downToLists maxLists: Int) async throws {
-        guard listCount > max(maxLists, 0) else { return }
+        guard try await listCount > max(maxLists, 0) else { return }
         try await evictOldest(downToBytes: .max, maxLists: max(maxLists, 0))
     }
 
@@ -47,7 +47,7 @@ extension QueryCache {
         }
         let pass = EvictionPass(
             evictedLists: evictedLists, evictedBytes: evictedBytes, duration: ContinuousClock.now - start,
-            totalBytesAfter: totalBytes)
+            totalBytesAfter: index.withLock { $0.totalBytes })
         passes.withLock { passes in
             passes.append(pass)
             if passes.count > 1_000 { passes.removeFirst(passes.count - 1_000) }
@@ -61,7 +61,7 @@ extension QueryCache {
     /// for while it runs runs again right after it. A pass that fails keeps what it could not
     /// delete; the next check tries again.
     func checkSizeBehindAnswer() {
-        guard let bound = size.effectiveBytes, totalBytes > bound else { return }
+        guard let bound = size.effectiveBytes, index.withLock({ $0.totalBytes }) > bound else { return }
         guard passBehind.start() else { return }
         runInBackground {
             repeat { try? await self.evictIfOverBound() } while self.passBehind.finishShouldRunAgain()

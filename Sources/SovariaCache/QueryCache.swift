@@ -32,7 +32,9 @@ import Synchronization
 /// - Important: Safe from any number of tasks. Reads run on the caller's executor and take no
 ///   lock beyond the memory layer's; writes (``put(_:body:serverTime:etag:)``, stale marks,
 ///   eviction) go through one async gate, so the in-memory index always matches the store.
-///   Opening lists the keys only, never a value: O(lists), not O(bytes).
+///   Opening returns before the index is loaded: the load (which lists the keys only, never a
+///   value: O(lists), not O(bytes)) runs behind it, reads meanwhile find their list by its key
+///   prefix, and writes, ``totalBytes`` and ``listCount`` wait for it.
 public final class QueryCache: Sendable {
     /// The store the cache keeps its entries in.
     public let store: any OfflineStore
@@ -66,19 +68,26 @@ public final class QueryCache: Sendable {
     /// Whether a pass runs behind an answer, and whether another check was asked for meanwhile.
     let passBehind = RunAgainLatch()
 
-    /// Opens the cache kept in `store` with the options in `configuration`, rebuilding its
-    /// order and total from the key names.
+    /// Opens the cache kept in `store` with the options in `configuration`, and starts
+    /// rebuilding its order and total from the key names behind the open.
+    ///
+    /// Returns once lists of the first layout (if any) are moved to the current one; the index
+    /// loads in a task of its own (``waitForBackgroundRefreshes()`` waits for it), and a read
+    /// made meanwhile finds its list by its key prefix. Writes wait for the load; if it fails,
+    /// the next write (or ``totalBytes``, ``listCount``) loads again and throws its error.
     public init(store: any OfflineStore, configuration: Configuration) async throws {
         self.store = store
         self.configuration = configuration
         clock = configuration.clock
         memory = MemoryCache(
             countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimitBytes)
-        index = Mutex(try await Self.loadIndex(from: store))
+        index = Mutex(CacheIndex(complete: false))
+        try await Self.migrateLegacyLists(in: store)
+        runInBackground { try? await self.waitForIndex() }
     }
 
-    /// Opens the cache kept in `store`, rebuilding its order and total from the key names: the
-    /// short form of ``init(store:configuration:)``, with the same defaults.
+    /// Opens the cache kept in `store`, loading its order and total from the key names behind
+    /// the open: the short form of ``init(store:configuration:)``, with the same defaults.
     ///
     /// - Parameters:
     ///   - size: the bound on cached bodies; ``CacheSize/default`` is 100 MiB.
@@ -99,11 +108,21 @@ public final class QueryCache: Sendable {
                 clock: clock))
     }
 
-    /// The summed UTF-8 length of every cached body.
-    public var totalBytes: Int { index.withLock { $0.totalBytes } }
+    /// The summed UTF-8 length of every cached body; waits for the index if it still loads.
+    public var totalBytes: Int {
+        get async throws {
+            try await waitForIndex()
+            return index.withLock { $0.totalBytes }
+        }
+    }
 
-    /// How many lists are cached.
-    public var listCount: Int { index.withLock { $0.entries.count } }
+    /// How many lists are cached; waits for the index if it still loads.
+    public var listCount: Int {
+        get async throws {
+            try await waitForIndex()
+            return index.withLock { $0.entries.count }
+        }
+    }
 
     /// The cached response for `query` from memory or the store (copied up to memory), or `nil`.
     public func cachedResponse(for query: String) async throws -> CachedResponse? {
@@ -134,6 +153,7 @@ public final class QueryCache: Sendable {
     public func markStale(_ query: String) async throws {
         let id = CacheKeys.id(of: query)
         try await gate.withGate {
+            try await loadIndexIfNeeded()
             // From the store, under the index's key: the memory layer may hold an older answer.
             guard let entry = index.withLock({ $0.entries[id] }),
                 let text = try await store.get(CacheKeys.listKey(id, entry)),
@@ -151,6 +171,7 @@ public final class QueryCache: Sendable {
     public func remove(_ query: String) async throws {
         let id = CacheKeys.id(of: query)
         try await gate.withGate {
+            try await loadIndexIfNeeded()
             guard let entry = index.withLock({ $0.entries[id] }) else { return }
             try await store.delete(CacheKeys.listKey(id, entry))
             index.withLock { index in
@@ -169,7 +190,7 @@ public final class QueryCache: Sendable {
                 try await store.write(keys[start..<min(keys.count, start + 1_000)].map { .delete(key: $0) })
             }
             index.withLock { index in
-                index = CacheIndex()
+                index = CacheIndex(complete: true)
                 memory.removeAll()
             }
         }
@@ -197,15 +218,28 @@ public final class QueryCache: Sendable {
         // A put may move the list to a new key between the index read and the store read: one
         // more look at the index then finds it.
         for _ in 0..<2 {
-            guard let entry = index.withLock({ $0.entries[id] }) else { return nil }
-            if let text = try await store.get(CacheKeys.listKey(id, entry)) {
+            let (entry, complete) = index.withLock { ($0.entries[id], $0.isComplete) }
+            let key: String
+            if complete {
+                guard let entry else { return nil }
+                key = CacheKeys.listKey(id, entry)
+            } else {
+                // The index still loads, and nothing is written until it has: the list's own
+                // keys say where it is (the later of two a crash left is current).
+                guard let found = try await store.keys(CacheKeys.listPrefix(of: id)).last else { return nil }
+                key = found
+            }
+            if let text = try await store.get(key) {
                 guard let response = CacheRecord.decode(text), response.query.utf8.elementsEqual(query.utf8) else {
                     return nil
                 }
                 // Copied up only if no write changed the list meanwhile; the memory layer changes
-                // under the index's lock, so a slow reader never puts back an older answer.
+                // under the index's lock, so a slow reader never puts back an older answer. Before
+                // the load ends nothing was written; once it has, only the index can tell.
                 index.withLock { index in
-                    if index.entries[id] == entry { memory.set(response, forKey: id, cost: response.sizeBytes) }
+                    if complete ? index.entries[id] == entry : !index.isComplete {
+                        memory.set(response, forKey: id, cost: response.sizeBytes)
+                    }
                 }
                 return (response, .store)
             }
@@ -223,6 +257,7 @@ public final class QueryCache: Sendable {
         let response = CachedResponse(query: query, body: body, serverTime: serverTime, fetchedAt: clock(), etag: etag)
         let millis = CacheRecord.millis(response.serverTime)
         let responsesStored = try await gate.withGate {
+            try await loadIndexIfNeeded()
             let previous = index.withLock { $0.entries[id] }
             let entry = CacheIndex.Entry(serverTimeMillis: millis, sizeBytes: response.sizeBytes, generation: 0)
             let key = CacheKeys.listKey(id, entry)
@@ -255,16 +290,51 @@ public final class QueryCache: Sendable {
         }
     }
 
+    /// Returns once the index holds every list in the store, loading it if no one has.
+    func waitForIndex() async throws {
+        guard !index.withLock({ $0.isComplete }) else { return }
+        try await gate.withGate { try await loadIndexIfNeeded() }
+    }
+
+    /// Loads the index if it is not complete yet; run it inside the gate, before a write reads
+    /// the index.
+    func loadIndexIfNeeded() async throws {
+        guard !index.withLock({ $0.isComplete }) else { return }
+        let loaded = try await Self.loadIndex(from: store)
+        index.withLock { $0 = loaded }
+    }
+
     /// Lists the list keys (never a value) and keeps the newest of the duplicates a crash of
     /// a store without atomic batches may have left.
     private static func loadIndex(from store: any OfflineStore) async throws -> CacheIndex {
         let keys = try await store.keys(CacheKeys.listPrefix)
-        // Keys come oldest first, so a duplicate's earlier key is the one to drop.
-        let (index, dropped) = CacheIndex.rebuilt(fromListsOldestFirst: keys.compactMap(CacheKeys.parseListKey))
+        // A list's keys are next to each other, its earlier key first: that is the one to drop.
+        let (index, dropped) = CacheIndex.rebuilt(from: keys.compactMap(CacheKeys.parseListKey))
         let duplicates = dropped.map { StoreWrite.delete(key: CacheKeys.listKey($0.id, $0.entry)) }
         for start in stride(from: 0, to: duplicates.count, by: 1_000) {
             try await store.write(Array(duplicates[start..<min(duplicates.count, start + 1_000)]))
         }
         return index
+    }
+
+    /// Moves the lists of the first layout (time first, ``CacheKeys/legacyListPrefix``) to the
+    /// current one, 100 per batch, each set beside the delete of its old key: a crash between the
+    /// two leaves both, and the next open moves it again. Keys of another shape under the old
+    /// prefix are not the cache's and stay. Lists nothing on a store without old lists.
+    private static func migrateLegacyLists(in store: any OfflineStore) async throws {
+        let legacy = try await store.keys(CacheKeys.legacyListPrefix)
+        for start in stride(from: 0, to: legacy.count, by: 100) {
+            var writes: [StoreWrite] = []
+            for key in legacy[start..<min(legacy.count, start + 100)] {
+                guard let list = CacheKeys.parseLegacyListKey(key) else { continue }
+                if let value = try await store.get(key) {
+                    let entry = CacheIndex.Entry(
+                        serverTimeMillis: list.serverTimeMillis, sizeBytes: list.sizeBytes, generation: 0)
+                    writes.append(.set(key: CacheKeys.listKey(list.id, entry), value: value))
+                }
+                writes.append(.delete(key: key))
+            }
+            if !writes.isEmpty { try await store.write(writes) }
+        }
     }
 }

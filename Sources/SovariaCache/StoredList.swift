@@ -14,14 +14,15 @@ public struct StoredList: Sendable, Hashable {
     /// The cached response, when a plain value was given and it is a cache record.
     public let response: CachedResponse?
 
-    /// The list a query-cache store key names, or `nil` for any other key.
+    /// The list a query-cache store key names (of the current layout or of the first, which an
+    /// open migrates), or `nil` for any other key.
     ///
     /// - Parameters:
     ///   - key: A store key; only keys under the query cache's list prefix give a list.
     ///   - value: The entry's value, to decode the response from; `nil` (or an encrypted value)
     ///     leaves ``response`` `nil`.
     public init?(key: String, value: String? = nil) {
-        guard let parsed = CacheKeys.parseListKey(key) else {
+        guard let parsed = CacheKeys.parseListKey(key) ?? CacheKeys.parseLegacyListKey(key) else {
             return nil
         }
         serverTime = CacheRecord.date(parsed.serverTimeMillis)
@@ -30,6 +31,6 @@ public struct StoredList: Sendable, Hashable {
     }
 
     /// The prefix every list key of the query cache starts with: a store's lists are ordered by
-    /// server time under it, oldest first.
+    /// their query's hash under it, not by time.
     public static let keyPrefix = CacheKeys.listPrefix
 }

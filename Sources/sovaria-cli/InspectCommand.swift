@@ -24,8 +24,7 @@ enum InspectCommand {
         let store = try await StoreOpener().open(location, mustExist: true).store
         let pageSize = try parsed.positiveInteger("batch", default: 1_000)
         var counts = [(entries: Int, bytes: Int)](repeating: (0, 0), count: areas.count + 1)
-        // List keys sort by server time, and pages come in key order: the first list seen is the
-        // oldest, the last the newest.
+        // List keys sort by their query's hash: the oldest and newest are kept as pages go by.
         var oldest: StoredList?
         var newest: StoredList?
         var after: String?
@@ -37,8 +36,8 @@ enum InspectCommand {
                     counts[area].entries += 1
                     counts[area].bytes += entry.key.utf8.count + entry.value.utf8.count
                     if area == 0, let list = StoredList(key: entry.key, value: encrypted ? nil : entry.value) {
-                        if oldest == nil { oldest = list }
-                        newest = list
+                        if oldest.map({ list.serverTime < $0.serverTime }) ?? true { oldest = list }
+                        if newest.map({ list.serverTime >= $0.serverTime }) ?? true { newest = list }
                     }
                 }
                 guard page.count == pageSize, let last = page.last?.key else { break }

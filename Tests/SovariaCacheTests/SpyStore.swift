@@ -18,6 +18,8 @@ final class SpyStore: OfflineStore {
     /// Awaited before each batch is written (after `beforeWrite`): holds a write until the
     /// test has seen what it waits for.
     let holdWrite = Mutex<(@Sendable ([StoreWrite]) async -> Void)?>(nil)
+    /// Awaited before each key listing, given its prefix; throwing fails the listing.
+    let beforeKeys = Mutex<(@Sendable (String) async throws -> Void)?>(nil)
     /// Called after a get has read its value and before it returns it.
     let afterGet = Mutex<(@Sendable (String) async throws -> Void)?>(nil)
 
@@ -67,6 +69,7 @@ final class SpyStore: OfflineStore {
 
     func keys(_ prefix: String) async throws -> [String] {
         log.withLock { $0.keysPrefixes.append(prefix) }
+        if let hook = beforeKeys.withLock({ $0 }) { try await hook(prefix) }
         return try await inner.keys(prefix)
     }
 

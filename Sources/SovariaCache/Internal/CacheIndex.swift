@@ -2,16 +2,16 @@ import Sovaria
 
 /// What the query cache keeps in memory about the lists in the store: each list's server time
 /// and body size, the order to evict in (a min-heap on server time), and the running total.
-/// Rebuilt once per open from the `sov:cache:l:` keys; never reads a body.
-struct CacheIndex {
-    struct Entry: Equatable {
+/// Loaded once per open from the `sov:cache:l2:` keys, behind the open; never reads a body.
+struct CacheIndex: Sendable {
+    struct Entry: Equatable, Sendable {
         var serverTimeMillis: Int64
         var sizeBytes: Int
         /// Which heap item is current: a list stored again leaves its old item behind.
         var generation: UInt64
     }
 
-    struct OrderItem: Comparable {
+    struct OrderItem: Comparable, Sendable {
         var serverTimeMillis: Int64
         var generation: UInt64
         var id: HexID
@@ -27,17 +27,21 @@ struct CacheIndex {
     private(set) var totalBytes = 0
     /// Responses stored since open: every 32nd one starts a size check.
     var responsesStored = 0
+    /// Whether every list in the store is in the index: `false` from an open until the load
+    /// behind it ends. Until then nothing is written, and reads find lists by their key prefix.
+    var isComplete: Bool
 
-    /// An empty index: no lists, a total of zero.
-    init() {}
+    /// An empty index: no lists, a total of zero; `complete` says whether the store has none
+    /// either.
+    init(complete: Bool) { isComplete = complete }
 
-    /// The index of `lists` as an open finds them, oldest first, and the entries it dropped: a
-    /// list stored again by a store without atomic batches may appear twice after a crash, and
-    /// the later key wins. The caller deletes the dropped ones.
+    /// The complete index of `lists` in the order an open finds them (by key), and the entries it
+    /// dropped: a list stored again by a store without atomic batches may appear twice after a
+    /// crash, and the later key wins. The caller deletes the dropped ones.
     static func rebuilt(
-        fromListsOldestFirst lists: [(id: HexID, serverTimeMillis: Int64, sizeBytes: Int)]
+        from lists: [(id: HexID, serverTimeMillis: Int64, sizeBytes: Int)]
     ) -> (index: CacheIndex, dropped: [(id: HexID, entry: Entry)]) {
-        var index = CacheIndex()
+        var index = CacheIndex(complete: true)
         var dropped: [(id: HexID, entry: Entry)] = []
         index.entries.reserveCapacity(lists.count)
         var items: [OrderItem] = []
@@ -54,7 +58,6 @@ struct CacheIndex {
             index.totalBytes += list.sizeBytes
             items.append(OrderItem(serverTimeMillis: list.serverTimeMillis, generation: generation, id: list.id))
         }
-        // Oldest first is already a heap: building it is one pass without a swap.
         index.order = MinHeap(items)
         index.compactOrderIfMostlyStale()
         return (index, dropped)

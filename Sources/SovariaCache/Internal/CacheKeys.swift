@@ -2,18 +2,25 @@ import Sovaria
 
 /// The query cache's layout in the store: one key per cached list,
 ///
-///     sov:cache:l:<server time, ms, 16 digits>:<body bytes, 10 digits>:<id>  →  the entry
+///     sov:cache:l2:<id>:<server time, ms, 16 digits>:<body bytes, 10 digits>  →  the entry
 ///
 /// whose value is a ``CacheRecord`` (header, the query's full identity, the body). Everything
 /// eviction needs is in the key: listing the keys (``OfflineStore/keys(_:)``, never a value)
-/// rebuilds the order and the running total at open, and a put of a new list is one `set`.
+/// rebuilds the order and the running total, and a put of a new list is one `set`. The id comes
+/// first so that one list is found without the index, by listing the keys under
+/// ``listPrefix(of:)``: a cache answers reads while its index still loads behind the open.
 ///
 /// `<id>` is 32 hex digits of a 128-bit hash of the identity's UTF-8 bytes, so an identity of
 /// any length maps to a short legal key and equal-looking identities (precomposed and
 /// decomposed "é") stay apart. The entry keeps the full identity, checked on every read, so a
 /// hash collision is a miss, never another query's data.
+///
+/// The first layout, `sov:cache:l:<time>:<size>:<id>` (``legacyListPrefix``), put the time
+/// first; an open moves such lists to this layout.
 enum CacheKeys {
-    static let listPrefix = "sov:cache:l:"
+    static let listPrefix = "sov:cache:l2:"
+    /// The prefix of the first layout, time first, which an open migrates.
+    static let legacyListPrefix = "sov:cache:l:"
 
     static func id(of query: String) -> HexID {
         var first: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -28,25 +35,44 @@ enum CacheKeys {
     }
 
     static func listKey(_ id: HexID, _ entry: CacheIndex.Entry) -> String {
-        listPrefix + padded(entry.serverTimeMillis, 16) + ":" + padded(Int64(entry.sizeBytes), 10) + ":" + id.hex
+        listPrefix(of: id) + padded(entry.serverTimeMillis, 16) + ":" + padded(Int64(entry.sizeBytes), 10)
+    }
+
+    /// The prefix of `id`'s list key: the keys under it are that list's (one, or two a crash
+    /// left, the later of which is current).
+    static func listPrefix(of id: HexID) -> String {
+        listPrefix + id.hex + ":"
     }
 
     /// The id, server time and size in a list key, or `nil` for a key of another shape.
     ///
-    /// A list key has a fixed layout (prefix, 16 digits, `:`, 10 digits, `:`, 32 lowercase hex
-    /// digits), read here straight from its UTF-8 bytes: opening a cache parses every key.
+    /// A list key has a fixed layout (prefix, 32 lowercase hex digits, `:`, 16 digits, `:`, 10
+    /// digits), read here straight from its UTF-8 bytes: loading an index parses every key.
     static func parseListKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
+        parse(key, prefix: listPrefix, idFirst: true)
+    }
+
+    /// ``parseListKey(_:)`` for the first layout, `sov:cache:l:<time>:<size>:<id>`.
+    static func parseLegacyListKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
+        parse(key, prefix: legacyListPrefix, idFirst: false)
+    }
+
+    private static func parse(
+        _ key: String, prefix: String, idFirst: Bool
+    ) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
         key.withUTF8Bytes { bytes -> (HexID, Int64, Int)? in
-            let timeStart = listPrefix.utf8.count
+            let start = prefix.utf8.count
+            let (idStart, timeStart) = idFirst ? (start, start + 33) : (start + 28, start)
             let sizeStart = timeStart + 17
-            let idStart = sizeStart + 11
-            guard bytes.count == idStart + 32, bytes[sizeStart - 1] == colon, bytes[idStart - 1] == colon,
-                bytes.starts(with: listPrefix.utf8)
+            // The separators: after the id (or the size) and after the time.
+            let firstColon = idFirst ? timeStart - 1 : idStart - 1
+            guard bytes.count == start + 60, bytes[firstColon] == colon, bytes[sizeStart - 1] == colon,
+                bytes.starts(with: prefix.utf8)
             else { return nil }
             // Digits only: a key that would parse but not rebuild to itself could never be evicted.
-            guard let millis = digits(bytes[timeStart..<(sizeStart - 1)]),
-                let size = digits(bytes[sizeStart..<(idStart - 1)]),
-                let id = HexID(hex: UnsafeBufferPointer(rebasing: bytes[idStart...]))
+            guard let millis = digits(bytes[timeStart..<(timeStart + 16)]),
+                let size = digits(bytes[sizeStart..<(sizeStart + 10)]),
+                let id = HexID(hex: UnsafeBufferPointer(rebasing: bytes[idStart..<(idStart + 32)]))
             else { return nil }
             return (id, millis, Int(size))
         }
