@@ -27,11 +27,15 @@ struct CacheOpenSection {
             }
             if engine.persistent { keeper = nil }
             progress.update("cache open: \(engine.name)")
-            // The index loads behind the open: each repeat waits for the previous one's load
-            // (untimed), so no load runs under the next measurement.
+            // The index loads behind the open: each repeat waits for the previous one's load and
+            // frees it (untimed), so neither runs under the next measurement.
             var previous: QueryCache?
             let firstRead = try await Stopwatch(repeats: options.repeats).measure(
-                calls: 1, prepare: { _ in _ = try await previous?.listCount }
+                calls: 1,
+                prepare: { _ in
+                    _ = try await previous?.listCount
+                    previous = nil  // its index is freed here, not in the next timed call
+                }
             ) { _, _ in
                 let store = try keeper ?? engine.open(folder, .flushed)
                 let cache = try await QueryCache(store: store, size: .unlimited)

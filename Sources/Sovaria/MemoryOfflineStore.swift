@@ -72,10 +72,10 @@ public final class MemoryOfflineStore: OfflineStore {
     /// - Complexity: O(log n + m) for m matching keys once the index is built; O(n log n) after
     ///   keys were added or removed.
     public func keys(_ prefix: String) async throws -> [String] {
-        state.withLock { state in
-            let ordered = state.orderedKeys()
-            return StoreKey.range(of: prefix, after: nil, in: ordered).map(\.string)
-        }
+        // The index is a value: the strings are made outside the lock, so a listing of 100,000
+        // keys does not hold up other calls while it builds them.
+        let ordered = state.withLock { $0.orderedKeys() }
+        return StoreKey.range(of: prefix, after: nil, in: ordered).map(\.string)
     }
 
     /// A page of entries in byte order, read from the sorted index.
