@@ -73,8 +73,9 @@ public final class QueryCache: Sendable {
     ///
     /// Returns once lists of the first layout (if any) are moved to the current one; the index
     /// loads in a task of its own (``waitForBackgroundRefreshes()`` waits for it), and a read
-    /// made meanwhile finds its list by its key prefix. Writes wait for the load; if it fails,
-    /// the next write (or ``totalBytes``, ``listCount``) loads again and throws its error.
+    /// made meanwhile finds its list by its key prefix. Puts, stale marks, removals and eviction
+    /// wait for the load; if it fails, the next of them (or ``totalBytes``, ``listCount``) loads
+    /// again and throws its error. ``clearLocalData()`` does not need it.
     public init(store: any OfflineStore, configuration: Configuration) async throws {
         self.store = store
         self.configuration = configuration
@@ -162,7 +163,11 @@ public final class QueryCache: Sendable {
             let stale = current.with(stale: true)
             try await store.set(CacheKeys.listKey(id, entry), CacheRecord.encode(stale))
             index.withLock { index in
-                if index.entries[id] == entry { memory.set(stale, forKey: id, cost: stale.sizeBytes) }
+                guard index.entries[id] == entry else { return }
+                // Same key, same place in the order, but a new generation: a reader that read the
+                // record before the mark does not copy it up over the stale one.
+                index.upsert(id, serverTimeMillis: entry.serverTimeMillis, sizeBytes: entry.sizeBytes)
+                memory.set(stale, forKey: id, cost: stale.sizeBytes)
             }
         }
     }
@@ -181,11 +186,12 @@ public final class QueryCache: Sendable {
         }
     }
 
-    /// Forgets every cached list and gives the space back to the operating system
-    /// (``OfflineStore/compact()``): what "clear local data" does.
+    /// Forgets every cached list (every key under `sov:cache:`, lists of the first layout
+    /// included) and gives the space back to the operating system (``OfflineStore/compact()``):
+    /// what "clear local data" does.
     public func clearLocalData() async throws {
         try await gate.withGate {
-            let keys = try await store.keys(CacheKeys.listPrefix)
+            let keys = try await store.keys(CacheKeys.areaPrefix)
             for start in stride(from: 0, to: keys.count, by: 1_000) {
                 try await store.write(keys[start..<min(keys.count, start + 1_000)].map { .delete(key: $0) })
             }
@@ -198,8 +204,8 @@ public final class QueryCache: Sendable {
     }
 
     /// Waits for the work started behind answers already given: the refreshes of
-    /// stale-while-revalidate reads, and the eviction passes that puts and fetched responses
-    /// called for.
+    /// stale-while-revalidate reads, the eviction passes that puts and fetched responses called
+    /// for, and the index's load behind the open.
     public func waitForBackgroundRefreshes() async {
         // A refresh may start a pass behind it: wait until nothing is left.
         while true {
@@ -224,8 +230,8 @@ public final class QueryCache: Sendable {
                 guard let entry else { return nil }
                 key = CacheKeys.listKey(id, entry)
             } else {
-                // The index still loads, and nothing is written until it has: the list's own
-                // keys say where it is (the later of two a crash left is current).
+                // The index still loads: the list's own keys say where it is (the later of two a
+                // crash left is current; the load deletes the earlier).
                 guard let found = try await store.keys(CacheKeys.listPrefix(of: id)).last else { return nil }
                 key = found
             }
@@ -234,8 +240,10 @@ public final class QueryCache: Sendable {
                     return nil
                 }
                 // Copied up only if no write changed the list meanwhile; the memory layer changes
-                // under the index's lock, so a slow reader never puts back an older answer. Before
-                // the load ends nothing was written; once it has, only the index can tell.
+                // under the index's lock, so a slow reader never puts back an older answer. While
+                // the index is incomplete no write that changes a list runs (each loads the index
+                // first; clearing completes it, empty, and empties memory under this lock); once
+                // it is complete, the entry's generation tells.
                 index.withLock { index in
                     if complete ? index.entries[id] == entry : !index.isComplete {
                         memory.set(response, forKey: id, cost: response.sizeBytes)
@@ -320,18 +328,21 @@ public final class QueryCache: Sendable {
     /// Moves the lists of the first layout (time first, ``CacheKeys/legacyListPrefix``) to the
     /// current one, 100 per batch, each set beside the delete of its old key: a crash between the
     /// two leaves both, and the next open moves it again. Keys of another shape under the old
-    /// prefix are not the cache's and stay. Lists nothing on a store without old lists.
+    /// prefix, and lists whose value cannot be read, stay. Reads no value on a store without old
+    /// lists; with them, it reads each one's value once, the first time.
     private static func migrateLegacyLists(in store: any OfflineStore) async throws {
         let legacy = try await store.keys(CacheKeys.legacyListPrefix)
         for start in stride(from: 0, to: legacy.count, by: 100) {
             var writes: [StoreWrite] = []
             for key in legacy[start..<min(legacy.count, start + 100)] {
                 guard let list = CacheKeys.parseLegacyListKey(key) else { continue }
-                if let value = try await store.get(key) {
-                    let entry = CacheIndex.Entry(
-                        serverTimeMillis: list.serverTimeMillis, sizeBytes: list.sizeBytes, generation: 0)
-                    writes.append(.set(key: CacheKeys.listKey(list.id, entry), value: value))
-                }
+                // A value that cannot be read (damaged, or a failed read) stays where it is, for
+                // a later open to try again: one entry never keeps the cache from opening. (A
+                // key gone meanwhile has nothing to move.)
+                guard let value = try? await store.get(key) else { continue }
+                let entry = CacheIndex.Entry(
+                    serverTimeMillis: list.serverTimeMillis, sizeBytes: list.sizeBytes, generation: 0)
+                writes.append(.set(key: CacheKeys.listKey(list.id, entry), value: value))
                 writes.append(.delete(key: key))
             }
             if !writes.isEmpty { try await store.write(writes) }

@@ -30,7 +30,8 @@ public struct StoredList: Sendable, Hashable {
         response = value.flatMap(CacheRecord.decode)
     }
 
-    /// The prefix every list key of the query cache starts with: a store's lists are ordered by
-    /// their query's hash under it, not by time.
+    /// The prefix every list key of the query cache's current layout starts with: a store's
+    /// lists are ordered by their query's hash under it, not by time. (Lists of the first
+    /// layout, under `sov:cache:l:`, are moved here by the next open.)
     public static let keyPrefix = CacheKeys.listPrefix
 }

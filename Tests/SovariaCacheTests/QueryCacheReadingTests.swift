@@ -223,4 +223,23 @@ import Testing
         let stale = try await cache.cachedResponse(for: "q")
         #expect(stale?.body == "second" && stale?.isStale == true)
     }
+
+    @Test(arguments: CacheEngine.all)
+    func aSlowReaderNeverUndoesAStaleMarkInMemory(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy)
+        try await cache.put("q", body: "first", serverTime: serverTime(1))
+        cache.memory.removeAll()
+        // While a reader holds "first" read from the store, a local write marks the list stale:
+        // the same key, a new record.
+        spy.afterGet.withLock { hook in
+            hook = { _ in
+                spy.afterGet.withLock { $0 = nil }
+                try await cache.markStale("q")
+            }
+        }
+        #expect(try await cache.cachedResponse(for: "q")?.isStale == false, "the slow reader's own answer")
+        #expect(try await cache.cachedResponse(for: "q")?.isStale == true, "memory keeps the stale mark")
+    }
 }

@@ -28,7 +28,8 @@ struct CacheIndex: Sendable {
     /// Responses stored since open: every 32nd one starts a size check.
     var responsesStored = 0
     /// Whether every list in the store is in the index: `false` from an open until the load
-    /// behind it ends. Until then nothing is written, and reads find lists by their key prefix.
+    /// behind it ends. Until then no write that changes a list runs (each loads the index first),
+    /// and reads find lists by their key prefix.
     var isComplete: Bool
 
     /// An empty index: no lists, a total of zero; `complete` says whether the store has none

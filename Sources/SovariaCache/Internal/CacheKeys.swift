@@ -18,6 +18,8 @@ import Sovaria
 /// The first layout, `sov:cache:l:<time>:<size>:<id>` (``legacyListPrefix``), put the time
 /// first; an open moves such lists to this layout.
 enum CacheKeys {
+    /// Every key of the query cache starts with this.
+    static let areaPrefix = "sov:cache:"
     static let listPrefix = "sov:cache:l2:"
     /// The prefix of the first layout, time first, which an open migrates.
     static let legacyListPrefix = "sov:cache:l:"
