@@ -202,19 +202,30 @@ import Testing
 }
 
 @Suite(.sharedPostgresDatabase) struct QueryCacheRaceTests {
-    @Test(arguments: CacheEngine.all)
-    func aSlowReaderNeverPutsAnOlderAnswerBackInMemory(engine: CacheEngine) async throws {
+    /// A cache on `engine` holding "first" for "q" in the store only, whose next store read runs
+    /// `write` once, between reading the value and returning it: a slow reader overtaken.
+    func cacheWhoseNextReadIsOvertaken(
+        on engine: CacheEngine, by write: @escaping @Sendable (QueryCache) async throws -> Void
+    ) async throws -> (cache: QueryCache, folder: TemporaryFolder) {
         let folder = try TemporaryFolder()
         let spy = SpyStore(try engine.open(folder.url))
         let cache = try await QueryCache(store: spy)
         try await cache.put("q", body: "first", serverTime: serverTime(1))
         cache.memory.removeAll()
-        // While a reader holds "first" read from the store, a put stores "second".
         spy.afterGet.withLock { hook in
             hook = { _ in
                 spy.afterGet.withLock { $0 = nil }
-                try await cache.put("q", body: "second", serverTime: serverTime(2))
+                try await write(cache)
             }
+        }
+        return (cache, folder)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aSlowReaderNeverPutsAnOlderAnswerBackInMemory(engine: CacheEngine) async throws {
+        // While a reader holds "first" read from the store, a put stores "second".
+        let (cache, folder) = try await cacheWhoseNextReadIsOvertaken(on: engine) { cache in
+            try await cache.put("q", body: "second", serverTime: serverTime(2))
         }
         #expect(try await cache.cachedResponse(for: "q")?.body == "first", "the slow reader's own answer")
         #expect(try await cache.cachedResponse(for: "q")?.body == "second", "memory was not set back to first")
@@ -222,24 +233,18 @@ import Testing
         cache.memory.removeAll()
         let stale = try await cache.cachedResponse(for: "q")
         #expect(stale?.body == "second" && stale?.isStale == true)
+        withExtendedLifetime(folder) {}
     }
 
     @Test(arguments: CacheEngine.all)
     func aSlowReaderNeverUndoesAStaleMarkInMemory(engine: CacheEngine) async throws {
-        let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
-        let cache = try await QueryCache(store: spy)
-        try await cache.put("q", body: "first", serverTime: serverTime(1))
-        cache.memory.removeAll()
         // While a reader holds "first" read from the store, a local write marks the list stale:
         // the same key, a new record.
-        spy.afterGet.withLock { hook in
-            hook = { _ in
-                spy.afterGet.withLock { $0 = nil }
-                try await cache.markStale("q")
-            }
+        let (cache, folder) = try await cacheWhoseNextReadIsOvertaken(on: engine) { cache in
+            try await cache.markStale("q")
         }
         #expect(try await cache.cachedResponse(for: "q")?.isStale == false, "the slow reader's own answer")
         #expect(try await cache.cachedResponse(for: "q")?.isStale == true, "memory keeps the stale mark")
+        withExtendedLifetime(folder) {}
     }
 }
