@@ -68,7 +68,7 @@ let package = Package(
         // The offline controller (seed 003) over the cache and the queue; the network is a protocol.
         .target(name: "SovariaSync", dependencies: ["Sovaria", "SovariaCache", "SovariaQueue"]),
         // The HTTP transport (URLSession) and PostgREST's request conventions.
-        .target(name: "SovariaHTTP", dependencies: ["SovariaSync", "SovariaQueue"]),
+        .target(name: "SovariaHTTP", dependencies: ["SovariaSync", "SovariaCache", "SovariaQueue"]),
         // The file cache (seed 000): files in a folder, their metadata in any `OfflineStore`.
         .target(name: "SovariaFiles", dependencies: ["Sovaria"]),
 

@@ -162,6 +162,9 @@ public final class QueryCache: Sendable {
             else { return }
             let stale = current.with(stale: true)
             try await store.set(CacheKeys.listKey(id, entry), CacheRecord.encode(stale))
+            // A reader that sees the mark must fetch, not take the answer of a fetch that finished
+            // before it.
+            flights.forgetFinished(id)
             index.withLock { index in
                 guard index.entries[id] == entry else { return }
                 // Same key, same place in the order, but a new generation: a reader that read the
@@ -179,6 +182,7 @@ public final class QueryCache: Sendable {
             try await loadIndexIfNeeded()
             guard let entry = index.withLock({ $0.entries[id] }) else { return }
             try await store.delete(CacheKeys.listKey(id, entry))
+            flights.forgetFinished(id)
             index.withLock { index in
                 index.remove(id)
                 memory.removeValue(forKey: id)
@@ -191,6 +195,8 @@ public final class QueryCache: Sendable {
     /// what "clear local data" does.
     public func clearLocalData() async throws {
         try await gate.withGate {
+            // No read after the clear is answered with what a fetch brought in before it.
+            flights.forgetFinished()
             let keys = try await store.keys(CacheKeys.areaPrefix)
             for start in stride(from: 0, to: keys.count, by: 1_000) {
                 try await store.write(keys[start..<min(keys.count, start + 1_000)].map { .delete(key: $0) })
@@ -220,7 +226,7 @@ public final class QueryCache: Sendable {
     /// Memory first, then the store; `nil` on a miss or when the entry belongs to another query.
     /// `id` is `CacheKeys.id(of: query)`, hashed once by the caller.
     func lookUp(_ query: String, id: HexID) async throws -> (response: CachedResponse, source: CacheRead.Source)? {
-        if let hit = memory.value(forKey: id), hit.query.utf8.elementsEqual(query.utf8) { return (hit, .memory) }
+        if let hit = memoryHit(query, id: id) { return (hit, .memory) }
         // A put may move the list to a new key between the index read and the store read: one
         // more look at the index then finds it.
         for _ in 0..<2 {
@@ -253,6 +259,13 @@ public final class QueryCache: Sendable {
             }
         }
         return nil
+    }
+
+    /// The memory layer's answer for `query`, or `nil` (also when the entry belongs to another
+    /// query).
+    func memoryHit(_ query: String, id: HexID) -> CachedResponse? {
+        guard let hit = memory.value(forKey: id), hit.query.utf8.elementsEqual(query.utf8) else { return nil }
+        return hit
     }
 
     /// Caches `body` as `query`'s response under its list key (one `set` for a new list, and the

@@ -5,7 +5,9 @@ public enum ReadPolicy: Sendable, Hashable {
     case cacheFirstThenNetwork
     /// The cached result, fresh or not; `nil` ("no data") when there is none. Never fetches.
     case cacheOnly
-    /// Always fetch, store and return; errors are thrown.
+    /// Always fetch, store and return; errors are thrown. The answer comes from a fetch that
+    /// started after the read began (shared with the reads that asked at the same time), never
+    /// from one already running or finished.
     case networkOnly
     /// The cached result at once, with a refresh started behind it when it is stale or older
     /// than `maxAge`; fetches like ``cacheFirstThenNetwork`` when nothing is cached.

@@ -1,4 +1,5 @@
 import Foundation
+import SovariaCache
 import SovariaQueue
 import SovariaSync
 import Synchronization
@@ -37,7 +38,8 @@ public final class URLSessionTransport: SyncTransport {
     private let configuration: Configuration
     private let session: URLSession
     private let tokens: (any AccessTokenProvider)?
-    private let refresh = TokenRefresh()
+    /// One refresh per stale token: the requests that got a 401 with the same token share it.
+    private let refreshes = SingleFlight<String?, Void>()
 
     /// A transport to `baseURL`, with `apiKey` sent as the `apikey` header (when not `nil`), the
     /// bearer token from `tokens` (when not `nil`), and `configuration`'s headers and timeout.
@@ -71,9 +73,12 @@ public final class URLSessionTransport: SyncTransport {
             request.headers["Idempotency-Key"] = WriteQueue.makeClientID()
         }
         let token = try await tokens?.accessToken()
+        // Taken before the request goes: a refresh of the same token that finishes while it is
+        // on the way (another request's 401) already cured its 401, and no second one starts.
+        let ticket = refreshes.ticket()
         let first = try await send(request, token: token)
         guard first.status == 401, let tokens else { return first }
-        try await refresh.run(after: token) { try await tokens.refreshAccessToken() }
+        try await refreshes.run(token, sharing: .finishedAfter(ticket)) { try await tokens.refreshAccessToken() }
         return try await send(request, token: try await tokens.accessToken())
     }
 

@@ -205,15 +205,41 @@ public final class SovariaOffline: Sendable {
 
     /// One flush: sends heads until the queue is empty or an answer stops it.
     private func drainQueue() async throws -> Int {
-        defer { state.withLock { $0.flight = nil } }
+        var synced = 0
+        while true {
+            let ending: (synced: Int, emptied: Bool)
+            do {
+                ending = try await sendHeads()
+            } catch {
+                state.withLock { $0.flight = nil }
+                throw error
+            }
+            synced += ending.synced
+            // The flush ends under the lock a caller joins it with, after one more look at the
+            // queue: a write queued after the last look by a caller that then joined this flush
+            // is sent by it, not left for the next trigger.
+            let ended = state.withLock { state in
+                guard ending.emptied, queue.count > 0 else {
+                    state.flight = nil
+                    return true
+                }
+                return false
+            }
+            if ended { return synced }
+        }
+    }
+
+    /// Sends heads until the queue is empty (`emptied`) or an answer stops the flush; returns
+    /// how many synced.
+    private func sendHeads() async throws -> (synced: Int, emptied: Bool) {
         var synced = 0
         var refreshedFor: String?
         while let head = try await queue.head() {
             let (closed, paused, notBefore) = state.withLock {
                 ($0.closed, $0.pausedForAuthorization, $0.retryNotBefore)
             }
-            if closed || paused { break }
-            if let notBefore, configuration.clock() < notBefore { break }
+            if closed || paused { return (synced, false) }
+            if let notBefore, configuration.clock() < notBefore { return (synced, false) }
             var request = head.request
             // The app's own key, if it set one, else the client id.
             request.headers[Self.idempotencyHeader] = request.headers[Self.idempotencyHeader] ?? head.id
@@ -222,10 +248,10 @@ public final class SovariaOffline: Sendable {
                 response = try await transport.send(request)
             } catch let error as SyncTransportError {
                 wentOffline(error)
-                break
+                return (synced, false)
             } catch {
                 try await retryLater(head, response: nil, message: "\(error)")
-                break
+                return (synced, false)
             }
             reachedServer(startingFlush: false)
             switch response.status {
@@ -242,20 +268,20 @@ public final class SovariaOffline: Sendable {
                 }
                 state.withLock { $0.pausedForAuthorization = true }
                 report(SyncError(kind: .unauthorized, write: head, message: response.body))
-                return synced
+                return (synced, false)
             case _ where Self.isRetryable(response.status):
                 try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
-                return synced
+                return (synced, false)
             case 400..<500:
                 if let rejected = try await queue.reject(head.id, status: response.status, message: response.body) {
                     report(SyncError(kind: .rejected(rejected), write: head, message: response.body))
                 }
             default:
                 try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
-                return synced
+                return (synced, false)
             }
         }
-        return synced
+        return (synced, true)
     }
 
     /// Keeps `head` for a later try: counts the failure, sets the delay, reports it, and says

@@ -1,6 +1,7 @@
 import Foundation
-import SovariaCache
 import Testing
+
+@testable import SovariaCache
 
 @Suite struct MemoryCacheTests {
     @Test func aReadProtectsAnEntryFromEviction() {
@@ -130,5 +131,59 @@ import Testing
             return "second try"
         }
         #expect(value == "second try" && retried.increment() == 2)
+    }
+
+    @Test func aTicketSharesAFlightThatFinishedAfterItWasTaken() async throws {
+        let flights = SingleFlight<String, String>()
+        let runs = Counter()
+        var ticket: SingleFlight<String, String>.Ticket? = flights.ticket()
+        // A flight that starts and finishes while the ticket's look-up runs.
+        let first = try await flights.run("key") { "run \(runs.increment())" }
+        let shared = try await flights.run("key", sharing: .finishedAfter(try #require(ticket))) {
+            "run \(runs.increment())"
+        }
+        #expect(first == "run 1" && shared == "run 1", "the finished flight's answer, no second run")
+        #expect(flights.finishedCount == 1)
+        ticket = nil
+        #expect(flights.finishedCount == 0, "nothing is kept once no older ticket is held")
+        // A ticket taken after the flight finished: its look-up could see the answer, so a miss
+        // means a new flight.
+        let later = flights.ticket()
+        let fresh = try await flights.run("key", sharing: .finishedAfter(later)) { "run \(runs.increment())" }
+        #expect(fresh == "run 2")
+    }
+
+    @Test func aFinishedErrorIsSharedLikeARunningOne() async throws {
+        let flights = SingleFlight<String, String>()
+        let ticket = flights.ticket()
+        await #expect(throws: CocoaError.self) {
+            try await flights.run("key") { throw CocoaError(.fileReadUnknown) }
+        }
+        await #expect(throws: CocoaError.self) {
+            try await flights.run("key", sharing: .finishedAfter(ticket)) { "not run" }
+        }
+        flights.forgetFinished("key")
+        #expect(try await flights.run("key", sharing: .finishedAfter(ticket)) { "run again" } == "run again")
+    }
+
+    @Test(.timeLimit(.minutes(1))) func startedAfterWaitsOutAnEarlierFlightAndSharesTheNextOne() async throws {
+        let flights = SingleFlight<String, String>()
+        let fetch = HeldFetch()
+        let runs = Counter()
+        async let earlier = flights.run("key") { try await fetch.run(failing: false) }
+        while flights.callerCount(for: "key") < 1 { await Task.yield() }
+        let ticket = flights.ticket()
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    try await flights.run("key", sharing: .startedAfter(ticket)) { "run \(runs.increment())" }
+                }
+            }
+            while flights.waitingCount(for: "key") < 2 { await Task.yield() }
+            fetch.continuation.yield()
+            for try await value in group { #expect(value == "run 1", "one new flight, shared by both") }
+        }
+        #expect(try await earlier == "fetched")
+        #expect(runs.increment() == 2)
     }
 }

@@ -202,15 +202,18 @@ import Testing
 }
 
 @Suite(.sharedPostgresDatabase) struct QueryCacheRaceTests {
-    /// A cache on `engine` holding "first" for "q" in the store only, whose next store read runs
-    /// `write` once, between reading the value and returning it: a slow reader overtaken.
+    /// A cache on `engine` holding "first" for "q" in the store only (marked stale if
+    /// `markedStale`), whose next store read runs `write` once, between reading the value and
+    /// returning it: a slow reader overtaken.
     func cacheWhoseNextReadIsOvertaken(
-        on engine: CacheEngine, by write: @escaping @Sendable (QueryCache) async throws -> Void
+        on engine: CacheEngine, markedStale: Bool = false,
+        by write: @escaping @Sendable (QueryCache) async throws -> Void
     ) async throws -> (cache: QueryCache, folder: TemporaryFolder) {
         let folder = try TemporaryFolder()
         let spy = SpyStore(try engine.open(folder.url))
         let cache = try await QueryCache(store: spy)
         try await cache.put("q", body: "first", serverTime: serverTime(1))
+        if markedStale { try await cache.markStale("q") }
         cache.memory.removeAll()
         spy.afterGet.withLock { hook in
             hook = { _ in
@@ -246,5 +249,56 @@ import Testing
         #expect(try await cache.cachedResponse(for: "q")?.isStale == false, "the slow reader's own answer")
         #expect(try await cache.cachedResponse(for: "q")?.isStale == true, "memory keeps the stale mark")
         withExtendedLifetime(folder) {}
+    }
+
+    @Test(arguments: CacheEngine.all, [ReadPolicy.cacheFirstThenNetwork, .staleWhileRevalidate])
+    func aReaderOvertakenByAWholeFetchSharesItsAnswer(engine: CacheEngine, policy: ReadPolicy) async throws {
+        let server = QueryCacheReadingTests.Server { call, _ in
+            QueryCacheReadingTests.fresh("answer \(call)", at: 10 + call)
+        }
+        // The slow reader has read the stale "first" from the store; before its look-up returns,
+        // another reader's whole read runs: its fetch starts, stores "answer 1" and finishes.
+        let (cache, folder) = try await cacheWhoseNextReadIsOvertaken(on: engine, markedStale: true) { cache in
+            let other = try await cache.read("q", fetch: server.fetch)
+            #expect(other.source == .network && other.response?.body == "answer 1")
+        }
+        let slow = try await cache.read("q", policy: policy, fetch: server.fetch)
+        await cache.waitForBackgroundRefreshes()
+        if policy == .staleWhileRevalidate {
+            #expect(slow.response?.body == "first" && slow.isRefreshing, "the cached answer at once")
+        } else {
+            #expect(slow.response?.body == "answer 1" && slow.source == .network)
+        }
+        #expect(server.count == 1, "the slow reader shared the fetch that finished during its look-up")
+        // Nothing is kept past the look-ups that needed it: the next stale read fetches anew.
+        try await cache.markStale("q")
+        let next = try await cache.read("q", fetch: server.fetch)
+        #expect(next.response?.body == "answer 2" && server.count == 2)
+        withExtendedLifetime(folder) {}
+    }
+
+    @Test(.timeLimit(.minutes(1)), arguments: CacheEngine.all)
+    func aNetworkOnlyReadIsAnsweredByAFetchThatStartedAfterIt(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(store: try engine.open(folder.url))
+        let (release, letFirstGo) = AsyncStream<Void>.makeStream()
+        let calls = Counter()
+        let fetch: @Sendable (String?) async throws -> FetchResult = { _ in
+            let call = calls.increment()
+            if call == 1 { for await _ in release {} }
+            return .response(body: "answer \(call)", serverTime: serverTime(call), etag: nil)
+        }
+        let id = CacheKeys.id(of: "q")
+        async let first = cache.read("q", fetch: fetch)
+        while cache.flights.callerCount(for: id) < 1 { await Task.yield() }
+        // Two network-only reads asked while the first fetch runs: they wait it out and share one
+        // fetch of their own.
+        async let second = cache.read("q", policy: .networkOnly, fetch: fetch)
+        async let third = cache.read("q", policy: .networkOnly, fetch: fetch)
+        while cache.flights.waitingCount(for: id) < 2 { await Task.yield() }
+        letFirstGo.finish()
+        let answers = try await [first, second, third].map { $0.response?.body }
+        #expect(answers == ["answer 1", "answer 2", "answer 2"])
+        #expect(calls.increment() == 3, "two fetches")
     }
 }
