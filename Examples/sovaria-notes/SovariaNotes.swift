@@ -44,7 +44,12 @@ enum SovariaNotes {
             configuration: {
                 var c = URLSessionTransport.Configuration(); c.timeout = .seconds(5); return c
             }())
-        let offline = try await SovariaOffline(store: store, transport: transport)
+        var configuration = SovariaOffline.Configuration()
+        // Read-your-writes: the notes written offline show in `list` at once. The test server's
+        // database orders text by its bytes (the C collation); `done` defaults to false.
+        configuration.overlay = PostgRESTOverlay(
+            tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
+        let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
         offline.onSyncError = { error in
             if case .rejected(let rejected) = error.kind {
                 print(
@@ -61,14 +66,13 @@ enum SovariaNotes {
         case "add":
             let owner = option("--owner", in: &arguments)
             guard arguments.count == 2 else { throw Usage("add ID TITLE [--owner ROLE]") }
-            var json = #"{"id":"\#(arguments[0])","title":"\#(arguments[1])""#
-            if let owner { json += #","owner":"\#(owner)""# }
-            report(try await app.write(PostgREST.insert(into: "notes", json: json + "}")), what: "add \(arguments[0])")
+            let note = NewNote(id: arguments[0], title: arguments[1], owner: owner)
+            report(try await app.write(try PostgREST.insert(into: "notes", value: note)), what: "add \(arguments[0])")
         case "done":
             guard arguments.count == 1 else { throw Usage("done ID") }
             report(
                 try await app.write(
-                    PostgREST.update("notes", where: [.eq("id", arguments[0])], json: #"{"done":true}"#)),
+                    try PostgREST.update("notes", where: [.eq("id", arguments[0])], set: ["done": true])),
                 what: "done \(arguments[0])")
         case "pending":
             let pending = try await app.pendingWrites()
@@ -87,16 +91,27 @@ enum SovariaNotes {
                 print("      \(write.message)")
             }
         case "list":
-            let read: CacheRead
+            let read: TypedRead<[Note]>
             do {
                 read = try await app.read(
-                    PostgREST.select("notes", columns: "id,title,done", order: "id"), maxAge: .zero)
+                    PostgREST.select("notes", columns: "id,title,done", order: "id"), as: [Note].self, maxAge: .zero)
             } catch SyncTransportError.offline {
-                print("notes: offline, and none cached yet")
+                print("notes: offline, and none cached or written yet")
                 return
             }
-            print("notes (\(read.source == .network ? "from the server" : "from the cache, offline")):")
-            print("  " + (read.response?.body ?? "none"))
+            let origin =
+                switch read.read.source {
+                case .network: "from the server"
+                case .memory, .store: "from the cache, offline"
+                case .none: "offline, nothing cached yet"
+                }
+            print("notes (\(origin)\(read.read.hasPendingWrites ? ", with the writes waiting to sync" : "")):")
+            let waiting = Set(read.read.pendingRows.compactMap(\.key))
+            for note in read.value ?? [] {
+                let mark = waiting.contains(JSONText.string(note.id)) ? "   (waiting to sync)" : ""
+                print("  [\(note.done ? "x" : " ")] \(note.id)  \(note.title)\(mark)")
+            }
+            if !read.read.isExact { print("  (may change once synced: \(read.read.inexactReasons.joined(separator: "; ")))") }
         default:
             throw Usage("unknown command \(command)")
         }
@@ -119,6 +134,27 @@ enum SovariaNotes {
     struct Usage: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = "usage: " + description }
+    }
+}
+
+/// A note as `list` shows it.
+struct Note: Decodable, Sendable {
+    var id: String
+    var title: String
+    var done: Bool
+}
+
+/// A note as `add` writes it: the server fills in `done` and `owner` unless it is given.
+struct NewNote: Encodable {
+    var id: String
+    var title: String
+    var owner: String?
+}
+
+/// JSON text of a value, to match ``PendingRow/key``.
+enum JSONText {
+    static func string(_ text: String) -> String {
+        String(decoding: (try? JSONEncoder().encode(text)) ?? Data(), as: UTF8.self)
     }
 }
 

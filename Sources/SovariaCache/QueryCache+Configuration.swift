@@ -31,6 +31,11 @@ extension QueryCache {
         ///
         /// Default: the system clock, `{ Date() }`.
         public var clock: @Sendable () -> Date
+        /// Called after each eviction pass that removed at least one list (from the task that ran
+        /// it): live queries use it to answer again without the lists that went.
+        ///
+        /// Default: `nil`.
+        public var onEviction: (@Sendable (EvictionPass) -> Void)?
 
         /// A configuration with the given fields and the defaults for the rest.
         public init(

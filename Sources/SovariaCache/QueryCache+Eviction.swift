@@ -52,6 +52,7 @@ extension QueryCache {
             passes.append(pass)
             if passes.count > 1_000 { passes.removeFirst(passes.count - 1_000) }
         }
+        if evictedLists > 0 { configuration.onEviction?(pass) }
     }
 
     /// The size check a put or a read's fetch calls for: the comparison now, and a pass, when

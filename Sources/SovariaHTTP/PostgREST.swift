@@ -1,5 +1,6 @@
 import Foundation
 import SovariaQueue
+import SovariaSync
 
 /// Builds ``SovariaQueue/DataRequest``s in PostgREST's conventions (`/rest/v1/<table>`, filters
 /// in the query, `Prefer` headers), so reads and queued writes say what they mean.
@@ -100,6 +101,41 @@ public enum PostgREST {
         DataRequest(
             method: "DELETE", path: path(table, filters.map(\.queryItem)),
             headers: ["Prefer": returning ? "return=representation" : "return=minimal"])
+    }
+
+    /// `POST /rest/v1/<table>` of `value` (one row, or an array of rows) encoded by `encoder`
+    /// (``SovariaSync/JSONCoding/makeEncoder()``: ISO 8601 dates with fractional seconds).
+    ///
+    /// ```swift
+    /// struct Note: Codable { var id: String; var title: String }
+    /// let add = try PostgREST.insert(into: "notes", value: Note(id: "n1", title: "Milk"))
+    /// ```
+    public static func insert<Value: Encodable>(
+        into table: String, value: Value, returning: Bool = true, upsert: Bool = false,
+        encoder: JSONEncoder = JSONCoding.makeEncoder()
+    ) throws -> DataRequest {
+        insert(into: table, json: try json(value, encoder), returning: returning, upsert: upsert)
+    }
+
+    /// `POST /rest/v1/<table>` of `value` with `Prefer: resolution=merge-duplicates`: inserts the
+    /// rows, or merges them into the rows with the same primary key.
+    public static func upsert<Value: Encodable>(
+        into table: String, value: Value, returning: Bool = true, encoder: JSONEncoder = JSONCoding.makeEncoder()
+    ) throws -> DataRequest {
+        insert(into: table, json: try json(value, encoder), returning: returning, upsert: true)
+    }
+
+    /// `PATCH /rest/v1/<table>?<filters>` with the fields of `changes` (encode only what changes:
+    /// an optional left `nil` is omitted by the standard encoder).
+    public static func update<Changes: Encodable>(
+        _ table: String, where filters: [Filter], set changes: Changes, returning: Bool = false,
+        encoder: JSONEncoder = JSONCoding.makeEncoder()
+    ) throws -> DataRequest {
+        update(table, where: filters, json: try json(changes, encoder), returning: returning)
+    }
+
+    private static func json<Value: Encodable>(_ value: Value, _ encoder: JSONEncoder) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     private static func path(_ table: String, _ query: [String]) -> String {

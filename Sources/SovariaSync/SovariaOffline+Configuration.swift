@@ -36,6 +36,15 @@ extension SovariaOffline {
         /// A number in 0...1 that spreads retry delays (jitter). Default: random.
         public var jitter: @Sendable () -> Double = { Double.random(in: 0...1) }
 
+        /// Applies the pending writes of a read's table to its cached answer (read-your-writes):
+        /// `PostgRESTOverlay()` from SovariaHTTP for a PostgREST API. Default: `nil` (answers are
+        /// the server's, and say that pending writes were not applied).
+        public var overlay: (any OverlayEvaluator)?
+        /// Makes the decoder of ``SovariaOffline/read(_:as:policy:maxAge:)`` and
+        /// ``SovariaOffline/observe(_:as:policy:maxAge:)``. Default: ``JSONCoding/makeDecoder()``
+        /// (PostgREST's JSON: ISO 8601 dates, with or without fractional seconds).
+        public var makeDecoder: @Sendable () -> JSONDecoder = { JSONCoding.makeDecoder() }
+
         /// The defaults.
         public init() {}
     }

@@ -56,13 +56,15 @@ public final class SovariaOffline: Sendable {
     /// The cached read results.
     let cache: QueryCache
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
+    /// Tells live queries and status followers what changed.
+    let signals = ChangeSignals()
     private let writes = AsyncGate()
     private let errors: AsyncStream<SyncError>.Continuation
     /// Every sync error, as it happens. One stream per controller: iterate it from one task.
     public let syncErrors: AsyncStream<SyncError>
 
-    private struct State {
+    struct State {
         var online = true
         var closed = false
         /// The running flush, shared by every trigger.
@@ -76,7 +78,20 @@ public final class SovariaOffline: Sendable {
         /// The cached queries of each table, as `sov:meta:tables:` lists them; loaded by the first
         /// call that needs it, then kept in step with the store.
         var queriesByTable: [String: Set<String>]?
+        /// Writes synced in this run, oldest first, with their sync number: they stay in the
+        /// answers fetched before them (no flicker between a sync and the refetch).
+        var synced: [(number: UInt64, write: QueuedWrite)] = []
+        /// How many writes have synced in this run.
+        var syncCount: UInt64 = 0
+        /// For each query fetched in this run, the sync count when its last fetch started: the
+        /// synced writes it already holds.
+        var syncsFetched: [String: UInt64] = [:]
+        var lastSyncedAt: Date?
+        var lastError: SyncError?
     }
+
+    /// Synced writes kept for the overlay of answers fetched before them; past this the oldest go.
+    static let maxSyncedKept = 1_000
 
     /// Opens the controller on `store`: its queue (what an earlier run left is flushed by the first
     /// trigger), its rejected list and its cache.
@@ -92,6 +107,8 @@ public final class SovariaOffline: Sendable {
         var cacheConfiguration = QueryCache.Configuration()
         cacheConfiguration.size = configuration.cacheSize
         cacheConfiguration.clock = configuration.clock
+        let signals = signals
+        cacheConfiguration.onEviction = { _ in signals.changed(table: nil) }
         cache = try await QueryCache(store: store, configuration: cacheConfiguration)
         (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
         let ticket = configuration.timer.repeating(every: configuration.flushInterval) { [weak self] in
@@ -132,13 +149,16 @@ public final class SovariaOffline: Sendable {
     @discardableResult
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
         try checkOpen()
-        return try await writes.withGate { try await queue.requeue(rejectedID) }
+        let write = try await writes.withGate { try await queue.requeue(rejectedID) }
+        signals.changed(table: write.request.table)
+        return write
     }
 
     /// Forgets a rejected write.
     public func discard(_ rejectedID: String) async throws {
         try checkOpen()
         try await queue.discard(rejectedID)
+        signals.statusChanged()
     }
 
     // MARK: - Writes
@@ -151,6 +171,7 @@ public final class SovariaOffline: Sendable {
     ///   ``Configuration/maxQueued``, with nothing written; the store's errors; `.closed`.
     public func write(_ request: DataRequest) async throws -> WriteOutcome {
         try checkOpen()
+        defer { signals.changed(table: request.table) }
         return try await writes.withGate { () async throws -> WriteOutcome in
             // One client id for both paths: when the answer to the direct send is lost, the
             // queued replay carries the same Idempotency-Key.
@@ -194,6 +215,7 @@ public final class SovariaOffline: Sendable {
             if let running = state.flight { return running }
             let task = Task { try await self.drainQueue() }
             state.flight = task
+            signals.statusChanged()
             return task
         }
     }
@@ -212,6 +234,7 @@ public final class SovariaOffline: Sendable {
                 ending = try await sendHeads()
             } catch {
                 state.withLock { $0.flight = nil }
+                signals.statusChanged()
                 throw error
             }
             synced += ending.synced
@@ -225,7 +248,10 @@ public final class SovariaOffline: Sendable {
                 }
                 return false
             }
-            if ended { return synced }
+            if ended {
+                signals.statusChanged()
+                return synced
+            }
         }
     }
 
@@ -257,8 +283,17 @@ public final class SovariaOffline: Sendable {
             switch response.status {
             case 200..<300:
                 try await queue.remove(head.id)
-                state.withLock { $0.retryNotBefore = nil }
+                let now = configuration.clock()
+                state.withLock { state in
+                    state.retryNotBefore = nil
+                    state.syncCount += 1
+                    state.synced.append((state.syncCount, head))
+                    if state.synced.count > Self.maxSyncedKept { state.synced.removeFirst() }
+                    state.lastSyncedAt = now
+                    state.lastError = nil
+                }
                 try await markTableStale(of: head.request)
+                signals.changed(table: head.request.table)
                 synced += 1
             case 401:
                 if refreshedFor != head.id, let refresh = configuration.refreshAuthorization {
@@ -276,6 +311,7 @@ public final class SovariaOffline: Sendable {
                 if let rejected = try await queue.reject(head.id, status: response.status, message: response.body) {
                     report(SyncError(kind: .rejected(rejected), write: head, message: response.body))
                 }
+                signals.changed(table: head.request.table)
             default:
                 try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
                 return (synced, false)
@@ -310,22 +346,15 @@ public final class SovariaOffline: Sendable {
 
     // MARK: - Reads
 
-    /// Answers `request` through the query cache, by `policy`; offline, from the last cached result.
-    ///
-    /// The cache key is the request's method and path (with its query). A cached ETag is sent as
-    /// `If-None-Match`; a 304 keeps the cached body and refreshes its time.
-    ///
-    /// - Throws: ``SyncTransportError/offline(_:)`` when offline with nothing cached;
-    ///   ``ServerError`` for an answer that is neither 2xx nor 304.
-    public func read(
-        _ request: DataRequest, policy: ReadPolicy = .cacheFirstThenNetwork, maxAge: Duration? = nil
-    )
-        async throws -> CacheRead
-    {
+    /// Answers `request` through the query cache, by `policy`; offline, from the last cached
+    /// result: the server's answer, before any overlay.
+    func readThroughCache(_ request: DataRequest, policy: ReadPolicy, maxAge: Duration?) async throws -> CacheRead {
         try checkOpen()
         let query = Self.cacheKey(of: request)
         try await rememberTable(of: request, query: query)
         let answer = try await cache.read(query, policy: policy, maxAge: maxAge) { [self] etag in
+            // The synced writes this fetch's answer will hold: every one synced before it starts.
+            let syncsBefore = state.withLock { $0.syncCount }
             var conditional = request
             if let etag { conditional.headers["If-None-Match"] = etag }
             let response: DataResponse
@@ -337,11 +366,15 @@ public final class SovariaOffline: Sendable {
             }
             reachedServer()
             let serverTime = response.header("Date").flatMap(HTTPDate.parse) ?? configuration.clock()
+            guard response.status == 304 || response.isSuccess else { throw ServerError(response: response) }
+            state.withLock { $0.syncsFetched[query] = max($0.syncsFetched[query] ?? 0, syncsBefore) }
             if response.status == 304 { return .notModified(serverTime: serverTime) }
-            guard response.isSuccess else { throw ServerError(response: response) }
             return .response(body: response.body, serverTime: serverTime, etag: response.header("ETag"))
         }
-        if answer.source == .network { try await cache.evict(downToLists: configuration.maxCached) }
+        if answer.source == .network {
+            signals.changed(table: request.table)
+            try await cache.evict(downToLists: configuration.maxCached)
+        }
         return answer
     }
 
@@ -360,9 +393,15 @@ public final class SovariaOffline: Sendable {
             try await cache.clearLocalData()
             let tables = try await store.keys(Self.tablesPrefix)
             try await store.write(tables.map { .delete(key: $0) })
-            state.withLock { $0.queriesByTable = [:] }
+            state.withLock { state in
+                state.queriesByTable = [:]
+                state.synced = []
+                state.syncsFetched = [:]
+                state.lastError = nil
+            }
             try await store.compact()
         }
+        signals.changed(table: nil)
     }
 
     /// Stops the timer and waits for a running flush; later calls throw `.closed`.
@@ -374,9 +413,10 @@ public final class SovariaOffline: Sendable {
         ticket?.cancel()
         _ = try? await flight?.value
         errors.finish()
+        signals.finish()
     }
 
-    private func checkOpen() throws {
+    func checkOpen() throws {
         if state.withLock({ $0.closed }) {
             throw OfflineStoreError(.closed, "This SovariaOffline was closed: make a new one to go on.")
         }
@@ -396,14 +436,21 @@ public final class SovariaOffline: Sendable {
             defer { state.online = true }
             return !state.online
         }
+        if reconnected { signals.statusChanged() }
         if reconnected, startingFlush, queue.count > 0 { _ = startFlush() }
     }
 
     private func wentOffline(_ error: SyncTransportError) {
-        state.withLock { $0.online = false }
+        let changed = state.withLock { state in
+            defer { state.online = false }
+            return state.online
+        }
+        if changed { signals.statusChanged() }
     }
 
     private func report(_ error: SyncError) {
+        state.withLock { $0.lastError = error }
+        signals.statusChanged()
         errors.yield(error)
         state.withLock { $0.onSyncError }?(error)
     }

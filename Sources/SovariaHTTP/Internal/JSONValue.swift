@@ -1,0 +1,297 @@
+import Foundation
+
+/// A JSON value as the overlay reads and writes rows: numbers keep the text the server wrote
+/// (so an answer passed through unchanged is the server's, digit for digit), objects keep their
+/// keys' order (PostgREST writes a row's columns in `select` order).
+enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    /// The number as written; compare with ``numericValue``.
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    /// The number's value, exact to 38 digits (Foundation's `Decimal`), or `nil` for another kind.
+    var numericValue: Decimal? {
+        guard case .number(let text) = self else { return nil }
+        return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+    }
+
+    /// Whether both are the same JSON value, numbers compared by value (`1.0` is `1`) and objects
+    /// without regard to key order.
+    func isEquivalent(to other: JSONValue) -> Bool {
+        switch (self, other) {
+        case (.null, .null): return true
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.number, .number): return numericValue == other.numericValue
+        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.array(let a), .array(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.isEquivalent(to: $1) }
+        case (.object(let a), .object(let b)):
+            return a.keys.count == b.keys.count
+                && a.keys.allSatisfy { key in b[key].map { a[key]!.isEquivalent(to: $0) } ?? false }
+        default: return false
+        }
+    }
+}
+
+/// A JSON object that keeps its keys in the order they were written or set.
+struct JSONObject: Sendable, Hashable {
+    private(set) var keys: [String] = []
+    private var values: [String: JSONValue] = [:]
+
+    subscript(key: String) -> JSONValue? {
+        get { values[key] }
+        set {
+            if let newValue {
+                if values.updateValue(newValue, forKey: key) == nil { keys.append(key) }
+            } else if values.removeValue(forKey: key) != nil {
+                keys.removeAll { $0 == key }
+            }
+        }
+    }
+
+    /// Whether the object has `key` (with any value, `null` included).
+    func has(_ key: String) -> Bool { values[key] != nil }
+}
+
+/// Reads JSON text into ``JSONValue``s (RFC 8259; a duplicate key keeps its last value, as
+/// PostgreSQL's `jsonb` does).
+struct JSONParser {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private let bytes: [UInt8]
+    private var position = 0
+
+    /// The value `text` holds, or a ``Failure`` saying where it is not JSON.
+    static func parse(_ text: String) throws -> JSONValue {
+        var parser = JSONParser(bytes: Array(text.utf8))
+        parser.skipSpace()
+        let value = try parser.value(depth: 0)
+        parser.skipSpace()
+        guard parser.position == parser.bytes.count else { throw parser.failure("text after the value") }
+        return value
+    }
+
+    private init(bytes: [UInt8]) { self.bytes = bytes }
+
+    private func failure(_ what: String) -> Failure { Failure(description: "not JSON at byte \(position): \(what)") }
+
+    private mutating func skipSpace() {
+        while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
+    }
+
+    private mutating func value(depth: Int) throws -> JSONValue {
+        guard depth < 512 else { throw failure("nested too deep") }
+        guard position < bytes.count else { throw failure("a value is missing") }
+        switch bytes[position] {
+        case UInt8(ascii: "{"): return .object(try object(depth: depth))
+        case UInt8(ascii: "["):
+            position += 1
+            var items: [JSONValue] = []
+            skipSpace()
+            if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
+                position += 1
+                return .array(items)
+            }
+            while true {
+                skipSpace()
+                items.append(try value(depth: depth + 1))
+                skipSpace()
+                guard position < bytes.count else { throw failure("an array is not closed") }
+                let byte = bytes[position]
+                position += 1
+                if byte == UInt8(ascii: "]") { return .array(items) }
+                guard byte == UInt8(ascii: ",") else { throw failure("expected , or ]") }
+            }
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): return try literal("true", .bool(true))
+        case UInt8(ascii: "f"): return try literal("false", .bool(false))
+        case UInt8(ascii: "n"): return try literal("null", .null)
+        default: return try number()
+        }
+    }
+
+    private mutating func object(depth: Int) throws -> JSONObject {
+        position += 1
+        var object = JSONObject()
+        skipSpace()
+        if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
+            position += 1
+            return object
+        }
+        while true {
+            skipSpace()
+            guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw failure("expected a key") }
+            let key = try string()
+            skipSpace()
+            guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw failure("expected :") }
+            position += 1
+            skipSpace()
+            object[key] = try value(depth: depth + 1)
+            skipSpace()
+            guard position < bytes.count else { throw failure("an object is not closed") }
+            let byte = bytes[position]
+            position += 1
+            if byte == UInt8(ascii: "}") { return object }
+            guard byte == UInt8(ascii: ",") else { throw failure("expected , or }") }
+        }
+    }
+
+    private mutating func literal(_ word: String, _ value: JSONValue) throws -> JSONValue {
+        let end = position + word.utf8.count
+        guard end <= bytes.count, bytes[position..<end].elementsEqual(word.utf8) else { throw failure("unknown word") }
+        position = end
+        return value
+    }
+
+    private mutating func number() throws -> JSONValue {
+        let start = position
+        func digits() -> Bool {
+            let from = position
+            while position < bytes.count, (0x30...0x39).contains(bytes[position]) { position += 1 }
+            return position > from
+        }
+        if position < bytes.count, bytes[position] == UInt8(ascii: "-") { position += 1 }
+        guard digits() else { throw failure("not a number") }
+        if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+            position += 1
+            guard digits() else { throw failure("no digits after the point") }
+        }
+        if position < bytes.count, bytes[position] | 0x20 == UInt8(ascii: "e") {
+            position += 1
+            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+                position += 1
+            }
+            guard digits() else { throw failure("no digits in the exponent") }
+        }
+        return .number(String(decoding: bytes[start..<position], as: UTF8.self))
+    }
+
+    private mutating func string() throws -> String {
+        position += 1
+        var scalars = String.UnicodeScalarView()
+        var runStart = position
+        var text = ""
+        while true {
+            guard position < bytes.count else { throw failure("a string is not closed") }
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                text += String(decoding: bytes[runStart..<position], as: UTF8.self)
+                position += 1
+                return text
+            }
+            guard byte >= 0x20 else { throw failure("a control character in a string") }
+            guard byte == UInt8(ascii: "\\") else {
+                position += 1
+                continue
+            }
+            text += String(decoding: bytes[runStart..<position], as: UTF8.self)
+            position += 1
+            guard position < bytes.count else { throw failure("a string is not closed") }
+            let escape = bytes[position]
+            position += 1
+            scalars.removeAll()
+            switch escape {
+            case UInt8(ascii: "\""): text += "\""
+            case UInt8(ascii: "\\"): text += "\\"
+            case UInt8(ascii: "/"): text += "/"
+            case UInt8(ascii: "b"): text += "\u{8}"
+            case UInt8(ascii: "f"): text += "\u{C}"
+            case UInt8(ascii: "n"): text += "\n"
+            case UInt8(ascii: "r"): text += "\r"
+            case UInt8(ascii: "t"): text += "\t"
+            case UInt8(ascii: "u"):
+                var code = try hex4()
+                if (0xD800..<0xDC00).contains(code), position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"),
+                    bytes[position + 1] == UInt8(ascii: "u")
+                {
+                    position += 2
+                    let low = try hex4()
+                    guard (0xDC00..<0xE000).contains(low) else { throw failure("a lone surrogate") }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                }
+                guard let scalar = Unicode.Scalar(code) else { throw failure("a lone surrogate") }
+                scalars.append(scalar)
+                text += String(scalars)
+            default: throw failure("an unknown escape")
+            }
+            runStart = position
+        }
+    }
+
+    private mutating func hex4() throws -> UInt32 {
+        guard position + 4 <= bytes.count else { throw failure("a short \\u escape") }
+        var code: UInt32 = 0
+        for byte in bytes[position..<position + 4] {
+            guard let digit = Self.hexDigit(byte) else { throw failure("a bad \\u escape") }
+            code = code << 4 | digit
+        }
+        position += 4
+        return code
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt32? {
+        switch byte {
+        case 0x30...0x39: UInt32(byte - 0x30)
+        case 0x41...0x46: UInt32(byte - 0x41 + 10)
+        case 0x61...0x66: UInt32(byte - 0x61 + 10)
+        default: nil
+        }
+    }
+}
+
+extension JSONValue {
+    /// The value as compact JSON text.
+    var text: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let value): out += value ? "true" : "false"
+        case .number(let text): out += text
+        case .string(let value): Self.writeString(value, to: &out)
+        case .array(let items):
+            out += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { out += "," }
+                item.write(to: &out)
+            }
+            out += "]"
+        case .object(let object):
+            out += "{"
+            for (index, key) in object.keys.enumerated() {
+                if index > 0 { out += "," }
+                Self.writeString(key, to: &out)
+                out += ":"
+                object[key]!.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    private static func writeString(_ value: String, to out: inout String) {
+        out += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+}

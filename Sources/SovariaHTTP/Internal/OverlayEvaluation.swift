@@ -1,0 +1,385 @@
+import Foundation
+import SovariaQueue
+import SovariaSync
+
+/// One overlay: the cached rows, the writes applied to them in order, then the read's query.
+/// Every doubt becomes a reason, in the order met; an answer without reasons is exact.
+struct OverlayEvaluation {
+    let query: PostgRESTQuery
+    let table: PostgRESTOverlay.Table
+    let comparison: PostgRESTComparison
+    private let defaults: [String: JSONValue]
+
+    /// A row as the overlay knows it.
+    private struct Row {
+        var values: JSONObject
+        /// Its place in the cached answer, or `nil` for a row written offline.
+        var cachedIndex: Int?
+        /// The order rows came in: the cached answer's, then inserts'.
+        var ordinal: Int
+        /// Columns that writes set.
+        var changed: Set<String> = []
+        /// The pending writes that touched it.
+        var pendingIDs: [String] = []
+        /// An `ignore-duplicates` insert of a key the cache did not hold: the server skips it if
+        /// it holds the key.
+        var mayBeSkipped = false
+    }
+
+    private var rows: [Row] = []
+    private var reasons: [String] = []
+    private var hasCache = false
+    private var cachedCount = 0
+    /// Whether any write touched, added or removed a row.
+    private var changedRows = false
+    /// Whether a cached row was removed (by a write, or by the read's filters after a write).
+    private var removedCachedRow = false
+    /// The last cached row as the server sent it: the edge of a full page.
+    private var pageEdge: Row?
+    /// The columns of the cached rows, in the server's order (`nil` with no cached row).
+    private var cachedColumns: [String]?
+    /// Keys of cached rows that pending deletes removed.
+    private var deletedKeys: [JSONValue] = []
+    private var nextOrdinal = 0
+
+    init(query: PostgRESTQuery, table: PostgRESTOverlay.Table, comparison: PostgRESTComparison) {
+        self.query = query
+        self.table = table
+        self.comparison = comparison
+        defaults = table.defaults.compactMapValues { try? JSONParser.parse($0) }
+    }
+
+    mutating func answer(cachedBody: String?, writes: [OverlayWrite]) -> OverlayAnswer {
+        for part in query.unsupported { note("the read uses \(part), which the overlay does not evaluate") }
+        guard query.unsupported.isEmpty else { return OverlayAnswer(body: cachedBody, inexactReasons: reasons) }
+        if let cachedBody {
+            guard case .array(let items)? = try? JSONParser.parse(cachedBody) else {
+                note("the cached answer is not a JSON array of rows")
+                return OverlayAnswer(body: cachedBody, inexactReasons: reasons)
+            }
+            for item in items {
+                guard case .object(let object) = item else {
+                    note("the cached answer is not a JSON array of rows")
+                    return OverlayAnswer(body: cachedBody, inexactReasons: reasons)
+                }
+                rows.append(Row(values: object, cachedIndex: rows.count, ordinal: rows.count))
+            }
+            hasCache = true
+            cachedCount = rows.count
+            nextOrdinal = rows.count
+            pageEdge = rows.last
+            cachedColumns = rows.first?.values.keys
+        } else {
+            note("nothing is cached for this read: only rows written offline are shown")
+        }
+        for write in writes { apply(write) }
+        guard changedRows || !hasCache else { return OverlayAnswer(body: cachedBody, inexactReasons: reasons) }
+        guard hasCache || !rows.isEmpty else { return OverlayAnswer(body: nil, inexactReasons: reasons) }
+        return evaluateRead(cachedBody: cachedBody)
+    }
+
+    // MARK: - Writes
+
+    private mutating func apply(_ write: OverlayWrite) {
+        let request = write.request
+        let writeQuery = PostgRESTQuery(path: request.path)
+        let method = request.method.uppercased()
+        guard writeQuery.unsupported.isEmpty else {
+            note("a pending \(method) uses \(writeQuery.unsupported.joined(separator: ", ")), which the overlay does not evaluate")
+            return
+        }
+        let body = request.body.flatMap { try? JSONParser.parse($0) }
+        switch method {
+        case "POST":
+            var objects: [JSONObject] = []
+            switch body {
+            case .object(let object)?: objects = [object]
+            case .array(let items)?:
+                objects = items.compactMap { if case .object(let object) = $0 { object } else { nil } }
+                if objects.count != items.count { objects = [] }
+            default: break
+            }
+            guard !objects.isEmpty else {
+                note("a pending POST's body is not a JSON object or array of objects")
+                return
+            }
+            for object in objects { insert(object, resolution: Self.resolution(of: request), by: write) }
+        case "PATCH":
+            guard case .object(let changes)? = body else {
+                note("a pending PATCH's body is not a JSON object")
+                return
+            }
+            patch(where: writeQuery.filters, with: changes, by: write)
+        case "DELETE":
+            delete(where: writeQuery.filters, by: write)
+        default:
+            note("a pending \(method) is not evaluated")
+        }
+    }
+
+    private enum Resolution { case none, mergeDuplicates, ignoreDuplicates }
+
+    private static func resolution(of request: DataRequest) -> Resolution {
+        let prefer = request.headers.first { $0.key.lowercased() == "prefer" }?.value ?? ""
+        let tokens = prefer.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        if tokens.contains("resolution=merge-duplicates") { return .mergeDuplicates }
+        if tokens.contains("resolution=ignore-duplicates") { return .ignoreDuplicates }
+        return .none
+    }
+
+    private mutating func insert(_ object: JSONObject, resolution: Resolution, by write: OverlayWrite) {
+        let key = object[table.primaryKey]
+        if let key, let index = rows.firstIndex(where: { hasKey($0, key) }) {
+            switch resolution {
+            case .mergeDuplicates: merge(object, into: index, by: write)
+            case .ignoreDuplicates: break
+            case .none: note("a pending insert's \(table.primaryKey) \(key.text) is taken: the server will refuse it")
+            }
+            return
+        }
+        if key == nil { note("a pending insert sets no \(table.primaryKey): the server assigns it") }
+        var row = Row(values: object, cachedIndex: nil, ordinal: nextOrdinal, changed: Set(object.keys))
+        nextOrdinal += 1
+        if write.isPending { row.pendingIDs = [write.id] }
+        switch resolution {
+        case .none:
+            // A new row: the table's defaults fill what it does not set. (A key the server holds
+            // outside the cache is refused, and the write leaves the answer when it is.)
+            for (column, value) in defaults where !row.values.has(column) { row.values[column] = value }
+        case .mergeDuplicates:
+            // The server may hold the key outside the cache: columns the upsert does not set are
+            // then the server's, so they stay unknown.
+            break
+        case .ignoreDuplicates:
+            row.mayBeSkipped = true
+        }
+        rows.append(row)
+        changedRows = true
+    }
+
+    private mutating func merge(_ changes: JSONObject, into index: Int, by write: OverlayWrite) {
+        for column in changes.keys {
+            rows[index].values[column] = changes[column]
+            rows[index].changed.insert(column)
+        }
+        if write.isPending, rows[index].pendingIDs.last != write.id { rows[index].pendingIDs.append(write.id) }
+        changedRows = true
+    }
+
+    private mutating func patch(where filters: [PostgRESTQuery.Condition], with changes: JSONObject, by write: OverlayWrite) {
+        for index in rows.indices {
+            switch truth(of: filters, on: rows[index]) {
+            case .yes: merge(changes, into: index, by: write)
+            case .unknown: note("a pending PATCH's filter cannot be evaluated on a row the answer holds")
+            case .no, .null: break
+            }
+        }
+        // Rows the cache does not hold: they do not match the read (or lie past a full page);
+        // setting a column the read filters (or orders) on could bring them in.
+        guard !reachesOnlyKnownRows(filters) else { return }
+        var entering = query.filterColumns
+        if let limit = query.limit, cachedCount >= limit { entering.formUnion(query.orderColumns) }
+        let moved = entering.intersection(changes.keys).sorted()
+        if !moved.isEmpty {
+            note("a pending PATCH sets \(moved.joined(separator: ", ")) on rows the cache may not hold, which could enter the answer")
+        }
+    }
+
+    private mutating func delete(where filters: [PostgRESTQuery.Condition], by write: OverlayWrite) {
+        var kept: [Row] = []
+        for row in rows {
+            switch truth(of: filters, on: row) {
+            case .yes:
+                changedRows = true
+                if row.cachedIndex != nil { removedCachedRow = true }
+                if let key = row.values[table.primaryKey] { deletedKeys.append(key) }
+                continue
+            case .unknown: note("a pending DELETE's filter cannot be evaluated on a row the answer holds")
+            case .no, .null: break
+            }
+            kept.append(row)
+        }
+        rows = kept
+    }
+
+    /// Whether `filters` select rows by primary key, all of which the overlay holds (or deleted).
+    private func reachesOnlyKnownRows(_ filters: [PostgRESTQuery.Condition]) -> Bool {
+        guard
+            let byKey = filters.first(where: {
+                $0.column == table.primaryKey && !$0.negated && ($0.op == .eq || $0.op == .in)
+            })
+        else { return false }
+        let keys = byKey.op == .eq ? [byKey.operand] : (byKey.listItems ?? [])
+        return keys.allSatisfy { operand in
+            let condition = PostgRESTQuery.Condition(
+                column: table.primaryKey, negated: false, op: .eq, operand: operand, condition: "eq." + operand)
+            return rows.contains { comparison.evaluate(condition, on: $0.values[table.primaryKey]) == .yes }
+                || deletedKeys.contains { comparison.evaluate(condition, on: $0) == .yes }
+        }
+    }
+
+    private func hasKey(_ row: Row, _ key: JSONValue) -> Bool {
+        row.values[table.primaryKey].map { $0.isEquivalent(to: key) } ?? false
+    }
+
+    // MARK: - The read
+
+    private mutating func evaluateRead(cachedBody: String?) -> OverlayAnswer {
+        var result: [Row] = []
+        for row in rows {
+            // A cached row no write touched passed the server's own filters.
+            if row.cachedIndex != nil, row.changed.isEmpty {
+                result.append(row)
+                continue
+            }
+            switch truth(of: query.filters, on: row) {
+            case .yes:
+                if row.mayBeSkipped {
+                    note("a pending ignore-duplicates insert's key may be one the server holds: it would be skipped")
+                }
+                result.append(row)
+            case .unknown:
+                note("whether a row written offline matches the read's filters is not known")
+                result.append(row)
+            case .no, .null:
+                if row.cachedIndex != nil { removedCachedRow = true }
+            }
+        }
+        order(&result)
+        applyPage(to: &result)
+        return OverlayAnswer(
+            body: project(result), inexactReasons: reasons,
+            pendingRows: result.filter { !$0.pendingIDs.isEmpty }.map {
+                PendingRow(key: $0.values[table.primaryKey]?.text, writeIDs: $0.pendingIDs)
+            })
+    }
+
+    /// Sorts by the read's `order` when a write may have moved a row; cached rows otherwise
+    /// keep the server's order.
+    private mutating func order(_ result: inout [Row]) {
+        let orderColumns = query.orderColumns
+        let moved = result.contains { $0.cachedIndex == nil || !$0.changed.isDisjoint(with: orderColumns) }
+        guard !query.order.isEmpty, moved else { return }
+        var unknown = false
+        result.sort { a, b in
+            switch compareByOrder(a, b) {
+            case .orderedAscending?: return true
+            case .orderedDescending?: return false
+            case .orderedSame?: return a.ordinal < b.ordinal
+            case nil:
+                unknown = true
+                return a.ordinal < b.ordinal
+            }
+        }
+        if unknown {
+            note("the order of a row written offline among the others is not known (a column it orders on is missing, or text order)")
+        }
+    }
+
+    /// `a` against `b` by the read's order terms; `nil` when a value is missing or not comparable.
+    private func compareByOrder(_ a: Row, _ b: Row) -> ComparisonResult? {
+        for term in query.order {
+            guard let left = a.values[term.column], let right = b.values[term.column] else { return nil }
+            let order: ComparisonResult
+            switch (left, right) {
+            case (.null, .null): continue
+            case (.null, _): order = term.nullsFirst ? .orderedAscending : .orderedDescending
+            case (_, .null): order = term.nullsFirst ? .orderedDescending : .orderedAscending
+            default:
+                guard let compared = comparison.compare(left, right) else { return nil }
+                if compared == .orderedSame { continue }
+                order = term.descending ? (compared == .orderedAscending ? .orderedDescending : .orderedAscending) : compared
+            }
+            return order
+        }
+        return .orderedSame
+    }
+
+    /// `limit` and `offset`: the cached rows were one page; a page that was full and lost rows
+    /// may take rows past it that the cache never saw.
+    private mutating func applyPage(to result: inout [Row]) {
+        if let offset = query.offset, offset > 0 {
+            note("the read has an offset: rows written offline or removed before its page would move it")
+        }
+        guard let limit = query.limit else { return }
+        if hasCache, cachedCount >= limit {
+            if query.order.isEmpty {
+                note("the read has a limit without an order: the server picks which rows fill the page")
+            } else if let edge = pageEdge {
+                let within = result.filter { row in
+                    if row.cachedIndex != nil, row.changed.isDisjoint(with: query.orderColumns) { return true }
+                    guard let order = compareByOrder(row, edge) else { return false }
+                    return order != .orderedDescending
+                }
+                if within.count < limit {
+                    note("rows left a full page of \(limit): rows past the cached page could come in")
+                }
+            }
+        }
+        if result.count > limit { result.removeLast(result.count - limit) }
+    }
+
+    /// The rows as the read's `select` shows them, as JSON text.
+    private mutating func project(_ result: [Row]) -> String {
+        let columns: [String]
+        if let selected = query.columns {
+            columns = selected
+        } else if let cachedColumns {
+            columns = cachedColumns
+        } else {
+            note("select=* with no cached row: the table's columns are not known")
+            var seen: [String] = []
+            for row in result { for key in row.values.keys where !seen.contains(key) { seen.append(key) } }
+            columns = seen
+        }
+        var missing: [String] = []
+        var out: [JSONValue] = []
+        out.reserveCapacity(result.count)
+        for row in result {
+            var object = JSONObject()
+            for column in columns {
+                if let value = row.values[column] {
+                    object[column] = value
+                } else if !missing.contains(column) {
+                    missing.append(column)
+                }
+            }
+            out.append(.object(object))
+        }
+        if !missing.isEmpty {
+            note("a row written offline does not set \(missing.joined(separator: ", ")): the server's values are not known")
+        }
+        return JSONValue.array(out).text
+    }
+
+    // MARK: - Filters
+
+    /// The AND of `filters` on `row`.
+    private func truth(of filters: [PostgRESTQuery.Condition], on row: Row) -> Truth {
+        var result = Truth.yes
+        for filter in filters {
+            switch truth(of: filter, on: row) {
+            case .no, .null: return .no
+            case .unknown: result = .unknown
+            case .yes: break
+            }
+        }
+        return result
+    }
+
+    private func truth(of filter: PostgRESTQuery.Condition, on row: Row) -> Truth {
+        if let value = row.values[filter.column] { return comparison.evaluate(filter, on: value) }
+        // A column the answer does not select: a cached row, unchanged in it, passed the same
+        // filter of the read on the server.
+        if row.cachedIndex != nil, !row.changed.contains(filter.column),
+            query.filters.contains(where: { $0.column == filter.column && $0.condition == filter.condition })
+        {
+            return .yes
+        }
+        return .unknown
+    }
+
+    private mutating func note(_ reason: String) {
+        if !reasons.contains(reason) { reasons.append(reason) }
+    }
+}

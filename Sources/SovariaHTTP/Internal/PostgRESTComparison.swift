@@ -1,0 +1,174 @@
+import Foundation
+
+/// SQL's three truth values, and a fourth for "the overlay cannot tell" (a column it does not
+/// know, an operand PostgreSQL would refuse, text order under an unknown collation).
+enum Truth: Sendable, Equatable {
+    case yes, no, null, unknown
+
+    var negated: Truth {
+        switch self {
+        case .yes: .no
+        case .no: .yes
+        case .null, .unknown: self
+        }
+    }
+}
+
+/// PostgreSQL's comparisons of a column's JSON value with a filter's operand, and of two values
+/// for `order`.
+struct PostgRESTComparison: Sendable {
+    /// Whether text is ordered by its UTF-8 bytes (the C collation) or by a collation the overlay
+    /// does not know.
+    let textOrderIsBytes: Bool
+
+    /// Whether `value` (`nil`: not known) passes `condition`.
+    func evaluate(_ condition: PostgRESTQuery.Condition, on value: JSONValue?) -> Truth {
+        guard let value else { return .unknown }
+        let truth = evaluateUnnegated(condition, value)
+        return condition.negated ? truth.negated : truth
+    }
+
+    private func evaluateUnnegated(_ condition: PostgRESTQuery.Condition, _ value: JSONValue) -> Truth {
+        if condition.op == .is {
+            switch (condition.operand.lowercased(), value) {
+            case ("null", .null), ("unknown", .null): return .yes
+            case ("null", _), ("unknown", .bool): return .no
+            case ("not_null", .null): return .no
+            case ("not_null", _): return .yes
+            case ("true", .bool(let flag)): return flag ? .yes : .no
+            case ("false", .bool(let flag)): return flag ? .no : .yes
+            case ("true", .null), ("false", .null): return .no
+            default: return .unknown
+            }
+        }
+        if case .null = value { return .null }
+        switch condition.op {
+        case .eq: return equals(value, condition.operand)
+        case .neq: return equals(value, condition.operand).negated
+        case .gt: return order(value, condition.operand) { $0 == .orderedDescending }
+        case .gte: return order(value, condition.operand) { $0 != .orderedAscending }
+        case .lt: return order(value, condition.operand) { $0 == .orderedAscending }
+        case .lte: return order(value, condition.operand) { $0 != .orderedDescending }
+        case .like, .ilike:
+            guard case .string(let text) = value else { return .unknown }
+            let pattern = condition.operand.replacingOccurrences(of: "*", with: "%")
+            if condition.op == .ilike {
+                // Case folding beyond ASCII depends on the database's locale.
+                guard text.utf8.allSatisfy({ $0 < 0x80 }), pattern.utf8.allSatisfy({ $0 < 0x80 }) else {
+                    return .unknown
+                }
+                return Self.like(Array(text.lowercased().unicodeScalars), Array(pattern.lowercased().unicodeScalars))
+            }
+            return Self.like(Array(text.unicodeScalars), Array(pattern.unicodeScalars))
+        case .in:
+            guard let items = condition.listItems else { return .unknown }
+            var truth = Truth.no
+            for item in items {
+                switch equals(value, item) {
+                case .yes: return .yes
+                case .unknown: truth = .unknown
+                default: break
+                }
+            }
+            return truth
+        case .is: return .unknown
+        }
+    }
+
+    /// `value = operand`, the operand read as the value's type.
+    private func equals(_ value: JSONValue, _ operand: String) -> Truth {
+        switch value {
+        case .string(let text): return text.utf8.elementsEqual(operand.utf8) ? .yes : .no
+        case .number, .bool:
+            guard let order = compare(value, operand) else { return .unknown }
+            return order == .orderedSame ? .yes : .no
+        default: return .unknown
+        }
+    }
+
+    private func order(_ value: JSONValue, _ operand: String, _ passes: (ComparisonResult) -> Bool) -> Truth {
+        guard let order = compare(value, operand) else { return .unknown }
+        return passes(order) ? .yes : .no
+    }
+
+    /// `value` against the operand read as the value's type; `nil` when PostgreSQL would refuse
+    /// the operand or the order is not known.
+    private func compare(_ value: JSONValue, _ operand: String) -> ComparisonResult? {
+        switch value {
+        case .number:
+            guard let number = value.numericValue, let other = Self.decimal(operand) else { return nil }
+            return Self.compare(number, other)
+        case .bool(let flag):
+            guard let other = Self.boolean(operand) else { return nil }
+            return flag == other ? .orderedSame : (flag ? .orderedDescending : .orderedAscending)
+        case .string(let text):
+            guard textOrderIsBytes else { return nil }
+            return Self.compareBytes(text, operand)
+        default: return nil
+        }
+    }
+
+    /// The order of two column values (neither null): `nil` when they are of different kinds or
+    /// the text order is not known.
+    func compare(_ left: JSONValue, _ right: JSONValue) -> ComparisonResult? {
+        switch (left, right) {
+        case (.number, .number):
+            guard let a = left.numericValue, let b = right.numericValue else { return nil }
+            return Self.compare(a, b)
+        case (.bool(let a), .bool(let b)):
+            return a == b ? .orderedSame : (a ? .orderedDescending : .orderedAscending)
+        case (.string(let a), .string(let b)):
+            if a.utf8.elementsEqual(b.utf8) { return .orderedSame }
+            return textOrderIsBytes ? Self.compareBytes(a, b) : nil
+        default: return nil
+        }
+    }
+
+    static func compare(_ a: Decimal, _ b: Decimal) -> ComparisonResult {
+        a == b ? .orderedSame : (a < b ? .orderedAscending : .orderedDescending)
+    }
+
+    static func compareBytes(_ a: String, _ b: String) -> ComparisonResult {
+        for (x, y) in zip(a.utf8, b.utf8) where x != y { return x < y ? .orderedAscending : .orderedDescending }
+        let (m, n) = (a.utf8.count, b.utf8.count)
+        return m == n ? .orderedSame : (m < n ? .orderedAscending : .orderedDescending)
+    }
+
+    /// A numeric operand as PostgreSQL reads one (surrounding spaces allowed).
+    static func decimal(_ text: String) -> Decimal? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard (try? JSONParser.parse(trimmed))?.numericValue != nil || trimmed.first == "+" else { return nil }
+        return Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX"))
+    }
+
+    /// A boolean operand in the spellings PostgreSQL accepts.
+    static func boolean(_ text: String) -> Bool? {
+        switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "t", "true", "y", "yes", "on", "1": true
+        case "f", "false", "n", "no", "off", "0": false
+        default: nil
+        }
+    }
+
+    /// SQL `LIKE`: `%` any run of characters, `_` one character, `\` escapes the next.
+    static func like(_ text: [Unicode.Scalar], _ pattern: [Unicode.Scalar]) -> Truth {
+        // memo[i][j]: whether text[i...] matches pattern[j...].
+        var memo = [[Bool?]](repeating: [Bool?](repeating: nil, count: pattern.count + 1), count: text.count + 1)
+        func matches(_ i: Int, _ j: Int) -> Bool {
+            if let known = memo[i][j] { return known }
+            let result: Bool
+            if j == pattern.count {
+                result = i == text.count
+            } else if pattern[j] == "%" {
+                result = matches(i, j + 1) || (i < text.count && matches(i + 1, j))
+            } else if pattern[j] == "\\", j + 1 < pattern.count {
+                result = i < text.count && text[i] == pattern[j + 1] && matches(i + 1, j + 2)
+            } else {
+                result = i < text.count && (pattern[j] == "_" || text[i] == pattern[j]) && matches(i + 1, j + 1)
+            }
+            memo[i][j] = result
+            return result
+        }
+        return matches(0, 0) ? .yes : .no
+    }
+}

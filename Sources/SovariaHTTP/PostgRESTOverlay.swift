@@ -1,0 +1,75 @@
+import SovariaQueue
+import SovariaSync
+
+/// PostgREST's rules for local-first reads: applies a table's pending writes to a cached answer
+/// and evaluates the read's own query on the result, as PostgREST and PostgreSQL would.
+///
+/// - `POST` inserts the body's object or array of objects; with
+///   `Prefer: resolution=merge-duplicates` it upserts by primary key, with `ignore-duplicates`
+///   it skips rows whose key exists.
+/// - `PATCH ?<filters>` merges the body into the rows that match; `DELETE ?<filters>` removes them.
+/// - Then the read's filters (`eq neq gt gte lt lte in is like ilike`, each with `not.`), its
+///   `order` (several columns, `asc`/`desc`, `nullsfirst`/`nullslast`), `limit`/`offset` and its
+///   `select` column list. Numbers compare by value, booleans as PostgreSQL's, text by its bytes
+///   under ``TextOrder/bytes``.
+///
+/// ```swift
+/// var configuration = SovariaOffline.Configuration()
+/// configuration.overlay = PostgRESTOverlay(
+///     tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
+/// ```
+///
+/// - Important: An answer is exact only when it is what the server will answer once the writes
+///   sync. It is not, and says why, when: a pending `PATCH` could change rows the cache does not
+///   hold so that they enter the answer; a row leaves a cached page that has a `limit` (rows past
+///   it could come in); a read or write uses what the overlay does not evaluate (embedded
+///   resources, `or=`, RPC, aliases, casts); a row written offline lacks a column the read
+///   selects, filters or orders on (a server default); text order under a collation the overlay
+///   does not know; nothing is cached. Such an answer still shows what is known.
+public struct PostgRESTOverlay: OverlayEvaluator {
+    /// What the overlay knows of one table.
+    public struct Table: Sendable, Hashable {
+        /// The primary key column: upserts and `PATCH`/`DELETE` by key find rows by it.
+        public var primaryKey: String
+        /// The table's column defaults as JSON text (`["done": "false"]`): what a row inserted
+        /// offline holds in the columns it does not set. Defaults the server computes
+        /// (`now()`, `current_user`) cannot be known: leave them out.
+        public var defaults: [String: String]
+
+        /// A table keyed by `primaryKey`, with `defaults`.
+        public init(primaryKey: String = "id", defaults: [String: String] = [:]) {
+            self.primaryKey = primaryKey
+            self.defaults = defaults
+        }
+    }
+
+    /// How the database orders text (its collation).
+    public enum TextOrder: Sendable, Hashable {
+        /// By the UTF-8 bytes: PostgreSQL's `C` collation (and `C.UTF-8`).
+        case bytes
+        /// A collation the overlay does not know: an answer whose rows or filters depend on text
+        /// order (`order=title`, `title=gt.m`) is inexact. Equality is exact under any
+        /// deterministic collation.
+        case unknown
+    }
+
+    /// The tables the overlay knows; any other is keyed by `id`, with no defaults.
+    public var tables: [String: Table]
+    /// How the database orders text. Default: ``TextOrder/unknown``.
+    public var textOrder: TextOrder
+
+    /// An overlay for the tables in `tables`, with the database's text order.
+    public init(tables: [String: Table] = [:], textOrder: TextOrder = .unknown) {
+        self.tables = tables
+        self.textOrder = textOrder
+    }
+
+    /// Applies `writes` (oldest first) to `cachedBody` and evaluates `read` on the result.
+    public func answer(_ read: DataRequest, cachedBody: String?, writes: [OverlayWrite]) -> OverlayAnswer {
+        let table = read.table.flatMap { tables[$0] } ?? Table()
+        var evaluation = OverlayEvaluation(
+            query: PostgRESTQuery(path: read.path), table: table,
+            comparison: PostgRESTComparison(textOrderIsBytes: textOrder == .bytes))
+        return evaluation.answer(cachedBody: cachedBody, writes: writes)
+    }
+}

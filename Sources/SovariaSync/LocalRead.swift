@@ -1,0 +1,44 @@
+import Foundation
+import SovariaCache
+
+/// A local-first answer from ``SovariaOffline/read(_:policy:maxAge:)`` and
+/// ``SovariaOffline/observe(_:policy:maxAge:)``: the cached server answer with the table's
+/// pending writes applied.
+public struct LocalRead: Sendable, Hashable {
+    /// The answer to show: the server's answer with the pending writes applied, or `nil` when
+    /// nothing is known (nothing cached, no pending write answers the read).
+    public var body: String?
+    /// The server's answer underneath, as cached (never changed by local writes).
+    public var response: CachedResponse?
+    /// Where the server's answer came from (`.none` when nothing is cached).
+    public var source: CacheRead.Source
+    /// Whether a refresh runs behind the answer (stale-while-revalidate).
+    public var isRefreshing: Bool
+    /// Why the answer may differ from the server's once the writes sync; empty when exact.
+    public var inexactReasons: [String]
+    /// The rows that pending writes touched (draw them as "waiting to sync").
+    public var pendingRows: [PendingRow]
+
+    /// Whether the answer is what the server will answer once the pending writes have synced.
+    public var isExact: Bool { inexactReasons.isEmpty }
+    /// Whether pending writes changed the answer (Firestore's `hasPendingWrites`).
+    public var hasPendingWrites: Bool { !pendingRows.isEmpty }
+
+    /// The body decoded as `type` with `decoder` (for PostgREST, an array of rows).
+    ///
+    /// - Returns: `nil` when the answer has no body.
+    public func decode<Value: Decodable>(_ type: Value.Type, using decoder: JSONDecoder) throws -> Value? {
+        guard let body else { return nil }
+        return try decoder.decode(type, from: Data(body.utf8))
+    }
+}
+
+/// A ``LocalRead`` with its body decoded, from ``SovariaOffline/read(_:as:policy:maxAge:)``.
+public struct TypedRead<Value: Sendable>: Sendable {
+    /// The decoded body, or `nil` when the answer has none.
+    public var value: Value?
+    /// The answer it was decoded from: exactness, pending rows, source.
+    public var read: LocalRead
+}
+
+extension TypedRead: Equatable where Value: Equatable {}

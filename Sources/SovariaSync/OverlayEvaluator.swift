@@ -1,0 +1,70 @@
+import SovariaQueue
+
+/// Computes a local-first answer: a read's cached server answer with the pending writes of its
+/// table applied, by the rules of the API the writes are sent to.
+///
+/// ``SovariaOffline`` stays transport-agnostic: it hands the evaluator the read, the cached body
+/// and the writes, and shows what comes back. `PostgRESTOverlay` (in SovariaHTTP) is the
+/// evaluator for PostgREST; an app on another API plugs its own.
+///
+/// - Important: Called from any task, often (every read and every live-query update): keep it
+///   pure and fast. Never present a guess as exact: when a write or a read feature is beyond
+///   the evaluator, show what it knows and say why in ``OverlayAnswer/inexactReasons``.
+public protocol OverlayEvaluator: Sendable {
+    /// The answer to `read`, given the server's cached answer (`nil`: nothing cached) and the
+    /// writes of the read's table, oldest first.
+    func answer(_ read: DataRequest, cachedBody: String?, writes: [OverlayWrite]) -> OverlayAnswer
+}
+
+/// A write the overlay applies: one waiting in the queue, or one synced after the cached answer
+/// was fetched (it stays in the answers until a fresh server answer has it, so nothing flickers
+/// back between the sync and the refetch).
+public struct OverlayWrite: Sendable, Hashable {
+    /// The write's client id (its `Idempotency-Key`).
+    public var id: String
+    /// The request as the queue keeps it.
+    public var request: DataRequest
+    /// `true` while the write waits in the queue; `false` once it synced.
+    public var isPending: Bool
+
+    /// A write for the overlay.
+    public init(id: String, request: DataRequest, isPending: Bool) {
+        self.id = id
+        self.request = request
+        self.isPending = isPending
+    }
+}
+
+/// What an ``OverlayEvaluator`` answers.
+public struct OverlayAnswer: Sendable, Hashable {
+    /// The answer's body (for PostgREST, the JSON array of rows), or `nil` when nothing is known.
+    public var body: String?
+    /// Why the answer may differ from the server's after the writes sync; empty when it is exact.
+    public var inexactReasons: [String]
+    /// The rows of the answer that pending writes touched.
+    public var pendingRows: [PendingRow]
+
+    /// Whether the answer is what the server will answer once the writes have synced.
+    public var isExact: Bool { inexactReasons.isEmpty }
+
+    /// An answer.
+    public init(body: String?, inexactReasons: [String] = [], pendingRows: [PendingRow] = []) {
+        self.body = body
+        self.inexactReasons = inexactReasons
+        self.pendingRows = pendingRows
+    }
+}
+
+/// A row of an answer that pending writes touched: draw it as "waiting to sync".
+public struct PendingRow: Sendable, Hashable {
+    /// The row's primary key as JSON text (`"\"n1\""`, `"7"`), or `nil` when the row has none yet.
+    public var key: String?
+    /// The client ids of the pending writes that touched it, oldest first.
+    public var writeIDs: [String]
+
+    /// A pending row.
+    public init(key: String?, writeIDs: [String]) {
+        self.key = key
+        self.writeIDs = writeIDs
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+import SovariaCache
+import SovariaQueue
+
+extension SovariaOffline {
+    // MARK: - Local-first reads
+
+    /// Answers `request` through the query cache, by `policy`, with the pending writes of its
+    /// table applied (read-your-writes): what the user wrote offline shows at once.
+    ///
+    /// The server's answer is cached as it came (``LocalRead/response``); the writes waiting in
+    /// the queue, and those synced after that answer was fetched, are applied in queue order by
+    /// ``Configuration/overlay`` at every read. So a refused write's effect leaves the answers the
+    /// moment it moves to the rejected list, a restart loses nothing, and a synced write stays
+    /// in them until a server answer fetched after the sync replaces the cached one.
+    ///
+    /// ```swift
+    /// let notes = try await offline.read(PostgREST.select("notes", order: "id"))
+    /// show(notes.body, waiting: notes.pendingRows, exact: notes.isExact)
+    /// ```
+    ///
+    /// - Important: ``LocalRead/isExact`` says whether the answer is what the server will say
+    ///   once the writes sync; an inexact one shows what is known and says why
+    ///   (``LocalRead/inexactReasons``). Without an overlay, pending writes are not applied and
+    ///   the answer says so.
+    /// - Throws: ``SyncTransportError/offline(_:)`` when offline with nothing cached and no
+    ///   pending write that answers the read; ``ServerError`` for an answer that is neither 2xx
+    ///   nor 304.
+    public func read(
+        _ request: DataRequest, policy: ReadPolicy = .cacheFirstThenNetwork, maxAge: Duration? = nil
+    ) async throws -> LocalRead {
+        let server: CacheRead
+        do {
+            server = try await readThroughCache(request, policy: policy, maxAge: maxAge)
+        } catch let error as SyncTransportError {
+            // Offline with nothing cached: rows written offline may still answer.
+            let local = try await overlaid(request, on: nil)
+            guard local.body != nil else { throw error }
+            return local
+        }
+        return try await overlaid(request, on: server)
+    }
+
+    /// ``read(_:policy:maxAge:)`` with the body decoded as `type` by
+    /// ``Configuration/makeDecoder`` (PostgREST's JSON: ISO 8601 dates with fractional seconds).
+    ///
+    /// ```swift
+    /// struct Note: Codable, Sendable { var id: String; var title: String; var done: Bool }
+    /// let notes = try await offline.read(PostgREST.select("notes"), as: [Note].self)
+    /// ```
+    public func read<Value: Decodable & Sendable>(
+        _ request: DataRequest, as type: Value.Type, policy: ReadPolicy = .cacheFirstThenNetwork,
+        maxAge: Duration? = nil
+    ) async throws -> TypedRead<Value> {
+        let read = try await read(request, policy: policy, maxAge: maxAge)
+        return TypedRead(value: try read.decode(type, using: configuration.makeDecoder()), read: read)
+    }
+
+    /// The server's answer in `server` (`nil`: nothing cached) with the overlay of its table's
+    /// writes.
+    func overlaid(_ request: DataRequest, on server: CacheRead?) async throws -> LocalRead {
+        var answer = LocalRead(
+            body: server?.response?.body, response: server?.response, source: server?.source ?? .none,
+            isRefreshing: server?.isRefreshing ?? false, inexactReasons: [], pendingRows: [])
+        let writes = try await overlayWrites(for: request)
+        guard !writes.isEmpty else { return answer }
+        guard let overlay = configuration.overlay else {
+            answer.inexactReasons = ["pending writes are not applied: no overlay evaluator is configured"]
+            return answer
+        }
+        let local = overlay.answer(request, cachedBody: server?.response?.body, writes: writes)
+        answer.body = local.body
+        answer.inexactReasons = local.inexactReasons
+        answer.pendingRows = local.pendingRows
+        return answer
+    }
+
+    /// The writes the answer to `request` must show: those synced after its cached answer was
+    /// fetched, then those waiting in the queue, all of the request's table, oldest first.
+    func overlayWrites(for request: DataRequest) async throws -> [OverlayWrite] {
+        guard request.method.uppercased() == "GET", let table = request.table else { return [] }
+        let query = Self.cacheKey(of: request)
+        let synced = state.withLock { state -> [OverlayWrite] in
+            let fetched = state.syncsFetched[query] ?? 0
+            return state.synced.filter { $0.number > fetched && $0.write.request.table == table }.map {
+                OverlayWrite(id: $0.write.id, request: $0.write.request, isPending: false)
+            }
+        }
+        // The common online case, an empty queue, reads nothing from the store.
+        guard queue.count > 0 else { return synced }
+        let pending = try await queue.pending().filter { $0.request.table == table }.map {
+            OverlayWrite(id: $0.id, request: $0.request, isPending: true)
+        }
+        return synced + pending
+    }
+
+    // MARK: - Live queries
+
+    /// A live query: the answer to `request` now (cached, with the overlay), then a new one after
+    /// each change that can alter it — a local write to its table, a sync outcome, a network
+    /// refresh, an eviction, ``clear()``.
+    ///
+    /// After the first answer the network is asked by `policy` (not for `.cacheOnly`), and its
+    /// answer arrives as the next element. Changes that come in a burst (a flush of 100 writes)
+    /// coalesce into one answer; an answer equal to the last one is not repeated. While the
+    /// sequence is iterated, the query's cached list is kept from eviction (a live reader, seed
+    /// 000).
+    ///
+    /// ```swift
+    /// for try await notes in offline.observe(PostgREST.select("notes", order: "id")) {
+    ///     render(notes.body, pending: notes.pendingRows)
+    /// }
+    /// ```
+    ///
+    /// - Important: The sequence ends when the iterating task is cancelled or on ``close()``;
+    ///   it throws when the store fails. A failed network refresh is not an error: the cached
+    ///   answer stays (offline-first).
+    public func observe(
+        _ request: DataRequest, policy: ReadPolicy = .cacheFirstThenNetwork, maxAge: Duration? = nil
+    ) -> AsyncThrowingStream<LocalRead, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: LocalRead.self)
+        let changes = signals.follow(table: request.table ?? "")
+        let task = Task {
+            let reader = cache.startReading(Self.cacheKey(of: request))
+            defer { cache.stopReading(reader) }
+            var last: LocalRead?
+            do {
+                try checkOpen()
+                let current = { [self] in
+                    try await overlaid(request, on: try await readThroughCache(request, policy: .cacheOnly, maxAge: nil))
+                }
+                func send(_ answer: LocalRead) {
+                    guard answer != last else { return }
+                    last = answer
+                    continuation.yield(answer)
+                }
+                send(try await current())
+                if policy != .cacheOnly {
+                    // Its answer reaches the loop below as a change of the table.
+                    _ = try? await readThroughCache(request, policy: policy, maxAge: maxAge)
+                }
+                for await _ in changes {
+                    guard !Task.isCancelled, (try? checkOpen()) != nil else { break }
+                    send(try await current())
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// ``observe(_:policy:maxAge:)`` with each answer's body decoded as `type` by
+    /// ``Configuration/makeDecoder``.
+    public func observe<Value: Decodable & Sendable>(
+        _ request: DataRequest, as type: Value.Type, policy: ReadPolicy = .cacheFirstThenNetwork,
+        maxAge: Duration? = nil
+    ) -> AsyncThrowingStream<TypedRead<Value>, any Error> {
+        let answers = observe(request, policy: policy, maxAge: maxAge)
+        let decoder = configuration.makeDecoder
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: TypedRead<Value>.self)
+        let task = Task {
+            do {
+                for try await read in answers {
+                    continuation.yield(TypedRead(value: try read.decode(type, using: decoder()), read: read))
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    // MARK: - Sync status
+
+    /// Where the sync stands now: online, pending and rejected counts, flushing, the last sync,
+    /// the last error, the next retry.
+    public var status: SyncStatus {
+        state.withLock { state in
+            SyncStatus(
+                isOnline: state.online, pendingCount: queue.count, rejectedCount: queue.rejectedCount,
+                isFlushing: state.flight != nil, lastSyncedAt: state.lastSyncedAt, lastError: state.lastError,
+                nextRetryAt: state.retryNotBefore, isPausedForAuthorization: state.pausedForAuthorization)
+        }
+    }
+
+    /// The status now, then each change of it, in order, until the controller closes or the
+    /// iterating task is cancelled. A burst of changes may arrive as its last state only.
+    ///
+    /// ```swift
+    /// for await status in offline.statusUpdates() { badge.text = "\(status.pendingCount) waiting" }
+    /// ```
+    public func statusUpdates() -> AsyncStream<SyncStatus> {
+        let changes = signals.follow(table: nil)
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncStatus.self)
+        let task = Task {
+            var last = status
+            continuation.yield(last)
+            for await _ in changes {
+                let now = status
+                if now != last {
+                    last = now
+                    continuation.yield(now)
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
