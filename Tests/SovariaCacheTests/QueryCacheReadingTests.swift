@@ -123,7 +123,7 @@ import Testing
         #expect(server.count == 1)
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: CacheEngine.all)
+    @Test(.timeLimit(.minutes(10)), arguments: CacheEngine.all)
     func readersSharingAFetchAreAnsweredBeforeTheEvictionPassItStartedEnds(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let spy = SpyStore(try engine.open(folder.url))
@@ -277,7 +277,7 @@ import Testing
         withExtendedLifetime(folder) {}
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: CacheEngine.all)
+    @Test(.timeLimit(.minutes(10)), arguments: CacheEngine.all)
     func aNetworkOnlyReadIsAnsweredByAFetchThatStartedAfterIt(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let cache = try await QueryCache(store: try engine.open(folder.url))
