@@ -139,7 +139,7 @@ let package = Package(
             name: "SovariaSyncTests",
             dependencies: [
                 "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite",
-                "SovariaLMDB", "SovariaLevelDB", "SovariaSodium", "SovariaTestServers",
+                "SovariaLMDB", "SovariaLevelDB", "SovariaSodium", "SovariaTestServers", "SovariaHTTP",
             ]
         ),
         // The HTTP transport, end to end against PostgreSQL behind Tests/Server/restserver.py.
@@ -147,7 +147,8 @@ let package = Package(
             name: "SovariaHTTPTests",
             dependencies: [
                 "SovariaHTTP", "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria", "SovariaTestKit",
-                "SovariaSQLite", "SovariaLevelDB", "SovariaTestServers", "sovaria-crash-writer",
+                "SovariaSQLite", "SovariaLevelDB", "SovariaLMDB", "SovariaSodium", "SovariaTestServers",
+                "sovaria-crash-writer",
             ]
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.

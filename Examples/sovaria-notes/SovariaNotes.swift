@@ -111,7 +111,9 @@ enum SovariaNotes {
                 let mark = waiting.contains(JSONText.string(note.id)) ? "   (waiting to sync)" : ""
                 print("  [\(note.done ? "x" : " ")] \(note.id)  \(note.title)\(mark)")
             }
-            if !read.read.isExact { print("  (may change once synced: \(read.read.inexactReasons.joined(separator: "; ")))") }
+            if !read.read.isExact {
+                print("  (may change once synced: \(read.read.inexactReasons.joined(separator: "; ")))")
+            }
         default:
             throw Usage("unknown command \(command)")
         }

@@ -35,11 +35,24 @@ public struct PostgRESTOverlay: OverlayEvaluator {
         /// offline holds in the columns it does not set. Defaults the server computes
         /// (`now()`, `current_user`) cannot be known: leave them out.
         public var defaults: [String: String]
+        /// Every column of the table, in its order: what `select=*` shows of a row written
+        /// offline when no cached row says. `nil`: learnt from the cached rows.
+        public var columns: [String]?
+        /// Columns that hold the same value (JSON text) in every row the user sees: under
+        /// row-level security, `["owner": "\"alice\""]`. A row an upsert may have merged into,
+        /// which the overlay has not seen, is known to hold them.
+        public var sameInEveryRow: [String: String]
 
-        /// A table keyed by `primaryKey`, with `defaults`.
-        public init(primaryKey: String = "id", defaults: [String: String] = [:]) {
+        /// A table keyed by `primaryKey`, with `defaults`, and if given its `columns` and the
+        /// columns that are the same in every row.
+        public init(
+            primaryKey: String = "id", defaults: [String: String] = [:], columns: [String]? = nil,
+            sameInEveryRow: [String: String] = [:]
+        ) {
             self.primaryKey = primaryKey
             self.defaults = defaults
+            self.columns = columns
+            self.sameInEveryRow = sameInEveryRow
         }
     }
 
@@ -64,12 +77,16 @@ public struct PostgRESTOverlay: OverlayEvaluator {
         self.textOrder = textOrder
     }
 
-    /// Applies `writes` (oldest first) to `cachedBody` and evaluates `read` on the result.
-    public func answer(_ read: DataRequest, cachedBody: String?, writes: [OverlayWrite]) -> OverlayAnswer {
+    /// Applies `writes` (oldest first) to `cachedBody` and evaluates `read` on the result; the
+    /// rows of `related` answers (the table's other cached answers) tell what the cached body
+    /// leaves out.
+    public func answer(
+        _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer] = []
+    ) -> OverlayAnswer {
         let table = read.table.flatMap { tables[$0] } ?? Table()
         var evaluation = OverlayEvaluation(
             query: PostgRESTQuery(path: read.path), table: table,
             comparison: PostgRESTComparison(textOrderIsBytes: textOrder == .bytes))
-        return evaluation.answer(cachedBody: cachedBody, writes: writes)
+        return evaluation.answer(cachedBody: cachedBody, writes: writes, related: related)
     }
 }

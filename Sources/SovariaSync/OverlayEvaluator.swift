@@ -11,9 +11,29 @@ import SovariaQueue
 ///   pure and fast. Never present a guess as exact: when a write or a read feature is beyond
 ///   the evaluator, show what it knows and say why in ``OverlayAnswer/inexactReasons``.
 public protocol OverlayEvaluator: Sendable {
-    /// The answer to `read`, given the server's cached answer (`nil`: nothing cached) and the
-    /// writes of the read's table, oldest first.
-    func answer(_ read: DataRequest, cachedBody: String?, writes: [OverlayWrite]) -> OverlayAnswer
+    /// The answer to `read`, given the server's cached answer (`nil`: nothing cached), the
+    /// writes of the read's table, oldest first, and the other cached answers of the table.
+    ///
+    /// `related` is empty at first; an answer that sets ``OverlayAnswer/wantsRelatedAnswers``
+    /// (rows it does not hold could decide it) is asked again with the table's other cached
+    /// answers, which may know those rows.
+    func answer(
+        _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]
+    ) -> OverlayAnswer
+}
+
+/// Another cached server answer of the same table: the rows it holds are rows the server has.
+public struct RelatedAnswer: Sendable, Hashable {
+    /// The read it answered.
+    public var read: DataRequest
+    /// Its cached body.
+    public var body: String
+
+    /// A related answer.
+    public init(read: DataRequest, body: String) {
+        self.read = read
+        self.body = body
+    }
 }
 
 /// A write the overlay applies: one waiting in the queue, or one synced after the cached answer
@@ -43,15 +63,21 @@ public struct OverlayAnswer: Sendable, Hashable {
     public var inexactReasons: [String]
     /// The rows of the answer that pending writes touched.
     public var pendingRows: [PendingRow]
+    /// Whether rows the cached answer does not hold could decide the answer: the controller then
+    /// asks again with the table's other cached answers.
+    public var wantsRelatedAnswers: Bool
 
     /// Whether the answer is what the server will answer once the writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }
 
     /// An answer.
-    public init(body: String?, inexactReasons: [String] = [], pendingRows: [PendingRow] = []) {
+    public init(
+        body: String?, inexactReasons: [String] = [], pendingRows: [PendingRow] = [], wantsRelatedAnswers: Bool = false
+    ) {
         self.body = body
         self.inexactReasons = inexactReasons
         self.pendingRows = pendingRows
+        self.wantsRelatedAnswers = wantsRelatedAnswers
     }
 }
 

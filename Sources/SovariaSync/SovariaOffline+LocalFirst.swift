@@ -68,7 +68,13 @@ extension SovariaOffline {
             answer.inexactReasons = ["pending writes are not applied: no overlay evaluator is configured"]
             return answer
         }
-        let local = overlay.answer(request, cachedBody: server?.response?.body, writes: writes)
+        var local = overlay.answer(request, cachedBody: server?.response?.body, writes: writes, related: [])
+        if local.wantsRelatedAnswers {
+            let related = try await relatedAnswers(of: request)
+            if !related.isEmpty {
+                local = overlay.answer(request, cachedBody: server?.response?.body, writes: writes, related: related)
+            }
+        }
         answer.body = local.body
         answer.inexactReasons = local.inexactReasons
         answer.pendingRows = local.pendingRows
@@ -94,6 +100,20 @@ extension SovariaOffline {
         return synced + pending
     }
 
+    /// The other cached answers of `request`'s table, from memory or the store.
+    func relatedAnswers(of request: DataRequest) async throws -> [RelatedAnswer] {
+        guard let table = request.table else { return [] }
+        let own = Self.cacheKey(of: request)
+        var related: [RelatedAnswer] = []
+        for query in try await cachedQueries(of: table).sorted()
+        where query != own && query.utf8.starts(with: "GET ".utf8) {
+            guard let response = try await cache.cachedResponse(for: query) else { continue }
+            related.append(
+                RelatedAnswer(read: DataRequest(method: "GET", path: String(query.dropFirst(4))), body: response.body))
+        }
+        return related
+    }
+
     // MARK: - Live queries
 
     /// A live query: the answer to `request` now (cached, with the overlay), then a new one after
@@ -101,10 +121,10 @@ extension SovariaOffline {
     /// refresh, an eviction, ``clear()``.
     ///
     /// After the first answer the network is asked by `policy` (not for `.cacheOnly`), and its
-    /// answer arrives as the next element. Changes that come in a burst (a flush of 100 writes)
-    /// coalesce into one answer; an answer equal to the last one is not repeated. While the
-    /// sequence is iterated, the query's cached list is kept from eviction (a live reader, seed
-    /// 000).
+    /// answer arrives as a later element. Each answer is computed when the iterating task asks
+    /// for it, so changes that come while it is busy (a flush of 100 writes) make one answer,
+    /// and an answer equal to the last one is not repeated. While the sequence is iterated, the
+    /// query's cached list is kept from eviction (a live reader, seed 000).
     ///
     /// ```swift
     /// for try await notes in offline.observe(PostgREST.select("notes", order: "id")) {
@@ -112,44 +132,13 @@ extension SovariaOffline {
     /// }
     /// ```
     ///
-    /// - Important: The sequence ends when the iterating task is cancelled or on ``close()``;
-    ///   it throws when the store fails. A failed network refresh is not an error: the cached
-    ///   answer stays (offline-first).
+    /// - Important: Iterate it from one task. It ends when that task is cancelled or on
+    ///   ``close()``, and throws when the store fails. A failed network refresh is not an error:
+    ///   the cached answer stays (offline-first).
     public func observe(
         _ request: DataRequest, policy: ReadPolicy = .cacheFirstThenNetwork, maxAge: Duration? = nil
-    ) -> AsyncThrowingStream<LocalRead, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: LocalRead.self)
-        let changes = signals.follow(table: request.table ?? "")
-        let task = Task {
-            let reader = cache.startReading(Self.cacheKey(of: request))
-            defer { cache.stopReading(reader) }
-            var last: LocalRead?
-            do {
-                try checkOpen()
-                let current = { [self] in
-                    try await overlaid(request, on: try await readThroughCache(request, policy: .cacheOnly, maxAge: nil))
-                }
-                func send(_ answer: LocalRead) {
-                    guard answer != last else { return }
-                    last = answer
-                    continuation.yield(answer)
-                }
-                send(try await current())
-                if policy != .cacheOnly {
-                    // Its answer reaches the loop below as a change of the table.
-                    _ = try? await readThroughCache(request, policy: policy, maxAge: maxAge)
-                }
-                for await _ in changes {
-                    guard !Task.isCancelled, (try? checkOpen()) != nil else { break }
-                    send(try await current())
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+    ) -> LiveQuery {
+        LiveQuery(offline: self, request: request, policy: policy, maxAge: maxAge)
     }
 
     /// ``observe(_:policy:maxAge:)`` with each answer's body decoded as `type` by
@@ -157,22 +146,16 @@ extension SovariaOffline {
     public func observe<Value: Decodable & Sendable>(
         _ request: DataRequest, as type: Value.Type, policy: ReadPolicy = .cacheFirstThenNetwork,
         maxAge: Duration? = nil
-    ) -> AsyncThrowingStream<TypedRead<Value>, any Error> {
-        let answers = observe(request, policy: policy, maxAge: maxAge)
+    ) -> some AsyncSequence<TypedRead<Value>, any Error> {
         let decoder = configuration.makeDecoder
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: TypedRead<Value>.self)
-        let task = Task {
-            do {
-                for try await read in answers {
-                    continuation.yield(TypedRead(value: try read.decode(type, using: decoder()), read: read))
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
+        return observe(request, policy: policy, maxAge: maxAge).map { read in
+            TypedRead(value: try read.decode(type, using: decoder()), read: read)
         }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+    }
+
+    /// The answer a live query shows now: the cached one, with the overlay.
+    func currentAnswer(_ request: DataRequest) async throws -> LocalRead {
+        try await overlaid(request, on: try await readThroughCache(request, policy: .cacheOnly, maxAge: nil))
     }
 
     // MARK: - Sync status

@@ -476,6 +476,11 @@ public final class SovariaOffline: Sendable {
         for query in known[table] ?? [] { try await cache.markStale(query) }
     }
 
+    /// The cached queries of `table`.
+    func cachedQueries(of table: String) async throws -> Set<String> {
+        try await queriesByTable()[table] ?? []
+    }
+
     /// The cached queries of each table: from memory, or listed once from the store.
     private func queriesByTable() async throws -> [String: Set<String>] {
         if let known = state.withLock({ $0.queriesByTable }) { return known }

@@ -64,6 +64,18 @@ CREATE TABLE IF NOT EXISTS public.notes (
     updated_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- The local-first differential test's table (Tests/SovariaHTTPTests/OverlayDifferentialTests.swift):
+-- text, integer, boolean and nullable columns, each with the default the overlay is told of.
+CREATE TABLE IF NOT EXISTS public.items (
+    id     text PRIMARY KEY,
+    owner  text NOT NULL DEFAULT current_user,
+    name   text NOT NULL,
+    qty    integer NOT NULL DEFAULT 0,
+    active boolean NOT NULL DEFAULT true,
+    note   text,
+    rank   integer
+);
+
 -- One row per Idempotency-Key, written by restserver.py as `authenticator` in the same
 -- transaction as the write it answers for. Users have no access to it.
 CREATE TABLE IF NOT EXISTS public.idempotency_keys (
@@ -79,14 +91,15 @@ CREATE TABLE IF NOT EXISTS public.idempotency_keys (
 );
 
 GRANT USAGE ON SCHEMA public TO anon, authenticated;
-REVOKE ALL ON public.lists, public.notes, public.idempotency_keys FROM anon;
-GRANT SELECT, INSERT, UPDATE, DELETE ON public.lists, public.notes TO authenticated;
+REVOKE ALL ON public.lists, public.notes, public.items, public.idempotency_keys FROM anon;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.lists, public.notes, public.items TO authenticated;
 GRANT SELECT, INSERT, UPDATE ON public.idempotency_keys TO authenticator;
 -- For POST /_test/reset only (TRUNCATE ignores row-level security).
-GRANT TRUNCATE ON public.lists, public.notes, public.idempotency_keys TO authenticator;
+GRANT TRUNCATE ON public.lists, public.notes, public.items, public.idempotency_keys TO authenticator;
 
 ALTER TABLE public.lists ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.notes ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.items ENABLE ROW LEVEL SECURITY;
 
 DROP POLICY IF EXISTS lists_select ON public.lists;
 DROP POLICY IF EXISTS lists_insert ON public.lists;
@@ -107,3 +120,7 @@ CREATE POLICY notes_insert ON public.notes FOR INSERT TO authenticated WITH CHEC
 CREATE POLICY notes_update ON public.notes FOR UPDATE TO authenticated
     USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY notes_delete ON public.notes FOR DELETE TO authenticated USING (owner = current_user);
+
+DROP POLICY IF EXISTS items_all ON public.items;
+CREATE POLICY items_all ON public.items FOR ALL TO authenticated
+    USING (owner = current_user) WITH CHECK (owner = current_user);

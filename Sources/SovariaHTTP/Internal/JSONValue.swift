@@ -156,7 +156,11 @@ struct JSONParser {
             return position > from
         }
         if position < bytes.count, bytes[position] == UInt8(ascii: "-") { position += 1 }
+        let integerStart = position
         guard digits() else { throw failure("not a number") }
+        guard bytes[integerStart] != UInt8(ascii: "0") || position == integerStart + 1 else {
+            throw failure("a number with a leading zero")
+        }
         if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
             position += 1
             guard digits() else { throw failure("no digits after the point") }

@@ -9,12 +9,17 @@ struct OverlayEvaluation {
     let table: PostgRESTOverlay.Table
     let comparison: PostgRESTComparison
     private let defaults: [String: JSONValue]
+    private let sameInEveryRow: [String: JSONValue]
 
     /// A row as the overlay knows it.
     private struct Row {
         var values: JSONObject
-        /// Its place in the cached answer, or `nil` for a row written offline.
+        /// Its place in the cached answer, or `nil` for a row written offline or known from
+        /// another answer.
         var cachedIndex: Int?
+        /// A row the server has that this read's answer left out (it fails the read's filters or
+        /// lies past its page), known from another cached answer of the table.
+        var isOutside = false
         /// The order rows came in: the cached answer's, then inserts'.
         var ordinal: Int
         /// Columns that writes set.
@@ -32,8 +37,9 @@ struct OverlayEvaluation {
     private var cachedCount = 0
     /// Whether any write touched, added or removed a row.
     private var changedRows = false
-    /// Whether a cached row was removed (by a write, or by the read's filters after a write).
-    private var removedCachedRow = false
+    /// Whether the rows held (the cached answer's and those other answers add) are every row of
+    /// the table the user sees: a row not held does not exist.
+    private var holdsEveryRow = false
     /// The last cached row as the server sent it: the edge of a full page.
     private var pageEdge: Row?
     /// The columns of the cached rows, in the server's order (`nil` with no cached row).
@@ -47,9 +53,10 @@ struct OverlayEvaluation {
         self.table = table
         self.comparison = comparison
         defaults = table.defaults.compactMapValues { try? JSONParser.parse($0) }
+        sameInEveryRow = table.sameInEveryRow.compactMapValues { try? JSONParser.parse($0) }
     }
 
-    mutating func answer(cachedBody: String?, writes: [OverlayWrite]) -> OverlayAnswer {
+    mutating func answer(cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]) -> OverlayAnswer {
         for part in query.unsupported { note("the read uses \(part), which the overlay does not evaluate") }
         guard query.unsupported.isEmpty else { return OverlayAnswer(body: cachedBody, inexactReasons: reasons) }
         if let cachedBody {
@@ -72,20 +79,73 @@ struct OverlayEvaluation {
         } else {
             note("nothing is cached for this read: only rows written offline are shown")
         }
+        holdsEveryRow = holdsWholeTable
+        for answer in related { learn(from: answer) }
         for write in writes { apply(write) }
-        guard changedRows || !hasCache else { return OverlayAnswer(body: cachedBody, inexactReasons: reasons) }
-        guard hasCache || !rows.isEmpty else { return OverlayAnswer(body: nil, inexactReasons: reasons) }
-        return evaluateRead(cachedBody: cachedBody)
+        var answer: OverlayAnswer
+        if !changedRows && hasCache {
+            answer = OverlayAnswer(body: cachedBody, inexactReasons: reasons)
+        } else if !hasCache && !rows.contains(where: { !$0.isOutside }) {
+            answer = OverlayAnswer(body: nil, inexactReasons: reasons)
+        } else {
+            answer = evaluateRead()
+        }
+        // Rows other answers hold may settle what this one could not.
+        answer.wantsRelatedAnswers = related.isEmpty && !reasons.isEmpty
+        return answer
+    }
+
+    /// Takes the rows of another cached answer of the table: a row this answer lacks becomes an
+    /// outside row, and columns this answer does not select fill in (for the filters of writes).
+    /// An answer without filters, offset or a full page holds every row of the table.
+    private mutating func learn(from related: RelatedAnswer) {
+        guard hasCache, cachedColumns?.contains(table.primaryKey) != false,
+            case .array(let items)? = try? JSONParser.parse(related.body)
+        else { return }
+        let other = PostgRESTQuery(path: related.read.path)
+        guard other.unsupported.isEmpty else { return }
+        var holdsKeys = true
+        for item in items {
+            guard case .object(let object) = item, let key = object[table.primaryKey] else {
+                holdsKeys = false
+                continue
+            }
+            if let index = rows.firstIndex(where: { hasKey($0, key) }) {
+                for column in object.keys where !rows[index].values.has(column) {
+                    rows[index].values[column] = object[column]
+                }
+            } else {
+                var row = Row(values: object, cachedIndex: nil, ordinal: nextOrdinal)
+                for (column, value) in sameInEveryRow where !row.values.has(column) { row.values[column] = value }
+                row.isOutside = true
+                nextOrdinal += 1
+                rows.append(row)
+            }
+        }
+        if holdsKeys, other.filters.isEmpty, (other.offset ?? 0) == 0, other.limit.map({ items.count < $0 }) != false {
+            holdsEveryRow = true
+        }
     }
 
     // MARK: - Writes
 
+    /// Whether the cached answer holds every row of the table the user sees: no filter, no
+    /// offset, and fewer rows than a limit. A key it lacks is then a key the server lacks.
+    private var holdsWholeTable: Bool {
+        hasCache && query.filters.isEmpty && (query.offset ?? 0) == 0 && query.limit.map { cachedCount < $0 } != false
+    }
+
     private mutating func apply(_ write: OverlayWrite) {
+        if let offset = query.offset, offset > 0 {
+            note("the read has an offset: a write before its page (even to a row it does not show) moves the page")
+        }
         let request = write.request
         let writeQuery = PostgRESTQuery(path: request.path)
         let method = request.method.uppercased()
         guard writeQuery.unsupported.isEmpty else {
-            note("a pending \(method) uses \(writeQuery.unsupported.joined(separator: ", ")), which the overlay does not evaluate")
+            note(
+                "a pending \(method) uses \(writeQuery.unsupported.joined(separator: ", ")), which the overlay does not evaluate"
+            )
             return
         }
         let body = request.body.flatMap { try? JSONParser.parse($0) }
@@ -102,6 +162,9 @@ struct OverlayEvaluation {
             guard !objects.isEmpty else {
                 note("a pending POST's body is not a JSON object or array of objects")
                 return
+            }
+            if Set(objects.map { Set($0.keys) }).count > 1 {
+                note("a pending bulk insert's rows set different columns: the server fills the gaps with nulls")
             }
             for object in objects { insert(object, resolution: Self.resolution(of: request), by: write) }
         case "PATCH":
@@ -129,6 +192,9 @@ struct OverlayEvaluation {
 
     private mutating func insert(_ object: JSONObject, resolution: Resolution, by write: OverlayWrite) {
         let key = object[table.primaryKey]
+        if resolution != .none, cachedCount > 0, cachedColumns?.contains(table.primaryKey) == false {
+            note("the read does not select \(table.primaryKey): which cached row an upsert changes is not known")
+        }
         if let key, let index = rows.firstIndex(where: { hasKey($0, key) }) {
             switch resolution {
             case .mergeDuplicates: merge(object, into: index, by: write)
@@ -141,15 +207,15 @@ struct OverlayEvaluation {
         var row = Row(values: object, cachedIndex: nil, ordinal: nextOrdinal, changed: Set(object.keys))
         nextOrdinal += 1
         if write.isPending { row.pendingIDs = [write.id] }
-        switch resolution {
+        switch holdsEveryRow ? .none : resolution {
         case .none:
             // A new row: the table's defaults fill what it does not set. (A key the server holds
             // outside the cache is refused, and the write leaves the answer when it is.)
             for (column, value) in defaults where !row.values.has(column) { row.values[column] = value }
         case .mergeDuplicates:
             // The server may hold the key outside the cache: columns the upsert does not set are
-            // then the server's, so they stay unknown.
-            break
+            // then the server's, so they stay unknown (but for those the same in every row).
+            for (column, value) in sameInEveryRow where !row.values.has(column) { row.values[column] = value }
         case .ignoreDuplicates:
             row.mayBeSkipped = true
         }
@@ -166,22 +232,31 @@ struct OverlayEvaluation {
         changedRows = true
     }
 
-    private mutating func patch(where filters: [PostgRESTQuery.Condition], with changes: JSONObject, by write: OverlayWrite) {
+    private mutating func patch(
+        where filters: [PostgRESTQuery.Condition], with changes: JSONObject, by write: OverlayWrite
+    ) {
+        // A change to columns the read neither shows, filters nor orders on cannot change it.
+        let visible = query.columns.map { Set($0).union(query.filterColumns).union(query.orderColumns) }
+        let isVisible = visible.map { !$0.isDisjoint(with: changes.keys) } ?? true
+        // Rows the answer left out do not match the read (or lie past a full page): setting a
+        // column the read filters (or orders) on could bring them in.
+        var entering = query.filterColumns
+        if let limit = query.limit, cachedCount >= limit { entering.formUnion(query.orderColumns) }
+        let mayEnter = !entering.isDisjoint(with: changes.keys)
         for index in rows.indices {
             switch truth(of: filters, on: rows[index]) {
             case .yes: merge(changes, into: index, by: write)
-            case .unknown: note("a pending PATCH's filter cannot be evaluated on a row the answer holds")
-            case .no, .null: break
+            case .unknown where isVisible && (!rows[index].isOutside || mayEnter):
+                note("a pending PATCH's filter cannot be evaluated on a row the answer holds")
+            case .unknown, .no, .null: break
             }
         }
-        // Rows the cache does not hold: they do not match the read (or lie past a full page);
-        // setting a column the read filters (or orders) on could bring them in.
-        guard !reachesOnlyKnownRows(filters) else { return }
-        var entering = query.filterColumns
-        if let limit = query.limit, cachedCount >= limit { entering.formUnion(query.orderColumns) }
+        guard isVisible, !holdsEveryRow, !reachesOnlyKnownRows(filters) else { return }
         let moved = entering.intersection(changes.keys).sorted()
         if !moved.isEmpty {
-            note("a pending PATCH sets \(moved.joined(separator: ", ")) on rows the cache may not hold, which could enter the answer")
+            note(
+                "a pending PATCH sets \(moved.joined(separator: ", ")) on rows the cache may not hold, which could enter the answer"
+            )
         }
     }
 
@@ -191,10 +266,12 @@ struct OverlayEvaluation {
             switch truth(of: filters, on: row) {
             case .yes:
                 changedRows = true
-                if row.cachedIndex != nil { removedCachedRow = true }
                 if let key = row.values[table.primaryKey] { deletedKeys.append(key) }
                 continue
-            case .unknown: note("a pending DELETE's filter cannot be evaluated on a row the answer holds")
+            case .unknown where !row.isOutside || query.limit.map({ cachedCount >= $0 }) == true:
+                // (An outside row matters only as one that could fill a full page.)
+                note("a pending DELETE's filter cannot be evaluated on a row the answer holds")
+            case .unknown: break
             case .no, .null: break
             }
             kept.append(row)
@@ -224,12 +301,20 @@ struct OverlayEvaluation {
 
     // MARK: - The read
 
-    private mutating func evaluateRead(cachedBody: String?) -> OverlayAnswer {
+    private mutating func evaluateRead() -> OverlayAnswer {
         var result: [Row] = []
         for row in rows {
             // A cached row no write touched passed the server's own filters.
             if row.cachedIndex != nil, row.changed.isEmpty {
                 result.append(row)
+                continue
+            }
+            if row.isOutside, row.changed.isEmpty {
+                // Left out by the server and untouched: it fails the filters, or lies past a
+                // full page, where it may now fill a gap.
+                if let limit = query.limit, cachedCount >= limit, truth(of: query.filters, on: row) == .yes {
+                    result.append(row)
+                }
                 continue
             }
             switch truth(of: query.filters, on: row) {
@@ -241,8 +326,7 @@ struct OverlayEvaluation {
             case .unknown:
                 note("whether a row written offline matches the read's filters is not known")
                 result.append(row)
-            case .no, .null:
-                if row.cachedIndex != nil { removedCachedRow = true }
+            case .no, .null: break
             }
         }
         order(&result)
@@ -272,7 +356,9 @@ struct OverlayEvaluation {
             }
         }
         if unknown {
-            note("the order of a row written offline among the others is not known (a column it orders on is missing, or text order)")
+            note(
+                "the order of a row written offline among the others is not known (a column it orders on is missing, or text order)"
+            )
         }
     }
 
@@ -288,7 +374,9 @@ struct OverlayEvaluation {
             default:
                 guard let compared = comparison.compare(left, right) else { return nil }
                 if compared == .orderedSame { continue }
-                order = term.descending ? (compared == .orderedAscending ? .orderedDescending : .orderedAscending) : compared
+                order =
+                    term.descending
+                    ? (compared == .orderedAscending ? .orderedDescending : .orderedAscending) : compared
             }
             return order
         }
@@ -298,11 +386,8 @@ struct OverlayEvaluation {
     /// `limit` and `offset`: the cached rows were one page; a page that was full and lost rows
     /// may take rows past it that the cache never saw.
     private mutating func applyPage(to result: inout [Row]) {
-        if let offset = query.offset, offset > 0 {
-            note("the read has an offset: rows written offline or removed before its page would move it")
-        }
         guard let limit = query.limit else { return }
-        if hasCache, cachedCount >= limit {
+        if hasCache, cachedCount >= limit, !holdsEveryRow {
             if query.order.isEmpty {
                 note("the read has a limit without an order: the server picks which rows fill the page")
             } else if let edge = pageEdge {
@@ -326,6 +411,8 @@ struct OverlayEvaluation {
             columns = selected
         } else if let cachedColumns {
             columns = cachedColumns
+        } else if let all = table.columns {
+            columns = all
         } else {
             note("select=* with no cached row: the table's columns are not known")
             var seen: [String] = []
@@ -347,7 +434,9 @@ struct OverlayEvaluation {
             out.append(.object(object))
         }
         if !missing.isEmpty {
-            note("a row written offline does not set \(missing.joined(separator: ", ")): the server's values are not known")
+            note(
+                "a row written offline does not set \(missing.joined(separator: ", ")): the server's values are not known"
+            )
         }
         return JSONValue.array(out).text
     }

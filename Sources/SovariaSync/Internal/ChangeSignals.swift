@@ -26,7 +26,9 @@ final class ChangeSignals: Sendable {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in _ = self?.followers.withLock { $0.all.removeValue(forKey: token) } }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.followers.withLock { $0.all.removeValue(forKey: token) }
+        }
         return stream
     }
 

@@ -1,0 +1,76 @@
+import SovariaCache
+import SovariaQueue
+
+/// The answers of a live query, from ``SovariaOffline/observe(_:policy:maxAge:)``: the current
+/// one first, then one after each change that alters it.
+///
+/// - Important: Iterate it from one task; each iteration is a live reader of its own.
+public struct LiveQuery: AsyncSequence, Sendable {
+    /// A local-first answer.
+    public typealias Element = LocalRead
+
+    let offline: SovariaOffline
+    let request: DataRequest
+    let policy: ReadPolicy
+    let maxAge: Duration?
+
+    /// Starts following: from now on, changes to the query's table are seen.
+    public func makeAsyncIterator() -> Iterator { Iterator(follower: LiveQueryFollower(self)) }
+
+    /// Waits for the next answer.
+    public struct Iterator: AsyncIteratorProtocol {
+        let follower: LiveQueryFollower
+
+        /// The next answer, or `nil` once the iterating task is cancelled or the controller closed.
+        public mutating func next() async throws -> LocalRead? { try await follower.next(isolation: nil) }
+
+        /// The next answer, on the caller's actor.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(any Error) -> LocalRead? {
+            try await follower.next(isolation: actor)
+        }
+    }
+}
+
+/// One iteration of a live query: its change signals, its live reader, its last answer.
+final class LiveQueryFollower {
+    private let query: LiveQuery
+    private var changes: AsyncStream<Void>.Iterator
+    private let reader: LiveReader
+    private var last: LocalRead?
+    private var refresh: Task<Void, Never>?
+
+    init(_ query: LiveQuery) {
+        self.query = query
+        changes = query.offline.signals.follow(table: query.request.table ?? "").makeAsyncIterator()
+        reader = query.offline.cache.startReading(SovariaOffline.cacheKey(of: query.request))
+    }
+
+    deinit {
+        refresh?.cancel()
+        query.offline.cache.stopReading(reader)
+    }
+
+    func next(isolation actor: isolated (any Actor)?) async throws -> LocalRead? {
+        let offline = query.offline
+        guard let last else {
+            try offline.checkOpen()
+            let current = try await offline.currentAnswer(query.request)
+            self.last = current
+            if query.policy != .cacheOnly {
+                // Its answer reaches a later `next()` as a change of the table.
+                let (request, policy, maxAge) = (query.request, query.policy, query.maxAge)
+                refresh = Task { _ = try? await offline.readThroughCache(request, policy: policy, maxAge: maxAge) }
+            }
+            return current
+        }
+        while await changes.next(isolation: actor) != nil {
+            guard !Task.isCancelled, (try? offline.checkOpen()) != nil else { return nil }
+            let answer = try await offline.currentAnswer(query.request)
+            if answer != last {
+                self.last = answer
+                return answer
+            }
+        }
+        return nil
+    }
+}

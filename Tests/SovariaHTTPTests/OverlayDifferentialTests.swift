@@ -1,0 +1,201 @@
+import Foundation
+import Sovaria
+import SovariaLMDB
+import SovariaLevelDB
+import SovariaQueue
+import SovariaSQLite
+import SovariaSodium
+import SovariaSync
+import SovariaTestKit
+import SovariaTestServers
+import Synchronization
+import Testing
+
+@testable import SovariaHTTP
+
+/// The overlay's specification is PostgreSQL itself: random reads cached online, random writes
+/// made offline, each read answered by the overlay; then the flush, and the same reads asked of
+/// the real server (Tests/Server over PostgreSQL). Every answer the overlay called exact must
+/// be the server's: the same rows, the same values, the same order where `order` decides it.
+@Suite(.serialized) struct OverlayDifferentialTests {
+    /// A store for one case, and how many cases the engine runs (the overlay is the same code on
+    /// every engine: most cases run on memory, a few on each other one).
+    struct Engine: Sendable, CustomStringConvertible {
+        let name: String
+        let cases: Int
+        /// Whether each case's first read is the list of every row, as most apps have: the other
+        /// reads then learn every row from it. Without it, many more answers are inexact (rows
+        /// no answer holds), and only their correctness is checked.
+        var withListScreen = true
+        let open: @Sendable (URL) throws -> any OfflineStore
+        var description: String { withListScreen ? name : name + " without a list screen" }
+
+        static let all: [Engine] = [
+            Engine(name: "memory", cases: 300) { _ in MemoryOfflineStore() },
+            Engine(name: "memory", cases: 100, withListScreen: false) { _ in MemoryOfflineStore() },
+            Engine(name: "file", cases: 25) { FileOfflineStore(directory: $0, durability: .flushed) },
+            Engine(name: "sqlite", cases: 25) {
+                try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("s.sqlite"), durability: .flushed)
+            },
+            Engine(name: "lmdb", cases: 25) { try LMDBOfflineStore(directory: $0, durability: .flushed) },
+            Engine(name: "leveldb", cases: 25) { try LevelDBOfflineStore(directory: $0, durability: .flushed) },
+            Engine(name: "encrypted sqlite", cases: 25) {
+                EncryptedOfflineStore(
+                    wrapping: try SQLiteOfflineStore(
+                        fileURL: $0.appendingPathComponent("e.sqlite"), durability: .flushed),
+                    key: try EncryptionKey.random())
+            },
+        ]
+    }
+
+    @Test(arguments: Engine.all)
+    func everyAnswerCalledExactIsTheServersAfterTheFlush(engine: Engine) async throws {
+        let server = try await RESTServer.start()
+        let transport = SwitchableTransport(
+            URLSessionTransport(baseURL: server.baseURL, apiKey: "test-anon-key", tokens: TestTokens()))
+        var tally = Tally()
+        for index in 0..<engine.cases {
+            // A fixed seed per case: a failure names the case, and the case is the same each run.
+            var random = SplitMix64(seed: UInt64(index) &* 0x9E37_79B9 &+ UInt64(engine.name.utf8.count))
+            let generated = DifferentialCase.generate(
+                index: index, withListScreen: engine.withListScreen, using: &random)
+            try await run(generated, engine: engine, server: server, transport: transport, tally: &tally)
+        }
+        let answers = tally.exact + tally.inexact
+        print(
+            "overlay differential on \(engine): \(engine.cases) cases, \(answers) answers, \(tally.exact) exact, "
+                + "\(tally.inexact) inexact, \(tally.skipped) cases skipped (a write the server refused)")
+        for (reason, count) in tally.reasons.sorted(by: { $0.value > $1.value }) { print("  \(count)× \(reason)") }
+        #expect(tally.skipped * 10 <= engine.cases, "the generator makes writes the server takes")
+        if engine.withListScreen {
+            #expect(tally.inexact * 10 <= answers, "at most a tenth of the answers inexact")
+        }
+        #expect(tally.exact > 0)
+    }
+
+    struct Tally {
+        var exact = 0
+        var inexact = 0
+        var skipped = 0
+        var reasons: [String: Int] = [:]
+    }
+
+    static let overlay = PostgRESTOverlay(
+        tables: [
+            // `owner` defaults to the current user on the server: the app knows who that is.
+            "items": .init(
+                primaryKey: "id",
+                defaults: ["owner": #""alice""#, "qty": "0", "active": "true", "note": "null", "rank": "null"],
+                columns: ["id", "owner", "name", "qty", "active", "note", "rank"],
+                // Row-level security: every row Alice sees is hers.
+                sameInEveryRow: ["owner": #""alice""#])
+        ],
+        textOrder: .bytes)
+
+    private func run(
+        _ generated: DifferentialCase, engine: Engine, server: RESTServer, transport: SwitchableTransport,
+        tally: inout Tally
+    ) async throws {
+        transport.isOffline = false
+        let (status, body) = try await server.control("POST", "/_test/reset")
+        try #require(status == 200, "reset: \(body)")
+        let seeded = try await transport.send(
+            PostgREST.insert(into: "items", json: generated.seedJSON, returning: false))
+        try #require(seeded.isSuccess, "seed: \(seeded.status) \(seeded.body)")
+
+        let folder = try TemporaryFolder()
+        var configuration = SovariaOffline.Configuration()
+        configuration.overlay = Self.overlay
+        configuration.timer = ManualTimer()
+        let offline = try await SovariaOffline(
+            store: try engine.open(folder.url), transport: transport, configuration: configuration)
+        for read in generated.reads { _ = try await offline.read(read) }
+
+        transport.isOffline = true
+        for write in generated.writes {
+            guard case .queued = try await offline.write(write) else {
+                Issue.record("an offline write was not queued")
+                return
+            }
+        }
+        var local: [LocalRead] = []
+        for read in generated.reads { local.append(try await offline.read(read, policy: .cacheOnly)) }
+
+        transport.isOffline = false
+        let synced = try await offline.flush()
+        await offline.close()
+        guard synced == generated.writes.count else {
+            tally.skipped += 1
+            return
+        }
+        for (read, answer) in zip(generated.reads, local) {
+            guard answer.isExact else {
+                tally.inexact += 1
+                for reason in answer.inexactReasons { tally.reasons[reason, default: 0] += 1 }
+                continue
+            }
+            tally.exact += 1
+            let truth = try await transport.send(read)
+            try #require(truth.isSuccess, "\(read.path): \(truth.status) \(truth.body)")
+            let ordered = PostgRESTQuery(path: read.path).order.contains { $0.column == "id" }
+            if !(try Self.same(answer.body, truth.body, ordered: ordered)) {
+                Issue.record(
+                    """
+                    case \(generated.index) on \(engine.name): the overlay called its answer exact, the server differs
+                      seed rows: \(generated.seedJSON)
+                      writes:\n\(generated.writes.map { "    \($0.method) \($0.path) \($0.body ?? "")" }.joined(separator: "\n"))
+                      read: \(read.path)
+                      overlay: \(answer.body ?? "nil")
+                      server:  \(truth.body)
+                    """)
+            }
+        }
+    }
+
+    /// Whether both bodies hold the same rows (in the same order when `ordered`), values
+    /// compared as PostgreSQL's JSON (1.0 is 1; key order is free).
+    static func same(_ overlay: String?, _ server: String, ordered: Bool) throws -> Bool {
+        guard let overlay, case .array(let mine) = try JSONParser.parse(overlay),
+            case .array(let theirs) = try JSONParser.parse(server), mine.count == theirs.count
+        else { return false }
+        if ordered { return zip(mine, theirs).allSatisfy { $0.isEquivalent(to: $1) } }
+        var remaining = theirs
+        for row in mine {
+            guard let match = remaining.firstIndex(where: { $0.isEquivalent(to: row) }) else { return false }
+            remaining.remove(at: match)
+        }
+        return true
+    }
+}
+
+/// A transport that goes offline on demand, with the server still up: writes queue, reads fall
+/// back to the cache.
+final class SwitchableTransport: SyncTransport {
+    let inner: any SyncTransport
+    private let offline = Mutex(false)
+
+    init(_ inner: any SyncTransport) { self.inner = inner }
+
+    var isOffline: Bool {
+        get { offline.withLock { $0 } }
+        set { offline.withLock { $0 = newValue } }
+    }
+
+    func send(_ request: DataRequest) async throws -> DataResponse {
+        if isOffline { throw SyncTransportError.offline("switched off by the test") }
+        return try await inner.send(request)
+    }
+}
+
+/// A small, fast generator with a seed: the same cases on every run.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

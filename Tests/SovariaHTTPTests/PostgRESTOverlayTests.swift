@@ -1,0 +1,189 @@
+import Foundation
+import SovariaQueue
+import SovariaSync
+import Testing
+
+@testable import SovariaHTTP
+
+/// The overlay's rules, one at a time, on hand-written answers; the differential test
+/// (``OverlayDifferentialTests``) checks them against PostgreSQL itself.
+@Suite struct PostgRESTOverlayTests {
+    let overlay = PostgRESTOverlay(
+        tables: ["items": .init(primaryKey: "id", defaults: ["qty": "0", "active": "true", "note": "null"])],
+        textOrder: .bytes)
+
+    static let cached = #"""
+        [{"id":"a","name":"apple","qty":3,"active":true,"note":null},
+         {"id":"b","name":"banana","qty":5,"active":false,"note":"ripe"},
+         {"id":"c","name":"cherry","qty":1,"active":true,"note":null}]
+        """#
+
+    func read(_ query: String) -> DataRequest { DataRequest(method: "GET", path: "/rest/v1/items?" + query) }
+
+    func pending(_ requests: DataRequest...) -> [OverlayWrite] {
+        requests.enumerated().map { OverlayWrite(id: "w\($0.offset + 1)", request: $0.element, isPending: true) }
+    }
+
+    /// The answer's rows as `id` lists, and the answer.
+    func ids(_ answer: OverlayAnswer) throws -> [String] {
+        guard case .array(let rows) = try JSONParser.parse(try #require(answer.body)) else { return [] }
+        return rows.compactMap { if case .object(let row) = $0, case .string(let id)? = row["id"] { id } else { nil } }
+    }
+
+    @Test func aPendingInsertShowsWithTheTableDefaultsAndIsMarkedPending() throws {
+        let answer = overlay.answer(
+            read("select=id,name,qty,active&order=name"), cachedBody: Self.cached,
+            writes: pending(PostgREST.insert(into: "items", json: #"{"id":"n","name":"beet"}"#)))
+        #expect(try ids(answer) == ["a", "b", "n", "c"])
+        #expect(answer.isExact, "\(answer.inexactReasons)")
+        #expect(answer.pendingRows == [PendingRow(key: #""n""#, writeIDs: ["w1"])])
+        #expect(answer.body?.contains(#"{"id":"n","name":"beet","qty":0,"active":true}"#) == true)
+    }
+
+    @Test func anInsertThatDoesNotMatchTheFiltersIsNotShown() throws {
+        let answer = overlay.answer(
+            read("select=id&active=eq.true"), cachedBody: #"[{"id":"a"},{"id":"c"}]"#,
+            writes: pending(PostgREST.insert(into: "items", json: #"{"id":"n","name":"x","active":false}"#)))
+        #expect(try ids(answer) == ["a", "c"] && answer.isExact)
+    }
+
+    @Test func aPatchedRowThatNoLongerMatchesLeavesAndOneThatStillDoesChanges() throws {
+        let answer = overlay.answer(
+            read("select=id,qty&qty=gte.2&order=qty.desc"), cachedBody: #"[{"id":"b","qty":5},{"id":"a","qty":3}]"#,
+            writes: pending(
+                PostgREST.update("items", where: [.eq("id", "a")], json: #"{"qty":1}"#),
+                PostgREST.update("items", where: [.eq("id", "b")], json: #"{"qty":2.0}"#)))
+        #expect(try ids(answer) == ["b"])
+        #expect(answer.isExact, "\(answer.inexactReasons)")
+        #expect(answer.body == #"[{"id":"b","qty":2.0}]"#)
+    }
+
+    @Test func aPatchOfAFilterColumnOnRowsTheCacheMayNotHoldIsInexact() throws {
+        // Rows with qty < 2 are not in the answer: setting qty on all of them could bring them in.
+        let answer = overlay.answer(
+            read("select=id,qty&qty=gte.2"), cachedBody: #"[{"id":"b","qty":5},{"id":"a","qty":3}]"#,
+            writes: pending(PostgREST.update("items", where: [.lt("qty", "10")], json: #"{"qty":7}"#)))
+        #expect(!answer.isExact)
+        #expect(answer.inexactReasons.contains { $0.contains("could enter the answer") })
+        #expect(answer.body == #"[{"id":"b","qty":7},{"id":"a","qty":7}]"#, "what is known is still shown")
+    }
+
+    @Test func upsertsMergeByKeyAndIgnoreDuplicatesSkipsAKnownKey() throws {
+        var merge = PostgREST.insert(into: "items", json: #"{"id":"b","name":"blueberry"}"#, upsert: true)
+        merge.headers["Prefer"] = "return=minimal,resolution=merge-duplicates"
+        var ignore = PostgREST.insert(into: "items", json: #"{"id":"a","name":"avocado"}"#)
+        ignore.headers["Prefer"] = "resolution=ignore-duplicates"
+        let answer = overlay.answer(read("select=id,name"), cachedBody: Self.cached, writes: pending(merge, ignore))
+        #expect(answer.body == #"[{"id":"a","name":"apple"},{"id":"b","name":"blueberry"},{"id":"c","name":"cherry"}]"#)
+        #expect(answer.isExact && answer.pendingRows == [PendingRow(key: #""b""#, writeIDs: ["w1"])])
+    }
+
+    @Test func aDeleteFromAFullPageIsInexactAndFromAPartPageIsExact() throws {
+        let delete = PostgREST.delete(from: "items", where: [.eq("id", "a")])
+        let full = overlay.answer(
+            read("select=id&order=id&limit=3"), cachedBody: #"[{"id":"a"},{"id":"b"},{"id":"c"}]"#,
+            writes: pending(delete))
+        #expect(try ids(full) == ["b", "c"])
+        #expect(full.inexactReasons.contains { $0.contains("full page") })
+        let part = overlay.answer(
+            read("select=id&order=id&limit=5"), cachedBody: #"[{"id":"a"},{"id":"b"},{"id":"c"}]"#,
+            writes: pending(delete))
+        #expect(try ids(part) == ["b", "c"] && part.isExact)
+    }
+
+    @Test func anInsertIntoAFullPageKeepsTheLimit() throws {
+        let answer = overlay.answer(
+            read("select=id&order=id.desc&limit=2"), cachedBody: #"[{"id":"c"},{"id":"b"}]"#,
+            writes: pending(PostgREST.insert(into: "items", json: #"{"id":"bb","name":"x"}"#)))
+        #expect(try ids(answer) == ["c", "bb"] && answer.isExact)
+    }
+
+    @Test func ordersNullsAndSeveralColumnsAsPostgreSQLDoes() throws {
+        let cached = #"[{"id":"x","rank":1},{"id":"y","rank":null}]"#
+        let insert = PostgREST.insert(
+            into: "items", json: #"[{"id":"z","name":"z","rank":null},{"id":"w","name":"w","rank":1}]"#)
+        let ascending = overlay.answer(
+            read("select=id,rank&order=rank,id"), cachedBody: cached, writes: pending(insert))
+        #expect(try ids(ascending) == ["w", "x", "y", "z"], "nulls last ascending")
+        let descending = overlay.answer(
+            read("select=id,rank&order=rank.desc,id.desc"),
+            cachedBody: #"[{"id":"y","rank":null},{"id":"x","rank":1}]"#,
+            writes: pending(insert))
+        #expect(try ids(descending) == ["z", "y", "x", "w"], "nulls first descending")
+        let nullsLast = overlay.answer(
+            read("select=id,rank&order=rank.desc.nullslast,id"),
+            cachedBody: #"[{"id":"x","rank":1},{"id":"y","rank":null}]"#,
+            writes: pending(insert))
+        #expect(try ids(nullsLast) == ["w", "x", "y", "z"])
+    }
+
+    @Test func filtersCompareLikePostgreSQL() {
+        let comparison = PostgRESTComparison(textOrderIsBytes: true)
+        func check(_ filter: String, _ value: String) -> Truth {
+            let parts = filter.split(separator: "=", maxSplits: 1).map(String.init)
+            let condition = PostgRESTQuery.condition(parts[0], parts[1])!
+            return comparison.evaluate(condition, on: try? JSONParser.parse(value))
+        }
+        #expect(check("qty=eq.3", "3.0") == .yes)
+        #expect(check("qty=gt.2.5", "3") == .yes)
+        #expect(check("qty=eq.x", "3") == .unknown, "PostgreSQL refuses the operand")
+        #expect(check("qty=eq.3", "null") == .null)
+        #expect(check("qty=not.eq.3", "null") == .null, "NOT NULL is still NULL")
+        #expect(check("note=is.null", "null") == .yes)
+        #expect(check("active=is.true", "false") == .no)
+        #expect(check("active=eq.t", "true") == .yes)
+        #expect(check("name=in.(apple,\"b,c\")", #""b,c""#) == .yes)
+        #expect(check("name=like.*pp*", #""apple""#) == .yes)
+        #expect(check("name=like.a_p*", #""apple""#) == .yes)
+        #expect(check("name=ilike.APP*", #""apple""#) == .yes)
+        #expect(check("name=like.A*", #""apple""#) == .no)
+        #expect(check("name=gt.B", #""apple""#) == .yes, "byte order: lowercase after uppercase")
+        let unknownOrder = PostgRESTComparison(textOrderIsBytes: false)
+        let condition = PostgRESTQuery.condition("name", "gt.B")!
+        #expect(unknownOrder.evaluate(condition, on: .string("apple")) == .unknown)
+    }
+
+    @Test func whatTheOverlayCannotEvaluateIsSaidAndTheCachedAnswerShown() {
+        let embedded = overlay.answer(
+            read("select=id,lists(name)"), cachedBody: Self.cached,
+            writes: pending(PostgREST.insert(into: "items", json: #"{"id":"n","name":"x"}"#)))
+        #expect(embedded.body == Self.cached && !embedded.isExact)
+        let missing = overlay.answer(
+            read("select=id,rank"), cachedBody: #"[{"id":"a","rank":2}]"#,
+            writes: pending(PostgREST.insert(into: "items", json: #"{"id":"n","name":"x"}"#)))
+        #expect(missing.inexactReasons.contains { $0.contains("does not set rank") })
+        let unknownText = PostgRESTOverlay().answer(
+            read("select=id,name&order=name"), cachedBody: #"[{"id":"a","name":"apple"}]"#,
+            writes: pending(PostgREST.insert(into: "items", json: #"{"id":"n","name":"Zed"}"#)))
+        #expect(!unknownText.isExact, "text order under an unknown collation is not guessed")
+    }
+
+    @Test func withNothingCachedThePendingInsertsAnswer() throws {
+        let answer = overlay.answer(
+            read("select=id,name&order=id"), cachedBody: nil,
+            writes: pending(
+                PostgREST.insert(into: "items", json: #"{"id":"n2","name":"two"}"#),
+                PostgREST.insert(into: "items", json: #"{"id":"n1","name":"one"}"#)))
+        #expect(try ids(answer) == ["n1", "n2"] && !answer.isExact)
+        #expect(overlay.answer(read("select=id"), cachedBody: nil, writes: []).body == nil)
+    }
+
+    @Test func aSyncedWriteShowsButIsNotPending() throws {
+        let answer = overlay.answer(
+            read("select=id"), cachedBody: #"[{"id":"a"}]"#,
+            writes: [
+                OverlayWrite(
+                    id: "s", request: PostgREST.insert(into: "items", json: #"{"id":"s","name":"x"}"#), isPending: false
+                )
+            ])
+        #expect(try ids(answer) == ["a", "s"] && answer.pendingRows.isEmpty)
+    }
+
+    @Test func jsonRoundTripsEscapesAndNumbersAsWritten() throws {
+        let text = #"[{"a":"é\n\"\u0001\ud83d\ude00","b":1.50,"c":[true,false,null],"d":{}}]"#
+        let value = try JSONParser.parse(text)
+        #expect(value.text == #"[{"a":"é\n\"\u0001😀","b":1.50,"c":[true,false,null],"d":{}}]"#)
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse("[1,]") }
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(#"{"a":01}"#) == .null }
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Observation
+import Sovaria
+import SovariaCache
+import SovariaHTTP
+import SovariaQueue
+import SovariaTestKit
+import SovariaTestServers
+import Testing
+
+@testable import SovariaSync
+
+/// Local-first reads through the controller: pending writes overlaid on cached answers, what a
+/// sync and a rejection do to them, live queries and the sync status. The overlay's rules
+/// themselves are checked against PostgreSQL in SovariaHTTPTests.
+@Suite struct LocalFirstTests {
+    static let notes = PostgREST.select("notes", columns: "id,title,done", order: "id")
+    static let overlay = PostgRESTOverlay(
+        tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
+
+    static func rig(_ engine: SyncEngine) async throws -> Rig {
+        try await Rig(engine) { $0.overlay = Self.overlay }
+    }
+
+    static func rows(_ json: String) -> DataResponse { DataResponse(status: 200, body: json) }
+
+    static func insert(_ id: String) -> DataRequest {
+        PostgREST.insert(into: "notes", json: #"{"id":"\#(id)","title":"\#(id.uppercased())"}"#, returning: false)
+    }
+
+    /// The ids of an answer's rows, in order.
+    static func ids(_ read: LocalRead) throws -> [String] {
+        struct Row: Decodable { var id: String }
+        return try read.decode([Row].self, using: JSONDecoder())?.map(\.id) ?? []
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func offlineWritesShowAtOnceAndARefusedOneLeavesWhenRejected(engine: SyncEngine) async throws {
+        let rig = try await Self.rig(engine)
+        rig.transport.answer(Self.rows(#"[{"id":"a","title":"A","done":false}]"#))
+        _ = try await rig.offline.read(Self.notes)
+        rig.transport.online = false
+        let b = try await rig.offline.write(Self.insert("b"))
+        let c = try await rig.offline.write(Self.insert("c"))
+        guard case .queued(let queuedB) = b, case .queued(let queuedC) = c else {
+            Issue.record("offline writes are queued")
+            return
+        }
+        let offline = try await rig.offline.read(Self.notes)
+        #expect(try Self.ids(offline) == ["a", "b", "c"] && offline.isExact)
+        #expect(offline.body?.contains(#"{"id":"b","title":"B","done":false}"#) == true, "the table's default")
+        #expect(offline.pendingRows.map(\.writeIDs) == [[queuedB.id], [queuedC.id]] && offline.hasPendingWrites)
+        #expect(offline.response?.body == #"[{"id":"a","title":"A","done":false}]"#, "the cached answer is untouched")
+
+        rig.transport.online = true
+        rig.transport.answer(DataResponse(status: 201), DataResponse(status: 403, body: #"{"message":"no"}"#))
+        #expect(try await rig.offline.flush() == 1)
+        let afterSync = try await rig.offline.read(Self.notes, policy: .cacheOnly)
+        #expect(try Self.ids(afterSync) == ["a", "b"], "the refused write left the answer, the synced one stays")
+        #expect(!afterSync.hasPendingWrites && afterSync.isExact)
+        #expect(try await rig.offline.rejectedWrites().map(\.write.id) == [queuedC.id])
+
+        // The refetch after the sync has the synced row: the overlay no longer adds it.
+        rig.transport.answer(Self.rows(#"[{"id":"a","title":"A","done":false},{"id":"b","title":"B","done":false}]"#))
+        let fresh = try await rig.offline.read(Self.notes)
+        #expect(fresh.source == .network && fresh.body == fresh.response?.body && fresh.isExact)
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func withNothingCachedPendingInsertsAnswerAnOfflineRead(engine: SyncEngine) async throws {
+        let rig = try await Self.rig(engine)
+        rig.transport.online = false
+        await #expect(throws: SyncTransportError.self) { try await rig.offline.read(Self.notes) }
+        _ = try await rig.offline.write(Self.insert("n2"))
+        _ = try await rig.offline.write(Self.insert("n1"))
+        let read = try await rig.offline.read(Self.notes)
+        #expect(try Self.ids(read) == ["n1", "n2"] && read.source == .none && !read.isExact)
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func pendingWritesStillOverlayAfterAReopen(engine: SyncEngine) async throws {
+        let rig = try await Self.rig(engine)
+        rig.transport.answer(Self.rows(#"[{"id":"a","title":"A","done":false}]"#))
+        _ = try await rig.offline.read(Self.notes)
+        rig.transport.online = false
+        _ = try await rig.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "a")], json: #"{"done":true}"#))
+        await rig.offline.close()
+        var configuration = SovariaOffline.Configuration()
+        configuration.overlay = Self.overlay
+        configuration.timer = ManualTimer()
+        let reopened = try await SovariaOffline(
+            store: rig.store, transport: rig.transport, configuration: configuration)
+        let read = try await reopened.read(Self.notes)
+        #expect(read.body == #"[{"id":"a","title":"A","done":true}]"# && read.hasPendingWrites)
+        await reopened.close()
+    }
+
+    @Test(.timeLimit(.minutes(10)), arguments: SyncEngine.all)
+    func aLiveQueryAnswersAfterEachChangeAndEndsOnClose(engine: SyncEngine) async throws {
+        let rig = try await Self.rig(engine)
+        rig.transport.answer(Self.rows(#"[{"id":"a","title":"A","done":false}]"#))
+        var answers = rig.offline.observe(Self.notes).makeAsyncIterator()
+        let first = try await answers.next()
+        #expect(first?.body == nil && first?.source == CacheRead.Source.none, "nothing cached yet")
+        let fetched = try await answers.next()
+        #expect(fetched?.body == #"[{"id":"a","title":"A","done":false}]"#, "then the network, by the policy")
+
+        rig.transport.online = false
+        _ = try await rig.offline.write(Self.insert("b"))
+        #expect(try Self.ids(try #require(try await answers.next())) == ["a", "b"], "a local write")
+
+        // A burst while the screen is busy is one answer.
+        for index in 0..<100 { _ = try await rig.offline.write(Self.insert("c\(index)")) }
+        let burst = try #require(try await answers.next())
+        #expect(try Self.ids(burst).count == 102 && burst.pendingRows.count == 101)
+
+        rig.transport.online = true
+        #expect(try await rig.offline.flush() == 101)
+        let synced = try #require(try await answers.next())
+        #expect(try Self.ids(synced).count == 102 && !synced.hasPendingWrites, "a sync")
+
+        rig.transport.answer(Self.rows(#"[{"id":"z","title":"Z","done":true}]"#))
+        _ = try await rig.offline.read(Self.notes, maxAge: .zero)
+        let refreshed = try #require(try await answers.next())
+        #expect(try Self.ids(refreshed) == ["z"], "a refresh (fetched after the sync: no overlay)")
+
+        // Its list is pinned while observed: eviction keeps it.
+        try await rig.offline.cache.evict(downToLists: 0)
+        #expect(try await rig.offline.cache.cachedResponse(for: SovariaOffline.cacheKey(of: Self.notes)) != nil)
+
+        try await rig.offline.clear()
+        let cleared = try #require(try await answers.next())
+        #expect(cleared.body == nil, "clear()")
+
+        await rig.offline.close()
+        #expect(try await answers.next() == nil, "ends on close")
+    }
+
+    @Test func aLiveQueryReleasesItsListWhenItsTaskEnds() async throws {
+        let rig = try await Self.rig(SyncEngine.all[0])
+        rig.transport.answer(Self.rows(#"[{"id":"a","title":"A","done":false}]"#))
+        _ = try await rig.offline.read(Self.notes)
+        let (started, didStart) = AsyncStream<Void>.makeStream()
+        let observer = Task {
+            for try await _ in rig.offline.observe(Self.notes, policy: .cacheOnly) { didStart.yield() }
+        }
+        for await _ in started { break }
+        try await rig.offline.cache.evict(downToLists: 0)
+        #expect(try await rig.offline.cache.listCount == 1, "pinned while observed")
+        observer.cancel()
+        _ = await observer.result
+        try await rig.offline.cache.evict(downToLists: 0)
+        #expect(try await rig.offline.cache.listCount == 0, "released when the task ended")
+    }
+
+    @Test func theStatusChangesInOrder() async throws {
+        let rig = try await Self.rig(SyncEngine.all[0])
+        var updates = rig.offline.statusUpdates().makeAsyncIterator()
+        let initial = try #require(await updates.next())
+        #expect(initial.isOnline && initial.pendingCount == 0 && !initial.isFlushing)
+        rig.transport.online = false
+        _ = try await rig.offline.write(Self.insert("a"))
+        var seen = try #require(await updates.next())
+        if seen.isOnline { seen = try #require(await updates.next()) }
+        #expect(!seen.isOnline && seen.pendingCount == 1)
+        rig.transport.online = true
+        rig.transport.answer(DataResponse(status: 503, headers: ["Retry-After": "30"]))
+        #expect(try await rig.offline.flush() == 0)
+        var last = seen
+        while last.nextRetryAt == nil || last.isFlushing { last = try #require(await updates.next()) }
+        #expect(last.pendingCount == 1 && last.lastError != nil && last.isOnline)
+        #expect(last.nextRetryAt == rig.clock.read().addingTimeInterval(30))
+        rig.clock.advance(seconds: 31)
+        #expect(try await rig.offline.flush() == 1)
+        while last.pendingCount > 0 || last.isFlushing { last = try #require(await updates.next()) }
+        #expect(last.lastSyncedAt == rig.clock.read() && last.lastError == nil && last.nextRetryAt == nil)
+        await rig.offline.close()
+        while await updates.next() != nil {}
+    }
+
+    @MainActor @Test func theObservableModelTellsAViewWhenTheStatusChanges() async throws {
+        let rig = try await Self.rig(SyncEngine.all[0])
+        let model = SyncStatusModel(following: rig.offline)
+        #expect(model.status.pendingCount == 0)
+        let (changed, didChange) = AsyncStream<Void>.makeStream()
+        func track() {
+            withObservationTracking {
+                _ = model.status
+            } onChange: {
+                didChange.yield()
+            }
+        }
+        track()
+        rig.transport.online = false
+        _ = try await rig.offline.write(Self.insert("a"))
+        var iterator = changed.makeAsyncIterator()
+        while model.status.pendingCount != 1 {
+            await iterator.next()
+            track()
+        }
+        #expect(model.status.pendingCount == 1 && !model.status.isOnline)
+    }
+
+    @Test func codableRequestsAndAnswers() async throws {
+        struct Note: Codable, Sendable, Equatable {
+            var id: String
+            var title: String
+            var due: Date
+        }
+        let due = Date(timeIntervalSince1970: 1_800_000_000.25)
+        let insert = try PostgREST.insert(into: "notes", value: Note(id: "a", title: "A", due: due))
+        #expect(insert.body?.contains(#""due":"2027-01-15T08:00:00.250Z""#) == true)
+        let rig = try await Self.rig(SyncEngine.all[0])
+        rig.transport.answer(
+            Self.rows(#"[{"id":"a","title":"A","due":"2027-01-15T08:00:00.250123+00:00"}]"#))
+        let read = try await rig.offline.read(
+            PostgREST.select("notes", columns: "id,title,due", order: "id"), as: [Note].self)
+        let note = try #require(read.value?.first)
+        #expect(note.id == "a" && read.read.source == .network)
+        #expect(abs(note.due.timeIntervalSince1970 - 1_800_000_000.250123) < 1e-5, "PostgreSQL's microseconds")
+        let update = try PostgREST.update("notes", where: [.eq("id", "a")], set: ["title": "B"])
+        #expect(update.method == "PATCH" && update.body == #"{"title":"B"}"#)
+    }
+}
