@@ -7,6 +7,7 @@ enum BenchSection: String, CaseIterable {
     case caller
     case queue
     case fileCache = "file-cache"
+    case localFirst = "local-first"
 
     static var allNames: [String] { allCases.map(\.rawValue) }
 
@@ -19,6 +20,7 @@ enum BenchSection: String, CaseIterable {
         case .caller: "Where the call comes from: plain task vs main actor"
         case .queue: "Write queue: enqueue (one durable batch), drain step, open and pending() of 1,000"
         case .fileCache: "File cache: downloads, a pass, open, download latency while passes run"
+        case .localFirst: "Local-first reads: a cached 1,000-row list with pending writes overlaid; a live query"
         }
     }
 }

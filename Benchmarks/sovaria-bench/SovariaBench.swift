@@ -54,6 +54,9 @@ enum SovariaBench {
         if options.runs(.fileCache) {
             report.measurements += try await FileCacheSection(options: options, progress: progress).run()
         }
+        if options.runs(.localFirst) {
+            report.measurements += try await LocalFirstSection(options: options, progress: progress).run()
+        }
         progress.finish()
         await BenchPostgres.stop()
         report.computeRatios()

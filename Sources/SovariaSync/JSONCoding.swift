@@ -19,9 +19,10 @@ public enum JSONCoding {
         return decoder
     }
 
-    /// An encoder for PostgREST's requests.
+    /// An encoder for PostgREST's requests; keys are sorted, so the same value is the same body.
     public static func makeEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(date.formatted(withFractions))

@@ -62,23 +62,41 @@ extension SovariaOffline {
         var answer = LocalRead(
             body: server?.response?.body, response: server?.response, source: server?.source ?? .none,
             isRefreshing: server?.isRefreshing ?? false, inexactReasons: [], pendingRows: [])
-        let writes = try await overlayWrites(for: request)
-        guard !writes.isEmpty else { return answer }
-        guard let overlay = configuration.overlay else {
-            answer.inexactReasons = ["pending writes are not applied: no overlay evaluator is configured"]
-            return answer
-        }
-        var local = overlay.answer(request, cachedBody: server?.response?.body, writes: writes, related: [])
-        if local.wantsRelatedAnswers {
-            let related = try await relatedAnswers(of: request)
-            if !related.isEmpty {
-                local = overlay.answer(request, cachedBody: server?.response?.body, writes: writes, related: related)
+        // Read before the writes: a change while the answer is computed leaves the memo stale.
+        let version = signals.version
+        let query = Self.cacheKey(of: request)
+        let local: OverlayAnswer?
+        if let memo = state.withLock({ $0.overlays[query] }), memo.version == version,
+            memo.server == server?.response
+        {
+            local = memo.answer
+        } else {
+            local = try await overlay(request, on: server?.response?.body)
+            state.withLock { state in
+                if state.overlays.count >= Self.maxOverlaysKept { state.overlays.removeAll() }
+                state.overlays[query] = OverlayMemo(version: version, server: server?.response, answer: local)
             }
         }
+        guard let local else { return answer }
         answer.body = local.body
         answer.inexactReasons = local.inexactReasons
         answer.pendingRows = local.pendingRows
         return answer
+    }
+
+    /// The overlay of the writes of `request`'s table on `cachedBody`, or `nil` when no write
+    /// applies.
+    private func overlay(_ request: DataRequest, on cachedBody: String?) async throws -> OverlayAnswer? {
+        let writes = try await overlayWrites(for: request)
+        guard !writes.isEmpty else { return nil }
+        guard let overlay = configuration.overlay else {
+            return OverlayAnswer(
+                body: cachedBody, inexactReasons: ["pending writes are not applied: no overlay evaluator is configured"])
+        }
+        let local = overlay.answer(request, cachedBody: cachedBody, writes: writes, related: [])
+        guard local.wantsRelatedAnswers else { return local }
+        let related = try await relatedAnswers(of: request)
+        return related.isEmpty ? local : overlay.answer(request, cachedBody: cachedBody, writes: writes, related: related)
     }
 
     /// The writes the answer to `request` must show: those synced after its cached answer was

@@ -88,10 +88,22 @@ public final class SovariaOffline: Sendable {
         var syncsFetched: [String: UInt64] = [:]
         var lastSyncedAt: Date?
         var lastError: SyncError?
+        /// The last overlaid answer of each query, while nothing changed since.
+        var overlays: [String: OverlayMemo] = [:]
+    }
+
+    /// An overlaid answer, the change version and the server answer it was computed from.
+    struct OverlayMemo {
+        let version: UInt64
+        let server: CachedResponse?
+        /// `nil`: no write applies.
+        let answer: OverlayAnswer?
     }
 
     /// Synced writes kept for the overlay of answers fetched before them; past this the oldest go.
     static let maxSyncedKept = 1_000
+    /// Overlaid answers kept for reads repeated while nothing changes; past this all go.
+    static let maxOverlaysKept = 200
 
     /// Opens the controller on `store`: its queue (what an earlier run left is flushed by the first
     /// trigger), its rejected list and its cache.

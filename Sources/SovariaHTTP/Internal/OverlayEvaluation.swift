@@ -20,6 +20,8 @@ struct OverlayEvaluation {
         /// A row the server has that this read's answer left out (it fails the read's filters or
         /// lies past its page), known from another cached answer of the table.
         var isOutside = false
+        /// Removed by a pending delete.
+        var isDeleted = false
         /// The order rows came in: the cached answer's, then inserts'.
         var ordinal: Int
         /// Columns that writes set.
@@ -32,6 +34,9 @@ struct OverlayEvaluation {
     }
 
     private var rows: [Row] = []
+    /// Where each row is in `rows`, by primary key (``keyText(_:)``): writes by key find their row
+    /// without a scan.
+    private var positions: [String: Int] = [:]
     private var reasons: [String] = []
     private var hasCache = false
     private var cachedCount = 0
@@ -69,7 +74,7 @@ struct OverlayEvaluation {
                     note("the cached answer is not a JSON array of rows")
                     return OverlayAnswer(body: cachedBody, inexactReasons: reasons)
                 }
-                rows.append(Row(values: object, cachedIndex: rows.count, ordinal: rows.count))
+                add(Row(values: object, cachedIndex: rows.count, ordinal: rows.count))
             }
             hasCache = true
             cachedCount = rows.count
@@ -85,7 +90,7 @@ struct OverlayEvaluation {
         var answer: OverlayAnswer
         if !changedRows && hasCache {
             answer = OverlayAnswer(body: cachedBody, inexactReasons: reasons)
-        } else if !hasCache && !rows.contains(where: { !$0.isOutside }) {
+        } else if !hasCache && !rows.contains(where: { !$0.isOutside && !$0.isDeleted }) {
             answer = OverlayAnswer(body: nil, inexactReasons: reasons)
         } else {
             answer = evaluateRead()
@@ -110,7 +115,7 @@ struct OverlayEvaluation {
                 holdsKeys = false
                 continue
             }
-            if let index = rows.firstIndex(where: { hasKey($0, key) }) {
+            if let index = position(of: key) {
                 for column in object.keys where !rows[index].values.has(column) {
                     rows[index].values[column] = object[column]
                 }
@@ -119,7 +124,7 @@ struct OverlayEvaluation {
                 for (column, value) in sameInEveryRow where !row.values.has(column) { row.values[column] = value }
                 row.isOutside = true
                 nextOrdinal += 1
-                rows.append(row)
+                add(row)
             }
         }
         if holdsKeys, other.filters.isEmpty, (other.offset ?? 0) == 0, other.limit.map({ items.count < $0 }) != false {
@@ -195,7 +200,7 @@ struct OverlayEvaluation {
         if resolution != .none, cachedCount > 0, cachedColumns?.contains(table.primaryKey) == false {
             note("the read does not select \(table.primaryKey): which cached row an upsert changes is not known")
         }
-        if let key, let index = rows.firstIndex(where: { hasKey($0, key) }) {
+        if let key, let index = position(of: key) {
             switch resolution {
             case .mergeDuplicates: merge(object, into: index, by: write)
             case .ignoreDuplicates: break
@@ -219,7 +224,7 @@ struct OverlayEvaluation {
         case .ignoreDuplicates:
             row.mayBeSkipped = true
         }
-        rows.append(row)
+        add(row)
         changedRows = true
     }
 
@@ -243,7 +248,7 @@ struct OverlayEvaluation {
         var entering = query.filterColumns
         if let limit = query.limit, cachedCount >= limit { entering.formUnion(query.orderColumns) }
         let mayEnter = !entering.isDisjoint(with: changes.keys)
-        for index in rows.indices {
+        for index in candidates(for: filters) {
             switch truth(of: filters, on: rows[index]) {
             case .yes: merge(changes, into: index, by: write)
             case .unknown where isVisible && (!rows[index].isOutside || mayEnter):
@@ -261,22 +266,64 @@ struct OverlayEvaluation {
     }
 
     private mutating func delete(where filters: [PostgRESTQuery.Condition], by write: OverlayWrite) {
-        var kept: [Row] = []
-        for row in rows {
+        for index in candidates(for: filters) {
+            let row = rows[index]
             switch truth(of: filters, on: row) {
             case .yes:
                 changedRows = true
-                if let key = row.values[table.primaryKey] { deletedKeys.append(key) }
-                continue
+                rows[index].isDeleted = true
+                if let key = row.values[table.primaryKey] {
+                    deletedKeys.append(key)
+                    positions[Self.keyText(key)] = nil
+                }
             case .unknown where !row.isOutside || query.limit.map({ cachedCount >= $0 }) == true:
                 // (An outside row matters only as one that could fill a full page.)
                 note("a pending DELETE's filter cannot be evaluated on a row the answer holds")
-            case .unknown: break
-            case .no, .null: break
+            case .unknown, .no, .null: break
             }
-            kept.append(row)
         }
-        rows = kept
+    }
+
+    /// The rows `filters` can match: those a key filter names, when every row has its key;
+    /// otherwise every row not deleted.
+    private func candidates(for filters: [PostgRESTQuery.Condition]) -> [Int] {
+        if cachedColumns?.contains(table.primaryKey) != false,
+            let byKey = filters.first(where: {
+                $0.column == table.primaryKey && !$0.negated && ($0.op == .eq || $0.op == .in)
+            })
+        {
+            let keys = byKey.op == .eq ? [byKey.operand] : (byKey.listItems ?? [])
+            return Set(keys.flatMap(positions(ofOperand:))).sorted().filter { !rows[$0].isDeleted }
+        }
+        return rows.indices.filter { !rows[$0].isDeleted }
+    }
+
+    /// The rows whose key a filter operand names (as text, or as a number).
+    private func positions(ofOperand operand: String) -> [Int] {
+        var found: [Int] = []
+        if let index = positions["s:" + operand] { found.append(index) }
+        if let number = PostgRESTComparison.decimal(operand), let index = positions["n:" + number.description] {
+            found.append(index)
+        }
+        return found
+    }
+
+    private mutating func add(_ row: Row) {
+        if let key = row.values[table.primaryKey] { positions[Self.keyText(key)] = rows.count }
+        rows.append(row)
+    }
+
+    private func position(of key: JSONValue) -> Int? {
+        positions[Self.keyText(key)].flatMap { rows[$0].isDeleted ? nil : $0 }
+    }
+
+    /// A key as a dictionary key: text and numbers (by value) apart.
+    private static func keyText(_ key: JSONValue) -> String {
+        switch key {
+        case .string(let text): "s:" + text
+        case .number: "n:" + (key.numericValue?.description ?? key.text)
+        default: "o:" + key.text
+        }
     }
 
     /// Whether `filters` select rows by primary key, all of which the overlay holds (or deleted).
@@ -288,22 +335,17 @@ struct OverlayEvaluation {
         else { return false }
         let keys = byKey.op == .eq ? [byKey.operand] : (byKey.listItems ?? [])
         return keys.allSatisfy { operand in
-            let condition = PostgRESTQuery.Condition(
-                column: table.primaryKey, negated: false, op: .eq, operand: operand, condition: "eq." + operand)
-            return rows.contains { comparison.evaluate(condition, on: $0.values[table.primaryKey]) == .yes }
-                || deletedKeys.contains { comparison.evaluate(condition, on: $0) == .yes }
+            !positions(ofOperand: operand).isEmpty
+                || deletedKeys.contains { comparison.evaluate(byKey.with(operand: operand), on: $0) == .yes }
         }
     }
 
-    private func hasKey(_ row: Row, _ key: JSONValue) -> Bool {
-        row.values[table.primaryKey].map { $0.isEquivalent(to: key) } ?? false
-    }
 
     // MARK: - The read
 
     private mutating func evaluateRead() -> OverlayAnswer {
         var result: [Row] = []
-        for row in rows {
+        for row in rows where !row.isDeleted {
             // A cached row no write touched passed the server's own filters.
             if row.cachedIndex != nil, row.changed.isEmpty {
                 result.append(row)

@@ -128,6 +128,11 @@ struct PostgRESTQuery: Sendable {
 }
 
 extension PostgRESTQuery.Condition {
+    /// The same filter as `eq` of one operand.
+    func with(operand: String) -> PostgRESTQuery.Condition {
+        PostgRESTQuery.Condition(column: column, negated: false, op: .eq, operand: operand, condition: "eq." + operand)
+    }
+
     /// The operand of `in.(…)` as a list: comma-separated, each item optionally double-quoted
     /// (with `\` escaping), as PostgREST reads it; `nil` when it is not a list.
     var listItems: [String]? {

@@ -11,6 +11,11 @@ final class ChangeSignals: Sendable {
     }
 
     private let followers = Mutex<(next: UInt64, all: [UInt64: Follower], finished: Bool)>((0, [:], false))
+    private let changes = Atomic<UInt64>(0)
+
+    /// How many changes there have been: an answer computed at one version is current while the
+    /// version stays.
+    var version: UInt64 { changes.load(ordering: .acquiring) }
 
     /// A stream with one element per burst of changes to `table` (`nil`: any change), until
     /// ``finish()`` or the follower stops iterating.
@@ -34,6 +39,7 @@ final class ChangeSignals: Sendable {
 
     /// Signals the followers of `table` and of every change; `nil` signals everyone.
     func changed(table: String?) {
+        changes.add(1, ordering: .releasing)
         let targets = followers.withLock { state in
             state.all.values.filter { table == nil || $0.table == nil || $0.table == table }.map(\.continuation)
         }
