@@ -683,7 +683,7 @@ static const Engine sqlite_engine = {
 
 /* --- LMDB: the environment of LMDBEnvironment.openHandles ---------------------------------- */
 /*
- * The folder itself, mode 0600, MDB_NOTLS, plus MDB_NOMETASYNC when flushed (synced keeps LMDB's
+ * The folder itself, mode 0600, MDB_NOTLS, plus MDB_NOSYNC when flushed (synced keeps LMDB's
  * default full sync at commit), 126 reader slots, stale readers cleared at open, the unnamed
  * main database. The map is sized once for the workload, as RawLMDB.swift does. Reads renew one
  * reset read transaction; every write call is one write transaction.
@@ -704,7 +704,7 @@ static void lmdb_open(void) {
     size_t estimate = (size_t)work.count * (work.value_size + 64) * 4, mebibyte = 1 << 20;
     size_t map = (estimate + mebibyte - 1) / mebibyte * mebibyte;
     lmdb_check(mdb_env_set_mapsize(lmdb_env, map > ((size_t)1 << 30) ? map : (size_t)1 << 30), "setting the map size");
-    unsigned int flags = MDB_NOTLS | (synced ? 0 : MDB_NOMETASYNC);
+    unsigned int flags = MDB_NOTLS | (synced ? 0 : MDB_NOSYNC);
     lmdb_check(mdb_env_open(lmdb_env, folder, flags, 0600), "opening the environment");
     int dead = 0;
     lmdb_check(mdb_reader_check(lmdb_env, &dead), "clearing stale readers");

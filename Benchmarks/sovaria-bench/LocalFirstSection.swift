@@ -70,7 +70,8 @@ struct LocalFirstSection {
                     _ = Self.overlay.answer(Self.list, cachedBody: Self.body, writes: writes)
                 }
                 evaluations[pending] = evaluation.measurement(
-                    section: section, subject: "overlay", variant: variant, operation: "evaluate (first read after a change)")
+                    section: section, subject: "overlay", variant: variant,
+                    operation: "evaluate (first read after a change)")
                 if pending == 10 {
                     rows.append(
                         try await measureLiveQuery(offline, transport: transport, engine: engine, calls: calls / 4))
@@ -112,7 +113,8 @@ struct LocalFirstSection {
             for index in 0..<10 { _ = try await offline.write(Self.write(index)) }
             _ = try await answers.next()
         }
-        let sample = Sample(perItemNanoseconds: [latencies.reduce(0, +) / Double(max(1, calls))], callLatencies: latencies)
+        let sample = Sample(
+            perItemNanoseconds: [latencies.reduce(0, +) / Double(max(1, calls))], callLatencies: latencies)
         return sample.measurement(
             section: BenchSection.localFirst.rawValue, subject: engine, variant: "1,000 rows, 10 pending",
             operation: "observe: write to next answer")
@@ -131,7 +133,10 @@ struct LocalFirstSection {
         configuration.overlay = overlay
         configuration.maxQueued = 10_000
         let transport = ListServer(body: body)
-        return (try await SovariaOffline(store: store, transport: transport, configuration: configuration), transport, folder)
+        return (
+            try await SovariaOffline(store: store, transport: transport, configuration: configuration), transport,
+            folder
+        )
     }
 }
 

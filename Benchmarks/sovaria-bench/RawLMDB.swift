@@ -7,7 +7,7 @@ import Sovaria
 /// hand-written caller of the same environment.
 ///
 /// Same environment as `LMDBEnvironment.openHandles`: the folder itself, mode 0600, `MDB_NOTLS`,
-/// plus `MDB_NOMETASYNC` for `.flushed` (`.synced` keeps LMDB's default full sync at commit), 126
+/// plus `MDB_NOSYNC` for `.flushed` (`.synced` keeps LMDB's default full sync at commit), 126
 /// reader slots, stale readers cleared at open, the unnamed main database. The map is sized once
 /// for the workload, so the adapter's grow-and-retry never happens here. Reads reuse one reset
 /// read transaction (`mdb_txn_renew`), as the adapter's pool of idle ones does; every write call
@@ -34,7 +34,7 @@ final class RawLMDBSubject: BenchSubject {
             try check(mdb_env_set_maxreaders(env, 126), "setting the reader slots")
             try check(mdb_env_set_mapsize(env, Self.mapSize(for: workload)), "setting the map size")
             var flags = UInt32(MDB_NOTLS)
-            if durability == .flushed { flags |= UInt32(MDB_NOMETASYNC) }
+            if durability == .flushed { flags |= UInt32(MDB_NOSYNC) }
             try check(mdb_env_open(env, folder.path, flags, 0o600), "opening \(folder.path)")
             var dead: Int32 = 0
             try check(mdb_reader_check(env, &dead), "clearing stale readers")

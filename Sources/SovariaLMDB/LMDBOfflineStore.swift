@@ -33,8 +33,10 @@ import Sovaria
 ///   ``OfflineStoreError/Code/locked``.
 ///
 /// - Important: Durability: ``Durability/synced`` commits with LMDB's default full sync;
-///   ``Durability/flushed`` opens the environment with `MDB_NOMETASYNC` (the meta page is flushed on
-///   the next commit). A synced store that shares a flushed environment flushes after each commit.
+///   ``Durability/flushed`` opens the environment with `MDB_NOSYNC`: a commit returns once its pages
+///   are in the operating system's cache, so it survives a crash of the process but a crash of the
+///   machine may undo the last commits (never tear one). A synced store that shares a flushed
+///   environment flushes it (`mdb_env_sync`) after each of its commits.
 ///
 /// ```swift
 /// let store = try LMDBOfflineStore(directory: appSupport.appendingPathComponent("offline.lmdb"))
@@ -120,13 +122,34 @@ public final class LMDBOfflineStore: OfflineStore {
     /// Every key is validated before the transaction begins. When the map is full the transaction is
     /// aborted, the map grows, and the whole batch runs again.
     ///
-    /// - Important: Runs on the environment's private write queue.
+    /// - Important: A flushed batch of up to ``inlineWriteMaxEntries`` writes and
+    ///   ``inlineWriteMaxBytes`` bytes runs on the caller's executor when no other write of this
+    ///   process is running (its commit does not wait for the disk: a hop would cost more than it);
+    ///   everything else runs on the environment's private write queue.
     public func write(_ batch: [StoreWrite]) async throws {
         try StoreKey.validate(batch)
         guard !batch.isEmpty else { return }
         let environment = environment
         let forceSync = flushesAfterCommit
+        if !forceSync, environment.options.durability == .flushed, Self.isSmall(batch),
+            try environment.writeIfIdle(batch, forceSync: false)
+        {
+            return
+        }
         try await environment.writeQueue.runAlone { try environment.write(batch, forceSync: forceSync) }
+    }
+
+    /// The most writes, and bytes, of a flushed batch that runs on the caller's thread.
+    static let inlineWriteMaxEntries = 256
+    static let inlineWriteMaxBytes = 64 * 1_024
+
+    private static func isSmall(_ batch: [StoreWrite]) -> Bool {
+        guard batch.count <= inlineWriteMaxEntries else { return false }
+        var bytes = 0
+        for write in batch {
+            if case .set(let key, let value) = write { bytes += key.utf8.count + value.utf8.count }
+        }
+        return bytes <= inlineWriteMaxBytes
     }
 
     /// The keys that start with `prefix` (byte prefix), in byte order, from an LMDB cursor.

@@ -91,12 +91,14 @@ extension SovariaOffline {
         guard !writes.isEmpty else { return nil }
         guard let overlay = configuration.overlay else {
             return OverlayAnswer(
-                body: cachedBody, inexactReasons: ["pending writes are not applied: no overlay evaluator is configured"])
+                body: cachedBody, inexactReasons: ["pending writes are not applied: no overlay evaluator is configured"]
+            )
         }
         let local = overlay.answer(request, cachedBody: cachedBody, writes: writes, related: [])
         guard local.wantsRelatedAnswers else { return local }
         let related = try await relatedAnswers(of: request)
-        return related.isEmpty ? local : overlay.answer(request, cachedBody: cachedBody, writes: writes, related: related)
+        return related.isEmpty
+            ? local : overlay.answer(request, cachedBody: cachedBody, writes: writes, related: related)
     }
 
     /// The writes the answer to `request` must show: those synced after its cached answer was

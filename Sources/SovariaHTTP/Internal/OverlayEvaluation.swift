@@ -340,7 +340,6 @@ struct OverlayEvaluation {
         }
     }
 
-
     // MARK: - The read
 
     private mutating func evaluateRead() -> OverlayAnswer {

@@ -42,6 +42,10 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     /// Write transactions and compaction run here, one at a time, each as one synchronous block, so a
     /// write transaction begins and commits on one thread.
     let writeQueue = BlockingWorkQueue(label: "sovaria.lmdb.write")
+    /// Held by whoever runs a write transaction in this process: the write queue, or a caller's
+    /// thread that found it free (``writeIfIdle(_:forceSync:)``), so an inline write never waits
+    /// behind a queued one's commit.
+    private let writer = NSLock()
     /// Scans too long to run on the caller's thread run here, alongside each other.
     let scanQueue = BlockingWorkQueue(label: "sovaria.lmdb.scan")
     /// Reader slots of dead processes that `mdb_reader_check` cleared when the environment opened.
@@ -90,7 +94,11 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
             let mapSize = mapSizeBytes ?? options.initialMapSizeBytes
             try checkLMDB(mdb_env_set_mapsize(env, mapSize), "Setting LMDB's map to \(mapSize) bytes failed")
             var flags = UInt32(MDB_NOTLS)
-            if options.durability == .flushed { flags |= UInt32(MDB_NOMETASYNC) }
+            // `.flushed` survives a crash of the process, not of the machine: LMDB's MDB_NOSYNC (the
+            // pages are in the OS's cache when the commit returns; LMDB's own docs: integrity holds
+            // on an application crash, a system crash may undo the last transactions).
+            // MDB_NOMETASYNC, used before, still synced the data pages on every commit.
+            if options.durability == .flushed { flags |= UInt32(MDB_NOSYNC) }
             try checkLMDB(mdb_env_open(env, path, flags, 0o600), "Opening the LMDB environment in \(path) failed")
             try checkDataFileIsWhole(env, path: path)
             var dead: Int32 = 0
@@ -201,9 +209,25 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     /// aborted, the map grows with no transaction active, and the whole batch runs again.
     ///
     /// Call only on ``writeQueue``: the transaction begins and commits on the calling thread, and nothing
-    /// in it waits for anything but LMDB. `forceSync` flushes the meta page after the commit, for a synced
-    /// store sharing an environment opened with `MDB_NOMETASYNC`.
+    /// in it waits for anything but LMDB. `forceSync` flushes the data and meta pages after the commit
+    /// (`mdb_env_sync` with force), for a synced store sharing an environment opened with `MDB_NOSYNC`.
     func write(_ batch: [StoreWrite], forceSync: Bool) throws {
+        writer.lock()
+        defer { writer.unlock() }
+        try writeHoldingWriter(batch, forceSync: forceSync)
+    }
+
+    /// Runs `batch` on the calling thread if no write of this process is running; returns whether
+    /// it did. For flushed commits (no fsync): a caller's thread then waits for LMDB's own writer
+    /// lock only while another process commits.
+    func writeIfIdle(_ batch: [StoreWrite], forceSync: Bool) throws -> Bool {
+        guard writer.try() else { return false }
+        defer { writer.unlock() }
+        try writeHoldingWriter(batch, forceSync: forceSync)
+        return true
+    }
+
+    private func writeHoldingWriter(_ batch: [StoreWrite], forceSync: Bool) throws {
         while true {
             let attempt: Attempt<Void> = try lock.withSharedLock {
                 guard let handles else { return .closed }
