@@ -10,11 +10,18 @@ protocol BenchSubject: AnyObject {
     /// Whether the key was found.
     func get(_ index: Int) async throws -> Bool
     func getMiss(_ index: Int) async throws -> Bool
+    /// Whether the key was found, its value copied out as bytes (`withValue`: no `String`), as the
+    /// C program copies its value; `nil` for a subject without the zero-copy read.
+    func getBytes(_ index: Int) async throws -> Bool?
     /// How many keys start with prefix number `index`.
     func scan(prefix index: Int) async throws -> Int
     /// Reads the next page of every entry (from the start when `restart`); returns its size.
     func nextPage(limit: Int, restart: Bool) async throws -> Int
     func deleteBatch(_ indexes: Range<Int>) async throws
+}
+
+extension BenchSubject {
+    func getBytes(_ index: Int) async throws -> Bool? { nil }
 }
 
 /// An engine measured through `any OfflineStore`, the way an app calls it.
@@ -39,6 +46,19 @@ final class StoreSubject: BenchSubject {
     func get(_ index: Int) async throws -> Bool { try await store.get(workload.keys[index]) != nil }
 
     func getMiss(_ index: Int) async throws -> Bool { try await store.get(workload.missKeys[index]) != nil }
+
+    /// Where `getBytes` copies each value, as the C program's `keep_value` does.
+    private let kept = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+
+    deinit { kept.deallocate() }
+
+    func getBytes(_ index: Int) async throws -> Bool? {
+        let kept = kept
+        return try await store.withValue(workload.keys[index]) { bytes in
+            guard let base = bytes.baseAddress, let target = kept.baseAddress else { return }
+            target.copyMemory(from: base, byteCount: min(bytes.count, kept.count))
+        } != nil
+    }
 
     func scan(prefix index: Int) async throws -> Int { try await store.keys(workload.prefixes[index]).count }
 

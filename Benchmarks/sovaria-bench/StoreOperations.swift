@@ -32,6 +32,15 @@ struct StoreOperations {
                     throw BenchError.failed("\(name): get missed")
                 }
             })
+        if try await subject.getBytes(workload.shuffled[0]) != nil {
+            record(
+                "get (random hit, withValue)",
+                try await stopwatch.measure(calls: gets) { _, call in
+                    guard try await subject.getBytes(workload.shuffled[call]) == true else {
+                        throw BenchError.failed("\(name): withValue missed")
+                    }
+                })
+        }
         record(
             "get (miss)",
             try await stopwatch.measure(calls: min(gets, 20_000)) { _, call in

@@ -26,6 +26,17 @@ public protocol OfflineStore: AnyObject, Sendable {
     /// The value stored under `key`, or `nil` when there is none.
     func get(_ key: String) async throws -> String?
 
+    /// Calls `body` with the UTF-8 bytes of the value stored under `key`, and returns what it
+    /// returns; `nil` (without calling it) when there is none. The zero-copy form of ``get(_:)``:
+    /// native engines hand `body` the bytes where they lie (LMDB's map, SQLite's row), with no
+    /// `String` made.
+    ///
+    /// - Important: The bytes are valid only while `body` runs: copy what you keep. They are the
+    ///   stored bytes as they are; where ``get(_:)`` checks that a value is UTF-8 (and throws
+    ///   `.corrupt`), a native `withValue` may leave that to `body` (a JSON decoder checks it).
+    ///   Keys are validated as for ``get(_:)``.
+    func withValue<Result>(_ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result) async throws -> Result?
+
     /// Stores `value` under `key`, replacing any value it had.
     func set(_ key: String, _ value: String) async throws
 
@@ -57,6 +68,14 @@ public protocol OfflineStore: AnyObject, Sendable {
 }
 
 extension OfflineStore {
+    /// Reads the value with ``get(_:)`` and calls `body` with its UTF-8 bytes.
+    public func withValue<Result>(
+        _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) async throws -> Result? {
+        guard var value = try await get(key) else { return nil }
+        return try value.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+    }
+
     /// Validates every key, then applies the writes one at a time (not atomic).
     public func write(_ batch: [StoreWrite]) async throws {
         try StoreKey.validate(batch)

@@ -107,6 +107,17 @@ public final class LMDBOfflineStore: OfflineStore {
         return try environment.value(for: key)
     }
 
+    /// Calls `body` with the value's bytes where they lie in LMDB's map, inside one read
+    /// transaction: no copy, no `String`, no UTF-8 check (see ``OfflineStore/withValue(_:_:)``).
+    ///
+    /// - Important: Runs on the caller's executor. `body` must not call the store.
+    public func withValue<Result>(
+        _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) async throws -> Result? {
+        try StoreKey.validate(key)
+        return try environment.withValue(for: key, body)
+    }
+
     /// Stores `value` under `key` in one write transaction.
     public func set(_ key: String, _ value: String) async throws {
         try await write([.set(key: key, value: value)])

@@ -80,6 +80,30 @@ public final class SQLiteOfflineStore: OfflineStore {
         return try database.read { reader throws(OfflineStoreError) in try reader.value(for: key) }
     }
 
+    /// Calls `body` with the value's bytes as SQLite holds them in the row: no `String`, no UTF-8
+    /// check (see ``OfflineStore/withValue(_:_:)``); runs on the caller's executor.
+    ///
+    /// - Important: `body` must not call the store.
+    public func withValue<Result>(
+        _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) async throws -> Result? {
+        try StoreKey.validate(key)
+        // The connection's read takes only the store's own errors: `body`'s pass around it.
+        var bodyError: (any Error)?
+        let result = try database.read { reader throws(OfflineStoreError) -> Result?? in
+            do {
+                return try reader.withValue(for: key, body)
+            } catch let error as OfflineStoreError {
+                throw error
+            } catch {
+                bodyError = error
+                return nil
+            }
+        }
+        if let bodyError { throw bodyError }
+        return result ?? nil
+    }
+
     /// Stores `value` under `key` in its own transaction.
     public func set(_ key: String, _ value: String) async throws {
         try await write([.set(key: key, value: value)])

@@ -51,6 +51,23 @@ extension OfflineStoreConformance {
                 try context.expectBytes(try await store.get("v\(index)"), value, "get(v\(index))")
             }
         },
+        ConformanceCheck(
+            "withValueSeesTheBytesGetReturns",
+            "withValue hands its body the bytes get returns; nil for a missing key; a bad key throws .invalidKey."
+        ) { context in
+            let store = try await context.makeStore().store
+            let values = ["", "a\0b", OfflineStoreConformance.decomposed, "😀", String(repeating: "y", count: 2_000)]
+            for (index, value) in values.enumerated() { try await store.set("w\(index)", value) }
+            for (index, value) in values.enumerated() {
+                let bytes = try await store.withValue("w\(index)") { Array($0) }
+                try context.expect(bytes == Array(value.utf8), "withValue(w\(index)) gave \(bytes?.count ?? -1) bytes")
+            }
+            let missing = try await store.withValue("missing") { _ in true }
+            try context.expect(missing == nil, "withValue of a missing key called its body")
+            try await context.expectError(.invalidKey, "withValue(\"\")") {
+                _ = try await store.withValue("") { _ in true }
+            }
+        },
         ConformanceCheck("setReplaces", "set replaces the value; the key is listed once.") { context in
             let store = try await context.makeStore().store
             try await store.set("k", "first")

@@ -21,6 +21,20 @@ extension LMDBEnvironment {
         }
     }
 
+    /// Calls `body` with the bytes of the value stored under `key`, in the map, inside the read
+    /// transaction; `nil` when there is none. Runs on the calling thread.
+    func withValue<Result>(for key: String, _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result? {
+        try key.withMDBVal { keyVal in
+            try read { txn, dbi in
+                var value = MDB_val()
+                let rc = mdb_get(txn, dbi, &keyVal, &value)
+                if rc == MDB_NOTFOUND { return nil }
+                guard rc == MDB_SUCCESS else { throw OfflineStoreError.lmdb(rc, "Reading from LMDB failed") }
+                return try body(value.bytes)
+            }
+        }
+    }
+
     /// Calls `visit` with up to `limit` keys (and their values) that start with `prefix` and sort after
     /// `after`, in byte order, from one read transaction on the calling thread.
     ///

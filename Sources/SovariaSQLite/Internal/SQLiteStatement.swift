@@ -87,6 +87,15 @@ final class SQLiteStatement {
         return text
     }
 
+    /// Column `column` of the current row as the bytes SQLite holds, valid until the next step
+    /// or reset.
+    func bytes(at column: Int32) -> UnsafeRawBufferPointer {
+        guard let base = sqlite3_column_blob(handle, column) else {
+            return UnsafeRawBufferPointer(start: nil, count: 0)
+        }
+        return UnsafeRawBufferPointer(start: base, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
     /// Column `column` of the current row as an integer.
     func integer(at column: Int32) -> Int {
         Int(sqlite3_column_int64(handle, column))
