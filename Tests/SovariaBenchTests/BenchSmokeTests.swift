@@ -52,7 +52,16 @@ import Testing
         let report = try JSONDecoder().decode(
             Report.self, from: Data(contentsOf: folder.appendingPathComponent("bench.json")))
         let sections = Set(report.measurements.map(\.section))
-        #expect(sections == ["store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache"])
+        #expect(
+            sections == [
+                "store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache", "local-first",
+            ])
+        let localFirst = report.measurements.filter { $0.section == "local-first" }
+        #expect(
+            localFirst.contains {
+                $0.operation == "read (repeated)" && $0.variant.contains("100 pending") && $0.ratio != nil
+            })
+        #expect(localFirst.contains { $0.operation.hasPrefix("observe") })
         #expect(report.measurements.allSatisfy { $0.nanosecondsPerOp > 0 })
         #expect(report.machine["cores"] != nil && report.machine["engines"]?.contains("SQLite") == true)
         let subjects = Set(report.measurements.filter { $0.section == "store" }.map(\.subject))
