@@ -1,5 +1,6 @@
 import Foundation
 import SovariaQueue
+import SovariaTestKit
 
 @testable import SovariaHTTP
 
@@ -17,7 +18,7 @@ struct DifferentialCase {
     static let names = ["apple", "Banana", "cherry", "apple pie", "Éclair", "date", "b", "fig"]
     static let notes = ["x", "Zed", "note", "ripe"]
 
-    static func generate(index: Int, withListScreen: Bool, using random: inout SplitMix64) -> DifferentialCase {
+    static func generate(index: Int, withListScreen: Bool, using random: inout SplitMix) -> DifferentialCase {
         var generator = Generator(random: random)
         let rowCount = Int.random(in: 4...12, using: &generator.random)
         generator.ids = (0..<rowCount).map { "i" + String(format: "%02d", $0) }
@@ -33,7 +34,7 @@ struct DifferentialCase {
     }
 
     private struct Generator {
-        var random: SplitMix64
+        var random: SplitMix
         var ids: [String] = []
         var fresh = 0
 

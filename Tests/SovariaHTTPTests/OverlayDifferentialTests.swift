@@ -56,7 +56,7 @@ import Testing
         var tally = Tally()
         for index in 0..<engine.cases {
             // A fixed seed per case: a failure names the case, and the case is the same each run.
-            var random = SplitMix64(seed: UInt64(index) &* 0x9E37_79B9 &+ UInt64(engine.name.utf8.count))
+            var random = SplitMix(seed: UInt64(index) &* 0x9E37_79B9 &+ UInt64(engine.name.utf8.count))
             let generated = DifferentialCase.generate(
                 index: index, withListScreen: engine.withListScreen, using: &random)
             try await run(generated, engine: engine, server: server, transport: transport, tally: &tally)
@@ -184,18 +184,5 @@ final class SwitchableTransport: SyncTransport {
     func send(_ request: DataRequest) async throws -> DataResponse {
         if isOffline { throw SyncTransportError.offline("switched off by the test") }
         return try await inner.send(request)
-    }
-}
-
-/// A small, fast generator with a seed: the same cases on every run.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -111,7 +111,7 @@ struct PostgRESTQuery: Sendable {
     static func condition(_ column: String, _ text: String) -> Condition? {
         var rest = Substring(text)
         var negated = false
-        if rest.hasPrefix("not.") {
+        if rest.utf8.starts(with: "not.".utf8) {
             negated = true
             rest = rest.dropFirst(4)
         }
@@ -136,7 +136,7 @@ extension PostgRESTQuery.Condition {
     /// The operand of `in.(…)` as a list: comma-separated, each item optionally double-quoted
     /// (with `\` escaping), as PostgREST reads it; `nil` when it is not a list.
     var listItems: [String]? {
-        guard operand.hasPrefix("("), operand.hasSuffix(")") else { return nil }
+        guard operand.first == "(", operand.last == ")", operand.count >= 2 else { return nil }
         var items: [String] = []
         var current = ""
         var quoted = false

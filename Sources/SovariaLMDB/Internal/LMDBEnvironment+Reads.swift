@@ -10,15 +10,7 @@ import Sovaria
 extension LMDBEnvironment {
     /// The value stored under `key`, copied out of the map, or `nil`. Runs on the calling thread.
     func value(for key: String) throws -> String? {
-        try key.withMDBVal { keyVal in
-            try read { txn, dbi in
-                var value = MDB_val()
-                let rc = mdb_get(txn, dbi, &keyVal, &value)
-                if rc == MDB_NOTFOUND { return nil }
-                guard rc == MDB_SUCCESS else { throw OfflineStoreError.lmdb(rc, "Reading from LMDB failed") }
-                return try value.string("value")
-            }
-        }
+        try withValue(for: key) { bytes in try String(copyingUTF8: bytes, "value") }
     }
 
     /// Calls `body` with the bytes of the value stored under `key`, in the map, inside the read
