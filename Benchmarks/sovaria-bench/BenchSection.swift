@@ -8,6 +8,7 @@ enum BenchSection: String, CaseIterable {
     case queue
     case fileCache = "file-cache"
     case localFirst = "local-first"
+    case writers = "concurrent-writers"
 
     static var allNames: [String] { allCases.map(\.rawValue) }
 
@@ -21,6 +22,7 @@ enum BenchSection: String, CaseIterable {
         case .queue: "Write queue: enqueue (one durable batch), drain step, open and pending() of 1,000"
         case .fileCache: "File cache: downloads, a pass, open, download latency while passes run"
         case .localFirst: "Local-first reads: a cached 1,000-row list with pending writes overlaid; a live query"
+        case .writers: "Concurrent synced writers on one store (group commit): writes per second against one writer"
         }
     }
 }

@@ -57,6 +57,9 @@ enum SovariaBench {
         if options.runs(.localFirst) {
             report.measurements += try await LocalFirstSection(options: options, progress: progress).run()
         }
+        if options.runs(.writers) {
+            report.measurements += try await WritersSection(options: options, progress: progress).run()
+        }
         progress.finish()
         await BenchPostgres.stop()
         report.computeRatios()

@@ -147,7 +147,7 @@ public final class LMDBOfflineStore: OfflineStore {
         {
             return
         }
-        try await environment.writeQueue.runAlone { try environment.write(batch, forceSync: forceSync) }
+        try await environment.commit(batch, forceSync: forceSync)
     }
 
     /// The most writes, and bytes, of a flushed batch that runs on the caller's thread.

@@ -130,7 +130,7 @@ public final class SQLiteOfflineStore: OfflineStore {
             }
             if written { return }
         }
-        try await database.write { writer in try writer.apply(batch, durability: durability) }
+        try await database.commit(batch, durability: durability)
     }
 
     /// The most writes, and bytes, of a batch that runs on the caller's thread.

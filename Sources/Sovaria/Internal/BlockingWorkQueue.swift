@@ -26,6 +26,11 @@ package final class BlockingWorkQueue: Sendable {
         }
     }
 
+    /// Runs `body` alone, later, without waiting for it (group commit's next group).
+    package func submitAlone(_ body: @escaping @Sendable () -> Void) {
+        queue.async(flags: .barrier, execute: body)
+    }
+
     /// Runs `body` alone: no other work of this queue runs at the same time.
     package func runAlone<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
         let job = Job(body)

@@ -46,6 +46,20 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     /// thread that found it free (``writeIfIdle(_:forceSync:)``), so an inline write never waits
     /// behind a queued one's commit.
     private let writer = NSLock()
+    /// Batches that arrive while a commit runs join the next one (group commit), each in a
+    /// nested transaction of one shared write transaction.
+    private let commits: GroupCommit<GroupItem>
+
+    /// One batch of a group commit (it carries its environment: the committer is made before
+    /// the environment is whole).
+    struct GroupItem: Sendable {
+        let environment: LMDBEnvironment
+        let batch: [StoreWrite]
+        let forceSync: Bool
+    }
+
+    /// The most writes one shared commit takes (a bigger batch still commits, alone).
+    static let maxWritesPerGroup = 4_096
     /// Scans too long to run on the caller's thread run here, alongside each other.
     let scanQueue = BlockingWorkQueue(label: "sovaria.lmdb.scan")
     /// Reader slots of dead processes that `mdb_reader_check` cleared when the environment opened.
@@ -69,6 +83,15 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         let (handles, cleared) = try Self.openHandles(path: path, options: options, mapSizeBytes: nil)
         self.handles = handles
         staleReadersCleared = cleared
+        commits = GroupCommit(queue: writeQueue, maxSizePerCommit: Self.maxWritesPerGroup) { items in
+            items.first?.environment.commitGroup(items) ?? []
+        }
+    }
+
+    /// Commits `batch` on the write queue, sharing the commit with every batch that arrives
+    /// while another commit runs (group commit): a synced group syncs once.
+    func commit(_ batch: [StoreWrite], forceSync: Bool) async throws {
+        try await commits.write(GroupItem(environment: self, batch: batch, forceSync: forceSync), size: batch.count)
     }
 
     deinit {
@@ -225,6 +248,76 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         defer { writer.unlock() }
         try writeHoldingWriter(batch, forceSync: forceSync)
         return true
+    }
+
+    /// Runs a group's batches in one write transaction, each in a nested transaction, so one
+    /// batch's failure aborts only its writes; one commit (one sync) for the group. When the
+    /// shared transaction cannot finish (a full map, a resize, an error), every batch runs alone,
+    /// so each caller gets its own outcome; sets and deletes applied twice end the same.
+    private func commitGroup(_ items: [GroupItem]) -> [Result<Void, any Error>] {
+        writer.lock()
+        defer { writer.unlock() }
+        let alone = { (item: GroupItem) -> Result<Void, any Error> in
+            Result { try self.writeHoldingWriter(item.batch, forceSync: item.forceSync) }
+        }
+        guard items.count > 1 else { return items.map(alone) }
+        let forceSync = items.contains { $0.forceSync }
+        let shared: Attempt<[Result<Void, any Error>]>? = try? lock.withSharedLock {
+            guard let handles else { return .closed }
+            return try commitNested(items.map(\.batch), in: handles, forceSync: forceSync)
+        }
+        if case .done(let results)? = shared { return results }
+        return items.map(alone)
+    }
+
+    private func commitNested(
+        _ batches: [[StoreWrite]], in handles: Handles, forceSync: Bool
+    ) throws -> Attempt<[Result<Void, any Error>]> {
+        var begun: OpaquePointer?
+        var rc = mdb_txn_begin(handles.env, nil, 0, &begun)
+        if rc == MDB_MAP_RESIZED { return .mapResized }
+        try checkLMDB(rc, "Starting an LMDB write failed")
+        guard let parent = begun else { throw OfflineStoreError.lmdb(ENOMEM, "Starting an LMDB write failed") }
+        var results: [Result<Void, any Error>] = []
+        for batch in batches {
+            var child: OpaquePointer?
+            rc = mdb_txn_begin(handles.env, parent, 0, &child)
+            guard rc == MDB_SUCCESS, let child else {
+                mdb_txn_abort(parent)
+                throw OfflineStoreError.lmdb(rc, "Starting a nested LMDB write failed")
+            }
+            var failure: (rc: Int32, key: String)?
+            for write in batch {
+                rc = Self.apply(write, txn: child, dbi: handles.dbi)
+                if rc != MDB_SUCCESS {
+                    failure = (rc, write.key)
+                    break
+                }
+            }
+            if let failure {
+                mdb_txn_abort(child)
+                if failure.rc == MDB_MAP_FULL {
+                    mdb_txn_abort(parent)
+                    return .mapFull
+                }
+                let key = failure.key
+                results.append(
+                    .failure(
+                        OfflineStoreError.lmdb(failure.rc, "Writing \(key.debugDescription) to LMDB failed", key: key)))
+                continue
+            }
+            rc = mdb_txn_commit(child)
+            guard rc == MDB_SUCCESS else {
+                mdb_txn_abort(parent)
+                return rc == MDB_MAP_FULL ? .mapFull : .closed
+            }
+            results.append(.success(()))
+        }
+        rc = mdb_txn_commit(parent)  // frees the transaction, also when it fails
+        if rc == MDB_MAP_FULL { return .mapFull }
+        try checkLMDB(rc, "Committing an LMDB write failed")
+        if forceSync { try checkLMDB(mdb_env_sync(handles.env, 1), "Flushing LMDB to disk failed") }
+        return .done(results)
     }
 
     private func writeHoldingWriter(_ batch: [StoreWrite], forceSync: Bool) throws {

@@ -21,9 +21,11 @@ final class SQLiteDatabase: Sendable {
     let path: String
     private let writer: SQLiteWriter
     private let readers: SQLiteReaderPool
-    private let queue = BlockingWorkQueue(label: "sovaria.sqlite")
+    private let queue: BlockingWorkQueue
     /// Held by whoever uses the writer: a job on the queue, or a write run on its caller's thread.
     private let writerInUse = SQLiteWriterLock()
+    /// Batches that arrive while a commit runs join the next one (group commit).
+    private let commits: GroupCommit<(batch: [StoreWrite], durability: Durability)>
 
     /// The database open on `fileURL` in this process, or a newly opened one.
     ///
@@ -57,6 +59,21 @@ final class SQLiteDatabase: Sendable {
             throw readOnlyMountError(path, cause: error) ?? unwritableFolderError(path, cause: error) ?? error
         }
         readers = try SQLiteReaderPool(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        let queue = BlockingWorkQueue(label: "sovaria.sqlite")
+        self.queue = queue
+        let (writer, writerInUse) = (writer, writerInUse)
+        commits = GroupCommit(queue: queue, maxSizePerCommit: Self.maxWritesPerGroup) { items in
+            writerInUse.withLock { writer.applyGroup(items) }
+        }
+    }
+
+    /// The most writes one shared commit takes (a bigger batch still commits, alone).
+    static let maxWritesPerGroup = 4_096
+
+    /// Commits `batch` as `durability` says, on the queue, sharing the commit with every batch
+    /// that arrives while another commit runs (group commit): a synced group syncs once.
+    func commit(_ batch: [StoreWrite], durability: Durability) async throws {
+        try await commits.write((batch, durability), size: batch.count)
     }
 
     deinit {

@@ -15,6 +15,10 @@ final class SQLiteWriter: @unchecked Sendable {
     private let begin: SQLiteStatement
     private let commit: SQLiteStatement
     private let rollback: SQLiteStatement
+    /// A savepoint per batch of a shared commit, so one batch's failure undoes only its writes.
+    private let savepoint: SQLiteStatement
+    private let releaseSavepoint: SQLiteStatement
+    private let rollbackToSavepoint: SQLiteStatement
     private let upsert: SQLiteStatement
     private let delete: SQLiteStatement
     /// The durability `PRAGMA synchronous` is set for (it is per connection, not per file).
@@ -41,6 +45,11 @@ final class SQLiteWriter: @unchecked Sendable {
         begin = try SQLiteStatement("BEGIN IMMEDIATE", purpose: "Starting a write transaction", on: database)
         commit = try SQLiteStatement("COMMIT", purpose: "Committing a write transaction", on: database)
         rollback = try SQLiteStatement("ROLLBACK", purpose: "Rolling back a write transaction", on: database)
+        savepoint = try SQLiteStatement("SAVEPOINT batch", purpose: "Starting a batch of a shared commit", on: database)
+        releaseSavepoint = try SQLiteStatement(
+            "RELEASE batch", purpose: "Ending a batch of a shared commit", on: database)
+        rollbackToSavepoint = try SQLiteStatement(
+            "ROLLBACK TO batch", purpose: "Undoing a batch of a shared commit", on: database)
         upsert = try SQLiteStatement(SQLiteSchema.upsert, purpose: "Storing a value", on: database)
         delete = try SQLiteStatement(SQLiteSchema.delete, purpose: "Deleting a key", on: database)
     }
@@ -102,20 +111,62 @@ final class SQLiteWriter: @unchecked Sendable {
         self.durability = durability
     }
 
+    /// Applies the batches of a group in one transaction, each inside a savepoint, and commits
+    /// once (one sync for a synced group): a batch that fails is undone alone and gets its error.
+    /// When the shared transaction itself fails (the commit, a full disk, an I/O error), each
+    /// batch is applied alone with ``apply(_:durability:)``, so every caller gets its own
+    /// outcome; sets and deletes applied twice end the same.
+    func applyGroup(_ items: [(batch: [StoreWrite], durability: Durability)]) -> [Result<Void, any Error>] {
+        let alone = { (item: (batch: [StoreWrite], durability: Durability)) -> Result<Void, any Error> in
+            Result { () throws(OfflineStoreError) in try self.apply(item.batch, durability: item.durability) }
+        }
+        guard items.count > 1 else { return items.map(alone) }
+        // The group is as durable as its most durable batch.
+        let durability: Durability = items.contains { $0.durability == .synced } ? .synced : .flushed
+        do throws(OfflineStoreError) {
+            try use(durability)
+            try begin.run()
+            var results: [Result<Void, any Error>] = []
+            for item in items {
+                try savepoint.run()
+                do throws(OfflineStoreError) {
+                    try applyWrites(item.batch)
+                    try releaseSavepoint.run()
+                    results.append(.success(()))
+                } catch {
+                    // SQLite ends the whole transaction after some errors: then every batch goes alone.
+                    guard connection.isInTransaction else { throw error }
+                    try rollbackToSavepoint.run()
+                    try releaseSavepoint.run()
+                    results.append(.failure(error))
+                }
+            }
+            try commit.run()
+            return results
+        } catch {
+            if connection.isInTransaction { try? rollback.run() }
+            return items.map(alone)
+        }
+    }
+
+    private func applyWrites(_ batch: [StoreWrite]) throws(OfflineStoreError) {
+        for write in batch {
+            switch write {
+            case .set(let key, let value):
+                try upsert.bind(key, at: 1, key: key)
+                try upsert.bind(value, at: 2, key: key)
+                try upsert.run(key: key)
+            case .delete(let key):
+                try delete.bind(key, at: 1, key: key)
+                try delete.run(key: key)
+            }
+        }
+    }
+
     private func applyInTransaction(_ batch: [StoreWrite]) throws(OfflineStoreError) {
         try begin.run()
         do {
-            for write in batch {
-                switch write {
-                case .set(let key, let value):
-                    try upsert.bind(key, at: 1, key: key)
-                    try upsert.bind(value, at: 2, key: key)
-                    try upsert.run(key: key)
-                case .delete(let key):
-                    try delete.bind(key, at: 1, key: key)
-                    try delete.run(key: key)
-                }
-            }
+            try applyWrites(batch)
             try commit.run()
         } catch {
             // After some errors (SQLITE_FULL, SQLITE_IOERR) SQLite has already rolled back.
