@@ -36,6 +36,11 @@ extension QueryCache {
         ///
         /// Default: `nil`.
         public var onEviction: (@Sendable (EvictionPass) -> Void)?
+        /// Called after each response is stored (a put, a fetched answer, a revalidation), with
+        /// its query, before the call that stored it returns: live queries use it to answer again.
+        ///
+        /// Default: `nil`.
+        public var onStored: (@Sendable (_ query: String) -> Void)?
 
         /// A configuration with the given fields and the defaults for the rest.
         public init(

@@ -294,6 +294,7 @@ public final class QueryCache: Sendable {
                 return index.responsesStored
             }
         }
+        configuration.onStored?(query)
         let needsSizeCheck =
             response.sizeBytes >= Self.checkAfterResponseBytes || responsesStored % Self.checkEveryResponses == 0
         return (response, needsSizeCheck)

@@ -42,13 +42,19 @@ public struct PostgRESTOverlay: OverlayEvaluator {
         /// row-level security, `["owner": "\"alice\""]`. A row an upsert may have merged into,
         /// which the overlay has not seen, is known to hold them.
         public var sameInEveryRow: [String: String]
+        /// Columns whose JSON value is a string but whose type is not text (`timestamptz`,
+        /// `uuid`, an enum): two spellings of one value may differ (`Z` and `+00:00`, letter
+        /// case), and their order is not the text's, so the overlay only trusts equal strings
+        /// there and calls anything else unknown. Every other string column is taken for text.
+        public var nonTextColumns: Set<String>
 
         /// A table keyed by `primaryKey`, with `defaults`, and if given its `columns` and the
         /// columns that are the same in every row.
         public init(
             primaryKey: String = "id", defaults: [String: String] = [:], columns: [String]? = nil,
-            sameInEveryRow: [String: String] = [:]
+            sameInEveryRow: [String: String] = [:], nonTextColumns: Set<String> = []
         ) {
+            self.nonTextColumns = nonTextColumns
             self.primaryKey = primaryKey
             self.defaults = defaults
             self.columns = columns
@@ -84,9 +90,14 @@ public struct PostgRESTOverlay: OverlayEvaluator {
         _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer] = []
     ) -> OverlayAnswer {
         let table = read.table.flatMap { tables[$0] } ?? Table()
+        var query = PostgRESTQuery(path: read.path)
+        if read.headers.keys.contains(where: { $0.lowercased() == "range" }) {
+            query.unsupported.append("a Range header (a page the query string does not say)")
+        }
         var evaluation = OverlayEvaluation(
-            query: PostgRESTQuery(path: read.path), table: table,
-            comparison: PostgRESTComparison(textOrderIsBytes: textOrder == .bytes))
+            query: query, readTable: read.table, table: table,
+            comparison: PostgRESTComparison(
+                textOrderIsBytes: textOrder == .bytes, nonTextColumns: table.nonTextColumns))
         return evaluation.answer(cachedBody: cachedBody, writes: writes, related: related)
     }
 }

@@ -34,8 +34,14 @@ public enum JSONCoding {
     private static let withoutFractions = Date.ISO8601FormatStyle()
 
     /// `text` as an ISO 8601 date and time, with or without fractional seconds (any number of
-    /// digits: PostgreSQL writes microseconds).
+    /// digits: PostgreSQL writes microseconds), and with or without an offset (none: UTC).
     static func parseDate(_ text: String) -> Date? {
+        if let date = parseZonedDate(text) { return date }
+        // PostgreSQL's `timestamp` (without time zone) has no offset: read it as UTC.
+        return parseZonedDate(text + "Z")
+    }
+
+    private static func parseZonedDate(_ text: String) -> Date? {
         if let date = try? withFractions.parse(text) { return date }
         if let date = try? withoutFractions.parse(text) { return date }
         // More than the three fractional digits the format style reads: keep three.

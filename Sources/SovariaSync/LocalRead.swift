@@ -18,11 +18,14 @@ public struct LocalRead: Sendable, Hashable {
     public var inexactReasons: [String]
     /// The rows that pending writes touched (draw them as "waiting to sync").
     public var pendingRows: [PendingRow]
+    /// Whether pending writes changed the answer (rows added, changed or removed).
+    public var changedByPendingWrites = false
 
     /// Whether the answer is what the server will answer once the pending writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }
-    /// Whether pending writes changed the answer (Firestore's `hasPendingWrites`).
-    public var hasPendingWrites: Bool { !pendingRows.isEmpty }
+    /// Whether pending writes changed the answer, a delete included (Firestore's
+    /// `hasPendingWrites`).
+    public var hasPendingWrites: Bool { changedByPendingWrites || !pendingRows.isEmpty }
 
     /// The body decoded as `type` with `decoder` (for PostgREST, an array of rows).
     ///

@@ -63,6 +63,8 @@ public struct OverlayAnswer: Sendable, Hashable {
     public var inexactReasons: [String]
     /// The rows of the answer that pending writes touched.
     public var pendingRows: [PendingRow]
+    /// Whether pending writes changed the answer: rows added, changed or removed.
+    public var changedByPendingWrites: Bool
     /// Whether rows the cached answer does not hold could decide the answer: the controller then
     /// asks again with the table's other cached answers.
     public var wantsRelatedAnswers: Bool
@@ -72,11 +74,13 @@ public struct OverlayAnswer: Sendable, Hashable {
 
     /// An answer.
     public init(
-        body: String?, inexactReasons: [String] = [], pendingRows: [PendingRow] = [], wantsRelatedAnswers: Bool = false
+        body: String?, inexactReasons: [String] = [], pendingRows: [PendingRow] = [],
+        changedByPendingWrites: Bool = false, wantsRelatedAnswers: Bool = false
     ) {
         self.body = body
         self.inexactReasons = inexactReasons
         self.pendingRows = pendingRows
+        self.changedByPendingWrites = changedByPendingWrites
         self.wantsRelatedAnswers = wantsRelatedAnswers
     }
 }

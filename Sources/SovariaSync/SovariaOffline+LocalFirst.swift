@@ -77,10 +77,20 @@ extension SovariaOffline {
                 state.overlays[query] = OverlayMemo(version: version, server: server?.response, answer: local)
             }
         }
+        if server?.response?.isStale == true,
+            let table = request.table, synced.writes(notIn: query, table: table).isEmpty
+        {
+            // Marked stale by a sync this run does not know of (one before a restart): the write
+            // may be missing from the answer until it is fetched again.
+            answer.inexactReasons = [
+                "the cached answer is stale: a write synced before this run may not show until it is fetched again"
+            ]
+        }
         guard let local else { return answer }
+        answer.inexactReasons += local.inexactReasons
         answer.body = local.body
-        answer.inexactReasons = local.inexactReasons
         answer.pendingRows = local.pendingRows
+        answer.changedByPendingWrites = local.changedByPendingWrites
         return answer
     }
 
@@ -105,28 +115,33 @@ extension SovariaOffline {
     /// fetched, then those waiting in the queue, all of the request's table, oldest first.
     func overlayWrites(for request: DataRequest) async throws -> [OverlayWrite] {
         guard request.method.uppercased() == "GET", let table = request.table else { return [] }
-        let query = Self.cacheKey(of: request)
-        let synced = state.withLock { state -> [OverlayWrite] in
-            let fetched = state.syncsFetched[query] ?? 0
-            return state.synced.filter { $0.number > fetched && $0.write.request.table == table }.map {
-                OverlayWrite(id: $0.write.id, request: $0.write.request, isPending: false)
-            }
+        var synced = synced.writes(notIn: Self.cacheKey(of: request), table: table).map {
+            OverlayWrite(id: $0.id, request: $0.request, isPending: false)
         }
         // The common online case, an empty queue, reads nothing from the store.
         guard queue.count > 0 else { return synced }
-        let pending = try await queue.pending().filter { $0.request.table == table }.map {
-            OverlayWrite(id: $0.id, request: $0.request, isPending: true)
-        }
-        return synced + pending
+        let pending = try await queue.pending()
+        let pendingIDs = Set(pending.map(\.id))
+        // A write between its record as synced and its removal from the queue is in both.
+        synced.removeAll { pendingIDs.contains($0.id) }
+        // A function call (RPC, no table) may change any table: it goes to the evaluator too,
+        // which cannot apply it and says so.
+        return synced
+            + pending.filter { $0.request.table == table || $0.request.table == nil }.map {
+                OverlayWrite(id: $0.id, request: $0.request, isPending: true)
+            }
     }
 
     /// The other cached answers of `request`'s table, from memory or the store.
     func relatedAnswers(of request: DataRequest) async throws -> [RelatedAnswer] {
         guard let table = request.table else { return [] }
         let own = Self.cacheKey(of: request)
+        let baseline = synced.baseline(of: own)
         var related: [RelatedAnswer] = []
         for query in try await cachedQueries(of: table).sorted()
         where query != own && query.utf8.starts(with: "GET ".utf8) {
+            // An answer fetched before a write this one holds would show that row without it.
+            guard synced.baseline(of: query) >= baseline else { continue }
             guard let response = try await cache.cachedResponse(for: query) else { continue }
             related.append(
                 RelatedAnswer(read: DataRequest(method: "GET", path: String(query.dropFirst(4))), body: response.body))

@@ -59,6 +59,8 @@ public final class SovariaOffline: Sendable {
     let state = Mutex(State())
     /// Tells live queries and status followers what changed.
     let signals = ChangeSignals()
+    /// The writes synced in this run, kept for the answers fetched before them.
+    let synced = SyncedWrites()
     private let writes = AsyncGate()
     private let errors: AsyncStream<SyncError>.Continuation
     /// Every sync error, as it happens. One stream per controller: iterate it from one task.
@@ -78,14 +80,6 @@ public final class SovariaOffline: Sendable {
         /// The cached queries of each table, as `sov:meta:tables:` lists them; loaded by the first
         /// call that needs it, then kept in step with the store.
         var queriesByTable: [String: Set<String>]?
-        /// Writes synced in this run, oldest first, with their sync number: they stay in the
-        /// answers fetched before them (no flicker between a sync and the refetch).
-        var synced: [(number: UInt64, write: QueuedWrite)] = []
-        /// How many writes have synced in this run.
-        var syncCount: UInt64 = 0
-        /// For each query fetched in this run, the sync count when its last fetch started: the
-        /// synced writes it already holds.
-        var syncsFetched: [String: UInt64] = [:]
         var lastSyncedAt: Date?
         var lastError: SyncError?
         /// The last overlaid answer of each query, while nothing changed since.
@@ -100,8 +94,6 @@ public final class SovariaOffline: Sendable {
         let answer: OverlayAnswer?
     }
 
-    /// Synced writes kept for the overlay of answers fetched before them; past this the oldest go.
-    static let maxSyncedKept = 1_000
     /// Overlaid answers kept for reads repeated while nothing changes; past this all go.
     static let maxOverlaysKept = 200
 
@@ -119,8 +111,13 @@ public final class SovariaOffline: Sendable {
         var cacheConfiguration = QueryCache.Configuration()
         cacheConfiguration.size = configuration.cacheSize
         cacheConfiguration.clock = configuration.clock
-        let signals = signals
+        let (signals, synced) = (signals, synced)
         cacheConfiguration.onEviction = { _ in signals.changed(table: nil) }
+        cacheConfiguration.onStored = { query in
+            // The answer now cached holds the writes synced before its fetch started.
+            synced.stored(query)
+            signals.changed(table: Self.table(ofCacheKey: query))
+        }
         cache = try await QueryCache(store: store, configuration: cacheConfiguration)
         (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
         let ticket = configuration.timer.repeating(every: configuration.flushInterval) { [weak self] in
@@ -195,7 +192,12 @@ public final class SovariaOffline: Sendable {
                     let response = try await transport.send(sent)
                     reachedServer()
                     if !Self.isRetryable(response.status) {
-                        if response.isSuccess { try await markTableStale(of: request) }
+                        if response.isSuccess {
+                            // Shown in the answers fetched before it until they are fetched again.
+                            let write = QueuedWrite(id: id, sequence: 0, request: sent, queuedAt: configuration.clock())
+                            recordSynced(write)
+                            try await markTableStale(of: request)
+                        }
                         return .sent(response)
                     }
                 } catch let error as SyncTransportError {
@@ -294,16 +296,11 @@ public final class SovariaOffline: Sendable {
             reachedServer(startingFlush: false)
             switch response.status {
             case 200..<300:
+                // Kept as synced before it leaves the queue: a read between the two sees it in one
+                // list or both (deduplicated by id), never in neither.
+                recordSynced(head)
                 try await queue.remove(head.id)
-                let now = configuration.clock()
-                state.withLock { state in
-                    state.retryNotBefore = nil
-                    state.syncCount += 1
-                    state.synced.append((state.syncCount, head))
-                    if state.synced.count > Self.maxSyncedKept { state.synced.removeFirst() }
-                    state.lastSyncedAt = now
-                    state.lastError = nil
-                }
+                state.withLock { $0.retryNotBefore = nil }
                 try await markTableStale(of: head.request)
                 signals.changed(table: head.request.table)
                 synced += 1
@@ -330,6 +327,16 @@ public final class SovariaOffline: Sendable {
             }
         }
         return (synced, true)
+    }
+
+    /// Keeps a write the server took for the overlay of the answers fetched before it.
+    private func recordSynced(_ write: QueuedWrite) {
+        synced.record(write)
+        let now = configuration.clock()
+        state.withLock { state in
+            state.lastSyncedAt = now
+            state.lastError = nil
+        }
     }
 
     /// Keeps `head` for a later try: counts the failure, sets the delay, reports it, and says
@@ -366,7 +373,7 @@ public final class SovariaOffline: Sendable {
         try await rememberTable(of: request, query: query)
         let answer = try await cache.read(query, policy: policy, maxAge: maxAge) { [self] etag in
             // The synced writes this fetch's answer will hold: every one synced before it starts.
-            let syncsBefore = state.withLock { $0.syncCount }
+            synced.fetchStarted(query)
             var conditional = request
             if let etag { conditional.headers["If-None-Match"] = etag }
             let response: DataResponse
@@ -379,20 +386,22 @@ public final class SovariaOffline: Sendable {
             reachedServer()
             let serverTime = response.header("Date").flatMap(HTTPDate.parse) ?? configuration.clock()
             guard response.status == 304 || response.isSuccess else { throw ServerError(response: response) }
-            state.withLock { $0.syncsFetched[query] = max($0.syncsFetched[query] ?? 0, syncsBefore) }
             if response.status == 304 { return .notModified(serverTime: serverTime) }
             return .response(body: response.body, serverTime: serverTime, etag: response.header("ETag"))
         }
-        if answer.source == .network {
-            signals.changed(table: request.table)
-            try await cache.evict(downToLists: configuration.maxCached)
-        }
+        if answer.source == .network { try await cache.evict(downToLists: configuration.maxCached) }
         return answer
     }
 
     /// The cache key of a read: its method and path with query.
     static func cacheKey(of request: DataRequest) -> String {
         request.method.uppercased() + " " + request.path
+    }
+
+    /// The table of the read a cache key names (`nil` for a path that names none).
+    static func table(ofCacheKey key: String) -> String? {
+        guard let space = key.firstIndex(of: " ") else { return nil }
+        return DataRequest(method: String(key[..<space]), path: String(key[key.index(after: space)...])).table
     }
 
     // MARK: - Lifetime
@@ -407,10 +416,9 @@ public final class SovariaOffline: Sendable {
             try await store.write(tables.map { .delete(key: $0) })
             state.withLock { state in
                 state.queriesByTable = [:]
-                state.synced = []
-                state.syncsFetched = [:]
                 state.lastError = nil
             }
+            synced.clear()
             try await store.compact()
         }
         signals.changed(table: nil)

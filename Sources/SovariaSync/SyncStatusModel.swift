@@ -1,4 +1,5 @@
 import Observation
+import Synchronization
 
 /// The sync status as an `@Observable` model a SwiftUI view reads directly: it follows
 /// ``SovariaOffline/statusUpdates()`` on the main actor.
@@ -15,13 +16,14 @@ import Observation
 public final class SyncStatusModel {
     /// The latest status.
     public private(set) var status: SyncStatus
-    @ObservationIgnored private var following: Task<Void, Never>?
+    /// The task that follows the updates, in a Sendable box the nonisolated `deinit` can reach.
+    @ObservationIgnored private let following = FollowingTask()
 
     /// A model that follows `offline`'s status from now on.
     public init(following offline: SovariaOffline) {
         status = offline.status
         let updates = offline.statusUpdates()
-        following = Task { [weak self] in
+        following.start { [weak self] in
             for await status in updates {
                 guard let self else { return }
                 if self.status != status { self.status = status }
@@ -29,5 +31,17 @@ public final class SyncStatusModel {
         }
     }
 
-    isolated deinit { following?.cancel() }
+    deinit { following.cancel() }
+}
+
+/// A task a `deinit` on any thread can cancel.
+final class FollowingTask: Sendable {
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    /// Starts `body` on the main actor.
+    @MainActor func start(_ body: @escaping @MainActor @Sendable () async -> Void) {
+        task.withLock { $0 = Task { @MainActor in await body() } }
+    }
+
+    func cancel() { task.withLock { $0?.cancel() } }
 }

@@ -186,4 +186,57 @@ import Testing
         #expect(throws: JSONParser.Failure.self) { try JSONParser.parse("[1,]") }
         #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(#"{"a":01}"#) == .null }
     }
+
+    @Test func whatTheReviewFoundIsNeverCalledExact() throws {
+        // A write whose filter cannot be evaluated leaves the columns it sets unknown for later ones.
+        let cached = #"[{"id":"a","name":"café","tag":null}]"#
+        let unknownThenKnown = overlay.answer(
+            read("select=id,name,tag"), cachedBody: cached,
+            writes: pending(
+                PostgREST.update(
+                    "items", where: [PostgREST.Filter(column: "name", condition: "ilike.caf*")], json: #"{"tag":"t"}"#),
+                PostgREST.update("items", where: [.eq("id", "a"), .eq("tag", "t")], json: #"{"name":"x"}"#)))
+        #expect(!unknownThenKnown.isExact)
+        // A delete that cannot be evaluated may have removed a row.
+        let maybeDeleted = overlay.answer(
+            read("select=id"), cachedBody: #"[{"id":"a"}]"#,
+            writes: pending(PostgREST.delete(from: "items", where: [.eq("qty", "3")])))
+        #expect(!maybeDeleted.isExact)
+        // A key changed by a patch is where later writes find the row.
+        let moved = overlay.answer(
+            read("select=id,name"), cachedBody: #"[{"id":"a","name":"x"}]"#,
+            writes: pending(
+                PostgREST.update("items", where: [.eq("id", "a")], json: #"{"id":"b"}"#),
+                PostgREST.update("items", where: [.eq("id", "b")], json: #"{"name":"y"}"#)))
+        #expect(moved.body == #"[{"id":"b","name":"y"}]"#)
+        // Limits and orders on writes, writes to other tables or functions, Range headers.
+        let limited = overlay.answer(
+            read("select=id"), cachedBody: #"[{"id":"a"},{"id":"b"}]"#,
+            writes: pending(
+                DataRequest(method: "DELETE", path: "/rest/v1/items?order=id&limit=1", headers: [:], body: nil)))
+        #expect(!limited.isExact)
+        let rpc = overlay.answer(
+            read("select=id"), cachedBody: #"[{"id":"a"}]"#,
+            writes: pending(DataRequest(method: "POST", path: "/rest/v1/rpc/archive_all", headers: [:], body: "{}")))
+        #expect(!rpc.isExact && rpc.body == #"[{"id":"a"}]"#)
+        var ranged = read("select=id")
+        ranged.headers["Range"] = "0-1"
+        #expect(!overlay.answer(ranged, cachedBody: #"[{"id":"a"}]"#, writes: pending(Self.insertN)).isExact)
+        // A timestamp (not text) compares only by equal spellings.
+        let timestamps = PostgRESTOverlay(
+            tables: ["items": .init(nonTextColumns: ["at"])], textOrder: .bytes)
+        let patched = timestamps.answer(
+            read("select=id,at"), cachedBody: #"[{"id":"a","at":"2026-01-01T00:00:00+00:00"}]"#,
+            writes: pending(
+                PostgREST.update(
+                    "items", where: [PostgREST.Filter(column: "at", condition: "eq.2026-01-01T00:00:00Z")],
+                    json: #"{"id":"z"}"#)))
+        #expect(!patched.isExact)
+        // LIKE on long text does not recurse.
+        let long = String(repeating: "ab", count: 50_000) + "x"
+        #expect(PostgRESTComparison.like(Array(long.unicodeScalars), Array("%a%x".unicodeScalars)) == .yes)
+        #expect(PostgRESTComparison.like(Array(long.unicodeScalars), Array("%y%".unicodeScalars)) == .no)
+    }
+
+    static let insertN = PostgREST.insert(into: "items", json: #"{"id":"n","name":"x"}"#)
 }

@@ -219,6 +219,9 @@ import Testing
         let note = try #require(read.value?.first)
         #expect(note.id == "a" && read.read.source == .network)
         #expect(abs(note.due.timeIntervalSince1970 - 1_800_000_000.250123) < 1e-5, "PostgreSQL's microseconds")
+        #expect(JSONCoding.parseDate("2027-01-15T08:00:00.25") == Date(timeIntervalSince1970: 1_800_000_000.25))
+        #expect(JSONCoding.parseDate("2027-01-15T08:00:00Z") == Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(JSONCoding.parseDate("yesterday") == nil)
         let update = try PostgREST.update("notes", where: [.eq("id", "a")], set: ["title": "B"])
         #expect(update.method == "PATCH" && update.body == #"{"title":"B"}"#)
     }

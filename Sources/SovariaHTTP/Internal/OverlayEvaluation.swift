@@ -31,6 +31,8 @@ struct OverlayEvaluation {
         /// An `ignore-duplicates` insert of a key the cache did not hold: the server skips it if
         /// it holds the key.
         var mayBeSkipped = false
+        /// A pending DELETE whose filter could not be evaluated on it may have removed it.
+        var mayBeDeleted = false
     }
 
     private var rows: [Row] = []
@@ -42,6 +44,8 @@ struct OverlayEvaluation {
     private var cachedCount = 0
     /// Whether any write touched, added or removed a row.
     private var changedRows = false
+    /// Whether a pending (not yet synced) write did.
+    private var changedByPending = false
     /// Whether the rows held (the cached answer's and those other answers add) are every row of
     /// the table the user sees: a row not held does not exist.
     private var holdsEveryRow = false
@@ -53,8 +57,14 @@ struct OverlayEvaluation {
     private var deletedKeys: [JSONValue] = []
     private var nextOrdinal = 0
 
-    init(query: PostgRESTQuery, table: PostgRESTOverlay.Table, comparison: PostgRESTComparison) {
+    /// The table the read reads.
+    let readTable: String?
+
+    init(
+        query: PostgRESTQuery, readTable: String?, table: PostgRESTOverlay.Table, comparison: PostgRESTComparison
+    ) {
         self.query = query
+        self.readTable = readTable
         self.table = table
         self.comparison = comparison
         defaults = table.defaults.compactMapValues { try? JSONParser.parse($0) }
@@ -145,8 +155,16 @@ struct OverlayEvaluation {
             note("the read has an offset: a write before its page (even to a row it does not show) moves the page")
         }
         let request = write.request
-        let writeQuery = PostgRESTQuery(path: request.path)
         let method = request.method.uppercased()
+        guard request.table == readTable else {
+            note("a pending \(method) \(request.path) (a function call, or another table) may change this table")
+            return
+        }
+        let writeQuery = PostgRESTQuery(path: request.path)
+        if writeQuery.limit != nil || writeQuery.offset != nil || !writeQuery.order.isEmpty {
+            note("a pending \(method) with limit, offset or order changes rows the overlay cannot pick")
+            return
+        }
         guard writeQuery.unsupported.isEmpty else {
             note(
                 "a pending \(method) uses \(writeQuery.unsupported.joined(separator: ", ")), which the overlay does not evaluate"
@@ -226,14 +244,35 @@ struct OverlayEvaluation {
         }
         add(row)
         changedRows = true
+        if write.isPending { changedByPending = true }
     }
 
     private mutating func merge(_ changes: JSONObject, into index: Int, by write: OverlayWrite) {
+        let oldKey = rows[index].values[table.primaryKey]
         for column in changes.keys {
             rows[index].values[column] = changes[column]
             rows[index].changed.insert(column)
         }
+        if let newKey = changes[table.primaryKey], let oldKey, !newKey.isEquivalent(to: oldKey) {
+            // The row moves to a new key: writes after this one find it there.
+            positions[Self.keyText(oldKey)] = nil
+            if positions[Self.keyText(newKey)] != nil {
+                note("a pending write gives a row the key of another: the server will refuse it")
+            }
+            positions[Self.keyText(newKey)] = index
+        }
         if write.isPending, rows[index].pendingIDs.last != write.id { rows[index].pendingIDs.append(write.id) }
+        changedRows = true
+        if write.isPending { changedByPending = true }
+    }
+
+    /// After a write whose filter could not be evaluated on a row: the columns it sets are no
+    /// longer known there, so later filters and the read cannot take the old values for sure.
+    private mutating func forget(_ columns: [String], in index: Int) {
+        for column in columns {
+            rows[index].values[column] = nil
+            rows[index].changed.insert(column)
+        }
         changedRows = true
     }
 
@@ -253,7 +292,9 @@ struct OverlayEvaluation {
             case .yes: merge(changes, into: index, by: write)
             case .unknown where isVisible && (!rows[index].isOutside || mayEnter):
                 note("a pending PATCH's filter cannot be evaluated on a row the answer holds")
-            case .unknown, .no, .null: break
+                forget(changes.keys, in: index)
+            case .unknown: forget(changes.keys, in: index)
+            case .no, .null: break
             }
         }
         guard isVisible, !holdsEveryRow, !reachesOnlyKnownRows(filters) else { return }
@@ -271,6 +312,7 @@ struct OverlayEvaluation {
             switch truth(of: filters, on: row) {
             case .yes:
                 changedRows = true
+                if write.isPending { changedByPending = true }
                 rows[index].isDeleted = true
                 if let key = row.values[table.primaryKey] {
                     deletedKeys.append(key)
@@ -279,7 +321,9 @@ struct OverlayEvaluation {
             case .unknown where !row.isOutside || query.limit.map({ cachedCount >= $0 }) == true:
                 // (An outside row matters only as one that could fill a full page.)
                 note("a pending DELETE's filter cannot be evaluated on a row the answer holds")
-            case .unknown, .no, .null: break
+                rows[index].mayBeDeleted = true
+            case .unknown: rows[index].mayBeDeleted = true
+            case .no, .null: break
             }
         }
     }
@@ -287,7 +331,7 @@ struct OverlayEvaluation {
     /// The rows `filters` can match: those a key filter names, when every row has its key;
     /// otherwise every row not deleted.
     private func candidates(for filters: [PostgRESTQuery.Condition]) -> [Int] {
-        if cachedColumns?.contains(table.primaryKey) != false,
+        if cachedColumns?.contains(table.primaryKey) != false, !table.nonTextColumns.contains(table.primaryKey),
             let byKey = filters.first(where: {
                 $0.column == table.primaryKey && !$0.negated && ($0.op == .eq || $0.op == .in)
             })
@@ -346,11 +390,11 @@ struct OverlayEvaluation {
         var result: [Row] = []
         for row in rows where !row.isDeleted {
             // A cached row no write touched passed the server's own filters.
-            if row.cachedIndex != nil, row.changed.isEmpty {
+            if row.cachedIndex != nil, row.changed.isEmpty, !row.mayBeDeleted {
                 result.append(row)
                 continue
             }
-            if row.isOutside, row.changed.isEmpty {
+            if row.isOutside, row.changed.isEmpty, !row.mayBeDeleted {
                 // Left out by the server and untouched: it fails the filters, or lies past a
                 // full page, where it may now fill a gap.
                 if let limit = query.limit, cachedCount >= limit, truth(of: query.filters, on: row) == .yes {
@@ -359,6 +403,9 @@ struct OverlayEvaluation {
                 continue
             }
             switch truth(of: query.filters, on: row) {
+            case .yes where row.mayBeDeleted, .unknown where row.mayBeDeleted:
+                note("a row in the answer may have been removed by a pending DELETE the overlay cannot evaluate")
+                result.append(row)
             case .yes:
                 if row.mayBeSkipped {
                     note("a pending ignore-duplicates insert's key may be one the server holds: it would be skipped")
@@ -376,7 +423,7 @@ struct OverlayEvaluation {
             body: project(result), inexactReasons: reasons,
             pendingRows: result.filter { !$0.pendingIDs.isEmpty }.map {
                 PendingRow(key: $0.values[table.primaryKey]?.text, writeIDs: $0.pendingIDs)
-            })
+            }, changedByPendingWrites: changedByPending)
     }
 
     /// Sorts by the read's `order` when a write may have moved a row; cached rows otherwise
@@ -413,6 +460,9 @@ struct OverlayEvaluation {
             case (.null, _): order = term.nullsFirst ? .orderedAscending : .orderedDescending
             case (_, .null): order = term.nullsFirst ? .orderedDescending : .orderedAscending
             default:
+                if comparison.nonTextColumns.contains(term.column), case .string = left, !left.isEquivalent(to: right) {
+                    return nil  // a timestamp's or an enum's order is not its text's
+                }
                 guard let compared = comparison.compare(left, right) else { return nil }
                 if compared == .orderedSame { continue }
                 order =
@@ -428,10 +478,10 @@ struct OverlayEvaluation {
     /// may take rows past it that the cache never saw.
     private mutating func applyPage(to result: inout [Row]) {
         guard let limit = query.limit else { return }
-        if hasCache, cachedCount >= limit, !holdsEveryRow {
-            if query.order.isEmpty {
-                note("the read has a limit without an order: the server picks which rows fill the page")
-            } else if let edge = pageEdge {
+        if query.order.isEmpty, rows.count > limit || cachedCount >= limit {
+            note("the read has a limit without an order: the server picks which rows fill the page")
+        } else if hasCache, cachedCount >= limit, !holdsEveryRow {
+            if let edge = pageEdge {
                 let within = result.filter { row in
                     if row.cachedIndex != nil, row.changed.isDisjoint(with: query.orderColumns) { return true }
                     guard let order = compareByOrder(row, edge) else { return false }

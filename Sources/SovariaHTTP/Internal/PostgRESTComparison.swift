@@ -20,10 +20,19 @@ struct PostgRESTComparison: Sendable {
     /// Whether text is ordered by its UTF-8 bytes (the C collation) or by a collation the overlay
     /// does not know.
     let textOrderIsBytes: Bool
+    /// String columns that are not text (timestamps, uuids, enums): only equal strings are sure.
+    var nonTextColumns: Set<String> = []
 
     /// Whether `value` (`nil`: not known) passes `condition`.
     func evaluate(_ condition: PostgRESTQuery.Condition, on value: JSONValue?) -> Truth {
         guard let value else { return .unknown }
+        if case .string(let text) = value, nonTextColumns.contains(condition.column) {
+            // Equal spellings are one value; anything else (another spelling, an order) is not sure.
+            guard condition.op == .eq || condition.op == .in || condition.op == .is else { return .unknown }
+            let truth = evaluateUnnegated(condition, value)
+            if truth == .yes { return condition.negated ? .no : .yes }
+            return condition.op == .is ? (condition.negated ? truth.negated : truth) : .unknown
+        }
         let truth = evaluateUnnegated(condition, value)
         return condition.negated ? truth.negated : truth
     }
@@ -150,25 +159,40 @@ struct PostgRESTComparison: Sendable {
         }
     }
 
-    /// SQL `LIKE`: `%` any run of characters, `_` one character, `\` escapes the next.
+    /// SQL `LIKE`: `%` any run of characters, `_` one character, `\` escapes the next. A table of
+    /// which pattern positions each text prefix reaches, row by row (no recursion: any length).
     static func like(_ text: [Unicode.Scalar], _ pattern: [Unicode.Scalar]) -> Truth {
-        // memo[i][j]: whether text[i...] matches pattern[j...].
-        var memo = [[Bool?]](repeating: [Bool?](repeating: nil, count: pattern.count + 1), count: text.count + 1)
-        func matches(_ i: Int, _ j: Int) -> Bool {
-            if let known = memo[i][j] { return known }
-            let result: Bool
-            if j == pattern.count {
-                result = i == text.count
-            } else if pattern[j] == "%" {
-                result = matches(i, j + 1) || (i < text.count && matches(i + 1, j))
-            } else if pattern[j] == "\\", j + 1 < pattern.count {
-                result = i < text.count && text[i] == pattern[j + 1] && matches(i + 1, j + 2)
-            } else {
-                result = i < text.count && (pattern[j] == "_" || text[i] == pattern[j]) && matches(i + 1, j + 1)
+        // The pattern as tokens: a literal, any one character, or any run.
+        enum Token: Equatable { case literal(Unicode.Scalar), one, run }
+        var tokens: [Token] = []
+        var index = 0
+        while index < pattern.count {
+            switch pattern[index] {
+            case "%": tokens.append(.run)
+            case "_": tokens.append(.one)
+            case "\\" where index + 1 < pattern.count:
+                index += 1
+                tokens.append(.literal(pattern[index]))
+            default: tokens.append(.literal(pattern[index]))
             }
-            memo[i][j] = result
-            return result
+            index += 1
         }
-        return matches(0, 0) ? .yes : .no
+        // reach[j]: the first j tokens match the text read so far.
+        var reach = [Bool](repeating: false, count: tokens.count + 1)
+        reach[0] = true
+        for j in tokens.indices where tokens[j] == .run && reach[j] { reach[j + 1] = true }
+        for character in text {
+            var next = [Bool](repeating: false, count: tokens.count + 1)
+            for j in tokens.indices where reach[j] {
+                switch tokens[j] {
+                case .run: next[j] = true
+                case .one: next[j + 1] = true
+                case .literal(let literal): if literal == character { next[j + 1] = true }
+                }
+            }
+            for j in tokens.indices where tokens[j] == .run && next[j] { next[j + 1] = true }
+            reach = next
+        }
+        return reach[tokens.count] ? .yes : .no
     }
 }

@@ -1,0 +1,64 @@
+import Foundation
+import SovariaQueue
+import Synchronization
+
+/// The writes synced in this run, and which of them each cached answer already holds: a synced
+/// write stays in the answers fetched before it (no flicker between a sync and the refetch).
+///
+/// A fetch takes the sync count when it starts (``fetchStarted(_:)``); when its answer is stored
+/// (``stored(_:)``) that count becomes the answer's baseline, and the writes synced after it are
+/// the ones its overlay applies.
+final class SyncedWrites: Sendable {
+    private struct State {
+        var count: UInt64 = 0
+        var writes: [(number: UInt64, write: QueuedWrite)] = []
+        /// Each query's baseline: the sync count when its stored answer's fetch started.
+        var baselines: [String: UInt64] = [:]
+        /// The sync count when each running fetch started, until its answer is stored.
+        var started: [String: UInt64] = [:]
+    }
+
+    /// Synced writes kept; past this the oldest go (their answers may then flicker once).
+    static let maxKept = 1_000
+
+    private let state = Mutex(State())
+
+    /// A write the server took.
+    func record(_ write: QueuedWrite) {
+        state.withLock { state in
+            state.count += 1
+            state.writes.append((state.count, write))
+            if state.writes.count > Self.maxKept { state.writes.removeFirst() }
+        }
+    }
+
+    func fetchStarted(_ query: String) {
+        state.withLock { $0.started[query] = $0.count }
+    }
+
+    /// The answer of `query` was stored: it holds the writes synced before its fetch started.
+    func stored(_ query: String) {
+        state.withLock { state in
+            guard let started = state.started.removeValue(forKey: query) else { return }
+            state.baselines[query] = max(state.baselines[query] ?? 0, started)
+        }
+    }
+
+    /// The sync count the cached answer of `query` holds (0: fetched before this run).
+    func baseline(of query: String) -> UInt64 {
+        state.withLock { $0.baselines[query] ?? 0 }
+    }
+
+    /// The writes of `table` synced after the cached answer of `query` was fetched, oldest first.
+    func writes(notIn query: String, table: String) -> [QueuedWrite] {
+        state.withLock { state in
+            let baseline = state.baselines[query] ?? 0
+            return state.writes.filter { $0.number > baseline && $0.write.request.table == table }.map(\.write)
+        }
+    }
+
+    /// Forgets everything (sign-out).
+    func clear() {
+        state.withLock { $0 = State() }
+    }
+}
