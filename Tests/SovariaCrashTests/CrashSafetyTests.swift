@@ -22,9 +22,11 @@ import Testing
         for round in 0..<Self.rounds {
             let durability = round.isMultiple(of: 2) ? "flushed" : "synced"
             let killAfter = Int.random(in: 1...300, using: &generator)
+            // Every other pair of rounds, four writers at once: group commit joins their writes.
+            let writers = round % 4 >= 2 ? "4" : "1"
             let acks = try await CrashChild.run(
                 engine: engine, path: folder.path, durability: durability, first: round * 10_000_000,
-                killAfterAcknowledgements: killAfter)
+                killAfterAcknowledgements: killAfter, environment: ["SOVARIA_CRASH_WRITERS": writers])
             acknowledged.formUnion(acks)
             #expect(acks.sets.count + acks.batches.count >= killAfter, "round \(round): child stopped early")
             try await verify(engine: engine, at: folder, acknowledged: acknowledged, round: round)

@@ -155,7 +155,9 @@ import Testing
         let acks = try await CrashChild.run(
             engine: (queueCut ? QueueCrashWorkload.enginePrefix : "") + engine, path: path, durability: durability,
             first: cut % cutsPerDisk * 10_000_000, killAfterAcknowledgements: Int.random(in: 1...maxAcknowledgements),
-            environment: usesAcknowledgementGate ? ["SOVARIA_CRASH_ACK_GATE": disk.acknowledgementGate.path] : [:]
+            // Odd cuts cut four writers at once: group commit joins their writes.
+            environment: (usesAcknowledgementGate ? ["SOVARIA_CRASH_ACK_GATE": disk.acknowledgementGate.path] : [:])
+                .merging(["SOVARIA_CRASH_WRITERS": cut.isMultiple(of: 2) ? "1" : "4"]) { $1 }
         ) { child in
             child.send(SIGSTOP)  // frozen first, so it acknowledges nothing after the cut
             do { try disk.cutPower() } catch { failure.message.withLock { $0 = "\(error)" } }

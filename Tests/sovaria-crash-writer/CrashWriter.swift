@@ -73,13 +73,23 @@ enum CrashWriter {
             }
             let store = try CrashStores.open(engine, location: arguments[2], durability: durability)
             acknowledge("ready")
-            var index = first
-            while true {
-                try await store.set(CrashWorkload.singleKey(index), CrashWorkload.value(index))
-                acknowledge("set \(index)")
-                try await store.write(CrashWorkload.batch(index))
-                acknowledge("batch \(index)")
-                index += 1
+            // `SOVARIA_CRASH_WRITERS` tasks write at once (group commit joins their writes), each
+            // from its own million indexes; every line is one write(2), whole.
+            let writers = ProcessInfo.processInfo.environment["SOVARIA_CRASH_WRITERS"].flatMap { Int($0) } ?? 1
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<max(1, min(writers, 9)) {
+                    group.addTask {
+                        var index = first + writer * 1_000_000
+                        while true {
+                            try await store.set(CrashWorkload.singleKey(index), CrashWorkload.value(index))
+                            acknowledge("set \(index)")
+                            try await store.write(CrashWorkload.batch(index))
+                            acknowledge("batch \(index)")
+                            index += 1
+                        }
+                    }
+                }
+                try await group.waitForAll()
             }
         } catch {
             FileHandle.standardError.write(Data("crash writer failed: \(error)\n".utf8))
