@@ -14,6 +14,7 @@ import Testing
             let operation: String
             let nanosecondsPerOp: Double
             let ratio: Double?
+            let note: String?
         }
         let machine: [String: String]
         let measurements: [Row]
@@ -55,7 +56,10 @@ import Testing
         #expect(
             sections == [
                 "store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache", "local-first",
+                "concurrent-writers",
             ])
+        let writers = report.measurements.filter { $0.section == "concurrent-writers" }
+        #expect(writers.contains { $0.subject == "sqlite" && $0.variant.contains("16 writers") && $0.note != nil })
         let localFirst = report.measurements.filter { $0.section == "local-first" }
         #expect(
             localFirst.contains {
