@@ -2,6 +2,10 @@ import Foundation
 import Sovaria
 import SovariaCache
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Section 4: from opening the store to the first cached read, on a cache of 100k lists, and
 /// to the end of the index's load behind the open.
 struct CacheOpenSection {
@@ -60,6 +64,73 @@ struct CacheOpenSection {
             keeper = nil
             try? FileManager.default.removeItem(at: folder)
         }
+        if options.runs(engine: "file") { rows += try await measureFileStoreOpen() }
         return rows
+    }
+
+    /// The file store's open and first get after a clean close (no sweep of the folder), over
+    /// the floor of the same read: POSIX open, read and close of one entry file.
+    private func measureFileStoreOpen() async throws -> [Measurement] {
+        let keys = options.pick(quick: 1_000, standard: 10_000, full: 10_000)
+        progress.update("file store open: filling \(keys) keys")
+        let folder = options.folder.appendingPathComponent("open-file-store", isDirectory: true)
+        try? FileManager.default.removeItem(at: folder)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            let store = FileOfflineStore(directory: folder, durability: .flushed)
+            for start in stride(from: 0, to: keys, by: 1_000) {
+                try await store.write(
+                    (start..<min(keys, start + 1_000)).map { .set(key: "k\($0)", value: "value \($0)") })
+            }
+        }
+        progress.update("file store open")
+        let entry = try FileManager.default.contentsOfDirectory(atPath: folder.path).first { !$0.hasPrefix(".") }
+        guard let entry else { throw BenchError.failed("the file store wrote no entry file") }
+        let entryPath = folder.path + "/" + entry
+        var previous: FileOfflineStore?
+        let open = try await Stopwatch(repeats: options.repeats).measure(
+            calls: 20, prepare: { _ in previous = nil }
+        ) { _, _ in
+            previous = nil  // its close (and clean mark) is not this call's
+            let store = FileOfflineStore(directory: folder, durability: .flushed)
+            guard try await store.get("k7") != nil else { throw BenchError.failed("file store: the first get missed") }
+            previous = store
+        }
+        previous = nil
+        // The same open after an end that left no clean mark (a crash): the sweep lists the folder.
+        let mark = folder.path + "/.clean"
+        let afterCrash = try await Stopwatch(repeats: 10).measure(
+            calls: 1,
+            prepare: { _ in
+                previous = nil
+                unlink(mark)
+            }
+        ) { _, _ in
+            let store = FileOfflineStore(directory: folder, durability: .flushed)
+            guard try await store.get("k7") != nil else { throw BenchError.failed("file store: the first get missed") }
+            previous = store
+        }
+        previous = nil
+        var buffer = [UInt8](repeating: 0, count: 64 * 1_024)
+        let floor = try await Stopwatch(repeats: options.repeats).measure(calls: 20) { _, _ in
+            let descriptor = Glibc.open(entryPath, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw BenchError.failed("file store: cannot open \(entryPath)") }
+            _ = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            Glibc.close(descriptor)
+        }
+        var openRow = open.measurement(
+            section: BenchSection.cacheOpen.rawValue, subject: "file", variant: "\(keys) keys, after a clean close",
+            operation: "store open + first get")
+        let floorRow = floor.measurement(
+            section: BenchSection.cacheOpen.rawValue, subject: "POSIX", variant: "one entry file",
+            operation: "open + read + close")
+        openRow.ratio = openRow.p50Nanoseconds / max(1, floorRow.p50Nanoseconds)
+        openRow.baseline = "POSIX open + read + close of one entry file"
+        var crashRow = afterCrash.measurement(
+            section: BenchSection.cacheOpen.rawValue, subject: "file", variant: "\(keys) keys, after a crash",
+            operation: "store open + first get")
+        crashRow.ratio = crashRow.p50Nanoseconds / max(1, openRow.p50Nanoseconds)
+        crashRow.baseline = "the same open after a clean close"
+        return [openRow, crashRow, floorRow]
     }
 }

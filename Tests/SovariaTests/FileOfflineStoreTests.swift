@@ -139,9 +139,37 @@ import Testing
         try await FileOfflineStore(directory: directory).set("k", "v")
         let leftover = directory.appendingPathComponent(".tmp-crashed")
         try Data("half".utf8).write(to: leftover)
+        try Self.forgetCleanClose(directory)
         let store = FileOfflineStore(directory: directory)
         #expect(!FileManager.default.fileExists(atPath: leftover.path))
         #expect(try await store.get("k") == "v")
+    }
+
+    /// What a crash leaves that a clean close does not: no `.clean` mark.
+    static func forgetCleanClose(_ directory: URL) throws {
+        try FileManager.default.removeItem(at: directory.appendingPathComponent(CleanCloseMark.markName))
+    }
+
+    @Test func anOpenAfterACleanCloseDoesNotSweepTheFolder() async throws {
+        let folder = try TemporaryFolder()
+        let directory = folder.child("store")
+        try await FileOfflineStore(directory: directory).set("k", "v")
+        let mark = directory.appendingPathComponent(CleanCloseMark.markName)
+        #expect(FileManager.default.fileExists(atPath: mark.path), "the last close leaves the mark")
+        // A file only a crash could leave: an open after a clean close does not list the folder
+        // to look for it.
+        let planted = directory.appendingPathComponent(".tmp-planted")
+        try Data("x".utf8).write(to: planted)
+        do {
+            let store = FileOfflineStore(directory: directory)
+            #expect(try await store.get("k") == "v")
+            #expect(FileManager.default.fileExists(atPath: planted.path), "no sweep after a clean close")
+            #expect(!FileManager.default.fileExists(atPath: mark.path), "an open takes the mark away")
+        }
+        try Self.forgetCleanClose(directory)
+        let afterCrash = FileOfflineStore(directory: directory)
+        #expect(!FileManager.default.fileExists(atPath: planted.path), "the open after a crash sweeps")
+        #expect(try await afterCrash.get("k") == "v")
     }
 
     @Test func finishesABatchACrashInterrupted() async throws {
@@ -176,6 +204,7 @@ import Testing
         ])
         journal[journal.count / 2] ^= 0xFF
         try Data(journal).write(to: directory.appendingPathComponent(".journal"))
+        try Self.forgetCleanClose(directory)
         let store = FileOfflineStore(directory: directory)
         #expect(try await store.get("a") == "old")
         #expect(try await store.get("b") == "old")
