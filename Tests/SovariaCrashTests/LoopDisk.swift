@@ -100,10 +100,12 @@ final class LoopDisk: Sendable {
     ///
     /// A file of the mount can stay open for a moment after its last user let go (a descriptor a
     /// child of another test, spawned at that moment, inherited and has not closed yet; a store
-    /// being released): "target is busy" is retried for up to 10 s, then reported with the
-    /// processes that hold the mount (`fuser -vm`).
+    /// being released): "target is busy" is retried for up to 60 s, then reported with the
+    /// processes that hold the mount (`fuser -vm`). (10 s was once too short: a fresh clone's CI,
+    /// on a machine busy with a parallel build, found the mount still held by the kernel after
+    /// a four-writer child was killed; the wait is a bound on a hang, not a measured time.)
     func unmount() throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while true {
             do {
                 _ = try ChildProcess.run("/bin/umount", [mountPoint.path])
