@@ -92,10 +92,73 @@ import Testing
         ],
         textOrder: .bytes)
 
+    /// What one case showed: the answers the overlay called exact and those it did not (with
+    /// their reasons), whether a write was refused, and every exact answer the server contradicts.
+    struct Outcome {
+        var exact = 0
+        var inexactReasons: [[String]] = []
+        var refused = false
+        var mismatches: [(read: DataRequest, overlay: String?, server: String)] = []
+    }
+
     private func run(
         _ generated: DifferentialCase, engine: Engine, server: RESTServer, transport: SwitchableTransport,
         tally: inout Tally
     ) async throws {
+        let outcome = try await check(generated, engine: engine, server: server, transport: transport)
+        if outcome.refused {
+            tally.skipped += 1
+            return
+        }
+        tally.exact += outcome.exact
+        tally.inexact += outcome.inexactReasons.count
+        for reasons in outcome.inexactReasons { for reason in reasons { tally.reasons[reason, default: 0] += 1 } }
+        guard let first = outcome.mismatches.first else { return }
+        // Printed minimally: the writes that do not matter to the failing read are dropped.
+        let minimal = try await shrink(
+            generated, failing: first.read, engine: engine, server: server, transport: transport)
+        let shown =
+            try await check(minimal, engine: engine, server: server, transport: transport).mismatches.first {
+                $0.read == first.read
+            } ?? first
+        Issue.record(
+            """
+            case \(generated.index) on \(engine.name): the overlay called its answer exact, the server differs \
+            (\(minimal.writes.count) of \(generated.writes.count) writes kept, the others do not matter to it)
+              seed rows: \(minimal.seedJSON)
+              cached reads: \(minimal.reads.map(\.path))
+              writes:\n\(minimal.writes.map { "    \($0.method) \($0.path) \($0.body ?? "")" }.joined(separator: "\n"))
+              read: \(shown.read.path)
+              overlay: \(shown.overlay ?? "nil")
+              server:  \(shown.server)
+            """)
+    }
+
+    /// `generated` without every write whose removal keeps `failing` wrong, one at a time.
+    private func shrink(
+        _ generated: DifferentialCase, failing: DataRequest, engine: Engine, server: RESTServer,
+        transport: SwitchableTransport
+    ) async throws -> DifferentialCase {
+        var current = generated
+        var index = 0
+        while index < current.writes.count {
+            var writes = current.writes
+            writes.remove(at: index)
+            let smaller = DifferentialCase(
+                index: current.index, seedJSON: current.seedJSON, reads: current.reads, writes: writes)
+            let outcome = try await check(smaller, engine: engine, server: server, transport: transport)
+            if !outcome.refused, outcome.mismatches.contains(where: { $0.read == failing }) {
+                current = smaller
+            } else {
+                index += 1
+            }
+        }
+        return current
+    }
+
+    private func check(
+        _ generated: DifferentialCase, engine: Engine, server: RESTServer, transport: SwitchableTransport
+    ) async throws -> Outcome {
         transport.isOffline = false
         let (status, body) = try await server.control("POST", "/_test/reset")
         try #require(status == 200, "reset: \(body)")
@@ -115,7 +178,7 @@ import Testing
         for write in generated.writes {
             guard case .queued = try await offline.write(write) else {
                 Issue.record("an offline write was not queued")
-                return
+                return Outcome(refused: true)
             }
         }
         var local: [LocalRead] = []
@@ -124,32 +187,22 @@ import Testing
         transport.isOffline = false
         let synced = try await offline.flush()
         await offline.close()
-        guard synced == generated.writes.count else {
-            tally.skipped += 1
-            return
-        }
+        guard synced == generated.writes.count else { return Outcome(refused: true) }
+        var outcome = Outcome()
         for (read, answer) in zip(generated.reads, local) {
             guard answer.isExact else {
-                tally.inexact += 1
-                for reason in answer.inexactReasons { tally.reasons[reason, default: 0] += 1 }
+                outcome.inexactReasons.append(answer.inexactReasons)
                 continue
             }
-            tally.exact += 1
+            outcome.exact += 1
             let truth = try await transport.send(read)
             try #require(truth.isSuccess, "\(read.path): \(truth.status) \(truth.body)")
             let ordered = PostgRESTQuery(path: read.path).order.contains { $0.column == "id" }
             if !(try Self.same(answer.body, truth.body, ordered: ordered)) {
-                Issue.record(
-                    """
-                    case \(generated.index) on \(engine.name): the overlay called its answer exact, the server differs
-                      seed rows: \(generated.seedJSON)
-                      writes:\n\(generated.writes.map { "    \($0.method) \($0.path) \($0.body ?? "")" }.joined(separator: "\n"))
-                      read: \(read.path)
-                      overlay: \(answer.body ?? "nil")
-                      server:  \(truth.body)
-                    """)
+                outcome.mismatches.append((read, answer.body, truth.body))
             }
         }
+        return outcome
     }
 
     /// Whether both bodies hold the same rows (in the same order when `ordered`), values
