@@ -127,6 +127,8 @@ import Testing
         #expect(check("qty=eq.3", "3.0") == .yes)
         #expect(check("qty=gt.2.5", "3") == .yes)
         #expect(check("qty=eq.x", "3") == .unknown, "PostgreSQL refuses the operand")
+        #expect(check("qty=eq.+abc", "3") == .unknown && check("qty=eq.3abc", "3") == .unknown)
+        #expect(check("qty=eq.+3", "3") == .yes && check("qty=lt. 4 ", "3") == .yes)
         #expect(check("qty=eq.3", "null") == .null)
         #expect(check("qty=not.eq.3", "null") == .null, "NOT NULL is still NULL")
         #expect(check("note=is.null", "null") == .yes)

@@ -145,9 +145,11 @@ struct PostgRESTComparison: Sendable {
 
     /// A numeric operand as PostgreSQL reads one (surrounding spaces allowed).
     static func decimal(_ text: String) -> Decimal? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard (try? JSONParser.parse(trimmed))?.numericValue != nil || trimmed.first == "+" else { return nil }
-        return Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX"))
+        var trimmed = Substring(text.trimmingCharacters(in: .whitespaces))
+        if trimmed.first == "+" { trimmed.removeFirst() }
+        // JSON's number grammar: Decimal(string:) alone would read "5abc" as 5.
+        guard case .number? = try? JSONParser.parse(String(trimmed)) else { return nil }
+        return Decimal(string: String(trimmed), locale: Locale(identifier: "en_US_POSIX"))
     }
 
     /// A boolean operand in the spellings PostgreSQL accepts.

@@ -228,18 +228,6 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
 
     // MARK: - Writes
 
-    /// Applies `batch` in one write transaction, all or nothing. On `MDB_MAP_FULL` the transaction is
-    /// aborted, the map grows with no transaction active, and the whole batch runs again.
-    ///
-    /// Call only on ``writeQueue``: the transaction begins and commits on the calling thread, and nothing
-    /// in it waits for anything but LMDB. `forceSync` flushes the data and meta pages after the commit
-    /// (`mdb_env_sync` with force), for a synced store sharing an environment opened with `MDB_NOSYNC`.
-    func write(_ batch: [StoreWrite], forceSync: Bool) throws {
-        writer.lock()
-        defer { writer.unlock() }
-        try writeHoldingWriter(batch, forceSync: forceSync)
-    }
-
     /// Runs `batch` on the calling thread if no write of this process is running; returns whether
     /// it did. For flushed commits (no fsync): a caller's thread then waits for LMDB's own writer
     /// lock only while another process commits.
@@ -308,8 +296,9 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
             }
             rc = mdb_txn_commit(child)
             guard rc == MDB_SUCCESS else {
+                // Any outcome but `.done` sends every batch of the group to run alone.
                 mdb_txn_abort(parent)
-                return rc == MDB_MAP_FULL ? .mapFull : .closed
+                return .mapFull
             }
             results.append(.success(()))
         }
@@ -320,6 +309,12 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         return .done(results)
     }
 
+    /// Applies `batch` in one write transaction, all or nothing. On `MDB_MAP_FULL` the transaction is
+    /// aborted, the map grows with no transaction active, and the whole batch runs again.
+    ///
+    /// Call holding ``writer``, on one thread: the transaction begins and commits there, and nothing
+    /// in it waits for anything but LMDB. `forceSync` flushes the data and meta pages after the commit
+    /// (`mdb_env_sync` with force), for a synced store sharing an environment opened with `MDB_NOSYNC`.
     private func writeHoldingWriter(_ batch: [StoreWrite], forceSync: Bool) throws {
         while true {
             let attempt: Attempt<Void> = try lock.withSharedLock {
