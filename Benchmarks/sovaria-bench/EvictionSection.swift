@@ -49,6 +49,16 @@ struct EvictionSection {
             }
             // Passes run behind the puts that start them: the last may still be running.
             await cache.waitForBackgroundRefreshes()
+            // The same puts into a cache without a bound: what eviction costs the puts it runs behind.
+            let unbounded = try await QueryCache(
+                store: try engine.open(folder.appendingPathComponent("unbounded"), .flushed), size: .unlimited,
+                memoryCountLimit: 0)
+            let putsWithoutEviction = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) {
+                _, call in
+                try await unbounded.put(
+                    "/rest/v1/items?page=\(call)", body: String(filler.utf8.prefix(sizes[call]))!,
+                    serverTime: Date(timeIntervalSince1970: 1_700_000_000 + Double(call)))
+            }
             let plainStore = try engine.open(folder.appendingPathComponent("plain"), .flushed)
             let plainSets = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) { _, call in
                 try await plainStore.set(Self.plainKey(call), String(filler.utf8.prefix(sizes[call]))!)
@@ -71,8 +81,14 @@ struct EvictionSection {
             try await store.compact()
             let after = Self.diskBytes(folder.appendingPathComponent("cache"))
             putRow.note = "\(passes.count) passes, \(evictedLists) lists / \(evictedBytes / 1_000_000) MB evicted"
+            var offRow = putsWithoutEviction.measurement(
+                section: section, subject: engine.name, variant: "flushed", operation: "put, eviction off")
+            offRow.note = String(
+                format: "eviction on over off: p99 %.2fx, throughput %.2fx",
+                putRow.p99Nanoseconds / max(1, offRow.p99Nanoseconds), putRow.opsPerSecond / max(1, offRow.opsPerSecond)
+            )
             setRow.note = "disk \(before / 1_000_000) MB → \(after / 1_000_000) MB after compact()"
-            rows += [putRow, setRow]
+            rows += [putRow, offRow, setRow]
             if !durations.isEmpty {
                 var pass = Sample(perItemNanoseconds: [Sample.percentile(durations, 0.5)], callLatencies: durations)
                     .measurement(section: section, subject: engine.name, variant: "flushed", operation: "eviction pass")
