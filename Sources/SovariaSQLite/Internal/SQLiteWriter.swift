@@ -206,7 +206,8 @@ final class SQLiteWriter: @unchecked Sendable {
     /// Finalizes the statements, then closes the connection (which checkpoints the WAL and
     /// removes it when no other connection has the file open).
     func close() {
-        for statement in [begin, commit, rollback, upsert, delete] { statement.finalize() }
+        let statements = [begin, commit, rollback, savepoint, releaseSavepoint, rollbackToSavepoint, upsert, delete]
+        for statement in statements { statement.finalize() }
         connection.close()
     }
 
