@@ -96,6 +96,7 @@ struct CacheOpenSection {
             guard try await store.get("k7") != nil else { throw BenchError.failed("file store: the first get missed") }
             previous = store
         }
+        withExtendedLifetime(previous) {}
         previous = nil
         // The same open after an end that left no clean mark (a crash): the sweep lists the folder.
         let mark = folder.path + "/.clean"
@@ -110,6 +111,7 @@ struct CacheOpenSection {
             guard try await store.get("k7") != nil else { throw BenchError.failed("file store: the first get missed") }
             previous = store
         }
+        withExtendedLifetime(previous) {}
         previous = nil
         var buffer = [UInt8](repeating: 0, count: 64 * 1_024)
         let floor = try await Stopwatch(repeats: options.repeats).measure(calls: 20) { _, _ in

@@ -161,6 +161,32 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
+    /// Removes least recently used entries until at most `count` are kept and their cost is at
+    /// most `cost`, passing over (and keeping) those `keep` says to; the limits stay as they are,
+    /// so the cache fills again as values are set. Returns how many entries and how much cost
+    /// went. What a memory layer does on a memory warning.
+    ///
+    /// - Complexity: O(r + k) for r removed and k kept entries walked past.
+    @discardableResult
+    public func trim(
+        toCount count: Int, cost: Int, keeping keep: (Key, Value) -> Bool = { _, _ in false }
+    ) -> (count: Int, cost: Int) {
+        list.withLock { list in
+            var removed = (count: 0, cost: 0)
+            var slot = list.tail
+            while slot >= 0, list.index.count > count || list.totalCost > cost {
+                let newer = list.links[slot].newer
+                if let key = list.keys[slot], let value = list.values[slot], !keep(key, value) {
+                    removed.count += 1
+                    removed.cost += list.costs[slot]
+                    list.remove(slot)
+                }
+                slot = newer
+            }
+            return removed
+        }
+    }
+
     /// Removes every entry.
     public func removeAll() {
         list.withLock { $0 = List() }

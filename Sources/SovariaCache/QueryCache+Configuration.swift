@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 
 extension QueryCache {
     /// The options of a ``QueryCache``, as one value: the bound, the memory layer's limits and
@@ -41,6 +42,14 @@ extension QueryCache {
         ///
         /// Default: `nil`.
         public var onStored: (@Sendable (_ query: String) -> Void)?
+        /// Where the memory layer hears that the system runs short of memory: on a warning it
+        /// sheds to a quarter of its limits, on a critical event it empties (see
+        /// ``QueryCache/shedMemory(for:)``). `nil` turns this off.
+        ///
+        /// Default: ``MemoryPressureSources/system`` (dispatch's memory-pressure source on Apple
+        /// platforms, the kernel's pressure stall information on Linux); where it is
+        /// unavailable, ``QueryCache/memoryPressureUnavailable`` says why.
+        public var memoryPressure: (any MemoryPressureSource)? = MemoryPressureSources.system
 
         /// A configuration with the given fields and the defaults for the rest.
         public init(

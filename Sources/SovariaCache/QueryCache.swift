@@ -63,6 +63,12 @@ public final class QueryCache: Sendable {
     let flights = SingleFlight<HexID, CachedResponse>()
     let readers = LiveReaders()
     let passes = Mutex<[EvictionPass]>([])
+    /// The memory-pressure events the memory layer answers (cancelled when the cache goes), or
+    /// why the configured source delivers none.
+    let memoryPressure = Mutex<(observation: MemoryPressureObservation?, unavailable: MemoryPressureUnavailable?)>(
+        (nil, nil))
+    /// The memory layer's most recent sheds (up to 100), oldest first.
+    let sheds = Mutex<[MemoryShed]>([])
     /// Work running behind answers already given: refreshes, and passes that reads called for.
     let background = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
     /// Whether a pass runs behind an answer, and whether another check was asked for meanwhile.
@@ -83,6 +89,7 @@ public final class QueryCache: Sendable {
         memory = MemoryCache(
             countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimitBytes)
         index = Mutex(CacheIndex(complete: false))
+        observeMemoryPressure(configuration.memoryPressure)
         try await Self.migrateLegacyLists(in: store)
         runInBackground { try? await self.waitForIndex() }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 import SovariaCache
 import SovariaQueue
 
@@ -44,6 +45,11 @@ extension SovariaOffline {
         /// ``SovariaOffline/observe(_:as:policy:maxAge:)``. Default: ``JSONCoding/makeDecoder()``
         /// (PostgREST's JSON: ISO 8601 dates, with or without fractional seconds).
         public var makeDecoder: @Sendable () -> JSONDecoder = { JSONCoding.makeDecoder() }
+        /// Where the controller hears that the system runs short of memory: the query cache's
+        /// memory layer sheds (``QueryCache/shedMemory(for:)``) and the local-first answers kept
+        /// for repeated reads are dropped (they are computed again on the next read). `nil`
+        /// turns this off. Default: ``MemoryPressureSources/system``.
+        public var memoryPressure: (any MemoryPressureSource)? = MemoryPressureSources.system
 
         /// The defaults.
         public init() {}

@@ -84,6 +84,8 @@ public final class SovariaOffline: Sendable {
         var lastError: SyncError?
         /// The last overlaid answer of each query, while nothing changed since.
         var overlays: [String: OverlayMemo] = [:]
+        /// Drops `overlays` when memory runs short.
+        var memoryPressure: MemoryPressureObservation?
     }
 
     /// An overlaid answer, the change version and the server answer it was computed from.
@@ -111,6 +113,7 @@ public final class SovariaOffline: Sendable {
         var cacheConfiguration = QueryCache.Configuration()
         cacheConfiguration.size = configuration.cacheSize
         cacheConfiguration.clock = configuration.clock
+        cacheConfiguration.memoryPressure = configuration.memoryPressure
         let (signals, synced) = (signals, synced)
         cacheConfiguration.onEviction = { _ in signals.changed(table: nil) }
         cacheConfiguration.onStored = { query in
@@ -124,6 +127,10 @@ public final class SovariaOffline: Sendable {
             await self?.timerFired()
         }
         state.withLock { $0.timer = ticket }
+        let observation = try? configuration.memoryPressure?.observe { [weak self] _ in
+            self?.state.withLock { $0.overlays.removeAll() }
+        }
+        state.withLock { $0.memoryPressure = observation }
     }
 
     deinit {

@@ -67,6 +67,28 @@ import Testing
     }
 
     @Test(arguments: SyncEngine.all)
+    func memoryPressureShedsTheCacheAndTheKeptAnswersAndReadsStillShowTheWrites(engine: SyncEngine) async throws {
+        let pressure = ManualMemoryPressureSource()
+        let rig = try await Rig(engine) {
+            $0.overlay = Self.overlay
+            $0.memoryPressure = pressure
+        }
+        #expect(pressure.observerCount == 2, "the controller and its cache")
+        rig.transport.answer(Self.rows(#"[{"id":"a","title":"A","done":false}]"#))
+        _ = try await rig.offline.read(Self.notes)
+        rig.transport.online = false
+        _ = try await rig.offline.write(Self.insert("b"))
+        let before = try await rig.offline.read(Self.notes)
+        #expect(rig.offline.state.withLock { $0.overlays.count } == 1 && rig.offline.cache.memoryResponseCount == 1)
+
+        pressure.send(.critical)
+
+        #expect(rig.offline.state.withLock { $0.overlays.isEmpty } && rig.offline.cache.memoryResponseCount == 0)
+        let after = try await rig.offline.read(Self.notes)
+        #expect(try after.source == .store && after.body == before.body && Self.ids(after) == ["a", "b"])
+    }
+
+    @Test(arguments: SyncEngine.all)
     func withNothingCachedPendingInsertsAnswerAnOfflineRead(engine: SyncEngine) async throws {
         let rig = try await Self.rig(engine)
         rig.transport.online = false

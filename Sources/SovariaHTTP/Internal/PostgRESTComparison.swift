@@ -26,7 +26,7 @@ struct PostgRESTComparison: Sendable {
     /// Whether `value` (`nil`: not known) passes `condition`.
     func evaluate(_ condition: PostgRESTQuery.Condition, on value: JSONValue?) -> Truth {
         guard let value else { return .unknown }
-        if case .string(let text) = value, nonTextColumns.contains(condition.column) {
+        if case .string = value, nonTextColumns.contains(condition.column) {
             // Equal spellings are one value; anything else (another spelling, an order) is not sure.
             guard condition.op == .eq || condition.op == .in || condition.op == .is else { return .unknown }
             let truth = evaluateUnnegated(condition, value)
