@@ -40,6 +40,66 @@ import Testing
         }
     }
 
+    /// Issue 27: one process applies three-key batches (`x = y = z<i % 50> = i`) while this one
+    /// pages through the store; every page shows whole batches only: `x == y`, and exactly the
+    /// `z` keys and values that batches 1 … x made. SQLite is the reference (its readers see a
+    /// snapshot); the file store's pages hold its folder's lock shared.
+    @Test(arguments: [("file", "flushed"), ("file", "synced"), ("sqlite", "flushed")])
+    func aReaderInAnotherProcessNeverSeesHalfABatch(engine: String, durability: String) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sovaria-batches-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try CrashStores.open(engine, at: folder, durability: .flushed)
+        let batches = 2_000
+        let writer = try ChildProcess(
+            CrashChild.executable.path,
+            [BatchWriterWorkload.enginePrefix + engine, folder.path, durability, "\(batches)"],
+            environment: ["SWIFT_BACKTRACE": "enable=no"], captureOutput: false)
+        var status: Int32 = 0
+        var pages = 0
+        var batchesSeen = Set<Int>()
+        var problems: [String] = []
+        // Pages until the writer has ended, then one more: its last batch is whole too.
+        var ended = false
+        while true {
+            if !ended { ended = waitpid(writer.pid, &status, WNOHANG) == writer.pid }
+            let page = try await store.entries("", after: nil, limit: 100)
+            pages += 1
+            if let problem = Self.halfBatch(in: page) {
+                problems.append(problem)
+                if problems.count >= 5 { break }
+            }
+            if let x = page.first(where: { $0.key == "x" }).flatMap({ Int($0.value) }) { batchesSeen.insert(x) }
+            if ended { break }
+        }
+        if !ended { _ = waitpid(writer.pid, &status, 0) }
+        #expect(ChildProcess.succeeded(status), "the writer ended with status \(status)")
+        #expect(problems.isEmpty, "\(problems.count) pages of \(pages) showed half a batch: \(problems)")
+        #expect(batchesSeen.contains(batches), "the last page shows the last batch")
+        print("\(engine) (\(durability)): \(pages) pages saw \(batchesSeen.count) of \(batches) batches")
+    }
+
+    /// What in `page` no whole number of batches explains, or `nil`.
+    static func halfBatch(in page: [StoreEntry]) -> String? {
+        let values = Dictionary(page.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+        guard let x = values["x"] else {
+            return values.isEmpty ? nil : "no x, yet \(values.keys.sorted())"
+        }
+        guard let n = Int(x), values["y"] == x else { return "x = \(x), y = \(values["y"] ?? "missing")" }
+        var expected: [String: String] = ["x": x, "y": x]
+        for slot in 0..<50 {
+            // The last batch up to n that wrote z<slot>: the largest i ≤ n with i % 50 == slot.
+            let last = n - ((n - slot) % 50 + 50) % 50
+            if last >= 1 { expected["z" + String(format: "%02d", slot)] = BatchWriterWorkload.value(last) }
+        }
+        guard values == expected else {
+            let wrong = expected.keys.filter { values[$0] != expected[$0] }.sorted()
+            let extra = values.keys.filter { expected[$0] == nil }.sorted()
+            return "after batch \(n): wrong or missing \(wrong.prefix(3)), extra \(extra.prefix(3))"
+        }
+        return nil
+    }
+
     /// While one process writes to a LevelDB store, a second process's open, and this process's,
     /// throw `.locked` naming the cause; once the writer is gone, the store opens with every write
     /// it acknowledged.

@@ -27,7 +27,7 @@ import Testing
     /// Every engine with the calls it writes and syncs with.
     static let targets: [Target] = [
         // The file store's pwrite64 is the lock file's write count, a hint whose failure it ignores.
-        ("file", ["fsync", "write", "rename"]),
+        ("file", ["fsync", "write", "renameat"]),
         ("sqlite", ["fdatasync", "pwrite64"]),
         ("lmdb", ["fdatasync", "pwrite64", "writev"]),
         ("leveldb", ["fdatasync", "write", "rename"]),

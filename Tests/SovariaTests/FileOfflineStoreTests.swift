@@ -24,6 +24,58 @@ import Testing
             })
     }
 
+    /// Issue 27: the whole suite in a folder 3,100 bytes deep, the room a 511-byte key has below
+    /// an app's Application Support folder on Apple platforms (1,024 bytes per path there, 4,096
+    /// on Linux): a key's file is up to 1,031 bytes below the store, so only calls relative to an
+    /// open folder reach it.
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsInAFolder3100BytesDeepWhenSynced(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: StoreFactory("file(synced, deep)", persistent: true) {
+                FileOfflineStore(directory: try Self.deepFolder(in: $0), durability: .synced)
+            })
+    }
+
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsInAFolder3100BytesDeepWhenFlushed(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: StoreFactory("file(flushed, deep)", persistent: true) {
+                FileOfflineStore(directory: try Self.deepFolder(in: $0), durability: .flushed)
+            })
+    }
+
+    @Test(arguments: [Durability.synced, .flushed])
+    func theLongestKeysLiveInADeepFolderAndSurviveAReopen(durability: Durability) async throws {
+        let folder = try TemporaryFolder()
+        let deep = try Self.deepFolder(in: folder.url)
+        let keys = [String(repeating: "k", count: 511), String(repeating: "é", count: 255) + "x", "short"]
+        do {
+            let store = FileOfflineStore(directory: deep, durability: durability)
+            #expect(store.fallbackReason == nil && store.isPersistent)
+            for key in keys { try await store.set(key, "value of \(key.utf8.count)") }
+            try await store.write(keys.map { .set(key: $0, value: "batch \($0.utf8.count)") })
+            try await store.delete(keys[2])
+        }
+        let reopened = FileOfflineStore(directory: deep, durability: durability)
+        #expect(
+            try await reopened.keys("") == keys.prefix(2).sorted { Array($0.utf8).lexicographicallyPrecedes($1.utf8) })
+        for key in keys.prefix(2) { #expect(try await reopened.get(key) == "batch \(key.utf8.count)") }
+        let entries = try await reopened.entries("", after: nil, limit: 10)
+        #expect(entries.map(\.key) == (try await reopened.keys("")))
+        let check = try FileStoreFolderCheck(directory: deep)
+        #expect(check.entryFiles == 2 && check.strayNames.isEmpty && check.journal == .none)
+    }
+
+    /// A folder below `parent` whose path is at least 3,100 bytes long, made of 250-byte names.
+    static func deepFolder(in parent: URL) throws -> URL {
+        var folder = parent
+        while folder.path.utf8.count < 3_100 {
+            folder = folder.appendingPathComponent(String(repeating: "d", count: 250), isDirectory: true)
+        }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
     @Test func fallsBackToMemoryWhenTheFolderCannotBeCreated() async throws {
         let folder = try TemporaryFolder()
         let blocker = folder.url.appendingPathComponent("a-file")

@@ -13,7 +13,8 @@ import Sovaria
 /// file cache's (``FileCacheCrashWorkload``); one of `read-<engine>` reads a damaged store
 /// (``CorruptionReader``, FIRST being the number of keys); one of `io-<engine>` is a short run for
 /// `strace --inject` (``IOErrorWorkload``), one of `bulk-<engine>` large inputs
-/// (``BulkInputWorkload``), and one of `history-<engine>` several tasks writing through the
+/// (``BulkInputWorkload``), one of `batches-<engine>` three-key batches another process reads
+/// (``BatchWriterWorkload``), and one of `history-<engine>` several tasks writing through the
 /// controller to the test server (``QueueHistoryWorkload``).
 @main
 enum CrashWriter {
@@ -30,6 +31,11 @@ enum CrashWriter {
                 await CorruptionReader.run(
                     engine: String(engine.dropFirst(CorruptionReader.enginePrefix.count)), path: arguments[2],
                     count: first)
+            }
+            if engine.hasPrefix(BatchWriterWorkload.enginePrefix) {
+                await BatchWriterWorkload.run(
+                    engine: String(engine.dropFirst(BatchWriterWorkload.enginePrefix.count)), location: arguments[2],
+                    durability: durability, count: first)
             }
             if engine.hasPrefix(QueueHistoryWorkload.enginePrefix) {
                 let store = try CrashStores.open(

@@ -160,7 +160,9 @@ public final class FileOfflineStore: OfflineStore {
                 return StoreKey.range(of: prefix, after: nil, in: keys).map(\.string)
             }
             return try await handle.queue.runConcurrently {
-                try StoreKey.range(of: prefix, after: nil, in: handle.keysInOrder()).map(\.string)
+                try handle.readingSeveralKeys { () throws(OfflineStoreError) in
+                    StoreKey.range(of: prefix, after: nil, in: try handle.keysInOrder()).map(\.string)
+                }
             }
         }
     }
@@ -171,9 +173,16 @@ public final class FileOfflineStore: OfflineStore {
         switch backend {
         case .memory(let store): return try await store.entries(prefix, after: after, limit: limit)
         case .files(let handle):
+            // Under the folder's shared lock: no other process's batch is half applied in a page.
             return try await handle.queue.runConcurrently {
-                try StoreKey.range(of: prefix, after: after, in: handle.keysInOrder()).prefix(limit).compactMap {
-                    key in try handle.tree.read(key.string).map { StoreEntry(key: key.string, value: $0) }
+                try handle.readingSeveralKeys { () throws(OfflineStoreError) in
+                    var page: [StoreEntry] = []
+                    for key in StoreKey.range(of: prefix, after: after, in: try handle.keysInOrder()).prefix(limit) {
+                        if let value = try handle.tree.read(key.string) {
+                            page.append(StoreEntry(key: key.string, value: value))
+                        }
+                    }
+                    return page
                 }
             }
         }

@@ -39,11 +39,17 @@ package struct FileStoreFolderCheck: Sendable {
         if let bytes = try POSIXFile.readFile(root + "/" + FileTree.journalName, key: nil) {
             journal = BatchJournal.decode(bytes).map { .pending(steps: $0.count) } ?? .damaged(sizeBytes: bytes.count)
         }
-        for (name, isDirectory) in try POSIXFile.listDirectory(root) {
+        let folder: DirectoryDescriptor
+        do {
+            folder = try DirectoryDescriptor(opening: root)
+        } catch  where error.nativeCode == ENOENT {
+            return  // a folder that does not exist holds nothing
+        }
+        for (name, isDirectory) in try folder.list() {
             if name.utf8.starts(with: FileTree.temporaryPrefix.utf8) {
                 temporaryFiles.append(name)
             } else if !name.hasPrefix(".") {
-                try visit(name, isDirectory: isDirectory, in: root, relative: "", digits: [])
+                try visit(name, isDirectory: isDirectory, in: folder, relative: "", digits: [])
             }
         }
         temporaryFiles.sort()
@@ -51,7 +57,7 @@ package struct FileStoreFolderCheck: Sendable {
     }
 
     private mutating func visit(
-        _ name: String, isDirectory: Bool, in folder: String, relative: String, digits: [UInt8]
+        _ name: String, isDirectory: Bool, in folder: DirectoryDescriptor, relative: String, digits: [UInt8]
     ) throws(OfflineStoreError) {
         let prefix = isDirectory ? FileNameScheme.folderPrefix : FileNameScheme.filePrefix
         guard let nameDigits = FileNameScheme.digits(ofName: name, prefix: prefix) else {
@@ -60,9 +66,10 @@ package struct FileStoreFolderCheck: Sendable {
         }
         let full = digits + nameDigits
         if isDirectory {
-            let path = folder + "/" + name
-            for (child, childIsDirectory) in try POSIXFile.listDirectory(path) {
-                try visit(child, isDirectory: childIsDirectory, in: path, relative: relative + name + "/", digits: full)
+            guard let subfolder = try folder.child(name, create: false, sync: false) else { return }
+            for (child, childIsDirectory) in try subfolder.list() {
+                try visit(
+                    child, isDirectory: childIsDirectory, in: subfolder, relative: relative + name + "/", digits: full)
             }
         } else if FileNameScheme.decodeKey(full) != nil {
             entryFiles += 1

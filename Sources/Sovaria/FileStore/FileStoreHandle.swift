@@ -51,9 +51,9 @@ final class FileStoreHandle: Sendable {
     /// left, holding the folder's lock so that no other process is writing meanwhile.
     private init(path: String, sync: Bool) throws(OfflineStoreError) {
         self.path = path
-        let tree = FileTree(root: path)
-        self.tree = tree
         try POSIXFile.checkReadableFolder(path)  // a folder that cannot even be read falls back to memory
+        let tree = try FileTree(root: path)
+        self.tree = tree
         tree.restrictMode()
         var lock: FolderLock?
         var failure: OfflineStoreError?
@@ -129,6 +129,30 @@ final class FileStoreHandle: Sendable {
             } catch {
                 guard error.code == .full, DiskReserve.isOnlyDeletes(batch), reserve.release() else { throw error }
                 try tree.applyBatch(batch, sync: sync)
+            }
+        }
+    }
+
+    /// Runs `body` (a read of several keys: a listing, a page of entries) so that no batch of any
+    /// process is half applied in what it sees: holding the folder's lock shared, which every
+    /// write takes exclusively. A journal found there was left by a writer that stopped before
+    /// finishing its batch (a live one holds the lock): it is finished first, under the exclusive
+    /// lock, unless the folder is read-only, where the read sees the folder as it is.
+    ///
+    /// Reads of one key need none of this: each file is replaced whole, by a rename.
+    func readingSeveralKeys<Result>(_ body: () throws(OfflineStoreError) -> Result) throws(OfflineStoreError) -> Result
+    {
+        guard let lock else { return try body() }
+        while true {
+            let result = try lock.withSharedLock { () throws(OfflineStoreError) -> Result? in
+                guard !tree.hasJournal || readOnlyReason != nil else { return nil }
+                return try body()
+            }
+            if let result { return result }
+            try lock.withExclusiveLock { () throws(OfflineStoreError) in
+                defer { lock.countWrite() }
+                sortedKeys.withLock { $0 = nil }
+                try tree.recoverJournal(sync: true)
             }
         }
     }

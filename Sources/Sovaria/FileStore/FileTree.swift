@@ -17,54 +17,69 @@
 /// write or open. A batch that fails before its journal exists leaves nothing behind.
 struct FileTree: Sendable {
     let root: String
+    /// The root folder, open: every call on a key's file is made relative to it (or to one of
+    /// its sub-folders), so no path handed to the system is longer than one name, however deep
+    /// the root is (``DirectoryDescriptor``).
+    let directory: DirectoryDescriptor
 
     static let temporaryPrefix = ".tmp-"
     static let journalName = ".journal"
 
+    /// Opens the tree at `root` (an existing folder); throws when it cannot be opened.
+    init(root: String) throws(OfflineStoreError) {
+        self.root = root
+        directory = try DirectoryDescriptor(opening: root)
+        POSIXFile.protectUntilFirstUnlock(directory.fd)
+    }
+
     /// Takes group and other permissions away from the folder (0700 when it is new); an owner's own
     /// narrower mode (0500) is kept. A folder this process cannot chmod (another user's) is left as is.
     func restrictMode() {
-        var info = stat()
-        guard stat(root, &info) == 0, info.st_mode & 0o077 != 0 else { return }
-        _ = chmod(root, info.st_mode & 0o700)
+        guard let mode = directory.mode, mode & 0o077 != 0 else { return }
+        _ = fchmod(directory.fd, mode & 0o700)
     }
 
     /// Creates and removes a temporary file: throws when the folder cannot be written.
     func probeWritable() throws(OfflineStoreError) {
-        let probe = temporaryPath()
-        try POSIXFile.createFile(probe, contents: [], sync: false, key: nil)
-        try POSIXFile.removeFile(probe, key: nil)
+        let probe = Self.temporaryName()
+        try directory.createFile(probe, contents: [], sync: false, key: nil)
+        try directory.removeFile(probe, key: nil)
     }
 
     /// Removes the temporary files a crash left; call holding the folder's lock, after
     /// ``recoverJournal(sync:)`` (whose batch may still need them).
     func removeTemporaryFiles() throws(OfflineStoreError) {
-        for (name, _) in try POSIXFile.listDirectory(root) where name.utf8.starts(with: Self.temporaryPrefix.utf8) {
-            try POSIXFile.removeFile(root + "/" + name, key: nil)
+        for (name, _) in try directory.list() where name.utf8.starts(with: Self.temporaryPrefix.utf8) {
+            try directory.removeFile(name, key: nil)
         }
     }
 
     func read(_ key: String) throws(OfflineStoreError) -> String? {
-        let path = filePath(for: key).file
-        guard let bytes = try POSIXFile.readFile(path, key: key) else { return nil }
-        return try EntryFile.decode(bytes, key: key, path: path)
+        let (folders, file) = FileNameScheme.path(for: key)
+        guard let folder = try folder(folders, create: false, sync: false),
+            let bytes = try folder.readFile(file, key: key)
+        else { return nil }
+        return try EntryFile.decode(bytes, key: key, path: folder.shown(file))
     }
 
     /// Applies one write: a set is a temp file renamed into place.
     func apply(_ write: StoreWrite, sync: Bool) throws(OfflineStoreError) {
-        let (folder, file) = filePath(for: write.key)
+        let (folders, file) = FileNameScheme.path(for: write.key)
+        let folder: DirectoryDescriptor
         switch write {
         case .set(let key, let value):
-            try makeFolders(for: key, sync: sync)
-            let temporary = temporaryPath()
-            try POSIXFile.createFile(
+            folder = try self.folder(folders, create: true, sync: sync) ?? directory
+            let temporary = Self.temporaryName()
+            try directory.createFile(
                 temporary, contents: EntryFile.encode(key: key, value: value), sync: sync, key: key)
-            try POSIXFile.rename(temporary, to: file, key: key)
+            try directory.rename(temporary, to: file, in: folder, key: key)
         case .delete(let key):
             // Nothing removed, nothing to sync (the folder of a long key may not even exist).
-            guard try POSIXFile.removeFile(file, key: key) else { return }
+            guard let found = try self.folder(folders, create: false, sync: false), try found.removeFile(file, key: key)
+            else { return }
+            folder = found
         }
-        if sync { try POSIXFile.syncDirectory(folder) }
+        if sync { try folder.sync() }
     }
 
     /// Applies `batch` all or nothing: stages its values, writes the journal, then renames and removes.
@@ -79,34 +94,36 @@ struct FileTree: Sendable {
             for write in Self.lastWritePerKey(batch) {
                 switch write {
                 case .set(let key, let value):
-                    try makeFolders(for: key, sync: sync)
-                    let name = Self.temporaryPrefix + Self.randomSuffix()
-                    try POSIXFile.createFile(
-                        root + "/" + name, contents: EntryFile.encode(key: key, value: value), sync: sync, key: key)
+                    _ = try folder(FileNameScheme.path(for: key).folders, create: true, sync: sync)
+                    let name = Self.temporaryName()
+                    try directory.createFile(
+                        name, contents: EntryFile.encode(key: key, value: value), sync: sync, key: key)
                     staged.append(name)
                     steps.append(.rename(stagedName: name, key: key))
                 case .delete(let key):
                     steps.append(.remove(key: key))
                 }
             }
-            let temporary = temporaryPath()
-            try POSIXFile.createFile(temporary, contents: BatchJournal.encode(steps), sync: sync, key: nil)
-            try POSIXFile.rename(temporary, to: root + "/" + Self.journalName, key: nil)
-            if sync { try POSIXFile.syncDirectory(root) }
+            let temporary = Self.temporaryName()
+            try directory.createFile(temporary, contents: BatchJournal.encode(steps), sync: sync, key: nil)
+            try directory.rename(temporary, to: Self.journalName, in: directory, key: nil)
+            if sync { try directory.sync() }
         } catch {
-            for name in staged { unlink(root + "/" + name) }
+            for name in staged { unlinkat(directory.fd, name, 0) }
             throw error
         }
         try run(steps, sync: sync)
     }
 
+    /// Whether a batch's journal is in the folder (committed, not yet finished).
+    var hasJournal: Bool { faccessat(directory.fd, Self.journalName, F_OK, 0) == 0 }
+
     /// Finishes the batch in the journal, if there is one.
     func recoverJournal(sync: Bool) throws(OfflineStoreError) {
-        let journal = root + "/" + Self.journalName
-        guard let bytes = try POSIXFile.readFile(journal, key: nil) else { return }
+        guard let bytes = try directory.readFile(Self.journalName, key: nil) else { return }
         // A journal that fails its checksum was never acknowledged (its rename was not synced).
         guard let steps = BatchJournal.decode(bytes) else {
-            try POSIXFile.removeFile(journal, key: nil)
+            try directory.removeFile(Self.journalName, key: nil)
             return
         }
         try run(steps, sync: sync)
@@ -116,22 +133,45 @@ struct FileTree: Sendable {
     /// steps again after an interruption ends in the same state: a staged file already renamed is
     /// gone, and a key already removed is missing.
     private func run(_ steps: [BatchJournal.Step], sync: Bool) throws(OfflineStoreError) {
-        var touched: Set<String> = []
+        var rootTouched = false
         for step in steps {
-            let (folder, file) = filePath(for: step.key)
+            let (folders, file) = FileNameScheme.path(for: step.key)
+            let touched: DirectoryDescriptor
             switch step {
             case .rename(let stagedName, let key):
-                guard try POSIXFile.renameIfPresent(root + "/" + stagedName, to: file, key: key) else { continue }
+                let folder = try folder(folders, create: true, sync: sync) ?? directory
+                guard try directory.renameIfPresent(stagedName, to: file, in: folder, key: key) else { continue }
+                touched = folder
             case .remove(let key):
-                guard try POSIXFile.removeFile(file, key: key) else { continue }
+                guard let folder = try folder(folders, create: false, sync: false),
+                    try folder.removeFile(file, key: key)
+                else { continue }
+                touched = folder
             }
-            touched.insert(folder)
+            // A long key's folder is synced at its step (it is open now); the root once, at the end.
+            if folders.isEmpty {
+                rootTouched = true
+            } else if sync {
+                try touched.sync()
+            }
         }
-        if sync {
-            for folder in touched { try POSIXFile.syncDirectory(folder) }
+        if sync, rootTouched { try directory.sync() }
+        try directory.removeFile(Self.journalName, key: nil)
+        if sync { try directory.sync() }
+    }
+
+    /// The folder that holds a key's file: the root, or the chain of `folders` below it, opened one
+    /// name at a time (and made, each synced into its parent when `sync`, when `create` is set);
+    /// `nil` when one is missing and `create` is not.
+    private func folder(
+        _ folders: [String], create: Bool, sync: Bool
+    ) throws(OfflineStoreError) -> DirectoryDescriptor? {
+        var folder = directory
+        for name in folders {
+            guard let child = try folder.child(name, create: create, sync: sync) else { return nil }
+            folder = child
         }
-        try POSIXFile.removeFile(root + "/" + Self.journalName, key: nil)
-        if sync { try POSIXFile.syncDirectory(root) }
+        return folder
     }
 
     /// The writes of `batch` that decide its outcome: the last one of each key (by bytes), in order.
@@ -145,47 +185,28 @@ struct FileTree: Sendable {
     /// Every key in the tree, in byte order.
     func sortedKeys() throws(OfflineStoreError) -> [StoreKey.Bytes] {
         var found: [StoreKey.Bytes] = []
-        try collectKeys(in: root, digits: [], into: &found)
+        try collectKeys(in: directory, digits: [], into: &found)
         return found.sorted()
     }
 
     private func collectKeys(
-        in folder: String, digits: [UInt8], into found: inout [StoreKey.Bytes]
+        in folder: DirectoryDescriptor, digits: [UInt8], into found: inout [StoreKey.Bytes]
     ) throws(OfflineStoreError) {
-        for (name, isDirectory) in try POSIXFile.listDirectory(folder) {
+        for (name, isDirectory) in try folder.list() {
             let prefix = isDirectory ? FileNameScheme.folderPrefix : FileNameScheme.filePrefix
             guard let nameDigits = FileNameScheme.digits(ofName: name, prefix: prefix) else { continue }
             let full = digits + nameDigits
             if isDirectory {
-                try collectKeys(in: folder + "/" + name, digits: full, into: &found)
+                // Gone since the listing (another process removed it): nothing to collect.
+                guard let child = try folder.child(name, create: false, sync: false) else { continue }
+                try collectKeys(in: child, digits: full, into: &found)
             } else if let key = FileNameScheme.decodeKey(full) {
                 found.append(StoreKey.Bytes(key))
             }
         }
     }
 
-    /// Creates the sub-folders a long key's file lives in.
-    private func makeFolders(for key: String, sync: Bool) throws(OfflineStoreError) {
-        var folder = root
-        for name in FileNameScheme.path(for: key).folders {
-            let child = folder + "/" + name
-            if try POSIXFile.makeDirectories(child, mode: 0o700), sync { try POSIXFile.syncDirectory(folder) }
-            folder = child
-        }
-    }
-
-    /// The folder that holds `key`'s file, and the file's path.
-    private func filePath(for key: String) -> (folder: String, file: String) {
-        let (folders, file) = FileNameScheme.path(for: key)
-        let folder = folders.reduce(root) { $0 + "/" + $1 }
-        return (folder, folder + "/" + file)
-    }
-
-    private func temporaryPath() -> String {
-        root + "/" + Self.temporaryPrefix + Self.randomSuffix()
-    }
-
-    private static func randomSuffix() -> String {
-        (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 16) }.joined()
+    private static func temporaryName() -> String {
+        temporaryPrefix + (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 16) }.joined()
     }
 }

@@ -58,12 +58,18 @@ package enum POSIXFile {
     }
 
     /// Writes `bytes` to a new file at `path` (which must not exist), mode 0600, and fsyncs it
-    /// when `sync` is set.
+    /// when `sync` is set. A relative `path` is resolved in the folder open as `directory`
+    /// (``DirectoryDescriptor``); messages name `shown` (default: `path`). On Apple platforms the
+    /// file gets the protection class "until first user authentication".
     package static func createFile(
-        _ path: String, contents bytes: [UInt8], sync: Bool, key: String?
+        _ path: String, at directory: Int32 = AT_FDCWD, shownAs shown: String? = nil, contents bytes: [UInt8],
+        sync: Bool, key: String?
     ) throws(OfflineStoreError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let name = path
+        let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let path = shown ?? name
         guard fd >= 0 else { throw error("Creating", path, key: key) }
+        protectUntilFirstUnlock(fd)
         var failure: OfflineStoreError?
         bytes.withUnsafeBytes { buffer in
             var offset = 0
@@ -80,14 +86,31 @@ package enum POSIXFile {
         if failure == nil, sync, fsync(fd) != 0 { failure = error("Syncing", path, key: key) }
         if close(fd) != 0, failure == nil { failure = error("Closing", path, key: key) }
         if let failure {
-            unlink(path)
+            unlinkat(directory, name, 0)
             throw failure
         }
     }
 
-    /// The contents of the file at `path`, or `nil` when it does not exist.
-    package static func readFile(_ path: String, key: String?) throws(OfflineStoreError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// Seed 003: the store's files stay readable after the device's first unlock, so background
+    /// sync works while it is locked (`NSFileProtectionCompleteUntilFirstUserAuthentication`, data
+    /// protection class C). Files and folders inherit their folder's class; the store sets it on
+    /// each it creates as well. Elsewhere, and on volumes without data protection, nothing.
+    /// Compiled on Apple platforms only: not run on this project's Linux machines.
+    package static func protectUntilFirstUnlock(_ fd: Int32) {
+        #if canImport(Darwin)
+            // PROTECTION_CLASS_C, the value <sys/fcntl.h> documents; an error (no data
+            // protection on the volume, as on most Macs) leaves the file as it was.
+            _ = fcntl(fd, F_SETPROTECTIONCLASS, 3)
+        #endif
+    }
+
+    /// The contents of the file at `path` (relative: in the folder open as `directory`), or
+    /// `nil` when it does not exist; messages name `shown` (default: `path`).
+    package static func readFile(
+        _ path: String, at directory: Int32 = AT_FDCWD, shownAs shown: String? = nil, key: String?
+    ) throws(OfflineStoreError) -> [UInt8]? {
+        let fd = openat(directory, path, O_RDONLY | O_CLOEXEC)
+        let path = shown ?? path
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
             throw error("Opening", path, key: key)
@@ -157,11 +180,18 @@ package enum POSIXFile {
         closedir(dir)
     }
 
-    /// The names in the folder at `path`, without `.` and `..`; empty when it does not exist.
-    package static func listDirectory(_ path: String) throws(OfflineStoreError) -> [(name: String, isDirectory: Bool)] {
-        guard let dir = opendir(path) else {
-            if errno == ENOENT { return [] }
-            throw error("Listing folder", path)
+    /// The names in the folder at `path` (relative: in the folder open as `directory`), without
+    /// `.` and `..`; empty when it does not exist. Messages name `shown` (default: `path`).
+    package static func listDirectory(
+        _ path: String, at directory: Int32 = AT_FDCWD, shownAs shown: String? = nil
+    ) throws(OfflineStoreError) -> [(name: String, isDirectory: Bool)] {
+        let fd = openat(directory, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let path = shown ?? path
+        guard fd >= 0, let dir = fdopendir(fd) else {
+            let code = errno
+            if fd >= 0 { close(fd) }
+            if code == ENOENT { return [] }
+            throw error("Listing folder", path, code: code)
         }
         defer { closedir(dir) }
         var names: [(String, Bool)] = []
@@ -174,7 +204,7 @@ package enum POSIXFile {
             let isDirectory: Bool
             if type == UInt8(DT_UNKNOWN) {
                 var info = stat()
-                isDirectory = stat(path + "/" + name, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+                isDirectory = fstatat(dirfd(dir), name, &info, 0) == 0 && info.st_mode & S_IFMT == S_IFDIR
             } else {
                 isDirectory = type == UInt8(DT_DIR)
             }
