@@ -109,6 +109,11 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
         /// The write queue already holds as many writes as it may (its `maxQueued`, seed 003's
         /// `OFFLINE_QUEUE_FULL`): nothing was queued; send or remove queued writes, then try again.
         public static let queueFull = Code("queueFull")
+        /// A write was sent but its answer never came (a connection lost during the commit, a
+        /// database failing over): it may or may not have been applied. Read its keys back once
+        /// the store answers again to find out; the write queue, the rejected list and the file
+        /// cache do that themselves and never pass this code on while the store comes back.
+        public static let outcomeUnknown = Code("outcomeUnknown")
         /// No entry has the given identifier (for example a rejected write that was discarded,
         /// requeued or cleared meanwhile).
         public static let notFound = Code("notFound")

@@ -90,8 +90,12 @@ extension FileCache {
             }
             let now = self.now
             do {
-                try await metadata.set(
-                    FileKeys.metadataKey(id: id, sizeBytes: sizeBytes, lastUseMillis: now), FileKeys.value(key: key))
+                // A metadata store failing over may not say whether this landed: it finds out.
+                try await metadata.writeLearningOutcome([
+                    .set(
+                        key: FileKeys.metadataKey(id: id, sizeBytes: sizeBytes, lastUseMillis: now),
+                        value: FileKeys.value(key: key))
+                ])
             } catch {
                 // The file is in place but not recorded: the next open adopts it. Count it now.
                 index.withLock { _ = $0.insert(id, sizeBytes: sizeBytes, lastUseMillis: now, storedUseMillis: -1) }

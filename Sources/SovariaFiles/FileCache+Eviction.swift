@@ -111,7 +111,7 @@ extension FileCache {
             counters.evictedBytes += deleted.reduce(0) { $0 + $1.entry.sizeBytes }
         }
         if !deleted.isEmpty {
-            try await metadata.write(
+            try await metadata.writeLearningOutcome(
                 deleted.map {
                     .delete(
                         key: FileKeys.metadataKey(

@@ -128,7 +128,7 @@ extension FileCache {
             guard let entry = index.withLock({ $0.entries[id] }), entry.lastUseMillis > entry.storedUseMillis else {
                 return
             }
-            try await metadata.write([
+            try await metadata.writeLearningOutcome([
                 .set(
                     key: FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.lastUseMillis),
                     value: FileKeys.value(key: key)),

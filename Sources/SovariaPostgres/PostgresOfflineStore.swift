@@ -29,8 +29,9 @@ import Synchronization
 ///   a new connection only when that is certainly safe: reads always; writes only when they
 ///   certainly did not commit (the connection broke before their `COMMIT`, or before a single
 ///   write was sent). A write whose commit was sent but whose answer never came throws
-///   ``OfflineStoreError/Code/io`` saying it may or may not have been applied: sending it again
-///   could overwrite a newer write another process made meanwhile. While the server cannot be
+///   ``OfflineStoreError/Code/outcomeUnknown``: it may or may not have been applied, and sending
+///   it again blindly could overwrite a newer write another process made meanwhile (read its
+///   keys back once the store answers; Sovaria's queue and file cache do). While the server cannot be
 ///   reached, calls throw ``OfflineStoreError/Code/io`` with libpq's reason and what to check.
 ///
 /// ```swift

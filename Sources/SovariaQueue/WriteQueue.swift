@@ -46,6 +46,8 @@ public final class WriteQueue: Sendable {
     public let maxQueued: Int
 
     let clock: @Sendable () -> Date
+    /// Waits between read-backs after a write whose outcome the store could not tell.
+    let pause: @Sendable (Duration) async throws -> Void
     let gate = AsyncGate()
     /// Changed only under `gate`, in place, after the store batch it describes succeeded.
     let index: Mutex<QueueIndex>
@@ -57,16 +59,21 @@ public final class WriteQueue: Sendable {
     ///     more writes than this keeps them all and refuses new ones until it is below.
     ///   - clock: the time of ``QueuedWrite/queuedAt`` and ``RejectedWrite/rejectedAt``; inject
     ///     one in tests.
+    ///   - pause: how the queue waits between read-backs after a write whose outcome the store
+    ///     could not tell (``OfflineStoreError/Code/outcomeUnknown``: see ``enqueue(_:id:)``);
+    ///     default `Task.sleep`. Tests pass one that returns at once.
     /// - Throws: the store's errors; ``OfflineStoreError/Code/corrupt`` naming a key under the
     ///   queue's prefixes that the queue did not write.
     public init(
         store: any OfflineStore,
         maxQueued: Int = defaultMaxQueued,
-        clock: @escaping @Sendable () -> Date = Date.init
+        clock: @escaping @Sendable () -> Date = Date.init,
+        pause: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) async throws {
         self.store = store
         self.maxQueued = max(1, maxQueued)
         self.clock = clock
+        self.pause = pause
         let (loaded, repairs) = try await QueueIndex.load(from: store)
         if !repairs.isEmpty { try await store.write(repairs) }
         index = Mutex(loaded)
@@ -86,7 +93,12 @@ public final class WriteQueue: Sendable {
     /// the replay from a new write.
     ///
     /// - Important: Durable before it returns: one store batch of one key. A crash before the
-    ///   batch leaves no trace; after it, the write is there once.
+    ///   batch leaves no trace; after it, the write is there once. When the store cannot say
+    ///   whether the batch was applied (``OfflineStoreError/Code/outcomeUnknown``: a database
+    ///   failing over), the queue reads its key back once the store answers again (waiting up to
+    ///   a minute) and sends it again only if it is not there: the call returns the write queued
+    ///   once, or throws an error that leaves no doubt. The same holds for every change the queue
+    ///   and the rejected list make.
     /// - Throws: ``OfflineStoreError/Code/queueFull`` (message `OFFLINE_QUEUE_FULL…`) when
     ///   ``maxQueued`` writes are waiting; ``OfflineStoreError/Code/invalidKey`` when `id` is
     ///   empty, longer than 128 bytes, holds a control character, or is already queued. Nothing
@@ -210,12 +222,12 @@ public final class WriteQueue: Sendable {
 
     static let pageSize = 1_000
 
-    /// Writes `batch`. If it fails, the index is rebuilt from the store's keys (a store without
+    /// Writes `batch`, learning its outcome when the store cannot tell it. If it fails, the index is rebuilt from the store's keys (a store without
     /// atomic batches may have applied part of it); the sequences given out so far, `sequence`
     /// included if the batch used a new one, are never given out again.
     func commit(_ batch: [StoreWrite], givingOut sequence: UInt64 = 0) async throws {
         do {
-            try await store.write(batch)
+            try await store.writeLearningOutcome(batch, pause: pause)
         } catch {
             let reloaded = try? await QueueIndex.load(from: store).index
             index.withLock { index in

@@ -16,6 +16,9 @@ public final class PostgresCluster: Sendable {
     public struct Failure: Error, CustomStringConvertible {
         /// What went wrong, with the script's output.
         public let description: String
+
+        /// A failure saying `description`.
+        public init(description: String) { self.description = description }
     }
 
     /// The folder that holds the cluster's data, socket and log.

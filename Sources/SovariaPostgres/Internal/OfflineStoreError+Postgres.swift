@@ -39,7 +39,8 @@ extension OfflineStoreError {
             advice += " The write was sent but its answer never came: it may or may not have been applied."
         }
         return OfflineStoreError(
-            .io, "\(action) \(what): \(cleaned(libpqMessage)). \(advice)", engine: .postgres, key: key)
+            mayHaveCommitted ? .outcomeUnknown : .io, "\(action) \(what): \(cleaned(libpqMessage)). \(advice)",
+            engine: .postgres, key: key)
     }
 
     /// A stored key or value whose bytes are not UTF-8: only a change made outside Sovaria can put
