@@ -20,7 +20,7 @@ test: deps
 # kills): a few minutes per engine. Needs root (loop mounts, tmpfs, strace).
 reliability: deps
 	$(SWIFT) build --build-tests
-	SOVARIA_RELIABILITY=full $(SWIFT) test --skip-build --filter 'SovariaFaultTests|SovariaCrashTests|MigrateCommandTests|PostgresFailoverTests'
+	SOVARIA_RELIABILITY=full $(SWIFT) test --skip-build --filter 'SovariaFaultTests|SovariaCrashTests|MigrateCommandTests|PostgresFailoverTests|FailoverSyncTests'
 
 bench: deps c-baseline
 	$(SWIFT) build -c release --product sovaria-bench

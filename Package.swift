@@ -140,6 +140,7 @@ let package = Package(
             dependencies: [
                 "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite",
                 "SovariaLMDB", "SovariaLevelDB", "SovariaSodium", "SovariaTestServers", "SovariaHTTP",
+                "SovariaPostgres",
             ]
         ),
         // The HTTP transport, end to end against PostgreSQL behind Tests/Server/restserver.py.
