@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Sovaria
 import Synchronization
@@ -59,6 +60,69 @@ struct WritersSection {
                 }
                 rows.append(row)
             }
+            if engine.name == "file" { rows += try rawFileFloor(total: total, section: section) }
+        }
+        return rows
+    }
+
+    /// The file system's own floor for a file per key: `total` synced writes (temp file, fsync,
+    /// rename, fsync of the folder), made by 1 thread and by 16 at once with plain system calls.
+    /// Any group commit of a file store shares at most what the file system shares between
+    /// concurrent fsyncs of different files.
+    func rawFileFloor(total: Int, section: String) throws -> [Measurement] {
+        var rows: [Measurement] = []
+        var single: Double?
+        for threads in [1, 16] {
+            progress.update("raw POSIX files: \(threads) synced writer threads")
+            let folder = options.folder.appendingPathComponent("writers-raw-\(threads)")
+            try? FileManager.default.removeItem(at: folder)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let directory = open(folder.path, O_RDONLY | O_DIRECTORY)
+            guard directory >= 0 else { throw BenchError.failed("raw POSIX: cannot open \(folder.path)") }
+            defer { close(directory) }
+            let value = [UInt8](repeating: UInt8(ascii: "v"), count: 256)
+            let perThread = max(1, total / threads)
+            let failures = Atomic(0)
+            let start = Stopwatch.now()
+            // Threads of their own (Dispatch's concurrentPerform would run two at a time on two
+            // cores): each blocks in its fsync while the others write.
+            let finished = DispatchGroup()
+            for thread in 0..<threads {
+                finished.enter()
+                Thread {
+                    defer { finished.leave() }
+                    for index in 0..<perThread {
+                        let temporary = ".tmp-\(thread)-\(index)"
+                        let file = openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+                        let ok =
+                            file >= 0 && value.withUnsafeBytes { write(file, $0.baseAddress, $0.count) } == value.count
+                            && fsync(file) == 0 && close(file) == 0
+                            && renameat(directory, temporary, directory, "k\(thread)-\(index)") == 0
+                            && fsync(directory) == 0
+                        if !ok { failures.add(1, ordering: .relaxed) }
+                    }
+                }.start()
+            }
+            finished.wait()
+            let elapsed = Double(Stopwatch.now() - start)
+            guard failures.load(ordering: .relaxed) == 0 else { throw BenchError.failed("raw POSIX: a write failed") }
+            let written = perThread * threads
+            var row = Sample(
+                perItemNanoseconds: [elapsed / Double(written)], callLatencies: [elapsed / Double(written)]
+            )
+            .measurement(
+                section: section, subject: "raw POSIX files",
+                variant: "synced, \(threads) thread\(threads == 1 ? "" : "s")",
+                operation: "temp + fsync + rename + fsync folder, \(written) writes")
+            let throughput = Double(written) / (elapsed / 1e9)
+            if threads == 1 {
+                single = throughput
+            } else if let single {
+                row.note = String(
+                    format: "%.2fx the writes/s of one thread: the file system's floor", throughput / single)
+            }
+            rows.append(row)
         }
         return rows
     }
