@@ -13,6 +13,7 @@ BENCH_ARGS ?=
 
 test: deps
 	$(SWIFT) build --build-tests
+	python3 Tests/DocSnippets/check-snippets.py .build/debug
 	$(SWIFT) test --skip-build
 
 # The long fault battery (docs/RELIABILITY.md): the same tests `make test` runs in a short
@@ -55,22 +56,34 @@ demo: deps
 	$(SWIFT) build --product sovaria-notes
 	Examples/demo.sh "$$($(SWIFT) build --show-bin-path)/sovaria-notes"
 
-# The DocC documentation of the Sovaria module, in .build/docs (swift-docc-plugin cannot be a
-# dependency, so no `swift package generate-documentation`): builds the target in its own scratch
-# folder, so the extra compiler flags do not rebuild the one `make test` uses, emitting its symbol
-# graph, then converts the catalog with that graph. With `DOCC_FLAGS=--warnings-as-errors` it
-# fails on any warning, an unresolved link included.
+# The DocC documentation of every library module, in .build/docs/<Module> (swift-docc-plugin
+# cannot be a dependency, so no `swift package generate-documentation`): builds the libraries in
+# their own scratch folder, so the extra compiler flags do not rebuild the one `make test` uses,
+# emitting their symbol graphs, then converts each catalog with its module's graphs. With
+# `DOCC_FLAGS=--warnings-as-errors` it fails on any warning, an unresolved link included.
 DOCC ?= $(shell command -v docc 2>/dev/null || { command -v xcrun >/dev/null 2>&1 && echo xcrun docc; } || echo /opt/swift/usr/bin/docc)
 DOCS_SCRATCH ?= .build/docs-scratch
 DOCS_SYMBOLS ?= .build/docs-symbols
 DOCC_FLAGS ?=
+DOC_MODULES := Sovaria SovariaCache SovariaQueue SovariaSync SovariaHTTP SovariaFiles SovariaSodium \
+	SovariaSQLite SovariaLMDB SovariaLevelDB SovariaPostgres SovariaTestKit
 
 docs:
-	$(SWIFT) build --scratch-path $(DOCS_SCRATCH) --target Sovaria \
-		-Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(abspath $(DOCS_SYMBOLS))
-	rm -rf .build/docs && mkdir -p .build
-	$(DOCC) convert Sources/Sovaria/Sovaria.docc --additional-symbol-graph-dir $(DOCS_SYMBOLS) \
-		--output-path .build/docs $(DOCC_FLAGS)
+	rm -rf $(DOCS_SYMBOLS) && mkdir -p $(DOCS_SYMBOLS)
+	set -e; for module in $(DOC_MODULES); do \
+		$(SWIFT) build --scratch-path $(DOCS_SCRATCH) --target $$module \
+			-Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(abspath $(DOCS_SYMBOLS)); \
+	done
+	rm -rf .build/docs && mkdir -p .build/docs
+	set -e; for module in $(DOC_MODULES); do \
+		rm -rf $(DOCS_SYMBOLS)/$$module && mkdir -p $(DOCS_SYMBOLS)/$$module; \
+		cp $(DOCS_SYMBOLS)/$$module.symbols.json $(DOCS_SYMBOLS)/$$module@*.symbols.json $(DOCS_SYMBOLS)/$$module/ 2>/dev/null || \
+			cp $(DOCS_SYMBOLS)/$$module.symbols.json $(DOCS_SYMBOLS)/$$module/; \
+		echo "docs: $$module"; \
+		$(DOCC) convert Sources/$$module/$$module.docc --additional-symbol-graph-dir $(DOCS_SYMBOLS)/$$module \
+			--fallback-display-name $$module --fallback-bundle-identifier org.sovaria.$$module \
+			--output-path .build/docs/$$module $(DOCC_FLAGS); \
+	done
 
 lint:
 	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks Examples Package.swift

@@ -10,7 +10,7 @@ import Synchronization
 ///   information); it throws ``MemoryPressureUnavailable`` where the kernel offers none.
 /// - Elsewhere: unavailable.
 ///
-/// Every memory layer of Sovaria observes it by default (``QueryCache``'s
+/// Every memory layer of Sovaria observes it by default (`QueryCache`'s
 /// `Configuration.memoryPressure`).
 public final class SystemMemoryPressureSource: MemoryPressureSource {
     /// The one instance (``MemoryPressureSources/system``).

@@ -46,7 +46,7 @@ extension QueryCache {
         /// sheds to a quarter of its limits, on a critical event it empties (see
         /// ``QueryCache/shedMemory(for:)``). `nil` turns this off.
         ///
-        /// Default: ``MemoryPressureSources/system`` (dispatch's memory-pressure source on Apple
+        /// Default: `MemoryPressureSources.system` (dispatch's memory-pressure source on Apple
         /// platforms, the kernel's pressure stall information on Linux); where it is
         /// unavailable, ``QueryCache/memoryPressureUnavailable`` says why.
         public var memoryPressure: (any MemoryPressureSource)? = MemoryPressureSources.system

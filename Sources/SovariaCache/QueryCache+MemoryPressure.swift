@@ -40,10 +40,10 @@ extension QueryCache {
     /// whatever the system needs, unless you call ``shedMemory(for:)``.
     public var memoryPressureUnavailable: MemoryPressureUnavailable? { memoryPressure.withLock { $0.unavailable } }
 
-    /// Gives memory back as the system asks: on ``MemoryPressure/warning``, the least recently
+    /// Gives memory back as the system asks: on `MemoryPressure.warning`, the least recently
     /// used responses go until the layer holds at most a quarter of its count and byte limits,
     /// except those a live reader shows that are 64 KiB or smaller; on
-    /// ``MemoryPressure/critical``, the layer empties. Nothing in the store changes and no read
+    /// `MemoryPressure.critical`, the layer empties. Nothing in the store changes and no read
     /// fails: a response that went is read from the store next time (and copied up again).
     ///
     /// The configured ``Configuration/memoryPressure`` source calls this; call it yourself to

@@ -19,6 +19,8 @@ extension QueryCache {
     /// answer before the eviction pass ends (``waitForBackgroundRefreshes()`` waits for it).
     ///
     /// - Parameters:
+    ///   - query: the query's identity (any string, such as the request's path and query).
+    ///   - policy: where the answer may come from (``ReadPolicy``).
     ///   - maxAge: how old (since it was fetched, by the cache's clock) a cached answer may be
     ///     before it needs a refresh; `nil` means it never expires by age. Stale marks always
     ///     need a refresh.

@@ -2,7 +2,7 @@ import Foundation
 import Sovaria
 import Synchronization
 
-/// The cache of query results, written once against ``OfflineStore`` so it runs unchanged on
+/// The cache of query results, written once against `OfflineStore` so it runs unchanged on
 /// every engine: bounded by ``CacheSize``, evicting the lists the server sent longest ago, with
 /// an in-memory LRU layer (``MemoryCache``) in front of the store and one fetch per query at a
 /// time (``SingleFlight``).
@@ -98,6 +98,7 @@ public final class QueryCache: Sendable {
     /// the open: the short form of ``init(store:configuration:)``, with the same defaults.
     ///
     /// - Parameters:
+    ///   - store: the store the lists are kept in.
     ///   - size: the bound on cached bodies; ``CacheSize/default`` is 100 MiB.
     ///   - memoryCountLimit: the most responses the memory layer keeps.
     ///   - memoryCostLimitBytes: the most body bytes the memory layer keeps.
@@ -198,7 +199,7 @@ public final class QueryCache: Sendable {
     }
 
     /// Forgets every cached list (every key under `sov:cache:`, lists of the first layout
-    /// included) and gives the space back to the operating system (``OfflineStore/compact()``):
+    /// included) and gives the space back to the operating system (`OfflineStore.compact()`):
     /// what "clear local data" does.
     public func clearLocalData() async throws {
         try await gate.withGate {

@@ -3,7 +3,7 @@ import Sovaria
 import Synchronization
 
 /// Downloaded files on disk, bounded by seed 000's rules, with their metadata (size, last use,
-/// state) kept in any ``OfflineStore`` under `sov:file:`: written once against the protocol, so
+/// state) kept in any `OfflineStore` under `sov:file:`: written once against the protocol, so
 /// it runs unchanged on every engine.
 ///
 /// The rules, fixed rather than options:

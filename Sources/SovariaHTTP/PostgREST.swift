@@ -2,7 +2,7 @@ import Foundation
 import SovariaQueue
 import SovariaSync
 
-/// Builds ``SovariaQueue/DataRequest``s in PostgREST's conventions (`/rest/v1/<table>`, filters
+/// Builds `SovariaQueue.DataRequest`s in PostgREST's conventions (`/rest/v1/<table>`, filters
 /// in the query, `Prefer` headers), so reads and queued writes say what they mean.
 ///
 /// ```swift
@@ -104,7 +104,7 @@ public enum PostgREST {
     }
 
     /// `POST /rest/v1/<table>` of `value` (one row, or an array of rows) encoded by `encoder`
-    /// (``SovariaSync/JSONCoding/makeEncoder()``: ISO 8601 dates with fractional seconds).
+    /// (`SovariaSync.JSONCoding.makeEncoder()`: ISO 8601 dates with fractional seconds).
     ///
     /// ```swift
     /// struct Note: Codable { var id: String; var title: String }

@@ -8,7 +8,7 @@ import Synchronization
     import FoundationNetworking
 #endif
 
-/// The HTTP transport apps use: sends ``SovariaQueue/DataRequest``s to a PostgREST-style API
+/// The HTTP transport apps use: sends `SovariaQueue.DataRequest`s to a PostgREST-style API
 /// with `URLSession`.
 ///
 /// - Every request goes to ``baseURL`` plus the request's path (with its query), with the
@@ -23,7 +23,7 @@ import Synchronization
 ///   refresh) and sends the request again with the new token; the second answer is returned
 ///   whatever it is, so the controller still sees a `401` that a refresh did not cure.
 /// - No network (not connected, cannot connect or find the host, DNS, connection lost, timed
-///   out, no data allowed) throws ``SovariaSync/SyncTransportError/offline(_:)``, which the
+///   out, no data allowed) throws `SovariaSync.SyncTransportError.offline(_:)`, which the
 ///   controller recognises; anything else throws ``URLSessionTransportError``. Every answer the
 ///   server gave is returned, whatever its status.
 ///
@@ -64,7 +64,7 @@ public final class URLSessionTransport: SyncTransport {
 
     /// Sends `request` and returns the server's answer, whatever its status.
     ///
-    /// - Throws: ``SovariaSync/SyncTransportError/offline(_:)`` when the request did not reach
+    /// - Throws: `SovariaSync.SyncTransportError.offline(_:)` when the request did not reach
     ///   the server for lack of network; ``URLSessionTransportError`` for a path that makes no
     ///   URL, an answer that is not HTTP, or another failure.
     public func send(_ request: DataRequest) async throws -> DataResponse {

@@ -19,7 +19,7 @@ public struct QueuedWrite: Sendable, Hashable, Codable, Identifiable {
     /// What the last failed try said, if one failed.
     public var lastError: String?
 
-    /// A queued write as the queue makes them; for tests and tools (``WriteQueue/enqueue(_:)``
+    /// A queued write as the queue makes them; for tests and tools (`WriteQueue.enqueue(_:)`
     /// makes the real ones).
     public init(
         id: String, sequence: UInt64, request: DataRequest, queuedAt: Date, attempts: Int = 0, lastError: String? = nil

@@ -45,7 +45,7 @@ extension WriteQueue {
 
     /// The rejected writes, newest rejection first.
     ///
-    /// - Throws: ``OfflineStoreError/Code/corrupt`` naming the first key whose value is not a
+    /// - Throws: `OfflineStoreError.Code.corrupt` naming the first key whose value is not a
     ///   rejected write (never skipped; ``discard(_:)`` it or ``clear()``).
     public func rejected() async throws -> [RejectedWrite] {
         let reader = QueueEntryReader()
@@ -67,8 +67,8 @@ extension WriteQueue {
     /// idempotency key may answer it with the stored rejection.
     ///
     /// - Important: One atomic store batch: the queue entry in, the rejected entry out.
-    /// - Throws: ``OfflineStoreError/Code/notFound`` when no rejected write has that id;
-    ///   ``OfflineStoreError/Code/queueFull`` when ``maxQueued`` writes are waiting (it stays
+    /// - Throws: `OfflineStoreError.Code.notFound` when no rejected write has that id;
+    ///   `OfflineStoreError.Code.queueFull` when ``maxQueued`` writes are waiting (it stays
     ///   rejected).
     @discardableResult
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {

@@ -3,7 +3,7 @@ import Sovaria
 import Synchronization
 
 /// The durable queue of writes made offline, oldest first, and the list of writes the server
-/// rejected (seed 003), written once against ``OfflineStore`` so it runs on every engine.
+/// rejected (seed 003), written once against `OfflineStore` so it runs on every engine.
 ///
 /// The queue only keeps writes; the controller that sends them (in order, one at a time, with
 /// backoff) calls ``head()`` or ``pending()``, then ``remove(_:)`` when the server took a write,
@@ -25,15 +25,15 @@ import Synchronization
 /// names only and reads no value.
 ///
 /// - Important: Every change is one store batch, written before the call returns: on a store
-///   with ``StoreCapabilities/atomicBatch`` (every store in this package) a crash at any point
+///   with `StoreCapabilities.atomicBatch` (every store in this package) a crash at any point
 ///   loses no acknowledged write and applies none twice. Durability is the store's
-///   (``Durability/synced`` survives power loss). Safe from any number of tasks: changes go
+///   (`Durability.synced` survives power loss). Safe from any number of tasks: changes go
 ///   through one async gate, in call order; reads take no gate. Open one queue per store at a
 ///   time.
 public final class WriteQueue: Sendable {
     /// The default bound on waiting writes: 1,000. Writes are small (a request and a few
     /// headers, typically under 1 KiB each), so a full queue costs about a megabyte; past it
-    /// ``enqueue(_:)`` refuses with ``OfflineStoreError/Code/queueFull`` rather than growing the
+    /// `enqueue(_:)` refuses with `OfflineStoreError.Code.queueFull` rather than growing the
     /// store without bound while the device stays offline.
     public static let defaultMaxQueued = 1_000
     /// How many rejected writes are kept: the newest 100 (seed 003); older ones are dropped in
@@ -55,14 +55,15 @@ public final class WriteQueue: Sendable {
     /// Opens the queue kept in `store`, from its key names alone.
     ///
     /// - Parameters:
+    ///   - store: the store the queue keeps its entries in.
     ///   - maxQueued: the most writes that may wait; below 1 counts as 1. A queue reopened with
     ///     more writes than this keeps them all and refuses new ones until it is below.
     ///   - clock: the time of ``QueuedWrite/queuedAt`` and ``RejectedWrite/rejectedAt``; inject
     ///     one in tests.
     ///   - pause: how the queue waits between read-backs after a write whose outcome the store
-    ///     could not tell (``OfflineStoreError/Code/outcomeUnknown``: see ``enqueue(_:id:)``);
+    ///     could not tell (`OfflineStoreError.Code.outcomeUnknown`: see ``enqueue(_:id:)``);
     ///     default `Task.sleep`. Tests pass one that returns at once.
-    /// - Throws: the store's errors; ``OfflineStoreError/Code/corrupt`` naming a key under the
+    /// - Throws: the store's errors; `OfflineStoreError.Code.corrupt` naming a key under the
     ///   queue's prefixes that the queue did not write.
     public init(
         store: any OfflineStore,
@@ -94,13 +95,13 @@ public final class WriteQueue: Sendable {
     ///
     /// - Important: Durable before it returns: one store batch of one key. A crash before the
     ///   batch leaves no trace; after it, the write is there once. When the store cannot say
-    ///   whether the batch was applied (``OfflineStoreError/Code/outcomeUnknown``: a database
+    ///   whether the batch was applied (`OfflineStoreError.Code.outcomeUnknown`: a database
     ///   failing over), the queue reads its key back once the store answers again (waiting up to
     ///   a minute) and sends it again only if it is not there: the call returns the write queued
     ///   once, or throws an error that leaves no doubt. The same holds for every change the queue
     ///   and the rejected list make.
-    /// - Throws: ``OfflineStoreError/Code/queueFull`` (message `OFFLINE_QUEUE_FULL…`) when
-    ///   ``maxQueued`` writes are waiting; ``OfflineStoreError/Code/invalidKey`` when `id` is
+    /// - Throws: `OfflineStoreError.Code.queueFull` (message `OFFLINE_QUEUE_FULL…`) when
+    ///   ``maxQueued`` writes are waiting; `OfflineStoreError.Code.invalidKey` when `id` is
     ///   empty, longer than 128 bytes, holds a control character, or is already queued. Nothing
     ///   is written then.
     @discardableResult
@@ -136,7 +137,7 @@ public final class WriteQueue: Sendable {
     /// Every waiting write, oldest first (ascending sequence).
     ///
     /// - Complexity: reads every queued value, in pages of 1,000.
-    /// - Throws: ``OfflineStoreError/Code/corrupt`` naming the first key whose value is not a
+    /// - Throws: `OfflineStoreError.Code.corrupt` naming the first key whose value is not a
     ///   queued write (it is never skipped; ``remove(_:)`` it or ``clear()``).
     public func pending() async throws -> [QueuedWrite] {
         let reader = QueueEntryReader()

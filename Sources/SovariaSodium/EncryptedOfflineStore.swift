@@ -11,7 +11,7 @@ import Sovaria
 ///
 /// A value that does not open — a wrong key, a value copied under another key, one changed
 /// character, a value cut short, a value written without encryption — throws
-/// ``OfflineStoreError`` with code ``OfflineStoreError/Code/decryptionFailed`` naming its key,
+/// `OfflineStoreError` with code `OfflineStoreError.Code.decryptionFailed` naming its key,
 /// never garbage; every other key is still served.
 ///
 /// - Important: **Key names are not encrypted.** Someone with a copy of the files learns every
@@ -25,7 +25,7 @@ import Sovaria
 ///   caller's executor (its cost per engine: `docs/bench/bench.md`); only the inner store's work moves off it.
 ///   Safe from any number of tasks.
 /// - Important: ``metadataKey`` is reserved: the wrapper never lists it, and using it throws
-///   ``OfflineStoreError/Code/invalidKey``.
+///   `OfflineStoreError.Code.invalidKey`.
 ///
 /// Rotate the key by copying to a store with the new key, then deleting the old one:
 ///
@@ -50,7 +50,7 @@ public final class EncryptedOfflineStore: OfflineStore {
     /// Encrypts the values of `store` with `key`.
     ///
     /// Values already in `store` stay as they are; reading one that was not written through a
-    /// wrapper with `key` throws ``OfflineStoreError/Code/decryptionFailed``.
+    /// wrapper with `key` throws `OfflineStoreError.Code.decryptionFailed`.
     public init(wrapping store: any OfflineStore, key: EncryptionKey) {
         wrapped = store
         self.key = key
@@ -59,7 +59,7 @@ public final class EncryptedOfflineStore: OfflineStore {
     /// Encrypts the values of `store` with a key derived from `passphrase`; see
     /// ``EncryptionKey/derive(passphrase:store:limits:)``, which this calls.
     ///
-    /// - Throws: ``OfflineStoreError/Code/decryptionFailed`` when the passphrase is not the one
+    /// - Throws: `OfflineStoreError.Code.decryptionFailed` when the passphrase is not the one
     ///   the store was created with.
     ///
     /// ```swift
@@ -82,7 +82,7 @@ public final class EncryptedOfflineStore: OfflineStore {
 
     /// The value stored under `key`, decrypted, or `nil`.
     ///
-    /// - Throws: ``OfflineStoreError/Code/decryptionFailed`` naming `key` when its value does not
+    /// - Throws: `OfflineStoreError.Code.decryptionFailed` naming `key` when its value does not
     ///   open with this store's key.
     public func get(_ key: String) async throws -> String? {
         try Self.validate(key)
@@ -124,7 +124,7 @@ public final class EncryptedOfflineStore: OfflineStore {
 
     /// A page of the inner store's entries, decrypted, without ``metadataKey``.
     ///
-    /// - Throws: ``OfflineStoreError/Code/decryptionFailed`` naming the first key in the page
+    /// - Throws: `OfflineStoreError.Code.decryptionFailed` naming the first key in the page
     ///   whose value does not open.
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
         guard limit > 0 else { return [] }

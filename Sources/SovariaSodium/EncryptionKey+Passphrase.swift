@@ -57,9 +57,9 @@ extension EncryptionKey {
     ///     typed with different Unicode forms).
     ///   - store: The *inner* store, the one the ``EncryptedOfflineStore`` will wrap.
     ///   - limits: Argon2id's work for a new store; ignored when `store` already has settings.
-    /// - Throws: ``OfflineStoreError`` with code ``OfflineStoreError/Code/decryptionFailed`` when
-    ///   the passphrase is not the one the store was created with; ``OfflineStoreError/Code/corrupt``
-    ///   when the stored settings are damaged; ``OfflineStoreError/Code/invalidValue`` for limits
+    /// - Throws: `OfflineStoreError` with code `OfflineStoreError.Code.decryptionFailed` when
+    ///   the passphrase is not the one the store was created with; `OfflineStoreError.Code.corrupt`
+    ///   when the stored settings are damaged; `OfflineStoreError.Code.invalidValue` for limits
     ///   outside Argon2id's range or an empty passphrase; and the errors of `store`.
     /// - Important: Argon2id runs on the global concurrent executor, never on the caller's actor.
     ///   Create a new store's key once, from one task: two first-time calls at once on one store

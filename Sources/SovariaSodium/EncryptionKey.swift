@@ -54,15 +54,15 @@ public final class EncryptionKey: @unchecked Sendable {
 
     /// A new key from the operating system's secure random source.
     ///
-    /// Throws ``OfflineStoreError`` only when libsodium cannot start or allocate memory.
+    /// Throws `OfflineStoreError` only when libsodium cannot start or allocate memory.
     public static func random() throws(OfflineStoreError) -> EncryptionKey {
         try EncryptionKey { bytes in crypto_aead_xchacha20poly1305_ietf_keygen(bytes) }
     }
 
     /// A key from exactly ``byteCount`` (32) raw bytes, for example one kept in the Keychain.
     ///
-    /// Any other length throws ``OfflineStoreError`` with code
-    /// ``OfflineStoreError/Code/invalidValue``. Copy the bytes from memory you wipe yourself:
+    /// Any other length throws `OfflineStoreError` with code
+    /// `OfflineStoreError.Code.invalidValue`. Copy the bytes from memory you wipe yourself:
     /// the key keeps its own protected copy.
     public convenience init(bytes: some Collection<UInt8>) throws(OfflineStoreError) {
         guard bytes.count == Self.byteCount else {

@@ -7,12 +7,12 @@ extension SovariaOffline {
     /// How a controller queues, retries and caches; every field has a default.
     public struct Configuration: Sendable {
         /// Writes waiting at once; past this a new offline write throws
-        /// ``Sovaria/OfflineStoreError/Code/queueFull`` (`OFFLINE_QUEUE_FULL`). Default: ``SovariaOffline/maxQueued``.
+        /// `Sovaria.OfflineStoreError.Code.queueFull` (`OFFLINE_QUEUE_FULL`). Default: ``SovariaOffline/maxQueued``.
         public var maxQueued: Int = SovariaOffline.maxQueued
         /// Cached read results kept; past it the ones the server sent longest ago go. Default:
         /// ``SovariaOffline/maxCached``.
         public var maxCached: Int = SovariaOffline.maxCached
-        /// The bound on the cached bodies. Default: ``SovariaCache/CacheSize/default`` (100 MiB).
+        /// The bound on the cached bodies. Default: `SovariaCache.CacheSize.default` (100 MiB).
         public var cacheSize: CacheSize = .default
         /// How often the queue is flushed while writes are pending. Default: 30 seconds (seed 003).
         public var flushInterval: Duration = .seconds(30)
@@ -46,9 +46,9 @@ extension SovariaOffline {
         /// (PostgREST's JSON: ISO 8601 dates, with or without fractional seconds).
         public var makeDecoder: @Sendable () -> JSONDecoder = { JSONCoding.makeDecoder() }
         /// Where the controller hears that the system runs short of memory: the query cache's
-        /// memory layer sheds (``QueryCache/shedMemory(for:)``) and the local-first answers kept
+        /// memory layer sheds (`QueryCache.shedMemory(for:)`) and the local-first answers kept
         /// for repeated reads are dropped (they are computed again on the next read). `nil`
-        /// turns this off. Default: ``MemoryPressureSources/system``.
+        /// turns this off. Default: `MemoryPressureSources.system`.
         public var memoryPressure: (any MemoryPressureSource)? = MemoryPressureSources.system
 
         /// The defaults.

@@ -4,14 +4,14 @@ extension SovariaOffline {
     /// The prefix of every key the engine writes: `"sov:"`.
     public static var keyPrefix: String { OfflineMigration.keyPrefix }
 
-    /// What a migration does with a damaged source entry (``Sovaria/OfflineMigration/DamagedEntryPolicy``).
+    /// What a migration does with a damaged source entry (`Sovaria.OfflineMigration.DamagedEntryPolicy`).
     public typealias DamagedEntryPolicy = OfflineMigration.DamagedEntryPolicy
-    /// What a migration did (``Sovaria/OfflineMigration/MigrationReport``).
+    /// What a migration did (`Sovaria.OfflineMigration.MigrationReport`).
     public typealias MigrationReport = OfflineMigration.MigrationReport
 
     /// Copies the offline entries (keys starting with `"sov:" + prefix`) of `source` into `target`,
     /// keeping every key `target` already has; returns how many it copied. The seed's spelling of
-    /// ``Sovaria/OfflineMigration/migrate(from:to:prefix:batchSize:)``.
+    /// `Sovaria.OfflineMigration.migrate(from:to:prefix:batchSize:)`.
     public static func migrate(
         from source: any OfflineStore, to target: any OfflineStore, prefix: String = "", batchSize: Int = 1_000
     ) async throws -> Int {
@@ -19,7 +19,7 @@ extension SovariaOffline {
     }
 
     /// Copies like ``migrate(from:to:prefix:batchSize:)``, skipping (and reporting) damaged entries
-    /// with ``Sovaria/OfflineMigration/DamagedEntryPolicy/skip``.
+    /// with `Sovaria.OfflineMigration.DamagedEntryPolicy.skip`.
     public static func migrate(
         from source: any OfflineStore, to target: any OfflineStore, prefix: String = "", batchSize: Int = 1_000,
         onDamagedEntry policy: DamagedEntryPolicy

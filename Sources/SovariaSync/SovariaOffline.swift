@@ -7,7 +7,7 @@ import Synchronization
 /// The offline controller of seed 003: reads through the query cache, writes sent at once or
 /// queued durably, and a queue replayed in order, one request at a time.
 ///
-/// Written once over ``Sovaria/OfflineStore``, so it runs unchanged on every engine and inside
+/// Written once over `Sovaria.OfflineStore`, so it runs unchanged on every engine and inside
 /// the encryption wrapper. The network is one protocol, ``SyncTransport``.
 ///
 /// - Writes: ``write(_:)`` sends at once when online and nothing is pending; otherwise (or when
@@ -36,7 +36,7 @@ import Synchronization
 ///
 /// - Important: Safe from any number of tasks. Writes pass one at a time (so none overtakes
 ///   another); a flush runs at most once at a time. After ``close()`` every call throws
-///   ``Sovaria/OfflineStoreError/Code/closed``.
+///   `Sovaria.OfflineStoreError.Code.closed`.
 public final class SovariaOffline: Sendable {
     /// Writes waiting at once by default (``Configuration/maxQueued``): 1,000.
     public static let maxQueued = WriteQueue.defaultMaxQueued
@@ -183,7 +183,7 @@ public final class SovariaOffline: Sendable {
     ///
     /// - Returns: ``WriteOutcome/sent(_:)`` with the server's answer (whatever its status), or
     ///   ``WriteOutcome/queued(_:)`` once the write is in the store.
-    /// - Throws: ``Sovaria/OfflineStoreError`` with code `.queueFull` (`OFFLINE_QUEUE_FULL`) past
+    /// - Throws: `Sovaria.OfflineStoreError` with code `.queueFull` (`OFFLINE_QUEUE_FULL`) past
     ///   ``Configuration/maxQueued``, with nothing written; the store's errors; `.closed`.
     public func write(_ request: DataRequest) async throws -> WriteOutcome {
         try checkOpen()
