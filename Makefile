@@ -27,7 +27,7 @@ bench: deps c-baseline
 	$(SWIFT) build -c release --product sovaria-bench
 	$(SWIFT) run -c release --skip-build sovaria-bench --c-baseline $(abspath $(C_BASELINE)) $(BENCH_ARGS)
 
-# The full run (100,000 keys, 5 repeats, the full section workloads) the README's tables come
+# The full run (100,000 keys, 5 repeats, the full section workloads) the tables in docs/bench come
 # from: tens of minutes.
 bench-full: deps c-baseline
 	$(SWIFT) build -c release --product sovaria-bench

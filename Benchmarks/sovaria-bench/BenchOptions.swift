@@ -8,7 +8,7 @@ struct BenchOptions {
         case quick
         /// About two minutes on a 2-core machine: `make bench`, the default.
         case standard
-        /// The sizes the README's tables come from (`--full`, `make bench-full`): tens of minutes.
+        /// The sizes the tables in docs/bench come from (`--full`, `make bench-full`): tens of minutes.
         case full
     }
 
@@ -39,7 +39,7 @@ struct BenchOptions {
           (default: a run of about two minutes: 5,000 keys (the file store 300), 2 repeats, smaller
            section workloads)
           --quick        a small run (2,000 keys, 2 repeats) that finishes in seconds
-          --full         the full run the README's tables come from (100,000 keys, 5 repeats)
+          --full         the full run the tables in docs/bench come from (100,000 keys, 5 repeats)
           --count N      keys per store (default 5000; 100000 with --full)
           --value-size   bytes per value (default 1024)
           --section      run only these sections: \(BenchSection.allNames.joined(separator: ", "))

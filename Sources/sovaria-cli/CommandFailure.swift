@@ -2,7 +2,7 @@ import Sovaria
 
 /// Why a `sovaria` command stopped, and the process exit status that says so.
 ///
-/// The exit statuses are part of the command's interface (README, "Moving data between engines"):
+/// The exit statuses are part of the command's interface (the Sovaria catalog's article "The sovaria command"):
 /// scripts branch on them, so a status never changes meaning.
 struct CommandFailure: Error {
     /// The documented exit statuses.

@@ -1,7 +1,7 @@
 import Foundation
 
 // `sovaria`: dump, load, migrate, inspect, verify and compact any Sovaria store named by URL.
-// Exit statuses (documented in the README, "Moving data between engines"): 0 done, 1 other
+// Exit statuses (documented in Sources/Sovaria/Sovaria.docc/TheSovariaCommand.md): 0 done, 1 other
 // failure, 2 usage, 3 store cannot be opened, 4 verify found a difference, 5 target full,
 // 6 interrupted and resumable, 7 wrong key or passphrase.
 
