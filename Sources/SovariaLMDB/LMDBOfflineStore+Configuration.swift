@@ -12,13 +12,13 @@ extension LMDBOfflineStore {
     /// let store = try LMDBOfflineStore(directory: folder, configuration: configuration)
     /// ```
     public struct Configuration: Sendable, Hashable {
-        /// How far a write has gone when its call returns. Default: ``Durability/synced``.
+        /// How far a write has gone when its call returns. Default: `Durability.synced`.
         public var durability: Durability = .synced
         /// The memory map's first size, rounded up to whole pages; it doubles whenever a write finds
         /// it full. Default: 1 MiB (LMDB's own default).
         public var initialMapSizeBytes: Int = 1 << 20
         /// The map never grows past this; a write that needs more throws
-        /// ``OfflineStoreError/Code/full``. The map takes address space, not disk, until pages are
+        /// `OfflineStoreError.Code.full`. The map takes address space, not disk, until pages are
         /// written. Default: 1 TiB on 64-bit platforms, 1 GiB on 32-bit ones.
         public var maxMapSizeBytes: Int = Int.bitWidth >= 64 ? Int(truncatingIfNeeded: Int64(1) << 40) : 1 << 30
         /// LMDB reader slots, shared by every process that opens the folder; each thread reading at

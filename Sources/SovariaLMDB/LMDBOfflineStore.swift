@@ -18,7 +18,7 @@ import Sovaria
 ///   - ``get(_:)`` runs on the caller's executor (no hop), in a read-only transaction reused from a
 ///     small pool: it costs about as much as LMDB's own get plus making the `String`. Safe on the main
 ///     actor.
-///   - ``entries(_:after:limit:)`` with a `limit` of ``inlinePageLimit`` or less runs on the caller's
+///   - ``entries(_:after:limit:)`` with a `limit` of `inlinePageLimit` or less runs on the caller's
 ///     executor too; larger pages and ``keys(_:)`` run on a private Dispatch queue, never on Swift's
 ///     cooperative threads, since their cost grows with what they return.
 ///   - ``set(_:_:)``, ``delete(_:)``, ``write(_:)`` and ``compact()`` run on a private serial Dispatch
@@ -30,10 +30,10 @@ import Sovaria
 ///   folder in a process shares one environment (LMDB must never open a path twice), and the first
 ///   store's `initialMapSizeBytes`, `maxMapSizeBytes` and `maxReaders` apply to all of them. Other
 ///   processes may use the folder at the same time, but ``compact()`` then refuses with
-///   ``OfflineStoreError/Code/locked``.
+///   `OfflineStoreError.Code.locked`.
 ///
-/// - Important: Durability: ``Durability/synced`` commits with LMDB's default full sync;
-///   ``Durability/flushed`` opens the environment with `MDB_NOSYNC`: a commit returns once its pages
+/// - Important: Durability: `Durability.synced` commits with LMDB's default full sync;
+///   `Durability.flushed` opens the environment with `MDB_NOSYNC`: a commit returns once its pages
 ///   are in the operating system's cache, so it survives a crash of the process but a crash of the
 ///   machine may undo the last commits (never tear one). A synced store that shares a flushed
 ///   environment flushes it (`mdb_env_sync`) after each of its commits.
@@ -64,17 +64,17 @@ public final class LMDBOfflineStore: OfflineStore {
     ///
     /// - Parameters:
     ///   - directory: The folder; created with mode 0700 when missing.
-    ///   - durability: ``Durability/synced`` (default) or ``Durability/flushed``.
-    /// - Throws: ``OfflineStoreError`` when the folder can't be created or the environment can't be opened
-    ///   (``OfflineStoreError/Code/permissionDenied``, ``OfflineStoreError/Code/corrupt``, …).
+    ///   - durability: `Durability.synced` (default) or `Durability.flushed`.
+    /// - Throws: `OfflineStoreError` when the folder can't be created or the environment can't be opened
+    ///   (`OfflineStoreError.Code.permissionDenied`, `OfflineStoreError.Code.corrupt`, …).
     public convenience init(directory: URL, durability: Durability = .synced) throws {
         try self.init(directory: directory, configuration: Configuration(durability: durability))
     }
 
     /// Opens (creating when missing) the LMDB environment in `directory` as `configuration` says.
     ///
-    /// - Throws: ``OfflineStoreError`` when the folder can't be created or the environment can't be opened
-    ///   (``OfflineStoreError/Code/permissionDenied``, ``OfflineStoreError/Code/corrupt``, …).
+    /// - Throws: `OfflineStoreError` when the folder can't be created or the environment can't be opened
+    ///   (`OfflineStoreError.Code.permissionDenied`, `OfflineStoreError.Code.corrupt`, …).
     public init(directory: URL, configuration: Configuration) throws {
         let pageSize = Self.systemPageSize
         let initial = Self.roundUp(max(configuration.initialMapSizeBytes, pageSize), toMultipleOf: pageSize)
@@ -108,7 +108,7 @@ public final class LMDBOfflineStore: OfflineStore {
     }
 
     /// Calls `body` with the value's bytes where they lie in LMDB's map, inside one read
-    /// transaction: no copy, no `String`, no UTF-8 check (see ``OfflineStore/withValue(_:_:)``).
+    /// transaction: no copy, no `String`, no UTF-8 check (see `OfflineStore.withValue(_:_:)`).
     ///
     /// - Important: Runs on the caller's executor. `body` must not call the store.
     public func withValue<Result>(
@@ -133,8 +133,8 @@ public final class LMDBOfflineStore: OfflineStore {
     /// Every key is validated before the transaction begins. When the map is full the transaction is
     /// aborted, the map grows, and the whole batch runs again.
     ///
-    /// - Important: A flushed batch of up to ``inlineWriteMaxEntries`` writes and
-    ///   ``inlineWriteMaxBytes`` bytes runs on the caller's executor when no other write of this
+    /// - Important: A flushed batch of up to `inlineWriteMaxEntries` writes and
+    ///   `inlineWriteMaxBytes` bytes runs on the caller's executor when no other write of this
     ///   process is running (its commit does not wait for the disk: a hop would cost more than it);
     ///   everything else runs on the environment's private write queue.
     public func write(_ batch: [StoreWrite]) async throws {
@@ -166,7 +166,7 @@ public final class LMDBOfflineStore: OfflineStore {
     /// The keys that start with `prefix` (byte prefix), in byte order, from an LMDB cursor.
     ///
     /// - Complexity: O(log n + m) for m matching keys.
-    /// - Important: A scan of up to ``inlineKeysLimit`` keys runs on the caller's executor (a hop
+    /// - Important: A scan of up to `inlineKeysLimit` keys runs on the caller's executor (a hop
     ///   to a queue would cost more than a short scan). A longer one is read again, whole, on a
     ///   private Dispatch queue, so the answer still comes from one read transaction.
     public func keys(_ prefix: String) async throws -> [String] {
@@ -180,7 +180,7 @@ public final class LMDBOfflineStore: OfflineStore {
     /// cursor.
     ///
     /// - Complexity: O(log n + limit).
-    /// - Important: Runs on the caller's executor when `limit` is at most ``inlinePageLimit``, else on a
+    /// - Important: Runs on the caller's executor when `limit` is at most `inlinePageLimit`, else on a
     ///   private Dispatch queue.
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
         guard limit > 0 else { return [] }
@@ -213,7 +213,7 @@ public final class LMDBOfflineStore: OfflineStore {
     /// Reads go on during the copy and wait only for the swap. Needs free disk space for the copy.
     ///
     /// - Important: Runs on the environment's private write queue. Throws
-    ///   ``OfflineStoreError/Code/locked``, changing nothing, when another process has the folder open.
+    ///   `OfflineStoreError.Code.locked`, changing nothing, when another process has the folder open.
     public func compact() async throws {
         let environment = environment
         try await environment.writeQueue.runAlone { try environment.compact() }

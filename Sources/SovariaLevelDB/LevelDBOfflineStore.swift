@@ -11,22 +11,22 @@ import Sovaria
 /// LevelDB compacts in the background, or until ``compact()``.
 ///
 /// Damage is reported, never read as data: LevelDB's paranoid checks are on at open (a log record
-/// or table whose checksum fails throws ``OfflineStoreError/Code/corrupt`` instead of being skipped)
+/// or table whose checksum fails throws `OfflineStoreError.Code.corrupt` instead of being skipped)
 /// and every read verifies its block's checksum (within the benchmark's noise on a random `get`); a
 /// MANIFEST cut short is caught before LevelDB would open it empty (``repair(directory:)`` rebuilds it).
 ///
 /// - Important: After a write fails (a full disk), the store refuses further writes with
-///   ``OfflineStoreError/Code/reopenRequired`` until every store on the folder is released and one is
+///   `OfflineStoreError.Code.reopenRequired` until every store on the folder is released and one is
 ///   opened again: LevelDB would append them behind a torn log record and drop them at the next open.
 ///
 /// - Important: Safe from any number of tasks; LevelDB locks inside. Where each call runs (a point
 ///   read costs a few microseconds, a hop to a Dispatch queue and back more: `docs/bench/bench.md`):
 ///   - ``get(_:)``: on the caller's executor, always.
-///   - ``set(_:_:)``, ``delete(_:)`` and ``write(_:)`` with ``Durability/flushed``: on the caller's
+///   - ``set(_:_:)``, ``delete(_:)`` and ``write(_:)`` with `Durability.flushed`: on the caller's
 ///     executor while the write is small (up to 256 writes and 64 KiB of keys and values, about
 ///     100 µs of work); larger ones on a private Dispatch queue. A flushed write can still wait
 ///     when LevelDB slows writers down to let its background compaction catch up.
-///   - Every write with ``Durability/synced`` (it waits for `fsync`) and ``compact()``: on the
+///   - Every write with `Durability.synced` (it waits for `fsync`) and ``compact()``: on the
 ///     private Dispatch queue, never on Swift's cooperative threads.
 ///   - ``keys(_:)`` and ``entries(_:after:limit:)``: the first 256 entries (or 128 KiB) on the
 ///     caller's executor; a longer scan continues on the queue with the same iterator, so it still
@@ -38,7 +38,7 @@ import Sovaria
 /// - Important: One folder, one database per process: a second store on the same folder shares
 ///   the first one's open database (its durability is its own; the block cache size is the first
 ///   store's). The database closes when the last store on it is released. A folder another process
-///   has open throws ``OfflineStoreError/Code/locked``.
+///   has open throws `OfflineStoreError.Code.locked`.
 ///
 /// ```swift
 /// let store = try LevelDBOfflineStore(directory: folder)           // .synced
@@ -77,14 +77,14 @@ public final class LevelDBOfflineStore: OfflineStore {
     ///
     /// - Parameters:
     ///   - directory: The folder of the database; created with mode 0700 if missing.
-    ///   - durability: ``Durability/synced`` (default) syncs every write to stable storage before
-    ///     returning (`sync = true`); ``Durability/flushed`` hands it to the OS (survives a crash of
+    ///   - durability: `Durability.synced` (default) syncs every write to stable storage before
+    ///     returning (`sync = true`); `Durability.flushed` hands it to the OS (survives a crash of
     ///     the process, not of the machine).
-    /// - Throws: ``OfflineStoreError`` with engine ``OfflineStoreError/Engine/leveldb``:
-    ///   ``OfflineStoreError/Code/locked`` when another process has the folder open,
-    ///   ``OfflineStoreError/Code/corrupt`` for damaged files (a log record or table block whose checksum
-    ///   fails, a MANIFEST cut short: see ``repair(directory:)``), ``OfflineStoreError/Code/permissionDenied``,
-    ///   ``OfflineStoreError/Code/full`` or ``OfflineStoreError/Code/io`` otherwise.
+    /// - Throws: `OfflineStoreError` with engine `OfflineStoreError.Engine.leveldb`:
+    ///   `OfflineStoreError.Code.locked` when another process has the folder open,
+    ///   `OfflineStoreError.Code.corrupt` for damaged files (a log record or table block whose checksum
+    ///   fails, a MANIFEST cut short: see ``repair(directory:)``), `OfflineStoreError.Code.permissionDenied`,
+    ///   `OfflineStoreError.Code.full` or `OfflineStoreError.Code.io` otherwise.
     public convenience init(directory: URL, durability: Durability = .synced) throws {
         try self.init(directory: directory, configuration: Configuration(durability: durability))
     }
@@ -102,12 +102,12 @@ public final class LevelDBOfflineStore: OfflineStore {
 
     /// Rebuilds the LevelDB database in `directory` from the table and log files it still has, with
     /// LevelDB's own repair (`leveldb_repair_db`): the way out when opening throws
-    /// ``OfflineStoreError/Code/corrupt`` for a damaged MANIFEST.
+    /// `OfflineStoreError.Code.corrupt` for a damaged MANIFEST.
     ///
     /// Entries that were only in damaged parts of the files are lost; everything LevelDB can still
     /// read is kept. Copy the folder first if it holds the only copy of the data.
     ///
-    /// - Throws: ``OfflineStoreError/Code/locked`` while a store on `directory` is open in this process
+    /// - Throws: `OfflineStoreError.Code.locked` while a store on `directory` is open in this process
     ///   or another; the error LevelDB reports otherwise.
     public static func repair(directory: URL) throws {
         try LevelDBHandle.repair(path: OpenOncePerPath<LevelDBHandle>.canonicalPath(directory.path))
@@ -118,7 +118,7 @@ public final class LevelDBOfflineStore: OfflineStore {
 
     /// The value stored under `key`, or `nil`; runs on the caller's executor.
     ///
-    /// - Throws: ``OfflineStoreError/Code/corrupt`` when the stored value is not valid UTF-8.
+    /// - Throws: `OfflineStoreError.Code.corrupt` when the stored value is not valid UTF-8.
     public func get(_ key: String) async throws -> String? {
         try StoreKey.validate(key)
         return try key.withUTF8Bytes { key throws(OfflineStoreError) in try handle.get(key) }

@@ -9,9 +9,9 @@ extension PostgresOfflineStore {
         /// default), shared by every process and machine using the server. Default: 4.
         public var maxConnections: Int = 4
         /// How long a write waits for a row or table lock another session holds (PostgreSQL's
-        /// `lock_timeout`) before it throws ``OfflineStoreError/Code/locked``. Default: 5 seconds.
+        /// `lock_timeout`) before it throws `OfflineStoreError.Code.locked`. Default: 5 seconds.
         public var lockTimeout: Duration = .seconds(5)
-        /// How long opening a connection may take before it throws ``OfflineStoreError/Code/io``
+        /// How long opening a connection may take before it throws `OfflineStoreError.Code.io`
         /// (libpq's `connect_timeout`, used unless the conninfo sets one). Default: 10 seconds.
         public var connectTimeout: Duration = .seconds(10)
 

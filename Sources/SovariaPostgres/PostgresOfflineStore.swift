@@ -10,11 +10,11 @@ import Synchronization
 /// holding the value's UTF-8 bytes: PostgreSQL's `text` cannot hold `"\0"`, which values may
 /// contain, and would check encodings on every row. Every key and value travels as a binary
 /// parameter of a prepared statement, never inside SQL text. The table is created on first use
-/// (or checked, when it exists: other columns throw ``OfflineStoreError/Code/unsupported``).
+/// (or checked, when it exists: other columns throw `OfflineStoreError.Code.unsupported`).
 ///
-/// Durability is PostgreSQL's `synchronous_commit`, set per connection: ``Durability/synced`` is
+/// Durability is PostgreSQL's `synchronous_commit`, set per connection: `Durability.synced` is
 /// `on` (the commit is flushed to the server's WAL on disk before the call returns; with
-/// synchronous replication configured, also to the standbys), ``Durability/flushed`` is `off`:
+/// synchronous replication configured, also to the standbys), `Durability.flushed` is `off`:
 /// the call returns before the server flushes its WAL, so a write survives a crash of this
 /// process (the server has it), but a crash of the server loses the writes of up to three times
 /// its `wal_writer_delay` (200 ms by default). Neither ever leaves half a batch.
@@ -29,10 +29,10 @@ import Synchronization
 ///   a new connection only when that is certainly safe: reads always; writes only when they
 ///   certainly did not commit (the connection broke before their `COMMIT`, or before a single
 ///   write was sent). A write whose commit was sent but whose answer never came throws
-///   ``OfflineStoreError/Code/outcomeUnknown``: it may or may not have been applied, and sending
+///   `OfflineStoreError.Code.outcomeUnknown`: it may or may not have been applied, and sending
 ///   it again blindly could overwrite a newer write another process made meanwhile (read its
 ///   keys back once the store answers; Sovaria's queue and file cache do). While the server cannot be
-///   reached, calls throw ``OfflineStoreError/Code/io`` with libpq's reason and what to check.
+///   reached, calls throw `OfflineStoreError.Code.io` with libpq's reason and what to check.
 ///
 /// ```swift
 /// let store = try PostgresOfflineStore(connection: "host=db.internal dbname=app user=sovaria")
@@ -59,10 +59,10 @@ public final class PostgresOfflineStore: OfflineStore {
     ///     Unset fields take libpq's defaults and environment (`PGHOST`, `PGPASSWORD`, …).
     ///   - table: 1 to 63 characters of `a-z`, `0-9` and `_`, not starting with a digit; created on
     ///     first use when missing. Stores on the same table share its entries.
-    ///   - durability: ``Durability/synced`` (`synchronous_commit = on`) or ``Durability/flushed``
+    ///   - durability: `Durability.synced` (`synchronous_commit = on`) or `Durability.flushed`
     ///     (`off`).
     ///   - configuration: the pool size and timeouts.
-    /// - Throws: ``OfflineStoreError`` with engine ``OfflineStoreError/Engine/postgres`` and code
+    /// - Throws: `OfflineStoreError` with engine `.postgres` and code
     ///   `.unsupported` for a table name outside those rules or a conninfo libpq cannot parse.
     ///   Nothing is sent to the server here: connection problems are thrown by the first call.
     public init(

@@ -5,8 +5,8 @@ import Sovaria
 /// compaction that gives deleted space back to the operating system.
 ///
 /// The file holds one rowid table with a BLOB primary key, so keys compare as bytes (memcmp) and
-/// `"\0"` survives in keys and values. It runs in WAL mode; ``Durability/synced`` commits with
-/// `synchronous=FULL` (survives power loss), ``Durability/flushed`` with `NORMAL` (survives a
+/// `"\0"` survives in keys and values. It runs in WAL mode; `Durability.synced` commits with
+/// `synchronous=FULL` (survives power loss), `Durability.flushed` with `NORMAL` (survives a
 /// crash of the process). New files get mode 0600 and incremental auto-vacuum; the layout
 /// version is kept in `PRAGMA user_version`.
 ///
@@ -29,7 +29,7 @@ import Sovaria
 ///   Each file is open once per process: stores on the same file (by any spelling of its path)
 ///   share one writer and one reader pool, and see each other's writes at once; each store's
 ///   writes keep its own ``durability``. Other processes may open the file too; a write that
-///   waits longer than 5 s for their lock throws ``OfflineStoreError/Code/locked``.
+///   waits longer than 5 s for their lock throws `OfflineStoreError.Code.locked`.
 ///
 /// ```swift
 /// let url = URL.applicationSupportDirectory.appendingPathComponent("sovaria/offline.sqlite")
@@ -46,7 +46,7 @@ public final class SQLiteOfflineStore: OfflineStore {
 
     /// Opens the database at `fileURL`, creating it (and its folder) when missing.
     ///
-    /// - Throws: ``OfflineStoreError`` with engine ``OfflineStoreError/Engine/sqlite``: `.corrupt` when
+    /// - Throws: `OfflineStoreError` with engine `OfflineStoreError.Engine.sqlite`: `.corrupt` when
     ///   the file is not an SQLite database, `.unsupported` when a newer Sovaria wrote it or WAL mode is
     ///   unavailable, `.permissionDenied` (a read-only mount says so), `.locked` or `.io` when it cannot be
     ///   opened.
@@ -81,7 +81,7 @@ public final class SQLiteOfflineStore: OfflineStore {
     }
 
     /// Calls `body` with the value's bytes as SQLite holds them in the row: no `String`, no UTF-8
-    /// check (see ``OfflineStore/withValue(_:_:)``); runs on the caller's executor.
+    /// check (see `OfflineStore.withValue(_:_:)`); runs on the caller's executor.
     ///
     /// - Important: `body` must not call the store.
     public func withValue<Result>(

@@ -1,4 +1,4 @@
-/// One contract of ``OfflineStore``, checked against stores from a ``StoreFactory``.
+/// One contract of `OfflineStore`, checked against stores from a ``StoreFactory``.
 ///
 /// Run every check as its own test case:
 ///

@@ -66,7 +66,7 @@ public final class ConformanceContext: Sendable {
                 + "got \(Self.show(index < actual.count ? actual[index] : nil))")
     }
 
-    /// Throws unless `body` throws an ``OfflineStoreError`` with `code`.
+    /// Throws unless `body` throws an `OfflineStoreError` with `code`.
     public func expectError(
         _ code: OfflineStoreError.Code, _ what: @autoclosure () -> String, _ body: () async throws -> Void
     ) async throws {

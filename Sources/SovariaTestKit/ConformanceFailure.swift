@@ -1,4 +1,4 @@
-/// A contract of ``OfflineStore`` that a store broke, as found by ``OfflineStoreConformance``.
+/// A contract of `OfflineStore` that a store broke, as found by ``OfflineStoreConformance``.
 public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
     /// The check that failed.
     public let check: String

@@ -1,6 +1,6 @@
 import Sovaria
 
-/// The conformance suite: every contract of ``OfflineStore``, as checks to run on a store.
+/// The conformance suite: every contract of `OfflineStore`, as checks to run on a store.
 ///
 /// Every store in Sovaria runs all of it, and so does `EncryptedOfflineStore` around each of
 /// them. Run it on your own store with ``run(_:)`` or, one test case per check, with
