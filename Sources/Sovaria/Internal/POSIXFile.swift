@@ -145,15 +145,6 @@ package enum POSIXFile {
         }
     }
 
-    /// Renames `source` to `target`; returns `false` when `source` does not exist (already renamed).
-    package static func renameIfPresent(
-        _ source: String, to target: String, key: String?
-    ) throws(OfflineStoreError) -> Bool {
-        if systemRename(source, target) == 0 { return true }
-        if errno == ENOENT, access(source, F_OK) != 0 { return false }
-        throw error("Renaming into", target, key: key)
-    }
-
     /// Removes the file at `path`; returns `false` when there was none.
     @discardableResult
     package static func removeFile(_ path: String, key: String?) throws(OfflineStoreError) -> Bool {
