@@ -8,4 +8,8 @@ public struct EvictionPass: Sendable, Hashable {
     public let duration: Duration
     /// The cache's total after the pass.
     public let totalBytesAfter: Int
+    /// Store batches the pass wrote itself.
+    public let ownBatches: Int
+    /// Batches puts made during the pass deleted in their own store writes.
+    public let batchesCarriedByPuts: Int
 }

@@ -54,6 +54,9 @@ public final class QueryCache: Sendable {
     static let checkEveryResponses = 32
     /// Lists deleted per store batch during eviction.
     static let evictionBatchLists = 10
+    /// How long a pass that puts carry waits between its looks: it writes a batch of its own
+    /// only when no put carried one for this long.
+    static let carriedPassLookInterval = Duration.milliseconds(1)
 
     let clock: @Sendable () -> Date
     /// The lists in the store. The memory layer is changed only under this lock (index first,
@@ -73,6 +76,8 @@ public final class QueryCache: Sendable {
     let background = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
     /// Whether a pass runs behind an answer, and whether another check was asked for meanwhile.
     let passBehind = RunAgainLatch()
+    /// The pass whose batches puts carry in their own store writes, while it runs.
+    let carriedPass = Mutex<EvictionProgress?>(nil)
 
     /// Opens the cache kept in `store` with the options in `configuration`, and starts
     /// rebuilding its order and total from the key names behind the open.
@@ -142,10 +147,13 @@ public final class QueryCache: Sendable {
     /// pass behind it.
     ///
     /// The put returns once its own list is stored: the pass runs in a task of its own, one at a
-    /// time, taking the store's writer for one batch of ten deletes at a time, so puts made
-    /// meanwhile wait for one batch at most, never for the whole pass
-    /// (``waitForBackgroundRefreshes()`` waits for it). A process that ends during a pass leaves
-    /// the cache over its bound until the next put's check.
+    /// time (``waitForBackgroundRefreshes()`` waits for it). While it runs, each put deletes the
+    /// pass's next ten lists in its own store write, one commit with its list, and the pass
+    /// writes a batch of its own only when no put carried one for a millisecond: puts made in a
+    /// burst do not wait for the pass's commits. If that write fails, the put is written
+    /// again alone, so its caller sees its own error or none, and the ten lists wait for the
+    /// pass. A process that ends during a pass leaves the cache over its bound until the next
+    /// put's check.
     @discardableResult
     public func put(
         _ query: String, body: String, serverTime: Date, etag: String? = nil
@@ -294,7 +302,20 @@ public final class QueryCache: Sendable {
             if let previous, CacheKeys.listKey(id, previous) != key {
                 writes.append(.delete(key: CacheKeys.listKey(id, previous)))
             }
-            try await store.write(writes)
+            // A pass that runs meanwhile has its next ten deletes ride in this write: one commit,
+            // and no wait for a commit of the pass's own.
+            if let carried = carryEviction(sparing: id) {
+                do {
+                    try await store.write(writes + carried.writes)
+                    finishCarrying(carried, stored: true)
+                } catch {
+                    // Alone again, so the put's own error (or none) is what its caller sees.
+                    finishCarrying(carried, stored: false)
+                    try await store.write(writes)
+                }
+            } else {
+                try await store.write(writes)
+            }
             return index.withLock { index in
                 index.upsert(id, serverTimeMillis: millis, sizeBytes: response.sizeBytes)
                 index.responsesStored += 1

@@ -234,6 +234,141 @@ import Testing
         #expect(try await cachedQueries(cache, 0..<32) == [28, 29, 30, 31])
     }
 
+    /// Starts a pass behind the 32nd put of 1,000-byte lists (bound 4,096) and holds its first
+    /// batch of deletes; returns once a put of "q32" waits at the gate behind it, with the
+    /// task of that put. Finishing `release`'s continuation lets the pass go on, unheld.
+    func putWaitingBehindAHeldPass(
+        _ cache: QueryCache, _ spy: SpyStore, release: AsyncStream<Void>
+    ) async throws -> Task<Void, any Error> {
+        try await fill(cache, count: 31, bytes: 1_000)
+        try await holdingThePassesFirstBatch(spy, release: release) {
+            try await cache.put("q31", body: body(1_000), serverTime: serverTime(31))  // the 32nd response
+        }
+        return await queuedAtTheGate(cache, "q32", serverTime: 32)
+    }
+
+    /// Runs `startingAPass`, and returns once the pass it starts holds its first batch of deletes
+    /// (and the gate) until `release` ends; later batches are not held.
+    func holdingThePassesFirstBatch(
+        _ spy: SpyStore, release: AsyncStream<Void>, _ startingAPass: () async throws -> Void
+    ) async throws {
+        let (passReached, reached) = AsyncStream<Void>.makeStream()
+        spy.holdEvictionBatches(reached: reached, until: release)
+        try await startingAPass()
+        for await _ in passReached { break }
+        spy.holdWrite.withLock { $0 = nil }
+    }
+
+    /// A put of a 1,000-byte list for `query` in a task of its own, returned once it waits at
+    /// the cache's gate.
+    func queuedAtTheGate(_ cache: QueryCache, _ query: String, serverTime second: Int) async -> Task<Void, any Error> {
+        let waiting = cache.gate.waiterCount
+        let put = Task { _ = try await cache.put(query, body: body(1_000), serverTime: serverTime(second)) }
+        // Not a wait for time: the put is queued once the count says so.
+        while cache.gate.waiterCount == waiting { await Task.yield() }
+        return put
+    }
+
+    /// The batches that stored `query`'s list.
+    func batchesStoring(_ query: String, _ spy: SpyStore) -> [[StoreWrite]] {
+        let id = CacheKeys.id(of: query)
+        return spy.log.withLock { $0.batches }.filter { batch in
+            batch.contains { write in
+                if case .set(let key, _) = write { key.hasPrefix(CacheKeys.listPrefix(of: id)) } else { false }
+            }
+        }
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aPutDuringAPassDeletesItsNextTenListsInTheSameWrite(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy, size: .bytes(4_096))
+        let (passRelease, release) = AsyncStream<Void>.makeStream()
+        let put = try await putWaitingBehindAHeldPass(cache, spy, release: passRelease)
+        release.finish()
+        try await put.value
+        await cache.waitForBackgroundRefreshes()
+
+        let carried = try #require(batchesStoring("q32", spy).first)
+        let deleted = carried.compactMap { write -> String? in
+            if case .delete(let key) = write { key } else { nil }
+        }
+        let expected = (10..<20).map { index in
+            CacheKeys.listPrefix(of: CacheKeys.id(of: "q\(index)"))
+        }
+        #expect(deleted.count == QueryCache.evictionBatchLists, "the pass's second batch of ten rode with the put")
+        #expect(
+            deleted.allSatisfy { key in expected.contains { key.hasPrefix($0) } } && Set(deleted).count == 10,
+            "the ten oldest after the pass's first batch")
+        let pass = try #require(cache.evictionPasses.last)
+        #expect(pass.batchesCarriedByPuts == 1)
+        #expect(pass.ownBatches >= 1)
+        #expect(try await cache.totalBytes <= 4_096)
+        #expect(try await cachedQueries(cache, 0..<33) == [29, 30, 31, 32])
+
+        // The pass has ended: a put now writes its own list only.
+        try await cache.put("q33", body: body(10), serverTime: serverTime(33))
+        #expect(batchesStoring("q33", spy).map(\.count) == [1])
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aPutWhoseCarriedDeletesFailIsStoredAloneAndThePassDeletesThem(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy, size: .bytes(4_096))
+        let refused = Counter()
+        spy.beforeWrite.withLock { hook in
+            hook = { batch in
+                let sets = batch.contains { if case .set = $0 { true } else { false } }
+                if sets, batch.count > 1, refused.increment() == 1 { throw CocoaError(.fileWriteOutOfSpace) }
+            }
+        }
+        let (passRelease, release) = AsyncStream<Void>.makeStream()
+        let put = try await putWaitingBehindAHeldPass(cache, spy, release: passRelease)
+        release.finish()
+        try await put.value  // the put's own write succeeded: no error reaches its caller
+        await cache.waitForBackgroundRefreshes()
+
+        #expect(refused.increment() == 2, "one combined write was refused")
+        #expect(batchesStoring("q32", spy).map(\.count) == [1], "then the put was written alone")
+        let pass = try #require(cache.evictionPasses.last)
+        #expect(pass.batchesCarriedByPuts == 0)
+        #expect(try await cache.totalBytes <= 4_096, "the pass deleted the lists the put could not")
+        #expect(try await cachedQueries(cache, 0..<33) == [29, 30, 31, 32])
+        let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
+        #expect(try await reopened.listCount == 4)
+    }
+
+    @Test(arguments: CacheEngine.all)
+    func aPassEndsWhenItFirstReachesItsTargetAndLaterPutsCarryNothing(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let spy = SpyStore(try engine.open(folder.url))
+        let cache = try await QueryCache(store: spy, size: .bytes(4_096))
+        try await fill(cache, count: 14, bytes: 1_000)
+        let (passRelease, release) = AsyncStream<Void>.makeStream()
+        // A 4,096-byte response starts the check; the pass's first batch (q0…q9) is held.
+        try await holdingThePassesFirstBatch(spy, release: passRelease) {
+            try await cache.put("big", body: body(4_096), serverTime: serverTime(14))
+        }
+        let first = await queuedAtTheGate(cache, "q32", serverTime: 32)
+        let second = await queuedAtTheGate(cache, "q33", serverTime: 33)
+        release.finish()
+        try await first.value
+        try await second.value
+        await cache.waitForBackgroundRefreshes()
+
+        // 8,096 bytes were left: q32 carries q10…q13, and the total (before q32's own list)
+        // reaches the target. q33 comes after the pass has reached it, so it carries nothing.
+        #expect(batchesStoring("q32", spy).map(\.count) == [1 + 4])
+        #expect(batchesStoring("q33", spy).map(\.count) == [1])
+        let pass = try #require(cache.evictionPasses.last)
+        #expect(pass.evictedLists == 14)
+        #expect(pass.batchesCarriedByPuts == 1)
+        #expect(try await cache.cachedResponse(for: "big") != nil, "the next oldest list stays for the next check")
+        #expect(try await cache.totalBytes == 4_096 + 2_000)
+    }
+
     @Test(arguments: CacheEngine.all)
     func theTotalIsRightAfterAReopen(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()

@@ -38,6 +38,9 @@ package final class AsyncGate: Sendable {
         }
     }
 
+    /// How many callers wait to enter: for tests that must know a caller is queued.
+    package var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     private func leave() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard !state.waiters.isEmpty else {
