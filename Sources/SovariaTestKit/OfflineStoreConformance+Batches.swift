@@ -92,5 +92,53 @@ extension OfflineStoreConformance {
             }
             try context.expectBytes(try await store.get("y"), "\(rounds)", "y after every batch")
         },
+        ConformanceCheck(
+            "concurrentBatchesEachGetTheirOwnOutcome",
+            "Batches written at once by many tasks (which a store may commit together) each get their own "
+                + "outcome: a batch with an invalid key throws .invalidKey and leaves nothing, the others are "
+                + "applied whole, and each task's writes to its own key keep their order."
+        ) { context in
+            let store = try await context.makeStore().store
+            let writers = 16
+            let rounds = 6
+            let invalid = String(repeating: "k", count: StoreKey.maxUTF8Count + 1)
+            /// Every third batch of every other writer carries an invalid key.
+            let refused: @Sendable (Int, Int) -> Bool = { writer, round in writer % 2 == 1 && round % 3 == 2 }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for round in 0..<rounds {
+                            var batch: [StoreWrite] = [
+                                .set(key: "w\(writer)-r\(round)-a", value: "\(writer).\(round)"),
+                                .set(key: "w\(writer)-last", value: "\(round)"),
+                            ]
+                            if refused(writer, round) { batch.append(.delete(key: invalid)) }
+                            batch.append(.set(key: "w\(writer)-r\(round)-b", value: "\(writer).\(round)"))
+                            if refused(writer, round) {
+                                try await context.expectError(.invalidKey, "writer \(writer)'s batch \(round)") {
+                                    try await store.write(batch)
+                                }
+                            } else {
+                                try await store.write(batch)
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            for writer in 0..<writers {
+                let lastApplied = (0..<rounds).last { !refused(writer, $0) } ?? -1
+                try context.expectBytes(
+                    try await store.get("w\(writer)-last"), "\(lastApplied)", "writer \(writer)'s last applied batch")
+                for round in 0..<rounds {
+                    let expected = refused(writer, round) ? nil : "\(writer).\(round)"
+                    for part in ["a", "b"] {
+                        try context.expectBytes(
+                            try await store.get("w\(writer)-r\(round)-\(part)"), expected,
+                            "writer \(writer)'s batch \(round), key \(part)")
+                    }
+                }
+            }
+        },
     ]
 }

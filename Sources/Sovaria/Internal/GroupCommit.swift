@@ -1,17 +1,26 @@
-import Synchronization
+import Foundation
 
 /// Group commit: writes that arrive while a commit is in flight join the next one, so concurrent
 /// writers share one transaction and one flush to disk instead of queueing one commit each.
 ///
-/// Each caller's ``write(_:)`` returns once the commit that held its item has finished (as
+/// Each caller's ``write(_:size:)`` returns once the commit that held its item has finished (as
 /// durable as that commit is) and gets its own item's outcome: `commit` reports one result per
 /// item, so one caller's failed batch never fails another's. Items are never split or merged
 /// into one another: `commit` sees them whole, in arrival order.
+///
+/// The callers a commit answers come back with their next writes a moment later, and the first
+/// of them used to start the next commit alone, so groups alternated between one write and the
+/// rest. A commit after a group of `n` therefore gathers for a moment first: until `n` items
+/// wait, or for half the last commit's time (at most ``maxGathering``), whichever comes first.
+/// One writer never waits (its group is one), and a group that shrinks pays the wait once.
 ///
 /// - Important: `commit` runs on `queue`, alone (a barrier), one group at a time.
 package final class GroupCommit<Item: Sendable>: Sendable {
     /// Commits `items` together and returns each one's outcome, in order.
     package typealias Commit = @Sendable (_ items: [Item]) -> [Result<Void, any Error>]
+
+    /// The longest a commit gathers for the writers of the group before it.
+    package static var maxGathering: Duration { .milliseconds(1) }
 
     private struct Waiter: Sendable {
         let item: Item
@@ -19,7 +28,17 @@ package final class GroupCommit<Item: Sendable>: Sendable {
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    private let state = Mutex<(waiting: [Waiter], draining: Bool)>(([], false))
+    private struct State {
+        var waiting: [Waiter] = []
+        var draining = false
+        /// The size of the last group, and how long its commit took.
+        var lastGroupCount = 1
+        var lastCommit = Duration.zero
+    }
+
+    /// The state, and the signal a gathering commit waits on; the lock is held only briefly.
+    private let condition = NSCondition()
+    nonisolated(unsafe) private var state = State()  // guarded by `condition`
     private let queue: BlockingWorkQueue
     private let maxSizePerCommit: Int
     private let commit: Commit
@@ -35,39 +54,57 @@ package final class GroupCommit<Item: Sendable>: Sendable {
     /// Commits `item` with whatever else is waiting; `size` counts toward the per-commit bound.
     package func write(_ item: Item, size: Int) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let leads = state.withLock { state in
+            let leads = locked { state in
                 state.waiting.append(Waiter(item: item, size: size, continuation: continuation))
                 defer { state.draining = true }
                 return !state.draining
             }
+            condition.signal()
             if leads { queue.submitAlone { self.commitNextGroup() } }
         }
     }
 
     /// How many items wait for a commit now (tests).
-    package var waitingCount: Int { state.withLock { $0.waiting.count } }
+    package var waitingCount: Int { locked { $0.waiting.count } }
 
-    /// Commits the items waiting now (up to the bound), answers their callers, and hands the
-    /// queue back before the next group, so other work on it is not held off by a stream of writes.
+    private func locked<Result>(_ body: (inout State) -> Result) -> Result {
+        condition.lock()
+        defer { condition.unlock() }
+        return body(&state)
+    }
+
+    /// Gathers (see the type), commits the items waiting then (up to the bound), answers their
+    /// callers, and hands the queue back before the next group, so other work on it is not held
+    /// off by a stream of writes.
     private func commitNextGroup() {
-        let group = state.withLock { state -> [Waiter] in
-            var size = 0
-            var count = 0
-            for waiter in state.waiting {
-                if count > 0, size + waiter.size > maxSizePerCommit { break }
-                size += waiter.size
-                count += 1
-            }
-            let group = Array(state.waiting.prefix(count))
-            state.waiting.removeFirst(count)
-            return group
+        condition.lock()
+        let expected = min(state.lastGroupCount, maxSizePerCommit)
+        if state.waiting.count < expected {
+            let gathering = min(state.lastCommit / 2, Self.maxGathering)
+            let deadline = Date(timeIntervalSinceNow: Double(gathering.components.attoseconds) / 1e18)
+            while state.waiting.count < expected, condition.wait(until: deadline) {}
         }
+        var size = 0
+        var count = 0
+        for waiter in state.waiting {
+            if count > 0, size + waiter.size > maxSizePerCommit { break }
+            size += waiter.size
+            count += 1
+        }
+        let group = Array(state.waiting.prefix(count))
+        state.waiting.removeFirst(count)
+        condition.unlock()
+
+        let started = ContinuousClock.now
         let results = commit(group.map(\.item))
+        let took = ContinuousClock.now - started
         for (index, waiter) in group.enumerated() {
             waiter.continuation.resume(
                 with: index < results.count ? results[index] : .failure(CancellationError()))
         }
-        let more = state.withLock { state in
+        let more = locked { state in
+            state.lastGroupCount = group.count
+            state.lastCommit = took
             if state.waiting.isEmpty { state.draining = false }
             return !state.waiting.isEmpty
         }
