@@ -76,6 +76,76 @@ import Testing
         return folder
     }
 
+    /// Issue 26: synced writes that wait together are written as one group, and each caller
+    /// gets its own outcome: a set whose folder is blocked (a file where the folder of a long key
+    /// goes) and a batch through the journal that touches it fail alone, and everything else in
+    /// the group is applied, in arrival order, and still there after a reopen.
+    @Test(.timeLimit(.minutes(10))) func aGroupOfSyncedWritesGivesEachCallerItsOwnOutcome() async throws {
+        let folder = try TemporaryFolder()
+        let store = FileOfflineStore(directory: folder.url, durability: .synced)
+        try await store.set("before", "0")
+        let handle = try #require(store.sharedHandle)
+        let blocked = String(repeating: "b", count: 300)  // its file lies in a folder of its own
+        let blockingName = try #require(FileNameScheme.path(for: blocked).folders.first)
+        FileManager.default.createFile(atPath: folder.url.path + "/" + blockingName, contents: Data())
+
+        // The queue is held, so every write below waits for one group.
+        let (holding, held) = AsyncStream<Void>.makeStream()
+        let (release, letGo) = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            try await handle.queue.runAlone {
+                held.yield()
+                let done = DispatchSemaphore(value: 0)
+                Task {
+                    for await _ in release { break }
+                    done.signal()
+                }
+                done.wait()
+            }
+        }
+        for await _ in holding { break }
+        let writes: [[StoreWrite]] = [
+            [.set(key: "k1", value: "1")],
+            [.set(key: blocked, value: "never")],
+            [.set(key: "k1", value: "2"), .set(key: "k2", value: "2")],
+            [.delete(key: "before")],
+            [.set(key: "k3", value: "3"), .set(key: blocked, value: "never")],
+            [.set(key: "k1", value: "3")],
+        ]
+        var outcomes: [Int: Bool] = [:]
+        try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            for (index, batch) in writes.enumerated() {
+                // In order: each is queued before the next starts.
+                let queued = handle.commits.waitingCount
+                group.addTask {
+                    do {
+                        try await store.write(batch)
+                        return (index, true)
+                    } catch {
+                        return (index, false)
+                    }
+                }
+                while handle.commits.waitingCount == queued { await Task.yield() }
+            }
+            letGo.yield()
+            for try await (index, succeeded) in group { outcomes[index] = succeeded }
+        }
+        try await holder.value
+        #expect(handle.commits.lastGroupCount == writes.count, "one group")
+        #expect(outcomes == [0: true, 1: false, 2: true, 3: true, 4: false, 5: true])
+        for reading in [store, FileOfflineStore(directory: folder.url, durability: .synced)] {
+            #expect(try await reading.get("k1") == "3", "the group's writes to k1 land in arrival order")
+            #expect(try await reading.get("k2") == "2")
+            #expect(try await reading.get("k3") == nil, "the failed batch left nothing")
+            #expect(try await reading.get("before") == nil)
+            #expect(try await reading.keys("") == ["k1", "k2"])
+        }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter {
+            $0.hasPrefix(".tmp-")
+        }
+        #expect(leftovers.isEmpty, "no temporary file is left")
+    }
+
     @Test func fallsBackToMemoryWhenTheFolderCannotBeCreated() async throws {
         let folder = try TemporaryFolder()
         let blocker = folder.url.appendingPathComponent("a-file")

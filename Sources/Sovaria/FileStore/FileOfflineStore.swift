@@ -140,9 +140,11 @@ public final class FileOfflineStore: OfflineStore {
         switch backend {
         case .memory(let store):
             try await store.write(batch)
+        case .files(let handle) where durability == .synced:
+            // Group commit: batches of other callers that arrive meanwhile share the folder syncs.
+            try await handle.commits.write(FileStoreHandle.GroupItem(handle: handle, batch: batch), size: batch.count)
         case .files(let handle):
-            let sync = durability == .synced
-            try await handle.queue.runAlone { try handle.apply(batch, sync: sync) }
+            try await handle.queue.runAlone { try handle.apply(batch, sync: false) }
         }
     }
 

@@ -14,7 +14,7 @@ final class FileStoreHandle: Sendable {
     /// on their caller's thread instead of hopping to ``queue``: a batch is atomic to them too.
     let readers = ReadersWriterLock()
     /// The folder's lock file; `nil` when the folder cannot be written.
-    private let lock: FolderLock?
+    let lock: FolderLock?
     /// Whether this open may skip the sweep of temporary files (the last end was clean).
     private let cleanClose: CleanCloseMark?
     /// Why writes are refused, when the folder can be read but not written.
@@ -24,9 +24,13 @@ final class FileStoreHandle: Sendable {
     /// Every key in byte order, built by the first listing and dropped by any write of any process
     /// (the lock file's write count tells): paging (`entries`, `migrate`) lists the folder once,
     /// not once a page.
-    private let sortedKeys = Mutex<(writeCount: UInt64, keys: [StoreKey.Bytes])?>(nil)
+    let sortedKeys = Mutex<(writeCount: UInt64, keys: [StoreKey.Bytes])?>(nil)
 
     static let openFolders = OpenOncePerPath<FileStoreHandle>()
+
+    /// Synced batches that arrive while a group is being written join the next one, which syncs
+    /// each folder once (``applyGroup(_:)``).
+    let commits: GroupCommit<GroupItem>
 
     /// The handle of the folder at `path` (created 0700 if missing), shared in this process.
     ///
@@ -51,6 +55,9 @@ final class FileStoreHandle: Sendable {
     /// left, holding the folder's lock so that no other process is writing meanwhile.
     private init(path: String, sync: Bool) throws(OfflineStoreError) {
         self.path = path
+        commits = GroupCommit(queue: queue, maxSizePerCommit: Self.maxWritesPerGroup) { items in
+            items.first?.handle.applyGroup(items.map(\.batch)) ?? []
+        }
         try POSIXFile.checkReadableFolder(path)  // a folder that cannot even be read falls back to memory
         let tree = try FileTree(root: path)
         self.tree = tree
@@ -112,24 +119,35 @@ final class FileStoreHandle: Sendable {
     private func applyLocked(_ batch: [StoreWrite], lock: FolderLock, sync: Bool) throws(OfflineStoreError) {
         try lock.withExclusiveLock { () throws(OfflineStoreError) in
             defer { lock.countWrite() }
-            do throws(OfflineStoreError) {
-                try tree.recoverJournal(sync: sync)
-            } catch {
-                var failure = error
-                failure.key = nil
-                failure.message = "Finishing an earlier batch from the folder's journal failed: " + failure.message
-                throw failure
-            }
+            try finishEarlierBatch(sync: sync)
             if batch.count == 1, let write = batch.first {
                 try tree.apply(write, sync: sync)
                 return
             }
-            do throws(OfflineStoreError) {
-                try tree.applyBatch(batch, sync: sync)
-            } catch {
-                guard error.code == .full, DiskReserve.isOnlyDeletes(batch), reserve.release() else { throw error }
-                try tree.applyBatch(batch, sync: sync)
-            }
+            try applyThroughJournal(batch, sync: sync)
+        }
+    }
+
+    /// Finishes a batch an earlier writer left in the journal; call holding the folder's lock.
+    func finishEarlierBatch(sync: Bool) throws(OfflineStoreError) {
+        do throws(OfflineStoreError) {
+            try tree.recoverJournal(sync: sync)
+        } catch {
+            var failure = error
+            failure.key = nil
+            failure.message = "Finishing an earlier batch from the folder's journal failed: " + failure.message
+            throw failure
+        }
+    }
+
+    /// A batch of several writes, through the journal; a batch of deletes on a full disk uses the
+    /// reserve. Call holding the folder's lock.
+    func applyThroughJournal(_ batch: [StoreWrite], sync: Bool) throws(OfflineStoreError) {
+        do throws(OfflineStoreError) {
+            try tree.applyBatch(batch, sync: sync)
+        } catch {
+            guard error.code == .full, DiskReserve.isOnlyDeletes(batch), reserve.release() else { throw error }
+            try tree.applyBatch(batch, sync: sync)
         }
     }
 

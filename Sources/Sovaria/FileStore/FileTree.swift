@@ -64,22 +64,61 @@ struct FileTree: Sendable {
 
     /// Applies one write: a set is a temp file renamed into place.
     func apply(_ write: StoreWrite, sync: Bool) throws(OfflineStoreError) {
-        let (folders, file) = FileNameScheme.path(for: write.key)
-        let folder: DirectoryDescriptor
         switch write {
         case .set(let key, let value):
-            folder = try self.folder(folders, create: true, sync: sync) ?? directory
-            let temporary = Self.temporaryName()
-            try directory.createFile(
-                temporary, contents: EntryFile.encode(key: key, value: value), sync: sync, key: key)
-            try directory.rename(temporary, to: file, in: folder, key: key)
+            let staged = try stage(key: key, value: value, sync: sync)
+            try writeTemporary(staged, sync: sync)
+            try place(staged)
+            if sync { try staged.folder.sync() }
         case .delete(let key):
             // Nothing removed, nothing to sync (the folder of a long key may not even exist).
-            guard let found = try self.folder(folders, create: false, sync: false), try found.removeFile(file, key: key)
-            else { return }
-            folder = found
+            if let folder = try remove(key), sync { try folder.sync() }
         }
-        if sync { try folder.sync() }
+    }
+
+    /// A set made in three steps, so a group commit can write many values side by side and sync
+    /// their folder once: ``stage(key:value:sync:)``, ``writeTemporary(_:sync:)``, ``place(_:)``.
+    struct StagedSet: Sendable {
+        let key: String
+        let contents: [UInt8]
+        /// The temporary file's name in the root.
+        let temporary: String
+        /// The entry's file name in ``folder``.
+        let file: String
+        /// The folder the entry goes in (made, and synced into its parent when `sync`).
+        let folder: DirectoryDescriptor
+    }
+
+    /// Makes the key's folder if needed, and names the set's temporary file.
+    func stage(key: String, value: String, sync: Bool) throws(OfflineStoreError) -> StagedSet {
+        let (folders, file) = FileNameScheme.path(for: key)
+        return StagedSet(
+            key: key, contents: EntryFile.encode(key: key, value: value), temporary: Self.temporaryName(), file: file,
+            folder: try folder(folders, create: true, sync: sync) ?? directory)
+    }
+
+    /// Writes the staged value to its temporary file (fsynced when `sync`); a failure leaves no file.
+    func writeTemporary(_ staged: StagedSet, sync: Bool) throws(OfflineStoreError) {
+        try directory.createFile(staged.temporary, contents: staged.contents, sync: sync, key: staged.key)
+    }
+
+    /// Renames the written value into place; its folder is not synced (the caller does that).
+    func place(_ staged: StagedSet) throws(OfflineStoreError) {
+        try directory.rename(staged.temporary, to: staged.file, in: staged.folder, key: staged.key)
+    }
+
+    /// Removes a staged value's temporary file (a set that will not be placed).
+    func discard(_ staged: StagedSet) {
+        unlinkat(directory.fd, staged.temporary, 0)
+    }
+
+    /// Removes `key`'s file without syncing its folder; returns the folder, or `nil` when there
+    /// was no file.
+    func remove(_ key: String) throws(OfflineStoreError) -> DirectoryDescriptor? {
+        let (folders, file) = FileNameScheme.path(for: key)
+        guard let folder = try folder(folders, create: false, sync: false), try folder.removeFile(file, key: key)
+        else { return nil }
+        return folder
     }
 
     /// Applies `batch` all or nothing: stages its values, writes the journal, then renames and removes.

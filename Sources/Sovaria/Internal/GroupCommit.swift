@@ -67,6 +67,9 @@ package final class GroupCommit<Item: Sendable>: Sendable {
     /// How many items wait for a commit now (tests).
     package var waitingCount: Int { locked { $0.waiting.count } }
 
+    /// How many items the last commit took (tests).
+    package var lastGroupCount: Int { locked { $0.lastGroupCount } }
+
     private func locked<Result>(_ body: (inout State) -> Result) -> Result {
         condition.lock()
         defer { condition.unlock() }

@@ -46,8 +46,8 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     /// thread that found it free (``writeIfIdle(_:forceSync:)``), so an inline write never waits
     /// behind a queued one's commit.
     private let writer = NSLock()
-    /// Batches that arrive while a commit runs join the next one (group commit), each in a
-    /// nested transaction of one shared write transaction.
+    /// Batches that arrive while a commit runs join the next one (group commit), one after
+    /// another in one shared write transaction.
     private let commits: GroupCommit<GroupItem>
 
     /// One batch of a group commit (it carries its environment: the committer is made before
