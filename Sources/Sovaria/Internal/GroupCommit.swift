@@ -94,20 +94,26 @@ package final class GroupCommit<Item: Sendable>: Sendable {
             size += waiter.size
             count += 1
         }
-        let group = Array(state.waiting.prefix(count))
+        var items = state.waiting.prefix(count).map(\.item)
+        let continuations = state.waiting.prefix(count).map(\.continuation)
         state.waiting.removeFirst(count)
         condition.unlock()
 
         let started = ContinuousClock.now
-        let results = commit(group.map(\.item))
+        let results = commit(items)
         let took = ContinuousClock.now - started
-        for (index, waiter) in group.enumerated() {
-            waiter.continuation.resume(
-                with: index < results.count ? results[index] : .failure(CancellationError()))
+        // Let go of the items (and what they hold, a store's handle) before any caller resumes:
+        // a store released right after its last write returns is then really closed. The count
+        // is recorded first too, so a caller that returns sees this group's.
+        items.removeAll()
+        locked { state in
+            state.lastGroupCount = continuations.count
+            state.lastCommit = took
+        }
+        for (index, continuation) in continuations.enumerated() {
+            continuation.resume(with: index < results.count ? results[index] : .failure(CancellationError()))
         }
         let more = locked { state in
-            state.lastGroupCount = group.count
-            state.lastCommit = took
             if state.waiting.isEmpty { state.draining = false }
             return !state.waiting.isEmpty
         }
