@@ -10,7 +10,7 @@
 /// so a writer (an LMDB map resize, a file-store batch) is never starved by a steady stream of reads. The lock is not recursive: a thread
 /// must never take either side while it holds one.
 package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the pthread lock is the synchronization
-    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
+    @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
 
     package init() {
         lock = .allocate(capacity: 1)
@@ -32,7 +32,7 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
     }
 
     /// Runs `body` holding the shared side.
-    @inline(__always)
+    @inlinable
     package func withSharedLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result
     {
         pthread_rwlock_rdlock(lock)
@@ -41,6 +41,7 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
     }
 
     /// Runs `body` holding the exclusive side.
+    @inlinable
     package func withExclusiveLock<Result, Failure: Error>(
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result {
@@ -52,7 +53,7 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
     /// Runs `body` holding the shared side if it can be taken at once, else returns `nil` without
     /// waiting: for callers that must not park their thread (Swift's cooperative pool) behind a
     /// writer and have a slower way that may wait.
-    @inline(__always)
+    @inlinable
     package func withSharedLockIfAvailable<Result, Failure: Error>(
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result? {

@@ -28,6 +28,9 @@ extension String {
     ///
     /// `withUTF8` needs a `var`, and the copy that takes costs a retain and a release the
     /// compiler does not always elide; this runs on every key a read, a scan or an open handles.
+    /// Inlinable, so the engines' modules specialize it: called generically across the module
+    /// boundary it looked up type metadata on every call.
+    @inlinable
     package func withUTF8Bytes<Success, Failure: Error>(
         _ body: (UnsafeBufferPointer<UInt8>) throws(Failure) -> Success
     ) throws(Failure) -> Success {
