@@ -115,7 +115,12 @@ public final class LMDBOfflineStore: OfflineStore {
         _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
     ) async throws -> Result? {
         try StoreKey.validate(key)
-        return try environment.withValue(for: key, body)
+        // Through a closure that returns nothing, so the environment's read is not generic:
+        // called through `any OfflineStore` this method is, and each generic layer below it
+        // looked up type metadata on every call (1.4–1.5 µs against a plain get's 0.7–1.1 µs).
+        var result: Result?
+        let found = try environment.visitValue(for: key) { bytes in result = try body(bytes) }
+        return found ? result : nil
     }
 
     /// Stores `value` under `key` in one write transaction.

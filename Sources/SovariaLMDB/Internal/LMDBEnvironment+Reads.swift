@@ -13,6 +13,13 @@ extension LMDBEnvironment {
         try withValue(for: key) { bytes in try String(copyingUTF8: bytes, "value") }
     }
 
+    /// Calls `visit` with the bytes of the value stored under `key`, in the map, inside the read
+    /// transaction; returns whether there was one. Not generic, so callers that are (the
+    /// protocol's `withValue`) do not make every layer below them generic too.
+    func visitValue(for key: String, _ visit: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        try withValue(for: key) { bytes in try visit(bytes) } != nil
+    }
+
     /// Calls `body` with the bytes of the value stored under `key`, in the map, inside the read
     /// transaction; `nil` when there is none. Runs on the calling thread.
     func withValue<Result>(for key: String, _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result? {
