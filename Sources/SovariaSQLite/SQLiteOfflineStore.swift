@@ -88,20 +88,23 @@ public final class SQLiteOfflineStore: OfflineStore {
         _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
     ) async throws -> Result? {
         try StoreKey.validate(key)
-        // The connection's read takes only the store's own errors: `body`'s pass around it.
+        // The connection's read takes only the store's own errors: `body`'s pass around it. The
+        // read itself returns only whether there was a value, so it is not generic: called
+        // through `any OfflineStore` this method is, and every generic layer below it would look
+        // up type metadata on each call.
+        var result: Result?
         var bodyError: (any Error)?
-        let result = try database.read { reader throws(OfflineStoreError) -> Result?? in
-            do {
-                return try reader.withValue(for: key, body)
-            } catch let error as OfflineStoreError {
-                throw error
-            } catch {
-                bodyError = error
-                return nil
+        let found = try database.read { reader throws(OfflineStoreError) -> Bool in
+            try reader.visitValue(for: key) { bytes in
+                do {
+                    result = try body(bytes)
+                } catch {
+                    bodyError = error
+                }
             }
         }
         if let bodyError { throw bodyError }
-        return result ?? nil
+        return found ? result : nil
     }
 
     /// Stores `value` under `key` in its own transaction.

@@ -32,13 +32,14 @@ final class SQLiteReader: @unchecked Sendable {
         return try selectValue.string(at: 0, what: "value", key: key)
     }
 
-    /// Calls `body` with the bytes of the value stored under `key`, as SQLite holds them in the
-    /// row, or returns `nil`.
-    func withValue<Result>(for key: String, _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result? {
+    /// Calls `visit` with the bytes of the value stored under `key`, as SQLite holds them in the
+    /// row; returns whether there was one.
+    func visitValue(for key: String, _ visit: (UnsafeRawBufferPointer) -> Void) throws(OfflineStoreError) -> Bool {
         defer { selectValue.reset() }
         try selectValue.bind(key, at: 1, key: key)
-        guard try selectValue.step(key: key) else { return nil }
-        return try body(selectValue.bytes(at: 0))
+        guard try selectValue.step(key: key) else { return false }
+        visit(selectValue.bytes(at: 0))
+        return true
     }
 
     /// The keys in `range`, in byte order.
