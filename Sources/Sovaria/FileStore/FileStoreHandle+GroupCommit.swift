@@ -17,8 +17,9 @@ extension FileStoreHandle {
         let batch: [StoreWrite]
     }
 
-    /// The most writes one group takes (a bigger batch still commits, alone).
-    static let maxWritesPerGroup = 1_024
+    /// The most writes one group takes (a bigger batch still commits, alone): each single set of
+    /// a long key holds its folder's descriptor open until the group ends.
+    static let maxWritesPerGroup = 64
 
     /// Applies synced batches that arrived together, in arrival order, each with its own outcome;
     /// runs inside a barrier of ``queue``, holding the folder's lock once for the group.

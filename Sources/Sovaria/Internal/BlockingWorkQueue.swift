@@ -26,6 +26,11 @@ package final class BlockingWorkQueue: Sendable {
         }
     }
 
+    /// Runs `body` beside the queue's other concurrent work, later, without waiting for it.
+    package func submitConcurrently(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
+    }
+
     /// Runs `body` alone, later, without waiting for it (group commit's next group).
     package func submitAlone(_ body: @escaping @Sendable () -> Void) {
         queue.async(flags: .barrier, execute: body)

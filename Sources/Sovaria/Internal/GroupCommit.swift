@@ -11,7 +11,8 @@ import Foundation
 /// The callers a commit answers come back with their next writes a moment later, and the first
 /// of them used to start the next commit alone, so groups alternated between one write and the
 /// rest. A commit after a group of `n` therefore gathers for a moment first: until `n` items
-/// wait, or for half the last commit's time (at most ``maxGathering``), whichever comes first.
+/// wait, or for half the last commit's time (at most ``maxGathering``), whichever comes first;
+/// it gathers in a plain block of the queue, so reads on the queue go on meanwhile.
 /// One writer never waits (its group is one), and a group that shrinks pays the wait once.
 ///
 /// - Important: `commit` runs on `queue`, alone (a barrier), one group at a time.
@@ -60,7 +61,7 @@ package final class GroupCommit<Item: Sendable>: Sendable {
                 return !state.draining
             }
             condition.signal()
-            if leads { queue.submitAlone { self.commitNextGroup() } }
+            if leads { scheduleNextGroup() }
         }
     }
 
@@ -76,17 +77,33 @@ package final class GroupCommit<Item: Sendable>: Sendable {
         return body(&state)
     }
 
-    /// Gathers (see the type), commits the items waiting then (up to the bound), answers their
-    /// callers, and hands the queue back before the next group, so other work on it is not held
-    /// off by a stream of writes.
+    /// Queues the next commit. When it should gather first (see the type), it gathers in a plain
+    /// block of the queue, beside the reads, and takes the barrier only after.
+    private func scheduleNextGroup() {
+        let gathers = locked { state in state.waiting.count < state.lastGroupCount }
+        guard gathers else { return queue.submitAlone { self.commitNextGroup() } }
+        queue.submitConcurrently {
+            self.gather()
+            self.queue.submitAlone { self.commitNextGroup() }
+        }
+    }
+
+    /// Waits until as many items wait as the last group had, or for half the last commit's
+    /// time (at most ``maxGathering``).
+    private func gather() {
+        condition.lock()
+        defer { condition.unlock() }
+        let gathering = min(state.lastCommit / 2, Self.maxGathering)
+        let (seconds, attoseconds) = gathering.components
+        let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+        while state.waiting.count < state.lastGroupCount, condition.wait(until: deadline) {}
+    }
+
+    /// Commits the items waiting now (up to the bound), answers their callers, and hands the
+    /// queue back before the next group, so other work on it is not held off by a stream of
+    /// writes.
     private func commitNextGroup() {
         condition.lock()
-        let expected = min(state.lastGroupCount, maxSizePerCommit)
-        if state.waiting.count < expected {
-            let gathering = min(state.lastCommit / 2, Self.maxGathering)
-            let deadline = Date(timeIntervalSinceNow: Double(gathering.components.attoseconds) / 1e18)
-            while state.waiting.count < expected, condition.wait(until: deadline) {}
-        }
         var size = 0
         var count = 0
         for waiter in state.waiting {
@@ -117,6 +134,6 @@ package final class GroupCommit<Item: Sendable>: Sendable {
             if state.waiting.isEmpty { state.draining = false }
             return !state.waiting.isEmpty
         }
-        if more { queue.submitAlone { self.commitNextGroup() } }
+        if more { scheduleNextGroup() }
     }
 }
