@@ -30,7 +30,7 @@ extension QueryCache {
     /// One eviction pass: the oldest unprotected lists go, ten per store batch, until the total
     /// is at most `target` bytes and at most `maxLists` lists are left.
     ///
-    /// While it runs, every put carries one of its batches (see ``carryEviction(sparing:)``), and
+    /// While it runs, every put carries one of its batches (see ``carryEviction(sparing:adding:)``), and
     /// the pass writes a batch of its own only when no put carried one in the last
     /// millisecond (`carriedPassLookInterval`): a put made during a burst never waits for the
     /// pass's commits. A pass that starts while another is carried runs every batch itself.
@@ -112,7 +112,7 @@ extension QueryCache {
     /// count are reached sooner; returns how many it deleted (none when the pass is done). Run
     /// inside the gate.
     private func evictOneBatch(_ pass: EvictionProgress) async throws -> Int {
-        let victims = chooseVictims(pass, sparing: nil)
+        let victims = chooseVictims(pass, sparing: nil, adding: (bytes: 0, lists: 0))
         guard !victims.isEmpty else { return 0 }
         do {
             try await store.write(victims.map { StoreWrite.delete(key: CacheKeys.listKey($0.id, $0.entry)) })
@@ -125,11 +125,12 @@ extension QueryCache {
     }
 
     /// The batch of the pass puts carry that a put about to store `id`'s list deletes in its own
-    /// store write: up to ten of the oldest unprotected lists, none of them `id`'s. Run inside
-    /// the gate; give the answer to ``finishCarrying(_:stored:)`` once the write ends.
-    func carryEviction(sparing id: HexID) -> CarriedEviction? {
+    /// store write: up to ten of the oldest unprotected lists, none of them `id`'s, chosen with
+    /// the put's own change to the total (`adding`) counted. Run inside the gate; give the answer
+    /// to ``finishCarrying(_:stored:)`` once the write ends.
+    func carryEviction(sparing id: HexID, adding change: (bytes: Int, lists: Int)) -> CarriedEviction? {
         guard let pass = carriedPass.withLock({ $0 }) else { return nil }
-        let victims = chooseVictims(pass, sparing: id)
+        let victims = chooseVictims(pass, sparing: id, adding: change)
         guard !victims.isEmpty else { return nil }
         return CarriedEviction(
             pass: pass, victims: victims,
@@ -147,20 +148,23 @@ extension QueryCache {
         }
     }
 
-    /// Takes up to ten of the oldest lists off the order, while the total (less what is taken)
-    /// is over the pass's target or more lists than its limit are left. Lists live readers show
+    /// Takes up to ten of the oldest lists off the order, while the total (with `adding`, a
+    /// carrying put's own change, and less what is taken) is over the pass's target or more
+    /// lists than its limit are left. Lists live readers show
     /// are set aside for the pass's end; `sparing`'s list, which a put replaces, goes back at once.
     ///
     /// Once the total reaches the target the pass is done, and takes nothing more: the lists
     /// put afterwards fill the cache up to the bound again before the next pass, as the seed says.
-    private func chooseVictims(_ pass: EvictionProgress, sparing: HexID?) -> [(id: HexID, entry: CacheIndex.Entry)] {
+    private func chooseVictims(
+        _ pass: EvictionProgress, sparing: HexID?, adding change: (bytes: Int, lists: Int)
+    ) -> [(id: HexID, entry: CacheIndex.Entry)] {
         var victims: [(id: HexID, entry: CacheIndex.Entry)] = []
         guard !pass.state.withLock({ $0.reachedTarget }) else { return victims }
         index.withLock { index in
             var spared: [(id: HexID, entry: CacheIndex.Entry)] = []
-            var projected = index.totalBytes
+            var projected = index.totalBytes + change.bytes
             while victims.count < Self.evictionBatchLists,
-                projected > pass.target || index.entries.count - victims.count > pass.maxLists,
+                projected > pass.target || index.entries.count + change.lists - victims.count > pass.maxLists,
                 let oldest = index.popOldest()
             {
                 if oldest.id == sparing {

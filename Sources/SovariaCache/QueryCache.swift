@@ -304,7 +304,8 @@ public final class QueryCache: Sendable {
             }
             // A pass that runs meanwhile has its next ten deletes ride in this write: one commit,
             // and no wait for a commit of the pass's own.
-            if let carried = carryEviction(sparing: id) {
+            let change = (bytes: response.sizeBytes - (previous?.sizeBytes ?? 0), lists: previous == nil ? 1 : 0)
+            if let carried = carryEviction(sparing: id, adding: change) {
                 do {
                     try await store.write(writes + carried.writes)
                     finishCarrying(carried, stored: true)

@@ -259,11 +259,13 @@ import Testing
         spy.holdWrite.withLock { $0 = nil }
     }
 
-    /// A put of a 1,000-byte list for `query` in a task of its own, returned once it waits at
+    /// A put of a list of `bytes` for `query` in a task of its own, returned once it waits at
     /// the cache's gate.
-    func queuedAtTheGate(_ cache: QueryCache, _ query: String, serverTime second: Int) async -> Task<Void, any Error> {
+    func queuedAtTheGate(
+        _ cache: QueryCache, _ query: String, serverTime second: Int, bytes: Int = 1_000
+    ) async -> Task<Void, any Error> {
         let waiting = cache.gate.waiterCount
-        let put = Task { _ = try await cache.put(query, body: body(1_000), serverTime: serverTime(second)) }
+        let put = Task { _ = try await cache.put(query, body: body(bytes), serverTime: serverTime(second)) }
         // Not a wait for time: the put is queued once the count says so.
         while cache.gate.waiterCount == waiting { await Task.yield() }
         return put
@@ -352,21 +354,25 @@ import Testing
             try await cache.put("big", body: body(4_096), serverTime: serverTime(14))
         }
         let first = await queuedAtTheGate(cache, "q32", serverTime: 32)
-        let second = await queuedAtTheGate(cache, "q33", serverTime: 33)
+        // Under 4,096 bytes, so it starts no check of its own.
+        let second = await queuedAtTheGate(cache, "q33", serverTime: 33, bytes: 4_000)
         release.finish()
         try await first.value
         try await second.value
         await cache.waitForBackgroundRefreshes()
 
-        // 8,096 bytes were left: q32 carries q10…q13, and the total (before q32's own list)
-        // reaches the target. q33 comes after the pass has reached it, so it carries nothing.
-        #expect(batchesStoring("q32", spy).map(\.count) == [1 + 4])
+        // 8,096 bytes were left, 9,096 with q32's own list: q32 carries q10…q13 and "big" (five
+        // lists, 8,096 bytes), and the total reaches the target. q33 comes after the pass has
+        // reached it, so it carries nothing, though with it the total (5,000) is over the target:
+        // the next check's pass deletes what the cache holds then.
+        #expect(batchesStoring("q32", spy).map(\.count) == [1 + 5])
         #expect(batchesStoring("q33", spy).map(\.count) == [1])
         let pass = try #require(cache.evictionPasses.last)
-        #expect(pass.evictedLists == 14)
+        #expect(pass.evictedLists == 15)
         #expect(pass.batchesCarriedByPuts == 1)
-        #expect(try await cache.cachedResponse(for: "big") != nil, "the next oldest list stays for the next check")
-        #expect(try await cache.totalBytes == 4_096 + 2_000)
+        #expect(try await cache.cachedResponse(for: "big") == nil)
+        #expect(try await cachedQueries(cache, 0..<34) == [32, 33])
+        #expect(try await cache.totalBytes == 5_000)
     }
 
     @Test(arguments: CacheEngine.all)
