@@ -37,6 +37,9 @@ struct StoreSection {
                         for index in measured.indices { measured[index].note = "\(workload.count) keys" }
                     }
                     rows += measured
+                    if engine.name == "file", let get = measured.first(where: { $0.operation == "get (random hit)" }) {
+                        rows.append(try await measureJournalCheck(in: folder, against: get, variant: variant))
+                    }
                 }
                 if let raw = engine.raw {
                     let subject = try raw(try freshFolder("raw-\(engine.name)-\(durability)"), durability, workload)
@@ -67,6 +70,28 @@ struct StoreSection {
             }
         }
         return rows
+    }
+
+    /// What a file store `get` pays to see another process's batch whole (issue 35): the one
+    /// `faccessat` of the folder's journal it makes before reading, timed alone in the same run,
+    /// its ratio over the store's get p50 the share of a get it costs.
+    private func measureJournalCheck(in folder: URL, against get: Measurement, variant: String) async throws
+        -> Measurement
+    {
+        let descriptor = Glibc.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw BenchError.failed("file store: cannot open \(folder.path)") }
+        defer { Glibc.close(descriptor) }
+        let sample = try await stopwatch.measure(calls: 20_000) { _, _ in
+            guard faccessat(descriptor, ".journal", F_OK, 0) != 0 else {
+                throw BenchError.failed("file store: a journal is left in \(folder.path)")
+            }
+        }
+        var row = sample.measurement(
+            section: BenchSection.store.rawValue, subject: "POSIX", variant: variant,
+            operation: "faccessat of the file store's journal")
+        row.ratio = row.p50Nanoseconds / max(1, get.p50Nanoseconds)
+        row.baseline = "the file store's get (random hit) p50: the share of a get the journal check costs"
+        return row
     }
 
     /// The rows of one run of the C baseline; none, with a line saying why, when it fails: the

@@ -79,6 +79,61 @@ import Testing
         print("\(engine) (\(durability)): \(pages) pages saw \(batchesSeen.count) of \(batches) batches")
     }
 
+    /// Issue 35: one process applies the same three-key batches while this one reads `get(first)`
+    /// then `get(second)`, pair after pair. Values only grow, so the key read second is never older
+    /// than the key read first, unless the first read saw part of a batch whose other half was not
+    /// yet there. SQLite is the control (a get there is one transaction); the file store's `get`
+    /// waits for a batch whose journal it finds. Each engine, durability and order is a case.
+    ///
+    /// The reader counts, not times: it reads until it has seen ``getPairsRead`` pairs with the
+    /// writer at work and the writer ``getPairBatchesSpanned`` batches on, then stops the writer.
+    @Test(arguments: [
+        ("file", "flushed", "x"), ("file", "flushed", "y"), ("file", "synced", "x"), ("file", "synced", "y"),
+        ("sqlite", "flushed", "x"), ("sqlite", "flushed", "y"), ("sqlite", "synced", "x"), ("sqlite", "synced", "y"),
+    ])
+    func getsInAnotherProcessNeverSeeHalfABatch(engine: String, durability: String, first: String) async throws {
+        let second = first == "x" ? "y" : "x"
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sovaria-get-pairs-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try CrashStores.open(engine, at: folder, durability: .flushed)
+        // More batches than the reader waits for: the writer is stopped once the reader is done.
+        let writer = try ChildProcess(
+            CrashChild.executable.path,
+            [BatchWriterWorkload.enginePrefix + engine, folder.path, durability, "100000000"],
+            environment: ["SWIFT_BACKTRACE": "enable=no"], captureOutput: false)
+        var status: Int32 = 0
+        var pairs = 0
+        var firstBatchSeen: Int?
+        var lastBatchSeen = 0
+        var problems: [String] = []
+        while pairs < Self.getPairsRead || lastBatchSeen - (firstBatchSeen ?? lastBatchSeen) < Self.getPairBatchesSpanned {
+            guard waitpid(writer.pid, &status, WNOHANG) != writer.pid else {
+                Issue.record("the writer ended early, with status \(status)")
+                return
+            }
+            let earlier = try await store.get(first).flatMap { Int($0) } ?? 0
+            let later = try await store.get(second).flatMap { Int($0) } ?? 0
+            guard earlier > 0 else { continue }  // the writer has not written yet
+            pairs += 1
+            firstBatchSeen = firstBatchSeen ?? earlier
+            lastBatchSeen = later
+            if later < earlier {
+                problems.append("get \(first)=\(earlier), then get \(second)=\(later)")
+                if problems.count >= 5 { break }
+            }
+        }
+        writer.send(SIGKILL)
+        _ = try await writer.wait()
+        #expect(problems.isEmpty, "\(problems.count) of \(pairs) get pairs went back: \(problems)")
+        print("\(engine) (\(durability), \(first) first): \(pairs) get pairs over batches \(firstBatchSeen ?? 0)…\(lastBatchSeen)")
+    }
+
+    /// How many get pairs each case reads while the writer writes.
+    static let getPairsRead = 3_000
+    /// How many batches the writer must have applied while the pairs were read.
+    static let getPairBatchesSpanned = 300
+
     /// What in `page` no whole number of batches explains, or `nil`.
     static func halfBatch(in page: [StoreEntry]) -> String? {
         let values = Dictionary(page.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })

@@ -27,9 +27,9 @@ import Synchronization
 /// - Important: Safe from any number of tasks. File I/O runs on a private Dispatch queue, never
 ///   on Swift's cooperative threads; reads run in parallel, writes one at a time. Every store on
 ///   one folder in a process shares one handle, so batches are atomic to each other's readers.
-///   Processes share a folder through its `.lock` file: writes of two processes never interleave
-///   and each batch stays all or nothing, but a reader in one process may see part of a batch
-///   another process is applying at that moment.
+///   Processes share a folder through its `.lock` file: writes of two processes never interleave,
+///   each batch stays all or nothing, and a reader in any process sees a batch whole (a `get` that
+///   finds another process's batch half applied waits for it to end).
 ///
 /// ```swift
 /// let store = FileOfflineStore()                   // FileOfflineStore.defaultDirectory()
@@ -114,12 +114,14 @@ public final class FileOfflineStore: OfflineStore {
         case .memory(let store): return try await store.get(key)
         case .files(let handle):
             // One small file read (about 5 µs) costs less than the hop to the queue and back (about
-            // 20 µs): read here unless a write holds the folder, then wait for it on the queue.
-            let inline = try handle.readers.withSharedLockIfAvailable { () throws(OfflineStoreError) in
-                try handle.tree.read(key)
+            // 20 µs): read here unless a write of this process holds the folder, or another
+            // process's batch is half applied (its journal is there), then wait for it on the queue.
+            let inline = try handle.readers.withSharedLockIfAvailable {
+                () throws(OfflineStoreError) -> InlineRead? in
+                handle.tree.hasJournal ? nil : InlineRead(value: try handle.tree.read(key))
             }
-            if let inline { return inline }
-            return try await handle.queue.runConcurrently { try handle.tree.read(key) }
+            if let inline = inline ?? nil { return inline.value }
+            return try await handle.queue.runConcurrently { try handle.readingOneKey(key) }
         }
     }
 
@@ -188,6 +190,11 @@ public final class FileOfflineStore: OfflineStore {
                 }
             }
         }
+    }
+
+    /// A read made on the caller's thread (its value may be `nil`: the key is missing).
+    private struct InlineRead {
+        let value: String?
     }
 
     /// The folder's handle, shared by every store on it in this process (`nil` in memory).

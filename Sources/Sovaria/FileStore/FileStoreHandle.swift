@@ -151,13 +151,25 @@ final class FileStoreHandle: Sendable {
         }
     }
 
+    /// Reads one key so that a batch of any process is seen whole: a `get` that found the journal
+    /// of a batch (written before its first rename, removed after its last) waits here, under the
+    /// folder's shared lock, until that batch has ended, or finishes it when its writer died. Runs
+    /// on ``queue``.
+    ///
+    /// Why a lone key needs this: a batch renames its files one at a time, so a reader that got
+    /// the batch's new value of one key could otherwise get the old value of another next.
+    func readingOneKey(_ key: String) throws(OfflineStoreError) -> String? {
+        try readingSeveralKeys { () throws(OfflineStoreError) in try tree.read(key) }
+    }
+
     /// Runs `body` (a read of several keys: a listing, a page of entries) so that no batch of any
     /// process is half applied in what it sees: holding the folder's lock shared, which every
     /// write takes exclusively. A journal found there was left by a writer that stopped before
     /// finishing its batch (a live one holds the lock): it is finished first, under the exclusive
     /// lock, unless the folder is read-only, where the read sees the folder as it is.
     ///
-    /// Reads of one key need none of this: each file is replaced whole, by a rename.
+    /// Reads of one key take this only when they find a journal (``readingOneKey(_:)``): each file
+    /// is replaced whole, by a rename.
     func readingSeveralKeys<Result>(_ body: () throws(OfflineStoreError) -> Result) throws(OfflineStoreError) -> Result
     {
         guard let lock else { return try body() }
