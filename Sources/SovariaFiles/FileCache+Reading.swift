@@ -14,18 +14,42 @@ extension FileCache {
     ///   queue); no store read. A use that cannot be recorded (the store failed) does not fail
     ///   the open: it stays pending.
     public func open(_ key: String) async throws -> FileLease? {
-        let id = FileKeys.id(of: key)
-        let now = self.now
-        let found = index.withLock { index -> (entry: FileIndex.Entry, record: Bool)? in
-            guard let entry = index.entries[id] else { return nil }
-            index.addLease(id)
-            index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
-            return (entry, now - entry.storedUseMillis >= Self.useRecordIntervalMillis)
-        }
-        guard let found else {
+        guard let found = claim(key) else {
             counters.withLock { $0.misses += 1 }
             return nil
         }
+        let lease = try await openClaimed(found)
+        counters.withLock { lease == nil ? $0.misses += 1 : ($0.hits += 1) }
+        return lease
+    }
+
+    /// What ``claim(_:)`` found: the file's entry, leased and marked used, and whether the use is
+    /// due to be recorded.
+    struct ClaimedFile {
+        let id: FileID
+        let key: String
+        let entry: FileIndex.Entry
+        let record: Bool
+    }
+
+    /// The first half of an open, in memory only: if `key` has a file, leases it and marks it used.
+    /// ``openClaimed(_:)`` must follow (it ends the lease when the file is gone).
+    func claim(_ key: String) -> ClaimedFile? {
+        let id = FileKeys.id(of: key)
+        let now = self.now
+        return index.withLock { index -> ClaimedFile? in
+            guard let entry = index.entries[id] else { return nil }
+            index.addLease(id)
+            index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
+            return ClaimedFile(
+                id: id, key: key, entry: entry, record: now - entry.storedUseMillis >= Self.useRecordIntervalMillis)
+        }
+    }
+
+    /// The second half of an open: the claimed file opened as a lease, or `nil` when it was removed
+    /// since the claim. Counts nothing in ``statistics``.
+    func openClaimed(_ found: ClaimedFile) async throws -> FileLease? {
+        let (id, key) = (found.id, found.key)
         let path = folder.filePath(id)
         let opened: (handle: FileHandle, sizeBytes: Int)?
         do {
@@ -46,13 +70,11 @@ extension FileCache {
         guard let opened else {
             // Removed between the lookup and the open.
             index.withLock { $0.releaseLease(id) }
-            counters.withLock { $0.misses += 1 }
             return nil
         }
         let lease = FileLease(
             key: key, url: URL(fileURLWithPath: path), sizeBytes: opened.sizeBytes, fileHandle: opened.handle
         ) { [self] in endLease(id, key: key) }
-        counters.withLock { $0.hits += 1 }
         if found.record {
             // A read does not fail because its use could not be recorded (a full or broken
             // store): the use stays pending, and the next record or recordPendingUses() retries.

@@ -86,6 +86,8 @@ public final class FileCache: Sendable {
     let background = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
     /// Whether a pass runs behind a download, and whether another check was asked for meanwhile.
     let passBehind = RunAgainLatch()
+    /// The downloads ``open(_:orDownload:)`` runs, one per key, and their waiters.
+    let flights = DownloadFlights()
     /// Uses newer than their record (leases that ended), by id, with the key; and whether a
     /// write of them runs.
     let pendingUses = Mutex<(byID: [FileID: String], recording: Bool)>(([:], false))

@@ -12,7 +12,7 @@ import Synchronization
 
 /// The file cache's folder on disk:
 ///
-///     <directory>/.lock            flock'ed while a FileCache has the folder open
+///     <directory>/.lock            locked (fcntl) while a FileCache has the folder open
 ///     <directory>/files/<id>       the cached files, named by the SHA-256 of their key
 ///     <directory>/tmp/<id>-<hex>   downloads in progress, and those a crash left behind
 ///
@@ -23,40 +23,68 @@ final class CacheFolder: Sendable {
     let filesPath: String
     let temporaryPath: String
     private let lockDescriptor: Int32
+    /// ``root`` with every symbolic link resolved: the key of ``openRoots``.
+    private let canonicalPath: String
     /// How many times a folder was listed: at open only (rule 7; tests check it).
     let listings = Mutex(0)
 
     /// Creates the folders (0700) and takes the folder's lock; throws `.locked` when another
     /// ``FileCache`` (in this process or another) has it open.
+    ///
+    /// The lock is a POSIX record lock (`fcntl(F_SETLK)`) on the whole `.lock` file, which belongs
+    /// to this process, plus ``openRoots`` for the caches of this process (record locks never
+    /// conflict within one). Not `flock`: an `flock` belongs to the open file, so a child process
+    /// of the app caught between its fork and its exec holds it through its copy of the
+    /// descriptor, and a cache released meanwhile stayed locked to the next open (issue 35). A
+    /// record lock is not inherited by a child, and goes when this process closes the file.
     init(root: URL) throws(OfflineStoreError) {
-        self.root = root.path
-        filesPath = self.root + "/files"
-        temporaryPath = self.root + "/tmp"
-        for path in [self.root, filesPath, temporaryPath] { try POSIXFile.makeDirectories(path, mode: 0o700) }
-        let lockPath = self.root + "/.lock"
+        let rootPath = root.path
+        self.root = rootPath
+        filesPath = rootPath + "/files"
+        temporaryPath = rootPath + "/tmp"
+        for path in [rootPath, filesPath, temporaryPath] { try POSIXFile.makeDirectories(path, mode: 0o700) }
+        let lockPath = rootPath + "/.lock"
+        let locked = OfflineStoreError(
+            .locked,
+            "Another FileCache has the folder \(rootPath) open (in this process or another). Use that one, "
+                + "or release it before opening the folder again.")
+        // Two spellings of one folder (a trailing slash, a symbolic link) are one folder.
+        let canonicalRoot = OpenOncePerPath<CacheFolder>.canonicalPath(rootPath)
+        canonicalPath = canonicalRoot
+        guard Self.openRoots.withLock({ $0.insert(canonicalRoot).inserted }) else { throw locked }
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw POSIXFile.error("Opening the lock file", lockPath) }
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+        guard descriptor >= 0 else {
+            let error = POSIXFile.error("Opening the lock file", lockPath)
+            Self.openRoots.withLock { _ = $0.remove(canonicalRoot) }
+            throw error
+        }
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)  // l_start 0, l_len 0: the whole file
+        while fcntl(descriptor, F_SETLK, &lock) != 0 {
             if errno == EINTR { continue }
             let code = errno
             close(descriptor)
-            guard code == EWOULDBLOCK else { throw POSIXFile.error("Locking", lockPath, code: code) }
-            throw OfflineStoreError(
-                .locked,
-                "Another FileCache has the folder \(self.root) open (in this process or another). Use that one, "
-                    + "or release it before opening the folder again.")
+            Self.openRoots.withLock { _ = $0.remove(canonicalRoot) }
+            guard code == EAGAIN || code == EACCES else { throw POSIXFile.error("Locking", lockPath, code: code) }
+            throw locked
         }
         lockDescriptor = descriptor
     }
 
     deinit {
+        // Closing the descriptor releases the record lock; only this type opens `.lock` in a
+        // process (a close of any descriptor on the file would release it too).
         close(lockDescriptor)
+        Self.openRoots.withLock { _ = $0.remove(canonicalPath) }
     }
 
+    /// The folders a cache of this process has open.
+    private static let openRoots = Mutex<Set<String>>([])
+
     /// How long an open tries again while the folder is locked: a cache on its way out (its last
-    /// reference being dropped on another thread, its last background write finishing) or a
-    /// child process caught between its fork and its exec (still holding the lock's file
-    /// description for a moment) lets go within it.
+    /// reference being dropped on another thread, its last background write finishing) lets go
+    /// within it.
     static let lockWait: Duration = .seconds(10)
 
     /// Opens the folder at `directory` on `work`, trying again every few milliseconds while it is

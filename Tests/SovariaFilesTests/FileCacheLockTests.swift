@@ -1,0 +1,114 @@
+import Foundation
+import Sovaria
+import SovariaTestKit
+import Testing
+
+@testable import SovariaFiles
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The folder lock of a file cache: one `FileCache` per folder, in this process or another, and
+/// nothing else ever holds it (issue 35, item 4).
+///
+/// The defect these tests pin: the lock was an `flock`, which belongs to the open file, and a
+/// child process another test spawned copies every descriptor at its fork and keeps the copies
+/// until its exec. A cache dropped while such a child sat between the two stayed locked to the
+/// next open: a CI run whose machine was loaded (children slow to exec) saw `.locked` after 10 s.
+/// A forked child that waits on a pipe here is that child, held in the window for as long as the
+/// test needs.
+@Suite struct FileCacheLockTests {
+    @Test(arguments: MetadataEngine.all)
+    func aCacheReleasedWhileAChildIsBetweenForkAndExecOpensAgainAtOnce(engine: MetadataEngine) async throws {
+        let bench = try CacheBench(engine)
+        var first: FileCache? = try await bench.open(.unlimited)
+        try await put(try #require(first), "photo", 1_000)
+        let child = try HeldChild()
+        defer { child.release() }
+        first = nil
+        // The child still holds every descriptor the first cache had; the open must not need them
+        // gone (with the old lock it tried for 10 s, then threw `.locked`).
+        let reopened = try await bench.open(.unlimited)
+        #expect(try #require(try await reopened.open("photo")).sizeBytes == 1_000)
+        child.release()
+    }
+
+    @Test func aSecondCacheOnTheFolderInThisProcessIsLocked() throws {
+        let folder = try TemporaryFolder()
+        let first = try CacheFolder(root: folder.url)
+        let error = try #require(throws: OfflineStoreError.self) { try CacheFolder(root: folder.url) }
+        #expect(error.code == .locked, "\(error)")
+        withExtendedLifetime(first) {}
+        _ = consume first
+        _ = try CacheFolder(root: folder.url)
+    }
+
+    @Test func aCacheAnotherProcessHoldsIsLocked() throws {
+        let folder = try TemporaryFolder()
+        // The other process takes the lock the way a cache there would: a write lock on `.lock`.
+        let child = try HeldChild(lockingFileAt: folder.url.path + "/.lock")
+        defer { child.release() }
+        let error = try #require(throws: OfflineStoreError.self) { try CacheFolder(root: folder.url) }
+        #expect(error.code == .locked, "\(error)")
+        child.release()
+        _ = try CacheFolder(root: folder.url)
+    }
+}
+
+/// A child process made by `fork` alone, that waits on a pipe until ``release()``: it holds a copy
+/// of every descriptor this process had at the fork, as a child between its fork and its exec
+/// does. With `lockingFileAt`, it first takes a write lock on that file, as another process's
+/// cache would, and says so on a second pipe before waiting.
+private final class HeldChild {
+    private let pid: pid_t
+    private let releaseEnd: Int32
+    private var released = false
+
+    init(lockingFileAt lockPath: String? = nil) throws {
+        var release: [Int32] = [-1, -1]
+        var ready: [Int32] = [-1, -1]
+        guard pipe(&release) == 0, pipe(&ready) == 0 else { throw POSIXError(.EIO) }
+        let path = lockPath.map { strdup($0) } ?? nil
+        defer { free(path) }
+        let pid = fork()
+        if pid == 0 {
+            // Only async-signal-safe calls from here to _exit.
+            if let path {
+                let descriptor = open(path, O_RDWR | O_CREAT, 0o600)
+                var lock = flock()
+                lock.l_type = Int16(F_WRLCK)
+                lock.l_whence = Int16(SEEK_SET)
+                if descriptor < 0 || fcntl(descriptor, F_SETLK, &lock) != 0 { _exit(2) }
+            }
+            var byte: UInt8 = 1
+            _ = write(ready[1], &byte, 1)
+            _ = read(release[0], &byte, 1)
+            _exit(0)
+        }
+        close(release[0])
+        close(ready[1])
+        guard pid > 0 else { throw POSIXError(.EAGAIN) }
+        self.pid = pid
+        releaseEnd = release[1]
+        var byte: UInt8 = 0
+        let said = read(ready[0], &byte, 1)
+        close(ready[0])
+        guard said == 1 else { throw POSIXError(.ECHILD) }
+    }
+
+    /// Lets the child exit and waits for it; later calls do nothing.
+    func release() {
+        guard !released else { return }
+        released = true
+        // A byte, not the pipe's end: children forked by other tests at the same moment hold
+        // copies of the write end, so closing it here would never reach end-of-file there.
+        var byte: UInt8 = 1
+        _ = write(releaseEnd, &byte, 1)
+        close(releaseEnd)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+
+    deinit { release() }
+}
