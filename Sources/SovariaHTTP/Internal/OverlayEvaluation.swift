@@ -56,6 +56,8 @@ struct OverlayEvaluation {
     /// Keys of cached rows that pending deletes removed.
     private var deletedKeys: [JSONValue] = []
     private var nextOrdinal = 0
+    /// What kind of value the server answers each column with, where known (``learnKinds(from:)``).
+    private var serverKinds: [String: ServerKind] = [:]
 
     /// The table the read reads.
     let readTable: String?
@@ -69,6 +71,11 @@ struct OverlayEvaluation {
         self.comparison = comparison
         defaults = table.defaults.compactMapValues { try? JSONParser.parse($0) }
         sameInEveryRow = table.sameInEveryRow.compactMapValues { try? JSONParser.parse($0) }
+        var declared = JSONObject()
+        for (column, value) in defaults.merging(sameInEveryRow, uniquingKeysWith: { first, _ in first }) {
+            declared[column] = value
+        }
+        learnKinds(from: declared)
     }
 
     mutating func answer(cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]) -> OverlayAnswer {
@@ -125,6 +132,7 @@ struct OverlayEvaluation {
                 holdsKeys = false
                 continue
             }
+            learnKinds(from: object)
             if let index = position(of: key) {
                 for column in object.keys where !rows[index].values.has(column) {
                     rows[index].values[column] = object[column]
@@ -189,13 +197,15 @@ struct OverlayEvaluation {
             if Set(objects.map { Set($0.keys) }).count > 1 {
                 note("a pending bulk insert's rows set different columns: the server fills the gaps with nulls")
             }
-            for object in objects { insert(object, resolution: Self.resolution(of: request), by: write) }
+            for object in objects {
+                insert(typed(object), resolution: Self.resolution(of: request), by: write)
+            }
         case "PATCH":
             guard case .object(let changes)? = body else {
                 note("a pending PATCH's body is not a JSON object")
                 return
             }
-            patch(where: writeQuery.filters, with: changes, by: write)
+            patch(where: writeQuery.filters, with: typed(changes), by: write)
         case "DELETE":
             delete(where: writeQuery.filters, by: write)
         default:
@@ -213,14 +223,15 @@ struct OverlayEvaluation {
         return .none
     }
 
-    private mutating func insert(_ object: JSONObject, resolution: Resolution, by write: OverlayWrite) {
+    private mutating func insert(_ typed: TypedChanges, resolution: Resolution, by write: OverlayWrite) {
+        let object = typed.values
         let key = object[table.primaryKey]
         if resolution != .none, cachedCount > 0, cachedColumns?.contains(table.primaryKey) == false {
             note("the read does not select \(table.primaryKey): which cached row an upsert changes is not known")
         }
         if let key, let index = position(of: key) {
             switch resolution {
-            case .mergeDuplicates: merge(object, into: index, by: write)
+            case .mergeDuplicates: merge(typed, into: index, by: write)
             case .ignoreDuplicates: break
             case .none: note("a pending insert's \(table.primaryKey) \(key.text) is taken: the server will refuse it")
             }
@@ -242,12 +253,14 @@ struct OverlayEvaluation {
         case .ignoreDuplicates:
             row.mayBeSkipped = true
         }
+        for column in typed.unsure { row.values[column] = nil }
         add(row)
         changedRows = true
         if write.isPending { changedByPending = true }
     }
 
-    private mutating func merge(_ changes: JSONObject, into index: Int, by write: OverlayWrite) {
+    private mutating func merge(_ typed: TypedChanges, into index: Int, by write: OverlayWrite) {
+        let changes = typed.values
         let oldKey = rows[index].values[table.primaryKey]
         for column in changes.keys {
             rows[index].values[column] = changes[column]
@@ -262,6 +275,7 @@ struct OverlayEvaluation {
             positions[Self.keyText(newKey)] = index
         }
         if write.isPending, rows[index].pendingIDs.last != write.id { rows[index].pendingIDs.append(write.id) }
+        forget(typed.unsure, in: index)
         changedRows = true
         if write.isPending { changedByPending = true }
     }
@@ -277,8 +291,9 @@ struct OverlayEvaluation {
     }
 
     private mutating func patch(
-        where filters: [PostgRESTQuery.Condition], with changes: JSONObject, by write: OverlayWrite
+        where filters: [PostgRESTQuery.Condition], with typed: TypedChanges, by write: OverlayWrite
     ) {
+        let changes = typed.values
         // A change to columns the read neither shows, filters nor orders on cannot change it.
         let visible = query.columns.map { Set($0).union(query.filterColumns).union(query.orderColumns) }
         let isVisible = visible.map { !$0.isDisjoint(with: changes.keys) } ?? true
@@ -289,7 +304,7 @@ struct OverlayEvaluation {
         let mayEnter = !entering.isDisjoint(with: changes.keys)
         for index in candidates(for: filters) {
             switch truth(of: filters, on: rows[index]) {
-            case .yes: merge(changes, into: index, by: write)
+            case .yes: merge(typed, into: index, by: write)
             case .unknown where isVisible && (!rows[index].isOutside || mayEnter):
                 note("a pending PATCH's filter cannot be evaluated on a row the answer holds")
                 forget(changes.keys, in: index)
@@ -337,24 +352,92 @@ struct OverlayEvaluation {
             })
         {
             let keys = byKey.op == .eq ? [byKey.operand] : (byKey.listItems ?? [])
-            return Set(keys.flatMap(positions(ofOperand:))).sorted().filter { !rows[$0].isDeleted }
+            let found = keys.map(positions(ofOperand:))
+            // An operand whose rows are not sure (`1e0`): every row is a candidate, and its
+            // filter's truth says which are unknown.
+            if found.allSatisfy({ $0 != nil }) {
+                return Set(found.flatMap { $0 ?? [] }).sorted().filter { !rows[$0].isDeleted }
+            }
         }
         return rows.indices.filter { !rows[$0].isDeleted }
     }
 
-    /// The rows whose key a filter operand names (as text, or as a number).
-    private func positions(ofOperand operand: String) -> [Int] {
+    /// The rows whose key a filter operand names: as text, or as a whole number however spelled
+    /// (`01` is 1, as PostgreSQL reads it); `nil` when that is not sure: a number with a fraction
+    /// or an exponent, which an integer key refuses and a `numeric` one reads as a number.
+    private func positions(ofOperand operand: String) -> [Int]? {
         var found: [Int] = []
         if let index = positions["s:" + operand] { found.append(index) }
-        if let number = PostgRESTComparison.decimal(operand), let index = positions["n:" + number.description] {
-            found.append(index)
+        if let number = PostgRESTComparison.decimal(operand) {
+            guard PostgRESTComparison.isWholeNumber(operand) else { return nil }
+            if let index = positions["n:" + number.description] { found.append(index) }
         }
         return found
     }
 
     private mutating func add(_ row: Row) {
         if let key = row.values[table.primaryKey] { positions[Self.keyText(key)] = rows.count }
+        if row.cachedIndex != nil || row.isOutside { learnKinds(from: row.values) }
         rows.append(row)
+    }
+
+    // MARK: - Column types
+
+    /// The kind of JSON value the server answers a column with, where a row it sent (or a
+    /// default) shows one.
+    private enum ServerKind { case number, boolean, string }
+
+    /// Learns the kinds of the columns in `values`, a row the server sent or a declared value.
+    private mutating func learnKinds(from values: JSONObject) {
+        for column in values.keys where serverKinds[column] == nil {
+            switch values[column] {
+            case .number?: serverKinds[column] = .number
+            case .bool?: serverKinds[column] = .boolean
+            case .string?: serverKinds[column] = .string
+            default: break
+            }
+        }
+    }
+
+    /// A write's values, read as the server will store them, and the columns whose stored value
+    /// is not sure.
+    struct TypedChanges {
+        var values: JSONObject
+        var unsure: [String] = []
+    }
+
+    /// `object`'s strings in columns the server answers with numbers or booleans, read as
+    /// PostgreSQL reads them (`"10"` is 10, `" 007"` is 7, `"true"` and `"t"` are true); a string
+    /// it might read otherwise or refuse (`"1.5"` in a column that may be an integer one, `"ten"`),
+    /// or one that reads as a number or a boolean in a column no row shows, leaves the column
+    /// unsure, and the answer inexact.
+    private mutating func typed(_ object: JSONObject) -> TypedChanges {
+        var typed = TypedChanges(values: object)
+        for column in object.keys where !table.nonTextColumns.contains(column) {
+            guard case .string(let text)? = object[column] else { continue }
+            switch serverKinds[column] {
+            case .string?: continue
+            case nil:
+                // No row says what the column holds: a string that reads as a number or a boolean
+                // is that in a column of that type, and text in a text column.
+                guard PostgRESTComparison.decimal(text) != nil || PostgRESTComparison.boolean(text) != nil else {
+                    continue
+                }
+            case .number?:
+                if PostgRESTComparison.isWholeNumber(text), let number = PostgRESTComparison.decimal(text) {
+                    typed.values[column] = .number(number.description)
+                    continue
+                }
+            case .boolean?:
+                if let flag = PostgRESTComparison.boolean(text) {
+                    typed.values[column] = .bool(flag)
+                    continue
+                }
+            }
+            typed.unsure.append(column)
+            note("a pending write sets \(column) to a string the server reads as another type, or refuses")
+        }
+        return typed
     }
 
     private func position(of key: JSONValue) -> Int? {
@@ -379,7 +462,7 @@ struct OverlayEvaluation {
         else { return false }
         let keys = byKey.op == .eq ? [byKey.operand] : (byKey.listItems ?? [])
         return keys.allSatisfy { operand in
-            !positions(ofOperand: operand).isEmpty
+            positions(ofOperand: operand).map { !$0.isEmpty } == true
                 || deletedKeys.contains { comparison.evaluate(byKey.with(operand: operand), on: $0) == .yes }
         }
     }
@@ -388,6 +471,8 @@ struct OverlayEvaluation {
 
     private mutating func evaluateRead() -> OverlayAnswer {
         var result: [Row] = []
+        /// Whether a row past the cached page, held without a column the read filters on, may match.
+        var mayFillPage = false
         for row in rows where !row.isDeleted {
             // A cached row no write touched passed the server's own filters.
             if row.cachedIndex != nil, row.changed.isEmpty, !row.mayBeDeleted {
@@ -396,9 +481,14 @@ struct OverlayEvaluation {
             }
             if row.isOutside, row.changed.isEmpty, !row.mayBeDeleted {
                 // Left out by the server and untouched: it fails the filters, or lies past a
-                // full page, where it may now fill a gap.
-                if let limit = query.limit, cachedCount >= limit, truth(of: query.filters, on: row) == .yes {
-                    result.append(row)
+                // full page, where it may now fill a gap. One another answer holds without a
+                // column the read filters on may or may not match: it may fill the gap.
+                if let limit = query.limit, cachedCount >= limit {
+                    switch truth(of: query.filters, on: row) {
+                    case .yes: result.append(row)
+                    case .unknown: mayFillPage = true
+                    case .no, .null: break
+                    }
                 }
                 continue
             }
@@ -418,7 +508,7 @@ struct OverlayEvaluation {
             }
         }
         order(&result)
-        applyPage(to: &result)
+        applyPage(to: &result, mayFillPage: mayFillPage)
         return OverlayAnswer(
             body: project(result), inexactReasons: reasons,
             pendingRows: result.filter { !$0.pendingIDs.isEmpty }.map {
@@ -476,11 +566,11 @@ struct OverlayEvaluation {
 
     /// `limit` and `offset`: the cached rows were one page; a page that was full and lost rows
     /// may take rows past it that the cache never saw.
-    private mutating func applyPage(to result: inout [Row]) {
+    private mutating func applyPage(to result: inout [Row], mayFillPage: Bool) {
         guard let limit = query.limit else { return }
         if query.order.isEmpty, rows.count > limit || cachedCount >= limit {
             note("the read has a limit without an order: the server picks which rows fill the page")
-        } else if hasCache, cachedCount >= limit, !holdsEveryRow {
+        } else if hasCache, cachedCount >= limit, !holdsEveryRow || mayFillPage {
             if let edge = pageEdge {
                 let within = result.filter { row in
                     if row.cachedIndex != nil, row.changed.isDisjoint(with: query.orderColumns) { return true }

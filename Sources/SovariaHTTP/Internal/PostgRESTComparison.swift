@@ -106,6 +106,8 @@ struct PostgRESTComparison: Sendable {
         switch value {
         case .number:
             guard let number = value.numericValue, let other = Self.decimal(operand) else { return nil }
+            // `1.5` or `1e0` against a column that may be an integer one: PostgreSQL refuses it there.
+            guard Self.isWholeNumber(operand) || Self.isWrittenWithFraction(value) else { return nil }
             return Self.compare(number, other)
         case .bool(let flag):
             guard let other = Self.boolean(operand) else { return nil }
@@ -143,20 +145,30 @@ struct PostgRESTComparison: Sendable {
         return m == n ? .orderedSame : (m < n ? .orderedAscending : .orderedDescending)
     }
 
-    /// A numeric operand as PostgreSQL reads one (surrounding spaces allowed).
+    /// A numeric operand as PostgreSQL's `numeric` input reads one: surrounding spaces, a sign,
+    /// leading zeros, a fraction and an exponent allowed (`" 01"`, `"+1"`, `".5"`, `"1e1"`).
     static func decimal(_ text: String) -> Decimal? {
-        var trimmed = Substring(text.trimmingCharacters(in: .whitespaces))
-        if trimmed.first == "+" { trimmed.removeFirst() }
-        // JSON's number grammar: Decimal(string:) alone would read "5abc" as 5.
-        guard case .number? = try? JSONParser.parse(String(trimmed)) else { return nil }
-        return Decimal(string: String(trimmed), locale: Locale(identifier: "en_US_POSIX"))
+        guard let literal = NumericLiteral(text) else { return nil }
+        return Decimal(string: literal.normalized, locale: Locale(identifier: "en_US_POSIX"))
     }
 
-    /// A boolean operand in the spellings PostgreSQL accepts.
+    /// Whether `text` is a whole number as PostgreSQL's integer input reads one (spaces, a sign,
+    /// digits, leading zeros allowed): the same value in an integer and a `numeric` column. A
+    /// fraction or an exponent is refused by an integer column and taken by a `numeric` one.
+    static func isWholeNumber(_ text: String) -> Bool { NumericLiteral(text)?.isWhole == true }
+
+    /// A JSON number that says its column is not an integer one (`2.5`, `1e3`): PostgreSQL prints
+    /// integers as plain digits.
+    static func isWrittenWithFraction(_ value: JSONValue) -> Bool {
+        guard case .number(let text) = value else { return false }
+        return text.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+    }
+
+    /// A boolean operand in the spellings PostgreSQL accepts (a word's unambiguous prefix too).
     static func boolean(_ text: String) -> Bool? {
         switch text.trimmingCharacters(in: .whitespaces).lowercased() {
-        case "t", "true", "y", "yes", "on", "1": true
-        case "f", "false", "n", "no", "off", "0": false
+        case "t", "tr", "tru", "true", "y", "ye", "yes", "on", "1": true
+        case "f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0": false
         default: nil
         }
     }
@@ -196,5 +208,42 @@ struct PostgRESTComparison: Sendable {
             reach = next
         }
         return reach[tokens.count] ? .yes : .no
+    }
+}
+
+/// A number as PostgreSQL's input functions read one: `[spaces][+|-](digits[.digits]|.digits)[e[+|-]digits][spaces]`.
+struct NumericLiteral {
+    /// The literal without spaces or a plus sign, for `Decimal(string:)`.
+    let normalized: String
+    /// Digits only (and a sign): no fraction, no exponent.
+    let isWhole: Bool
+
+    init?(_ text: String) {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let bytes = Array(trimmed.utf8)
+        var index = 0
+        func digits() -> Int {
+            let start = index
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            return index - start
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+        var mantissaDigits = digits()
+        var whole = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            mantissaDigits += digits()
+            whole = false
+        }
+        guard mantissaDigits > 0 else { return nil }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard digits() > 0 else { return nil }
+            whole = false
+        }
+        guard index == bytes.count else { return nil }
+        normalized = trimmed.first == "+" ? String(trimmed.dropFirst()) : trimmed
+        isWhole = whole
     }
 }
