@@ -75,7 +75,9 @@ struct StoreSection {
     /// What a file store `get` pays to see another process's batch whole (issue 35): the one
     /// `faccessat` of the folder's journal it makes before reading, timed alone in the same run,
     /// its ratio over the store's get p50 the share of a get it costs.
-    private func measureJournalCheck(in folder: URL, against get: Measurement, variant: String) async throws
+    private func measureJournalCheck(
+        in folder: URL, against get: Measurement, variant: String
+    ) async throws
         -> Measurement
     {
         let descriptor = Glibc.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -25,7 +25,10 @@ import SovariaSync
 ///   it could come in); a read or write uses what the overlay does not evaluate (embedded
 ///   resources, `or=`, RPC, aliases, casts); a row written offline lacks a column the read
 ///   selects, filters or orders on (a server default); text order under a collation the overlay
-///   does not know; nothing is cached. Such an answer still shows what is known.
+///   does not know; a write sends a string to a number or boolean column that PostgreSQL may
+///   read otherwise or refuse (`"10"` and `"t"` are read as 10 and `true`); a filter's number
+///   has a fraction or an exponent on a column that may be an integer one; nothing is cached.
+///   Such an answer still shows what is known.
 public struct PostgRESTOverlay: OverlayEvaluator {
     /// What the overlay knows of one table.
     public struct Table: Sendable, Hashable {

@@ -107,7 +107,9 @@ import Testing
         var firstBatchSeen: Int?
         var lastBatchSeen = 0
         var problems: [String] = []
-        while pairs < Self.getPairsRead || lastBatchSeen - (firstBatchSeen ?? lastBatchSeen) < Self.getPairBatchesSpanned {
+        while pairs < Self.getPairsRead
+            || lastBatchSeen - (firstBatchSeen ?? lastBatchSeen) < Self.getPairBatchesSpanned
+        {
             guard waitpid(writer.pid, &status, WNOHANG) != writer.pid else {
                 Issue.record("the writer ended early, with status \(status)")
                 return
@@ -126,7 +128,9 @@ import Testing
         writer.send(SIGKILL)
         _ = try await writer.wait()
         #expect(problems.isEmpty, "\(problems.count) of \(pairs) get pairs went back: \(problems)")
-        print("\(engine) (\(durability), \(first) first): \(pairs) get pairs over batches \(firstBatchSeen ?? 0)…\(lastBatchSeen)")
+        print(
+            "\(engine) (\(durability), \(first) first): \(pairs) get pairs over batches \(firstBatchSeen ?? 0)…\(lastBatchSeen)"
+        )
     }
 
     /// How many get pairs each case reads while the writer writes.
