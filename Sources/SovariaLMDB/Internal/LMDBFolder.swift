@@ -47,7 +47,7 @@ enum LMDBFolder {
 
     /// Flushes a file or folder to stable storage.
     static func sync(_ path: String, directory: Bool) throws(OfflineStoreError) {
-        let descriptor = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY)
+        let descriptor = open(path, (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC)
         guard descriptor >= 0 else { throw OfflineStoreError.lmdb(errno, "Opening \(path) to flush it failed") }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else { throw OfflineStoreError.lmdb(errno, "Flushing \(path) to disk failed") }
@@ -66,7 +66,7 @@ enum LMDBFolder {
     /// Returns the descriptor to pass to ``releaseEnvironmentLock(_:)``, or `nil` when another process
     /// holds the environment.
     static func lockOutOtherProcesses(lockFile path: String) throws(OfflineStoreError) -> Int32? {
-        let descriptor = open(path, O_RDWR)
+        let descriptor = open(path, O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else { throw OfflineStoreError.lmdb(errno, "Opening \(path) failed") }
         var lock = flock()
         lock.l_type = Int16(F_WRLCK)
