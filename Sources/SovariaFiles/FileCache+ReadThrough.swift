@@ -98,7 +98,7 @@ extension FileCache {
             if descriptor < 0 { descriptor = Glibc.open(lease.url.path, O_RDONLY | O_CLOEXEC) }
         #else
             // The key's file by its name (replaced only by a later download of the key, which wins).
-            let descriptor = open(lease.url.path, O_RDONLY | O_CLOEXEC)
+            let descriptor = Darwin.open(lease.url.path, O_RDONLY | O_CLOEXEC)
         #endif
         guard descriptor >= 0 else {
             throw OfflineStoreError(

@@ -128,6 +128,7 @@ import Testing
         #expect(check("qty=gt.2.5", "3.5") == .yes, "a column that prints 3.5 is not an integer one")
         #expect(check("qty=gt.2.5", "3") == .unknown, "an integer column refuses 2.5; a numeric one takes it")
         #expect(check("qty=eq.003", "3") == .yes && check("qty=eq.1e0", "1") == .unknown)
+        #expect(check("qty=eq.\t3\n", "3") == .yes && check("qty=eq.\u{A0}3", "3") == .unknown, "C spaces only")
         #expect(check("qty=eq.x", "3") == .unknown, "PostgreSQL refuses the operand")
         #expect(check("qty=eq.+abc", "3") == .unknown && check("qty=eq.3abc", "3") == .unknown)
         #expect(check("qty=eq.+3", "3") == .yes && check("qty=lt. 4 ", "3") == .yes)

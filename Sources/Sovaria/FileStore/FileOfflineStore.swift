@@ -116,11 +116,15 @@ public final class FileOfflineStore: OfflineStore {
             // One small file read (about 5 µs) costs less than the hop to the queue and back (about
             // 20 µs): read here unless a write of this process holds the folder, or another
             // process's batch is half applied (its journal is there), then wait for it on the queue.
-            let inline = try handle.readers.withSharedLockIfAvailable {
-                () throws(OfflineStoreError) -> InlineRead? in
-                handle.tree.hasJournal ? nil : InlineRead(value: try handle.tree.read(key))
+            // The journal is checked before the read: a read that saw a batch's new value came after
+            // its first rename, so every later read starts while the journal is there or after it.
+            if !handle.tree.hasJournal,
+                let inline = try handle.readers.withSharedLockIfAvailable({ () throws(OfflineStoreError) in
+                    try handle.tree.read(key)
+                })
+            {
+                return inline
             }
-            if let inline = inline ?? nil { return inline.value }
             return try await handle.queue.runConcurrently { try handle.readingOneKey(key) }
         }
     }
@@ -190,11 +194,6 @@ public final class FileOfflineStore: OfflineStore {
                 }
             }
         }
-    }
-
-    /// A read made on the caller's thread (its value may be `nil`: the key is missing).
-    private struct InlineRead {
-        let value: String?
     }
 
     /// The folder's handle, shared by every store on it in this process (`nil` in memory).

@@ -4,9 +4,10 @@ import Synchronization
 /// each: seed 004's single-flight ("for any one key, only one piece of work is allowed to be
 /// running at a time").
 ///
-/// A caller's look-up and its joining happen in one critical section (``join(_:claim:start:)``),
-/// and a download leaves this table only after its file is in the cache's index, so no caller
-/// can miss both: it finds the download running or the file cached, never neither.
+/// A caller's look-up and its joining happen in one critical section
+/// (``join(_:as:waiter:claim:start:)``), and a download leaves this table only after its file is
+/// in the cache's index, so no caller can miss both: it finds the download running or the file
+/// cached, never neither.
 ///
 /// The states of one key:
 /// 1. No flight: a caller claims the cached file, or starts a flight and waits on it.

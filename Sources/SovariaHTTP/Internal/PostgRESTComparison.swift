@@ -219,7 +219,8 @@ struct NumericLiteral {
     let isWhole: Bool
 
     init?(_ text: String) {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        // PostgreSQL trims C's `isspace` only (space, \t, \n, \v, \f, \r), not Unicode spaces.
+        let trimmed = text.trimmingCharacters(in: CharacterSet(charactersIn: " \t\n\u{0B}\u{0C}\r"))
         let bytes = Array(trimmed.utf8)
         var index = 0
         func digits() -> Int {
