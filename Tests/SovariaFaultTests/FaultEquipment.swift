@@ -30,8 +30,39 @@ final class SmallDisk: Sendable {
     }
 
     /// Makes the mount read-only, or writable again.
+    ///
+    /// A read-only remount fails as busy while any process has a file on the disk open for
+    /// writing; the error then names those processes and files.
     func remount(readOnly: Bool) throws {
-        try Self.run("/bin/mount", "-o", readOnly ? "remount,ro" : "remount,rw", folder.url.path)
+        do {
+            try Self.run("/bin/mount", "-o", readOnly ? "remount,ro" : "remount,rw", folder.url.path)
+        } catch {
+            throw DiskBusy(failure: "\(error)", holders: Self.holders(of: folder.url.path))
+        }
+    }
+
+    /// The failure of a remount, with what held files on the disk at that moment.
+    struct DiskBusy: Error, CustomStringConvertible {
+        let failure: String
+        let holders: [String]
+        var description: String { failure + "\nopen on the disk: " + holders.joined(separator: "; ") }
+    }
+
+    /// "pid (command): file" for every descriptor any process has open under `path`.
+    static func holders(of path: String) -> [String] {
+        let files = FileManager.default
+        let processes = (try? files.contentsOfDirectory(atPath: "/proc")) ?? []
+        return processes.filter { Int($0) != nil }.flatMap { pid -> [String] in
+            let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? "?"
+            let descriptors = (try? files.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            return descriptors.compactMap { descriptor in
+                guard let target = try? files.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)"),
+                    target.hasPrefix(path)
+                else { return nil }
+                let name = command.trimmingCharacters(in: .whitespacesAndNewlines)
+                return "\(pid) (\(name)) fd \(descriptor): \(target)"
+            }
+        }
     }
 
     func child(_ name: String) -> URL { folder.child(name) }

@@ -24,10 +24,12 @@ import Testing
         let bench = try CacheBench(engine)
         var first: FileCache? = try await bench.open(.unlimited)
         try await put(try #require(first), "photo", 1_000)
-        let child = try HeldChild()
+        let lock = try lockDescriptors(under: bench.directory)
+        try #require(!lock.isEmpty, "the cache holds no descriptor on \(bench.directory.path)/.lock")
+        let child = try HeldChild(keeping: lock)
         defer { child.release() }
         first = nil
-        // The child still holds every descriptor the first cache had; the open must not need them
+        // The child still holds the first cache's lock descriptor; the open must not need it
         // gone (with the old lock it tried for 10 s, then threw `.locked`).
         let reopened = try await bench.open(.unlimited)
         #expect(try #require(try await reopened.open("photo")).sizeBytes == 1_000)
@@ -56,24 +58,51 @@ import Testing
     }
 }
 
-/// A child process made by `fork` alone, that waits on a pipe until ``release()``: it holds a copy
-/// of every descriptor this process had at the fork, as a child between its fork and its exec
-/// does. With `lockingFileAt`, it first takes a write lock on that file, as another process's
-/// cache would, and says so on a second pipe before waiting.
+/// The descriptors this process has open on a file named `.lock` under `folder`.
+private func lockDescriptors(under folder: URL) throws -> [Int32] {
+    let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
+    return open.compactMap { name -> Int32? in
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name),
+            target.hasPrefix(folder.resolvingSymlinksInPath().path), target.hasSuffix("/.lock")
+        else { return nil }
+        return Int32(name)
+    }
+}
+
+/// A child process made by `fork` alone, that waits on a pipe until ``release()``: it holds its
+/// copy of each descriptor in `keeping`, as a child between its fork and its exec does. It closes
+/// every other one it inherited: a copy of another test's descriptor would pin that test's files
+/// (a read-only remount of a disk fails as busy while a file on it is open for writing).
+/// With `lockingFileAt`, it first takes a write lock on that file, as another process's cache
+/// would, and says so on a second pipe before waiting.
 private final class HeldChild {
     private let pid: pid_t
     private let releaseEnd: Int32
     private var released = false
 
-    init(lockingFileAt lockPath: String? = nil) throws {
+    init(keeping kept: [Int32] = [], lockingFileAt lockPath: String? = nil) throws {
         var release: [Int32] = [-1, -1]
         var ready: [Int32] = [-1, -1]
         guard pipe(&release) == 0, pipe(&ready) == 0 else { throw POSIXError(.EIO) }
         let path = lockPath.map { strdup($0) } ?? nil
         defer { free(path) }
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { throw POSIXError(.EIO) }
+        let highest = Int32(clamping: limit.rlim_cur)
+        // Allocated before the fork: the child may not allocate.
+        let keep = UnsafeMutableBufferPointer<Int32>.allocate(capacity: kept.count + 2)
+        defer { keep.deallocate() }
+        _ = keep.initialize(from: kept + [release[0], ready[1]])
         let pid = fork()
         if pid == 0 {
             // Only async-signal-safe calls from here to _exit.
+            var descriptor: Int32 = 3
+            while descriptor < highest {
+                var isKept = false
+                for index in 0..<keep.count where keep[index] == descriptor { isKept = true }
+                if !isKept { close(descriptor) }
+                descriptor += 1
+            }
             if let path {
                 let descriptor = open(path, O_RDWR | O_CREAT, 0o600)
                 var lock = flock()
