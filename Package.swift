@@ -77,12 +77,16 @@ let package = Package(
             dependencies: [
                 "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
                 "SovariaLevelDB", "SovariaSodium", "SovariaPostgres", "SovariaFiles", "SovariaHTTP",
-                "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
+                "SovariaWorkloads", "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
                 // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
                 "SovariaTestServers",
             ],
             path: "Benchmarks/sovaria-bench"
         ),
+
+        // Workload generators (YCSB A–F, custom mixes), trace readers (Sovaria's own, libCacheSim's)
+        // and the replay driver, shared by sovaria-bench and the tests (issue 36).
+        .target(name: "SovariaWorkloads", dependencies: ["Sovaria"], path: "Benchmarks/SovariaWorkloads"),
 
         // The `sovaria` command (issue 14): dump, load, migrate, inspect, verify and compact any store by URL.
         .executableTarget(
@@ -163,6 +167,13 @@ let package = Package(
             dependencies: [
                 "SovariaFiles", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
                 "SovariaSodium",
+            ]
+        ),
+        .testTarget(
+            name: "SovariaWorkloadsTests",
+            dependencies: [
+                "SovariaWorkloads", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
+                "SovariaPostgres", "SovariaCache", "SovariaTestServers",
             ]
         ),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),
