@@ -18,7 +18,7 @@ struct StoreOpener {
     }
 
     func open(_ location: StoreLocation, mustExist: Bool) async throws(CommandFailure) -> Opened {
-        let engine = try location.openEngine(mustExist: mustExist)
+        let engine = try await location.openEngine(mustExist: mustExist)
         // Engines such as PostgreSQL connect on first use: one small read turns a wrong address or
         // password into "cannot open" here, not into a failure halfway through the work.
         do {
@@ -26,8 +26,8 @@ struct StoreOpener {
         } catch {
             throw CommandFailure(.cannotOpen, "Cannot open \(location): \(error)")
         }
-        guard location.isEncrypted else { return Opened(store: engine, engine: engine, location: location) }
-        let store = try await encrypted(engine, at: location)
+        guard !location.url.wrappers.isEmpty else { return Opened(store: engine, engine: engine, location: location) }
+        let store = try await wrapped(engine, at: location)
         // A raw key carries no check value: the first value that does not open says the key is wrong.
         do {
             _ = try await store.entries("", after: nil, limit: 1)
@@ -45,12 +45,29 @@ struct StoreOpener {
         return Opened(store: store, engine: engine, location: location)
     }
 
-    private func encrypted(
+    /// The engine inside the URL's wrappers; for `encrypted+`, with the key from `--key-file` (or
+    /// the URL's `key-file=`) or a passphrase from the environment or the terminal.
+    private func wrapped(
         _ engine: any OfflineStore, at location: StoreLocation
     ) async throws(CommandFailure)
-        -> EncryptedOfflineStore
+        -> any OfflineStore
     {
-        if let keyFile {
+        var secrets = StoreSecrets()
+        if location.isEncrypted {
+            secrets = try self.secrets(for: location)
+        }
+        do {
+            return try await OfflineStores.wrap(
+                engine, as: location.url, using: StoreLocation.schemes, secrets: secrets)
+        } catch let error as OfflineStoreError where error.code == .decryptionFailed {
+            throw CommandFailure(.wrongKey, "The passphrase does not open \(location). Check it and try again.")
+        } catch {
+            throw CommandFailure(.cannotOpen, "Cannot open \(location) with its key: \(error)")
+        }
+    }
+
+    private func secrets(for location: StoreLocation) throws(CommandFailure) -> StoreSecrets {
+        if let keyFile = keyFile ?? location.url.options["key-file"] {
             guard let bytes = FileManager.default.contents(atPath: keyFile) else {
                 throw CommandFailure(.usage, "Cannot read the key file \(keyFile).")
             }
@@ -60,29 +77,21 @@ struct StoreOpener {
                     "The key file \(keyFile) holds \(bytes.count) bytes; a key is exactly \(EncryptionKey.byteCount) raw "
                         + "bytes (make one with `head -c 32 /dev/urandom > key`).")
             }
-            do {
-                return EncryptedOfflineStore(wrapping: engine, key: try EncryptionKey(bytes: bytes))
-            } catch {
-                throw CommandFailure(.other, "Cannot make a key from \(keyFile): \(error)")
-            }
+            return StoreSecrets(key: Array(bytes))
         }
-        let environment = ProcessInfo.processInfo.environment
-        var passphrase = passphraseVariables.lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
-        if passphrase == nil, isatty(STDIN_FILENO) == 1, let typed = getpass("Passphrase for \(location): ") {
-            passphrase = String(cString: typed)
+        var secrets = StoreSecrets()
+        secrets.passphraseVariables = passphraseVariables
+        if secrets.resolvedPassphrase == nil, isatty(STDIN_FILENO) == 1,
+            let typed = getpass("Passphrase for \(location): ")
+        {
+            secrets.passphrase = String(cString: typed)
         }
-        guard let passphrase, !passphrase.isEmpty else {
+        guard secrets.resolvedPassphrase != nil else {
             throw CommandFailure(
                 .usage,
                 "\(location) is encrypted: give the key with --key-file FILE (32 raw bytes) or the passphrase in "
                     + "\(passphraseVariables.joined(separator: " or ")).")
         }
-        do {
-            return try await EncryptedOfflineStore(wrapping: engine, passphrase: passphrase)
-        } catch let error as OfflineStoreError where error.code == .decryptionFailed {
-            throw CommandFailure(.wrongKey, "The passphrase does not open \(location). Check it and try again.")
-        } catch {
-            throw CommandFailure(.cannotOpen, "Cannot open \(location) with the passphrase: \(error)")
-        }
+        return secrets
     }
 }

@@ -20,7 +20,7 @@ enum VerifyCommand {
         EngineCrashGuard.install(for: location)
         // The engine itself, opened here to tell damage (exit 4) from a store that cannot be opened
         // (exit 3); the opener below shares its handle.
-        guard report.checkFileFolderBeforeOpening(location), let engine = try openEngine(location, into: &report)
+        guard report.checkFileFolderBeforeOpening(location), let engine = try await openEngine(location, into: &report)
         else {
             try finish(location, report, entries: 0, bytes: 0, json: parsed.has("json"))
             return
@@ -50,18 +50,10 @@ enum VerifyCommand {
     /// damage at open.
     private static func openEngine(
         _ location: StoreLocation, into report: inout EngineCheck
-    ) throws(CommandFailure) -> (any OfflineStore)? {
-        guard location.exists else { return try location.openEngine(mustExist: true) }
-        let directory = URL(fileURLWithPath: location.place, isDirectory: true)
+    ) async throws(CommandFailure) -> (any OfflineStore)? {
+        guard location.exists else { return try await location.openEngine(mustExist: true) }
         do {
-            switch location.engine {
-            case .sqlite:
-                return try SQLiteOfflineStore(
-                    fileURL: URL(fileURLWithPath: location.place), durability: location.durability)
-            case .lmdb: return try LMDBOfflineStore(directory: directory, durability: location.durability)
-            case .leveldb: return try LevelDBOfflineStore(directory: directory, durability: location.durability)
-            case .file, .memory, .postgres: return try location.openEngine(mustExist: true)
-            }
+            return try await OfflineStores.openEngine(location.url, using: StoreLocation.schemes)
         } catch let error as OfflineStoreError where error.code == .corrupt {
             report.checks.append("opening the store")
             report.problems.append("The store does not open: \(error.message)")

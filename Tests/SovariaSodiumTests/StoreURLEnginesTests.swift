@@ -1,0 +1,113 @@
+import Foundation
+import Sovaria
+import SovariaLMDB
+import SovariaLevelDB
+import SovariaPostgres
+import SovariaSQLite
+import SovariaSodium
+import SovariaTestKit
+import SovariaTestServers
+import Testing
+
+/// Store URLs opening every engine and the encryption wrapper (issue 36): the store is the engine
+/// the URL names, with its durability and options, and what it keeps is there when the same URL
+/// opens it again. The schemes are passed per call, never registered, so the checks of `Sovaria`
+/// alone (StoreURLTests) see none of them in this shared test process.
+@Suite struct StoreURLEnginesTests {
+    static let schemes: [StoreScheme] = [.sqlite, .lmdb, .leveldb, .postgres, .encrypted]
+
+    @Test(arguments: ["file", "sqlite", "lmdb", "leveldb"], [Durability.synced, .flushed])
+    func aURLOpensItsEngineWithItsDurabilityAndOpensItAgain(engine: String, durability: Durability) async throws {
+        let folder = try TemporaryFolder()
+        let place = engine == "sqlite" ? folder.url.path + "/offline.sqlite" : folder.url.path + "/store"
+        let text = "\(engine):\(place)" + (durability == .flushed ? "?durability=flushed" : "")
+        do {
+            let store = try await OfflineStores.open(text, using: Self.schemes)
+            #expect(Self.durability(of: store, engine: engine) == durability, "\(type(of: store))")
+            try await store.set("sov:k", "kept")
+        }
+        let again = try await OfflineStores.open(text, using: Self.schemes)
+        #expect(try await again.get("sov:k") == "kept")
+    }
+
+    @Test func aPostgresURLTakesItsConninfoTableAndDurability() async throws {
+        let folder = try TemporaryFolder()
+        let conninfo = try await PostgresCluster.sharedDatabase()
+        let table = PostgresCluster.tableName(for: folder.url)
+        let url = StoreURL(engine: "postgres", location: conninfo, durability: .flushed, options: ["table": table])
+        let store = try #require(try await OfflineStores.open(url, using: Self.schemes) as? PostgresOfflineStore)
+        #expect(store.table == table)
+        #expect(store.durability == .flushed)
+        try await store.set("sov:k", "kept")
+        let again = try await OfflineStores.open(try StoreURL(url.description), using: Self.schemes)
+        #expect(try await again.get("sov:k") == "kept")
+    }
+
+    @Test func anEncryptedURLTakesAKeyFileAPassphraseOrAKey() async throws {
+        let folder = try TemporaryFolder()
+        let keyFile = folder.child("key")
+        let key = (0..<UInt8(32)).map { $0 &* 7 }
+        try Data(key).write(to: keyFile)
+        let withFile = "encrypted+sqlite:\(folder.url.path)/a.sqlite?key-file=\(keyFile.path)"
+        do {
+            let store = try await OfflineStores.open(withFile, using: Self.schemes)
+            #expect(store is EncryptedOfflineStore)
+            try await store.set("sov:k", "secret")
+        }
+        // The same key given as bytes opens it; the engine beneath holds no plaintext.
+        let byKey = try await OfflineStores.open(
+            "encrypted+sqlite:\(folder.url.path)/a.sqlite", using: Self.schemes, secrets: StoreSecrets(key: key))
+        #expect(try await byKey.get("sov:k") == "secret")
+        let engine = try await OfflineStores.open("sqlite:\(folder.url.path)/a.sqlite", using: Self.schemes)
+        #expect(try await engine.get("sov:k") != "secret")
+
+        var secrets = StoreSecrets()
+        secrets.environment = ["SOVARIA_PASSPHRASE": "correct horse"]
+        let passphraseURL = "encrypted+lmdb:\(folder.url.path)/b"
+        do {
+            let store = try await OfflineStores.open(passphraseURL, using: Self.schemes, secrets: secrets)
+            try await store.set("sov:k", "secret")
+        }
+        let wrong = await #expect(throws: OfflineStoreError.self) {
+            try await OfflineStores.open(
+                passphraseURL, using: Self.schemes, secrets: StoreSecrets(passphrase: "battery staple"))
+        }
+        #expect(wrong?.code == .decryptionFailed)
+    }
+
+    @Test func anEncryptedURLWithoutAKeySaysSo() async throws {
+        let folder = try TemporaryFolder()
+        var secrets = StoreSecrets()
+        secrets.environment = [:]
+        let error = await #expect(throws: StoreURLError.self) {
+            try await OfflineStores.open("encrypted+memory:", using: Self.schemes, secrets: secrets)
+        }
+        #expect(error?.reason == .missingKey)
+        let short = folder.child("short")
+        try Data([1, 2, 3]).write(to: short)
+        let invalid = await #expect(throws: OfflineStoreError.self) {
+            try await OfflineStores.open("encrypted+memory:?key-file=\(short.path)", using: Self.schemes)
+        }
+        #expect(invalid?.code == .invalidValue)
+    }
+
+    @Test func aWrapperAroundAnEngineIsTheWrapperOfThatEngine() async throws {
+        let folder = try TemporaryFolder()
+        let store = try await OfflineStores.open(
+            "checksummed+leveldb:\(folder.url.path)/c", using: Self.schemes)
+        #expect(store is ChecksummedOfflineStore)
+        try await store.set("sov:k", "v")
+        let engine = try await OfflineStores.open("leveldb:\(folder.url.path)/c", using: Self.schemes)
+        #expect(try await engine.get("sov:k") != "v", "the engine holds the checksummed form")
+    }
+
+    private static func durability(of store: any OfflineStore, engine: String) -> Durability? {
+        switch store {
+        case let store as FileOfflineStore: store.durability
+        case let store as SQLiteOfflineStore: store.durability
+        case let store as LMDBOfflineStore: store.durability
+        case let store as LevelDBOfflineStore: store.durability
+        default: nil
+        }
+    }
+}
