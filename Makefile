@@ -41,11 +41,16 @@ bench-quick: deps c-baseline
 # failed build does not stop the bench: it says the program is missing and goes on without it.
 C_BASELINE ?= .build/sovaria-c-baseline
 C_BASELINE_LIBS := $(shell pkg-config --cflags --libs sqlite3 lmdb libsodium libpq 2>/dev/null || echo -I/usr/include/postgresql -lsqlite3 -llmdb -lsodium -lpq) -lleveldb -lm
+# The trace replayer (issue 36): replays a .sovtrace on SQLite, LMDB or LevelDB in C.
+C_REPLAY ?= .build/sovaria-c-replay
+C_REPLAY_LIBS := $(shell pkg-config --cflags --libs sqlite3 lmdb 2>/dev/null || echo -lsqlite3 -llmdb) -lleveldb -lm
 
 c-baseline:
-	@mkdir -p $(dir $(C_BASELINE))
+	@mkdir -p $(dir $(C_BASELINE)) $(dir $(C_REPLAY))
 	$(CC) -O2 -std=c11 -Wall -o $(C_BASELINE) Benchmarks/c-baseline/sovaria_c_baseline.c $(C_BASELINE_LIBS) \
 		|| { rm -f $(C_BASELINE); echo "The C baseline did not build: sovaria-bench runs without it"; }
+	$(CC) -O2 -std=c11 -Wall -o $(C_REPLAY) Benchmarks/c-baseline/sovaria_c_replay.c $(C_REPLAY_LIBS) \
+		|| { rm -f $(C_REPLAY); echo "The C trace replayer did not build: sovaria-bench replays without it"; }
 
 build: deps
 	$(SWIFT) build
