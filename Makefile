@@ -5,7 +5,7 @@
 #   make lint   checks formatting with the committed .swift-format
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
-DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-dev postgresql python3-psycopg strace tmux e2fsprogs
+DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-dev postgresql python3-psycopg strace tmux e2fsprogs zstd
 BREW_PACKAGES := sqlite lmdb leveldb libsodium libpq postgresql@15
 BENCH_ARGS ?=
 

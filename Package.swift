@@ -86,7 +86,8 @@ let package = Package(
 
         // Workload generators (YCSB A–F, custom mixes), trace readers (Sovaria's own, libCacheSim's)
         // and the replay driver, shared by sovaria-bench and the tests (issue 36).
-        .target(name: "SovariaWorkloads", dependencies: ["Sovaria"], path: "Benchmarks/SovariaWorkloads"),
+        .target(
+            name: "SovariaWorkloads", dependencies: ["Sovaria", "SovariaCache"], path: "Benchmarks/SovariaWorkloads"),
 
         // The `sovaria` command (issue 14): dump, load, migrate, inspect, verify and compact any store by URL.
         .executableTarget(

@@ -88,7 +88,7 @@ struct BenchOptions {
             case "--postgres": options.postgresConninfo = try value(argument)
             case "--c-baseline": options.cBaselinePath = try value(argument)
             case "--dir": options.folder = URL(fileURLWithPath: try value(argument), isDirectory: true)
-            case "--help", "-h": throw BenchError.help
+            case "--help", "-h": throw BenchError.help(usage)
             default: throw BenchError.usage("unknown option \(argument)")
             }
         }
@@ -115,13 +115,14 @@ struct BenchOptions {
 
 enum BenchError: Error, CustomStringConvertible {
     case usage(String)
-    case help
+    /// `--help`: the command's usage, printed to standard output.
+    case help(String)
     case failed(String)
 
     var description: String {
         switch self {
         case .usage(let message): "\(message)\n\(BenchOptions.usage)"
-        case .help: BenchOptions.usage
+        case .help(let usage): usage
         case .failed(let message): message
         }
     }

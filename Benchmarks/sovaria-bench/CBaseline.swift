@@ -98,7 +98,7 @@ struct CBaseline {
 
     /// The standard output of `program`, run with this process's environment plus `environment`;
     /// throws with the end of its standard error when it fails.
-    private static func execute(
+    static func execute(
         _ program: String, _ arguments: [String], environment: [String: String]
     ) throws
         -> String
@@ -119,7 +119,8 @@ struct CBaseline {
         process.waitUntilExit()
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             let reason = message.split(separator: "\n").last.map(String.init) ?? "no message"
-            throw BenchError.failed("the C baseline failed (status \(process.terminationStatus)): \(reason)")
+            throw BenchError.failed(
+                "\(URL(fileURLWithPath: program).lastPathComponent) failed (status \(process.terminationStatus)): \(reason)")
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -17,8 +17,37 @@ enum Machine {
             + "libsodium \(SodiumLibrary.version)"
         info["workload"] =
             "\(options.scale.rawValue) run: \(options.keyCount) keys, \(options.valueBytes) B values, \(options.repeats) repeats"
+        info["command"] = command
+        if let commit { info["commit"] = commit }
         return info
     }
+
+    /// How this run was started: `sovaria-bench` and its arguments.
+    static var command: String {
+        (["sovaria-bench"] + CommandLine.arguments.dropFirst()).joined(separator: " ")
+    }
+
+    /// The commit the bench was built from: `SOVARIA_COMMIT`, else `git rev-parse --short HEAD`
+    /// in the current folder (with `+` when the tree has changes), else none.
+    static let commit: String? = {
+        if let given = ProcessInfo.processInfo.environment["SOVARIA_COMMIT"], !given.isEmpty { return given }
+        func git(_ arguments: [String]) -> String? {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["git"] + arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { return nil }
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { return nil }
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        guard let head = git(["rev-parse", "--short", "HEAD"]), !head.isEmpty else { return nil }
+        let changed = git(["status", "--porcelain", "--untracked-files=no"]).map { !$0.isEmpty } ?? false
+        return head + (changed ? "+" : "")
+    }()
 
     private static func operatingSystem() -> String {
         if let release = try? String(contentsOfFile: "/etc/os-release", encoding: .utf8),

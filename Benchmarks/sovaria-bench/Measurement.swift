@@ -30,6 +30,11 @@ struct Measurement: Codable, Sendable {
     /// The C row (or sum of C rows) ``cRatio`` compares with, e.g. `C sqlite`.
     var cBaseline: String?
     var note: String?
+    /// Workload rows (`sovaria-bench workload`, `replay`): the 95th and 99.9th percentiles, and
+    /// the store's bytes on disk after the run.
+    var p95Nanoseconds: Double?
+    var p999Nanoseconds: Double?
+    var diskBytes: Int?
 }
 
 /// Times calls: a warm-up repeat, then `repeats` timed ones; reports the median repeat and the

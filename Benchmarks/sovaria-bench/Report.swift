@@ -79,6 +79,10 @@ struct Report: Codable {
             let rows = measurements.filter { $0.section == section.rawValue }
             guard !rows.isEmpty else { continue }
             lines.append("## \(section.title)")
+            if section == .workload {
+                lines += WorkloadReport.table(rows, markdown: false) + [""]
+                continue
+            }
             // The C column only where the section has C rows (the store section of a run with the
             // C baseline), before the ratio against the Swift baseline.
             let hasC = rows.contains { $0.cRatio != nil }
@@ -116,6 +120,10 @@ struct Report: Codable {
             let rows = measurements.filter { $0.section == section.rawValue }
             guard !rows.isEmpty else { continue }
             lines += ["## \(section.title)", ""]
+            if section == .workload {
+                lines += WorkloadReport.table(rows, markdown: true) + [""]
+                continue
+            }
             let hasC = rows.contains { $0.cRatio != nil }
             lines.append(
                 "| subject | variant | operation | ops/s | time/op | p50 | p99 | max | spread | "

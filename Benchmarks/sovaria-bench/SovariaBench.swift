@@ -7,13 +7,30 @@ import Sovaria
 enum SovariaBench {
     static func main() async {
         do {
-            let options = try BenchOptions.parse(Array(CommandLine.arguments.dropFirst()))
-            // Off the main actor: the store section measures the calls of a plain task; the
-            // caller section compares that with the main actor explicitly.
-            try await Task.detached { try await run(options) }.value
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            let rest = Array(arguments.dropFirst())
+            switch arguments.first {
+            case "workload":
+                let command = try WorkloadCommand.parse(rest)
+                try await Task.detached { try await command.run() }.value
+            case "replay":
+                let command = try ReplayCommand.parse(rest)
+                try await Task.detached { try await command.run() }.value
+            case "eviction-curve":
+                let command = try EvictionCurveCommand.parse(rest)
+                try await Task.detached { try await command.run() }.value
+            default:
+                let options = try BenchOptions.parse(arguments)
+                // Off the main actor: the store section measures the calls of a plain task; the
+                // caller section compares that with the main actor explicitly.
+                try await Task.detached { try await run(options) }.value
+            }
         } catch let error as BenchError {
+            if case .help(let usage) = error {
+                print(usage)
+                exit(0)
+            }
             FileHandle.standardError.write(Data("\(error)\n".utf8))
-            if case .help = error { exit(0) }
             exit(2)
         } catch {
             FileHandle.standardError.write(Data("sovaria-bench failed: \(error)\n".utf8))
@@ -60,11 +77,17 @@ enum SovariaBench {
         if options.runs(.writers) {
             report.measurements += try await WritersSection(options: options, progress: progress).run()
         }
+        if options.runs(.workload) {
+            report.measurements += try await WorkloadSection(options: options, progress: progress).run()
+        }
         progress.finish()
         await BenchPostgres.stop()
         report.computeRatios()
 
         print(report.table())
+        if options.runs(.workload) {
+            print(WorkloadReport.rankings(report.measurements, by: .throughput, markdown: false).joined(separator: "\n"))
+        }
         if let path = options.jsonPath {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
