@@ -27,7 +27,7 @@ import Synchronization
 /// it is and still matches the hashed keys on replay; a longer prefix matches nothing.
 ///
 /// - Important: Cost: a clock read, the record's encoding into an in-memory buffer under one lock
-///   (hashing the key when asked), about a microsecond; the buffer is written to the file in
+///   (hashing the key when asked): under a microsecond; the buffer is written to the file in
 ///   blocks of 256 KiB, and at most a second after a call, never synced. `sovaria-bench` measures
 ///   it against the same store unwrapped.
 /// - Important: Recording never fails a call. When the trace cannot be written (a full disk, a

@@ -1,0 +1,220 @@
+import Foundation
+import Sovaria
+import SovariaSQLite
+import SovariaTestKit
+import Testing
+
+@Suite struct RecordingOfflineStoreTests {
+    // MARK: - The conformance suite, through the recorder
+
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundMemory(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: StoreFactory("recording(memory)", persistent: false) { folder in
+                RecordingOfflineStore(
+                    wrapping: MemoryOfflineStore(), traceFile: folder.appendingPathComponent("calls.sovtrace"))
+            })
+    }
+
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundSQLite(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: StoreFactory("recording(sqlite)", persistent: true) { folder in
+                RecordingOfflineStore(
+                    wrapping: try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("store.sqlite")),
+                    traceFile: folder.appendingPathComponent("calls.sovtrace"))
+            })
+    }
+
+    @Test func passesCapabilitiesAndPersistenceThrough() throws {
+        let folder = try TemporaryFolder()
+        let inner = try SQLiteOfflineStore(fileURL: folder.child("store.sqlite"), durability: .flushed)
+        let store = RecordingOfflineStore(wrapping: inner, traceFile: folder.child("calls.sovtrace"))
+        #expect(store.capabilities == inner.capabilities)
+        #expect(store.isPersistent)
+        let memory = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: folder.child("m.sovtrace"))
+        #expect(memory.capabilities == [.atomicBatch] && !memory.isPersistent)
+    }
+
+    // MARK: - What is recorded
+
+    /// The calls of a small app session, and the operations each must be recorded as.
+    static func runSession(on store: any OfflineStore) async throws -> [TraceOperation] {
+        try await store.set("sov:cache:feed", "0123456789")
+        _ = try await store.get("sov:cache:feed")
+        _ = try await store.withValue("sov:cache:feed") { $0.count }
+        _ = try await store.get("sov:cache:missing")
+        try await store.write([
+            .set(key: "sov:queue:0001", value: "é"), .set(key: "sov:queue:0002", value: ""),
+            .delete(key: "sov:cache:feed"),
+        ])
+        _ = try await store.keys("sov:queue:")
+        _ = try await store.entries("sov:queue:", after: nil, limit: 1)
+        _ = try await store.entries("sov:queue:", after: "sov:queue:0001", limit: 10)
+        try await store.delete("sov:queue:0001")
+        try? await store.set("", "refused")  // an invalid key: refused by the store, recorded anyway
+        try await store.compact()
+        return [
+            .update(key: "sov:cache:feed", valueBytes: 10),
+            .read(key: "sov:cache:feed"),
+            .read(key: "sov:cache:feed"),
+            .read(key: "sov:cache:missing"),
+            .batch([
+                .update(key: "sov:queue:0001", valueBytes: 2), .update(key: "sov:queue:0002", valueBytes: 0),
+                .delete(key: "sov:cache:feed"),
+            ]),
+            .keys(prefix: "sov:queue:"),
+            .scan(prefix: "sov:queue:", after: nil, limit: 1),
+            .scan(prefix: "sov:queue:", after: "sov:queue:0001", limit: 10),
+            .delete(key: "sov:queue:0001"),
+            .update(key: "", valueBytes: 7),
+            .compact,
+        ]
+    }
+
+    static func records(_ url: URL) throws -> (TraceReader, [TraceRecord]) {
+        let reader = try TraceReader(path: url.path)
+        var records: [TraceRecord] = []
+        while let record = try reader.nextRecord() { records.append(record) }
+        return (reader, records)
+    }
+
+    @Test func recordsEveryCallInTheOrderMade() async throws {
+        let folder = try TemporaryFolder()
+        let inner = MemoryOfflineStore()
+        let store = RecordingOfflineStore(wrapping: inner, traceFile: folder.child("calls.sovtrace"))
+        let expected = try await Self.runSession(on: store)
+        #expect(try await inner.get("sov:queue:0002") == "")  // the calls reached the store
+        #expect(store.recordingState == .recording)
+        store.stopRecording()
+        #expect(store.recordingState == .stopped(.stopped))
+        let (reader, records) = try Self.records(folder.child("calls.sovtrace"))
+        #expect(records.map(\.operation) == expected)
+        #expect(!reader.keysHashed && reader.ignoredTrailingBytes == 0)
+        #expect(zip(records, records.dropFirst()).allSatisfy { $0.nanoseconds <= $1.nanoseconds })
+        // Calls after the stop are not recorded, and still work.
+        try await store.set("sov:cache:after", "x")
+        #expect(try Self.records(folder.child("calls.sovtrace")).1.count == expected.count)
+    }
+
+    @Test func flushWritesBufferedRecordsWithoutStopping() async throws {
+        let folder = try TemporaryFolder()
+        let store = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: folder.child("calls.sovtrace"))
+        try await store.set("sov:cache:a", "1")
+        #expect(try Self.records(folder.child("calls.sovtrace")).1.isEmpty)  // still in the buffer
+        store.flush()
+        #expect(try Self.records(folder.child("calls.sovtrace")).1.count == 1)
+        #expect(store.recordingState == .recording)
+    }
+
+    @Test func hashedKeysKeepTheirNamespaceAndAreStable() async throws {
+        // 1001e27928b3de65: FNV-1a 64 of "feed".
+        #expect(RecordingOfflineStore.hashedKey("sov:cache:feed") == "sov:cache:1001e27928b3de65")
+        #expect(RecordingOfflineStore.hashedKey("sov:cache:feed:extra").hasPrefix("sov:cache:"))
+        #expect(RecordingOfflineStore.hashedKey("sov:cache:feed:extra").utf8.count == "sov:cache:".utf8.count + 16)
+        #expect(RecordingOfflineStore.hashedKey("sov:cache:") == "sov:cache:")
+        #expect(RecordingOfflineStore.hashedKey("app:feed") == "app:1001e27928b3de65")
+        #expect(RecordingOfflineStore.hashedKey("feed") == "1001e27928b3de65")
+        #expect(RecordingOfflineStore.hashedKey("sov:cache:a") != RecordingOfflineStore.hashedKey("sov:cache:b"))
+
+        let folder = try TemporaryFolder()
+        var configuration = RecordingOfflineStore.Configuration()
+        configuration.hashesKeys = true
+        let store = RecordingOfflineStore(
+            wrapping: MemoryOfflineStore(), traceFile: folder.child("calls.sovtrace"), configuration: configuration)
+        let calls = try await Self.runSession(on: store)
+        store.stopRecording()
+        let (reader, records) = try Self.records(folder.child("calls.sovtrace"))
+        #expect(reader.keysHashed)
+        let hash = RecordingOfflineStore.hashedKey
+        #expect(records[0].operation == .update(key: hash("sov:cache:feed"), valueBytes: 10))
+        #expect(records[5].operation == .keys(prefix: "sov:queue:"))  // a namespace prefix stays as it is
+        #expect(records[7].operation == .scan(prefix: "sov:queue:", after: hash("sov:queue:0001"), limit: 10))
+        #expect(records.count == calls.count)
+        // No key of the session appears in the file.
+        let bytes = try Data(contentsOf: folder.child("calls.sovtrace"))
+        #expect(bytes.range(of: Data("feed".utf8)) == nil && bytes.range(of: Data("0001".utf8)) == nil)
+    }
+
+    // MARK: - Bounded size
+
+    @Test func rotationKeepsAtMostTheConfiguredFilesEachReadableAlone() async throws {
+        let folder = try TemporaryFolder()
+        var configuration = RecordingOfflineStore.Configuration()
+        configuration.maxFileBytes = 1024
+        configuration.keptFiles = 3
+        let store = RecordingOfflineStore(
+            wrapping: MemoryOfflineStore(), traceFile: folder.child("calls.sovtrace"), configuration: configuration)
+        for call in 0..<2000 { try await store.set("sov:cache:\(call)", "value") }
+        store.stopRecording()
+        #expect(store.recordingState == .stopped(.stopped))
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).sorted()
+        #expect(names == ["calls.1.sovtrace", "calls.2.sovtrace", "calls.sovtrace"])
+        var newestFirst: [[TraceRecord]] = []
+        for name in ["calls.sovtrace", "calls.1.sovtrace", "calls.2.sovtrace"] {
+            let (reader, records) = try Self.records(folder.child(name))
+            #expect(reader.ignoredTrailingBytes == 0)
+            #expect(try folder.fileSize(name) < 1024 + 64)  // past the limit by one record at most
+            newestFirst.append(records)
+        }
+        // The kept files hold the latest calls, in order, without a gap between files.
+        let kept = newestFirst.reversed().flatMap { $0 }
+        #expect(kept.count > 100)
+        let expected = (2000 - kept.count..<2000).map { TraceOperation.update(key: "sov:cache:\($0)", valueBytes: 5) }
+        #expect(kept.map(\.operation) == expected)
+        // Each file's times go on from the one before.
+        #expect(zip(kept, kept.dropFirst()).allSatisfy { $0.nanoseconds <= $1.nanoseconds + 1_000_000_000 })
+    }
+
+    // MARK: - Recording never fails a call
+
+    @Test func aTraceThatCannotBeCreatedStopsRecordingAndCallsGoOn() async throws {
+        let folder = try TemporaryFolder()
+        try Data("not a folder".utf8).write(to: folder.child("file"))
+        let path = folder.child("file").appendingPathComponent("calls.sovtrace")
+        let store = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: path)
+        #expect(store.recordingState == .stopped(.creatingFailed(path: path.path, errno: ENOTDIR)))
+        _ = try await Self.runSession(on: store)
+        #expect(try await store.get("sov:queue:0002") == "")
+    }
+
+    @Test func aFullDiskStopsRecordingAndCallsGoOn() async throws {
+        // /dev/full fails every write with ENOSPC, as a full disk does.
+        let folder = try TemporaryFolder()
+        let path = folder.child("full.sovtrace")
+        try FileManager.default.createSymbolicLink(atPath: path.path, withDestinationPath: "/dev/full")
+        let store = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: path)
+        #expect(store.recordingState == .stopped(.writingFailed(path: path.path, errno: ENOSPC)))
+        _ = try await Self.runSession(on: store)
+        #expect(try await store.keys("sov:queue:") == ["sov:queue:0002"])
+    }
+
+    @Test func aFolderThatStopsTakingWritesStopsRecordingAtTheNextRotation() async throws {
+        // Rotation renames files in the folder: an immutable folder refuses (root included).
+        let folder = try TemporaryFolder()
+        var configuration = RecordingOfflineStore.Configuration()
+        configuration.maxFileBytes = 256
+        let store = RecordingOfflineStore(
+            wrapping: MemoryOfflineStore(), traceFile: folder.child("calls.sovtrace"), configuration: configuration)
+        let chattr = Process()
+        chattr.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+        chattr.arguments = ["+i", folder.url.path]
+        try chattr.run()
+        chattr.waitUntilExit()
+        defer {
+            let undo = Process()
+            undo.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+            undo.arguments = ["-i", folder.url.path]
+            try? undo.run()
+            undo.waitUntilExit()
+        }
+        try #require(chattr.terminationStatus == 0, "chattr +i is needed (root, ext4 or tmpfs)")
+        for call in 0..<100 { try await store.set("sov:cache:\(call)", "value") }
+        guard case .stopped(.rotatingFailed(_, let code)) = store.recordingState else {
+            Issue.record("recording did not stop: \(store.recordingState)")
+            return
+        }
+        #expect(code == EPERM)
+        #expect(try await store.keys("sov:cache:").count == 100)
+    }
+}
