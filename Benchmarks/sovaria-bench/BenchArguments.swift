@@ -22,7 +22,9 @@ struct BenchArguments {
     /// A positive whole number after `flag`.
     mutating func count(_ flag: String) throws -> Int {
         let text = try value(flag)
-        guard let number = Int(text), number > 0 else { throw BenchError.usage("\(flag) needs a positive number, not \(text)\n\(usage)") }
+        guard let number = Int(text), number > 0 else {
+            throw BenchError.usage("\(flag) needs a positive number, not \(text)\n\(usage)")
+        }
         return number
     }
 

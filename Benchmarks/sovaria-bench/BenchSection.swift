@@ -24,7 +24,8 @@ enum BenchSection: String, CaseIterable {
         case .fileCache: "File cache: downloads, a pass, open, download latency while passes run"
         case .localFirst: "Local-first reads: a cached 1,000-row list with pending writes overlaid; a live query"
         case .writers: "Concurrent synced writers on one store (group commit): writes per second against one writer"
-        case .workload: "YCSB workloads A–F (and traces): every store on one operation stream, the C library on the same"
+        case .workload:
+            "YCSB workloads A–F (and traces): every store on one operation stream, the C library on the same"
         }
     }
 }

@@ -120,7 +120,8 @@ struct CBaseline {
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             let reason = message.split(separator: "\n").last.map(String.init) ?? "no message"
             throw BenchError.failed(
-                "\(URL(fileURLWithPath: program).lastPathComponent) failed (status \(process.terminationStatus)): \(reason)")
+                "\(URL(fileURLWithPath: program).lastPathComponent) failed (status \(process.terminationStatus)): \(reason)"
+            )
         }
         return String(decoding: data, as: UTF8.self)
     }

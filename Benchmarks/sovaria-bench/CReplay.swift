@@ -28,7 +28,9 @@ struct CReplay {
     /// the C baseline `make bench` built; `nil` (with why) when none can run.
     static func locate(_ given: String?, cBaseline: String?) -> Result<CReplay, BenchError> {
         let environment = ProcessInfo.processInfo.environment["SOVARIA_C_REPLAY"].flatMap { $0.isEmpty ? nil : $0 }
-        let beside = cBaseline.map { URL(fileURLWithPath: $0).deletingLastPathComponent().appendingPathComponent("sovaria-c-replay").path }
+        let beside = cBaseline.map {
+            URL(fileURLWithPath: $0).deletingLastPathComponent().appendingPathComponent("sovaria-c-replay").path
+        }
         guard let path = given ?? environment ?? beside ?? Optional(".build/sovaria-c-replay") else {
             return .failure(.failed("workload: no C replayer"))
         }
@@ -48,7 +50,8 @@ struct CReplay {
     ) throws -> [Measurement] {
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let output = try CBaseline.execute(path, [engine, folder.path, trace, "--durability", durability], environment: [:])
+        let output = try CBaseline.execute(
+            path, [engine, folder.path, trace, "--durability", durability], environment: [:])
         let lines = try output.split(separator: "\n").filter { !$0.isEmpty }.map { line in
             do {
                 return try JSONDecoder().decode(Line.self, from: Data(line.utf8))

@@ -51,7 +51,8 @@ struct EvictionCurveCommand {
                     guard let data = FileManager.default.contents(atPath: name) else {
                         throw BenchError.usage("--workload \(name): neither a … f nor a readable workload file\n")
                     }
-                    command.workload = try Self.spec(WorkloadSpec.parse(workloadFile: String(decoding: data, as: UTF8.self), name: "custom"))
+                    command.workload = try Self.spec(
+                        WorkloadSpec.parse(workloadFile: String(decoding: data, as: UTF8.self), name: "custom"))
                 }
             case "--distribution": command.properties["requestdistribution"] = try arguments.value(argument)
             case "--keys": command.properties["recordcount"] = "\(try arguments.count(argument))"
@@ -145,7 +146,8 @@ struct EvictionCurveCommand {
             try encoder.encode(curve).write(to: URL(fileURLWithPath: path))
         }
         if let path = output.markdownPath {
-            try curve.table(markdown: true).joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            try curve.table(markdown: true).joined(separator: "\n").write(
+                toFile: path, atomically: true, encoding: .utf8)
         }
         if let path = output.svgPath { try curve.svg().write(toFile: path, atomically: true, encoding: .utf8) }
     }

@@ -106,11 +106,14 @@ struct EvictionCurveReport: Codable {
         func y(_ ratio: Double) -> Double { top + (1 - ratio) * plotHeight }
         var body = ""
         for tick in stride(from: 0.0, through: 1.0, by: 0.25) {
-            body += "<line x1=\"\(left)\" y1=\"\(y(tick))\" x2=\"\(left + plotWidth)\" y2=\"\(y(tick))\" stroke=\"#ddd\"/>"
-            body += "<text x=\"\(left - 8)\" y=\"\(y(tick) + 4)\" text-anchor=\"end\">\(String(format: "%.2f", tick))</text>"
+            body +=
+                "<line x1=\"\(left)\" y1=\"\(y(tick))\" x2=\"\(left + plotWidth)\" y2=\"\(y(tick))\" stroke=\"#ddd\"/>"
+            body +=
+                "<text x=\"\(left - 8)\" y=\"\(y(tick) + 4)\" text-anchor=\"end\">\(String(format: "%.2f", tick))</text>"
         }
         for percent in percents {
-            body += "<text x=\"\(x(percent))\" y=\"\(top + plotHeight + 16)\" text-anchor=\"middle\">"
+            body +=
+                "<text x=\"\(x(percent))\" y=\"\(top + plotHeight + 16)\" text-anchor=\"middle\">"
                 + String(format: "%g%%", percent) + "</text>"
         }
         let path = first.map { "\(x($0.boundPercent)),\(y(1 - $0.hitRatio))" }.joined(separator: " ")

@@ -81,6 +81,7 @@ struct ReplayCommand {
         report.computeRatios()
         print(report.table())
         print(WorkloadReport.rankings(report.measurements, by: rankBy, markdown: false).joined(separator: "\n"))
-        try output.write(report, extraMarkdown: WorkloadReport.rankings(report.measurements, by: rankBy, markdown: true))
+        try output.write(
+            report, extraMarkdown: WorkloadReport.rankings(report.measurements, by: rankBy, markdown: true))
     }
 }

@@ -86,7 +86,8 @@ enum SovariaBench {
 
         print(report.table())
         if options.runs(.workload) {
-            print(WorkloadReport.rankings(report.measurements, by: .throughput, markdown: false).joined(separator: "\n"))
+            print(
+                WorkloadReport.rankings(report.measurements, by: .throughput, markdown: false).joined(separator: "\n"))
         }
         if let path = options.jsonPath {
             let encoder = JSONEncoder()

@@ -186,7 +186,8 @@ struct WorkloadCommand {
         let rankings = WorkloadReport.rankings(report.measurements, by: rankBy, markdown: false)
         print(report.table())
         print(rankings.joined(separator: "\n"))
-        try output.write(report, extraMarkdown: WorkloadReport.rankings(report.measurements, by: rankBy, markdown: true))
+        try output.write(
+            report, extraMarkdown: WorkloadReport.rankings(report.measurements, by: rankBy, markdown: true))
     }
 
     /// Every workload on every store (and the C library), each from one trace file written once.

@@ -80,11 +80,15 @@ enum WorkloadReport {
         _ columns: [String], _ cells: [[String]], markdown: Bool, rightAligned: ClosedRange<Int>
     ) -> [String] {
         if markdown {
-            return ["| " + columns.joined(separator: " | ") + " |",
-                "|" + columns.indices.map { rightAligned.contains($0) ? "---:|" : "---|" }.joined()]
+            return [
+                "| " + columns.joined(separator: " | ") + " |",
+                "|" + columns.indices.map { rightAligned.contains($0) ? "---:|" : "---|" }.joined(),
+            ]
                 + cells.map { "| " + $0.joined(separator: " | ") + " |" }
         }
-        let widths = columns.indices.map { column in ([columns[column]] + cells.map { $0[column] }).map(\.count).max() ?? 0 }
+        let widths = columns.indices.map { column in
+            ([columns[column]] + cells.map { $0[column] }).map(\.count).max() ?? 0
+        }
         func line(_ values: [String]) -> String {
             values.enumerated().map { column, value in
                 let pad = String(repeating: " ", count: widths[column] - value.count)

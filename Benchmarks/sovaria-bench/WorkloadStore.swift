@@ -47,7 +47,9 @@ struct WorkloadStore {
             WorkloadStore(url: StoreURL(engine: $0, durability: durability), isOwn: true)
         }
         if let postgres {
-            stores.append(WorkloadStore(url: StoreURL(engine: "postgres", location: postgres, durability: durability), isOwn: true))
+            stores.append(
+                WorkloadStore(
+                    url: StoreURL(engine: "postgres", location: postgres, durability: durability), isOwn: true))
         }
         return stores
     }
@@ -59,7 +61,8 @@ struct WorkloadStore {
         guard isOwn || freshForUser else { return url }
         var fresh = url
         let place =
-            isOwn ? folder.appendingPathComponent("\(run)-\(url.engine)", isDirectory: true).path : "\(url.location)-\(run)"
+            isOwn
+            ? folder.appendingPathComponent("\(run)-\(url.engine)", isDirectory: true).path : "\(url.location)-\(run)"
         switch url.engine {
         case "memory": break
         case "sqlite": fresh.location = isOwn ? place + ".sqlite" : place

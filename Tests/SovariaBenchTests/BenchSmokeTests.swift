@@ -56,8 +56,16 @@ import Testing
         #expect(
             sections == [
                 "store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache", "local-first",
-                "concurrent-writers",
+                "concurrent-writers", "workload",
             ])
+        let workloads = report.measurements.filter { $0.section == "workload" && $0.operation == "all operations" }
+        for letter in ["A", "B", "C", "D", "E", "F"] {
+            for subject in ["memory", "file", "sqlite", "lmdb", "leveldb"] {
+                #expect(
+                    workloads.contains { $0.subject == subject && $0.variant == "\(letter) run flushed" },
+                    "workload \(letter) on \(subject)")
+            }
+        }
         let writers = report.measurements.filter { $0.section == "concurrent-writers" }
         #expect(writers.contains { $0.subject == "sqlite" && $0.variant.contains("16 writers") && $0.note != nil })
         let localFirst = report.measurements.filter { $0.section == "local-first" }

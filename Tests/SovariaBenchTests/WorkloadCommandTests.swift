@@ -1,0 +1,156 @@
+import Foundation
+import Sovaria
+import SovariaTestKit
+import SovariaTestServers
+import Testing
+
+/// `sovaria-bench workload`, `replay` and `eviction-curve` run as a user runs them (issue 36): on
+/// store URLs, with the C library on the same trace when it is built, writing every format, and
+/// `--help` naming every flag.
+@Suite struct WorkloadCommandTests {
+    struct Report: Decodable {
+        struct Row: Decodable {
+            let section: String
+            let subject: String
+            let variant: String
+            let operation: String
+            let opsPerSecond: Double
+            let p50Nanoseconds: Double
+            let p95Nanoseconds: Double?
+            let p999Nanoseconds: Double?
+            let diskBytes: Int?
+            let cRatio: Double?
+        }
+        let machine: [String: String]
+        let measurements: [Row]
+    }
+
+    /// Runs `sovaria-bench` with `arguments` on a thread of its own; its standard output and status.
+    static func bench(_ arguments: [String]) async throws -> (output: String, status: Int32) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        let process = try ChildProcess(BenchSmokeTests.executable.path, arguments, captureOutput: true)
+                        let output = String(decoding: process.output?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+                        let status = process.waitBlocking()
+                        return (output, ChildProcess.succeeded(status) ? 0 : status)
+                    })
+            }.start()
+        }
+    }
+
+    @Test func workloadsRunOnStoreURLsAndRankThem() async throws {
+        let folder = try TemporaryFolder()
+        let (output, status) = try await Self.bench([
+            "workload", "a", "e", "--records", "200", "--operations", "300", "--store", "memory:",
+            "--store", "sqlite:\(folder.url.path)/w.sqlite?durability=flushed", "--store",
+            "lmdb:\(folder.url.path)/lmdb",
+            "--rank-by", "p99", "--dir", folder.child("work").path, "--json", folder.child("w.json").path,
+            "--markdown", folder.child("w.md").path, "--svg", folder.child("w.svg").path,
+        ])
+        #expect(status == 0, "\(output)")
+        let report = try JSONDecoder().decode(Report.self, from: Data(contentsOf: folder.child("w.json")))
+        for workload in ["A", "E"] {
+            for (subject, durability) in [("memory", "synced"), ("sqlite", "flushed"), ("lmdb", "synced")] {
+                let run = report.measurements.filter {
+                    $0.subject == subject && $0.variant == "\(workload) run \(durability)"
+                }
+                #expect(
+                    run.contains { $0.operation == "all operations" && $0.opsPerSecond > 0 }, "\(workload) \(subject)")
+                #expect(
+                    run.allSatisfy { ($0.p95Nanoseconds ?? 0) > 0 && ($0.p999Nanoseconds ?? 0) >= $0.p50Nanoseconds })
+                #expect(
+                    report.measurements.contains {
+                        $0.subject == subject && $0.variant == "\(workload) load \(durability)"
+                    })
+            }
+            #expect(output.contains("Workload \(workload), "), "a ranking per workload")
+        }
+        let scans = report.measurements.filter { $0.variant.hasPrefix("E run") && $0.operation == "scan" }
+        #expect(scans.count >= 3)
+        #expect(report.measurements.contains { $0.subject == "sqlite" && ($0.diskBytes ?? 0) > 0 })
+        #expect(report.machine["command"]?.contains("workload a e") == true)
+        // With the C replayer built (`make c-baseline`), the plain SQLite and LMDB stores have C rows
+        // on the same trace, and their rows a ratio.
+        if FileManager.default.isExecutableFile(atPath: ".build/sovaria-c-replay") {
+            #expect(report.measurements.contains { $0.subject == "C sqlite" && $0.variant == "A run flushed" })
+            #expect(report.measurements.contains { $0.subject == "lmdb" && $0.cRatio != nil })
+        }
+        let markdown = try String(contentsOf: folder.child("w.md"), encoding: .utf8)
+        #expect(markdown.contains("ranked by p99"))
+        #expect(try String(contentsOf: folder.child("w.svg"), encoding: .utf8).hasPrefix("<svg"))
+    }
+
+    @Test func aRecordedTraceReplaysOnEveryStoreNamed() async throws {
+        let folder = try TemporaryFolder()
+        let trace = folder.child("app.sovtrace")
+        let recorder = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: trace)
+        for index in 0..<50 { try await recorder.set("sov:cache:\(index)", "value \(index)") }
+        for index in 0..<50 { _ = try await recorder.get("sov:cache:\(index * 2)") }
+        recorder.stopRecording()
+        let (output, status) = try await Self.bench([
+            "replay", trace.path, "--store", "memory:", "--store", "leveldb:\(folder.url.path)/ldb",
+            "--dir", folder.child("work").path, "--json", folder.child("r.json").path,
+        ])
+        #expect(status == 0, "\(output)")
+        let report = try JSONDecoder().decode(Report.self, from: Data(contentsOf: folder.child("r.json")))
+        for subject in ["memory", "leveldb"] {
+            #expect(report.measurements.contains { $0.subject == subject && $0.operation == "update" })
+            #expect(report.measurements.contains { $0.subject == subject && $0.operation == "read" })
+        }
+    }
+
+    @Test func aLibCacheSimCSVTraceDrawsOneCurveForEveryStore() async throws {
+        let folder = try TemporaryFolder()
+        var lines = ["time,id,size"]
+        var random = SplitMix(seed: 5)
+        for second in 0..<600 {
+            let id = Int(random.next() % 100) * Int(random.next() % 3 == 0 ? 1 : 0) + Int(random.next() % 10)
+            lines.append("\(second),\(id),\(300 + id * 7)")
+        }
+        try lines.joined(separator: "\n").write(to: folder.child("t.csv"), atomically: true, encoding: .utf8)
+        let (output, status) = try await Self.bench([
+            "eviction-curve", "--trace", folder.child("t.csv").path,
+            "--csv", "time-col=1,obj-id-col=2,obj-size-col=3,has-header=true", "--bounds", "10,50",
+            "--store", "memory:", "--store", "sqlite:\(folder.url.path)/c.sqlite", "--dir", folder.child("work").path,
+            "--svg", folder.child("c.svg").path,
+        ])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("Every store had the same hits at every bound."), "\(output)")
+        #expect(try String(contentsOf: folder.child("c.svg"), encoding: .utf8).contains("polyline"))
+    }
+
+    @Test(arguments: [
+        (
+            "workload",
+            [
+                "--store", "--durability", "--records", "--operations", "--duration", "--value-size",
+                "--distribution", "--mix", "--set", "--tasks", "--target", "--seed", "--rank-by", "--c-replay",
+                "--keep-traces", "--json", "--markdown", "--svg", "--dir", "--postgres", "--no-postgres",
+            ]
+        ),
+        (
+            "replay",
+            [
+                "--format", "--csv", "--limit", "--store", "--durability", "--open-loop", "--tasks", "--rank-by",
+                "--c-replay", "--json", "--markdown", "--svg", "--dir",
+            ]
+        ),
+        (
+            "eviction-curve",
+            [
+                "--trace", "--format", "--csv", "--limit", "--workload", "--distribution", "--keys",
+                "--requests", "--value-size", "--seed", "--bounds", "--store", "--durability", "--json", "--markdown",
+                "--svg", "--dir",
+            ]
+        ),
+    ])
+    func helpNamesEveryFlag(command: String, flags: [String]) async throws {
+        let (output, status) = try await Self.bench([command, "--help"])
+        #expect(status == 0)
+        for flag in flags { #expect(output.contains(flag), "\(command) --help does not name \(flag)") }
+        let (bad, badStatus) = try await Self.bench([command, "--no-such-flag"])
+        #expect(badStatus != 0, "\(bad)")
+    }
+}
