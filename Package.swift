@@ -159,7 +159,9 @@ let package = Package(
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.
         .testTarget(
-            name: "SovariaBenchTests", dependencies: ["sovaria-bench", "Sovaria", "SovariaTestKit", "SovariaTestServers"]),
+            name: "SovariaBenchTests",
+            dependencies: ["sovaria-bench", "Sovaria", "SovariaTestKit", "SovariaTestServers"]
+        ),
         // Runs the `sovaria` executable (built because the target depends on it) as a subprocess.
         .testTarget(
             name: "SovariaCLITests",
