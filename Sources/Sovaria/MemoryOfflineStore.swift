@@ -3,17 +3,26 @@ import Synchronization
 /// Keeps entries in memory for this run only: queued writes not yet synced are lost on relaunch.
 ///
 /// Keys are held as their UTF-8 bytes, so precomposed and decomposed forms stay two keys, and
-/// listed in byte order from a sorted index rebuilt only after a key is added or removed.
+/// listed in byte order from a sorted index: a key added or removed between reads of the index
+/// is put in or taken out in place (a binary search), and the index is sorted anew only after
+/// more than 64 such changes since it was last read (a bulk load sorts once).
 ///
 /// - Important: Safe from any number of tasks; every call runs on the caller's executor and
 ///   holds a lock for a few dictionary operations. Batches are atomic.
 public final class MemoryOfflineStore: OfflineStore {
     private struct State {
         var values: [StoreKey.Bytes: String] = [:]
-        /// Every key in byte order; `nil` after a key was added or removed.
+        /// Every key in byte order; `nil` once more than `maxChangesInPlace` keys were added or
+        /// removed since it was last read.
         var sortedKeys: [StoreKey.Bytes]? = []
+        /// Keys added or removed in place since the index was last read.
+        var changesInPlace = 0
+        /// More changes than this between two reads drop the index (a sort is then cheaper than a
+        /// move of the array per key).
+        static let maxChangesInPlace = 64
 
         mutating func orderedKeys() -> [StoreKey.Bytes] {
+            changesInPlace = 0
             if let sortedKeys { return sortedKeys }
             let sorted = values.keys.sorted()
             sortedKeys = sorted
@@ -23,9 +32,26 @@ public final class MemoryOfflineStore: OfflineStore {
         mutating func apply(_ write: StoreWrite) {
             switch write {
             case .set(let key, let value):
-                if values.updateValue(value, forKey: StoreKey.Bytes(key)) == nil { sortedKeys = nil }
+                let bytes = StoreKey.Bytes(key)
+                if values.updateValue(value, forKey: bytes) == nil { changeIndex(bytes, added: true) }
             case .delete(let key):
-                if values.removeValue(forKey: StoreKey.Bytes(key)) != nil { sortedKeys = nil }
+                let bytes = StoreKey.Bytes(key)
+                if values.removeValue(forKey: bytes) != nil { changeIndex(bytes, added: false) }
+            }
+        }
+
+        private mutating func changeIndex(_ key: StoreKey.Bytes, added: Bool) {
+            guard sortedKeys != nil else { return }
+            changesInPlace += 1
+            guard changesInPlace <= Self.maxChangesInPlace else {
+                sortedKeys = nil
+                return
+            }
+            let index = sortedKeys!.partitioningIndex { !($0 < key) }
+            if added {
+                sortedKeys!.insert(key, at: index)
+            } else {
+                sortedKeys!.remove(at: index)
             }
         }
     }

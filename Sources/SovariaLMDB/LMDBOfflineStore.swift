@@ -18,8 +18,8 @@ import Sovaria
 ///   - ``get(_:)`` runs on the caller's executor (no hop), in a read-only transaction reused from a
 ///     small pool: it costs about as much as LMDB's own get plus making the `String`. Safe on the main
 ///     actor.
-///   - ``entries(_:after:limit:)`` with a `limit` of `inlinePageLimit` or less runs on the caller's
-///     executor too; larger pages and ``keys(_:)`` run on a private Dispatch queue, never on Swift's
+///   - ``entries(_:after:limit:)`` of up to 256 entries and 128 KiB runs on the caller's executor too
+///     (as LevelDB's); larger pages and ``keys(_:)`` run on a private Dispatch queue, never on Swift's
 ///     cooperative threads, since their cost grows with what they return.
 ///   - ``set(_:_:)``, ``delete(_:)``, ``write(_:)`` and ``compact()`` run on a private serial Dispatch
 ///     queue shared by every store on the folder; each write transaction begins and commits there as
@@ -45,7 +45,10 @@ import Sovaria
 /// ```
 public final class LMDBOfflineStore: OfflineStore {
     /// The largest `limit` for which ``entries(_:after:limit:)`` runs on the caller's executor.
-    static let inlinePageLimit = 64
+    static let inlinePageLimit = 256
+    /// Bytes of keys and values a page read on the caller's executor may hold; a page that holds
+    /// more is read again, whole, on the queue.
+    static let inlinePageMaxBytes = 128 * 1_024
     /// Keys ``keys(_:)`` reads on the caller's executor before it continues on a queue (about
     /// 100 µs of work).
     static let inlineKeysLimit = 1_000
@@ -185,16 +188,20 @@ public final class LMDBOfflineStore: OfflineStore {
     /// cursor.
     ///
     /// - Complexity: O(log n + limit).
-    /// - Important: Runs on the caller's executor when `limit` is at most `inlinePageLimit`, else on a
-    ///   private Dispatch queue.
+    /// - Important: Runs on the caller's executor when the page has at most `inlinePageLimit` entries
+    ///   and `inlinePageMaxBytes` bytes, else on a private Dispatch queue (one read transaction either
+    ///   way).
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
         guard limit > 0 else { return [] }
         let environment = environment
-        if limit <= Self.inlinePageLimit {
-            return try environment.entries(prefix: prefix, after: after, limit: limit)
+        if limit <= Self.inlinePageLimit,
+            let page = try environment.entries(
+                prefix: prefix, after: after, limit: limit, maxBytes: Self.inlinePageMaxBytes)
+        {
+            return page
         }
         return try await environment.scanQueue.runConcurrently {
-            try environment.entries(prefix: prefix, after: after, limit: limit)
+            try environment.entries(prefix: prefix, after: after, limit: limit, maxBytes: .max) ?? []
         }
     }
 

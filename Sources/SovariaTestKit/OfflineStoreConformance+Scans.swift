@@ -55,5 +55,58 @@ extension OfflineStoreConformance {
             let page = try await store.entries("long:", after: "long:0099", limit: 1_050)
             try context.expectKeys(page.map(\.key), Array(keys[100...]), "a page of 1,050 after the 100th key")
         },
+        ConformanceCheck(
+            "scansFollowChangesBetweenThem",
+            "keys(_:) and entries list exactly what the writes made, whatever the mix of sets, deletes and batches "
+                + "between two scans: one change or eighty, pages small and past 256 entries or 128 KiB."
+        ) { context in
+            let store = try await context.makeStore().store
+            let seed = UInt64.random(in: 1...UInt64.max)
+            var random = SplitMix(seed: seed)
+            var model: [String: String] = [:]
+            func key() -> String { "mix:\(String(random.next() % 400, radix: 36))" }
+            for round in 0..<40 {
+                // A burst of changes: alone or as one batch, new keys and known ones, a few deletes.
+                var burst: [StoreWrite] = []
+                for _ in 0..<(1 + Int(random.next() % 80)) {
+                    let chosen = key()
+                    if random.next() % 5 == 0 {
+                        burst.append(.delete(key: chosen))
+                        model[chosen] = nil
+                    } else {
+                        let value = String(repeating: "v", count: 1 + Int(random.next() % 900)) + "\(round)"
+                        burst.append(.set(key: chosen, value: value))
+                        model[chosen] = value
+                    }
+                }
+                if random.next() % 2 == 0 {
+                    try await store.write(burst)
+                } else {
+                    for write in burst {
+                        switch write {
+                        case .set(let key, let value): try await store.set(key, value)
+                        case .delete(let key): try await store.delete(key)
+                        }
+                    }
+                }
+                let expected = byteSorted(Array(model.keys))
+                let shown = "seed \(seed), round \(round)"
+                if random.next() % 3 == 0 {
+                    try context.expectKeys(try await store.keys("mix:"), expected, "\(shown): keys(\"mix:\")")
+                    continue
+                }
+                let after = random.next() % 4 == 0 ? nil : key()
+                let limit = 1 + Int(random.next() % 400)
+                let page = try await store.entries("mix:", after: after, limit: limit)
+                let want = Array(
+                    expected.filter { stored in after.map { $0.utf8.lexicographicallyPrecedes(stored.utf8) } ?? true }
+                        .prefix(limit))
+                try context.expectKeys(
+                    page.map(\.key), want, "\(shown): entries after \(after ?? "nil"), limit \(limit)")
+                for entry in page where entry.value != model[entry.key] {
+                    throw context.failure("\(shown): \(entry.key) holds another value than its last write")
+                }
+            }
+        },
     ]
 }

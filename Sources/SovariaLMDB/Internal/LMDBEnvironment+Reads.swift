@@ -102,13 +102,24 @@ extension LMDBEnvironment {
         return keys
     }
 
-    /// Up to `limit` entries that start with `prefix` and sort after `after`, in byte order.
-    func entries(prefix: String, after: String?, limit: Int) throws -> [StoreEntry] {
+    /// Up to `limit` entries that start with `prefix` and sort after `after`, in byte order; `nil`
+    /// as soon as their keys and values pass `maxBytes` (the caller reads the page elsewhere).
+    func entries(prefix: String, after: String?, limit: Int, maxBytes: Int) throws -> [StoreEntry]? {
         var entries: [StoreEntry] = []
-        try scan(prefix: prefix, after: after, limit: limit) { key, value in
-            let key = try key.string("key")
-            entries.append(StoreEntry(key: key, value: try value.string("value", key: key)))
+        var bytes = 0
+        do {
+            try scan(prefix: prefix, after: after, limit: limit) { key, value in
+                bytes += key.mv_size + value.mv_size
+                guard bytes <= maxBytes else { throw PageTooLarge() }
+                let key = try key.string("key")
+                entries.append(StoreEntry(key: key, value: try value.string("value", key: key)))
+            }
+        } catch is PageTooLarge {
+            return nil
         }
         return entries
     }
+
+    /// Stops a page read that passed its byte bound.
+    private struct PageTooLarge: Error {}
 }
