@@ -40,7 +40,10 @@ enum WorkloadReport {
         for row in totals where !variants.contains(row.variant) { variants.append(row.variant) }
         var lines: [String] = []
         for variant in variants {
-            let stores = totals.filter { $0.variant == variant && !$0.subject.hasPrefix("C ") }
+            let tools = [DriverCost.driverSubject, DriverCost.recordingSubject]
+            let stores = totals.filter {
+                $0.variant == variant && !$0.subject.hasPrefix("C ") && !tools.contains($0.subject)
+            }
             let ranked = stores.sorted { left, right in
                 switch metric {
                 case .p99: left.p99Nanoseconds < right.p99Nanoseconds
@@ -60,8 +63,20 @@ enum WorkloadReport {
                 ]
             }
             lines += render(
-                ["#", "store", "durability", "ops/s", "p99", "disk", "C ops/s over its", "p50 over C"], cells,
+                ["#", "store", "durability", "ops/s", "p99", "disk", "ops/s vs C", "p50 vs C"], cells,
                 markdown: markdown, rightAligned: 3...7)
+            if let driver = totals.first(where: { $0.variant == variant && $0.subject == DriverCost.driverSubject }),
+                let recording = rows.first(where: {
+                    $0.variant.hasPrefix(String(parts.first ?? "") + " run")
+                        && $0.subject == DriverCost.recordingSubject
+                        && $0.operation == WorkloadRows.allOperations
+                })
+            {
+                lines.append(
+                    "The driver alone (a store that does nothing): \(Report.duration(driver.nanosecondsPerOp)) an "
+                        + "operation, the floor under every row; recording the calls (RecordingOfflineStore): "
+                        + (recording.note ?? ""))
+            }
             lines.append("")
         }
         return lines
