@@ -21,7 +21,8 @@
  *
  * What each record runs (closed loop, as fast as the library goes), like the Swift replay:
  *   read: get (a miss is counted in "misses")   update, insert: set   delete: delete
- *   scan: up to `limit` entries under `prefix` after `after` (keys and values copied out)
+ *   scan: up to `limit` entries under `prefix` after `after` (keys and values copied out, each to
+ *   a place of its own, as the Swift stores make a String of each)
  *   readModifyWrite: get, then set             keys: every key under `prefix` (copied out)
  *   batch: its writes in one transaction (LevelDB: one write batch)   compact: the engine's
  *   compaction (SQLite: checkpoint + VACUUM + checkpoint; LMDB: MDB_CP_COMPACT copy swapped in;
@@ -163,20 +164,23 @@ static void scan_lower_bound(const Bytes *prefix, const Bytes *after, Bytes *low
 
 static bool valid_key(const Bytes *key) { return key->size >= 1 && key->size <= 511; }
 
-/* What a read keeps: copies of what it read, as the Swift stores make Strings. Global, so the
- * compiler cannot drop the copies. */
-static Bytes kept_value, kept_key;
+/* What a read keeps: a copy of every key and value it read, each in a place of its own in one
+ * page that is emptied before each operation, as the Swift stores return a String of each (a
+ * scan's 50 values are 50 copies, not one buffer written 50 times). Global, so the compiler cannot
+ * drop the copies. */
+static Bytes kept_page;
 static size_t kept_total;
 
-static void keep_value(const void *bytes, size_t size) {
-    bytes_set(&kept_value, bytes, size);
+static void keep(const void *bytes, size_t size) {
+    bytes_reserve(&kept_page, kept_page.size + size + 1);
+    if (size) memcpy(kept_page.data + kept_page.size, bytes, size);
+    kept_page.size += size;
     kept_total += size;
 }
 
-static void keep_key(const void *bytes, size_t size) {
-    bytes_set(&kept_key, bytes, size);
-    kept_total += size;
-}
+static void keep_value(const void *bytes, size_t size) { keep(bytes, size); }
+
+static void keep_key(const void *bytes, size_t size) { keep(bytes, size); }
 
 /* TraceValue.bytes(count:index:): 'a'..'z' repeated from letter index % 26. */
 static Bytes letters;
@@ -943,6 +947,7 @@ static bool next_record(Reader *reader, Record *record) {
  * nothing. */
 static bool run(const Engine *engine, const Record *record, uint64_t index, bool *missed) {
     *missed = false;
+    kept_page.size = 0;
     switch (record->opcode) {
     case 1: case 6: case 11: {
         if (!valid_key(&record->key)) return true;

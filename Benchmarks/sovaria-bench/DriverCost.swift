@@ -12,35 +12,83 @@ enum DriverCost {
     static let recordingSubject = "recording(memory)"
 
     /// The run phase of `trace` on a no-op store and on a recording memory store, as rows; the
-    /// recording rows' note says what recording added per call over the memory store's rows in
-    /// `memoryRows` (the same run).
-    static func rows(trace: String, name: String, folder: URL, memoryRows: [Measurement]) async throws -> [Measurement]
-    {
+    /// recording rows' note says what recording added per call over the plain memory store on the
+    /// same trace, run just before.
+    static func rows(trace: String, name: String, folder: URL) async throws -> [Measurement] {
         let driver = await WorkloadDriver(store: NoOpStore()).run(try WorkloadRunner.reader(trace))
         var rows = WorkloadRows.rows(
             driver, subject: driverSubject, workload: name, durability: .synced, diskBytes: nil
         )
         .filter { $0.variant.contains(" run ") }
+        let plain = WorkloadRows.rows(
+            await WorkloadDriver(store: MemoryOfflineStore()).run(try WorkloadRunner.reader(trace)), subject: "memory",
+            workload: name, durability: .synced, diskBytes: nil)
         let traceFile = folder.appendingPathComponent("recorded-\(name).sovtrace")
         let recorder = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: traceFile)
         let recorded = await WorkloadDriver(store: recorder).run(try WorkloadRunner.reader(trace))
         recorder.stopRecording()
         try? FileManager.default.removeItem(at: traceFile)
         var recording = WorkloadRows.rows(
-            recorded, subject: recordingSubject, workload: name, durability: .synced, diskBytes: nil)
+            recorded, subject: recordingSubject, workload: name, durability: .synced, diskBytes: nil
+        ).filter { $0.variant.contains(" run ") }
         for index in recording.indices {
             let row = recording[index]
-            guard
-                let plain = memoryRows.first(where: {
-                    $0.operation == row.operation
-                        && $0.variant.hasPrefix("\(name) \(row.variant.split(separator: " ")[1]) ")
-                })
+            guard let base = plain.first(where: { $0.operation == row.operation && $0.variant == row.variant })
             else { continue }
-            let added = row.nanosecondsPerOp - plain.nanosecondsPerOp
-            recording[index].note = String(format: "recording adds %@ a call (mean)", Report.duration(max(0, added)))
+            let added = max(0, row.nanosecondsPerOp - base.nanosecondsPerOp)
+            recording[index].note = "recording adds \(Report.duration(added)) a call (mean, over the memory store)"
         }
         rows += recording
+        if let floor = try scanFloor(trace: trace, name: name) { rows.append(floor) }
         return rows
+    }
+
+    /// The subject of the row that shows what a scan's Strings cost alone.
+    static let stringFloorSubject = "floor: a scan's Strings"
+
+    /// What making the Strings of a scan's entries costs by itself, where `trace` scans: the mean
+    /// page (scan limits, and the sizes its inserts and updates wrote) times the time of
+    /// `String(validatingUTF8Bytes:)` (the UTF-8 check and copy every engine's read makes, and the C
+    /// library's does not) on a key and a value of those sizes, measured here.
+    static func scanFloor(trace: String, name: String) throws -> Measurement? {
+        var scans = 0
+        var scanned = 0
+        var writes = 0
+        var written = 0
+        var keyBytes = 0
+        for record in try WorkloadRunner.reader(trace) {
+            switch record.operation {
+            case .scan(_, _, let limit):
+                scans += 1
+                scanned += limit
+            case .insert(let key, let bytes), .update(let key, let bytes):
+                writes += 1
+                written += bytes
+                keyBytes += key.utf8.count
+            default: continue
+            }
+        }
+        guard scans > 0, writes > 0 else { return nil }
+        let valueBytes = written / writes
+        let key = [UInt8](repeating: UInt8(ascii: "k"), count: keyBytes / writes)
+        let value = TraceValue.bytes(count: valueBytes, index: 0)
+        let rounds = 20_000
+        var kept = 0
+        let start = Stopwatch.now()
+        for _ in 0..<rounds {
+            key.withUnsafeBufferPointer { kept &+= String(validatingUTF8Bytes: $0)?.utf8.count ?? 0 }
+            value.withUnsafeBufferPointer { kept &+= String(validatingUTF8Bytes: $0)?.utf8.count ?? 0 }
+        }
+        let perEntry = Double(Stopwatch.now() - start) / Double(rounds)
+        precondition(kept > 0)
+        let perScan = perEntry * Double(scanned) / Double(scans)
+        return Measurement(
+            section: BenchSection.workload.rawValue, subject: stringFloorSubject, variant: "\(name) run",
+            operation: "scan", opsPerSecond: 1e9 / perScan, nanosecondsPerOp: perScan, p50Nanoseconds: perScan,
+            p99Nanoseconds: perScan, maxNanoseconds: perScan, spreadPercent: 0, repeats: 1,
+            note: String(
+                format: "%.0f entries of %d B on average, %@ an entry: the C library copies bytes instead",
+                Double(scanned) / Double(scans), valueBytes, Report.duration(perEntry)))
     }
 }
 

@@ -222,12 +222,9 @@ struct WorkloadCommand {
             let trace = traces.appendingPathComponent("\(spec.name).sovtrace").path
             progress.update("workload \(spec.name): writing its trace")
             try TraceFiles.write(stream, to: trace)
-            let stores = try await runner.run(trace: trace, name: spec.name, keyPrefix: spec.keys.prefix)
-            rows += stores
+            rows += try await runner.run(trace: trace, name: spec.name, keyPrefix: spec.keys.prefix)
             progress.update("workload \(spec.name): the driver alone and the recorder")
-            rows += try await DriverCost.rows(
-                trace: trace, name: spec.name, folder: traces,
-                memoryRows: stores.filter { $0.subject == "memory" })
+            rows += try await DriverCost.rows(trace: trace, name: spec.name, folder: traces)
         }
         return rows
     }
