@@ -92,7 +92,8 @@ public struct StoreURL: Hashable, Sendable, CustomStringConvertible {
           leveldb:DIR                  LevelDBOfflineStore in the folder DIR
           postgres:CONNINFO            PostgresOfflineStore (libpq conninfo or postgresql:// URL), table sovaria_kv
           encrypted+ENGINE:…           any of the above, values encrypted (EncryptedOfflineStore); key from
-                                       key-file=FILE (32 raw bytes) or the passphrase in SOVARIA_PASSPHRASE
+                                       key-file=FILE (32 raw bytes; the sovaria command also takes
+                                       --key-file) or the passphrase in SOVARIA_PASSPHRASE
           checksummed+ENGINE:…         any of the above, values checksummed (ChecksummedOfflineStore)
         Options after `?`: durability=synced|flushed (default synced); postgres also table=NAME.
         Paths may be percent-encoded (%3F for ?) or file://-style (sqlite:///var/lib/app/offline.sqlite).
