@@ -57,13 +57,13 @@ package struct KeyChooser: Sendable {
     /// A chooser for a store loaded with `recordCount` records (key numbers `0..<recordCount`)
     /// that expects about `expectedInserts` more during the run.
     ///
-    /// - Important: `recordCount` must be at least 1 for the uniform and hotspot distributions,
-    ///   which pick among the loaded records only.
+    /// A `recordCount` of 0 counts as 1: such a stream inserts only and never asks for a key
+    /// (``WorkloadSpec/validate()`` refuses reads without records), and an insert-only stream
+    /// still makes its chooser.
     package init(distribution: KeyDistribution, recordCount: UInt64, expectedInserts: UInt64) {
         switch distribution {
         case .uniform:
-            precondition(recordCount >= 1, "A uniform key choice needs at least one loaded record")
-            generator = .uniform(count: recordCount)
+            generator = .uniform(count: max(1, recordCount))
         case .zipfian:
             // YCSB sizes the key space for the inserts it expects (×2, its "fudge factor") so the
             // popular keys do not move as the store grows; picks of keys not yet inserted are
@@ -76,10 +76,10 @@ package struct KeyChooser: Sendable {
         case .latest:
             generator = .latest(ZipfianGenerator(itemCount: max(1, recordCount)))
         case .hotspot(let hotDataFraction, let hotOperationFraction):
-            precondition(recordCount >= 1, "A hotspot key choice needs at least one loaded record")
-            let hotCount = UInt64(Double(recordCount) * min(max(hotDataFraction, 0), 1))
+            let records = max(1, recordCount)
+            let hotCount = UInt64(Double(records) * min(max(hotDataFraction, 0), 1))
             generator = .hotspot(
-                hotCount: hotCount, coldCount: recordCount - hotCount, hotOperationFraction: hotOperationFraction)
+                hotCount: hotCount, coldCount: records - hotCount, hotOperationFraction: hotOperationFraction)
         }
     }
 

@@ -73,7 +73,10 @@ package struct LatencyHistogram: Sendable, Equatable {
         var seen: UInt64 = 0
         for (index, bucketCount) in counts.enumerated() where bucketCount > 0 {
             seen += bucketCount
-            if seen >= rank { return Swift.min(Swift.max(Self.representative(ofBucket: index), min), max) }
+            guard seen >= rank else { continue }
+            // The top bucket holds everything past 2⁴⁴ ns: its best estimate is the exact maximum.
+            if index == Self.bucketCount - 1 { return max }
+            return Swift.min(Swift.max(Self.representative(ofBucket: index), min), max)
         }
         return max
     }

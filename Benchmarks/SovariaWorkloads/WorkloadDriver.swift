@@ -77,6 +77,12 @@ package struct WorkloadDriver: Sendable {
     }
 
     /// Runs every record of `stream` (or until the run deadline) and reports each phase.
+    ///
+    /// - Important: With several tasks, records of one phase run in about stream order, not
+    ///   exactly: a read may reach the store just before the insert of its key that another task
+    ///   holds (it counts as a miss, ``OperationStats/misses``). The deadline is checked when a
+    ///   task takes its next chunk, so a run may pass it by one chunk per task. The stream's
+    ///   iterator must not be isolated to an actor (the tasks share it behind a lock).
     package func run<Stream: Sequence<TraceRecord>>(_ stream: sending Stream) async -> WorkloadResult
     where Stream.Iterator: SendableMetatype {
         let source = ReplaySource(stream.makeIterator())

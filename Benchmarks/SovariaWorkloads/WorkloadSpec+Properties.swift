@@ -170,7 +170,7 @@ extension WorkloadSpec {
     }
 }
 
-/// The settings of one ``WorkloadSpec/applying(_:)-(WorkloadProperty)`` call, read by type; each
+/// The settings of one `WorkloadSpec.applying(_:)` call, read by type; each
 /// reader throws ``WorkloadSpecError/invalidValue(key:value:line:expected:)`` naming the setting.
 private struct PropertyReader {
     var properties: [String: WorkloadProperty]

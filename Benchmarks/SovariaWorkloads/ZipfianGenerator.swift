@@ -94,6 +94,18 @@ package struct ZipfianGenerator: Sendable {
         1 / (pow(Double(rank + 1), theta) * zetaN)
     }
 
+    /// The share of draws below rank `count` that this algorithm gives: exactly the zipfian's
+    /// for one or two ranks, and Gray's continuous approximation beyond (rank 2 is drawn about
+    /// 18% more often than the exact zipfian's, the top 1% of 10,000 ranks about 1 point more):
+    /// YCSB's figures come from the same approximation.
+    package func approximateShare(ofTopRanks count: UInt64) -> Double {
+        if count == 0 { return 0 }
+        if count >= itemCount { return 1 }
+        if count == 1 { return 1 / zetaN }
+        let firstTwo = (1 + halfPowTheta) / zetaN
+        return max(firstTwo, 1 - (1 - pow(Double(count) / Double(itemCount), 1 - theta)) / eta)
+    }
+
     /// ζ(n, θ) = Σ_{k=1…n} 1/k^θ.
     package static func zeta(_ n: UInt64, theta: Double) -> Double {
         zeta(from: 0, to: n, theta: theta, initial: 0)
