@@ -39,6 +39,8 @@ enum DriverCost {
             recording[index].note = "recording adds \(Report.duration(added)) a call (mean, over the memory store)"
         }
         rows += recording
+        // The tools' rows belong to no durability: their variant is the workload and phase only.
+        for index in rows.indices { rows[index].variant = "\(name) run" }
         if let floor = try scanFloor(trace: trace, name: name) { rows.append(floor) }
         return rows
     }

@@ -36,14 +36,12 @@ enum WorkloadReport {
     /// each with its durability, its figures and its ratios to the C library on the same stream.
     static func rankings(_ rows: [Measurement], by metric: Metric, markdown: Bool) -> [String] {
         let totals = rows.filter { $0.operation == WorkloadRows.allOperations && $0.variant.contains(" run ") }
+        let tools = rows.filter { $0.subject == DriverCost.driverSubject || $0.subject == DriverCost.recordingSubject }
         var variants: [String] = []
         for row in totals where !variants.contains(row.variant) { variants.append(row.variant) }
         var lines: [String] = []
         for variant in variants {
-            let tools = [DriverCost.driverSubject, DriverCost.recordingSubject]
-            let stores = totals.filter {
-                $0.variant == variant && !$0.subject.hasPrefix("C ") && !tools.contains($0.subject)
-            }
+            let stores = totals.filter { $0.variant == variant && !$0.subject.hasPrefix("C ") }
             let ranked = stores.sorted { left, right in
                 switch metric {
                 case .p99: left.p99Nanoseconds < right.p99Nanoseconds
@@ -65,17 +63,19 @@ enum WorkloadReport {
             lines += render(
                 ["#", "store", "durability", "ops/s", "p99", "disk", "ops/s vs C", "p50 vs C"], cells,
                 markdown: markdown, rightAligned: 3...7)
-            if let driver = totals.first(where: { $0.variant == variant && $0.subject == DriverCost.driverSubject }),
-                let recording = rows.first(where: {
-                    $0.variant.hasPrefix(String(parts.first ?? "") + " run")
-                        && $0.subject == DriverCost.recordingSubject
-                        && $0.operation == WorkloadRows.allOperations
-                })
-            {
+            let workload = "\(parts.first ?? "") run"
+            let driver = tools.first {
+                $0.subject == DriverCost.driverSubject && $0.variant == workload
+                    && $0.operation == WorkloadRows.allOperations
+            }
+            let recording = tools.first {
+                $0.subject == DriverCost.recordingSubject && $0.variant == workload
+                    && $0.operation == WorkloadRows.allOperations
+            }
+            if let driver, let recording {
                 lines.append(
-                    "The driver alone (a store that does nothing): \(Report.duration(driver.nanosecondsPerOp)) an "
-                        + "operation, the floor under every row; recording the calls (RecordingOfflineStore): "
-                        + (recording.note ?? ""))
+                    "The driver alone (a store that does nothing): p50 \(Report.duration(driver.p50Nanoseconds)) an "
+                        + "operation, the floor under every row; RecordingOfflineStore: \(recording.note ?? "")")
             }
             lines.append("")
         }
