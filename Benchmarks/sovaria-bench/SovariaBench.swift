@@ -95,7 +95,11 @@ enum SovariaBench {
             try encoder.encode(report).write(to: URL(fileURLWithPath: path))
         }
         if let path = options.markdownPath {
-            try report.markdown().write(toFile: path, atomically: true, encoding: .utf8)
+            let rankings =
+                options.runs(.workload)
+                ? WorkloadReport.rankings(report.measurements, by: .throughput, markdown: true) : []
+            try (report.markdown() + "\n" + rankings.joined(separator: "\n"))
+                .write(toFile: path, atomically: true, encoding: .utf8)
         }
         if let path = options.svgPath {
             try SVGChart.render(report).write(toFile: path, atomically: true, encoding: .utf8)
