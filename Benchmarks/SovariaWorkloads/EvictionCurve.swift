@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaCache
+import Synchronization
 
 /// One request to a cache: the answer's key and its size.
 package struct CacheRequest: Sendable, Equatable {
@@ -106,8 +107,13 @@ package struct EvictionCurve: Sendable {
     package func point(
         _ requests: some Sequence<CacheRequest>, boundBytes: Int?, clock: any WorkloadClock = MonotonicWorkloadClock()
     ) async throws -> EvictionCurvePoint {
-        let cache = try await QueryCache(
-            store: try await makeStore(), size: boundBytes.map { .bytes($0) } ?? .unlimited, memoryCountLimit: 0)
+        // Every pass, through the callback: the cache keeps only the last thousand.
+        let passes = Mutex<[EvictionPass]>([])
+        var configuration = QueryCache.Configuration(
+            size: boundBytes.map { .bytes($0) } ?? .unlimited, memoryCountLimit: 0)
+        configuration.onEviction = { pass in passes.withLock { $0.append(pass) } }
+        configuration.memoryPressure = nil
+        let cache = try await QueryCache(store: try await makeStore(), configuration: configuration)
         var point = EvictionCurvePoint(boundBytes: boundBytes)
         let filler = Self.filler
         var second = 0.0
@@ -132,10 +138,10 @@ package struct EvictionCurve: Sendable {
             }
         }
         await cache.waitForBackgroundRefreshes()
-        let passes = cache.evictionPasses
-        point.passes = passes.count
-        point.evictedLists = passes.reduce(0) { $0 + $1.evictedLists }
-        point.evictedBytes = passes.reduce(0) { $0 + $1.evictedBytes }
+        let done = passes.withLock { $0 }
+        point.passes = done.count
+        point.evictedLists = done.reduce(0) { $0 + $1.evictedLists }
+        point.evictedBytes = done.reduce(0) { $0 + $1.evictedBytes }
         return point
     }
 
