@@ -27,7 +27,7 @@ public enum OfflineStores {
         Dictionary(
             uniqueKeysWithValues: (StoreScheme.unlinked + [.memory, .file, .checksummed]).map { ($0.name, $0) }))
 
-    /// Adds schemes every later ``open(_:using:secrets:)`` and ``StoreURL/init(_:)`` know (a
+    /// Adds schemes every later ``open(_:using:secrets:)-(String,_,_)`` and ``StoreURL/init(_:)`` know (a
     /// scheme of the same name is replaced). Registering the same scheme again does nothing new.
     public static func register(_ schemes: StoreScheme...) {
         registry.withLock { registered in
@@ -47,6 +47,7 @@ public enum OfflineStores {
     /// Opens the store `text` names, with its wrappers.
     ///
     /// - Parameters:
+    ///   - text: the store URL (``StoreURL`` lists its forms).
     ///   - schemes: schemes for this call besides the registered ones.
     ///   - secrets: the key or passphrase of an `encrypted+` store whose URL names no key file.
     /// - Throws: ``StoreURLError`` for a URL that is wrong or names an engine not linked;

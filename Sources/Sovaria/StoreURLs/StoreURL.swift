@@ -3,7 +3,7 @@
 ///
 /// The grammar the `sovaria` command, `sovaria-bench` and apps share; ``OfflineStores`` opens
 /// one. Parsing checks the form only (the engine's name, its options); whether the engine is
-/// linked into the app is checked by ``OfflineStores/open(_:engines:secrets:)``.
+/// linked into the app is checked by ``OfflineStores/open(_:using:secrets:)-(StoreURL,_,_)``.
 ///
 /// ```
 /// memory:                                   a store in this process's memory
@@ -31,7 +31,7 @@
 /// ```
 public struct StoreURL: Hashable, Sendable, CustomStringConvertible {
     /// The engine's scheme, lowercased: `memory`, `file`, `sqlite`, `lmdb`, `leveldb`, `postgres`,
-    /// or one an app registered (``StoreEngine``).
+    /// or one an app registered (``StoreScheme``).
     public var engine: String
     /// The wrappers around the engine, outermost first (`encrypted+checksummed+sqlite:` is
     /// `["encrypted", "checksummed"]`).
