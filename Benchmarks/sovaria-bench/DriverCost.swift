@@ -27,7 +27,11 @@ enum DriverCost {
         let recorder = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: traceFile)
         let recorded = await WorkloadDriver(store: recorder).run(try WorkloadRunner.reader(trace))
         recorder.stopRecording()
-        try? FileManager.default.removeItem(at: traceFile)
+        // The recorder rotates at 64 MiB: remove its older files too.
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        for file in files where file.hasPrefix("recorded-\(name).") {
+            try? FileManager.default.removeItem(at: folder.appendingPathComponent(file))
+        }
         var recording = WorkloadRows.rows(
             recorded, subject: recordingSubject, workload: name, durability: .synced, diskBytes: nil
         ).filter { $0.variant.contains(" run ") }
