@@ -80,9 +80,13 @@ extension LMDBEnvironment {
                     return key.mv_size >= prefix.count && memcmp(key.mv_data, start, prefix.count) == 0
                 }
             }
+            // Keys come in order: once one sorts after `after`, every later one does too, so only
+            // the first keys are compared with it.
+            var pastAfter = afterBytes == nil
             while rc == MDB_SUCCESS {
                 guard hasPrefix(key) else { break }
-                if afterBytes.map({ $0.lexicographicallyPrecedes(key.bytes) }) ?? true {
+                if !pastAfter { pastAfter = afterBytes!.lexicographicallyPrecedes(key.bytes) }
+                if pastAfter {
                     try visit(key, value)
                     visited += 1
                     if visited == limit { return }
@@ -106,6 +110,7 @@ extension LMDBEnvironment {
     /// as soon as their keys and values pass `maxBytes` (the caller reads the page elsewhere).
     func entries(prefix: String, after: String?, limit: Int, maxBytes: Int) throws -> [StoreEntry]? {
         var entries: [StoreEntry] = []
+        entries.reserveCapacity(min(limit, 1_024))
         var bytes = 0
         do {
             try scan(prefix: prefix, after: after, limit: limit) { key, value in
