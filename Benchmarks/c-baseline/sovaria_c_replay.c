@@ -835,9 +835,17 @@ static ReadStatus read_varint(Reader *reader, uint64_t record_start, uint64_t *v
     die("malformed record at byte %" PRIu64 " of %s (varint)", record_start, reader->path);
 }
 
+/* A size, limit, string length or batch count: past 64 MiB (TraceCodec.maxCount) the record is
+ * damaged, and is refused rather than allocated. */
+static ReadStatus read_count(Reader *reader, uint64_t record_start, uint64_t *value) {
+    if (read_varint(reader, record_start, value) == READ_END) return READ_END;
+    if (*value > ((uint64_t)64 << 20)) die("malformed record at byte %" PRIu64 " of %s (tooLarge)", record_start, reader->path);
+    return READ_OK;
+}
+
 static ReadStatus read_string(Reader *reader, uint64_t record_start, Bytes *string) {
     uint64_t length;
-    if (read_varint(reader, record_start, &length) == READ_END) return READ_END;
+    if (read_count(reader, record_start, &length) == READ_END) return READ_END;
     /* A length past the end of the file is a record cut short: read what is there. */
     uint64_t done = 0;
     while (done < length) {
@@ -894,7 +902,7 @@ static bool next_record(Reader *reader, Record *record) {
         return read_string(reader, start, &record->key) == READ_OK;
     case 2: case 3: case 6: case 11:
         return read_string(reader, start, &record->key) == READ_OK &&
-               read_varint(reader, start, &record->size) == READ_OK;
+               read_count(reader, start, &record->size) == READ_OK;
     case 5: {
         uint8_t has_after;
         if (read_string(reader, start, &record->key) == READ_END || read_byte(reader, &has_after) == READ_END) {
@@ -903,11 +911,11 @@ static bool next_record(Reader *reader, Record *record) {
         if (has_after > 1) die("malformed record at byte %" PRIu64 " of %s (hasAfter)", start, reader->path);
         record->has_after = has_after;
         if (has_after && read_string(reader, start, &record->after) == READ_END) return false;
-        return read_varint(reader, start, &record->limit) == READ_OK;
+        return read_count(reader, start, &record->limit) == READ_OK;
     }
     case 8: {
         uint64_t count;
-        if (read_varint(reader, start, &count) == READ_END) return false;
+        if (read_count(reader, start, &count) == READ_END) return false;
         record->write_count = 0;
         for (uint64_t entry = 0; entry < count; entry++) {
             if (record->write_count == record->write_capacity) {
@@ -923,7 +931,7 @@ static bool next_record(Reader *reader, Record *record) {
             }
             if (read_string(reader, start, &write->key) == READ_END) return false;
             write->size = 0;
-            if (write->opcode != 4 && read_varint(reader, start, &write->size) == READ_END) return false;
+            if (write->opcode != 4 && read_count(reader, start, &write->size) == READ_END) return false;
             record->write_count++;
         }
         return true;

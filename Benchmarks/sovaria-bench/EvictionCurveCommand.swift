@@ -95,9 +95,9 @@ struct EvictionCurveCommand {
     }
 
     /// The request stream, made anew for each point (the same requests every time).
-    func requests() throws -> CacheRequestStream<AnySequence<TraceRecord>> {
+    func requests(_ failure: TraceFailure = TraceFailure()) throws -> CacheRequestStream<AnySequence<TraceRecord>> {
         let sizes = CacheRequestStream<AnySequence<TraceRecord>>.hashedSize(in: valueBytes)
-        if let source { return CacheRequestStream(try source.records(), sizeOf: sizes) }
+        if let source { return CacheRequestStream(AnySequence(try source.records(failure)), sizeOf: sizes) }
         let spec = try Self.spec((workload ?? WorkloadSpec.c).applying(properties))
         let stream = try spec.stream(seed: seed, timing: .closedLoop)
         return CacheRequestStream(AnySequence(stream.lazy.filter(Self.isRun)), sizeOf: sizes)
@@ -118,10 +118,12 @@ struct EvictionCurveCommand {
         var seen: Set<String> = []
         var workingSet = 0
         var requestCount = 0
-        for request in try requests() {
+        let failure = TraceFailure()
+        for request in try requests(failure) {
             requestCount += 1
             if seen.insert(request.key).inserted { workingSet += request.bytes }
         }
+        try failure.check(source?.path ?? "the stream")
         let bounds = boundPercents.map { max(4_096, Int(Double(workingSet) * $0 / 100)) }
         let stores = try WorkloadStore.selected(storeTexts, durability: durability, postgres: nil)
         var curve = EvictionCurveReport(

@@ -75,24 +75,26 @@ struct TraceSource {
     func sovariaTrace(in folder: URL) throws -> String {
         if resolvedFormat == .sovtrace, limit == nil { return path }
         let converted = folder.appendingPathComponent("\(name).sovtrace").path
-        try TraceFiles.write(records(), to: converted)
+        let failure = TraceFailure()
+        try TraceFiles.write(records(failure), to: converted)
+        try failure.check(path)
         return converted
     }
 
-    /// The records, streamed.
-    func records() throws -> AnySequence<TraceRecord> {
-        let all: AnySequence<TraceRecord>
+    /// The records, streamed; an error that ends them goes to `failure` (check it after).
+    func records(_ failure: TraceFailure) throws -> CheckedTrace {
+        let reader: any TraceRecordSource
         do {
             switch resolvedFormat {
-            case .sovtrace: all = AnySequence(try TraceReader(path: path))
-            case .oracleGeneral: all = AnySequence(try LibCacheSimTraceReader(path: path, format: .oracleGeneral))
+            case .sovtrace: reader = try TraceReader(path: path)
+            case .oracleGeneral: reader = try LibCacheSimTraceReader(path: path, format: .oracleGeneral)
             case .csv:
                 let options = try LibCacheSimCSVOptions(libCacheSimParameters: csvOptions ?? "obj-id-col=1")
-                all = AnySequence(try LibCacheSimTraceReader(path: path, format: .csv(options)))
+                reader = try LibCacheSimTraceReader(path: path, format: .csv(options))
             }
         } catch {
             throw BenchError.failed("cannot read the trace \(path): \(error)")
         }
-        return limit.map { AnySequence(all.prefix($0)) } ?? all
+        return CheckedTrace(reader: reader, failure: failure, limit: limit)
     }
 }

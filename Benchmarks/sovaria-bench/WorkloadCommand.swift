@@ -113,7 +113,11 @@ struct WorkloadCommand {
         command.properties["operationcount"] = command.properties["operationcount"] ?? "10000"
         var bases: [WorkloadSpec] = []
         if let mix {
-            var properties: [String: String] = ["updateproportion": "0"]
+            // Only the shares the flag names: YCSB's default read share of 0.95 would stay otherwise.
+            var properties = Dictionary(
+                uniqueKeysWithValues: ["read", "update", "insert", "scan", "readmodifywrite"].map {
+                    ($0 + "proportion", "0")
+                })
             for pair in mix.split(separator: ",") {
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2 else { throw BenchError.usage("--mix takes NAME=SHARE,…, not \(pair)") }
@@ -173,11 +177,17 @@ struct WorkloadCommand {
                 }
             }
         }
-        defer { Task { await BenchPostgres.stop() } }
-        let stores = try WorkloadStore.selected(storeTexts, durability: durability, postgres: conninfo)
-        let rows = try await Self.measure(
-            workloads, stores: stores, seed: seed, tasks: tasks, targetRate: targetRate, duration: duration,
-            cReplay: cReplayPath, folder: folder, keepTraces: keepTraces, progress: progress)
+        let rows: [Measurement]
+        do {
+            let stores = try WorkloadStore.selected(storeTexts, durability: durability, postgres: conninfo)
+            rows = try await Self.measure(
+                workloads, stores: stores, seed: seed, tasks: tasks, targetRate: targetRate, duration: duration,
+                cReplay: cReplayPath, folder: folder, keepTraces: keepTraces, progress: progress)
+        } catch {
+            // The throwaway cluster is stopped before the error ends the process.
+            await BenchPostgres.stop()
+            throw error
+        }
         progress.finish()
         await BenchPostgres.stop()
         var report = Report(machine: Machine.describe(options: BenchOptions()), measurements: rows)

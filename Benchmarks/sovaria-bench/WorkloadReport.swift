@@ -42,8 +42,11 @@ enum WorkloadReport {
         var lines: [String] = []
         for variant in variants {
             let stores = totals.filter { $0.variant == variant && !$0.subject.hasPrefix("C ") }
+            // A store whose calls failed ranks last, whatever its figures: failed calls are quick.
+            let failed = { (row: Measurement) in row.note?.contains(" failed") == true }
             let ranked = stores.sorted { left, right in
-                switch metric {
+                if failed(left) != failed(right) { return failed(right) }
+                return switch metric {
                 case .p99: left.p99Nanoseconds < right.p99Nanoseconds
                 case .throughput: left.opsPerSecond > right.opsPerSecond
                 case .disk: (left.diskBytes ?? .max) < (right.diskBytes ?? .max)
@@ -57,11 +60,11 @@ enum WorkloadReport {
                     "\(place + 1)", row.subject, String(parts.last ?? ""), Report.count(row.opsPerSecond),
                     Report.duration(row.p99Nanoseconds), row.diskBytes.map(bytes) ?? "—",
                     row.cMeanRatio.map { String(format: "%.2fx", 1 / max($0, 1e-9)) } ?? "",
-                    row.cRatio.map { String(format: "%.2fx", $0) } ?? "",
+                    row.cRatio.map { String(format: "%.2fx", $0) } ?? "", failed(row) ? row.note ?? "" : "",
                 ]
             }
             lines += render(
-                ["#", "store", "durability", "ops/s", "p99", "disk", "ops/s vs C", "p50 vs C"], cells,
+                ["#", "store", "durability", "ops/s", "p99", "disk", "ops/s vs C", "p50 vs C", "failures"], cells,
                 markdown: markdown, rightAligned: 3...7)
             let workload = "\(parts.first ?? "") run"
             let driver = tools.first {

@@ -26,7 +26,7 @@ struct WorkloadRunner {
             let failure = TraceFailure()
             let result = await WorkloadDriver(store: opened, options: driverOptions)
                 .run(CheckedTrace(reader: try Self.reader(trace), failure: failure))
-            if let message = failure.message.withLock({ $0 }) { throw BenchError.failed("\(trace): \(message)") }
+            try failure.check(trace)
             rows += WorkloadRows.rows(
                 result, subject: store.label, workload: name, durability: url.durability,
                 diskBytes: WorkloadStore.diskBytes(url))
@@ -35,9 +35,10 @@ struct WorkloadRunner {
                 try? FileManager.default.removeItem(atPath: url.location + "-wal")
                 try? FileManager.default.removeItem(atPath: url.location + "-shm")
             }
-            // The C replay runs one task, closed loop: it is compared with runs like that.
+            // The C replay runs one task, closed loop, the whole trace: it is compared with runs
+            // like that only (a deadline would stop the Swift side part of the way).
             guard let cReplay, let engine = store.cEngine, driverOptions.concurrency == 1,
-                driverOptions.mode == .closedLoop
+                driverOptions.mode == .closedLoop, driverOptions.maxRunDuration == nil
             else { continue }
             let durability = Self.durabilityName(url.durability)
             guard cDone.insert("\(engine) \(durability)").inserted else { continue }
@@ -82,23 +83,49 @@ struct WorkloadRunner {
 /// Where a trace read by the driver leaves the error that ended it, if one did.
 final class TraceFailure: Sendable {
     let message = Mutex<String?>(nil)
+
+    /// Throws the error that ended the trace, if one did.
+    func check(_ trace: String) throws {
+        if let message = message.withLock({ $0 }) { throw BenchError.failed("\(trace): \(message)") }
+    }
 }
 
-/// A trace file's records; at their end, the reader's failure (if any) goes to `failure`.
+/// A reader of trace records that keeps the error that ended its iteration.
+protocol TraceRecordSource: AnyObject, IteratorProtocol where Element == TraceRecord {
+    /// The error that ended the iteration, if one did.
+    var failureDescription: String? { get }
+}
+
+extension TraceReader: TraceRecordSource {
+    var failureDescription: String? { failure.map { "\($0)" } }
+}
+
+extension LibCacheSimTraceReader: TraceRecordSource {
+    var failureDescription: String? { failure.map { "\($0)" } }
+}
+
+/// A trace's records (the first `limit`, when given); at their end, the reader's failure (if any)
+/// goes to `failure`, so a damaged trace stops the run instead of ending it early unseen.
 struct CheckedTrace: Sequence {
-    let reader: TraceReader
+    let reader: any TraceRecordSource
     let failure: TraceFailure
+    var limit: Int?
 
     struct Iterator: IteratorProtocol {
-        let reader: TraceReader
+        var reader: any TraceRecordSource
         let failure: TraceFailure
+        var remaining: Int?
 
         mutating func next() -> TraceRecord? {
+            if let remaining {
+                guard remaining > 0 else { return nil }
+                self.remaining = remaining - 1
+            }
             if let record = reader.next() { return record }
-            if let error = reader.failure { failure.message.withLock { $0 = "\(error)" } }
+            if let error = reader.failureDescription { failure.message.withLock { $0 = error } }
             return nil
         }
     }
 
-    func makeIterator() -> Iterator { Iterator(reader: reader, failure: failure) }
+    func makeIterator() -> Iterator { Iterator(reader: reader, failure: failure, remaining: limit) }
 }

@@ -28,8 +28,10 @@ import Synchronization
 ///
 /// - Important: Cost: a clock read, the record's encoding into an in-memory buffer under one lock
 ///   (hashing the key when asked): under a microsecond; the buffer is written to the file in
-///   blocks of 256 KiB, and at most a second after a call, never synced. `sovaria-bench` measures
-///   it against the same store unwrapped.
+///   blocks of 256 KiB, and at the first call a second or more after the last write (an idle
+///   app's last records stay in the buffer until its next call, ``flush()`` or
+///   ``stopRecording()``), never synced. `sovaria-bench` measures it against the same store
+///   unwrapped.
 /// - Important: Recording never fails a call. When the trace cannot be written (a full disk, a
 ///   folder that cannot be written), recording stops, ``recordingState`` says why, and the calls
 ///   go on to the wrapped store as before. Records still in the buffer when the process dies are
@@ -64,8 +66,9 @@ public final class RecordingOfflineStore: OfflineStore {
         /// Records are written to the file when this many bytes are buffered. Not public because
         /// no one has needed to tune it: 256 KiB.
         var bufferBytes = 256 << 10
-        /// Buffered records are written at the first call this long after the last write.
-        var flushIntervalNanoseconds: UInt64 = 1_000_000_000
+        /// Buffered records are written at the first call this long after the last write. Package,
+        /// so a test can keep them buffered however slow its machine is.
+        package var flushIntervalNanoseconds: UInt64 = 1_000_000_000
 
         /// The defaults.
         public init() {}

@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 
 /// A query's cached result and what is known about it.
 public struct CachedResponse: Sendable, Hashable {
@@ -35,8 +36,7 @@ public struct CachedResponse: Sendable, Hashable {
     public func needsRefresh(maxAge: Duration?, now: Date) -> Bool {
         if isStale { return true }
         guard let maxAge else { return false }
-        let seconds = Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
-        return now.timeIntervalSince(fetchedAt) > seconds
+        return now.timeIntervalSince(fetchedAt) > maxAge.timeInterval
     }
 
     func with(stale: Bool) -> CachedResponse {

@@ -51,11 +51,16 @@ extension QueryCache {
         /// unavailable, ``QueryCache/memoryPressureUnavailable`` says why.
         public var memoryPressure: (any MemoryPressureSource)? = MemoryPressureSources.system
 
+        /// The default of ``memoryCountLimit``; written once, used by both initializers.
+        @usableFromInline static let defaultMemoryCountLimit = 1_000
+        /// The default of ``memoryCostLimitBytes``: 16 MiB.
+        @usableFromInline static let defaultMemoryCostLimitBytes = 16 * 1_024 * 1_024
+
         /// A configuration with the given fields and the defaults for the rest.
         public init(
             size: CacheSize = .default,
-            memoryCountLimit: Int = 1_000,
-            memoryCostLimitBytes: Int = 16 * 1_024 * 1_024,
+            memoryCountLimit: Int = Configuration.defaultMemoryCountLimit,
+            memoryCostLimitBytes: Int = Configuration.defaultMemoryCostLimitBytes,
             clock: @escaping @Sendable () -> Date = { Date() }
         ) {
             self.size = size

@@ -111,8 +111,8 @@ public final class QueryCache: Sendable {
     public convenience init(
         store: any OfflineStore,
         size: CacheSize = .default,
-        memoryCountLimit: Int = 1_000,
-        memoryCostLimitBytes: Int = 16 * 1_024 * 1_024,
+        memoryCountLimit: Int = Configuration.defaultMemoryCountLimit,
+        memoryCostLimitBytes: Int = Configuration.defaultMemoryCostLimitBytes,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
         try await self.init(

@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 import SovariaCache
 import SovariaQueue
 import SovariaSync
@@ -173,12 +174,5 @@ public enum URLSessionTransportError: Error, Sendable, Hashable, CustomStringCon
         case .notHTTP(let request): "\(request): the answer was not HTTP."
         case .failed(let request, let reason): "\(request) failed: \(reason)"
         }
-    }
-}
-
-extension Duration {
-    fileprivate var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

@@ -29,9 +29,6 @@ extension PostgresOfflineStore {
         /// ``connectTimeout`` in whole seconds, as libpq takes it (at least 2: libpq raises 1 to 2).
         var connectTimeoutSeconds: Int { max(2, Int(connectTimeout.components.seconds)) }
 
-        private static func milliseconds(_ duration: Duration) -> Int {
-            let (seconds, attoseconds) = duration.components
-            return Int(clamping: seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
-        }
+        private static func milliseconds(_ duration: Duration) -> Int { duration.wholeMilliseconds }
     }
 }

@@ -23,9 +23,7 @@ extension SQLiteOfflineStore {
 
         /// ``busyTimeout`` in whole milliseconds, as SQLite takes it.
         var busyTimeoutMilliseconds: Int32 {
-            let (seconds, attoseconds) = busyTimeout.components
-            let milliseconds = seconds * 1_000 + attoseconds / 1_000_000_000_000_000
-            return Int32(clamping: max(0, milliseconds))
+            Int32(clamping: max(0, busyTimeout.wholeMilliseconds))
         }
     }
 }

@@ -355,12 +355,12 @@ public final class SovariaOffline: Sendable {
         let delay = RetryDelay.after(
             response ?? DataResponse(status: 0), failures: failures, base: configuration.retryBaseDelay,
             maximum: configuration.retryMaxDelay, jitter: configuration.jitter(), now: now)
-        state.withLock { $0.retryNotBefore = now.addingTimeInterval(delay.seconds) }
+        state.withLock { $0.retryNotBefore = now.addingTimeInterval(delay.timeInterval) }
         report(
             SyncError(
                 kind: .retryLater(status: response?.status ?? 0, retryAfter: delay), write: head, message: message))
         let waited = now.timeIntervalSince(head.queuedAt)
-        if failures >= configuration.stalledAfterAttempts || waited >= configuration.stalledAfter.seconds {
+        if failures >= configuration.stalledAfterAttempts || waited >= configuration.stalledAfter.timeInterval {
             report(SyncError(kind: .stalled(attempts: failures, since: head.queuedAt), write: head, message: message))
         }
     }
@@ -535,12 +535,4 @@ public final class SovariaOffline: Sendable {
 public struct ServerError: Error, Sendable, Hashable {
     /// The answer.
     public let response: DataResponse
-}
-
-extension Duration {
-    /// The duration in seconds, as a `TimeInterval`.
-    fileprivate var seconds: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
 }

@@ -188,7 +188,7 @@ enum MigrateCommand {
                 throw CommandFailure.from(error, while: "Verifying \(targetLocation) against \(sourceLocation)")
             }
         }
-        let seconds = (ContinuousClock.now - started).seconds
+        let seconds = (ContinuousClock.now - started).timeInterval
         if json {
             Terminal.write(
                 JSONLine.object([

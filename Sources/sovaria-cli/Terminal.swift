@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 import Synchronization
 
 /// Standard output and standard error, written with `write(2)` so nothing is lost in a buffer
@@ -102,7 +103,7 @@ final class ProgressLine {
 
     private func show(entries: Int, bytes: Int, final: Bool) {
         shownOnce = true
-        let elapsed = max(0.001, (ContinuousClock.now - start).seconds)
+        let elapsed = max(0.001, (ContinuousClock.now - start).timeInterval)
         let rate = Double(entries) / elapsed
         let mebibytes = String(format: "%.1f", Double(bytes) / 1_048_576)
         // At the end the work itself is the total: entries may have come or gone since the count.
@@ -149,9 +150,4 @@ final class ProgressLine {
         let twoDigits = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
         return hours > 0 ? "\(hours):\(twoDigits(minutes)):\(twoDigits(rest))" : "\(minutes):\(twoDigits(rest))"
     }
-}
-
-extension Duration {
-    /// The duration in seconds, fractions included.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

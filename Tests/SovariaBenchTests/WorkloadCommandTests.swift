@@ -121,6 +121,26 @@ import Testing
         #expect(try String(contentsOf: folder.child("c.svg"), encoding: .utf8).contains("polyline"))
     }
 
+    /// A trace that breaks part of the way stops the command with its error: never a run on the
+    /// requests before the damage, reported as if it were the whole trace.
+    @Test func aDamagedTraceStopsTheCommandWithItsError() async throws {
+        let folder = try TemporaryFolder()
+        try "time,id,size\n1,1,100\n2,2,100\n3,x,100\n4,3,100\n".write(
+            to: folder.child("bad.csv"), atomically: true, encoding: .utf8)
+        for command in ["eviction-curve", "replay"] {
+            let arguments =
+                command == "replay"
+                ? ["replay", folder.child("bad.csv").path]
+                : ["eviction-curve", "--trace", folder.child("bad.csv").path]
+            let (output, status) = try await Self.bench(
+                arguments + [
+                    "--csv", "time-col=1,obj-id-col=2,obj-size-col=3,has-header=true", "--store", "memory:", "--dir",
+                    folder.child("work-\(command)").path,
+                ])
+            #expect(status != 0, "\(command) ran on a damaged trace: \(output)")
+        }
+    }
+
     @Test(arguments: [
         (
             "workload",

@@ -86,9 +86,11 @@ private final class HeldChild {
         guard pipe(&release) == 0, pipe(&ready) == 0 else { throw POSIXError(.EIO) }
         let path = lockPath.map { strdup($0) } ?? nil
         defer { free(path) }
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { throw POSIXError(.EIO) }
-        let highest = Int32(clamping: limit.rlim_cur)
+        // Closing up to the descriptor limit could be billions of calls where it is unlimited:
+        // close up to the highest descriptor open now, with room for those other threads open
+        // before the fork (descriptors are numbered lowest first).
+        let openNow = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap { Int32($0) }
+        let highest = (openNow.max() ?? 1_024) + 1_024
         // Allocated before the fork: the child may not allocate.
         let keep = UnsafeMutableBufferPointer<Int32>.allocate(capacity: kept.count + 2)
         defer { keep.deallocate() }

@@ -113,6 +113,8 @@ import Testing
         Bad(text: "file:/a%2", part: "%2", reason: .badPercentEncoding),
         Bad(text: "file:/a%zz", part: "%zz", reason: .badPercentEncoding),
         Bad(text: "file:/a%FF", part: "/a%FF", reason: .badPercentEncoding),
+        Bad(text: "file:/a%+F", part: "%+F", reason: .badPercentEncoding),
+        Bad(text: "sqlite:/tmp/a%00b", part: "%00", reason: .badPercentEncoding),
         Bad(text: "sqlite:", part: "sqlite:", reason: .missingLocation),
         Bad(text: "leveldb:?durability=flushed", part: "leveldb:", reason: .missingLocation),
         Bad(text: "memory:/tmp/x", part: "/tmp/x", reason: .unexpectedLocation),
@@ -134,7 +136,8 @@ import Testing
         var random = SplitMix(seed: 3_600)
         let pieces = [
             "sqlite", "lmdb", "memory", "file", "postgres", "encrypted", "checksummed", "x", "+", ":", "//", "/", "?",
-            "&", "=", "%", "%4", "%41", "%C3", "durability", "flushed", "synced", "table", "key-file", " ", "é", "",
+            "&", "=", "%", "%4", "%41", "%C3", "%+F", "%-0", "%00", "durability", "flushed", "synced", "table",
+            "key-file", " ", "é", "",
         ]
         var refused = 0
         for _ in 0..<20_000 {

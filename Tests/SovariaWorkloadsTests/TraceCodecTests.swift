@@ -14,7 +14,8 @@ import Testing
         TraceRecord(nanoseconds: 1_000_000_000_001, operation: .delete(key: String(repeating: "k", count: 300))),
         TraceRecord(nanoseconds: 1_000_000_000_002, operation: .scan(prefix: "user:", after: nil, limit: 100)),
         TraceRecord(nanoseconds: 1_000_000_000_003, operation: .scan(prefix: "", after: "user:0001", limit: 0)),
-        TraceRecord(nanoseconds: 1_000_000_000_004, operation: .readModifyWrite(key: "a", valueBytes: 1 << 40)),
+        TraceRecord(
+            nanoseconds: 1_000_000_000_004, operation: .readModifyWrite(key: "a", valueBytes: Int(TraceCodec.maxCount))),
         TraceRecord(nanoseconds: 1_000_000_000_005, operation: .keys(prefix: "sov:cache:")),
         TraceRecord(
             nanoseconds: 1_000_000_000_006,

@@ -61,6 +61,25 @@ import Testing
         }
     }
 
+    /// A size or string length past 64 MiB is a damaged record, refused where it is read: never
+    /// a negative size, never the reader waiting for the rest of the file as one record.
+    @Test(arguments: [UInt64(1) << 40, UInt64.max >> 1, TraceCodec.maxCount + 1])
+    func aCountPastTheCapIsAMalformedRecord(count: UInt64) throws {
+        let folder = try TemporaryFolder()
+        var bytes = TraceCodec.header(keysHashed: false)
+        bytes += [2, 0, 1, UInt8(ascii: "k")]  // update, 0 ns, key "k"
+        TraceCodec.appendVarint(count, to: &bytes)
+        bytes += [1, 0, 1, UInt8(ascii: "k")]  // a read after it
+        try Data(bytes).write(to: folder.child("big.sovtrace"))
+        let reader = try TraceReader(path: folder.child("big.sovtrace").path)
+        #expect(throws: TraceFileError.malformedRecord(offset: 16, field: .tooLarge)) { _ = try reader.nextRecord() }
+        var lengthBytes = TraceCodec.header(keysHashed: false) + [1, 0]
+        TraceCodec.appendVarint(count, to: &lengthBytes)
+        try Data(lengthBytes + [UInt8](repeating: 0x61, count: 100)).write(to: folder.child("long.sovtrace"))
+        let long = try TraceReader(path: folder.child("long.sovtrace").path)
+        #expect(throws: TraceFileError.malformedRecord(offset: 16, field: .tooLarge)) { _ = try long.nextRecord() }
+    }
+
     @Test func aGeneratedStreamWrittenAsATraceReadsBackRecordForRecord() throws {
         let folder = try TemporaryFolder()
         let spec = try WorkloadSpec.e.applying(["recordcount": "200", "operationcount": "500"])

@@ -94,8 +94,7 @@ package final class GroupCommit<Item: Sendable>: Sendable {
         condition.lock()
         defer { condition.unlock() }
         let gathering = min(state.lastCommit / 2, Self.maxGathering)
-        let (seconds, attoseconds) = gathering.components
-        let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+        let deadline = Date(timeIntervalSinceNow: gathering.timeInterval)
         while state.waiting.count < state.lastGroupCount, condition.wait(until: deadline) {}
     }
 

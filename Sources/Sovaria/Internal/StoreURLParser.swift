@@ -49,7 +49,7 @@ struct StoreURLParser {
             url.location = try decoded(rest)
         }
         switch engine.location {
-        case .none where !url.location.isEmpty: throw failure(rest, .unexpectedLocation)
+        case .absent where !url.location.isEmpty: throw failure(rest, .unexpectedLocation)
         case .required where url.location.isEmpty: throw failure(schemeText + ":", .missingLocation)
         default: break
         }
@@ -88,7 +88,11 @@ struct StoreURLParser {
                 continue
             }
             let digits = input.prefix(2)
-            guard digits.count == 2, let value = UInt8(String(decoding: digits, as: UTF8.self), radix: 16) else {
+            // Two hexadecimal digits exactly (`UInt8(_:radix:)` alone would take a sign), and never
+            // NUL: a C path ends at it, so `a%00b` would open `a`.
+            guard digits.count == 2, digits.allSatisfy({ Character(Unicode.Scalar($0)).isHexDigit }),
+                let value = UInt8(String(decoding: digits, as: UTF8.self), radix: 16), value != 0
+            else {
                 throw failure("%" + String(decoding: digits, as: UTF8.self), .badPercentEncoding)
             }
             input.removeFirst(2)

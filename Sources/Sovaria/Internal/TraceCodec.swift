@@ -51,6 +51,9 @@ package enum TraceCodec {
     /// The header's size in bytes.
     package static let headerBytes = 16
     /// Flag bit 0: keys are hashed.
+    /// The largest value size, scan limit, string length or batch count a trace may hold
+    /// (64 MiB): a larger one is a damaged record, refused where it is read, never allocated.
+    package static let maxCount: UInt64 = 64 << 20
     package static let keysHashedFlag: UInt32 = 1
 
     /// The opcodes of the format.
@@ -179,6 +182,8 @@ package enum TraceFileError: Error, Equatable, Sendable, CustomStringConvertible
     /// The field of a record that broke the format.
     package enum Field: String, Sendable {
         case varint, batchEntry, phase, hasAfter
+        /// A value size, scan limit, string length or batch count past ``TraceCodec/maxCount``.
+        case tooLarge
     }
 
     /// The system call that failed.

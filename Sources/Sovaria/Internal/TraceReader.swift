@@ -183,8 +183,7 @@ private struct Cursor {
         case .delete: return try string().map { .delete(key: $0) }
         case .keys: return try string().map { .keys(prefix: $0) }
         case .update, .insert, .readModifyWrite, .fetch:
-            guard let key = try string(), let size = try varint() else { return nil }
-            let bytes = Int(truncatingIfNeeded: size)
+            guard let key = try string(), let bytes = try count() else { return nil }
             switch opcode {
             case .update: return .update(key: key, valueBytes: bytes)
             case .insert: return .insert(key: key, valueBytes: bytes)
@@ -201,13 +200,13 @@ private struct Cursor {
                 after = read
             default: throw .malformedRecord(offset: offset, field: .hasAfter)
             }
-            guard let limit = try varint() else { return nil }
-            return .scan(prefix: prefix, after: after, limit: Int(truncatingIfNeeded: limit))
+            guard let limit = try count() else { return nil }
+            return .scan(prefix: prefix, after: after, limit: limit)
         case .batch:
-            guard let count = try varint() else { return nil }
+            guard let entries = try count() else { return nil }
             var writes: [TraceOperation] = []
-            writes.reserveCapacity(Int(min(count, 4096)))
-            for _ in 0..<count {
+            writes.reserveCapacity(min(entries, 4096))
+            for _ in 0..<entries {
                 guard let code = byte() else { return nil }
                 guard let entry = TraceCodec.Opcode(rawValue: code), [.update, .insert, .delete].contains(entry) else {
                     throw .malformedRecord(offset: offset, field: .batchEntry)
@@ -217,8 +216,7 @@ private struct Cursor {
                     writes.append(.delete(key: key))
                     continue
                 }
-                guard let size = try varint() else { return nil }
-                let bytes = Int(truncatingIfNeeded: size)
+                guard let bytes = try count() else { return nil }
                 writes.append(
                     entry == .update ? .update(key: key, valueBytes: bytes) : .insert(key: key, valueBytes: bytes))
             }
@@ -249,10 +247,18 @@ private struct Cursor {
         throw .malformedRecord(offset: offset, field: .varint)
     }
 
+    /// A uvarint of a size, limit, length or count; past ``TraceCodec/maxCount`` the record is
+    /// damaged (read as a length, it would have the reader wait for the rest of the file).
+    private mutating func count() throws(TraceFileError) -> Int? {
+        guard let value = try varint() else { return nil }
+        guard value <= TraceCodec.maxCount else { throw .malformedRecord(offset: offset, field: .tooLarge) }
+        return Int(value)
+    }
+
     private mutating func string() throws(TraceFileError) -> String? {
         // A length past what is left: the record is cut short here, or goes on in the next chunk.
-        guard let length = try varint(), length <= UInt64(bytes.count - index) else { return nil }
-        let count = Int(length)
+        guard let length = try count(), length <= bytes.count - index else { return nil }
+        let count = length
         defer { index += count }
         return String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<index + count]), as: UTF8.self)
     }

@@ -18,7 +18,7 @@ public struct StoreScheme: Sendable {
     /// Whether the URL names a place after the scheme's colon.
     public enum Location: Sendable {
         /// None (`memory:`).
-        case none
+        case absent
         /// A folder or file, never empty.
         case required
         /// Anything, empty included (a PostgreSQL conninfo).
@@ -71,7 +71,7 @@ public struct StoreScheme: Sendable {
     }
 
     /// An empty ``MemoryOfflineStore``: `memory:`.
-    public static let memory = engine("memory", product: "Sovaria", location: .none) { _ in MemoryOfflineStore() }
+    public static let memory = engine("memory", product: "Sovaria", location: .absent) { _ in MemoryOfflineStore() }
 
     /// A ``FileOfflineStore`` in a folder: `file:DIR`. A folder it cannot make or write is an
     /// error here, not a store that falls back to memory.

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Tried in this order: ``key``, ``keyFile`` (else the URL's `key-file=`), ``passphrase``, then
 /// the first of ``passphraseVariables`` set in ``environment``.
-public struct StoreSecrets: Sendable {
+public struct StoreSecrets: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// A raw key: 32 bytes. Default: none.
     public var key: [UInt8]?
     /// A file holding the raw key (32 bytes). Default: none (the URL's `key-file=`, if any).
@@ -26,6 +26,21 @@ public struct StoreSecrets: Sendable {
         self.keyFile = keyFile
         self.passphrase = passphrase
     }
+
+    /// What it holds, never the secrets themselves: `StoreSecrets(key: 32 bytes, passphrase: set)`.
+    public var description: String {
+        let parts = [
+            key.map { "key: \($0.count) bytes" }, keyFile.map { "keyFile: \($0)" },
+            passphrase.map { _ in "passphrase: set" },
+        ].compactMap { $0 }
+        return "StoreSecrets(" + parts.joined(separator: ", ") + ")"
+    }
+
+    /// The same as ``description``: a log or a debugger never shows a key or a passphrase.
+    public var debugDescription: String { description }
+
+    /// No children: `dump` and Mirror-based printing show ``description`` only.
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 
     /// The passphrase given or found in the environment, if any (an empty one counts as none).
     public var resolvedPassphrase: String? {

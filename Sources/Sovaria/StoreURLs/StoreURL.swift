@@ -70,7 +70,9 @@ public struct StoreURL: Hashable, Sendable, CustomStringConvertible {
     /// gives an equal value.
     public var description: String {
         var text = (wrappers + [engine]).joined(separator: "+") + ":"
-        if engine == "postgres" {
+        // A location the scheme takes as written (a conninfo) is written as it is; the others are
+        // percent-decoded when parsed, so they are encoded here.
+        if OfflineStores.registeredSchemes[engine]?.location == .optional {
             text += location
         } else {
             // `file://…` is read as a file:// URL: a location that starts so keeps its own slashes.

@@ -21,7 +21,7 @@ public struct StoreURLError: Error, Hashable, Sendable, CustomStringConvertible 
         case badDurability
         /// An option written without `=VALUE`, or given twice.
         case badOption
-        /// A `%` not followed by two hexadecimal digits, or bytes that are not UTF-8.
+        /// A `%` not followed by two hexadecimal digits, `%00`, or bytes that are not UTF-8.
         case badPercentEncoding
         /// An engine that needs a folder or file was given none.
         case missingLocation
@@ -63,7 +63,7 @@ public struct StoreURLError: Error, Hashable, Sendable, CustomStringConvertible 
         case .unknownOption: "`\(part)` is not an option of this engine"
         case .badDurability: "durability `\(part)` is not synced or flushed"
         case .badOption: "the option `\(part)` needs one `=VALUE`, once"
-        case .badPercentEncoding: "`\(part)` is not valid percent-encoding (%XX, UTF-8)"
+        case .badPercentEncoding: "`\(part)` is not valid percent-encoding (%XX, UTF-8, not %00)"
         case .missingLocation: "`\(part)` needs a path"
         case .unexpectedLocation: "`\(part)` takes no path"
         case .missingKey:

@@ -347,11 +347,8 @@ struct OverlayEvaluation {
     /// otherwise every row not deleted.
     private func candidates(for filters: [PostgRESTQuery.Condition]) -> [Int] {
         if cachedColumns?.contains(table.primaryKey) != false, !table.nonTextColumns.contains(table.primaryKey),
-            let byKey = filters.first(where: {
-                $0.column == table.primaryKey && !$0.negated && ($0.op == .eq || $0.op == .in)
-            })
+            let (_, keys) = keyFilter(in: filters)
         {
-            let keys = byKey.op == .eq ? [byKey.operand] : (byKey.listItems ?? [])
             let found = keys.map(positions(ofOperand:))
             // An operand whose rows are not sure (`1e0`): every row is a candidate, and its
             // filter's truth says which are unknown.
@@ -453,14 +450,22 @@ struct OverlayEvaluation {
         }
     }
 
-    /// Whether `filters` select rows by primary key, all of which the overlay holds (or deleted).
-    private func reachesOnlyKnownRows(_ filters: [PostgRESTQuery.Condition]) -> Bool {
+    /// The first filter that selects rows by primary key (`eq` or `in`, not negated), and the
+    /// key operands it names.
+    private func keyFilter(
+        in filters: [PostgRESTQuery.Condition]
+    ) -> (filter: PostgRESTQuery.Condition, keys: [String])? {
         guard
             let byKey = filters.first(where: {
                 $0.column == table.primaryKey && !$0.negated && ($0.op == .eq || $0.op == .in)
             })
-        else { return false }
-        let keys = byKey.op == .eq ? [byKey.operand] : (byKey.listItems ?? [])
+        else { return nil }
+        return (byKey, byKey.op == .eq ? [byKey.operand] : (byKey.listItems ?? []))
+    }
+
+    /// Whether `filters` select rows by primary key, all of which the overlay holds (or deleted).
+    private func reachesOnlyKnownRows(_ filters: [PostgRESTQuery.Condition]) -> Bool {
+        guard let (byKey, keys) = keyFilter(in: filters) else { return false }
         return keys.allSatisfy { operand in
             positions(ofOperand: operand).map { !$0.isEmpty } == true
                 || deletedKeys.contains { comparison.evaluate(byKey.with(operand: operand), on: $0) == .yes }
