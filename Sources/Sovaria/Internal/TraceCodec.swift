@@ -36,7 +36,8 @@
 ///
 /// A string (key, prefix, after) is its UTF-8 byte count as a uvarint, then those bytes; a size
 /// is a uvarint. A uvarint is unsigned LEB128: 7 bits a byte, least significant first, the high
-/// bit set on every byte but the last (at most 10 bytes for 64 bits).
+/// bit set on every byte but the last (at most 10 bytes for 64 bits). A size, limit, string length
+/// or batch count is at most ``maxCount`` (64 MiB): a larger one is a damaged record.
 ///
 /// A reader ignores a truncated last record (the recording process died while writing it) and
 /// says how many bytes it ignored; a bad header, an unknown opcode or a malformed record is a
