@@ -32,12 +32,23 @@ final class SmallDisk: Sendable {
     /// Makes the mount read-only, or writable again.
     ///
     /// A read-only remount fails as busy while any process has a file on the disk open for
-    /// writing; the error then names those processes and files.
+    /// writing. The test's own store is closed by then, but a child that another test of this
+    /// process forks holds a copy of every open descriptor from its fork until its exec (or, for
+    /// the file cache's lock test, until it closes them): a few microseconds to a millisecond. So
+    /// a busy remount is tried again, up to 50 times (each try is a `mount` process, long enough
+    /// for such a child to move on); the error then names what holds files on the disk.
     func remount(readOnly: Bool) throws {
-        do {
-            try Self.run("/bin/mount", "-o", readOnly ? "remount,ro" : "remount,rw", folder.url.path)
-        } catch {
-            throw DiskBusy(failure: "\(error)", holders: Self.holders(of: folder.url.path))
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                try Self.run("/bin/mount", "-o", readOnly ? "remount,ro" : "remount,rw", folder.url.path)
+                return
+            } catch  where "\(error)".contains("busy") && attempt < 50 {
+                continue
+            } catch {
+                throw DiskBusy(failure: "\(error) (try \(attempt))", holders: Self.holders(of: folder.url.path))
+            }
         }
     }
 
