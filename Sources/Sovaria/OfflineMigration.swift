@@ -1,7 +1,7 @@
 /// Copies offline data from one store to another: ``migrate(from:to:prefix:batchSize:)``.
 ///
 /// The offline controller, `SovariaOffline` (module `SovariaSync`), offers the same calls as
-/// `OfflineMigration.migrate(…)`, the seed's spelling; this namespace is for code that links only
+/// `OfflineMigration.migrate(…)`; this namespace is for code that links only
 /// `Sovaria` and an engine.
 public enum OfflineMigration {
     /// The prefix of every key the engine writes.

@@ -106,7 +106,7 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
         /// An earlier failure (a full disk mid-write) left the open handle unable to write safely:
         /// reads still work; release every store on this path and open it again to write.
         public static let reopenRequired = Code("reopenRequired")
-        /// The write queue already holds as many writes as it may (its `maxQueued`, seed 003's
+        /// The write queue already holds as many writes as it may (its `maxQueued`;
         /// `OFFLINE_QUEUE_FULL`): nothing was queued; send or remove queued writes, then try again.
         public static let queueFull = Code("queueFull")
         /// A write was sent but its answer never came (a connection lost during the commit, a

@@ -4,7 +4,7 @@
 /// file. Past the bound, the lists fetched longest ago (by the server's time) are evicted.
 public enum CacheSize: Sendable, Hashable {
     /// At most this many bytes of response bodies; values below 4 KiB count as 4 KiB, except
-    /// `-1`, which means ``unlimited`` as in the seed API.
+    /// `-1`, which means ``unlimited`` (`CACHE_SIZE_UNLIMITED` in an integer setting).
     case bytes(Int)
     /// Never evict.
     case unlimited
@@ -15,14 +15,20 @@ public enum CacheSize: Sendable, Hashable {
     /// The smallest bound that takes effect: 4 KiB.
     public static let minimumBytes = 4_096
 
-    /// The seed API's integer form: `-1` (`CACHE_SIZE_UNLIMITED`) is ``unlimited``, anything
-    /// else is ``bytes(_:)``.
+    /// The bound from an integer setting: `-1` (`CACHE_SIZE_UNLIMITED`) is ``unlimited``,
+    /// anything else is ``bytes(_:)``.
+    public init(byteCount: Int) {
+        self = byteCount == -1 ? .unlimited : .bytes(byteCount)
+    }
+
+    /// The bound from an integer setting; renamed ``init(byteCount:)``.
+    @available(*, deprecated, renamed: "init(byteCount:)")
     public init(seedValue: Int) {
-        self = seedValue == -1 ? .unlimited : .bytes(seedValue)
+        self.init(byteCount: seedValue)
     }
 
     /// The bound in bytes that eviction enforces, or `nil` for ``unlimited`` (and for
-    /// `.bytes(-1)`, the seed's `CACHE_SIZE_UNLIMITED`).
+    /// `.bytes(-1)`, `CACHE_SIZE_UNLIMITED`).
     public var effectiveBytes: Int? {
         switch self {
         case .unlimited, .bytes(-1): nil

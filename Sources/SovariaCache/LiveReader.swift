@@ -1,7 +1,7 @@
 import Sovaria
 
 /// A reader showing a cached list, from ``QueryCache/startReading(_:)``: while it lives (up to
-/// 500 of them, the seed's rule), eviction keeps its list.
+/// 500 of them), eviction keeps its list.
 ///
 /// A lifetime object, like GRDB's `DatabaseCancellable`: when the last reference to it goes,
 /// the reading stops, so a screen that never calls ``QueryCache/stopReading(_:)`` cannot keep

@@ -5,7 +5,7 @@ extension QueryCache {
     /// The options of a ``QueryCache``, as one value: the bound, the memory layer's limits and
     /// the clock. Every field has a default, so a configuration names only what it changes.
     ///
-    /// The seed's eviction rules (when a size check starts, how many lists a pass deletes per
+    /// The eviction rules (when a size check starts, how many lists a pass deletes per
     /// batch, how many live lists are kept) are not options: see ``QueryCache``.
     ///
     /// ```swift

@@ -8,7 +8,7 @@ extension QueryCache {
 
     /// Runs an eviction pass now, and returns when it ends, if the total is over the bound; a
     /// ``put(_:body:serverTime:etag:)`` and a read's fetch start one behind their answer when the
-    /// seed's rules say so.
+    /// eviction rules say so.
     ///
     /// - Complexity: O((e + p) log n) for e evicted and p protected lists among n: the order
     ///   is a heap walked from the oldest end, and the total is kept, not summed.
@@ -154,7 +154,7 @@ extension QueryCache {
     /// are set aside for the pass's end; `sparing`'s list, which a put replaces, goes back at once.
     ///
     /// Once the total reaches the target the pass is done, and takes nothing more: the lists
-    /// put afterwards fill the cache up to the bound again before the next pass, as the seed says.
+    /// put afterwards fill the cache up to the bound again before the next pass.
     private func chooseVictims(
         _ pass: EvictionProgress, sparing: HexID?, adding change: (bytes: Int, lists: Int)
     ) -> [(id: HexID, entry: CacheIndex.Entry)] {

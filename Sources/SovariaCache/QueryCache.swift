@@ -12,7 +12,7 @@ import Synchronization
 /// checked on every read. Each list is one store key whose name carries its server time and
 /// size (see docs/ARCHITECTURE.md for the layout under `sov:cache:`).
 ///
-/// Eviction follows the seed, and its rules are fixed, not options: after a response of
+/// Eviction's rules are fixed, not options: after a response of
 /// 4,096 bytes or more (`checkAfterResponseBytes`), and after every 32nd response
 /// (`checkEveryResponses`), never on reads, the total of the cached bodies is checked; over the
 /// bound, the lists fetched longest ago by the server's time go, ten per store batch
@@ -286,7 +286,7 @@ public final class QueryCache: Sendable {
 
     /// Caches `body` as `query`'s response under its list key (one `set` for a new list, and the
     /// delete of the old key for a list stored again), `id` being `CacheKeys.id(of: query)`.
-    /// Returns the response and whether the seed's rules call for a size check now; the caller
+    /// Returns the response and whether the eviction rules call for a size check now; the caller
     /// runs it, at once or behind its answer.
     func write(
         _ query: String, id: HexID, body: String, serverTime: Date, etag: String?

@@ -4,7 +4,7 @@ extension FileCache {
     /// The options of a ``FileCache``, as one value: the bound and the clock. Every field has a
     /// default, so a configuration names only what it changes.
     ///
-    /// The seed's rules are not options: a pass deletes down to 90% of the bound; files with an
+    /// The eviction rules are not options: a pass deletes down to 90% of the bound; files with an
     /// open lease or used in the last 30 seconds (``FileCache/recentUseProtection``) are kept;
     /// a use is recorded in the store at most once per file per second
     /// (``FileCache/useRecordInterval``) and when a lease ends; temporary files older than a day

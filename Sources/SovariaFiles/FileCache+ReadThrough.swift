@@ -3,7 +3,7 @@ import Sovaria
 
 extension FileCache {
     /// The file cached under `key` as a lease; on a miss, the file downloaded by `write` once, however
-    /// many callers ask for it at the same time (seed 004's single-flight).
+    /// many callers ask for it at the same time (single-flight).
     ///
     /// Twelve cells that show one avatar call this twelve times: the first call that misses starts
     /// the download, the eleven others wait for it, and each gets a lease of its own on the same

@@ -2,7 +2,7 @@ import Foundation
 import Sovaria
 import Synchronization
 
-/// Downloaded files on disk, bounded by seed 000's rules, with their metadata (size, last use,
+/// Downloaded files on disk, bounded by size, with their metadata (size, last use,
 /// state) kept in any `OfflineStore` under `sov:file:`: written once against the protocol, so
 /// it runs unchanged on every engine.
 ///
@@ -58,7 +58,7 @@ public final class FileCache: Sendable {
     /// The bound: ``Configuration/size``.
     public var size: FileCacheSize { configuration.size }
 
-    // The seed's rules (see the type's documentation): constants, not options.
+    // The eviction rules (see the type's documentation): constants, not options.
     /// Files used this recently are never evicted: 30 seconds.
     public static let recentUseProtection: Duration = .seconds(30)
     /// ``open(_:)`` records a use in the store at most this often per file: 1 second.

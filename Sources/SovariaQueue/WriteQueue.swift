@@ -3,7 +3,7 @@ import Sovaria
 import Synchronization
 
 /// The durable queue of writes made offline, oldest first, and the list of writes the server
-/// rejected (seed 003), written once against `OfflineStore` so it runs on every engine.
+/// rejected, written once against `OfflineStore` so it runs on every engine.
 ///
 /// The queue only keeps writes; the controller that sends them (in order, one at a time, with
 /// backoff) calls ``head()`` or ``pending()``, then ``remove(_:)`` when the server took a write,
@@ -36,7 +36,7 @@ public final class WriteQueue: Sendable {
     /// `enqueue(_:)` refuses with `OfflineStoreError.Code.queueFull` rather than growing the
     /// store without bound while the device stays offline.
     public static let defaultMaxQueued = 1_000
-    /// How many rejected writes are kept: the newest 100 (seed 003); older ones are dropped in
+    /// How many rejected writes are kept: the newest 100; older ones are dropped in
     /// the batch that adds a newer one.
     public static let maxRejected = 100
 

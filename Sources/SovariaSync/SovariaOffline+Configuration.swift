@@ -14,7 +14,7 @@ extension SovariaOffline {
         public var maxCached: Int = SovariaOffline.maxCached
         /// The bound on the cached bodies. Default: `SovariaCache.CacheSize.default` (100 MiB).
         public var cacheSize: CacheSize = .default
-        /// How often the queue is flushed while writes are pending. Default: 30 seconds (seed 003).
+        /// How often the queue is flushed while writes are pending. Default: 30 seconds.
         public var flushInterval: Duration = .seconds(30)
         /// The first retry delay after a 408, 429 or 5xx without `Retry-After`; it doubles with
         /// each failed try, with jitter. Default: 1 second.

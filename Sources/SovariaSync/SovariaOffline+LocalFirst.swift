@@ -159,7 +159,7 @@ extension SovariaOffline {
     /// answer arrives as a later element. Each answer is computed when the iterating task asks
     /// for it, so changes that come while it is busy (a flush of 100 writes) make one answer,
     /// and an answer equal to the last one is not repeated. While the sequence is iterated, the
-    /// query's cached list is kept from eviction (a live reader, seed 000).
+    /// query's cached list is kept from eviction (a live reader).
     ///
     /// ```swift
     /// for try await notes in offline.observe(PostgREST.select("notes", order: "id")) {

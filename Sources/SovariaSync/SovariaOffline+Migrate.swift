@@ -10,8 +10,8 @@ extension SovariaOffline {
     public typealias MigrationReport = OfflineMigration.MigrationReport
 
     /// Copies the offline entries (keys starting with `"sov:" + prefix`) of `source` into `target`,
-    /// keeping every key `target` already has; returns how many it copied. The seed's spelling of
-    /// `Sovaria.OfflineMigration.migrate(from:to:prefix:batchSize:)`.
+    /// keeping every key `target` already has; returns how many it copied. The same call as
+    /// `Sovaria.OfflineMigration.migrate(from:to:prefix:batchSize:)`, on the controller.
     public static func migrate(
         from source: any OfflineStore, to target: any OfflineStore, prefix: String = "", batchSize: Int = 1_000
     ) async throws -> Int {

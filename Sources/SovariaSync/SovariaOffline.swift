@@ -4,7 +4,7 @@ import SovariaCache
 import SovariaQueue
 import Synchronization
 
-/// The offline controller of seed 003: reads through the query cache, writes sent at once or
+/// The offline controller: reads through the query cache, writes sent at once or
 /// queued durably, and a queue replayed in order, one request at a time.
 ///
 /// Written once over `Sovaria.OfflineStore`, so it runs unchanged on every engine and inside

@@ -30,7 +30,7 @@ import Testing
 
     @Test func sizeBoundFollowsTheSeed() {
         #expect(CacheSize.default == .bytes(100 * 1_024 * 1_024))
-        #expect(CacheSize(seedValue: -1) == .unlimited)
+        #expect(CacheSize(byteCount: -1) == .unlimited)
         #expect(CacheSize.bytes(100).effectiveBytes == 4_096)
         #expect(CacheSize.bytes(-5).effectiveBytes == 4_096)
         #expect(CacheSize.bytes(60_000_000).evictionTargetBytes == 10_000_000)

@@ -138,7 +138,7 @@ import Testing
     /// Rule 4: `.unlimited` (and the seed's -1) never evicts.
     @Test(arguments: MetadataEngine.all)
     func unlimitedNeverEvicts(engine: MetadataEngine) async throws {
-        #expect(FileCacheSize(seedValue: -1) == .unlimited)
+        #expect(FileCacheSize(byteCount: -1) == .unlimited)
         #expect(FileCacheSize.bytes(-1).effectiveBytes == nil)
         #expect(FileCacheSize.default == .bytes(268_435_456))
         let bench = try CacheBench(engine)

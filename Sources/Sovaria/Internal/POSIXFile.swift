@@ -91,7 +91,7 @@ package enum POSIXFile {
         }
     }
 
-    /// Seed 003: the store's files stay readable after the device's first unlock, so background
+    /// The store's files stay readable after the device's first unlock, so background
     /// sync works while it is locked (`NSFileProtectionCompleteUntilFirstUserAuthentication`, data
     /// protection class C). Files and folders inherit their folder's class; the store sets it on
     /// each it creates as well. Elsewhere, and on volumes without data protection, nothing.

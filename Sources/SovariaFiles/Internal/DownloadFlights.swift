@@ -1,7 +1,7 @@
 import Synchronization
 
 /// The downloads ``FileCache/open(_:orDownload:)`` runs, one per key, and the callers waiting for
-/// each: seed 004's single-flight ("for any one key, only one piece of work is allowed to be
+/// each: single-flight ("for any one key, only one piece of work is allowed to be
 /// running at a time").
 ///
 /// A caller's look-up and its joining happen in one critical section
