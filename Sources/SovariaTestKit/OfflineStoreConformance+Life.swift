@@ -85,5 +85,28 @@ extension OfflineStoreConformance {
             try await store.set("after", "compact")
             try context.expectBytes(try await store.get("after"), "compact", "a write after compact")
         },
+        ConformanceCheck(
+            "descriptorsAreCloseOnExec",
+            "Every file the store keeps open in its folder is close-on-exec: a child process the app starts does not "
+                + "keep the store's files open (where /proc/self/fd lists them)."
+        ) { context in
+            let (store, folder) = try await context.makeStore()
+            try await store.set("k", "v")
+            _ = try await store.entries("", after: nil, limit: 10)
+            let root = folder.standardizedFileURL.resolvingSymlinksInPath().path + "/"
+            let files = FileManager.default
+            guard let descriptors = try? files.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+            for name in descriptors {
+                guard let descriptor = Int32(name),
+                    let target = try? files.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name),
+                    target.hasPrefix(root)
+                else { continue }
+                let flags = fcntl(descriptor, F_GETFD)
+                try context.expect(
+                    flags < 0 || flags & FD_CLOEXEC != 0,
+                    "\(target) is open without close-on-exec: a child process keeps it open")
+            }
+            withExtendedLifetime(store) {}
+        },
     ]
 }

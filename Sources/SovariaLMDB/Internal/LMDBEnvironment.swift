@@ -123,6 +123,7 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
             // MDB_NOMETASYNC, used before, still synced the data pages on every commit.
             if options.durability == .flushed { flags |= UInt32(MDB_NOSYNC) }
             try checkLMDB(mdb_env_open(env, path, flags, 0o600), "Opening the LMDB environment in \(path) failed")
+            Self.closeOnExec(env, path: path)
             try checkDataFileIsWhole(env, path: path)
             var dead: Int32 = 0
             try checkLMDB(mdb_reader_check(env, &dead), "Clearing stale LMDB reader slots in \(path) failed")
@@ -132,6 +133,28 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
             mdb_env_close(env)
             throw (error as? OfflineStoreError)?.namingDamagedFile(path + "/data.mdb") ?? error
         }
+    }
+
+    /// Marks the descriptors LMDB opened on `data.mdb` and `lock.mdb` close-on-exec. LMDB 0.9
+    /// opens them without it, so a child the app starts (a `Process`) kept them open for its whole
+    /// life: a test's read-only remount found one held by a child another test had spawned.
+    /// `mdb_env_get_fd` gives the data file's; the others (the lock file, the data file's second
+    /// descriptor for meta pages) are found among this process's descriptors by their path. A
+    /// child forked between LMDB's open and this still gets them, as with any descriptor.
+    private static func closeOnExec(_ env: OpaquePointer, path: String) {
+        var data: Int32 = -1
+        if mdb_env_get_fd(env, &data) == MDB_SUCCESS, data >= 0 { _ = fcntl(data, F_SETFD, FD_CLOEXEC) }
+        #if os(Linux)
+            let folder = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path + "/"
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            for name in descriptors {
+                guard let descriptor = Int32(name),
+                    let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name),
+                    target == folder + "data.mdb" || target == folder + "lock.mdb"
+                else { continue }
+                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            }
+        #endif
     }
 
     /// Throws ``OfflineStoreError/Code/corrupt`` when `data.mdb` is shorter than the pages its newest
