@@ -11,7 +11,8 @@ BENCH_ARGS ?=
 
 .PHONY: test bench bench-full bench-quick c-baseline reliability lint format deps build docs demo
 
-test: deps
+# The C programs first: the workload tests run the C trace replayer beside the Swift stores.
+test: deps c-baseline
 	$(SWIFT) build --build-tests
 	python3 Tests/DocSnippets/check-snippets.py .build/debug
 	$(SWIFT) test --skip-build

@@ -50,16 +50,5 @@ struct DiskCacheBaseline {
     }
 
     /// Runs `python3` with `arguments`; its standard output, or `nil` when it fails or is missing.
-    private static func python(_ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
-    }
+    private static func python(_ arguments: [String]) -> String? { Machine.output(of: "python3", arguments) }
 }

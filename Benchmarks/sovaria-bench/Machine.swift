@@ -32,22 +32,27 @@ enum Machine {
     static let commit: String? = {
         if let given = ProcessInfo.processInfo.environment["SOVARIA_COMMIT"], !given.isEmpty { return given }
         func git(_ arguments: [String]) -> String? {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["git"] + arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { return nil }
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { return nil }
-            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            output(of: "git", arguments)?.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         guard let head = git(["rev-parse", "--short", "HEAD"]), !head.isEmpty else { return nil }
         let changed = git(["status", "--porcelain", "--untracked-files=no"]).map { !$0.isEmpty } ?? false
         return head + (changed ? "+" : "")
     }()
+
+    /// Runs `tool` (found on the `PATH`) with `arguments`; its standard output, or `nil` when it
+    /// is missing or fails.
+    static func output(of tool: String, _ arguments: [String]) -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [tool] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+    }
 
     private static func operatingSystem() -> String {
         if let release = try? String(contentsOfFile: "/etc/os-release", encoding: .utf8),

@@ -40,10 +40,20 @@ import Testing
         }
     }
 
+    /// The C trace replayer `make test` builds (`make c-baseline`) before the tests run.
+    static func cReplay() throws -> String {
+        let path = FileManager.default.currentDirectoryPath + "/.build/sovaria-c-replay"
+        try #require(
+            FileManager.default.isExecutableFile(atPath: path),
+            "\(path) is missing: `make test` builds it with `make c-baseline` (a C compiler and the -dev packages)")
+        return path
+    }
+
     @Test func workloadsRunOnStoreURLsAndRankThem() async throws {
         let folder = try TemporaryFolder()
         let (output, status) = try await Self.bench([
-            "workload", "a", "e", "--records", "200", "--operations", "300", "--store", "memory:",
+            "workload", "a", "e", "--c-replay", try Self.cReplay(), "--records", "200", "--operations", "300",
+            "--store", "memory:",
             "--store", "sqlite:\(folder.url.path)/w.sqlite?durability=flushed", "--store",
             "lmdb:\(folder.url.path)/lmdb",
             "--rank-by", "p99", "--dir", folder.child("work").path, "--json", folder.child("w.json").path,
@@ -71,12 +81,9 @@ import Testing
         #expect(scans.count >= 3)
         #expect(report.measurements.contains { $0.subject == "sqlite" && ($0.diskBytes ?? 0) > 0 })
         #expect(report.machine["command"]?.contains("workload a e") == true)
-        // With the C replayer built (`make c-baseline`), the plain SQLite and LMDB stores have C rows
-        // on the same trace, and their rows a ratio.
-        if FileManager.default.isExecutableFile(atPath: ".build/sovaria-c-replay") {
-            #expect(report.measurements.contains { $0.subject == "C sqlite" && $0.variant == "A run flushed" })
-            #expect(report.measurements.contains { $0.subject == "lmdb" && $0.cRatio != nil })
-        }
+        // The plain SQLite and LMDB stores have C rows on the same trace, and their rows a ratio.
+        #expect(report.measurements.contains { $0.subject == "C sqlite" && $0.variant == "A run flushed" })
+        #expect(report.measurements.contains { $0.subject == "lmdb" && $0.cRatio != nil })
         let markdown = try String(contentsOf: folder.child("w.md"), encoding: .utf8)
         #expect(markdown.contains("ranked by p99"))
         #expect(try String(contentsOf: folder.child("w.svg"), encoding: .utf8).hasPrefix("<svg"))
