@@ -48,7 +48,7 @@ extension QueryCache {
         enum Look { case putsCarryIt, wroteABatch, ended }
         while true {
             // Ended inside the gate: no put carries a batch of a pass that has ended.
-            let look: Look = try await gate.withGate {
+            let look: Look = try await gate.withGate { _ in
                 do {
                     if carried, pass.state.withLock({ $0.takeCarriedBatches() }) > 0 { return .putsCarryIt }
                     guard try await evictOneBatch(pass) > 0 else {

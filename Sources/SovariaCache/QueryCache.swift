@@ -62,7 +62,7 @@ public final class QueryCache: Sendable {
     /// The lists in the store. The memory layer is changed only under this lock (index first,
     /// then memory), so it never keeps an answer older than the index's.
     let index: Mutex<CacheIndex>
-    let gate = AsyncGate()
+    let gate = AsyncGate<QueryCache>()
     let flights = SingleFlight<HexID, CachedResponse>()
     let readers = LiveReaders()
     let passes = Mutex<[EvictionPass]>([])
@@ -169,7 +169,7 @@ public final class QueryCache: Sendable {
     /// it, and it keeps its place in eviction order.
     public func markStale(_ query: String) async throws {
         let id = CacheKeys.id(of: query)
-        try await gate.withGate {
+        try await gate.withGate { _ in
             try await loadIndexIfNeeded()
             // From the store, under the index's key: the memory layer may hold an older answer.
             guard let entry = index.withLock({ $0.entries[id] }),
@@ -194,7 +194,7 @@ public final class QueryCache: Sendable {
     /// Removes `query`'s cached list.
     public func remove(_ query: String) async throws {
         let id = CacheKeys.id(of: query)
-        try await gate.withGate {
+        try await gate.withGate { _ in
             try await loadIndexIfNeeded()
             guard let entry = index.withLock({ $0.entries[id] }) else { return }
             try await store.delete(CacheKeys.listKey(id, entry))
@@ -210,7 +210,7 @@ public final class QueryCache: Sendable {
     /// included) and gives the space back to the operating system (`OfflineStore.compact()`):
     /// what "clear local data" does.
     public func clearLocalData() async throws {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             // No read after the clear is answered with what a fetch brought in before it.
             flights.forgetFinished()
             let keys = try await store.keys(CacheKeys.areaPrefix)
@@ -293,7 +293,7 @@ public final class QueryCache: Sendable {
     ) async throws -> (response: CachedResponse, needsSizeCheck: Bool) {
         let response = CachedResponse(query: query, body: body, serverTime: serverTime, fetchedAt: clock(), etag: etag)
         let millis = CacheRecord.millis(response.serverTime)
-        let responsesStored = try await gate.withGate {
+        let responsesStored = try await gate.withGate { _ in
             try await loadIndexIfNeeded()
             let previous = index.withLock { $0.entries[id] }
             let entry = CacheIndex.Entry(serverTimeMillis: millis, sizeBytes: response.sizeBytes, generation: 0)
@@ -345,7 +345,7 @@ public final class QueryCache: Sendable {
     /// Returns once the index holds every list in the store, loading it if no one has.
     func waitForIndex() async throws {
         guard !index.withLock({ $0.isComplete }) else { return }
-        try await gate.withGate { try await loadIndexIfNeeded() }
+        try await gate.withGate { _ in try await loadIndexIfNeeded() }
     }
 
     /// Loads the index if it is not complete yet; run it inside the gate, before a write reads

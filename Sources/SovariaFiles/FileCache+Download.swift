@@ -68,7 +68,7 @@ extension FileCache {
     /// after that delete leaves a file without metadata, which the next open adopts with its
     /// real size.
     private func commit(_ temporary: String, id: FileID, key: String, sizeBytes: Int) async throws {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             let previous = index.withLock { $0.entries[id] }
             if let previous {
                 try await metadata.delete(

@@ -14,7 +14,7 @@ extension FileCache {
     ///   after it in the order is newer). Files go 16 per store batch, each batch one hold of
     ///   the gate, so a download waits for at most one batch.
     public func evictIfOverBound() async throws {
-        try await passGate.withGate {
+        try await passGate.withGate { _ in
             try await removeExpiredLeftovers()
             guard let bound = size.effectiveBytes, let target = size.evictionTargetBytes, totalBytes > bound else {
                 return
@@ -24,7 +24,7 @@ extension FileCache {
             defer { index.withLock { index in for item in setAside { index.restore(item.id, item.entry) } } }
             var failure: (any Error)?
             do {
-                while try await gate.withGate({
+                while try await gate.withGate({ _ in
                     try await evictOneBatch(downTo: target, setAside: &setAside, reachedRecent: &reachedRecent)
                 }) {}
             } catch {

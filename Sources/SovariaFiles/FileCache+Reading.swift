@@ -146,7 +146,7 @@ extension FileCache {
     /// one: one batch, the new key first (a store without atomic batches may keep both after a
     /// crash; open keeps the newer).
     func recordUse(_ id: FileID, key: String) async throws {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             guard let entry = index.withLock({ $0.entries[id] }), entry.lastUseMillis > entry.storedUseMillis else {
                 return
             }

@@ -78,9 +78,9 @@ public final class FileCache: Sendable {
     let clock: @Sendable () -> Date
     let index: Mutex<FileIndex>
     /// Every change to the metadata, and the index changes that go with it, pass through here.
-    let gate = AsyncGate()
+    let gate = AsyncGate<FileCache>()
     /// One pass at a time.
-    let passGate = AsyncGate()
+    let passGate = AsyncGate<EvictionPasses>()
     let counters = Mutex(FileCacheStatistics())
     /// Work running behind answers already given: passes and use records.
     let background = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
@@ -159,7 +159,7 @@ public final class FileCache: Sendable {
     @discardableResult
     public func remove(_ key: String) async throws -> Bool {
         let id = FileKeys.id(of: key)
-        return try await gate.withGate {
+        return try await gate.withGate { _ in
             guard let entry = index.withLock({ $0.entries[id] }) else { return false }
             // File first: metadata without a file is dropped at open; a file without metadata
             // would be adopted, bringing the removed file back.
@@ -175,7 +175,7 @@ public final class FileCache: Sendable {
     /// `sov:file:`. Downloads running now still complete. Leases keep reading through their
     /// handles.
     public func removeAll() async throws {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             let (ids, leftovers) = index.withLock { (Array($0.entries.keys), Array($0.leftovers.keys)) }
             try await work.runConcurrently { [folder] in
                 for id in ids { try folder.remove(folder.filePath(id)) }
@@ -213,3 +213,6 @@ public final class FileCache: Sendable {
 
     var now: Int64 { FileKeys.millis(clock()) }
 }
+
+/// Names the file cache's pass gate: one eviction pass at a time.
+enum EvictionPasses {}

@@ -14,7 +14,7 @@ extension WriteQueue {
     ///   both, never neither.
     @discardableResult
     public func reject(_ id: String, status: Int, message: String) async throws -> RejectedWrite? {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             guard let queuedSequence = index.withLock({ $0.queued[id] }) else { return nil }
             let queuedKey = QueueKeys.queued(queuedSequence, id)
             guard let write = try await storedWrite(queuedKey) else {
@@ -72,7 +72,7 @@ extension WriteQueue {
     ///   rejected).
     @discardableResult
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             let (entry, waiting, sequence) = try index.withLock { index in
                 (index.rejected.first { $0.id == rejectedID }, index.queued.count, try index.nextSequence())
             }
@@ -108,7 +108,7 @@ extension WriteQueue {
     ///   entry).
     @discardableResult
     public func discard(_ rejectedID: String) async throws -> Bool {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             let planned = index.withLock { index in
                 index.rejected.first { $0.id == rejectedID }.map { ($0, index.sequenceRecord(deleting: [$0.sequence])) }
             }

@@ -48,7 +48,7 @@ public final class WriteQueue: Sendable {
     let clock: @Sendable () -> Date
     /// Waits between read-backs after a write whose outcome the store could not tell.
     let pause: @Sendable (Duration) async throws -> Void
-    let gate = AsyncGate()
+    let gate = AsyncGate<WriteQueue>()
     /// Changed only under `gate`, in place, after the store batch it describes succeeded.
     let index: Mutex<QueueIndex>
 
@@ -107,7 +107,7 @@ public final class WriteQueue: Sendable {
     @discardableResult
     public func enqueue(_ request: DataRequest, id: String? = nil) async throws -> QueuedWrite {
         if let id { try Self.checkClientID(id) }
-        return try await gate.withGate {
+        return try await gate.withGate { _ in
             let (waiting, sequence) = try index.withLock { index in
                 if let id, index.queued[id] != nil { throw QueueErrors.badClientID(id, "a queued write has it") }
                 return (index.queued.count, try index.nextSequence())
@@ -168,7 +168,7 @@ public final class WriteQueue: Sendable {
     ///   goes, in the same batch), so sequences keep growing after the queue empties.
     @discardableResult
     public func remove(_ id: String) async throws -> Bool {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             let planned = index.withLock { index in
                 index.queued[id].map { ($0, index.sequenceRecord(deleting: [$0])) }
             }
@@ -188,7 +188,7 @@ public final class WriteQueue: Sendable {
     /// - Returns: the updated write, or `nil` when no queued write has that id.
     @discardableResult
     public func recordFailure(_ id: String, message: String) async throws -> QueuedWrite? {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             guard let sequence = index.withLock({ $0.queued[id] }) else { return nil }
             let key = QueueKeys.queued(sequence, id)
             guard var write = try await storedWrite(key) else {
@@ -206,7 +206,7 @@ public final class WriteQueue: Sendable {
     ///
     /// - Important: One store batch: a crash leaves either everything or nothing.
     public func clear() async throws {
-        try await gate.withGate {
+        try await gate.withGate { _ in
             // The store's key names, not the index: whatever is under the prefixes goes.
             let keys = try await store.keys(QueueKeys.queuePrefix) + store.keys(QueueKeys.rejectedPrefix)
             let sequences =

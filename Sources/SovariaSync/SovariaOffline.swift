@@ -61,7 +61,7 @@ public final class SovariaOffline: Sendable {
     let signals = ChangeSignals()
     /// The writes synced in this run, kept for the answers fetched before them.
     let synced = SyncedWrites()
-    private let writes = AsyncGate()
+    private let writes = AsyncGate<SovariaOffline>()
     private let errors: AsyncStream<SyncError>.Continuation
     /// Every sync error, as it happens. One stream per controller: iterate it from one task.
     public let syncErrors: AsyncStream<SyncError>
@@ -165,7 +165,7 @@ public final class SovariaOffline: Sendable {
     @discardableResult
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
         try checkOpen()
-        let write = try await writes.withGate { try await queue.requeue(rejectedID) }
+        let write = try await writes.withGate { _ in try await queue.requeue(rejectedID) }
         signals.changed(table: write.request.table)
         return write
     }
@@ -188,7 +188,7 @@ public final class SovariaOffline: Sendable {
     public func write(_ request: DataRequest) async throws -> WriteOutcome {
         try checkOpen()
         defer { signals.changed(table: request.table) }
-        return try await writes.withGate { () async throws -> WriteOutcome in
+        return try await writes.withGate { (_: borrowing GateToken<SovariaOffline>) async throws -> WriteOutcome in
             // One client id for both paths: when the answer to the direct send is lost, the
             // queued replay carries the same Idempotency-Key.
             let id = WriteQueue.makeClientID()
@@ -416,7 +416,7 @@ public final class SovariaOffline: Sendable {
     /// Forgets the cache, the queue and the rejected list (sign-out), and gives the space back.
     public func clear() async throws {
         try checkOpen()
-        try await writes.withGate {
+        try await writes.withGate { _ in
             try await queue.clear()
             try await cache.clearLocalData()
             let tables = try await store.keys(Self.tablesPrefix)

@@ -1,0 +1,75 @@
+import Foundation
+import Synchronization
+
+/// A `Mutex` with a place in its type's lock order: a thread that holds a ranked lock may take
+/// only locks of a higher rank. Debug builds check the order on every acquisition and stop at
+/// the first inversion, naming both locks; release builds compile to the plain `Mutex`.
+///
+/// A type that keeps two locks declares their ranks once, next to the locks:
+///
+///     let index = RankedMutex(LockRank(1, "QueryCache.index"), CacheIndex())
+///     let memory = RankedMutex(LockRank(2, "QueryCache.memory"), …)  // taken inside index only
+package struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
+    private let mutex: Mutex<Value>
+    /// Where this lock stands in its type's order.
+    package let rank: LockRank
+
+    /// Creates a lock at `rank` guarding `value`.
+    package init(_ rank: LockRank, _ value: consuming sending Value) {
+        self.rank = rank
+        mutex = Mutex(value)
+    }
+
+    /// Runs `body` with the guarded value, holding the lock.
+    ///
+    /// - Precondition (debug builds): the thread holds no lock of this rank or a higher one.
+    package borrowing func withLock<Result, Failure: Error>(
+        _ body: (inout sending Value) throws(Failure) -> sending Result
+    ) throws(Failure) -> sending Result {
+        #if DEBUG
+            LockRank.willAcquire(rank)
+            defer { LockRank.didRelease(rank) }
+        #endif
+        return try mutex.withLock(body)
+    }
+}
+
+/// A lock's place in the order its type takes its locks in; see ``RankedMutex``.
+package struct LockRank: Sendable, CustomStringConvertible {
+    /// Higher ranks are taken later: inside lower ones, never around them.
+    package let level: Int
+    /// The lock's name in a failed check.
+    package let name: String
+
+    /// A rank at `level`, named `name` when a check fails.
+    package init(_ level: Int, _ name: String) {
+        self.level = level
+        self.name = name
+    }
+
+    /// The lock's name and level.
+    package var description: String { "\(name) (rank \(level))" }
+
+    #if DEBUG
+        private static let heldKey = "org.sovaria.heldLockRanks"
+
+        /// Checks `rank` against the ranks this thread holds, then records it as held.
+        static func willAcquire(_ rank: LockRank) {
+            let thread = Thread.current
+            var held = thread.threadDictionary[heldKey] as? [LockRank] ?? []
+            if let last = held.last, last.level >= rank.level {
+                preconditionFailure("Lock order: \(rank) taken while holding \(last)")
+            }
+            held.append(rank)
+            thread.threadDictionary[heldKey] = held
+        }
+
+        /// Forgets `rank`, the most recent lock this thread took.
+        static func didRelease(_ rank: LockRank) {
+            let thread = Thread.current
+            var held = thread.threadDictionary[heldKey] as? [LockRank] ?? []
+            if !held.isEmpty { held.removeLast() }
+            thread.threadDictionary[heldKey] = held
+        }
+    #endif
+}
