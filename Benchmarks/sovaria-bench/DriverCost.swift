@@ -101,7 +101,6 @@ enum DriverCost {
 /// A store that keeps nothing and answers at once: under the driver, what the driver costs.
 final class NoOpStore: OfflineStore {
     var capabilities: StoreCapabilities { [.atomicBatch] }
-    var isPersistent: Bool { false }
     func get(_ key: String) async throws -> String? { nil }
     func set(_ key: String, _ value: String) async throws {}
     func delete(_ key: String) async throws {}

@@ -23,9 +23,8 @@
 ///   not written with its secret key; it detects everything this store does.
 ///
 /// - Important: Cost: 20 bytes more per stored value. Each write hashes the key and the value
-///   (XXH64, about 0.1 ns a byte) and copies the value once into the stored form; each read
-///   hashes them again and copies the value once out of it: under a microsecond for a 1 KiB
-///   value. `sovaria-bench` measures it over each engine as `checksummed(sqlite)`,
+///   (XXH64) and copies the value once into the stored form; each read hashes them again and
+///   copies the value once out of it. `sovaria-bench` measures it over each engine as `checksummed(sqlite)`,
 ///   `checksummed(lmdb)`, …. It runs on the caller's executor; ``keys(_:)`` and
 ///   ``delete(_:)`` cost nothing more.
 /// - Important: Keys, their order, prefix scans, limits, atomic batches, durability and
@@ -58,9 +57,6 @@ public final class ChecksummedOfflineStore: OfflineStore {
 
     /// The inner store's capabilities.
     public var capabilities: StoreCapabilities { wrapped.capabilities }
-
-    /// Whether the inner store is persistent.
-    public var isPersistent: Bool { wrapped.isPersistent }
 
     /// The value stored under `key`, checked, or `nil`.
     ///

@@ -64,9 +64,6 @@ public final class MemoryOfflineStore: OfflineStore {
     /// Atomic batches, in memory only.
     public var capabilities: StoreCapabilities { [.atomicBatch] }
 
-    /// Always `false`.
-    public var isPersistent: Bool { false }
-
     /// The value stored under `key`, or `nil`.
     public func get(_ key: String) async throws -> String? {
         try StoreKey.validate(key)

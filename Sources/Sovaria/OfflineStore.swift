@@ -60,11 +60,9 @@ public protocol OfflineStore: AnyObject, Sendable {
     /// Gives the space freed by deletes back to the operating system, keeping every entry.
     func compact() async throws
 
-    /// What this store guarantees beyond the base contract.
+    /// What this store guarantees beyond the base contract; whether it is persistent included
+    /// (``isPersistent`` reads it from here).
     var capabilities: StoreCapabilities { get }
-
-    /// Whether entries survive the end of the process.
-    var isPersistent: Bool { get }
 }
 
 extension OfflineStore {
@@ -115,6 +113,7 @@ extension OfflineStore {
     /// No guarantees beyond the base contract.
     public var capabilities: StoreCapabilities { [] }
 
-    /// ``capabilities`` contains ``StoreCapabilities/persistent``.
+    /// Whether entries survive the end of the process: ``capabilities`` contains
+    /// ``StoreCapabilities/persistent``, the one place a store says so.
     public var isPersistent: Bool { capabilities.contains(.persistent) }
 }

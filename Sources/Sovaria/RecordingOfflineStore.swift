@@ -130,9 +130,6 @@ public final class RecordingOfflineStore: OfflineStore {
     /// The wrapped store's capabilities.
     public var capabilities: StoreCapabilities { wrapped.capabilities }
 
-    /// Whether the wrapped store is persistent.
-    public var isPersistent: Bool { wrapped.isPersistent }
-
     /// Writes the buffered records to the trace file (without syncing it).
     public func flush() {
         recorder.withLock { $0.flush() }

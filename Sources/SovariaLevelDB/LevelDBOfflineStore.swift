@@ -20,11 +20,11 @@ import Sovaria
 ///   opened again: LevelDB would append them behind a torn log record and drop them at the next open.
 ///
 /// - Important: Safe from any number of tasks; LevelDB locks inside. Where each call runs (a point
-///   read costs a few microseconds, a hop to a Dispatch queue and back more: `docs/bench/bench.md`):
+///   read costs less than a hop to a Dispatch queue and back, so reads never take one):
 ///   - ``get(_:)``: on the caller's executor, always.
 ///   - ``set(_:_:)``, ``delete(_:)`` and ``write(_:)`` with `Durability.flushed`: on the caller's
-///     executor while the write is small (up to 256 writes and 64 KiB of keys and values, about
-///     100 µs of work); larger ones on a private Dispatch queue. A flushed write can still wait
+///     executor while the write is small (up to 256 writes and 64 KiB of keys and values); larger
+///     ones on a private Dispatch queue. A flushed write can still wait
 ///     when LevelDB slows writers down to let its background compaction catch up.
 ///   - Every write with `Durability.synced` (it waits for `fsync`) and ``compact()``: on the
 ///     private Dispatch queue, never on Swift's cooperative threads.
@@ -203,7 +203,7 @@ public final class LevelDBOfflineStore: OfflineStore {
     // MARK: - Where work runs
 
     /// Whether a write this size runs on the caller's executor: only a flushed one (a synced write
-    /// waits for the disk), and only while it takes about 100 µs at most.
+    /// waits for the disk), and only while it is small enough not to hold a cooperative thread long.
     private func runsInline(entries: Int, bytes: Int) -> Bool {
         durability == .flushed && entries <= Self.inlineWriteMaxEntries && bytes <= Self.inlineWriteMaxBytes
     }

@@ -95,9 +95,6 @@ public final class PostgresOfflineStore: OfflineStore {
     /// Atomic batches, persistent, ordered scans and compaction.
     public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
 
-    /// Always `true`.
-    public var isPersistent: Bool { true }
-
     /// The value stored under `key`, or `nil`; one round trip. Retried once on a new connection
     /// when the connection broke.
     ///

@@ -14,16 +14,16 @@ import Sovaria
 ///   - ``get(_:)``, ``keys(_:)`` and ``entries(_:after:limit:)`` run **on the caller's executor**
 ///     (the main actor too), on a read-only connection taken from a small pool under a lock held
 ///     only to take it and give it back. A WAL reader never waits for the writer, so a point read
-///     costs about what a raw prepared `sqlite3_step` does, where a hop to a Dispatch queue and
-///     back would double it (see `docs/bench/bench.md`, the raw-API and caller sections).
+///     costs about what a raw prepared `sqlite3_step` does (docs/ARCHITECTURE.md, "Where calls
+///     run", has the figures).
 ///   - ``set(_:_:)``, ``delete(_:)``, ``write(_:)`` and ``compact()`` run on a private Dispatch
 ///     queue, one at a time, on the file's single writer connection, so a commit waiting for the
 ///     disk or for another process's lock never parks a thread of Swift's cooperative pool.
 ///     Every write is one `BEGIN IMMEDIATE` transaction, and nothing awaits inside it.
 ///     A small `.flushed` batch (256 writes and 64 KiB at most) is the exception: its commit
 ///     does not wait for the disk, so it runs on the caller's thread when the writer is free and
-///     no other process holds the lock, and saves the hop to the queue and back (about 30 µs of a
-///     40–60 µs write); otherwise it goes to the queue like any other. Such a commit still syncs
+///     no other process holds the lock, and saves the hop to the queue and back; otherwise it goes
+///     to the queue like any other. Such a commit still syncs
 ///     at a WAL checkpoint (every 1,000 pages), a few milliseconds on the caller's thread.
 ///
 ///   Each file is open once per process: stores on the same file (by any spelling of its path)
@@ -67,9 +67,6 @@ public final class SQLiteOfflineStore: OfflineStore {
 
     /// Atomic batches, persistent, ordered scans and compaction.
     public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
-
-    /// Always `true`.
-    public var isPersistent: Bool { true }
 
     /// The value stored under `key`, or `nil`; runs on the caller's executor.
     ///

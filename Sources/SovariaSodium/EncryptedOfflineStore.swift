@@ -77,9 +77,6 @@ public final class EncryptedOfflineStore: OfflineStore {
     /// The inner store's capabilities.
     public var capabilities: StoreCapabilities { wrapped.capabilities }
 
-    /// Whether the inner store is persistent.
-    public var isPersistent: Bool { wrapped.isPersistent }
-
     /// The value stored under `key`, decrypted, or `nil`.
     ///
     /// - Throws: `OfflineStoreError.Code.decryptionFailed` naming `key` when its value does not

@@ -48,9 +48,6 @@ extension OfflineStoreConformance {
             let folder = try context.makeFolder()
             do {
                 let store = try await context.factory.open(folder)
-                try context.expect(
-                    store.isPersistent == store.capabilities.contains(.persistent),
-                    "isPersistent agrees with capabilities")
                 if let expected = context.factory.persistent {
                     try context.expect(
                         store.isPersistent == expected, "isPersistent is \(expected), as the factory says")

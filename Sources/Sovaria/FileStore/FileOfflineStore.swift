@@ -49,8 +49,6 @@ public final class FileOfflineStore: OfflineStore {
     public let directory: URL
     /// How far a write has gone when its call returns.
     public let durability: Durability
-    /// `false` when the folder couldn't be written and this run keeps entries in memory only.
-    public let isPersistent: Bool
     /// Why the store fell back to memory (what it found: the folder could not be created or
     /// read), or `nil` when it keeps its files in ``directory``.
     public let fallbackReason: OfflineStoreError?
@@ -73,12 +71,10 @@ public final class FileOfflineStore: OfflineStore {
         self.durability = durability
         do {
             backend = .files(try FileStoreHandle.shared(path: directory.path, sync: durability == .synced))
-            isPersistent = true
             fallbackReason = nil
             Self.excludeFromBackup(directory)
         } catch {
             backend = .memory(MemoryOfflineStore())
-            isPersistent = false
             var reason = error
             reason.message = "FileOfflineStore keeps its entries in memory for this run only: " + reason.message
             fallbackReason = reason
@@ -104,8 +100,14 @@ public final class FileOfflineStore: OfflineStore {
         return base.appendingPathComponent("sovaria/offline", isDirectory: true)
     }
 
-    /// Atomic batches; persistent unless the store fell back to memory.
-    public var capabilities: StoreCapabilities { isPersistent ? [.atomicBatch, .persistent] : [.atomicBatch] }
+    /// Atomic batches; persistent unless the store fell back to memory (then ``fallbackReason``
+    /// says why, and ``OfflineStore/isPersistent`` is `false`).
+    public var capabilities: StoreCapabilities {
+        switch backend {
+        case .files: [.atomicBatch, .persistent]
+        case .memory: [.atomicBatch]
+        }
+    }
 
     /// The value stored under `key`, or `nil`.
     public func get(_ key: String) async throws -> String? {

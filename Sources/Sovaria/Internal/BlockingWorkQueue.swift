@@ -6,7 +6,7 @@ import Dispatch
 /// Work runs concurrently with other concurrent work (``runConcurrently(_:)``), or alone as a
 /// barrier (``runAlone(_:)``): a store runs its reads concurrently and its batches alone when a
 /// reader must never see part of one, or everything concurrently when the engine orders writers
-/// itself (LevelDB). Costs one hop to the queue and back per call (about 20 µs on Linux), which
+/// itself (LevelDB). Costs one hop to the queue and back per call, more than a cached read, which
 /// is why cheap in-memory reads do not use it.
 package final class BlockingWorkQueue: Sendable {
     private let queue: DispatchQueue

@@ -3,8 +3,8 @@
 /// fails the check (a random change passes with probability 2⁻⁶⁴).
 ///
 /// Used where an engine keeps no checksum of its own: the file store's entry files and
-/// ``ChecksummedOfflineStore``. XXH64 reads 32 bytes a round, about 0.1 ns a byte here, so a
-/// 1 KiB value costs about 0.1 µs: a check on every read is cheap next to the read itself.
+/// ``ChecksummedOfflineStore``. XXH64 reads 32 bytes a round, so a check on every read is cheap
+/// next to the read itself.
 package enum EntryChecksum {
     /// The checksum of `value` stored under `key`.
     package static func of(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> UInt64 {

@@ -8,8 +8,8 @@ extension String {
     /// The text of `bytes`, or `nil` when they are not valid UTF-8: how every engine turns the
     /// bytes it stored back into a key or a value.
     ///
-    /// `String(validating:as:)` is generic and looks up type metadata on every call (about
-    /// 55 ns, more than the rest of a short key's work). `String(decoding:as:)` on a buffer is
+    /// `String(validating:as:)` is generic and looks up type metadata on every call, more than
+    /// the rest of a short key's work. `String(decoding:as:)` on a buffer is
     /// specialized and fast, but repairs bad bytes instead of failing; the text it returns is
     /// valid exactly when its bytes equal the input, which one `memcmp` checks.
     package init?(validatingUTF8Bytes bytes: UnsafeBufferPointer<UInt8>) {

@@ -1,8 +1,8 @@
 /// URL-safe base64 without padding (RFC 4648 §5), table-driven and strict.
 ///
-/// libsodium's `sodium_bin2base64`/`sodium_base642bin` run in constant time, which secrets
-/// need and a nonce and ciphertext don't; they took ~7 µs and ~10 µs per KiB here, this takes
-/// well under one. Decoding is strict: any character outside the alphabet, a length that no
+/// Not libsodium's `sodium_bin2base64`/`sodium_base642bin`: they run in constant time, which
+/// secrets need and a nonce and ciphertext don't, and cost far more per KiB (docs/ARCHITECTURE.md,
+/// "Measurements behind the code"). Decoding is strict: any character outside the alphabet, a length that no
 /// encoding has, or unused bits that are not zero fail, so every encoding decodes from exactly
 /// one text and a changed character never decodes to the same bytes.
 enum Base64URL {
