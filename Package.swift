@@ -110,6 +110,14 @@ let package = Package(
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
         // need a real server.
         .target(name: "SovariaTestServers", dependencies: ["SovariaSync"], path: "Tests/SovariaTestServers"),
+        // The engines every layer's tests run on, listed once (TestEngine.standard).
+        .target(
+            name: "SovariaTestEngines",
+            dependencies: [
+                "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres", "SovariaSodium",
+                "SovariaTestServers",
+            ],
+            path: "Tests/SovariaTestEngines"),
         // The child process the crash tests kill with SIGKILL, and those tests.
         .executableTarget(
             name: "sovaria-crash-writer",
@@ -122,6 +130,7 @@ let package = Package(
         .testTarget(
             name: "SovariaCacheTests",
             dependencies: [
+                "SovariaTestEngines",
                 "SovariaCache", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
                 "SovariaPostgres", "SovariaTestServers",
             ]
@@ -136,6 +145,7 @@ let package = Package(
         .testTarget(
             name: "SovariaQueueTests",
             dependencies: [
+                "SovariaTestEngines",
                 "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
                 "SovariaSodium", "SovariaPostgres", "SovariaTestServers",
             ]
@@ -143,6 +153,7 @@ let package = Package(
         .testTarget(
             name: "SovariaSyncTests",
             dependencies: [
+                "SovariaTestEngines",
                 "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite",
                 "SovariaLMDB", "SovariaLevelDB", "SovariaSodium", "SovariaTestServers", "SovariaHTTP",
                 "SovariaPostgres",
@@ -169,6 +180,7 @@ let package = Package(
         .testTarget(
             name: "SovariaFilesTests",
             dependencies: [
+                "SovariaTestEngines",
                 "SovariaFiles", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
                 "SovariaSodium",
             ]

@@ -4,48 +4,15 @@ import SovariaLMDB
 import SovariaLevelDB
 import SovariaPostgres
 import SovariaSQLite
+import SovariaTestEngines
 import SovariaTestKit
 import SovariaTestServers
 
-/// The stores every cache test runs on: one store per engine, opened in a folder of its own,
-/// and opened again on the same folder to test reopening.
-struct CacheEngine: Sendable, CustomStringConvertible {
-    let name: String
-    let open: @Sendable (URL) throws -> any OfflineStore
-    /// Whether a store opened again on the same folder sees the data (memory: the same object).
-    var description: String { name }
+/// The stores every cache test runs on (the package's one engine list), PostgreSQL included.
+typealias CacheEngine = TestEngine
 
-    static let all: [CacheEngine] = [
-        CacheEngine(name: "memory") { SharedMemoryStores.store(for: $0) },
-        CacheEngine(name: "file") { FileOfflineStore(directory: $0, durability: .flushed) },
-        CacheEngine(name: "lmdb") { try LMDBOfflineStore(directory: $0, durability: .flushed) },
-        CacheEngine(name: "leveldb") { try LevelDBOfflineStore(directory: $0, durability: .flushed) },
-        CacheEngine(name: "sqlite") {
-            try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("cache.sqlite"), durability: .flushed)
-        },
-        // A table per folder in the shared test database: suites using it carry `.sharedPostgresDatabase`.
-        CacheEngine(name: "postgres") {
-            try PostgresOfflineStore(
-                connection: try SharedPostgresDatabase.conninfo(), table: PostgresCluster.tableName(for: $0),
-                durability: .flushed)
-        },
-    ]
-}
-
-/// Memory stores by folder, so "reopening" a memory store finds its data, as a persistent
-/// engine would.
-enum SharedMemoryStores {
-    private static let stores = NSLock()
-    nonisolated(unsafe) private static var byFolder: [URL: MemoryOfflineStore] = [:]
-
-    static func store(for folder: URL) -> MemoryOfflineStore {
-        stores.withLock {
-            if let store = byFolder[folder] { return store }
-            let store = MemoryOfflineStore()
-            byFolder[folder] = store
-            return store
-        }
-    }
+extension TestEngine {
+    static let all = standard(sqliteFile: "cache.sqlite", including: .postgres)
 }
 
 /// A clock the test moves by hand.

@@ -4,51 +4,18 @@ import SovariaLMDB
 import SovariaLevelDB
 import SovariaSQLite
 import SovariaSodium
+import SovariaTestEngines
 import SovariaTestKit
 import Synchronization
 
 @testable import SovariaFiles
 
-/// The metadata stores every file-cache test runs on: each engine, and `EncryptedOfflineStore`
-/// around SQLite. `open` makes a store on a folder; called again on the same folder it reopens
-/// the same data.
-struct MetadataEngine: Sendable, CustomStringConvertible {
-    let name: String
-    let open: @Sendable (URL) throws -> any OfflineStore
-    var description: String { name }
+/// The metadata stores every file-cache test runs on (the package's one engine list): encrypted
+/// SQLite included.
+typealias MetadataEngine = TestEngine
 
-    static let all: [MetadataEngine] = [
-        MetadataEngine(name: "memory") { SharedMemoryStores.store(for: $0) },
-        MetadataEngine(name: "file") { FileOfflineStore(directory: $0, durability: .flushed) },
-        MetadataEngine(name: "sqlite", open: sqlite),
-        MetadataEngine(name: "lmdb") { try LMDBOfflineStore(directory: $0, durability: .flushed) },
-        MetadataEngine(name: "leveldb") { try LevelDBOfflineStore(directory: $0, durability: .flushed) },
-        MetadataEngine(name: "encrypted(sqlite)") {
-            EncryptedOfflineStore(wrapping: try sqlite($0), key: try key.get())
-        },
-    ]
-
-    private static func sqlite(_ folder: URL) throws -> any OfflineStore {
-        try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("meta.sqlite"), durability: .flushed)
-    }
-
-    /// One key for the run: a reopened encrypted store must read what the first one wrote.
-    private static let key = Result { try EncryptionKey.random() }
-}
-
-/// Memory stores by folder, so "reopening" a memory store finds its data, as a persistent
-/// engine would.
-enum SharedMemoryStores {
-    private static let stores = Mutex<[URL: MemoryOfflineStore]>([:])
-
-    static func store(for folder: URL) -> MemoryOfflineStore {
-        stores.withLock { byFolder in
-            if let store = byFolder[folder] { return store }
-            let store = MemoryOfflineStore()
-            byFolder[folder] = store
-            return store
-        }
-    }
+extension TestEngine {
+    static let all = standard(sqliteFile: "meta.sqlite", including: .encrypted)
 }
 
 /// A clock the test moves by hand, in whole milliseconds (sums of 0.005 s stay exact).

@@ -6,52 +6,16 @@ import SovariaPostgres
 import SovariaQueue
 import SovariaSQLite
 import SovariaSodium
+import SovariaTestEngines
 import SovariaTestServers
 import Synchronization
 
-/// The stores every queue test runs on: each engine, and `EncryptedOfflineStore` around SQLite.
-/// `open` makes a store on a folder; called again on the same folder it reopens the same data.
-struct QueueEngine: Sendable, CustomStringConvertible {
-    let name: String
-    let open: @Sendable (URL) throws -> any OfflineStore
-    var description: String { name }
+/// The stores every queue test runs on (the package's one engine list): encrypted SQLite and
+/// PostgreSQL included.
+typealias QueueEngine = TestEngine
 
-    static let all: [QueueEngine] = [
-        QueueEngine(name: "memory") { SharedMemoryStores.store(for: $0) },
-        QueueEngine(name: "file") { FileOfflineStore(directory: $0, durability: .flushed) },
-        QueueEngine(name: "sqlite", open: sqlite),
-        QueueEngine(name: "lmdb") { try LMDBOfflineStore(directory: $0, durability: .flushed) },
-        QueueEngine(name: "leveldb") { try LevelDBOfflineStore(directory: $0, durability: .flushed) },
-        QueueEngine(name: "encrypted(sqlite)") { EncryptedOfflineStore(wrapping: try sqlite($0), key: try key.get()) },
-        // A table per folder in the shared test database: suites using it carry `.sharedPostgresDatabase`.
-        QueueEngine(name: "postgres") {
-            try PostgresOfflineStore(
-                connection: try SharedPostgresDatabase.conninfo(), table: PostgresCluster.tableName(for: $0),
-                durability: .flushed)
-        },
-    ]
-
-    private static func sqlite(_ folder: URL) throws -> any OfflineStore {
-        try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("queue.sqlite"), durability: .flushed)
-    }
-
-    /// One key for the run: a reopened encrypted store must read what the first one wrote.
-    private static let key = Result { try EncryptionKey.random() }
-}
-
-/// Memory stores by folder, so "reopening" a memory store finds its data, as a persistent
-/// engine would.
-enum SharedMemoryStores {
-    private static let stores = Mutex<[URL: MemoryOfflineStore]>([:])
-
-    static func store(for folder: URL) -> MemoryOfflineStore {
-        stores.withLock { byFolder in
-            if let store = byFolder[folder] { return store }
-            let store = MemoryOfflineStore()
-            byFolder[folder] = store
-            return store
-        }
-    }
+extension TestEngine {
+    static let all = standard(sqliteFile: "queue.sqlite", including: [.encrypted, .postgres])
 }
 
 /// A clock the test moves by hand.

@@ -6,6 +6,7 @@ import SovariaLevelDB
 import SovariaQueue
 import SovariaSQLite
 import SovariaSodium
+import SovariaTestEngines
 import SovariaTestKit
 import SovariaTestServers
 import Synchronization
@@ -13,24 +14,11 @@ import Testing
 
 @testable import SovariaSync
 
-/// The stores every controller test runs on.
-struct SyncEngine: Sendable, CustomStringConvertible {
-    let name: String
-    let open: @Sendable (URL) throws -> any OfflineStore
-    var description: String { name }
+/// The stores every controller test runs on (the package's one engine list), writing `.synced`.
+typealias SyncEngine = TestEngine
 
-    static let all: [SyncEngine] = [
-        SyncEngine(name: "memory") { _ in MemoryOfflineStore() },
-        SyncEngine(name: "file") { FileOfflineStore(directory: $0, durability: .synced) },
-        SyncEngine(name: "sqlite") { try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("s.sqlite")) },
-        SyncEngine(name: "lmdb") { try LMDBOfflineStore(directory: $0) },
-        SyncEngine(name: "leveldb") { try LevelDBOfflineStore(directory: $0) },
-        SyncEngine(name: "encrypted(sqlite)") {
-            EncryptedOfflineStore(
-                wrapping: try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("e.sqlite")),
-                key: try EncryptionKey(bytes: [UInt8](repeating: 7, count: 32)))
-        },
-    ]
+extension TestEngine {
+    static let all = standard(durability: .synced, sqliteFile: "s.sqlite", including: .encrypted)
 }
 
 /// A controller on a fresh store, with a scripted server, a manual timer and a test clock.
