@@ -68,40 +68,46 @@ extension FileCache {
     /// after that delete leaves a file without metadata, which the next open adopts with its
     /// real size.
     private func commit(_ temporary: String, id: FileID, key: String, sizeBytes: Int) async throws {
-        try await gate.withGate { _ in
-            let previous = index.withLock { $0.entries[id] }
-            if let previous {
-                try await metadata.delete(
-                    FileKeys.metadataKey(id: id, sizeBytes: previous.sizeBytes, lastUseMillis: previous.storedUseMillis)
-                )
-            }
-            do {
-                try await work.runConcurrently { [folder] in try folder.commit(temporary, as: id, key: key) }
-            } catch {
-                // The old file is still there: give it its metadata back (a crash or a failure
-                // here leaves it without, and the next open adopts it).
-                if let previous {
-                    try? await metadata.set(
-                        FileKeys.metadataKey(
-                            id: id, sizeBytes: previous.sizeBytes, lastUseMillis: previous.storedUseMillis),
-                        FileKeys.value(key: key))
-                }
-                throw error
-            }
-            let now = self.now
-            do {
-                // A metadata store failing over may not say whether this landed: it finds out.
-                try await metadata.writeLearningOutcome([
-                    .set(
-                        key: FileKeys.metadataKey(id: id, sizeBytes: sizeBytes, lastUseMillis: now),
-                        value: FileKeys.value(key: key))
-                ])
-            } catch {
-                // The file is in place but not recorded: the next open adopts it. Count it now.
-                index.withLock { _ = $0.insert(id, sizeBytes: sizeBytes, lastUseMillis: now, storedUseMillis: -1) }
-                throw error
-            }
-            index.withLock { _ = $0.insert(id, sizeBytes: sizeBytes, lastUseMillis: now, storedUseMillis: now) }
+        try await gate.withGate { gated in
+            try await commit(gated, temporary, id: id, key: key, sizeBytes: sizeBytes)
         }
+    }
+
+    private func commit(
+        _ gated: borrowing GateToken<FileCache>, _ temporary: String, id: FileID, key: String, sizeBytes: Int
+    ) async throws {
+        let previous = state.withLock { $0.index.entries[id] }
+        if let previous {
+            try await metadata.delete(
+                FileKeys.metadataKey(id: id, sizeBytes: previous.sizeBytes, lastUseMillis: previous.storedUseMillis)
+            )
+        }
+        do {
+            try await work.runConcurrently { [folder] in try folder.commit(temporary, as: id, key: key) }
+        } catch {
+            // The old file is still there: give it its metadata back (a crash or a failure
+            // here leaves it without, and the next open adopts it).
+            if let previous {
+                try? await metadata.set(
+                    FileKeys.metadataKey(
+                        id: id, sizeBytes: previous.sizeBytes, lastUseMillis: previous.storedUseMillis),
+                    FileKeys.value(key: key))
+            }
+            throw error
+        }
+        let now = self.now
+        do {
+            // A metadata store failing over may not say whether this landed: it finds out.
+            try await metadata.writeLearningOutcome([
+                .set(
+                    key: FileKeys.metadataKey(id: id, sizeBytes: sizeBytes, lastUseMillis: now),
+                    value: FileKeys.value(key: key))
+            ])
+        } catch {
+            // The file is in place but not recorded: the next open adopts it. Count it now.
+            state.withLock { _ = $0.index.insert(id, sizeBytes: sizeBytes, lastUseMillis: now, storedUseMillis: -1) }
+            throw error
+        }
+        state.withLock { _ = $0.index.insert(id, sizeBytes: sizeBytes, lastUseMillis: now, storedUseMillis: now) }
     }
 }

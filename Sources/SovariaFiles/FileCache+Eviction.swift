@@ -14,32 +14,31 @@ extension FileCache {
     ///   after it in the order is newer). Files go 16 per store batch, each batch one hold of
     ///   the gate, so a download waits for at most one batch.
     public func evictIfOverBound() async throws {
-        try await passGate.withGate { _ in
-            try await removeExpiredLeftovers()
+        try await passGate.withGate { pass in
+            try await removeExpiredLeftovers(pass)
             guard let bound = size.effectiveBytes, let target = size.evictionTargetBytes, totalBytes > bound else {
                 return
             }
             var setAside: [(id: FileID, entry: FileIndex.Entry)] = []
             var reachedRecent = false
-            defer { index.withLock { index in for item in setAside { index.restore(item.id, item.entry) } } }
+            defer { state.withLock { state in for item in setAside { state.index.restore(item.id, item.entry) } } }
             var failure: (any Error)?
             do {
-                while try await gate.withGate({ _ in
-                    try await evictOneBatch(downTo: target, setAside: &setAside, reachedRecent: &reachedRecent)
+                while try await gate.withGate({ gated in
+                    try await evictOneBatch(gated, downTo: target, setAside: &setAside, reachedRecent: &reachedRecent)
                 }) {}
             } catch {
                 failure = error
             }
             // Every file left is protected when the pass stopped at a recent one; otherwise what
             // it skipped (leased files) is what protection cost.
-            let protectedBytes = index.withLock { index in
-                reachedRecent && index.totalBytes > target
+            state.withLock { state in
+                let index = state.index
+                state.counters.passes += 1
+                state.counters.protectedBytes =
+                    reachedRecent && index.totalBytes > target
                     ? index.totalBytes - index.leftoverBytes
                     : setAside.reduce(0) { $0 + (index.entries[$1.id]?.sizeBytes ?? 0) }
-            }
-            counters.withLock { counters in
-                counters.passes += 1
-                counters.protectedBytes = protectedBytes
             }
             if let failure { throw failure }
         }
@@ -60,13 +59,14 @@ extension FileCache {
     /// Deletes up to ``evictionBatchFiles`` of the least recently used unprotected files, fewer
     /// when the total reaches `target`; returns whether it deleted any (none: the pass is over).
     private func evictOneBatch(
-        downTo target: Int, setAside: inout [(id: FileID, entry: FileIndex.Entry)], reachedRecent: inout Bool
+        _ gated: borrowing GateToken<FileCache>, downTo target: Int,
+        setAside: inout [(id: FileID, entry: FileIndex.Entry)], reachedRecent: inout Bool
     ) async throws -> Bool {
         let recentSince = now - Self.recentUseProtectionMillis
         var victims: [(id: FileID, entry: FileIndex.Entry)] = []
-        index.withLock { index in
-            while victims.count < Self.evictionBatchFiles, index.totalBytes > target,
-                let oldest = index.popLeastRecentlyUsed()
+        state.withLock { state in
+            while victims.count < Self.evictionBatchFiles, state.index.totalBytes > target,
+                let oldest = state.index.popLeastRecentlyUsed()
             {
                 if oldest.entry.lastUseMillis > recentSince {
                     // Every file after this one in the order was used later still: all protected.
@@ -74,12 +74,12 @@ extension FileCache {
                     reachedRecent = true
                     return
                 }
-                if index.isLeased(oldest.id) {
+                if state.index.isLeased(oldest.id) {
                     setAside.append(oldest)
                     continue
                 }
                 // Out of the index at once: an open from now on misses it.
-                index.remove(oldest.id)
+                state.index.remove(oldest.id)
                 victims.append(oldest)
             }
         }
@@ -96,19 +96,15 @@ extension FileCache {
         }
         let failedSet = Set(failed)
         let deleted = victims.enumerated().filter { !failedSet.contains($0.offset) }.map(\.element)
-        if !failed.isEmpty {
-            index.withLock { index in
-                for position in failed {
-                    let victim = victims[position]
-                    index.insert(
-                        victim.id, sizeBytes: victim.entry.sizeBytes, lastUseMillis: victim.entry.lastUseMillis,
-                        storedUseMillis: victim.entry.storedUseMillis)
-                }
+        state.withLock { state in
+            for position in failed {
+                let victim = victims[position]
+                state.index.insert(
+                    victim.id, sizeBytes: victim.entry.sizeBytes, lastUseMillis: victim.entry.lastUseMillis,
+                    storedUseMillis: victim.entry.storedUseMillis)
             }
-        }
-        counters.withLock { counters in
-            counters.evictions += deleted.count
-            counters.evictedBytes += deleted.reduce(0) { $0 + $1.entry.sizeBytes }
+            state.counters.evictions += deleted.count
+            state.counters.evictedBytes += deleted.reduce(0) { $0 + $1.entry.sizeBytes }
         }
         if !deleted.isEmpty {
             try await metadata.writeLearningOutcome(
@@ -126,15 +122,15 @@ extension FileCache {
     }
 
     /// Deletes the temporary files a crash left once they are more than a day old.
-    func removeExpiredLeftovers() async throws {
+    private func removeExpiredLeftovers(_ pass: borrowing GateToken<EvictionPasses>) async throws {
         let now = self.now
-        let expired = index.withLock { index in
-            index.leftovers.filter { now - $0.value.modifiedMillis > Self.temporaryFileMaxAgeMillis }.map(\.key)
+        let expired = state.withLock { state in
+            state.index.leftovers.filter { now - $0.value.modifiedMillis > Self.temporaryFileMaxAgeMillis }.map(\.key)
         }
         guard !expired.isEmpty else { return }
         try await work.runConcurrently { [folder] in
             for name in expired { try folder.remove(folder.temporaryPath + "/" + name) }
         }
-        index.withLock { index in for name in expired { index.removeLeftover(name) } }
+        state.withLock { state in for name in expired { state.index.removeLeftover(name) } }
     }
 }

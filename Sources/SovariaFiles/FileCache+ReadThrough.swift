@@ -40,11 +40,11 @@ extension FileCache {
             }
             switch answer {
             case .downloaded(let lease):
-                counters.withLock { $0.misses += 1 }
+                state.withLock { $0.counters.misses += 1 }
                 return lease
             case .cached(let claimed):
                 if let lease = try await openClaimed(claimed) {
-                    counters.withLock { $0.hits += 1 }
+                    state.withLock { $0.counters.hits += 1 }
                     return lease
                 }
             // Removed between the claim and the open: look again.
@@ -105,7 +105,7 @@ extension FileCache {
                 .io, "Opening the file downloaded for \(lease.key) failed (errno \(errno)): call again.",
                 nativeCode: errno)
         }
-        index.withLock { $0.addLease(id) }
+        state.withLock { $0.index.addLease(id) }
         return FileLease(
             key: lease.key, url: lease.url, sizeBytes: lease.sizeBytes,
             fileHandle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)

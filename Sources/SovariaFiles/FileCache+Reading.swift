@@ -15,11 +15,11 @@ extension FileCache {
     ///   the open: it stays pending.
     public func open(_ key: String) async throws -> FileLease? {
         guard let found = claim(key) else {
-            counters.withLock { $0.misses += 1 }
+            state.withLock { $0.counters.misses += 1 }
             return nil
         }
         let lease = try await openClaimed(found)
-        counters.withLock { lease == nil ? $0.misses += 1 : ($0.hits += 1) }
+        state.withLock { lease == nil ? $0.counters.misses += 1 : ($0.counters.hits += 1) }
         return lease
     }
 
@@ -37,10 +37,10 @@ extension FileCache {
     func claim(_ key: String) -> ClaimedFile? {
         let id = FileKeys.id(of: key)
         let now = self.now
-        return index.withLock { index -> ClaimedFile? in
-            guard let entry = index.entries[id] else { return nil }
-            index.addLease(id)
-            index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
+        return state.withLock { state -> ClaimedFile? in
+            guard let entry = state.index.entries[id] else { return nil }
+            state.index.addLease(id)
+            state.index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
             return ClaimedFile(
                 id: id, key: key, entry: entry, record: now - entry.storedUseMillis >= Self.useRecordIntervalMillis)
         }
@@ -64,12 +64,12 @@ extension FileCache {
                 }
             }
         } catch {
-            index.withLock { $0.releaseLease(id) }
+            state.withLock { $0.index.releaseLease(id) }
             throw error
         }
         guard let opened else {
             // Removed between the lookup and the open.
-            index.withLock { $0.releaseLease(id) }
+            state.withLock { $0.index.releaseLease(id) }
             return nil
         }
         let lease = FileLease(
@@ -81,7 +81,7 @@ extension FileCache {
             do {
                 try await recordUse(id, key: key)
             } catch {
-                pendingUses.withLock { $0.byID[id] = key }
+                state.withLock { $0.pendingUses[id] = key }
             }
         }
         return lease
@@ -101,16 +101,15 @@ extension FileCache {
     /// `endRecording`: when nothing is due, the background writer stops (in the same critical
     /// section, so a lease ending meanwhile starts a new one).
     private func takePendingUses(onlyDue: Bool, endRecording: Bool = false) -> [(id: FileID, key: String)] {
-        pendingUses.withLock { state in
-            let taken = state.byID.filter { id, _ in
+        state.withLock { state in
+            let index = state.index
+            let taken = state.pendingUses.filter { id, _ in
                 !onlyDue
-                    || index.withLock { index in
-                        index.entries[id].map { $0.lastUseMillis - $0.storedUseMillis >= Self.useRecordIntervalMillis }
-                            ?? true
-                    }
+                    || index.entries[id].map { $0.lastUseMillis - $0.storedUseMillis >= Self.useRecordIntervalMillis }
+                        ?? true
             }
-            for id in taken.keys { state.byID[id] = nil }
-            if endRecording, taken.isEmpty { state.recording = false }
+            for id in taken.keys { state.pendingUses[id] = nil }
+            if endRecording, taken.isEmpty { state.recordingUses = false }
             return taken.map { (id: $0.key, key: $0.value) }
         }
     }
@@ -122,16 +121,14 @@ extension FileCache {
     /// second, so a crash loses at most that second).
     func endLease(_ id: FileID, key: String) {
         let now = self.now
-        let due = index.withLock { index -> Bool in
-            index.releaseLease(id)
-            index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
-            guard let entry = index.entries[id] else { return false }
-            return entry.lastUseMillis - entry.storedUseMillis >= Self.useRecordIntervalMillis
-        }
-        let start = pendingUses.withLock { state -> Bool in
-            state.byID[id] = key
-            guard due, !state.recording else { return false }
-            state.recording = true
+        let start = state.withLock { state -> Bool in
+            state.index.releaseLease(id)
+            state.index.update(id) { $0.lastUseMillis = max($0.lastUseMillis, now) }
+            state.pendingUses[id] = key
+            guard let entry = state.index.entries[id],
+                entry.lastUseMillis - entry.storedUseMillis >= Self.useRecordIntervalMillis, !state.recordingUses
+            else { return false }
+            state.recordingUses = true
             return true
         }
         guard start else { return }
@@ -146,21 +143,22 @@ extension FileCache {
     /// one: one batch, the new key first (a store without atomic batches may keep both after a
     /// crash; open keeps the newer).
     func recordUse(_ id: FileID, key: String) async throws {
-        try await gate.withGate { _ in
-            guard let entry = index.withLock({ $0.entries[id] }), entry.lastUseMillis > entry.storedUseMillis else {
-                return
-            }
-            try await metadata.writeLearningOutcome([
-                .set(
-                    key: FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.lastUseMillis),
-                    value: FileKeys.value(key: key)),
-                .delete(
-                    key: FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.storedUseMillis)),
-            ])
-            index.withLock { index in
-                index.update(id) { current in
-                    if current.generation == entry.generation { current.storedUseMillis = entry.lastUseMillis }
-                }
+        try await gate.withGate { gated in try await recordUse(gated, id, key: key) }
+    }
+
+    private func recordUse(_ gated: borrowing GateToken<FileCache>, _ id: FileID, key: String) async throws {
+        guard let entry = state.withLock({ $0.index.entries[id] }), entry.lastUseMillis > entry.storedUseMillis
+        else { return }
+        try await metadata.writeLearningOutcome([
+            .set(
+                key: FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.lastUseMillis),
+                value: FileKeys.value(key: key)),
+            .delete(
+                key: FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.storedUseMillis)),
+        ])
+        state.withLock { state in
+            state.index.update(id) { current in
+                if current.generation == entry.generation { current.storedUseMillis = entry.lastUseMillis }
             }
         }
     }

@@ -69,28 +69,44 @@ public final class FileCache: Sendable {
     static let useRecordIntervalMillis: Int64 = 1_000
     static let temporaryFileMaxAgeMillis: Int64 = 86_400_000
     /// Files deleted per gate hold and store batch during a pass: a download waits for at most
-    /// one. Small because unlinking costs: ~160 µs per file that reached the disk on an ext4
-    /// mounted with `discard` (measured here), so 16 files hold the gate for ~2.5 ms.
+    /// one batch.
     static let evictionBatchFiles = 16
 
     let folder: CacheFolder
     let work: BlockingWorkQueue
     let clock: @Sendable () -> Date
-    let index: Mutex<FileIndex>
-    /// Every change to the metadata, and the index changes that go with it, pass through here.
+
+    // Locks and their order: `flights` (rank 1), then `state` (rank 2). A caller joining a
+    // download looks for the cached file inside the flights' lock; nothing takes `flights` while
+    // holding `state`. `passBehind` and the gates nest with neither: a gate is held across
+    // suspensions, a lock only in one synchronous section.
+
+    /// The downloads ``open(_:orDownload:)`` runs, one per key, and their waiters.
+    let flights = DownloadFlights(rank: LockRank(1, "FileCache.flights"))
+    /// The index of the files and everything that changes with it.
+    let state: RankedMutex<State>
+    /// Every change to the metadata, and the index changes that go with it, pass through here;
+    /// helpers that must run inside take its ``GateToken``.
     let gate = AsyncGate<FileCache>()
     /// One pass at a time.
     let passGate = AsyncGate<EvictionPasses>()
-    let counters = Mutex(FileCacheStatistics())
-    /// Work running behind answers already given: passes and use records.
-    let background = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>])>((0, [:]))
     /// Whether a pass runs behind a download, and whether another check was asked for meanwhile.
     let passBehind = RunAgainLatch()
-    /// The downloads ``open(_:orDownload:)`` runs, one per key, and their waiters.
-    let flights = DownloadFlights()
-    /// Uses newer than their record (leases that ended), by id, with the key; and whether a
-    /// write of them runs.
-    let pendingUses = Mutex<(byID: [FileID: String], recording: Bool)>(([:], false))
+
+    /// What the cache keeps in memory, under one lock.
+    struct State {
+        /// The files, their leases and uses, and the total.
+        var index: FileIndex
+        /// The counts since open.
+        var counters = FileCacheStatistics()
+        /// Uses newer than their record (leases that ended), by id, with the key.
+        var pendingUses: [FileID: String] = [:]
+        /// Whether a write of ``pendingUses`` runs in the background.
+        var recordingUses = false
+        /// Work running behind answers already given (passes, use records), by number.
+        var background: [UInt64: Task<Void, Never>] = [:]
+        var nextBackgroundNumber: UInt64 = 0
+    }
 
     /// Opens the cache in `directory` with its metadata in `metadata`, reconciling the two
     /// (rule 6). Creates the folder (0700) if needed.
@@ -110,8 +126,9 @@ public final class FileCache: Sendable {
         self.work = work
         let folder = try await CacheFolder.acquire(directory, on: work)
         self.folder = folder
-        index = Mutex(
-            try await Self.reconcile(folder: folder, metadata: metadata, work: work, now: FileKeys.millis(clock())))
+        let index = try await Self.reconcile(
+            folder: folder, metadata: metadata, work: work, now: FileKeys.millis(clock()))
+        state = RankedMutex(LockRank(2, "FileCache.state"), State(index: index))
     }
 
     /// Opens the cache with the given bound and clock: the short form of
@@ -126,31 +143,28 @@ public final class FileCache: Sendable {
 
     /// The bytes the cache holds on disk: its files, and the temporary files a crash left
     /// until they are deleted. Downloads still running are not counted.
-    public var totalBytes: Int { index.withLock { $0.totalBytes } }
+    public var totalBytes: Int { state.withLock { $0.index.totalBytes } }
 
     /// How many files are cached.
-    public var fileCount: Int { index.withLock { $0.entries.count } }
+    public var fileCount: Int { state.withLock { $0.index.entries.count } }
 
     /// The counts since open and the state now.
     public var statistics: FileCacheStatistics {
-        let (total, files, leftovers, over) = index.withLock { index in
-            (
-                index.totalBytes, index.entries.count, index.leftoverBytes,
-                size.effectiveBytes.map { index.totalBytes > $0 }
-            )
+        let bound = size.effectiveBytes
+        return state.withLock { state in
+            var statistics = state.counters
+            statistics.totalBytes = state.index.totalBytes
+            statistics.fileCount = state.index.entries.count
+            statistics.leftoverTemporaryBytes = state.index.leftoverBytes
+            statistics.isOverBound = bound.map { state.index.totalBytes > $0 } ?? false
+            return statistics
         }
-        var statistics = counters.withLock { $0 }
-        statistics.totalBytes = total
-        statistics.fileCount = files
-        statistics.leftoverTemporaryBytes = leftovers
-        statistics.isOverBound = over ?? false
-        return statistics
     }
 
     /// Whether a file is cached under `key`; not a use.
     public func contains(_ key: String) -> Bool {
         let id = FileKeys.id(of: key)
-        return index.withLock { $0.entries[id] != nil }
+        return state.withLock { $0.index.entries[id] != nil }
     }
 
     /// Deletes the file cached under `key` and its metadata; returns whether there was one.
@@ -159,16 +173,18 @@ public final class FileCache: Sendable {
     @discardableResult
     public func remove(_ key: String) async throws -> Bool {
         let id = FileKeys.id(of: key)
-        return try await gate.withGate { _ in
-            guard let entry = index.withLock({ $0.entries[id] }) else { return false }
-            // File first: metadata without a file is dropped at open; a file without metadata
-            // would be adopted, bringing the removed file back.
-            try await work.runConcurrently { [folder] in try folder.remove(folder.filePath(id)) }
-            index.withLock { _ = $0.remove(id) }
-            try await metadata.delete(
-                FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.storedUseMillis))
-            return true
-        }
+        return try await gate.withGate { gated in try await removeFile(gated, id) }
+    }
+
+    private func removeFile(_ gated: borrowing GateToken<FileCache>, _ id: FileID) async throws -> Bool {
+        guard let entry = state.withLock({ $0.index.entries[id] }) else { return false }
+        // File first: metadata without a file is dropped at open; a file without metadata
+        // would be adopted, bringing the removed file back.
+        try await work.runConcurrently { [folder] in try folder.remove(folder.filePath(id)) }
+        state.withLock { _ = $0.index.remove(id) }
+        try await metadata.delete(
+            FileKeys.metadataKey(id: id, sizeBytes: entry.sizeBytes, lastUseMillis: entry.storedUseMillis))
+        return true
     }
 
     /// Deletes every cached file, the temporary files a crash left, and all metadata under
@@ -176,12 +192,12 @@ public final class FileCache: Sendable {
     /// handles.
     public func removeAll() async throws {
         try await gate.withGate { _ in
-            let (ids, leftovers) = index.withLock { (Array($0.entries.keys), Array($0.leftovers.keys)) }
+            let (ids, leftovers) = state.withLock { (Array($0.index.entries.keys), Array($0.index.leftovers.keys)) }
             try await work.runConcurrently { [folder] in
                 for id in ids { try folder.remove(folder.filePath(id)) }
                 for name in leftovers { try folder.remove(folder.temporaryPath + "/" + name) }
             }
-            index.withLock { $0.removeAllFiles() }
+            state.withLock { $0.index.removeAllFiles() }
             let keys = try await metadata.keys(FileKeys.prefix)
             for start in stride(from: 0, to: keys.count, by: 1_000) {
                 try await metadata.write(keys[start..<min(keys.count, start + 1_000)].map { .delete(key: $0) })
@@ -193,7 +209,7 @@ public final class FileCache: Sendable {
     /// called for, and the use records that ended leases started.
     public func waitForPendingWork() async {
         while true {
-            let running = background.withLock { Array($0.running.values) }
+            let running = state.withLock { Array($0.background.values) }
             if running.isEmpty { return }
             for task in running { await task.value }
         }
@@ -201,12 +217,12 @@ public final class FileCache: Sendable {
 
     /// Runs `work` in a task of its own, which ``waitForPendingWork()`` waits for.
     func runInBackground(_ work: @escaping @Sendable () async -> Void) {
-        background.withLock { state in
-            state.next += 1
-            let token = state.next
-            state.running[token] = Task {
+        state.withLock { state in
+            state.nextBackgroundNumber += 1
+            let number = state.nextBackgroundNumber
+            state.background[number] = Task {
                 await work()
-                _ = self.background.withLock { $0.running.removeValue(forKey: token) }
+                _ = self.state.withLock { $0.background.removeValue(forKey: number) }
             }
         }
     }

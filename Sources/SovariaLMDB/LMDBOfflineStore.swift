@@ -49,8 +49,7 @@ public final class LMDBOfflineStore: OfflineStore {
     /// Bytes of keys and values a page read on the caller's executor may hold; a page that holds
     /// more is read again, whole, on the queue.
     static let inlinePageMaxBytes = 128 * 1_024
-    /// Keys ``keys(_:)`` reads on the caller's executor before it continues on a queue (about
-    /// 100 µs of work).
+    /// Keys ``keys(_:)`` reads on the caller's executor before it continues on a queue.
     static let inlineKeysLimit = 1_000
 
     /// The folder holding `data.mdb` and `lock.mdb`.

@@ -32,6 +32,19 @@ package struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
         #endif
         return try mutex.withLock(body)
     }
+
+    /// Runs `body` with the guarded value if the lock is free, else returns `nil` without waiting.
+    ///
+    /// - Precondition (debug builds): the thread holds no lock of this rank or a higher one.
+    package borrowing func withLockIfAvailable<Result, Failure: Error>(
+        _ body: (inout sending Value) throws(Failure) -> sending Result
+    ) throws(Failure) -> sending Result? {
+        #if DEBUG
+            LockRank.willAcquire(rank)
+            defer { LockRank.didRelease(rank) }
+        #endif
+        return try mutex.withLockIfAvailable(body)
+    }
 }
 
 /// A lock's place in the order its type takes its locks in; see ``RankedMutex``.
@@ -53,8 +66,9 @@ package struct LockRank: Sendable, CustomStringConvertible {
     #if DEBUG
         private static let heldKey = "org.sovaria.heldLockRanks"
 
-        /// Checks `rank` against the ranks this thread holds, then records it as held.
-        static func willAcquire(_ rank: LockRank) {
+        /// Checks `rank` against the ranks this thread holds, then records it as held: for a lock
+        /// kept in a type of its own (``ReadersWriterLock``) that takes part in a ranked order.
+        package static func willAcquire(_ rank: LockRank) {
             let thread = Thread.current
             var held = thread.threadDictionary[heldKey] as? [LockRank] ?? []
             if let last = held.last, last.level >= rank.level {
@@ -65,7 +79,7 @@ package struct LockRank: Sendable, CustomStringConvertible {
         }
 
         /// Forgets `rank`, the most recent lock this thread took.
-        static func didRelease(_ rank: LockRank) {
+        package static func didRelease(_ rank: LockRank) {
             let thread = Thread.current
             var held = thread.threadDictionary[heldKey] as? [LockRank] ?? []
             if !held.isEmpty { held.removeLast() }

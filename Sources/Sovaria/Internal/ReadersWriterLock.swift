@@ -9,10 +9,18 @@
 /// Writers are preferred: once a thread waits for the exclusive side, new shared holders wait behind it,
 /// so a writer (an LMDB map resize, a file-store batch) is never starved by a steady stream of reads. The lock is not recursive: a thread
 /// must never take either side while it holds one.
+///
+/// Given a ``LockRank``, the lock takes its place in its type's lock order like a ``RankedMutex``:
+/// debug builds check both sides against the ranks the thread holds (a thread holding either side
+/// may take only higher ranks, so taking a side twice stops too).
 package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the pthread lock is the synchronization
     @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
+    /// Where this lock stands in its type's order; `nil`: not checked.
+    @usableFromInline let rank: LockRank?
 
-    package init() {
+    /// Creates an unlocked lock, at `rank` in its type's lock order when given.
+    package init(rank: LockRank? = nil) {
+        self.rank = rank
         lock = .allocate(capacity: 1)
         lock.initialize(to: pthread_rwlock_t())
         var attributes = pthread_rwlockattr_t()
@@ -35,6 +43,10 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
     @inlinable
     package func withSharedLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result
     {
+        #if DEBUG
+            if let rank { LockRank.willAcquire(rank) }
+            defer { if let rank { LockRank.didRelease(rank) } }
+        #endif
         pthread_rwlock_rdlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()
@@ -45,6 +57,10 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
     package func withExclusiveLock<Result, Failure: Error>(
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result {
+        #if DEBUG
+            if let rank { LockRank.willAcquire(rank) }
+            defer { if let rank { LockRank.didRelease(rank) } }
+        #endif
         pthread_rwlock_wrlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()
@@ -57,6 +73,10 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
     package func withSharedLockIfAvailable<Result, Failure: Error>(
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result? {
+        #if DEBUG
+            if let rank { LockRank.willAcquire(rank) }
+            defer { if let rank { LockRank.didRelease(rank) } }
+        #endif
         guard pthread_rwlock_tryrdlock(lock) == 0 else { return nil }
         defer { pthread_rwlock_unlock(lock) }
         return try body()

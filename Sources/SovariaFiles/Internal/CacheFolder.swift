@@ -35,8 +35,8 @@ final class CacheFolder: Sendable {
     /// to this process, plus ``openRoots`` for the caches of this process (record locks never
     /// conflict within one). Not `flock`: an `flock` belongs to the open file, so a child process
     /// of the app caught between its fork and its exec holds it through its copy of the
-    /// descriptor, and a cache released meanwhile stayed locked to the next open (issue 35). A
-    /// record lock is not inherited by a child, and goes when this process closes the file.
+    /// descriptor, and a cache released meanwhile would stay locked to the next open. A record
+    /// lock is not inherited by a child, and goes when this process closes the file.
     init(root: URL) throws(OfflineStoreError) {
         let rootPath = root.path
         self.root = rootPath

@@ -1,4 +1,4 @@
-import Synchronization
+import Sovaria
 
 /// The downloads ``FileCache/open(_:orDownload:)`` runs, one per key, and the callers waiting for
 /// each: single-flight ("for any one key, only one piece of work is allowed to be
@@ -38,7 +38,13 @@ final class DownloadFlights: Sendable {
         var running: [String: Flight] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state: RankedMutex<State>
+
+    /// An empty table whose lock stands at `rank` in its cache's order: ``join(_:as:waiter:claim:start:)``
+    /// runs `claim` holding it, so `claim`'s locks must rank higher.
+    init(rank: LockRank) {
+        state = RankedMutex(rank, State())
+    }
 
     /// A number for a caller about to ``join(_:as:waiter:claim:start:)``, which ``leave(_:waiter:)``
     /// names it by.

@@ -12,7 +12,7 @@ extension LMDBEnvironment {
     /// of its own, then closes the environment, renames the copy over `data.mdb` and opens it again.
     ///
     /// Call only on ``writeQueue``, so no write of this process lands between the copy and the swap. The
-    /// copy holds the shared side of `lock` (reads go on); the swap holds the exclusive side, so every store
+    /// copy holds the shared side of ``handles``' lock (reads go on); the swap holds the exclusive side, so every store
     /// sharing this environment finds the new file on its next call. The swap is refused with
     /// ``OfflineStoreError/Code/locked`` when another process has the environment open or wrote to it
     /// during the copy: replacing the file under another process would lose its writes.
@@ -24,7 +24,7 @@ extension LMDBEnvironment {
         defer { LMDBFolder.removeTree(copyFolder) }
         let copiedFile = copyFolder + "/data.mdb"
 
-        let copiedTxnID: Int = try lock.withSharedLock {
+        let copiedTxnID: Int = try handles.withShared { handles in
             guard let handles else { throw Self.closedError(path) }
             let txnID = Self.info(handles.env).me_last_txnid
             try checkLMDB(
@@ -34,9 +34,9 @@ extension LMDBEnvironment {
         }
         try LMDBFolder.sync(copiedFile, directory: false)
 
-        try lock.withExclusiveLock {
-            guard let handles else { throw Self.closedError(path) }
-            let info = Self.info(handles.env)
+        try handles.withExclusive { handles in
+            guard let open = handles else { throw Self.closedError(path) }
+            let info = Self.info(open.env)
             guard info.me_last_txnid == copiedTxnID else {
                 throw OfflineStoreError(
                     .locked,
@@ -45,12 +45,12 @@ extension LMDBEnvironment {
                     engine: .lmdb)
             }
             abortIdleReadTransactions()
-            mdb_env_close(handles.env)
-            self.handles = nil
+            mdb_env_close(open.env)
+            handles = nil
 
             let swapError = swapIn(copiedFile)
             do {
-                self.handles = try Self.openHandles(path: path, options: options, mapSizeBytes: info.me_mapsize).0
+                handles = try Self.openHandles(path: path, options: options, mapSizeBytes: info.me_mapsize).0
             } catch {
                 throw swapError ?? error
             }

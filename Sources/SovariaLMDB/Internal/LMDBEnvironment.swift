@@ -6,20 +6,17 @@ import Synchronization
 /// One open LMDB environment (the `data.mdb` and `lock.mdb` of one folder), shared by every
 /// ``LMDBOfflineStore`` on that folder in this process, since LMDB must never open a path twice.
 ///
-/// Every transaction holds the shared side of `lock`; resizing the map and swapping in a compacted
-/// file hold its exclusive side, so `mdb_env_set_mapsize` and `mdb_env_close` only ever run with no
-/// transaction active in this process, as LMDB requires.
-final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` changes only under `lock`'s exclusive side
-    /// Held shared by every transaction, exclusively by map resizes and the compaction swap.
-    let lock = ReadersWriterLock()
-    /// The open environment, or `nil` after a swap failed to reopen it (the next call tries again).
-    var handles: Handles?
+/// Locks, in the order a thread takes them (checked in debug builds):
+/// 1. ``writer``: whoever runs a write transaction in this process holds it, for the whole
+///    transaction and the map growths it needs;
+/// 2. ``handles``' readers-writer lock: every transaction holds its shared side; resizing the map,
+///    reopening and the compaction swap hold its exclusive side;
+/// 3. ``readTransactions``' lock: taken for an instant inside either side.
+final class LMDBEnvironment: Sendable {
+    /// The open environment's C handles, with the lock transactions hold.
+    let handles: LockedHandles
 
-    /// The C handles of an open environment.
-    struct Handles {
-        let env: OpaquePointer
-        let dbi: MDB_dbi
-    }
+    typealias Handles = LockedHandles.Handles
 
     /// How the environment is opened; the first store on a folder decides.
     struct Options: Sendable {
@@ -44,8 +41,13 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     let writeQueue = BlockingWorkQueue(label: "sovaria.lmdb.write")
     /// Held by whoever runs a write transaction in this process: the write queue, or a caller's
     /// thread that found it free (``writeIfIdle(_:forceSync:)``), so an inline write never waits
-    /// behind a queued one's commit.
-    private let writer = NSLock()
+    /// behind a queued one's commit. Helpers that write take the ``Writer`` it guards.
+    private let writer = RankedMutex(LockRank(1, "LMDBEnvironment.writer"), Writer())
+
+    /// Proof that the code holding it holds ``writer``: made once, kept in the lock.
+    struct Writer: ~Copyable {
+        fileprivate init() {}
+    }
     /// Batches that arrive while a commit runs join the next one (group commit), one after
     /// another in one shared write transaction.
     private let commits: GroupCommit<GroupItem>
@@ -78,10 +80,11 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     private init(path: String, options: Options) throws {
         self.path = path
         self.options = options
-        readTransactions = ReadTransactionPool(capacity: min(32, options.maxReaders / 4))
+        readTransactions = ReadTransactionPool(
+            capacity: min(32, options.maxReaders / 4), rank: LockRank(3, "LMDBEnvironment.readTransactions"))
         LMDBFolder.removeAbandonedCopies(in: path)
         let (handles, cleared) = try Self.openHandles(path: path, options: options, mapSizeBytes: nil)
-        self.handles = handles
+        self.handles = LockedHandles(handles, rank: LockRank(2, "LMDBEnvironment.handles"))
         staleReadersCleared = cleared
         commits = GroupCommit(queue: writeQueue, maxSizePerCommit: Self.maxWritesPerGroup) { items in
             items.first?.environment.commitGroup(items) ?? []
@@ -95,8 +98,10 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     }
 
     deinit {
-        abortIdleReadTransactions()
-        if let handles { mdb_env_close(handles.env) }
+        handles.withExclusive { handles in
+            abortIdleReadTransactions()
+            if let handles { mdb_env_close(handles.env) }
+        }
         Self.openEnvironments.didClose(path)
     }
 
@@ -120,7 +125,6 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
             // `.flushed` survives a crash of the process, not of the machine: LMDB's MDB_NOSYNC (the
             // pages are in the OS's cache when the commit returns; LMDB's own docs: integrity holds
             // on an application crash, a system crash may undo the last transactions).
-            // MDB_NOMETASYNC, used before, still synced the data pages on every commit.
             if options.durability == .flushed { flags |= UInt32(MDB_NOSYNC) }
             try checkLMDB(mdb_env_open(env, path, flags, 0o600), "Opening the LMDB environment in \(path) failed")
             Self.closeOnExec(env, path: path)
@@ -136,9 +140,8 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     }
 
     /// Marks the descriptors LMDB opened on `data.mdb` and `lock.mdb` close-on-exec. LMDB 0.9
-    /// opens them without it, so a child the app starts (a `Process`) kept them open for its whole
-    /// life: a test's read-only remount found one held by a child another test had spawned.
-    /// `mdb_env_get_fd` gives the data file's; the others (the lock file, the data file's second
+    /// opens them without it, so a child the app starts (a `Process`) would keep them open for its
+    /// whole life (and, with them, the volume busy). `mdb_env_get_fd` gives the data file's; the others (the lock file, the data file's second
     /// descriptor for meta pages) are found among this process's descriptors by their path. A
     /// child forked between LMDB's open and this still gets them, as with any descriptor.
     private static func closeOnExec(_ env: OpaquePointer, path: String) {
@@ -200,7 +203,7 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
 
     /// Opens the environment again when a swap left it closed. Holds the exclusive side.
     func reopenIfClosed() throws {
-        try lock.withExclusiveLock {
+        try handles.withExclusive { handles in
             guard handles == nil else { return }
             handles = try Self.openHandles(path: path, options: options, mapSizeBytes: nil).0
         }
@@ -219,12 +222,13 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         case closed
     }
 
-    /// Runs `body` in a read-only transaction on the calling thread, holding the shared side of `lock`.
+    /// Runs `body` in a read-only transaction on the calling thread, holding the shared side of
+    /// ``handles``' lock.
     ///
     /// `body` must copy out whatever it keeps: the transaction is reset when it returns.
     func read<Result>(_ body: (_ txn: OpaquePointer, _ dbi: MDB_dbi) throws -> Result) throws -> Result {
         while true {
-            let attempt: Attempt<Result> = try lock.withSharedLock {
+            let attempt: Attempt<Result> = try handles.withShared { handles in
                 guard let handles else { return .closed }
                 guard let txn = try readTransactions.take(handles.env) else { return .mapResized }
                 defer { readTransactions.give(txn) }
@@ -243,8 +247,7 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         }
     }
 
-    /// Aborts every idle read transaction (each holds a reader slot). Call with the exclusive side held,
-    /// or from `deinit`.
+    /// Aborts every idle read transaction (each holds a reader slot). Call with the exclusive side held.
     func abortIdleReadTransactions() {
         readTransactions.abortIdle()
     }
@@ -255,10 +258,7 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     /// it did. For flushed commits (no fsync): a caller's thread then waits for LMDB's own writer
     /// lock only while another process commits.
     func writeIfIdle(_ batch: [StoreWrite], forceSync: Bool) throws -> Bool {
-        guard writer.try() else { return false }
-        defer { writer.unlock() }
-        try writeHoldingWriter(batch, forceSync: forceSync)
-        return true
+        try writer.withLockIfAvailable { writer in try write(writer, batch, forceSync: forceSync) } != nil
     }
 
     /// Runs a group's batches in one write transaction, one after another, with one commit (one
@@ -266,39 +266,36 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
     /// transaction fails only on what no caller chose (a full map, a resize, an I/O error): then
     /// every batch runs alone, so each caller gets its own outcome; sets and deletes applied twice,
     /// in the same order, end the same.
-    ///
-    /// Batches used to run in nested transactions of the shared one, so one batch's failure undid
-    /// only its own writes; beginning and committing a nested transaction per batch took more CPU
-    /// than the commit's sync left free on two cores (16 synced writers: 6–8x one writer's
-    /// writes/s, against 8–11x without them).
     private func commitGroup(_ items: [GroupItem]) -> [Result<Void, any Error>] {
-        writer.lock()
-        defer { writer.unlock() }
-        let alone = { (item: GroupItem) -> Result<Void, any Error> in
-            Result { try self.writeHoldingWriter(item.batch, forceSync: item.forceSync) }
+        writer.withLock { writer in
+            if items.count > 1 {
+                let forceSync = items.contains { $0.forceSync }
+                let shared: Attempt<Void>? = try? handles.withShared { handles in
+                    guard let handles else { return .closed }
+                    return try commit(writer, items.flatMap(\.batch), in: handles, forceSync: forceSync)
+                }
+                if case .done? = shared { return items.map { _ in .success(()) } }
+            }
+            var results: [Result<Void, any Error>] = []
+            for item in items {
+                results.append(Result { try write(writer, item.batch, forceSync: item.forceSync) })
+            }
+            return results
         }
-        guard items.count > 1 else { return items.map(alone) }
-        let forceSync = items.contains { $0.forceSync }
-        let shared: Attempt<Void>? = try? lock.withSharedLock {
-            guard let handles else { return .closed }
-            return try commit(items.flatMap(\.batch), in: handles, forceSync: forceSync)
-        }
-        if case .done? = shared { return items.map { _ in .success(()) } }
-        return items.map(alone)
     }
 
     /// Applies `batch` in one write transaction, all or nothing. On `MDB_MAP_FULL` the transaction is
     /// aborted, the map grows with no transaction active, and the whole batch runs again.
     ///
-    /// Call holding ``writer``, on one thread: the transaction begins and commits there, and nothing
+    /// Runs on one thread, holding ``writer``: the transaction begins and commits there, and nothing
     /// in it waits for anything but LMDB. `forceSync` flushes the data and meta pages after the commit
     /// (`mdb_env_sync` with force), for a synced store sharing an environment opened with `MDB_NOSYNC`.
-    private func writeHoldingWriter(_ batch: [StoreWrite], forceSync: Bool) throws {
+    private func write(_ writer: borrowing Writer, _ batch: [StoreWrite], forceSync: Bool) throws {
         while true {
-            let attempt: Attempt<Void> = try lock.withSharedLock {
+            let attempt: Attempt<Void> = try handles.withShared { handles in
                 guard let handles else { return .closed }
                 do {
-                    return try commit(batch, in: handles, forceSync: forceSync)
+                    return try commit(writer, batch, in: handles, forceSync: forceSync)
                 } catch let error as OfflineStoreError {
                     throw error.namingDamagedFile(path + "/data.mdb")
                 }
@@ -312,8 +309,10 @@ final class LMDBEnvironment: @unchecked Sendable {  // @unchecked: `handles` cha
         }
     }
 
-    /// One try at the batch, holding the shared side.
-    private func commit(_ batch: [StoreWrite], in handles: Handles, forceSync: Bool) throws -> Attempt<Void> {
+    /// One try at the batch, holding ``writer`` and the shared side of ``handles``' lock.
+    private func commit(
+        _ writer: borrowing Writer, _ batch: [StoreWrite], in handles: Handles, forceSync: Bool
+    ) throws -> Attempt<Void> {
         var begun: OpaquePointer?
         var rc = mdb_txn_begin(handles.env, nil, 0, &begun)
         if rc == MDB_MAP_RESIZED { return .mapResized }

@@ -18,13 +18,14 @@ import Synchronization
 ///   it at a time: a transaction belongs to whoever took it until it is given back.
 final class ReadTransactionPool: Sendable {
     /// Idle transactions as addresses, since `OpaquePointer` is not `Sendable`.
-    private let idle = Mutex<[UInt]>([])
+    private let idle: RankedMutex<[UInt]>
     private let capacity: Int
 
     /// A pool keeping at most `capacity` idle transactions; more concurrent readers begin and abort their
-    /// own.
-    init(capacity: Int) {
+    /// own. Its lock stands at `rank` in the environment's order.
+    init(capacity: Int, rank: LockRank) {
         self.capacity = max(1, capacity)
+        idle = RankedMutex(rank, [])
     }
 
     /// A read transaction on the newest snapshot of `env`, or `nil` when another process grew the map

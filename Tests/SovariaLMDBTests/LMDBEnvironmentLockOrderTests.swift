@@ -1,0 +1,54 @@
+import Foundation
+import Sovaria
+import SovariaTestKit
+import Testing
+
+@testable import SovariaLMDB
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The environment's lock order (writer, then the handles' readers-writer lock, then the read
+/// transaction pool), checked in debug builds: an inversion stops the process.
+@Suite struct LMDBEnvironmentLockOrderTests {
+    #if DEBUG
+        @Test func takingTheWriterInsideATransactionStopsTheProcess() async {
+            await #expect(processExitsWith: .failure) {
+                // Only the lock-order check may end this process with a failure.
+                do {
+                    let folder = try TemporaryFolder()
+                    let environment = try LMDBOfflineStore(directory: folder.url).environment
+                    try environment.handles.withShared { _ in
+                        _ = try environment.writeIfIdle([.set(key: "k", value: "v")], forceSync: false)
+                    }
+                } catch {}
+                _exit(0)
+            }
+        }
+
+        @Test func takingTheHandlesLockTwiceStopsTheProcess() async {
+            await #expect(processExitsWith: .failure) {
+                do {
+                    let folder = try TemporaryFolder()
+                    let environment = try LMDBOfflineStore(directory: folder.url).environment
+                    _ = try environment.read { _, _ in environment.mapSizeBytes }
+                } catch {}
+                _exit(0)
+            }
+        }
+
+        @Test func takingTheLocksInTheirOrderDoesNotStopTheProcess() async {
+            await #expect(processExitsWith: .success) {
+                do {
+                    let folder = try TemporaryFolder()
+                    let environment = try LMDBOfflineStore(directory: folder.url).environment
+                    let wrote = try environment.writeIfIdle([.set(key: "k", value: "v")], forceSync: false)
+                    let value = try environment.value(for: "k")
+                    _exit(wrote && value == "v" ? 0 : 1)
+                } catch {}
+                _exit(1)
+            }
+        }
+    #endif
+}
