@@ -112,7 +112,9 @@ enum SovariaNotes {
                 print("  [\(note.done ? "x" : " ")] \(note.id)  \(note.title)\(mark)")
             }
             if !read.read.isExact {
-                print("  (may change once synced: \(read.read.inexactReasons.joined(separator: "; ")))")
+                print(
+                    "  (may change once synced: \(read.read.inexactReasons.map(\.description).joined(separator: "; ")))"
+                )
             }
         default:
             throw Usage("unknown command \(command)")
@@ -123,6 +125,7 @@ enum SovariaNotes {
         switch outcome {
         case .sent(let response): print("\(what): sent, the server answered \(response.status)")
         case .queued(let write): print("\(what): server unreachable, queued as #\(write.sequence)")
+        case .rejected(let rejected): print("\(what): refused by the server (\(rejected.status)), kept as rejected")
         }
     }
 

@@ -14,27 +14,72 @@ extension WriteQueue {
     ///   both, never neither.
     @discardableResult
     public func reject(_ id: String, status: Int, message: String) async throws -> RejectedWrite? {
-        try await gate.withGate { _ in
-            guard let queuedSequence = index.withLock({ $0.queued[id] }) else { return nil }
+        try await gate.withGate { gated in
+            guard let queuedSequence = readIndex({ $0.queued[id] }) else { return nil }
             let queuedKey = QueueKeys.queued(queuedSequence, id)
             guard let write = try await storedWrite(queuedKey) else {
-                index.withLock { $0.removeQueued(id) }  // gone from the store
+                changeIndex(gated) { $0.removeQueued(id) }  // gone from the store
                 return nil
             }
             let rejected = RejectedWrite(
                 write: write, status: status, message: message,
                 rejectedAt: QueueCoding.truncatedToMilliseconds(clock()))
-            let (sequence, dropped) = try index.withLock { index in
+            let (sequence, dropped) = try readIndex { index in
                 (try index.nextSequence(), index.rejected.prefix(max(0, index.rejected.count + 1 - Self.maxRejected)))
             }
             try await commit(
+                gated,
                 [
                     .set(key: QueueKeys.rejected(sequence, id), value: try QueueCoding.encode(rejected)),
                     .delete(key: queuedKey),
                 ] + dropped.map { .delete(key: QueueKeys.rejected($0.sequence, $0.id)) },
                 givingOut: sequence)
-            index.withLock { index in
+            changeIndex(gated) { index in
                 index.removeQueued(id)
+                index.rejected.removeFirst(dropped.count)
+                index.rejected.append(.init(sequence: sequence, id: id))
+                index.lastSequence = sequence
+            }
+            return rejected
+        }
+    }
+
+    /// Adds a write that was never queued to the rejected list with the server's answer: a
+    /// controller sent it at once, and the server refused it. It is kept exactly as a queued write
+    /// the server refused (``reject(_:status:message:)``), so the app finds every refusal in one
+    /// list, whichever way the write was sent.
+    ///
+    /// - Parameters:
+    ///   - request: the request as it was sent.
+    ///   - id: the client id it was sent with (its `Idempotency-Key`).
+    /// - Returns: the rejected write; its ``RejectedWrite/write`` has the rejection's sequence
+    ///   and no failed attempts.
+    /// - Important: One atomic store batch: the rejected entry in, the oldest rejected entries
+    ///   past ``maxRejected`` out.
+    /// - Throws: ``WriteQueueError`` with ``WriteQueueError/Code/invalidClientID`` when `id`
+    ///   cannot be a client id or a queued write has it; nothing is written then.
+    @discardableResult
+    public func rejectUnqueued(
+        _ request: DataRequest, id: String, status: Int, message: String
+    ) async throws -> RejectedWrite {
+        try Self.checkClientID(id)
+        return try await gate.withGate { gated in
+            let (sequence, dropped) = try readIndex { index in
+                if index.queued[id] != nil { throw QueueErrors.badClientID(id, "a queued write has it") }
+                return (
+                    try index.nextSequence(), index.rejected.prefix(max(0, index.rejected.count + 1 - Self.maxRejected))
+                )
+            }
+            let now = QueueCoding.truncatedToMilliseconds(clock())
+            let rejected = RejectedWrite(
+                write: QueuedWrite(id: id, sequence: sequence, request: request, queuedAt: now), status: status,
+                message: message, rejectedAt: now)
+            try await commit(
+                gated,
+                [.set(key: QueueKeys.rejected(sequence, id), value: try QueueCoding.encode(rejected))]
+                    + dropped.map { .delete(key: QueueKeys.rejected($0.sequence, $0.id)) },
+                givingOut: sequence)
+            changeIndex(gated) { index in
                 index.rejected.removeFirst(dropped.count)
                 index.rejected.append(.init(sequence: sequence, id: id))
                 index.lastSequence = sequence
@@ -67,20 +112,20 @@ extension WriteQueue {
     /// idempotency key may answer it with the stored rejection.
     ///
     /// - Important: One atomic store batch: the queue entry in, the rejected entry out.
-    /// - Throws: `OfflineStoreError.Code.notFound` when no rejected write has that id;
-    ///   `OfflineStoreError.Code.queueFull` when ``maxQueued`` writes are waiting (it stays
-    ///   rejected).
+    /// - Throws: ``WriteQueueError`` with ``WriteQueueError/Code/notFound`` when no rejected write
+    ///   has that id, or with ``WriteQueueError/Code/queueFull`` when ``maxQueued`` writes are
+    ///   waiting (it stays rejected).
     @discardableResult
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
-        try await gate.withGate { _ in
-            let (entry, waiting, sequence) = try index.withLock { index in
+        try await gate.withGate { gated in
+            let (entry, waiting, sequence) = try readIndex { index in
                 (index.rejected.first { $0.id == rejectedID }, index.queued.count, try index.nextSequence())
             }
             guard let entry else { throw QueueErrors.notRejected(rejectedID) }
             guard waiting < maxQueued else { throw QueueErrors.full(maxQueued) }
             let rejectedKey = QueueKeys.rejected(entry.sequence, rejectedID)
             guard let value = try await store.get(rejectedKey) else {
-                index.withLock { $0.rejected.removeAll { $0.id == rejectedID } }  // gone from the store
+                changeIndex(gated) { $0.rejected.removeAll { $0.id == rejectedID } }  // gone from the store
                 throw QueueErrors.notRejected(rejectedID)
             }
             let rejected = try QueueEntryReader().rejectedWrite(StoreEntry(key: rejectedKey, value: value))
@@ -88,12 +133,13 @@ extension WriteQueue {
                 id: rejectedID, sequence: sequence, request: rejected.write.request,
                 queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
             try await commit(
+                gated,
                 [
                     .set(key: QueueKeys.queued(sequence, rejectedID), value: try QueueCoding.encode(write)),
                     .delete(key: rejectedKey),
                 ],
                 givingOut: sequence)
-            index.withLock { index in
+            changeIndex(gated) { index in
                 index.rejected.removeAll { $0.id == rejectedID }
                 index.appendQueued(.init(sequence: sequence, id: rejectedID))
             }
@@ -108,13 +154,13 @@ extension WriteQueue {
     ///   entry).
     @discardableResult
     public func discard(_ rejectedID: String) async throws -> Bool {
-        try await gate.withGate { _ in
-            let planned = index.withLock { index in
+        try await gate.withGate { gated in
+            let planned = readIndex { index in
                 index.rejected.first { $0.id == rejectedID }.map { ($0, index.sequenceRecord(deleting: [$0.sequence])) }
             }
             guard let (entry, record) = planned else { return false }
-            try await commit(record.writes + [.delete(key: QueueKeys.rejected(entry.sequence, entry.id))])
-            index.withLock { index in
+            try await commit(gated, record.writes + [.delete(key: QueueKeys.rejected(entry.sequence, entry.id))])
+            changeIndex(gated) { index in
                 index.rejected.removeAll { $0.id == rejectedID }
                 index.recordedSequences = record.recorded
             }

@@ -33,7 +33,7 @@ import Synchronization
 public final class WriteQueue: Sendable {
     /// The default bound on waiting writes: 1,000. Writes are small (a request and a few
     /// headers, typically under 1 KiB each), so a full queue costs about a megabyte; past it
-    /// `enqueue(_:)` refuses with `OfflineStoreError.Code.queueFull` rather than growing the
+    /// `enqueue(_:)` refuses with ``WriteQueueError/Code/queueFull`` rather than growing the
     /// store without bound while the device stays offline.
     public static let defaultMaxQueued = 1_000
     /// How many rejected writes are kept: the newest 100; older ones are dropped in
@@ -48,9 +48,19 @@ public final class WriteQueue: Sendable {
     let clock: @Sendable () -> Date
     /// Waits between read-backs after a write whose outcome the store could not tell.
     let pause: @Sendable (Duration) async throws -> Void
+    // State and locking: `gate` orders the changes, one at a time in call order; `state` (rank
+    // `stateRank`) guards the index of key names. Changing the index takes the gate's token
+    // (`changeIndex`), so it changes only inside the gate, after the store batch it describes
+    // succeeded; reading it (`readIndex`) takes no gate. No other lock is taken while `state` is
+    // held; the controller reads the queue while it holds its own state (a lower rank).
+
+    /// Orders the changes: one at a time, in call order.
     let gate = AsyncGate<WriteQueue>()
-    /// Changed only under `gate`, in place, after the store batch it describes succeeded.
-    let index: Mutex<QueueIndex>
+    /// The index; see ``readIndex(_:)`` and ``changeIndex(_:_:)``.
+    private let state: RankedMutex<QueueIndex>
+    /// The queue's lock in the package's lock order: taken last, inside the controller's state
+    /// (`SovariaOffline.stateRank`, 100), never around another lock.
+    package static let stateRank = LockRank(110, "WriteQueue.state")
 
     /// Opens the queue kept in `store`, from its key names alone.
     ///
@@ -77,14 +87,29 @@ public final class WriteQueue: Sendable {
         self.pause = pause
         let (loaded, repairs) = try await QueueIndex.load(from: store)
         if !repairs.isEmpty { try await store.write(repairs) }
-        index = Mutex(loaded)
+        state = RankedMutex(Self.stateRank, loaded)
+    }
+
+    /// Reads the index, from any task.
+    func readIndex<Result: Sendable, Failure: Error>(
+        _ body: (borrowing QueueIndex) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try state.withLock { (index: inout QueueIndex) throws(Failure) -> Result in try body(index) }
+    }
+
+    /// Changes the index: only inside the gate, after the store batch the change describes
+    /// succeeded (or, in ``commit(_:_:givingOut:)``, to the store's state after a failed one).
+    func changeIndex<Result: Sendable, Failure: Error>(
+        _ gated: borrowing GateToken<WriteQueue>, _ body: (inout QueueIndex) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try state.withLock { (index: inout QueueIndex) throws(Failure) -> Result in try body(&index) }
     }
 
     /// How many writes are waiting: exact, kept in memory, costs no store call.
-    public var count: Int { index.withLock { $0.queued.count } }
+    public var count: Int { readIndex { $0.queued.count } }
 
     /// How many rejected writes are kept: exact, kept in memory.
-    public var rejectedCount: Int { index.withLock { $0.rejected.count } }
+    public var rejectedCount: Int { readIndex { $0.rejected.count } }
 
     /// Queues `request` at the tail with the next sequence and client id `id` (a new one when
     /// `nil`).
@@ -100,15 +125,16 @@ public final class WriteQueue: Sendable {
     ///   a minute) and sends it again only if it is not there: the call returns the write queued
     ///   once, or throws an error that leaves no doubt. The same holds for every change the queue
     ///   and the rejected list make.
-    /// - Throws: `OfflineStoreError.Code.queueFull` (message `OFFLINE_QUEUE_FULL…`) when
-    ///   ``maxQueued`` writes are waiting; `OfflineStoreError.Code.invalidKey` when `id` is
-    ///   empty, longer than 128 bytes, holds a control character, or is already queued. Nothing
-    ///   is written then.
+    /// - Throws: ``WriteQueueError`` with ``WriteQueueError/Code/queueFull`` (message
+    ///   `OFFLINE_QUEUE_FULL…`) when ``maxQueued`` writes are waiting, or with
+    ///   ``WriteQueueError/Code/invalidClientID`` when `id` is empty, longer than 128 bytes, holds
+    ///   a control character, or is already queued; nothing is written then. The store's errors
+    ///   as `OfflineStoreError`.
     @discardableResult
     public func enqueue(_ request: DataRequest, id: String? = nil) async throws -> QueuedWrite {
         if let id { try Self.checkClientID(id) }
-        return try await gate.withGate { _ in
-            let (waiting, sequence) = try index.withLock { index in
+        return try await gate.withGate { gated in
+            let (waiting, sequence) = try readIndex { index in
                 if let id, index.queued[id] != nil { throw QueueErrors.badClientID(id, "a queued write has it") }
                 return (index.queued.count, try index.nextSequence())
             }
@@ -117,9 +143,9 @@ public final class WriteQueue: Sendable {
                 id: id ?? ClientID.make(), sequence: sequence, request: request,
                 queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
             try await commit(
-                [.set(key: QueueKeys.queued(sequence, write.id), value: try QueueCoding.encode(write))],
+                gated, [.set(key: QueueKeys.queued(sequence, write.id), value: try QueueCoding.encode(write))],
                 givingOut: sequence)
-            index.withLock { $0.appendQueued(.init(sequence: sequence, id: write.id)) }
+            changeIndex(gated) { $0.appendQueued(.init(sequence: sequence, id: write.id)) }
             return write
         }
     }
@@ -127,7 +153,7 @@ public final class WriteQueue: Sendable {
     /// A new client id: a random (version 4) UUID in lowercase text.
     public static func makeClientID() -> String { ClientID.make() }
 
-    private static func checkClientID(_ id: String) throws {
+    static func checkClientID(_ id: String) throws {
         guard !id.isEmpty, id.utf8.count <= 128 else { throw QueueErrors.badClientID(id, "1 to 128 bytes") }
         guard !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw QueueErrors.badClientID(id, "a control character")
@@ -154,7 +180,7 @@ public final class WriteQueue: Sendable {
     /// The oldest waiting write, the next to send, or `nil` when none waits. Reads one value
     /// (its key comes from memory), so it costs the same however long the queue is.
     public func head() async throws -> QueuedWrite? {
-        guard let head = index.withLock({ $0.head }) else { return nil }
+        guard let head = readIndex({ $0.head }) else { return nil }
         if let write = try await storedWrite(QueueKeys.queued(head.sequence, head.id)) { return write }
         // Removed between reading the index and the store: ask the store for its first entry.
         return try await store.entries(QueueKeys.queuePrefix, after: nil, limit: 1).first.map(
@@ -168,13 +194,13 @@ public final class WriteQueue: Sendable {
     ///   goes, in the same batch), so sequences keep growing after the queue empties.
     @discardableResult
     public func remove(_ id: String) async throws -> Bool {
-        try await gate.withGate { _ in
-            let planned = index.withLock { index in
+        try await gate.withGate { gated in
+            let planned = readIndex { index in
                 index.queued[id].map { ($0, index.sequenceRecord(deleting: [$0])) }
             }
             guard let (sequence, record) = planned else { return false }
-            try await commit(record.writes + [.delete(key: QueueKeys.queued(sequence, id))])
-            index.withLock { index in
+            try await commit(gated, record.writes + [.delete(key: QueueKeys.queued(sequence, id))])
+            changeIndex(gated) { index in
                 index.removeQueued(id)
                 index.recordedSequences = record.recorded
             }
@@ -188,16 +214,16 @@ public final class WriteQueue: Sendable {
     /// - Returns: the updated write, or `nil` when no queued write has that id.
     @discardableResult
     public func recordFailure(_ id: String, message: String) async throws -> QueuedWrite? {
-        try await gate.withGate { _ in
-            guard let sequence = index.withLock({ $0.queued[id] }) else { return nil }
+        try await gate.withGate { gated in
+            guard let sequence = readIndex({ $0.queued[id] }) else { return nil }
             let key = QueueKeys.queued(sequence, id)
             guard var write = try await storedWrite(key) else {
-                index.withLock { $0.removeQueued(id) }  // gone from the store
+                changeIndex(gated) { $0.removeQueued(id) }  // gone from the store
                 return nil
             }
             write.attempts += 1
             write.lastError = message
-            try await commit([.set(key: key, value: try QueueCoding.encode(write))])
+            try await commit(gated, [.set(key: key, value: try QueueCoding.encode(write))])
             return write
         }
     }
@@ -206,15 +232,15 @@ public final class WriteQueue: Sendable {
     ///
     /// - Important: One store batch: a crash leaves either everything or nothing.
     public func clear() async throws {
-        try await gate.withGate { _ in
+        try await gate.withGate { gated in
             // The store's key names, not the index: whatever is under the prefixes goes.
             let keys = try await store.keys(QueueKeys.queuePrefix) + store.keys(QueueKeys.rejectedPrefix)
             let sequences =
                 keys.compactMap { QueueKeys.parse($0, prefix: QueueKeys.queuePrefix)?.sequence }
                 + keys.compactMap { QueueKeys.parse($0, prefix: QueueKeys.rejectedPrefix)?.sequence }
-            let record = index.withLock { $0.sequenceRecord(deleting: sequences) }
-            try await commit(record.writes + keys.map { .delete(key: $0) })
-            index.withLock { index in
+            let record = readIndex { $0.sequenceRecord(deleting: sequences) }
+            try await commit(gated, record.writes + keys.map { .delete(key: $0) })
+            changeIndex(gated) { index in
                 index.removeAll()
                 index.recordedSequences = record.recorded
             }
@@ -223,15 +249,18 @@ public final class WriteQueue: Sendable {
 
     static let pageSize = 1_000
 
-    /// Writes `batch`, learning its outcome when the store cannot tell it. If it fails, the index is rebuilt from the store's keys (a store without
-    /// atomic batches may have applied part of it); the sequences given out so far, `sequence`
-    /// included if the batch used a new one, are never given out again.
-    func commit(_ batch: [StoreWrite], givingOut sequence: UInt64 = 0) async throws {
+    /// Writes `batch`, learning its outcome when the store cannot tell it. If it fails, the
+    /// index is rebuilt from the store's keys (a store without atomic batches may have applied
+    /// part of it); the sequences given out so far, `sequence` included if the batch used a new
+    /// one, are never given out again.
+    func commit(
+        _ gated: borrowing GateToken<WriteQueue>, _ batch: [StoreWrite], givingOut sequence: UInt64 = 0
+    ) async throws {
         do {
             try await store.writeLearningOutcome(batch, pause: pause)
         } catch {
             let reloaded = try? await QueueIndex.load(from: store).index
-            index.withLock { index in
+            changeIndex(gated) { index in
                 let givenOut = max(index.lastSequence, sequence)  // never handed out again
                 if let reloaded { index = reloaded }
                 index.lastSequence = max(index.lastSequence, givenOut)

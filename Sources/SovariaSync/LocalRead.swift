@@ -14,8 +14,9 @@ public struct LocalRead: Sendable, Hashable {
     public var source: CacheRead.Source
     /// Whether a refresh runs behind the answer (stale-while-revalidate).
     public var isRefreshing: Bool
-    /// Why the answer may differ from the server's once the writes sync; empty when exact.
-    public var inexactReasons: [String]
+    /// Why the answer may differ from the server's once the writes sync, in the order met;
+    /// empty when exact.
+    public var inexactReasons: [InexactReason]
     /// The rows that pending writes touched (draw them as "waiting to sync").
     public var pendingRows: [PendingRow]
     /// Whether pending writes changed the answer (rows added, changed or removed).
@@ -23,6 +24,9 @@ public struct LocalRead: Sendable, Hashable {
 
     /// Whether the answer is what the server will answer once the pending writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }
+    /// The reasons as sentences.
+    @available(*, deprecated, message: "match the cases of inexactReasons; each one's description is its sentence")
+    public var inexactReasonDescriptions: [String] { inexactReasons.map(\.description) }
     /// Whether pending writes changed the answer, a delete included (Firestore's
     /// `hasPendingWrites`).
     public var hasPendingWrites: Bool { changedByPendingWrites || !pendingRows.isEmpty }

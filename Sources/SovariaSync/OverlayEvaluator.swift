@@ -59,8 +59,9 @@ public struct OverlayWrite: Sendable, Hashable {
 public struct OverlayAnswer: Sendable, Hashable {
     /// The answer's body (for PostgREST, the JSON array of rows), or `nil` when nothing is known.
     public var body: String?
-    /// Why the answer may differ from the server's after the writes sync; empty when it is exact.
-    public var inexactReasons: [String]
+    /// Why the answer may differ from the server's after the writes sync, in the order met;
+    /// empty when it is exact.
+    public var inexactReasons: [InexactReason]
     /// The rows of the answer that pending writes touched.
     public var pendingRows: [PendingRow]
     /// Whether pending writes changed the answer: rows added, changed or removed.
@@ -72,9 +73,13 @@ public struct OverlayAnswer: Sendable, Hashable {
     /// Whether the answer is what the server will answer once the writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }
 
+    /// The reasons as sentences.
+    @available(*, deprecated, message: "match the cases of inexactReasons; each one's description is its sentence")
+    public var inexactReasonDescriptions: [String] { inexactReasons.map(\.description) }
+
     /// An answer.
     public init(
-        body: String?, inexactReasons: [String] = [], pendingRows: [PendingRow] = [],
+        body: String?, inexactReasons: [InexactReason] = [], pendingRows: [PendingRow] = [],
         changedByPendingWrites: Bool = false, wantsRelatedAnswers: Bool = false
     ) {
         self.body = body

@@ -6,8 +6,8 @@ import SovariaQueue
 extension SovariaOffline {
     /// How a controller queues, retries and caches; every field has a default.
     public struct Configuration: Sendable {
-        /// Writes waiting at once; past this a new offline write throws
-        /// `Sovaria.OfflineStoreError.Code.queueFull` (`OFFLINE_QUEUE_FULL`). Default: ``SovariaOffline/maxQueued``.
+        /// Writes waiting at once; past this a new offline write throws `WriteQueueError` with
+        /// code `.queueFull` (`OFFLINE_QUEUE_FULL`). Default: ``SovariaOffline/maxQueued``.
         public var maxQueued: Int = SovariaOffline.maxQueued
         /// Cached read results kept; past it the ones the server sent longest ago go. Default:
         /// ``SovariaOffline/maxCached``.

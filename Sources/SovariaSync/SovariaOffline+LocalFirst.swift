@@ -82,9 +82,7 @@ extension SovariaOffline {
         {
             // Marked stale by a sync this run does not know of (one before a restart): the write
             // may be missing from the answer until it is fetched again.
-            answer.inexactReasons = [
-                "the cached answer is stale: a write synced before this run may not show until it is fetched again"
-            ]
+            answer.inexactReasons = [.staleAfterEarlierSync]
         }
         guard let local else { return answer }
         answer.inexactReasons += local.inexactReasons
@@ -100,9 +98,7 @@ extension SovariaOffline {
         let writes = try await overlayWrites(for: request)
         guard !writes.isEmpty else { return nil }
         guard let overlay = configuration.overlay else {
-            return OverlayAnswer(
-                body: cachedBody, inexactReasons: ["pending writes are not applied: no overlay evaluator is configured"]
-            )
+            return OverlayAnswer(body: cachedBody, inexactReasons: [.noOverlayEvaluator])
         }
         let local = overlay.answer(request, cachedBody: cachedBody, writes: writes, related: [])
         guard local.wantsRelatedAnswers else { return local }

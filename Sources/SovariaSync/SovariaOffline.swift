@@ -21,6 +21,10 @@ import Synchronization
 ///   exponential backoff with jitter. 401 calls ``Configuration/refreshAuthorization`` once and
 ///   sends again; a second 401 pauses the queue and reports it. Any other 4xx moves the write to
 ///   the rejected list (one atomic batch), reports it, and the flush goes on.
+/// - Refusals: a write the server refuses (a 4xx other than 401, 408 and 429) ends in the
+///   rejected list and is reported through ``syncErrors`` and ``onSyncError``, whether it was
+///   sent at once by ``write(_:)`` (which then returns ``WriteOutcome/rejected(_:)``) or from the
+///   queue by a flush.
 /// - Triggers: ``flush()``, a reconnect (a request reaching the server after ``online`` was
 ///   `false`), and ``Configuration/flushInterval`` while writes are pending; all share one running
 ///   flush.
@@ -36,7 +40,7 @@ import Synchronization
 ///
 /// - Important: Safe from any number of tasks. Writes pass one at a time (so none overtakes
 ///   another); a flush runs at most once at a time. After ``close()`` every call throws
-///   `Sovaria.OfflineStoreError.Code.closed`.
+///   ``SovariaOfflineError`` with ``SovariaOfflineError/Code/closed``.
 public final class SovariaOffline: Sendable {
     /// Writes waiting at once by default (``Configuration/maxQueued``): 1,000.
     public static let maxQueued = WriteQueue.defaultMaxQueued
@@ -56,12 +60,23 @@ public final class SovariaOffline: Sendable {
     /// The cached read results.
     let cache: QueryCache
 
-    let state = Mutex(State())
+    // State and locking: `writeGate` passes the writes one at a time (a helper that must run
+    // inside it takes its token); `state` (rank `stateRank`) guards every field that changes
+    // after init. The one lock taken while `state` is held is the queue's (`WriteQueue.stateRank`,
+    // a higher rank), to read its counts; callbacks and signals run after `state` is released.
+    // `signals` and `synced` each keep a lock of their own that never holds another.
+
+    /// Everything of the controller that changes after init.
+    let state = RankedMutex(SovariaOffline.stateRank, State())
+    /// The controller's lock in the package's lock order: taken before the queue's
+    /// (`WriteQueue.stateRank`), never inside it.
+    static let stateRank = LockRank(100, "SovariaOffline.state")
     /// Tells live queries and status followers what changed.
     let signals = ChangeSignals()
     /// The writes synced in this run, kept for the answers fetched before them.
     let synced = SyncedWrites()
-    private let writes = AsyncGate<SovariaOffline>()
+    /// Passes ``write(_:)``, ``requeue(_:)`` and ``clear()`` one at a time.
+    let writeGate = AsyncGate<SovariaOffline>()
     private let errors: AsyncStream<SyncError>.Continuation
     /// Every sync error, as it happens. One stream per controller: iterate it from one task.
     public let syncErrors: AsyncStream<SyncError>
@@ -162,10 +177,13 @@ public final class SovariaOffline: Sendable {
     }
 
     /// Puts a rejected write back at the end of the queue, with its client id.
+    ///
+    /// - Throws: ``WriteQueueError`` with ``WriteQueueError/Code/notFound`` when no rejected
+    ///   write has that id, or ``WriteQueueError/Code/queueFull``.
     @discardableResult
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
         try checkOpen()
-        let write = try await writes.withGate { _ in try await queue.requeue(rejectedID) }
+        let write = try await writeGate.withGate { _ in try await queue.requeue(rejectedID) }
         signals.changed(table: write.request.table)
         return write
     }
@@ -181,38 +199,59 @@ public final class SovariaOffline: Sendable {
 
     /// Sends `request` now when online and nothing is pending; otherwise queues it durably.
     ///
-    /// - Returns: ``WriteOutcome/sent(_:)`` with the server's answer (whatever its status), or
-    ///   ``WriteOutcome/queued(_:)`` once the write is in the store.
-    /// - Throws: `Sovaria.OfflineStoreError` with code `.queueFull` (`OFFLINE_QUEUE_FULL`) past
-    ///   ``Configuration/maxQueued``, with nothing written; the store's errors; `.closed`.
+    /// A refusal is reported the same way on both paths: a write the server refuses (a 4xx
+    /// other than 401, 408 and 429) moves to the rejected list (``rejectedWrites()``) and is
+    /// reported through ``syncErrors`` and ``onSyncError`` as ``SyncError/Kind/rejected(_:)``,
+    /// whether this call sent it or a later flush did.
+    ///
+    /// - Returns: ``WriteOutcome/sent(_:)`` with the server's answer when it took the write (2xx)
+    ///   or answered 401 (the write is not kept; refresh the token and write again) or another
+    ///   status that is not a refusal; ``WriteOutcome/rejected(_:)`` when it refused the write, now
+    ///   in the rejected list; ``WriteOutcome/queued(_:)`` once the write is in the store (offline,
+    ///   writes pending, no network, or 408, 429, 5xx).
+    /// - Throws: ``WriteQueueError`` with ``WriteQueueError/Code/queueFull`` (`OFFLINE_QUEUE_FULL`)
+    ///   past ``Configuration/maxQueued``, with nothing written; the store's errors as
+    ///   `OfflineStoreError`; ``SovariaOfflineError/Code/closed`` after ``close()``.
     public func write(_ request: DataRequest) async throws -> WriteOutcome {
         try checkOpen()
         defer { signals.changed(table: request.table) }
-        return try await writes.withGate { (_: borrowing GateToken<SovariaOffline>) async throws -> WriteOutcome in
-            // One client id for both paths: when the answer to the direct send is lost, the
-            // queued replay carries the same Idempotency-Key.
-            let id = WriteQueue.makeClientID()
-            if online, queue.count == 0 {
-                do {
-                    var sent = request
-                    sent.headers[Self.idempotencyHeader] = sent.headers[Self.idempotencyHeader] ?? id
-                    let response = try await transport.send(sent)
-                    reachedServer()
-                    if !Self.isRetryable(response.status) {
-                        if response.isSuccess {
-                            // Shown in the answers fetched before it until they are fetched again.
-                            let write = QueuedWrite(id: id, sequence: 0, request: sent, queuedAt: configuration.clock())
-                            recordSynced(write)
-                            try await markTableStale(of: request)
-                        }
-                        return .sent(response)
-                    }
-                } catch let error as SyncTransportError {
-                    wentOffline(error)
+        return try await writeGate.withGate { gated in try await sendOrQueue(request, gated) }
+    }
+
+    /// ``write(_:)`` inside the write gate: a write made while another is sent or queued waits
+    /// for it, so none overtakes another.
+    private func sendOrQueue(
+        _ request: DataRequest, _ gated: borrowing GateToken<SovariaOffline>
+    ) async throws -> WriteOutcome {
+        // One client id for both paths: when the answer to the direct send is lost, the
+        // queued replay carries the same Idempotency-Key.
+        let id = WriteQueue.makeClientID()
+        if online, queue.count == 0 {
+            do {
+                var sent = request
+                sent.headers[Self.idempotencyHeader] = sent.headers[Self.idempotencyHeader] ?? id
+                let response = try await transport.send(sent)
+                reachedServer()
+                if response.isSuccess {
+                    // Shown in the answers fetched before it until they are fetched again.
+                    let write = QueuedWrite(id: id, sequence: 0, request: sent, queuedAt: configuration.clock())
+                    recordSynced(write)
+                    try await markTableStale(of: request)
+                    return .sent(response)
                 }
+                if Self.isRefusal(response.status) {
+                    // Kept as the queue keeps a write the server refused: the request as made.
+                    let rejected = try await queue.rejectUnqueued(
+                        request, id: id, status: response.status, message: response.body)
+                    report(SyncError(kind: .rejected(rejected), write: rejected.write, message: response.body))
+                    return .rejected(rejected)
+                }
+                if !Self.isRetryable(response.status) { return .sent(response) }
+            } catch let error as SyncTransportError {
+                wentOffline(error)
             }
-            return .queued(try await queue.enqueue(request, id: id))
         }
+        return .queued(try await queue.enqueue(request, id: id))
     }
 
     /// Sends the queued writes now, oldest first, one at a time; returns how many synced.
@@ -232,13 +271,14 @@ public final class SovariaOffline: Sendable {
 
     /// The running flush, or a new one.
     private func startFlush() -> Task<Int, any Error> {
-        state.withLock { state in
-            if let running = state.flight { return running }
+        let (flight, started) = state.withLock { state in
+            if let running = state.flight { return (running, false) }
             let task = Task { try await self.drainQueue() }
             state.flight = task
-            signals.statusChanged()
-            return task
+            return (task, true)
         }
+        if started { signals.statusChanged() }
+        return flight
     }
 
     /// Waits for the flush running now, if any (tests use it after a reconnect started one).
@@ -323,7 +363,7 @@ public final class SovariaOffline: Sendable {
             case _ where Self.isRetryable(response.status):
                 try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
                 return (synced, false)
-            case 400..<500:
+            case _ where Self.isRefusal(response.status):
                 if let rejected = try await queue.reject(head.id, status: response.status, message: response.body) {
                     report(SyncError(kind: .rejected(rejected), write: head, message: response.body))
                 }
@@ -368,6 +408,12 @@ public final class SovariaOffline: Sendable {
     /// 408, 429 and 5xx: the server may take the same request later.
     static func isRetryable(_ status: Int) -> Bool {
         status == 408 || status == 429 || (500..<600).contains(status)
+    }
+
+    /// A 4xx other than 401, 408 and 429: the server refused the write, and the same request
+    /// would be refused again.
+    static func isRefusal(_ status: Int) -> Bool {
+        (400..<500).contains(status) && status != 401 && !isRetryable(status)
     }
 
     // MARK: - Reads
@@ -416,22 +462,26 @@ public final class SovariaOffline: Sendable {
     /// Forgets the cache, the queue and the rejected list (sign-out), and gives the space back.
     public func clear() async throws {
         try checkOpen()
-        try await writes.withGate { _ in
-            try await queue.clear()
-            try await cache.clearLocalData()
-            let tables = try await store.keys(Self.tablesPrefix)
-            try await store.write(tables.map { .delete(key: $0) })
-            state.withLock { state in
-                state.queriesByTable = [:]
-                state.lastError = nil
-            }
-            synced.clear()
-            try await store.compact()
-        }
+        try await writeGate.withGate { gated in try await clearLocalData(gated) }
         signals.changed(table: nil)
     }
 
-    /// Stops the timer and waits for a running flush; later calls throw `.closed`.
+    /// ``clear()`` inside the write gate: no write is sent or queued meanwhile.
+    private func clearLocalData(_ gated: borrowing GateToken<SovariaOffline>) async throws {
+        try await queue.clear()
+        try await cache.clearLocalData()
+        let tables = try await store.keys(Self.tablesPrefix)
+        try await store.write(tables.map { .delete(key: $0) })
+        state.withLock { state in
+            state.queriesByTable = [:]
+            state.lastError = nil
+        }
+        synced.clear()
+        try await store.compact()
+    }
+
+    /// Stops the timer and waits for a running flush; later calls throw
+    /// ``SovariaOfflineError/Code/closed``.
     public func close() async {
         let (ticket, flight) = state.withLock { state in
             state.closed = true
@@ -445,7 +495,7 @@ public final class SovariaOffline: Sendable {
 
     func checkOpen() throws {
         if state.withLock({ $0.closed }) {
-            throw OfflineStoreError(.closed, "This SovariaOffline was closed: make a new one to go on.")
+            throw SovariaOfflineError(.closed, "This SovariaOffline was closed: make a new one to go on.")
         }
     }
 

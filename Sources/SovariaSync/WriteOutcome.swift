@@ -2,9 +2,15 @@ import SovariaQueue
 
 /// What ``SovariaOffline/write(_:)`` did with a write.
 public enum WriteOutcome: Sendable, Hashable {
-    /// Sent at once (online, nothing pending): the server's answer, whatever its status.
+    /// Sent at once (online, nothing pending) and not refused: the server's answer, 2xx when it
+    /// took the write; 401 (and any other status that is neither a refusal nor one to try later)
+    /// leaves the write to the app.
     case sent(DataResponse)
     /// Kept in the durable queue (offline, writes pending, or the server asked to try later):
     /// it is sent in order by a later flush.
     case queued(QueuedWrite)
+    /// Sent at once and refused by the server (a 4xx other than 401, 408 and 429): the write is
+    /// in the rejected list and was reported as ``SyncError/Kind/rejected(_:)``, as a refusal
+    /// of a queued write is.
+    case rejected(RejectedWrite)
 }

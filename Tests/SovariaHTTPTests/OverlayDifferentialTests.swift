@@ -77,7 +77,7 @@ import Testing
         var exact = 0
         var inexact = 0
         var skipped = 0
-        var reasons: [String: Int] = [:]
+        var reasons: [InexactReason: Int] = [:]
     }
 
     static let overlay = PostgRESTOverlay(
@@ -96,7 +96,7 @@ import Testing
     /// their reasons), whether a write was refused, and every exact answer the server contradicts.
     struct Outcome {
         var exact = 0
-        var inexactReasons: [[String]] = []
+        var inexactReasons: [[InexactReason]] = []
         var refused = false
         var mismatches: [(read: DataRequest, overlay: String?, server: String)] = []
     }

@@ -39,8 +39,8 @@ import Testing
         let write = try await queue.enqueue(request, id: id)
         #expect(write.id == id)
         for bad in [id, "", String(repeating: "x", count: 129), "a\nb"] {
-            let error = await #expect(throws: OfflineStoreError.self) { try await queue.enqueue(request, id: bad) }
-            #expect(error?.code == .invalidKey)
+            let error = await #expect(throws: WriteQueueError.self) { try await queue.enqueue(request, id: bad) }
+            #expect(error?.code == .invalidClientID)
         }
         #expect(try await queue.pending().map(\.id) == [id])
         #expect(try await store.keys("sov:queue:").count == 1)

@@ -35,6 +35,29 @@ import Testing
     }
 
     @Test(arguments: QueueEngine.all)
+    func rejectUnqueuedAddsAWriteSentElsewhereToTheRejectedListInOneBatch(engine: QueueEngine) async throws {
+        let folder = try TemporaryFolder()
+        let clock = TestClock()
+        let spy = SpyStore(try engine.open(folder.url))
+        let queue = try await WriteQueue(store: spy, clock: clock.function)
+        let waiting = try await queue.enqueue(request(0))
+        let id = WriteQueue.makeClientID()
+        spy.reset()
+        let rejected = try await queue.rejectUnqueued(request(1), id: id, status: 422, message: "invalid input")
+        #expect(spy.batches.map { $0.map(\.key) } == [[QueueKeys.rejected(2, id)]])
+        #expect(rejected.id == id && rejected.status == 422 && rejected.message == "invalid input")
+        #expect(rejected.write.request == request(1) && rejected.write.attempts == 0)
+        #expect(rejected.rejectedAt == QueueCoding.truncatedToMilliseconds(clock.date))
+        #expect(try await queue.pending() == [waiting], "the queue is untouched")
+        #expect(queue.rejectedCount == 1)
+        let taken = try await #require(throws: WriteQueueError.self) {
+            try await queue.rejectUnqueued(request(2), id: waiting.id, status: 400, message: "bad")
+        }
+        #expect(taken.code == .invalidClientID)
+        #expect(try await WriteQueue(store: try engine.open(folder.url)).rejected() == [rejected])
+    }
+
+    @Test(arguments: QueueEngine.all)
     func rejectedListKeepsTheNewest100NewestFirst(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
         let spy = SpyStore(try engine.open(folder.url))
@@ -87,7 +110,7 @@ import Testing
         #expect(try await queue.pending() == [second, requeued], "at the tail: nothing overtakes")
         #expect(try await queue.rejected().isEmpty && queue.rejectedCount == 0)
 
-        let missing = try await #require(throws: OfflineStoreError.self) { try await queue.requeue(first.id) }
+        let missing = try await #require(throws: WriteQueueError.self) { try await queue.requeue(first.id) }
         #expect(missing.code == .notFound)
         #expect(try await WriteQueue(store: try engine.open(folder.url)).pending() == [second, requeued])
     }
@@ -99,7 +122,7 @@ import Testing
         let first = try await queue.enqueue(request(0))
         try await queue.reject(first.id, status: 400, message: "bad")
         try await queue.enqueue(request(1))
-        let error = try await #require(throws: OfflineStoreError.self) { try await queue.requeue(first.id) }
+        let error = try await #require(throws: WriteQueueError.self) { try await queue.requeue(first.id) }
         #expect(error.code == .queueFull)
         #expect(try await queue.rejected().map(\.id) == [first.id])
     }

@@ -86,7 +86,7 @@ import Testing
         let queue = try await WriteQueue(store: spy, maxQueued: 3)
         for number in 0..<3 { try await queue.enqueue(request(number)) }
         spy.reset()
-        let error = try await #require(throws: OfflineStoreError.self) { try await queue.enqueue(request(3)) }
+        let error = try await #require(throws: WriteQueueError.self) { try await queue.enqueue(request(3)) }
         #expect(error.code == .queueFull)
         #expect(error.message.contains("OFFLINE_QUEUE_FULL") && error.message.contains("try again"))
         #expect(spy.batches.isEmpty, "nothing written")
@@ -99,7 +99,7 @@ import Testing
             let small = try await WriteQueue(store: try engine.open(folder.child("small\(bound)")), maxQueued: bound)
             #expect(small.maxQueued == 1)
             try await small.enqueue(request(0))
-            await #expect(throws: OfflineStoreError.self) { try await small.enqueue(request(1)) }
+            await #expect(throws: WriteQueueError.self) { try await small.enqueue(request(1)) }
         }
         #expect(WriteQueue.defaultMaxQueued == 1_000)
     }

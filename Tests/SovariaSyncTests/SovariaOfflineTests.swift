@@ -131,7 +131,7 @@ func insert(_ id: Int) -> DataRequest {
         rig.transport.online = false
         _ = try await rig.offline.write(insert(1))
         _ = try await rig.offline.write(insert(2))
-        let error = await #expect(throws: OfflineStoreError.self) { try await rig.offline.write(insert(3)) }
+        let error = await #expect(throws: WriteQueueError.self) { try await rig.offline.write(insert(3)) }
         #expect(error?.code == .queueFull)
         #expect(error?.message.contains("OFFLINE_QUEUE_FULL") == true)
         #expect(try await rig.offline.pendingWrites().count == 2)
@@ -305,7 +305,7 @@ func insert(_ id: Int) -> DataRequest {
         #expect(try await rig.offline.pendingWrites().isEmpty)
         #expect(try await rig.store.keys("sov:").filter { !$0.starts(with: "sov:meta:") }.isEmpty)
         await rig.offline.close()
-        let error = await #expect(throws: OfflineStoreError.self) { try await rig.offline.flush() }
+        let error = await #expect(throws: SovariaOfflineError.self) { try await rig.offline.flush() }
         #expect(error?.code == .closed)
     }
 

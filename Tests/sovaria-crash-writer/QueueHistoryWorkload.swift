@@ -77,6 +77,7 @@ enum QueueHistoryWorkload {
                             CrashWriter.acknowledge("enqueuing \(number)")
                             switch try await offline.write(request(number)) {
                             case .sent(let response): CrashWriter.acknowledge("sent \(number) \(response.status)")
+                            case .rejected(let rejected): CrashWriter.acknowledge("sent \(number) \(rejected.status)")
                             case .queued(let write):
                                 CrashWriter.acknowledge("queued \(number) \(write.sequence)")
                                 signal.yield()

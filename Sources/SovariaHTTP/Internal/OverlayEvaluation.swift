@@ -39,7 +39,7 @@ struct OverlayEvaluation {
     /// Where each row is in `rows`, by primary key (``keyText(_:)``): writes by key find their row
     /// without a scan.
     private var positions: [String: Int] = [:]
-    private var reasons: [String] = []
+    private var reasons: [InexactReason] = []
     private var hasCache = false
     private var cachedCount = 0
     /// Whether any write touched, added or removed a row.
@@ -79,16 +79,16 @@ struct OverlayEvaluation {
     }
 
     mutating func answer(cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]) -> OverlayAnswer {
-        for part in query.unsupported { note("the read uses \(part), which the overlay does not evaluate") }
+        for part in query.unsupported { note(.unsupportedReadFeature(part)) }
         guard query.unsupported.isEmpty else { return OverlayAnswer(body: cachedBody, inexactReasons: reasons) }
         if let cachedBody {
             guard case .array(let items)? = try? JSONParser.parse(cachedBody) else {
-                note("the cached answer is not a JSON array of rows")
+                note(.cachedAnswerNotRows)
                 return OverlayAnswer(body: cachedBody, inexactReasons: reasons)
             }
             for item in items {
                 guard case .object(let object) = item else {
-                    note("the cached answer is not a JSON array of rows")
+                    note(.cachedAnswerNotRows)
                     return OverlayAnswer(body: cachedBody, inexactReasons: reasons)
                 }
                 add(Row(values: object, cachedIndex: rows.count, ordinal: rows.count))
@@ -99,7 +99,7 @@ struct OverlayEvaluation {
             pageEdge = rows.last
             cachedColumns = rows.first?.values.keys
         } else {
-            note("nothing is cached for this read: only rows written offline are shown")
+            note(.nothingCached)
         }
         holdsEveryRow = holdsWholeTable
         for answer in related { learn(from: answer) }
@@ -160,23 +160,21 @@ struct OverlayEvaluation {
 
     private mutating func apply(_ write: OverlayWrite) {
         if let offset = query.offset, offset > 0 {
-            note("the read has an offset: a write before its page (even to a row it does not show) moves the page")
+            note(.readHasOffset)
         }
         let request = write.request
         let method = request.method.uppercased()
         guard request.table == readTable else {
-            note("a pending \(method) \(request.path) (a function call, or another table) may change this table")
+            note(.writeOutsideTable(method: method, path: request.path))
             return
         }
         let writeQuery = PostgRESTQuery(path: request.path)
         if writeQuery.limit != nil || writeQuery.offset != nil || !writeQuery.order.isEmpty {
-            note("a pending \(method) with limit, offset or order changes rows the overlay cannot pick")
+            note(.writeWithLimitOrOrder(method: method))
             return
         }
         guard writeQuery.unsupported.isEmpty else {
-            note(
-                "a pending \(method) uses \(writeQuery.unsupported.joined(separator: ", ")), which the overlay does not evaluate"
-            )
+            note(.unsupportedWriteFeature(method: method, features: writeQuery.unsupported))
             return
         }
         let body = request.body.flatMap { try? JSONParser.parse($0) }
@@ -191,25 +189,25 @@ struct OverlayEvaluation {
             default: break
             }
             guard !objects.isEmpty else {
-                note("a pending POST's body is not a JSON object or array of objects")
+                note(.insertBodyNotObjects)
                 return
             }
             if Set(objects.map { Set($0.keys) }).count > 1 {
-                note("a pending bulk insert's rows set different columns: the server fills the gaps with nulls")
+                note(.bulkInsertColumnsDiffer)
             }
             for object in objects {
                 insert(typed(object), resolution: Self.resolution(of: request), by: write)
             }
         case "PATCH":
             guard case .object(let changes)? = body else {
-                note("a pending PATCH's body is not a JSON object")
+                note(.updateBodyNotObject)
                 return
             }
             patch(where: writeQuery.filters, with: typed(changes), by: write)
         case "DELETE":
             delete(where: writeQuery.filters, by: write)
         default:
-            note("a pending \(method) is not evaluated")
+            note(.methodNotEvaluated(method))
         }
     }
 
@@ -227,17 +225,17 @@ struct OverlayEvaluation {
         let object = typed.values
         let key = object[table.primaryKey]
         if resolution != .none, cachedCount > 0, cachedColumns?.contains(table.primaryKey) == false {
-            note("the read does not select \(table.primaryKey): which cached row an upsert changes is not known")
+            note(.upsertTargetUnknown(primaryKey: table.primaryKey))
         }
         if let key, let index = position(of: key) {
             switch resolution {
             case .mergeDuplicates: merge(typed, into: index, by: write)
             case .ignoreDuplicates: break
-            case .none: note("a pending insert's \(table.primaryKey) \(key.text) is taken: the server will refuse it")
+            case .none: note(.insertKeyTaken(primaryKey: table.primaryKey, key: key.text))
             }
             return
         }
-        if key == nil { note("a pending insert sets no \(table.primaryKey): the server assigns it") }
+        if key == nil { note(.insertWithoutKey(primaryKey: table.primaryKey)) }
         var row = Row(values: object, cachedIndex: nil, ordinal: nextOrdinal, changed: Set(object.keys))
         nextOrdinal += 1
         if write.isPending { row.pendingIDs = [write.id] }
@@ -270,7 +268,7 @@ struct OverlayEvaluation {
             // The row moves to a new key: writes after this one find it there.
             positions[Self.keyText(oldKey)] = nil
             if positions[Self.keyText(newKey)] != nil {
-                note("a pending write gives a row the key of another: the server will refuse it")
+                note(.keyTakenByAnotherRow)
             }
             positions[Self.keyText(newKey)] = index
         }
@@ -306,7 +304,7 @@ struct OverlayEvaluation {
             switch truth(of: filters, on: rows[index]) {
             case .yes: merge(typed, into: index, by: write)
             case .unknown where isVisible && (!rows[index].isOutside || mayEnter):
-                note("a pending PATCH's filter cannot be evaluated on a row the answer holds")
+                note(.updateFilterUnknown)
                 forget(changes.keys, in: index)
             case .unknown: forget(changes.keys, in: index)
             case .no, .null: break
@@ -315,9 +313,7 @@ struct OverlayEvaluation {
         guard isVisible, !holdsEveryRow, !reachesOnlyKnownRows(filters) else { return }
         let moved = entering.intersection(changes.keys).sorted()
         if !moved.isEmpty {
-            note(
-                "a pending PATCH sets \(moved.joined(separator: ", ")) on rows the cache may not hold, which could enter the answer"
-            )
+            note(.updateMayBringRowsIn(columns: moved))
         }
     }
 
@@ -335,7 +331,7 @@ struct OverlayEvaluation {
                 }
             case .unknown where !row.isOutside || query.limit.map({ cachedCount >= $0 }) == true:
                 // (An outside row matters only as one that could fill a full page.)
-                note("a pending DELETE's filter cannot be evaluated on a row the answer holds")
+                note(.deleteFilterUnknown)
                 rows[index].mayBeDeleted = true
             case .unknown: rows[index].mayBeDeleted = true
             case .no, .null: break
@@ -432,7 +428,7 @@ struct OverlayEvaluation {
                 }
             }
             typed.unsure.append(column)
-            note("a pending write sets \(column) to a string the server reads as another type, or refuses")
+            note(.stringInTypedColumn(column))
         }
         return typed
     }
@@ -499,15 +495,15 @@ struct OverlayEvaluation {
             }
             switch truth(of: query.filters, on: row) {
             case .yes where row.mayBeDeleted, .unknown where row.mayBeDeleted:
-                note("a row in the answer may have been removed by a pending DELETE the overlay cannot evaluate")
+                note(.rowMayBeDeleted)
                 result.append(row)
             case .yes:
                 if row.mayBeSkipped {
-                    note("a pending ignore-duplicates insert's key may be one the server holds: it would be skipped")
+                    note(.insertMayBeSkipped)
                 }
                 result.append(row)
             case .unknown:
-                note("whether a row written offline matches the read's filters is not known")
+                note(.filterOnWrittenRowUnknown)
                 result.append(row)
             case .no, .null: break
             }
@@ -539,9 +535,7 @@ struct OverlayEvaluation {
             }
         }
         if unknown {
-            note(
-                "the order of a row written offline among the others is not known (a column it orders on is missing, or text order)"
-            )
+            note(.orderUnknown)
         }
     }
 
@@ -574,7 +568,7 @@ struct OverlayEvaluation {
     private mutating func applyPage(to result: inout [Row], mayFillPage: Bool) {
         guard let limit = query.limit else { return }
         if query.order.isEmpty, rows.count > limit || cachedCount >= limit {
-            note("the read has a limit without an order: the server picks which rows fill the page")
+            note(.limitWithoutOrder)
         } else if hasCache, cachedCount >= limit, !holdsEveryRow || mayFillPage {
             if let edge = pageEdge {
                 let within = result.filter { row in
@@ -583,7 +577,7 @@ struct OverlayEvaluation {
                     return order != .orderedDescending
                 }
                 if within.count < limit {
-                    note("rows left a full page of \(limit): rows past the cached page could come in")
+                    note(.pageMayTakeRowsPastIt(limit: limit))
                 }
             }
         }
@@ -600,7 +594,7 @@ struct OverlayEvaluation {
         } else if let all = table.columns {
             columns = all
         } else {
-            note("select=* with no cached row: the table's columns are not known")
+            note(.columnsUnknown)
             var seen: [String] = []
             for row in result { for key in row.values.keys where !seen.contains(key) { seen.append(key) } }
             columns = seen
@@ -620,9 +614,7 @@ struct OverlayEvaluation {
             out.append(.object(object))
         }
         if !missing.isEmpty {
-            note(
-                "a row written offline does not set \(missing.joined(separator: ", ")): the server's values are not known"
-            )
+            note(.columnsNotSet(missing))
         }
         return JSONValue.array(out).text
     }
@@ -654,7 +646,7 @@ struct OverlayEvaluation {
         return .unknown
     }
 
-    private mutating func note(_ reason: String) {
+    private mutating func note(_ reason: InexactReason) {
         if !reasons.contains(reason) { reasons.append(reason) }
     }
 }

@@ -1,6 +1,5 @@
 /// New client ids: random (version 4) UUIDs as lowercase text, the form
-/// `UUID().uuidString.lowercased()` gave, made without Foundation's `UUID`, which cost about
-/// 6 µs an id on Linux (a third of the enqueue budget).
+/// `UUID().uuidString.lowercased()` gives, made without Foundation's `UUID` (docs/ARCHITECTURE.md).
 enum ClientID {
     static func make() -> String {
         var generator = SystemRandomNumberGenerator()

@@ -2,9 +2,8 @@ import Foundation
 import Sovaria
 
 /// The stored form of queue entries: JSON with sorted keys and unescaped slashes, dates as
-/// whole milliseconds since 1970 (an integer), as Foundation's `JSONEncoder` wrote it before;
-/// written and read by ``QueueJSONWriter`` and ``QueueJSONReader``, which make the same bytes
-/// in a fraction of the time.
+/// whole milliseconds since 1970 (an integer), the bytes Foundation's `JSONEncoder` makes with
+/// those options; written and read by ``QueueJSONWriter`` and ``QueueJSONReader``.
 ///
 /// The queue rounds its clock down to the millisecond before it makes an entry, so the value a
 /// call returns and the one read back later are equal.

@@ -1,26 +1,29 @@
 import Sovaria
 
-/// The errors the write queue throws, with messages that say what to do.
+/// The errors the write queue throws, with messages that say what to do: its own conditions as
+/// ``WriteQueueError``, damaged entries in the store as `OfflineStoreError.Code.corrupt`.
 enum QueueErrors {
-    static func full(_ maxQueued: Int) -> OfflineStoreError {
-        OfflineStoreError(
+    static func full(_ maxQueued: Int) -> WriteQueueError {
+        WriteQueueError(
             .queueFull,
             "OFFLINE_QUEUE_FULL: \(maxQueued) writes are already waiting to be sent (maxQueued), so this one was not "
                 + "queued. Send the queue once online (flush), or remove or reject queued writes, then try again; "
                 + "to allow more, open the queue with a larger maxQueued.")
     }
 
-    static func badClientID(_ id: String, _ reason: String) -> OfflineStoreError {
-        OfflineStoreError(
-            .invalidKey,
+    static func badClientID(_ id: String, _ reason: String) -> WriteQueueError {
+        WriteQueueError(
+            .invalidClientID,
             "The client id \"\(id)\" cannot be used (\(reason)); nothing was queued. Leave the id out and "
-                + "the queue makes one (WriteQueue.makeClientID()).")
+                + "the queue makes one (WriteQueue.makeClientID()).",
+            writeID: id)
     }
 
-    static func notRejected(_ id: String) -> OfflineStoreError {
-        OfflineStoreError(
+    static func notRejected(_ id: String) -> WriteQueueError {
+        WriteQueueError(
             .notFound,
-            "No rejected write has the id \(id): it was requeued, discarded or cleared. Read rejected() again.")
+            "No rejected write has the id \(id): it was requeued, discarded or cleared. Read rejected() again.",
+            writeID: id)
     }
 
     static func malformedKey(_ key: String) -> OfflineStoreError {

@@ -9,8 +9,8 @@ struct QueueJSONError: Error, CustomStringConvertible {
     var description: String { "invalid queue JSON at byte \(offset): \(problem)" }
 }
 
-/// Reads queue entries from JSON text over its UTF-8 bytes, without Foundation's decoder (30–50 µs
-/// a write on Linux).
+/// Reads queue entries from JSON text over its UTF-8 bytes, without Foundation's decoder
+/// (docs/ARCHITECTURE.md).
 ///
 /// Accepts any standard JSON for these objects: what `JSONEncoder` wrote, keys in any order,
 /// whitespace, every escape (surrogate pairs included), `null` for an absent optional, integers

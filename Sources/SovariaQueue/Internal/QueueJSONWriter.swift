@@ -1,8 +1,8 @@
 import Foundation
 
-/// Writes queue entries as JSON text, byte for byte what `JSONEncoder` wrote with
-/// `[.sortedKeys, .withoutEscapingSlashes]` and dates as integer milliseconds, at a fraction of
-/// its cost (Foundation's encoder took 30–50 µs a write on Linux, more than the store write).
+/// Writes queue entries as JSON text, byte for byte what `JSONEncoder` writes with
+/// `[.sortedKeys, .withoutEscapingSlashes]` and dates as integer milliseconds, without
+/// Foundation's encoder (docs/ARCHITECTURE.md).
 ///
 /// Keys come in UTF-8 byte order, as `.sortedKeys` gives them; strings escape `"`, `\` and
 /// U+0000–U+001F (`\b \t \n \f \r` short, the others as lowercase `\u00xx`) and keep every
@@ -72,8 +72,9 @@ struct QueueJSONWriter {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    /// `date` as whole milliseconds since 1970, rounded to nearest as the Foundation strategy did;
-    /// throws where that one trapped (a date too far out for 64 bits, or not a number).
+    /// `date` as whole milliseconds since 1970, rounded to nearest as Foundation's
+    /// `.millisecondsSince1970` strategy does; throws where that one traps (a date too far out for
+    /// 64 bits, or not a number).
     static func milliseconds(_ date: Date) throws -> Int64 {
         let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded()
         guard let exact = Int64(exactly: milliseconds) else {

@@ -10,7 +10,16 @@ final class ChangeSignals: Sendable {
         let continuation: AsyncStream<Void>.Continuation
     }
 
-    private let followers = Mutex<(next: UInt64, all: [UInt64: Follower], finished: Bool)>((0, [:], false))
+    /// The followers: changed together, under one lock that never holds another.
+    private struct State {
+        var next: UInt64 = 0
+        var all: [UInt64: Follower] = [:]
+        /// ``finish()`` ran: later followers end at once.
+        var finished = false
+    }
+
+    private let followers = Mutex(State())
+    /// Counted apart from the followers: read on every local-first read, without the lock.
     private let changes = Atomic<UInt64>(0)
 
     /// How many changes there have been: an answer computed at one version is current while the

@@ -1,0 +1,37 @@
+/// An error of the offline controller itself: a stable ``Code`` to match on and a message that
+/// says what to do. The queue's errors pass through as `WriteQueueError` (a full queue) and the
+/// store's as `OfflineStoreError`.
+///
+/// ```swift
+/// do { try await offline.flush() } catch let error as SovariaOfflineError where error.code == .closed {
+///     // open a new controller
+/// }
+/// ```
+public struct SovariaOfflineError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, stable across releases; new codes may be added.
+    public var code: Code
+    /// What happened and what to do next.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `"code: message"`.
+    public var description: String { "\(code): \(message)" }
+
+    /// A stable, extensible error code: match it with `==` or in a `switch`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+
+        private init(_ name: String) { self.name = name }
+
+        /// The controller was closed (``SovariaOffline/close()``): make a new one to go on.
+        public static let closed = Code("closed")
+
+        /// The code's name, e.g. `"closed"`.
+        public var description: String { name }
+    }
+}
