@@ -75,7 +75,7 @@ package struct EvictionCurvePoint: Sendable {
     package var hitBytes = 0
     /// Eviction passes run, and the lists and bytes they deleted.
     package var passes = 0
-    package var evictedLists = 0
+    package var evictedResponses = 0
     package var evictedBytes = 0
     /// The time of a read that missed: the stub's fetch and the store's put, with the eviction
     /// work a put carries (a pass itself runs behind the answer).
@@ -140,7 +140,7 @@ package struct EvictionCurve: Sendable {
         await cache.waitForBackgroundRefreshes()
         let done = passes.withLock { $0 }
         point.passes = done.count
-        point.evictedLists = done.reduce(0) { $0 + $1.evictedLists }
+        point.evictedResponses = done.reduce(0) { $0 + $1.evictedResponses }
         point.evictedBytes = done.reduce(0) { $0 + $1.evictedBytes }
         return point
     }

@@ -37,7 +37,7 @@ struct CacheOpenSection {
             let firstRead = try await Stopwatch(repeats: options.repeats).measure(
                 calls: 1,
                 prepare: { _ in
-                    _ = try await previous?.listCount
+                    _ = try await previous?.responseCount
                     previous = nil  // its index is freed here, not in the next timed call
                 }
             ) { _, _ in
@@ -48,11 +48,11 @@ struct CacheOpenSection {
                 }
                 previous = cache
             }
-            _ = try await previous?.listCount
+            _ = try await previous?.responseCount
             previous = nil
             let loaded = try await Stopwatch(repeats: options.repeats).measure(calls: 1) { _, _ in
                 let store = try keeper ?? engine.open(folder, .flushed)
-                _ = try await QueryCache(store: store, size: .unlimited).listCount
+                _ = try await QueryCache(store: store, size: .unlimited).responseCount
             }
             for (sample, operation) in [(firstRead, "open + first read"), (loaded, "open + index loaded")] {
                 var row = sample.measurement(

@@ -13,7 +13,7 @@ struct EvictionCurveReport: Codable {
         var byteHitRatio: Double
         var hits: Int
         var passes: Int
-        var evictedLists: Int
+        var evictedResponses: Int
         var evictedBytes: Int
         /// A missed read's p50 and p99 (fetch from the stub and put) with this bound, and with
         /// eviction off on the same stream.
@@ -29,7 +29,7 @@ struct EvictionCurveReport: Codable {
             byteHitRatio = point.byteHitRatio
             hits = point.hits
             passes = point.passes
-            evictedLists = point.evictedLists
+            evictedResponses = point.evictedResponses
             evictedBytes = point.evictedBytes
             missP50Nanoseconds = Double(point.missLatency.p50)
             missP99Nanoseconds = Double(point.missLatency.p99)
@@ -78,10 +78,10 @@ struct EvictionCurveReport: Codable {
         lines.append("")
         lines += markdown ? ["## What eviction costs each store", ""] : ["What eviction costs each store:"]
         lines += WorkloadReport.render(
-            ["store", "bound", "passes", "lists evicted", "bytes evicted", "miss p50", "miss p99", "p99 on/off"],
+            ["store", "bound", "passes", "responses evicted", "bytes evicted", "miss p50", "miss p99", "p99 on/off"],
             points.map {
                 [
-                    $0.store, String(format: "%g%%", $0.boundPercent), "\($0.passes)", "\($0.evictedLists)",
+                    $0.store, String(format: "%g%%", $0.boundPercent), "\($0.passes)", "\($0.evictedResponses)",
                     WorkloadReport.bytes($0.evictedBytes), Report.duration($0.missP50Nanoseconds),
                     Report.duration($0.missP99Nanoseconds), String(format: "%.2fx", $0.evictionCost),
                 ]

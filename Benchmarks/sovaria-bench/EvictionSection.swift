@@ -80,7 +80,7 @@ struct EvictionSection {
             putRow.meanRatio = puts.median / max(1, plainSets.median)  // passes included: the amortized cost
             putRow.baseline = "plain set"
             let passes = cache.evictionPasses
-            let evictedLists = passes.reduce(0) { $0 + $1.evictedLists }
+            let evictedResponses = passes.reduce(0) { $0 + $1.evictedResponses }
             let evictedBytes = passes.reduce(0) { $0 + $1.evictedBytes }
             let durations = passes.map {
                 Double($0.duration.components.attoseconds) / 1e9 + Double($0.duration.components.seconds) * 1e9
@@ -91,7 +91,7 @@ struct EvictionSection {
             let carried = passes.reduce(0) { $0 + $1.batchesCarriedByPuts }
             let own = passes.reduce(0) { $0 + $1.ownBatches }
             putRow.note =
-                "\(passes.count) passes, \(evictedLists) lists / \(evictedBytes / 1_000_000) MB evicted, "
+                "\(passes.count) passes, \(evictedResponses) responses / \(evictedBytes / 1_000_000) MB evicted, "
                 + "\(carried) batches carried by puts, \(own) the passes' own"
             var offRow = putsWithoutEviction.measurement(
                 section: section, subject: engine.name, variant: "flushed", operation: "put, eviction off")
@@ -111,13 +111,13 @@ struct EvictionSection {
                 var pass = Sample(perItemNanoseconds: [Sample.percentile(durations, 0.5)], callLatencies: durations)
                     .measurement(section: section, subject: engine.name, variant: "flushed", operation: "eviction pass")
                 pass.note = "\(passes.count) passes"
-                let perList = durations.reduce(0, +) / Double(max(1, evictedLists))
-                var perListRow = Sample(perItemNanoseconds: [perList], callLatencies: [perList])
+                let perResponse = durations.reduce(0, +) / Double(max(1, evictedResponses))
+                var perResponseRow = Sample(perItemNanoseconds: [perResponse], callLatencies: [perResponse])
                     .measurement(
                         section: section, subject: engine.name, variant: "flushed",
-                        operation: "eviction, per evicted list")
-                perListRow.note = "\(evictedLists) lists"
-                rows += [pass, perListRow]
+                        operation: "eviction, per evicted response")
+                perResponseRow.note = "\(evictedResponses) responses"
+                rows += [pass, perResponseRow]
             }
             for readers in [1, 50] {
                 progress.update("eviction: \(engine.name), reads that miss, \(readers) reader(s) per query")
@@ -159,7 +159,7 @@ struct EvictionSection {
         var row = reads.measurement(
             section: BenchSection.eviction.rawValue, subject: engine.name, variant: "flushed",
             operation: readers == 1 ? "read miss (fetch + put)" : "read miss, \(readers) readers share one fetch")
-        row.note = "\(passes.count) passes, \(passes.reduce(0) { $0 + $1.evictedLists }) lists evicted"
+        row.note = "\(passes.count) passes, \(passes.reduce(0) { $0 + $1.evictedResponses }) responses evicted"
         return row
     }
 

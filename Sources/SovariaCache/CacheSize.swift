@@ -1,7 +1,7 @@
 /// The bound on the query cache: the summed UTF-8 length of the cached response bodies.
 ///
 /// Only bodies count: not the metadata, the write queue, the rejected list or the database
-/// file. Past the bound, the lists fetched longest ago (by the server's time) are evicted.
+/// file. What is evicted past the bound, and when: <doc:TheQueryCache#Size-and-eviction>.
 public enum CacheSize: Sendable, Hashable {
     /// At most this many bytes of response bodies; values below 4 KiB count as 4 KiB, except
     /// `-1`, which means ``unlimited`` (`CACHE_SIZE_UNLIMITED` in an integer setting).

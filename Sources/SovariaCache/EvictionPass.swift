@@ -1,7 +1,7 @@
 /// One eviction pass, as reported by ``QueryCache/evictionPasses``.
 public struct EvictionPass: Sendable, Hashable {
-    /// Lists deleted.
-    public let evictedLists: Int
+    /// Responses deleted.
+    public let evictedResponses: Int
     /// Body bytes deleted.
     public let evictedBytes: Int
     /// Wall time of the pass.
@@ -12,4 +12,8 @@ public struct EvictionPass: Sendable, Hashable {
     public let ownBatches: Int
     /// Batches puts made during the pass deleted in their own store writes.
     public let batchesCarriedByPuts: Int
+
+    /// Responses deleted; renamed ``evictedResponses``.
+    @available(*, deprecated, renamed: "evictedResponses")
+    public var evictedLists: Int { evictedResponses }
 }

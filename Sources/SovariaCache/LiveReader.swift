@@ -1,11 +1,11 @@
 import Sovaria
 
-/// A reader showing a cached list, from ``QueryCache/startReading(_:)``: while it lives (up to
-/// 500 of them), eviction keeps its list.
+/// A reader showing a cached response, from ``QueryCache/startReading(_:)``: while it lives (up to
+/// 500 of them), eviction keeps its response.
 ///
 /// A lifetime object, like GRDB's `DatabaseCancellable`: when the last reference to it goes,
 /// the reading stops, so a screen that never calls ``QueryCache/stopReading(_:)`` cannot keep
-/// its list from eviction forever. Hold it for as long as the list is shown.
+/// its response from eviction forever. Hold it for as long as the response is shown.
 ///
 /// ```swift
 /// final class NotesModel {
@@ -18,7 +18,7 @@ import Sovaria
 /// - Important: Safe from any number of tasks. Stopping twice (``QueryCache/stopReading(_:)``,
 ///   then the release) is harmless. Two readers are equal only when they are the same object.
 public final class LiveReader: Sendable, Hashable {
-    /// The hash id of the query whose list the reader shows.
+    /// The hash id of the query whose response the reader shows.
     private let id: HexID
     private let token: UInt64
     /// The registry of the cache that started the reader; it outlives the cache if need be.

@@ -1,3 +1,4 @@
+import Sovaria
 import Synchronization
 
 /// An in-memory LRU cache limited by entry count and by total cost: a dictionary for O(1)
@@ -9,12 +10,15 @@ import Synchronization
 ///   dictionary operations and never suspends. Unlike `NSCache`, eviction is exactly LRU and
 ///   entries never disappear for any other reason.
 ///
+/// Not public because it is the query cache's building block, not its API; `package` so the
+/// benchmark can measure it against `NSCache`.
+///
 /// ```swift
 /// let memory = MemoryCache<String, String>(countLimit: 1_000, costLimit: 8 << 20)
 /// memory.set("v", forKey: "k", cost: 1)
 /// memory.value(forKey: "k")  // "v", now the most recently used
 /// ```
-public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+package final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // The hot paths are @inlinable so they are specialized for the caller's key and value types
     // (unspecialized generic code was slower than NSCache), and the links live in arrays of
     // their own so reordering moves integers, never retains a key or a value.
@@ -101,23 +105,27 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
-    @usableFromInline let list = Mutex(List())
+    /// Ranked so that a type that takes it inside a lock of its own has the order checked in
+    /// debug builds (``QueryCache``: its state, then this).
+    @usableFromInline let list: RankedMutex<List>
     /// The most entries kept.
-    public let countLimit: Int
+    package let countLimit: Int
     /// The most total cost kept (for example bytes).
-    public let costLimit: Int
+    package let costLimit: Int
 
-    /// Creates a cache holding at most `countLimit` entries and `costLimit` total cost.
-    public init(countLimit: Int = .max, costLimit: Int = .max) {
+    /// Creates a cache holding at most `countLimit` entries and `costLimit` total cost, its lock
+    /// at `rank` in the lock order of the type that keeps it.
+    package init(countLimit: Int = .max, costLimit: Int = .max, rank: LockRank = LockRank(0, "MemoryCache")) {
         self.countLimit = max(0, countLimit)
         self.costLimit = max(0, costLimit)
+        list = RankedMutex(rank, List())
     }
 
     /// The value for `key`, which becomes the most recently used; `nil` when absent.
     ///
     /// - Complexity: O(1).
     @inlinable
-    public func value(forKey key: Key) -> Value? {
+    package func value(forKey key: Key) -> Value? {
         list.withLock { list in
             guard let slot = list.index[key] else { return nil }
             list.moveToHead(slot)
@@ -130,7 +138,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Complexity: O(1), plus O(1) per evicted entry.
     @inlinable
-    public func set(_ value: Value, forKey key: Key, cost: Int = 1) {
+    package func set(_ value: Value, forKey key: Key, cost: Int = 1) {
         let cost = max(0, cost)
         list.withLock { list in
             if let slot = list.index[key] {
@@ -154,7 +162,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Removes `key`'s entry and returns its value.
     @discardableResult
-    public func removeValue(forKey key: Key) -> Value? {
+    package func removeValue(forKey key: Key) -> Value? {
         list.withLock { list in
             guard let slot = list.index[key] else { return nil }
             return list.remove(slot)
@@ -168,7 +176,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Complexity: O(r + k) for r removed and k kept entries walked past.
     @discardableResult
-    public func trim(
+    package func trim(
         toCount count: Int, cost: Int, keeping keep: (Key, Value) -> Bool = { _, _ in false }
     ) -> (count: Int, cost: Int) {
         list.withLock { list in
@@ -188,18 +196,18 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// Removes every entry.
-    public func removeAll() {
+    package func removeAll() {
         list.withLock { $0 = List() }
     }
 
     /// How many entries are kept.
-    public var count: Int { list.withLock { $0.index.count } }
+    package var count: Int { list.withLock { $0.index.count } }
 
     /// The summed cost of the entries kept.
-    public var totalCost: Int { list.withLock { $0.totalCost } }
+    package var totalCost: Int { list.withLock { $0.totalCost } }
 
     /// The keys from most to least recently used (O(n); for tests and diagnostics).
-    public var keysByRecency: [Key] {
+    package var keysByRecency: [Key] {
         list.withLock { list in
             var keys: [Key] = []
             var slot = list.head

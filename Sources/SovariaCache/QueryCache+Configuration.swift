@@ -5,8 +5,9 @@ extension QueryCache {
     /// The options of a ``QueryCache``, as one value: the bound, the memory layer's limits and
     /// the clock. Every field has a default, so a configuration names only what it changes.
     ///
-    /// The eviction rules (when a size check starts, how many lists a pass deletes per
-    /// batch, how many live lists are kept) are not options: see ``QueryCache``.
+    /// The eviction rules (when a size check starts, how many responses a pass deletes per
+    /// batch, how many shown responses are kept) are not options:
+    /// see <doc:TheQueryCache#Size-and-eviction>.
     ///
     /// ```swift
     /// var configuration = QueryCache.Configuration()
@@ -32,8 +33,8 @@ extension QueryCache {
         ///
         /// Default: the system clock, `{ Date() }`.
         public var clock: @Sendable () -> Date
-        /// Called after each eviction pass that removed at least one list (from the task that ran
-        /// it): live queries use it to answer again without the lists that went.
+        /// Called after each eviction pass that removed at least one response (from the task that
+        /// ran it): live queries use it to answer again without the responses that went.
         ///
         /// Default: `nil`.
         public var onEviction: (@Sendable (EvictionPass) -> Void)?
@@ -51,17 +52,22 @@ extension QueryCache {
         /// unavailable, ``QueryCache/memoryPressureUnavailable`` says why.
         public var memoryPressure: (any MemoryPressureSource)? = MemoryPressureSources.system
 
-        /// The default of ``memoryCountLimit``; written once, used by both initializers.
+        // The defaults, written once: this initializer and `QueryCache`'s short one use them.
+        /// The default of ``size``.
+        @usableFromInline static let defaultSize = CacheSize.default
+        /// The default of ``memoryCountLimit``.
         @usableFromInline static let defaultMemoryCountLimit = 1_000
         /// The default of ``memoryCostLimitBytes``: 16 MiB.
         @usableFromInline static let defaultMemoryCostLimitBytes = 16 * 1_024 * 1_024
+        /// The default of ``clock``: the system clock.
+        @usableFromInline static let defaultClock: @Sendable () -> Date = { Date() }
 
         /// A configuration with the given fields and the defaults for the rest.
         public init(
-            size: CacheSize = .default,
+            size: CacheSize = Configuration.defaultSize,
             memoryCountLimit: Int = Configuration.defaultMemoryCountLimit,
             memoryCostLimitBytes: Int = Configuration.defaultMemoryCostLimitBytes,
-            clock: @escaping @Sendable () -> Date = { Date() }
+            clock: @escaping @Sendable () -> Date = Configuration.defaultClock
         ) {
             self.size = size
             self.memoryCountLimit = memoryCountLimit

@@ -1,6 +1,6 @@
 extension QueryCache {
-    /// Tells the cache a reader shows `query`'s list, so eviction keeps it (up to 500
-    /// lists) for as long as the returned ``LiveReader`` lives or until
+    /// Tells the cache a reader shows `query`'s response, so eviction keeps it (up to 500
+    /// responses) for as long as the returned ``LiveReader`` lives or until
     /// ``stopReading(_:)``.
     public func startReading(_ query: String) -> LiveReader {
         readers.start(CacheKeys.id(of: query))

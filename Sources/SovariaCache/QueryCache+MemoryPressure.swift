@@ -33,12 +33,14 @@ extension QueryCache {
     /// The summed body bytes (UTF-8) the memory layer holds now.
     public var memoryBytes: Int { memory.totalCost }
     /// The memory layer's most recent sheds (up to 100), oldest first.
-    public var memorySheds: [MemoryShed] { sheds.withLock { $0 } }
+    public var memorySheds: [MemoryShed] { state.withLock { $0.sheds } }
 
     /// Why the configured ``Configuration/memoryPressure`` source delivers no events here, or
     /// `nil` when it does (or none is configured): the memory layer then keeps its limits
     /// whatever the system needs, unless you call ``shedMemory(for:)``.
-    public var memoryPressureUnavailable: MemoryPressureUnavailable? { memoryPressure.withLock { $0.unavailable } }
+    public var memoryPressureUnavailable: MemoryPressureUnavailable? {
+        state.withLock { $0.memoryPressureUnavailable }
+    }
 
     /// Gives memory back as the system asks: on `MemoryPressure.warning`, the least recently
     /// used responses go until the layer holds at most a quarter of its count and byte limits,
@@ -50,33 +52,28 @@ extension QueryCache {
     /// pass on a warning that reaches your app another way.
     @discardableResult
     public func shedMemory(for level: MemoryPressure) -> MemoryShed {
-        let removed: (count: Int, cost: Int)
-        switch level {
-        case .warning:
-            let shown = readers.protectedIDs(limit: Self.maxProtectedLists)
-            let count = Int(Double(memory.countLimit) * Self.warningShedFraction)
-            let cost = Int(Double(memory.costLimit) * Self.warningShedFraction)
-            // Under the index's lock, as every change of the layer (see `index`).
-            removed = index.withLock { _ in
-                memory.trim(toCount: count, cost: cost) { id, response in
+        let shown = level == .warning ? readers.protectedIDs(limit: Self.maxProtectedResponses) : []
+        let count = Int(Double(memory.countLimit) * Self.warningShedFraction)
+        let cost = Int(Double(memory.costLimit) * Self.warningShedFraction)
+        // Under `state`, as every change of the memory layer.
+        return state.withLock { state in
+            let removed: (count: Int, cost: Int)
+            switch level {
+            case .warning:
+                removed = memory.trim(toCount: count, cost: cost) { id, response in
                     shown.contains(id) && response.sizeBytes <= Self.keptLiveResponseBytes
                 }
-            }
-        case .critical:
-            removed = index.withLock { _ in
-                let before = (count: memory.count, cost: memory.totalCost)
+            case .critical:
+                removed = (count: memory.count, cost: memory.totalCost)
                 memory.removeAll()
-                return before
             }
+            let shed = MemoryShed(
+                level: level, removedResponses: removed.count, removedBytes: removed.cost,
+                keptResponses: memory.count, keptBytes: memory.totalCost)
+            state.sheds.append(shed)
+            if state.sheds.count > 100 { state.sheds.removeFirst(state.sheds.count - 100) }
+            return shed
         }
-        let shed = MemoryShed(
-            level: level, removedResponses: removed.count, removedBytes: removed.cost, keptResponses: memory.count,
-            keptBytes: memory.totalCost)
-        sheds.withLock { sheds in
-            sheds.append(shed)
-            if sheds.count > 100 { sheds.removeFirst(sheds.count - 100) }
-        }
-        return shed
     }
 
     /// Starts observing `source` (weakly: the cache's deinit releases the observation, which
@@ -85,9 +82,9 @@ extension QueryCache {
         guard let source else { return }
         do throws(MemoryPressureUnavailable) {
             let observation = try source.observe { [weak self] level in self?.shedMemory(for: level) }
-            memoryPressure.withLock { $0.observation = observation }
+            state.withLock { $0.memoryPressureObservation = observation }
         } catch {
-            memoryPressure.withLock { $0.unavailable = error }
+            state.withLock { $0.memoryPressureUnavailable = error }
         }
     }
 }

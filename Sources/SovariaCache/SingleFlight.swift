@@ -18,12 +18,15 @@ import Synchronization
 /// - Important: Safe from any number of tasks. The work runs in a task of its own: cancelling
 ///   one caller neither cancels the work nor the other callers' wait, and that caller still
 ///   waits for the shared result.
-public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+///
+/// Not package because it is the query cache's building block, not its API; `package` so the
+/// HTTP transport shares its token refreshes with it.
+package final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// A point in the group's history, taken before a look-up that may end in ``run(_:sharing:_:)``.
     ///
     /// Hold it until the run (or until the look-up found what it needed); the group forgets the
     /// results only tickets older than them could ask for once no such ticket is held.
-    public final class Ticket: Sendable {
+    package final class Ticket: Sendable {
         fileprivate let sequence: UInt64
         private let group: SingleFlight
 
@@ -36,7 +39,7 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     }
 
     /// Which flights a call may share.
-    public enum Sharing: Sendable {
+    package enum Sharing: Sendable {
         /// The flight running now, if any; otherwise a new one.
         case running
         /// The flight running now, or the last one for the key if it finished after the ticket
@@ -77,11 +80,11 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     private let state = Mutex(State())
 
     /// Creates an empty group.
-    public init() {}
+    package init() {}
 
     /// A ticket for a look-up about to start: pass it to ``run(_:sharing:_:)`` to share a flight
     /// that finishes while the look-up runs.
-    public func ticket() -> Ticket {
+    package func ticket() -> Ticket {
         state.withLock { state in
             state.heldTickets[state.sequence, default: 0] += 1
             return Ticket(sequence: state.sequence, group: self)
@@ -89,12 +92,12 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     }
 
     /// The result of `work` for `key`, shared with every concurrent caller for the same key.
-    public func run(_ key: Key, _ work: @escaping @Sendable () async throws -> Value) async throws -> Value {
+    package func run(_ key: Key, _ work: @escaping @Sendable () async throws -> Value) async throws -> Value {
         try await run(key, sharing: .running, work)
     }
 
     /// The result of `work` for `key`, shared with the callers `sharing` allows.
-    public func run(
+    package func run(
         _ key: Key, sharing: Sharing, _ work: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         while true {
@@ -106,11 +109,11 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
         }
     }
 
-    /// How many keys have work running now.
-    public var runningCount: Int { state.withLock { $0.running.count } }
+    /// How many keys have work running now (for tests).
+    var runningCount: Int { state.withLock { $0.running.count } }
 
-    /// How many callers have joined the work running for `key` (0 when none runs).
-    public func callerCount(for key: Key) -> Int { state.withLock { $0.running[key]?.callers ?? 0 } }
+    /// How many callers have joined the work running for `key` (0 when none runs; for tests).
+    func callerCount(for key: Key) -> Int { state.withLock { $0.running[key]?.callers ?? 0 } }
 
     /// How many callers wait for the flight running for `key` to end, to start their own.
     func waitingCount(for key: Key) -> Int { state.withLock { $0.running[key]?.waiting ?? 0 } }
@@ -121,7 +124,7 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     /// Forgets the finished result of `key` (or of every key): call it when what a flight
     /// fetched is no longer current (an invalidation, a sign-out), before a look-up could see
     /// the change. Running flights are not touched.
-    public func forgetFinished(_ key: Key? = nil) {
+    package func forgetFinished(_ key: Key? = nil) {
         state.withLock { state in
             if let key { state.finished[key] = nil } else { state.finished.removeAll() }
         }

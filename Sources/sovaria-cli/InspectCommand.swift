@@ -25,8 +25,8 @@ enum InspectCommand {
         let pageSize = try parsed.positiveInteger("batch", default: 1_000)
         var counts = [(entries: Int, bytes: Int)](repeating: (0, 0), count: areas.count + 1)
         // List keys sort by their query's hash: the oldest and newest are kept as pages go by.
-        var oldest: StoredList?
-        var newest: StoredList?
+        var oldest: StoredResponse?
+        var newest: StoredResponse?
         var after: String?
         do {
             while true {
@@ -35,7 +35,7 @@ enum InspectCommand {
                     let area = areas.firstIndex { StoreKey.hasBytePrefix(entry.key, $0.prefix) } ?? areas.count
                     counts[area].entries += 1
                     counts[area].bytes += entry.key.utf8.count + entry.value.utf8.count
-                    if area == 0, let list = StoredList(key: entry.key, value: encrypted ? nil : entry.value) {
+                    if area == 0, let list = StoredResponse(key: entry.key, value: encrypted ? nil : entry.value) {
                         if oldest.map({ list.serverTime < $0.serverTime }) ?? true { oldest = list }
                         if newest.map({ list.serverTime >= $0.serverTime }) ?? true { newest = list }
                     }
@@ -91,7 +91,7 @@ enum InspectCommand {
     }
 
     /// One line for a cached list: its server time, body size and query (cut to 60 characters).
-    private static func describe(_ list: StoredList, encrypted: Bool) -> String {
+    private static func describe(_ list: StoredResponse, encrypted: Bool) -> String {
         let query = list.response.map { $0.query.count > 60 ? $0.query.prefix(59) + "…" : $0.query }
         return "\(timestamp(list.serverTime))  \(list.sizeBytes) bytes  "
             + (query ?? (encrypted ? "(query encrypted)" : "(not a cache record)"))

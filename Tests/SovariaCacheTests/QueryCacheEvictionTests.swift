@@ -55,7 +55,7 @@ import Testing
         try await cache.put("q", body: "é", serverTime: serverTime(3))  // replacing a list replaces its size
         await cache.waitForBackgroundRefreshes()
         #expect(try await cache.totalBytes == 7 + 2)
-        #expect(try await cache.listCount == 2)
+        #expect(try await cache.responseCount == 2)
     }
 
     @Test(arguments: CacheEngine.all)
@@ -84,7 +84,7 @@ import Testing
     }
 
     @Test(arguments: CacheEngine.all)
-    func evictsTheListsTheServerSentLongestAgoTenPerBatch(engine: CacheEngine) async throws {
+    func evictsTheResponsesTheServerSentLongestAgoTenPerBatch(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let spy = SpyStore(try engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(10_000))
@@ -96,8 +96,8 @@ import Testing
             batch.allSatisfy { if case .delete = $0 { true } else { false } }
         }
         #expect(!evictionBatches.isEmpty)
-        #expect(evictionBatches.allSatisfy { $0.count <= QueryCache.evictionBatchLists })
-        #expect(evictionBatches.contains { $0.count == QueryCache.evictionBatchLists }, "ten lists at a time")
+        #expect(evictionBatches.allSatisfy { $0.count <= QueryCache.evictionBatchResponses })
+        #expect(evictionBatches.contains { $0.count == QueryCache.evictionBatchResponses }, "ten lists at a time")
     }
 
     @Test(arguments: CacheEngine.all)
@@ -111,7 +111,7 @@ import Testing
     }
 
     @Test(arguments: CacheEngine.all)
-    func aStaleListKeepsItsPlace(engine: CacheEngine) async throws {
+    func aStaleResponseKeepsItsPlace(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(6_000))
         try await fill(cache, count: 5, bytes: 1_000)
@@ -136,7 +136,7 @@ import Testing
     }
 
     @Test(arguments: CacheEngine.all)
-    func listsShownByLiveReadersAreKept(engine: CacheEngine) async throws {
+    func responsesShownByLiveReadersAreKept(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(10_000))
         try await fill(cache, count: 5, bytes: 2_000)
@@ -154,7 +154,7 @@ import Testing
     }
 
     @Test(arguments: CacheEngine.all)
-    func aDroppedLiveReaderStopsProtectingItsList(engine: CacheEngine) async throws {
+    func aDroppedLiveReaderStopsProtectingItsResponse(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(10_000))
         try await fill(cache, count: 5, bytes: 2_000)
@@ -164,14 +164,14 @@ import Testing
         #expect(try await cachedQueries(cache, 0..<6) == [0, 4, 5], "kept while its reader lives")
         withExtendedLifetime(reader) {}
         reader = nil  // released without stopReading
-        #expect(cache.readers.protectedIDs(limit: QueryCache.maxProtectedLists).isEmpty)
+        #expect(cache.readers.protectedIDs(limit: QueryCache.maxProtectedResponses).isEmpty)
         try await cache.put("q6", body: body(4_096), serverTime: serverTime(6))
         await cache.waitForBackgroundRefreshes()
         #expect(try await cachedQueries(cache, 0..<7) == [5, 6], "the oldest list went once its reader was gone")
     }
 
     @Test(arguments: CacheEngine.all)
-    func pastFiveHundredLiveListsANeededListCanGo(engine: CacheEngine) async throws {
+    func pastFiveHundredShownResponsesANeededOneCanGo(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
         try await fill(cache, count: 502, bytes: 10)
@@ -271,18 +271,35 @@ import Testing
         return put
     }
 
+    @Test func aPutCancelledWhileItWaitsAtTheGateEndsWithCancellationError() async throws {
+        let spy = SpyStore(MemoryOfflineStore())
+        let cache = try await QueryCache(store: spy, size: .bytes(4_096))
+        let (passRelease, release) = AsyncStream<Void>.makeStream()
+        let put = try await putWaitingBehindAHeldPass(cache, spy, release: passRelease)
+        put.cancel()
+        #expect(cache.gate.waiterCount == 0, "the cancelled put left the line")
+        // Released before the put is awaited: a put still in line would enter and store.
+        release.finish()
+        await #expect(throws: CancellationError.self) { try await put.value }
+        await cache.waitForBackgroundRefreshes()
+        #expect(try await cache.cachedResponse(for: "q32") == nil, "the cancelled put stored nothing")
+        #expect(batchesStoring("q32", spy).isEmpty)
+        try await cache.put("q33", body: body(10), serverTime: serverTime(33))
+        #expect(try await cache.cachedResponse(for: "q33") != nil, "the gate still lets writes through")
+    }
+
     /// The batches that stored `query`'s list.
     func batchesStoring(_ query: String, _ spy: SpyStore) -> [[StoreWrite]] {
         let id = CacheKeys.id(of: query)
         return spy.log.withLock { $0.batches }.filter { batch in
             batch.contains { write in
-                if case .set(let key, _) = write { key.hasPrefix(CacheKeys.listPrefix(of: id)) } else { false }
+                if case .set(let key, _) = write { key.hasPrefix(CacheKeys.responsePrefix(of: id)) } else { false }
             }
         }
     }
 
     @Test(arguments: CacheEngine.all)
-    func aPutDuringAPassDeletesItsNextTenListsInTheSameWrite(engine: CacheEngine) async throws {
+    func aPutDuringAPassDeletesItsNextTenResponsesInTheSameWrite(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let spy = SpyStore(try engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
@@ -297,9 +314,9 @@ import Testing
             if case .delete(let key) = write { key } else { nil }
         }
         let expected = (10..<20).map { index in
-            CacheKeys.listPrefix(of: CacheKeys.id(of: "q\(index)"))
+            CacheKeys.responsePrefix(of: CacheKeys.id(of: "q\(index)"))
         }
-        #expect(deleted.count == QueryCache.evictionBatchLists, "the pass's second batch of ten rode with the put")
+        #expect(deleted.count == QueryCache.evictionBatchResponses, "the pass's second batch of ten rode with the put")
         #expect(
             deleted.allSatisfy { key in expected.contains { key.hasPrefix($0) } } && Set(deleted).count == 10,
             "the ten oldest after the pass's first batch")
@@ -339,7 +356,7 @@ import Testing
         #expect(try await cache.totalBytes <= 4_096, "the pass deleted the lists the put could not")
         #expect(try await cachedQueries(cache, 0..<33) == [29, 30, 31, 32])
         let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
-        #expect(try await reopened.listCount == 4)
+        #expect(try await reopened.responseCount == 4)
     }
 
     @Test(arguments: CacheEngine.all)
@@ -368,7 +385,7 @@ import Testing
         #expect(batchesStoring("q32", spy).map(\.count) == [1 + 5])
         #expect(batchesStoring("q33", spy).map(\.count) == [1])
         let pass = try #require(cache.evictionPasses.last)
-        #expect(pass.evictedLists == 15)
+        #expect(pass.evictedResponses == 15)
         #expect(pass.batchesCarriedByPuts == 1)
         #expect(try await cache.cachedResponse(for: "big") == nil)
         #expect(try await cachedQueries(cache, 0..<34) == [32, 33])
@@ -387,7 +404,7 @@ import Testing
         }
         let reopened = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
         #expect(try await reopened.totalBytes == 18 * 333 + 1_000)
-        #expect(try await reopened.listCount == 19)
+        #expect(try await reopened.responseCount == 19)
     }
 
     @Test(arguments: CacheEngine.all)
@@ -411,7 +428,7 @@ import Testing
             bodies += try #require(try await reopened.cachedResponse(for: queryOf(entry.value))).sizeBytes
         }
         #expect(try await reopened.totalBytes == bodies)
-        #expect(try await reopened.listCount == 32 - 10)
+        #expect(try await reopened.responseCount == 32 - 10)
     }
 
     @Test(arguments: CacheEngine.all)
@@ -423,7 +440,7 @@ import Testing
         }
         let spy = SpyStore(try engine.open(folder.url))
         let reopened = try await QueryCache(store: spy, size: .unlimited)
-        #expect(try await reopened.listCount == 300)
+        #expect(try await reopened.responseCount == 300)
         let log = spy.log.withLock { $0 }
         #expect(log.gets.isEmpty && log.entriesPrefixes.isEmpty, "no value is read")
         #expect(log.keysPrefixes == ["sov:cache:l:", "sov:cache:l2:"], "the first layout's, then the index")
@@ -439,7 +456,7 @@ import Testing
         try await cache.put("big", body: body(40_000), serverTime: serverTime(5_000))
         await cache.waitForBackgroundRefreshes()
         let log = spy.log.withLock { $0 }
-        let evicted = cache.evictionPasses.last?.evictedLists ?? 0
+        let evicted = cache.evictionPasses.last?.evictedResponses ?? 0
         #expect(evicted == 20)
         #expect(log.gets.isEmpty && log.entriesPrefixes.isEmpty && log.keysPrefixes.isEmpty, "no scan of the cache")
         #expect(log.batches.count == 1 + 2, "one put, two batches of ten")
@@ -454,7 +471,7 @@ import Testing
         try await fill(cache, count: 1_200, bytes: 50)
         try await cache.clearLocalData()
         #expect(try await cache.totalBytes == 0)
-        #expect(try await cache.listCount == 0)
+        #expect(try await cache.responseCount == 0)
         #expect(try await store.keys("sov:cache:").isEmpty)
         #expect(try await store.get("sov:queue:1") == "kept")
         #expect(try await cache.cachedResponse(for: "q1") == nil)
@@ -483,12 +500,12 @@ final class Counter: Sendable {
 @Suite struct CacheLayoutTests {
     /// The ids name lists already on devices: pinned, computed independently (in Python) from the
     /// layout's hash, so a change of the hash or of how the id is written shows here.
-    @Test func listIDsKeepTheirText() {
+    @Test func responseIDsKeepTheirText() {
         #expect(CacheKeys.id(of: "/rest/v1/notes").hex == "c4e6508a85c9923e85014483d60d1be2")
         #expect(CacheKeys.id(of: "").hex == "f52a15e9a9b5e89b292417dcc0d778ab")
     }
 
-    @Test func anOpenKeepsTheLaterKeyOfAListFoundTwiceAndDropsTheEarlier() {
+    @Test func anOpenKeepsTheLaterKeyOfAResponseFoundTwiceAndDropsTheEarlier() {
         let first = CacheKeys.id(of: "/rest/v1/a")
         let second = CacheKeys.id(of: "/rest/v1/b")
         let (index, dropped) = CacheIndex.rebuilt(from: [
@@ -503,33 +520,37 @@ final class Counter: Sendable {
         #expect(order.popOldest() == nil)
     }
 
-    @Test func listKeysRoundTripAndRejectWhatCouldNotBeRebuilt() throws {
+    @Test func responseKeysRoundTripAndRejectWhatCouldNotBeRebuilt() throws {
         let id = CacheKeys.id(of: "/rest/v1/notes")
         let far = CacheIndex.Entry(
             serverTimeMillis: CacheRecord.millis(.distantFuture), sizeBytes: 12, generation: 0)
-        let key = CacheKeys.listKey(id, far)
-        let parsed = try #require(CacheKeys.parseListKey(key))
+        let key = CacheKeys.responseKey(id, far)
+        let parsed = try #require(CacheKeys.parseResponseKey(key))
         #expect(parsed.id == id && parsed.serverTimeMillis == far.serverTimeMillis && parsed.sizeBytes == 12)
         let huge = CacheIndex.Entry(
             serverTimeMillis: CacheRecord.millis(Date(timeIntervalSince1970: 1e15)), sizeBytes: 1, generation: 0)
-        #expect(CacheKeys.parseListKey(CacheKeys.listKey(id, huge)) != nil, "clamped to 16 digits")
-        #expect(CacheKeys.parseListKey("sov:cache:l2:" + id.hex + ":+000000000000001:0000000012") == nil)
-        #expect(CacheKeys.parseListKey("sov:cache:l2:" + id.hex + ":0000000000000001:-000000012") == nil)
-        #expect(CacheKeys.parseListKey("sov:cache:l2:" + id.hex.uppercased() + ":0000000000000001:0000000012") == nil)
-        #expect(CacheKeys.parseListKey("sov:cache:l2:" + id.hex + "-0000000000000001:0000000012") == nil)
+        #expect(CacheKeys.parseResponseKey(CacheKeys.responseKey(id, huge)) != nil, "clamped to 16 digits")
+        #expect(CacheKeys.parseResponseKey("sov:cache:l2:" + id.hex + ":+000000000000001:0000000012") == nil)
+        #expect(CacheKeys.parseResponseKey("sov:cache:l2:" + id.hex + ":0000000000000001:-000000012") == nil)
+        #expect(
+            CacheKeys.parseResponseKey("sov:cache:l2:" + id.hex.uppercased() + ":0000000000000001:0000000012") == nil)
+        #expect(CacheKeys.parseResponseKey("sov:cache:l2:" + id.hex + "-0000000000000001:0000000012") == nil)
     }
 
     /// Lists already on devices keep their keys: the layout's text, pinned.
-    @Test func listKeysKeepTheirLayout() throws {
+    @Test func responseKeysKeepTheirLayout() throws {
         let id = CacheKeys.id(of: "/rest/v1/notes")
         let entry = CacheIndex.Entry(serverTimeMillis: 1_700_000_000_250, sizeBytes: 12, generation: 7)
         #expect(
-            CacheKeys.listKey(id, entry) == "sov:cache:l2:c4e6508a85c9923e85014483d60d1be2:0001700000000250:0000000012")
+            CacheKeys.responseKey(id, entry)
+                == "sov:cache:l2:c4e6508a85c9923e85014483d60d1be2:0001700000000250:0000000012")
         let legacy = try #require(
-            CacheKeys.parseLegacyListKey("sov:cache:l:0001700000000250:0000000012:c4e6508a85c9923e85014483d60d1be2"))
+            CacheKeys.parseLegacyResponseKey("sov:cache:l:0001700000000250:0000000012:c4e6508a85c9923e85014483d60d1be2")
+        )
         #expect(legacy.id == id && legacy.serverTimeMillis == 1_700_000_000_250 && legacy.sizeBytes == 12)
-        #expect(CacheKeys.parseLegacyListKey(CacheKeys.listKey(id, entry)) == nil)
+        #expect(CacheKeys.parseLegacyResponseKey(CacheKeys.responseKey(id, entry)) == nil)
         #expect(
-            CacheKeys.parseListKey("sov:cache:l:0001700000000250:0000000012:c4e6508a85c9923e85014483d60d1be2") == nil)
+            CacheKeys.parseResponseKey("sov:cache:l:0001700000000250:0000000012:c4e6508a85c9923e85014483d60d1be2")
+                == nil)
     }
 }

@@ -163,7 +163,7 @@ import Testing
         #expect(cache.evictionPasses.isEmpty, "the answers came while the pass was still running")
         release.finish()
         await cache.waitForBackgroundRefreshes()
-        #expect(cache.evictionPasses.count == 1 && cache.evictionPasses.first?.evictedLists == 2)
+        #expect(cache.evictionPasses.count == 1 && cache.evictionPasses.first?.evictedResponses == 2)
         #expect(try await cache.totalBytes == 2 * 2_000 + 4_096, "the same pass as before: the two oldest lists went")
         #expect(fetches.increment() == 2, "one fetch")
     }

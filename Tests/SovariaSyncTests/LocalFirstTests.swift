@@ -148,7 +148,7 @@ import Testing
         #expect(try Self.ids(refreshed) == ["z"], "a refresh (fetched after the sync: no overlay)")
 
         // Its list is pinned while observed: eviction keeps it.
-        try await rig.offline.cache.evict(downToLists: 0)
+        try await rig.offline.cache.evict(downToResponses: 0)
         #expect(try await rig.offline.cache.cachedResponse(for: SovariaOffline.cacheKey(of: Self.notes)) != nil)
 
         try await rig.offline.clear()
@@ -168,12 +168,12 @@ import Testing
             for try await _ in rig.offline.observe(Self.notes, policy: .cacheOnly) { didStart.yield() }
         }
         for await _ in started { break }
-        try await rig.offline.cache.evict(downToLists: 0)
-        #expect(try await rig.offline.cache.listCount == 1, "pinned while observed")
+        try await rig.offline.cache.evict(downToResponses: 0)
+        #expect(try await rig.offline.cache.responseCount == 1, "pinned while observed")
         observer.cancel()
         _ = await observer.result
-        try await rig.offline.cache.evict(downToLists: 0)
-        #expect(try await rig.offline.cache.listCount == 0, "released when the task ended")
+        try await rig.offline.cache.evict(downToResponses: 0)
+        #expect(try await rig.offline.cache.responseCount == 0, "released when the task ended")
     }
 
     @Test func theStatusChangesInOrder() async throws {

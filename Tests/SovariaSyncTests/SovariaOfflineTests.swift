@@ -284,7 +284,7 @@ func insert(_ id: Int) -> DataRequest {
             rig.transport.answer(DataResponse(status: 200, headers: ["Date": date], body: "[\(index)]"))
             _ = try await rig.offline.read(DataRequest(method: "GET", path: "/rest/v1/notes?page=\(index)"))
         }
-        #expect(try await rig.offline.cache.listCount == 2)
+        #expect(try await rig.offline.cache.responseCount == 2)
         rig.transport.online = false
         // Page 1 had the oldest server time: it went; pages 0 and 2 answer from the cache.
         for index in [0, 2] {

@@ -60,7 +60,7 @@ import Testing
                 let point = try await curve.point(try Self.requests(), boundBytes: bound)
                 #expect(point.requests == requests)
                 #expect(point.passes > 0, "\(engine) at \(bound) B: the bound is below the working set")
-                hitsByBound[bound, default: [:]][engine] = [point.hits, point.hitBytes, point.evictedLists]
+                hitsByBound[bound, default: [:]][engine] = [point.hits, point.hitBytes, point.evictedResponses]
             }
         }
         for (bound, byEngine) in hitsByBound {

@@ -1,13 +1,13 @@
 import Sovaria
 
-/// What the query cache keeps in memory about the lists in the store: each list's server time
+/// What the query cache keeps in memory about the responses in the store: each response's server time
 /// and body size, the order to evict in (a min-heap on server time), and the running total.
 /// Loaded once per open from the `sov:cache:l2:` keys, behind the open; never reads a body.
 struct CacheIndex: Sendable {
     struct Entry: Equatable, Sendable {
         var serverTimeMillis: Int64
         var sizeBytes: Int
-        /// Which heap item is current: a list stored again leaves its old item behind.
+        /// Which heap item is current: a response stored again leaves its old item behind.
         var generation: UInt64
     }
 
@@ -27,37 +27,38 @@ struct CacheIndex: Sendable {
     private(set) var totalBytes = 0
     /// Responses stored since open: every 32nd one starts a size check.
     var responsesStored = 0
-    /// Whether every list in the store is in the index: `false` from an open until the load
-    /// behind it ends. Until then no write that changes a list runs (each loads the index first),
-    /// and reads find lists by their key prefix.
+    /// Whether every response in the store is in the index: `false` from an open until the load
+    /// behind it ends. Until then no write that changes a response runs (each loads the index first),
+    /// and reads find responses by their key prefix.
     var isComplete: Bool
 
-    /// An empty index: no lists, a total of zero; `complete` says whether the store has none
+    /// An empty index: no responses, a total of zero; `complete` says whether the store has none
     /// either.
     init(complete: Bool) { isComplete = complete }
 
-    /// The complete index of `lists` in the order an open finds them (by key), and the entries it
-    /// dropped: a list stored again by a store without atomic batches may appear twice after a
+    /// The complete index of `responses` in the order an open finds them (by key), and the entries it
+    /// dropped: a response stored again by a store without atomic batches may appear twice after a
     /// crash, and the later key wins. The caller deletes the dropped ones.
     static func rebuilt(
-        from lists: [(id: HexID, serverTimeMillis: Int64, sizeBytes: Int)]
+        from responses: [(id: HexID, serverTimeMillis: Int64, sizeBytes: Int)]
     ) -> (index: CacheIndex, dropped: [(id: HexID, entry: Entry)]) {
         var index = CacheIndex(complete: true)
         var dropped: [(id: HexID, entry: Entry)] = []
-        index.entries.reserveCapacity(lists.count)
+        index.entries.reserveCapacity(responses.count)
         var items: [OrderItem] = []
-        items.reserveCapacity(lists.count)
-        for list in lists {
+        items.reserveCapacity(responses.count)
+        for response in responses {
             index.nextGeneration += 1
             let generation = index.nextGeneration
             let entry = Entry(
-                serverTimeMillis: list.serverTimeMillis, sizeBytes: list.sizeBytes, generation: generation)
-            if let previous = index.entries.updateValue(entry, forKey: list.id) {
+                serverTimeMillis: response.serverTimeMillis, sizeBytes: response.sizeBytes, generation: generation)
+            if let previous = index.entries.updateValue(entry, forKey: response.id) {
                 index.totalBytes -= previous.sizeBytes
-                dropped.append((list.id, previous))
+                dropped.append((response.id, previous))
             }
-            index.totalBytes += list.sizeBytes
-            items.append(OrderItem(serverTimeMillis: list.serverTimeMillis, generation: generation, id: list.id))
+            index.totalBytes += response.sizeBytes
+            items.append(
+                OrderItem(serverTimeMillis: response.serverTimeMillis, generation: generation, id: response.id))
         }
         index.order = MinHeap(items)
         index.compactOrderIfMostlyStale()
@@ -84,7 +85,7 @@ struct CacheIndex: Sendable {
         return previous
     }
 
-    /// Takes the oldest list off the order (skipping items of lists stored again or removed);
+    /// Takes the oldest response off the order (skipping items of responses stored again or removed);
     /// the caller either removes it or gives it back with ``restore(_:)``.
     mutating func popOldest() -> (id: HexID, entry: Entry)? {
         while let item = order.popMin() {

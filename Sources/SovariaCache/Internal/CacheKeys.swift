@@ -1,28 +1,28 @@
 import Sovaria
 
-/// The query cache's layout in the store: one key per cached list,
+/// The query cache's layout in the store: one key per cached response,
 ///
 ///     sov:cache:l2:<id>:<server time, ms, 16 digits>:<body bytes, 10 digits>  →  the entry
 ///
 /// whose value is a ``CacheRecord`` (header, the query's full identity, the body). Everything
 /// eviction needs is in the key: listing the keys (``OfflineStore/keys(_:)``, never a value)
-/// rebuilds the order and the running total, and a put of a new list is one `set`. The id comes
+/// rebuilds the order and the running total, and a put of a new response is one `set`. The id comes
 /// first so that one list is found without the index, by listing the keys under
-/// ``listPrefix(of:)``: a cache answers reads while its index still loads behind the open.
+/// ``responsePrefix(of:)``: a cache answers reads while its index still loads behind the open.
 ///
 /// `<id>` is 32 hex digits of a 128-bit hash of the identity's UTF-8 bytes, so an identity of
 /// any length maps to a short legal key and equal-looking identities (precomposed and
 /// decomposed "é") stay apart. The entry keeps the full identity, checked on every read, so a
 /// hash collision is a miss, never another query's data.
 ///
-/// The first layout, `sov:cache:l:<time>:<size>:<id>` (``legacyListPrefix``), put the time
-/// first; an open moves such lists to this layout.
+/// The first layout, `sov:cache:l:<time>:<size>:<id>` (``legacyResponsePrefix``), put the time
+/// first; an open moves such responses to this layout.
 enum CacheKeys {
     /// Every key of the query cache starts with this.
     static let areaPrefix = "sov:cache:"
-    static let listPrefix = "sov:cache:l2:"
+    static let responsePrefix = "sov:cache:l2:"
     /// The prefix of the first layout, time first, which an open migrates.
-    static let legacyListPrefix = "sov:cache:l:"
+    static let legacyResponsePrefix = "sov:cache:l:"
 
     static func id(of query: String) -> HexID {
         var first: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -36,27 +36,27 @@ enum CacheKeys {
         return HexID(high: mix(first ^ length), low: mix(second &+ length))
     }
 
-    static func listKey(_ id: HexID, _ entry: CacheIndex.Entry) -> String {
-        listPrefix(of: id) + padded(entry.serverTimeMillis, 16) + ":" + padded(Int64(entry.sizeBytes), 10)
+    static func responseKey(_ id: HexID, _ entry: CacheIndex.Entry) -> String {
+        responsePrefix(of: id) + padded(entry.serverTimeMillis, 16) + ":" + padded(Int64(entry.sizeBytes), 10)
     }
 
-    /// The prefix of `id`'s list key: the keys under it are that list's (one, or two a crash
+    /// The prefix of `id`'s response key: the keys under it are that response's (one, or two a crash
     /// left, the later of which is current).
-    static func listPrefix(of id: HexID) -> String {
-        listPrefix + id.hex + ":"
+    static func responsePrefix(of id: HexID) -> String {
+        responsePrefix + id.hex + ":"
     }
 
-    /// The id, server time and size in a list key, or `nil` for a key of another shape.
+    /// The id, server time and size in a response key, or `nil` for a key of another shape.
     ///
-    /// A list key has a fixed layout (prefix, 32 lowercase hex digits, `:`, 16 digits, `:`, 10
+    /// A response key has a fixed layout (prefix, 32 lowercase hex digits, `:`, 16 digits, `:`, 10
     /// digits), read here straight from its UTF-8 bytes: loading an index parses every key.
-    static func parseListKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
-        parse(key, prefix: listPrefix, idFirst: true)
+    static func parseResponseKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
+        parse(key, prefix: responsePrefix, idFirst: true)
     }
 
-    /// ``parseListKey(_:)`` for the first layout, `sov:cache:l:<time>:<size>:<id>`.
-    static func parseLegacyListKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
-        parse(key, prefix: legacyListPrefix, idFirst: false)
+    /// ``parseResponseKey(_:)`` for the first layout, `sov:cache:l:<time>:<size>:<id>`.
+    static func parseLegacyResponseKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
+        parse(key, prefix: legacyResponsePrefix, idFirst: false)
     }
 
     private static func parse(

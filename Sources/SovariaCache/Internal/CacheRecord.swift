@@ -37,7 +37,7 @@ enum CacheRecord {
     }
 
     static func millis(_ date: Date) -> Int64 {
-        // 16 digits in a list key; clamped in Double first (Int64 traps past its range), then in
+        // 16 digits in a response key; clamped in Double first (Int64 traps past its range), then in
         // Int64, where 9,999,999,999,999,999 is exact (in Double it rounds up to 17 digits).
         let value = (date.timeIntervalSince1970 * 1_000).rounded()
         guard value.isFinite else { return 0 }

@@ -1,7 +1,7 @@
 import Sovaria
 import Synchronization
 
-/// The lists live readers show, and when each reader started: one per cache, shared with the
+/// The responses live readers show, and when each reader started: one per cache, shared with the
 /// ``LiveReader`` objects it hands out so each can stop itself when released.
 final class LiveReaders: Sendable {
     private struct State {
@@ -35,7 +35,7 @@ final class LiveReaders: Sendable {
         }
     }
 
-    /// The lists protected from eviction: all live ones, or past `limit`, the `limit` whose
+    /// The responses protected from eviction: all live ones, or past `limit`, the `limit` whose
     /// readers started most recently.
     func protectedIDs(limit: Int) -> Set<HexID> {
         state.withLock { state in
