@@ -53,31 +53,34 @@ let package = Package(
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
 
-        .target(name: "Sovaria"),
+        // Plumbing the engines and layers share (locks, gates, group commit, hashing): package
+        // access only, and not a product, so none of it is part of the API.
+        .target(name: "SovariaPlumbing"),
+        .target(name: "Sovaria", dependencies: ["SovariaPlumbing"]),
         // The query cache: written against `OfflineStore` only, so it runs on every engine.
-        .target(name: "SovariaCache", dependencies: ["Sovaria"]),
-        .target(name: "SovariaSQLite", dependencies: ["Sovaria", "CSQLite"]),
-        .target(name: "SovariaLMDB", dependencies: ["Sovaria", "CLMDB"]),
-        .target(name: "SovariaLevelDB", dependencies: ["Sovaria", "CLevelDB"]),
+        .target(name: "SovariaCache", dependencies: ["SovariaPlumbing", "Sovaria"]),
+        .target(name: "SovariaSQLite", dependencies: ["SovariaPlumbing", "Sovaria", "CSQLite"]),
+        .target(name: "SovariaLMDB", dependencies: ["SovariaPlumbing", "Sovaria", "CLMDB"]),
+        .target(name: "SovariaLevelDB", dependencies: ["SovariaPlumbing", "Sovaria", "CLevelDB"]),
         .target(name: "SovariaSodium", dependencies: ["Sovaria", "CSodium"]),
         // One table shared by many processes and machines, over libpq.
-        .target(name: "SovariaPostgres", dependencies: ["Sovaria", "CLibPQ"]),
+        .target(name: "SovariaPostgres", dependencies: ["SovariaPlumbing", "Sovaria", "CLibPQ"]),
         .target(name: "SovariaTestKit", dependencies: ["Sovaria"]),
         // The durable write queue and the rejected list (seed 003); sees only `OfflineStore`.
-        .target(name: "SovariaQueue", dependencies: ["Sovaria"]),
+        .target(name: "SovariaQueue", dependencies: ["SovariaPlumbing", "Sovaria"]),
         // The offline controller (seed 003) over the cache and the queue; the network is a protocol.
-        .target(name: "SovariaSync", dependencies: ["Sovaria", "SovariaCache", "SovariaQueue"]),
+        .target(name: "SovariaSync", dependencies: ["SovariaPlumbing", "Sovaria", "SovariaCache", "SovariaQueue"]),
         // The HTTP transport (URLSession) and PostgREST's request conventions.
-        .target(name: "SovariaHTTP", dependencies: ["SovariaSync", "SovariaCache", "SovariaQueue"]),
+        .target(name: "SovariaHTTP", dependencies: ["SovariaPlumbing", "SovariaSync", "SovariaCache", "SovariaQueue"]),
         // The file cache (seed 000): files in a folder, their metadata in any `OfflineStore`.
-        .target(name: "SovariaFiles", dependencies: ["Sovaria"]),
+        .target(name: "SovariaFiles", dependencies: ["SovariaPlumbing", "Sovaria"]),
 
         .executableTarget(
             name: "sovaria-bench",
             dependencies: [
                 "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
                 "SovariaLevelDB", "SovariaSodium", "SovariaPostgres", "SovariaFiles", "SovariaHTTP",
-                "SovariaWorkloads", "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
+                "SovariaWorkloads", "SovariaPlumbing", "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
                 // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
                 "SovariaTestServers",
             ],
@@ -94,7 +97,7 @@ let package = Package(
             name: "sovaria",
             dependencies: [
                 "Sovaria", "SovariaCache", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaSodium",
-                "SovariaPostgres",
+                "SovariaPostgres", "SovariaPlumbing",
             ],
             path: "Sources/sovaria-cli"
         ),
@@ -106,7 +109,8 @@ let package = Package(
             path: "Examples/sovaria-notes"
         ),
 
-        .testTarget(name: "SovariaTests", dependencies: ["Sovaria", "SovariaTestKit", "SovariaTestServers"]),
+        .testTarget(
+            name: "SovariaTests", dependencies: ["Sovaria", "SovariaPlumbing", "SovariaTestKit", "SovariaTestServers"]),
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
         // need a real server.
         .target(name: "SovariaTestServers", dependencies: ["SovariaSync"], path: "Tests/SovariaTestServers"),
@@ -198,7 +202,7 @@ let package = Package(
             name: "SovariaLevelDBTests", dependencies: ["SovariaLevelDB", "SovariaTestKit", "SovariaTestServers"]),
         .testTarget(
             name: "SovariaPostgresTests",
-            dependencies: ["SovariaPostgres", "SovariaTestKit", "SovariaTestServers"]
+            dependencies: ["SovariaPostgres", "SovariaPlumbing", "SovariaTestKit", "SovariaTestServers"]
         ),
         // Full disks, read-only mounts and damaged files (mounts a tmpfs: runs as root).
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 import SovariaWorkloads
 
 /// What the tools themselves cost, measured on the same trace as the stores: the replay driver

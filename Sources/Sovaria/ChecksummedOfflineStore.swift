@@ -1,3 +1,5 @@
+import SovariaPlumbing
+
 /// Stores a checksum with every value and checks it on every read, so a damaged value throws
 /// instead of being returned as good.
 ///

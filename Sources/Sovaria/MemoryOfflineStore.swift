@@ -1,3 +1,4 @@
+import SovariaPlumbing
 import Synchronization
 
 /// Keeps entries in memory for this run only: queued writes not yet synced are lost on relaunch.

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 /// A query's cached result and what is known about it.
 public struct CachedResponse: Sendable, Hashable {

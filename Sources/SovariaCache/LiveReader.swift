@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 
 /// A reader showing a cached response, from ``QueryCache/startReading(_:)``: while it lives (up to
 /// 500 of them), eviction keeps its response.

@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 /// An in-memory LRU cache limited by entry count and by total cost: a dictionary for O(1)

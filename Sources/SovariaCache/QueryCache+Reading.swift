@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 
 extension QueryCache {
     /// Answers `query` by `policy`: from memory, the store or `fetch`, which runs at most once

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 /// The cache of query results, written once against `OfflineStore` so it runs unchanged on

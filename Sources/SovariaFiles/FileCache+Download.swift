@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 extension FileCache {
     /// Caches the file `write` produces under `key`, replacing what the key held, and returns

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 extension FileCache {
     /// Runs an eviction pass now, if the total is over the bound: the least recently used files

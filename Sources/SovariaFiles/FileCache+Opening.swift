@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 extension FileCache {
     /// Makes the folder and the metadata agree (rule 6) and returns the index of the files:

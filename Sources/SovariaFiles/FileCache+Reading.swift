@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 extension FileCache {
     /// The file cached under `key`, as a lease that keeps it from eviction until it ends, or

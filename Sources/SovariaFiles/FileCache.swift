@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 /// Downloaded files on disk, bounded by size, with their metadata (size, last use,

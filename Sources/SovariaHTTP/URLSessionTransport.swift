@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaCache
+import SovariaPlumbing
 import SovariaQueue
 import SovariaSync
 import Synchronization

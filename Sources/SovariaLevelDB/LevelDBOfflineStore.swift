@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 /// Keeps entries in a LevelDB database in one folder: an ordered, compressed log-structured store
 /// with atomic batches, fast writes and cursor-based paging.

@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 
 extension PostgresOfflineStore {
     /// How a PostgreSQL store uses its server; every field has a default.

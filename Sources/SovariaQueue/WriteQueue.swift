@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 /// The durable queue of writes made offline, oldest first, and the list of writes the server

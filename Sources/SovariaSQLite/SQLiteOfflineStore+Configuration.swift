@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 
 extension SQLiteOfflineStore {
     /// How a SQLite store opens its file; every field has a default.

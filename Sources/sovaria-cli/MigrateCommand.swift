@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 /// `sovaria migrate --from URL --to URL`: copies every entry (under `--prefix`) the target lacks,
 /// page by page, keeping the target's own keys as `OfflineMigration.migrate` does (`--overwrite`

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 /// Standard output and standard error, written with `write(2)` so nothing is lost in a buffer

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 import SovariaTestKit
 import SovariaTestServers
 import Testing

@@ -1,3 +1,4 @@
+import SovariaPlumbing
 import Synchronization
 import Testing
 

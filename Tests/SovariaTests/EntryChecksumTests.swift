@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 import Testing
 
 /// XXH64 against the reference implementation: the vectors below come from the `xxhash` Python

@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 import Synchronization
 import Testing
 

@@ -1,3 +1,4 @@
+import SovariaPlumbing
 import Testing
 
 @testable import Sovaria

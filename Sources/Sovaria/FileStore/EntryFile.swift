@@ -1,3 +1,5 @@
+import SovariaPlumbing
+
 /// The bytes of one key's file in ``FileTree``: `"SVE1"`, the entry's ``EntryChecksum`` (bound
 /// to the key, UInt64 little-endian), then the value's UTF-8 bytes.
 ///

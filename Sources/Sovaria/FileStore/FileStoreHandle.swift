@@ -1,3 +1,4 @@
+import SovariaPlumbing
 import Synchronization
 
 /// What every ``FileOfflineStore`` on one folder shares in a process: the tree, the queue that

@@ -1,3 +1,5 @@
+import SovariaPlumbing
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)

@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 
 /// What the query cache keeps in memory about the responses in the store: each response's server time
 /// and body size, the order to evict in (a min-heap on server time), and the running total.

@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 
 /// The query cache's layout in the store: one key per cached response,
 ///

@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 /// The responses live readers show, and when each reader started: one per cache, shared with the

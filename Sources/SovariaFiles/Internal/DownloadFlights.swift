@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 
 /// The downloads ``FileCache/open(_:orDownload:)`` runs, one per key, and the callers waiting for
 /// each: single-flight ("for any one key, only one piece of work is allowed to be

@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 
 /// The name of a cached file: the first 128 bits of SHA-256 over its key's UTF-8 bytes, written as
 /// 32 lowercase hex digits in `files/` and in the metadata key (see ``HexID``).

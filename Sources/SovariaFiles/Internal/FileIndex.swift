@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 
 /// What the file cache keeps in memory about its files: each file's size, last use and leases,
 /// the least-recently-used order (a min-heap on last use), and the running total. Rebuilt once

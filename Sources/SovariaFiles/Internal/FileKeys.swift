@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 
 /// The file cache's layout in the metadata store: one key per cached file,
 ///

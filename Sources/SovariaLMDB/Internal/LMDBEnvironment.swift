@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 /// One open LMDB environment (the `data.mdb` and `lock.mdb` of one folder), shared by every

@@ -1,5 +1,6 @@
 import CLMDB
 import Sovaria
+import SovariaPlumbing
 
 /// The C handles of an open environment and the readers-writer lock that guards them, as one
 /// object: the handles are reachable only holding a side of the lock.

@@ -1,5 +1,6 @@
 import CLMDB
 import Sovaria
+import SovariaPlumbing
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import CLMDB
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 #if canImport(Glibc)

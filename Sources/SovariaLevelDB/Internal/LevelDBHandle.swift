@@ -1,5 +1,6 @@
 import CLevelDB
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 /// One open LevelDB database, shared by every ``LevelDBOfflineStore`` on its folder in this

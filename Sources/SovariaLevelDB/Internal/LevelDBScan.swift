@@ -1,5 +1,6 @@
 import CLevelDB
 import Sovaria
+import SovariaPlumbing
 
 #if canImport(Glibc)
     import Glibc

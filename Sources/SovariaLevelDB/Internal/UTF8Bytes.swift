@@ -1,3 +1,5 @@
+import SovariaPlumbing
+
 /// Bytes as the `const char *` plus length that LevelDB's C API takes; never a C string, so `\0`
 /// inside a key or value is kept.
 extension UnsafeBufferPointer<UInt8> {

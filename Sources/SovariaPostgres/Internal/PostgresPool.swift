@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaPlumbing
 import Synchronization
 
 /// The connections of one store: at most `maxConnections` open, idle ones kept for the next

@@ -1,5 +1,6 @@
 import CLibPQ
 import Sovaria
+import SovariaPlumbing
 
 /// The rows of one statement (`PGresult *`), in binary format; cleared when released.
 final class PostgresResult {

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 #if canImport(Glibc)
     import Glibc

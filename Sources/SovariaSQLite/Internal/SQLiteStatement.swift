@@ -1,5 +1,6 @@
 import CSQLite
 import Sovaria
+import SovariaPlumbing
 
 /// One prepared statement, reused for the life of its connection.
 ///

@@ -1,7 +1,7 @@
 extension RandomAccessCollection {
     /// The first index whose element satisfies `belongsToSecondPart`, for a collection already
     /// partitioned by it (all `false`, then all `true`): a binary search.
-    func partitioningIndex(where belongsToSecondPart: (Element) -> Bool) -> Index {
+    package func partitioningIndex(where belongsToSecondPart: (Element) -> Bool) -> Index {
         var low = startIndex
         var count = distance(from: startIndex, to: endIndex)
         while count > 0 {
