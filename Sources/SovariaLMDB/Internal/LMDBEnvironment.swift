@@ -49,6 +49,7 @@ final class LMDBEnvironment: Sendable {
     struct Writer: ~Copyable {
         fileprivate init() {}
     }
+
     /// Batches that arrive while a commit runs join the next one (group commit), one after
     /// another in one shared write transaction.
     private let commits: GroupCommit<GroupItem>
