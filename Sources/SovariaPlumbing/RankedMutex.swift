@@ -10,9 +10,9 @@ import Synchronization
 ///     let index = RankedMutex(LockRank(1, "QueryCache.index"), CacheIndex())
 ///     let memory = RankedMutex(LockRank(2, "QueryCache.memory"), …)  // taken inside index only
 package struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
-    private let mutex: Mutex<Value>
+    @usableFromInline let mutex: Mutex<Value>
     /// Where this lock stands in its type's order.
-    package let rank: LockRank
+    @usableFromInline package let rank: LockRank
 
     /// Creates a lock at `rank` guarding `value`.
     package init(_ rank: LockRank, _ value: consuming sending Value) {
@@ -23,7 +23,7 @@ package struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
     /// Runs `body` with the guarded value, holding the lock.
     ///
     /// - Precondition (debug builds): the thread holds no lock of this rank or a higher one.
-    package borrowing func withLock<Result, Failure: Error>(
+    @inlinable package borrowing func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         #if DEBUG
@@ -36,7 +36,7 @@ package struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
     /// Runs `body` with the guarded value if the lock is free, else returns `nil` without waiting.
     ///
     /// - Precondition (debug builds): the thread holds no lock of this rank or a higher one.
-    package borrowing func withLockIfAvailable<Result, Failure: Error>(
+    @inlinable package borrowing func withLockIfAvailable<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result? {
         #if DEBUG
@@ -68,7 +68,7 @@ package struct LockRank: Sendable, CustomStringConvertible {
 
         /// Checks `rank` against the ranks this thread holds, then records it as held: for a lock
         /// kept in a type of its own (``ReadersWriterLock``) that takes part in a ranked order.
-        package static func willAcquire(_ rank: LockRank) {
+        @usableFromInline package static func willAcquire(_ rank: LockRank) {
             let thread = Thread.current
             var held = thread.threadDictionary[heldKey] as? [LockRank] ?? []
             if let last = held.last, last.level >= rank.level {
@@ -79,7 +79,7 @@ package struct LockRank: Sendable, CustomStringConvertible {
         }
 
         /// Forgets `rank`, the most recent lock this thread took.
-        package static func didRelease(_ rank: LockRank) {
+        @usableFromInline package static func didRelease(_ rank: LockRank) {
             let thread = Thread.current
             var held = thread.threadDictionary[heldKey] as? [LockRank] ?? []
             if !held.isEmpty { held.removeLast() }

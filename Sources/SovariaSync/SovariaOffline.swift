@@ -443,7 +443,7 @@ public final class SovariaOffline: Sendable {
             if response.status == 304 { return .notModified(serverTime: serverTime) }
             return .response(body: response.body, serverTime: serverTime, etag: response.header("ETag"))
         }
-        if answer.source == .network { try await cache.evict(downToLists: configuration.maxCached) }
+        if answer.source == .network { try await cache.evict(downToResponses: configuration.maxCached) }
         return answer
     }
 
