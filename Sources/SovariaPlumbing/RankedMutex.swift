@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import Synchronization
 
 /// A `Mutex` with a place in its type's lock order: a thread that holds a ranked lock may take
@@ -64,26 +68,50 @@ package struct LockRank: Sendable, CustomStringConvertible {
     package var description: String { "\(name) (rank \(level))" }
 
     #if DEBUG
-        private static let heldKey = "org.sovaria.heldLockRanks"
-
         /// Checks `rank` against the ranks this thread holds, then records it as held: for a lock
         /// kept in a type of its own (``ReadersWriterLock``) that takes part in a ranked order.
         @usableFromInline package static func willAcquire(_ rank: LockRank) {
-            let thread = Thread.current
-            var held = thread.threadDictionary[heldKey] as? [LockRank] ?? []
-            if let last = held.last, last.level >= rank.level {
+            let held = HeldRanks.ofThisThread
+            if let last = held.ranks.last, last.level >= rank.level {
                 preconditionFailure("Lock order: \(rank) taken while holding \(last)")
             }
-            held.append(rank)
-            thread.threadDictionary[heldKey] = held
+            held.ranks.append(rank)
         }
 
         /// Forgets `rank`, the most recent lock this thread took.
         @usableFromInline package static func didRelease(_ rank: LockRank) {
-            let thread = Thread.current
-            var held = thread.threadDictionary[heldKey] as? [LockRank] ?? []
-            if !held.isEmpty { held.removeLast() }
-            thread.threadDictionary[heldKey] = held
+            let held = HeldRanks.ofThisThread
+            if !held.ranks.isEmpty { held.ranks.removeLast() }
         }
     #endif
 }
+
+#if DEBUG
+    /// The ranks of the locks one thread holds, in the order it took them: kept in a pthread key,
+    /// so the check costs a pointer load per acquisition, not a dictionary lookup that boxes the
+    /// array: debug builds run the whole test suite through these locks.
+    private final class HeldRanks {
+        var ranks: [LockRank] = []
+
+        private static let key: pthread_key_t = {
+            var key = pthread_key_t()
+            let status = pthread_key_create(&key) { pointer in
+                #if canImport(Glibc)
+                    guard let pointer else { return }
+                #endif
+                Unmanaged<HeldRanks>.fromOpaque(pointer).release()
+            }
+            precondition(status == 0, "pthread_key_create failed: \(status)")
+            return key
+        }()
+
+        static var ofThisThread: HeldRanks {
+            if let pointer = pthread_getspecific(key) {
+                return Unmanaged<HeldRanks>.fromOpaque(pointer).takeUnretainedValue()
+            }
+            let held = HeldRanks()
+            pthread_setspecific(key, Unmanaged.passRetained(held).toOpaque())
+            return held
+        }
+    }
+#endif

@@ -84,7 +84,7 @@ enum InspectCommand {
         }
         Terminal.print("pending writes (queue): \(counts[1].entries)")
         if let oldest, let newest {
-            Terminal.print("cached lists by server time:")
+            Terminal.print("cached responses by server time:")
             Terminal.print("  oldest  " + describe(oldest, encrypted: encrypted))
             Terminal.print("  newest  " + describe(newest, encrypted: encrypted))
         }
