@@ -1,9 +1,10 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-import Synchronization
 
 /// A `Mutex` with a place in its type's lock order: a thread that holds a ranked lock may take
 /// only locks of a higher rank. Debug builds check the order on every acquisition and stop at
