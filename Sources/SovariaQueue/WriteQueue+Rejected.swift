@@ -52,6 +52,8 @@ extension WriteQueue {
     /// - Parameters:
     ///   - request: the request as it was sent.
     ///   - id: the client id it was sent with (its `Idempotency-Key`).
+    ///   - status: the HTTP status the server refused it with.
+    ///   - message: the server's reason, as the rejected list shows it.
     /// - Returns: the rejected write; its ``RejectedWrite/write`` has the rejection's sequence
     ///   and no failed attempts.
     /// - Important: One atomic store batch: the rejected entry in, the oldest rejected entries

@@ -179,8 +179,8 @@ public final class SovariaOffline: Sendable {
 
     /// Puts a rejected write back at the end of the queue, with its client id.
     ///
-    /// - Throws: ``WriteQueueError`` with ``WriteQueueError/Code/notFound`` when no rejected
-    ///   write has that id, or ``WriteQueueError/Code/queueFull``.
+    /// - Throws: `WriteQueueError` with `WriteQueueError.Code.notFound` when no rejected
+    ///   write has that id, or `WriteQueueError.Code.queueFull`.
     @discardableResult
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
         try checkOpen()
@@ -210,7 +210,7 @@ public final class SovariaOffline: Sendable {
     ///   status that is not a refusal; ``WriteOutcome/rejected(_:)`` when it refused the write, now
     ///   in the rejected list; ``WriteOutcome/queued(_:)`` once the write is in the store (offline,
     ///   writes pending, no network, or 408, 429, 5xx).
-    /// - Throws: ``WriteQueueError`` with ``WriteQueueError/Code/queueFull`` (`OFFLINE_QUEUE_FULL`)
+    /// - Throws: `WriteQueueError` with `WriteQueueError.Code.queueFull` (`OFFLINE_QUEUE_FULL`)
     ///   past ``Configuration/maxQueued``, with nothing written; the store's errors as
     ///   `OfflineStoreError`; ``SovariaOfflineError/Code/closed`` after ``close()``.
     public func write(_ request: DataRequest) async throws -> WriteOutcome {
