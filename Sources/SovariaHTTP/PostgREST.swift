@@ -85,22 +85,29 @@ public enum PostgREST {
             method: "POST", path: path(table, []), headers: ["Prefer": prefer.joined(separator: ",")], body: json)
     }
 
-    /// `PATCH /rest/v1/<table>?<filters>` with the JSON object of new values.
+    /// `PATCH /rest/v1/<table>?<filters>` with the JSON object of new values. `onNoMatch` says
+    /// what a controller does if it matches no row (`nil`: the table's `ConflictRule`).
     public static func update(
-        _ table: String, where filters: [Filter], json: String, returning: Bool = false
+        _ table: String, where filters: [Filter], json: String, returning: Bool = false,
+        onNoMatch: NoMatchPolicy? = nil
     )
         -> DataRequest
     {
         DataRequest(
             method: "PATCH", path: path(table, filters.map(\.queryItem)),
-            headers: ["Prefer": returning ? "return=representation" : "return=minimal"], body: json)
+            headers: ["Prefer": returning ? "return=representation" : "return=minimal"], body: json,
+            noMatchPolicy: onNoMatch)
     }
 
-    /// `DELETE /rest/v1/<table>?<filters>`.
-    public static func delete(from table: String, where filters: [Filter], returning: Bool = false) -> DataRequest {
+    /// `DELETE /rest/v1/<table>?<filters>`. `onNoMatch` says what a controller does if it matches
+    /// no row (`nil`: the table's `ConflictRule`); `.ignoreNoMatch` makes deleting a row that may
+    /// be gone already count as done.
+    public static func delete(
+        from table: String, where filters: [Filter], returning: Bool = false, onNoMatch: NoMatchPolicy? = nil
+    ) -> DataRequest {
         DataRequest(
             method: "DELETE", path: path(table, filters.map(\.queryItem)),
-            headers: ["Prefer": returning ? "return=representation" : "return=minimal"])
+            headers: ["Prefer": returning ? "return=representation" : "return=minimal"], noMatchPolicy: onNoMatch)
     }
 
     /// `POST /rest/v1/<table>` of `value` (one row, or an array of rows) encoded by `encoder`
@@ -142,12 +149,7 @@ public enum PostgREST {
         prefix + encode(table) + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
     }
 
-    /// RFC 3986's unreserved characters, and `,` `(` `)` `*` `.` `"`, which PostgREST reads as
-    /// syntax (value lists, `select` columns) and which are safe in a query.
-    private static let allowed = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~,()*")
-
-    static func encode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
-    }
+    /// Percent-encodes `text` for a query, leaving what PostgREST reads as syntax (`,` `(` `)`
+    /// `*` `.`) as it is.
+    static func encode(_ text: String) -> String { RowFilters.encode(text) }
 }

@@ -15,13 +15,21 @@ public struct DataRequest: Sendable, Hashable, Codable {
     public var headers: [String: String]
     /// The body, if any (JSON for the data API).
     public var body: String?
+    /// What a controller does when this update or delete matches no row on the server; `nil`
+    /// follows the table's rule (by default ``NoMatchPolicy/reject``). Kept with the queued
+    /// write; never sent.
+    public var noMatchPolicy: NoMatchPolicy?
 
     /// A request; nothing is checked or changed.
-    public init(method: String, path: String, headers: [String: String] = [:], body: String? = nil) {
+    public init(
+        method: String, path: String, headers: [String: String] = [:], body: String? = nil,
+        noMatchPolicy: NoMatchPolicy? = nil
+    ) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
+        self.noMatchPolicy = noMatchPolicy
     }
 
     /// The table a PostgREST path names: `"notes"` for `"/rest/v1/notes?id=eq.7"`

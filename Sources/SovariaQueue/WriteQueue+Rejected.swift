@@ -8,12 +8,20 @@ extension WriteQueue {
     /// The rejected list keeps the newest ``maxRejected``; the oldest past that are dropped in
     /// the same batch.
     ///
+    /// - Parameters:
+    ///   - id: the queued write's client id.
+    ///   - status: the HTTP status of the server's answer.
+    ///   - message: the server's reason, as the rejected list shows it.
+    ///   - reason: why the write did not apply; ``RejectionReason/refused`` by default.
+    ///   - serverRow: the server's current row (JSON) for a conflict, if known.
     /// - Returns: the rejected write, or `nil` when no queued write has that id.
     /// - Important: One atomic store batch: the rejected entry in, the queue entry out, the
     ///   oldest rejected entries out. A crash leaves the write either queued or rejected, never
     ///   both, never neither.
     @discardableResult
-    public func reject(_ id: String, status: Int, message: String) async throws -> RejectedWrite? {
+    public func reject(
+        _ id: String, status: Int, message: String, reason: RejectionReason = .refused, serverRow: String? = nil
+    ) async throws -> RejectedWrite? {
         try await gate.withGate { gated in
             guard let queuedSequence = readIndex({ $0.queued[id] }) else { return nil }
             let queuedKey = QueueKeys.queued(queuedSequence, id)
@@ -23,7 +31,7 @@ extension WriteQueue {
             }
             let rejected = RejectedWrite(
                 write: write, status: status, message: message,
-                rejectedAt: QueueCoding.truncatedToMilliseconds(clock()))
+                rejectedAt: QueueCoding.truncatedToMilliseconds(clock()), reason: reason, serverRow: serverRow)
             let (sequence, dropped) = try readIndex { index in
                 (try index.nextSequence(), index.rejected.prefix(max(0, index.rejected.count + 1 - Self.maxRejected)))
             }
@@ -54,6 +62,8 @@ extension WriteQueue {
     ///   - id: the client id it was sent with (its `Idempotency-Key`).
     ///   - status: the HTTP status the server refused it with.
     ///   - message: the server's reason, as the rejected list shows it.
+    ///   - reason: why the write did not apply; ``RejectionReason/refused`` by default.
+    ///   - serverRow: the server's current row (JSON) for a conflict, if known.
     /// - Returns: the rejected write; its ``RejectedWrite/write`` has the rejection's sequence
     ///   and no failed attempts.
     /// - Important: One atomic store batch: the rejected entry in, the oldest rejected entries
@@ -62,7 +72,8 @@ extension WriteQueue {
     ///   cannot be a client id or a queued write has it; nothing is written then.
     @discardableResult
     public func rejectUnqueued(
-        _ request: DataRequest, id: String, status: Int, message: String
+        _ request: DataRequest, id: String, status: Int, message: String, reason: RejectionReason = .refused,
+        serverRow: String? = nil
     ) async throws -> RejectedWrite {
         try Self.checkClientID(id)
         return try await gate.withGate { gated in
@@ -75,7 +86,7 @@ extension WriteQueue {
             let now = QueueCoding.truncatedToMilliseconds(clock())
             let rejected = RejectedWrite(
                 write: QueuedWrite(id: id, sequence: sequence, request: request, queuedAt: now), status: status,
-                message: message, rejectedAt: now)
+                message: message, rejectedAt: now, reason: reason, serverRow: serverRow)
             try await commit(
                 gated,
                 [.set(key: QueueKeys.rejected(sequence, id), value: try QueueCoding.encode(rejected))]

@@ -21,6 +21,10 @@ public struct LocalRead: Sendable, Hashable {
     public var pendingRows: [PendingRow]
     /// Whether pending writes changed the answer (rows added, changed or removed).
     public var changedByPendingWrites = false
+    /// The rows of the answer whose local writes conflict with the server's (the row changed
+    /// since it was read): draw them as "needs your attention". The conflicting writes are not
+    /// applied to the answer; ``SovariaOffline/conflicts()`` has them with the server's rows.
+    public var conflictedRows: [ConflictedRow] = []
 
     /// Whether the answer is what the server will answer once the pending writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }
@@ -37,6 +41,20 @@ public struct LocalRead: Sendable, Hashable {
     public func decode<Value: Decodable>(_ type: Value.Type, using decoder: JSONDecoder) throws -> Value? {
         guard let body else { return nil }
         return try decoder.decode(type, from: Data(body.utf8))
+    }
+}
+
+/// A row of a ``LocalRead`` that a conflict holds.
+public struct ConflictedRow: Sendable, Hashable {
+    /// The row's key as a filter writes it (`n1`, `7`).
+    public var key: String
+    /// The ids of the conflicts on it (``SovariaOffline/conflicts()``), oldest first.
+    public var conflictIDs: [String]
+
+    /// A conflicted row.
+    public init(key: String, conflictIDs: [String]) {
+        self.key = key
+        self.conflictIDs = conflictIDs
     }
 }
 

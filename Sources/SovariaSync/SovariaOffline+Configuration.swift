@@ -41,6 +41,11 @@ extension SovariaOffline {
         /// `PostgRESTOverlay()` from SovariaHTTP for a PostgREST API. Default: `nil` (answers are
         /// the server's, and say that pending writes were not applied).
         public var overlay: (any OverlayEvaluator)?
+        /// How each table's updates and deletes are checked against the server's rows, by table
+        /// name: the key and version columns and the conflict and no-match policies. A table
+        /// without a rule gets `ConflictRule()`: an update or delete that matches no row is
+        /// rejected with `RejectionReason.noMatchingRow`, and no version is checked. Default: none.
+        public var conflictRules: [String: ConflictRule] = [:]
         /// Makes the decoder of ``SovariaOffline/read(_:as:policy:maxAge:)`` and
         /// ``SovariaOffline/observe(_:as:policy:maxAge:)``. Default: ``JSONCoding/makeDecoder()``
         /// (PostgREST's JSON: ISO 8601 dates, with or without fractional seconds).

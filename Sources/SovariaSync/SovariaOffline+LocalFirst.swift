@@ -84,12 +84,26 @@ extension SovariaOffline {
             // may be missing from the answer until it is fetched again.
             answer.inexactReasons = [.staleAfterEarlierSync]
         }
-        guard let local else { return answer }
-        answer.inexactReasons += local.inexactReasons
-        answer.body = local.body
-        answer.pendingRows = local.pendingRows
-        answer.changedByPendingWrites = local.changedByPendingWrites
+        if let local {
+            answer.inexactReasons += local.inexactReasons
+            answer.body = local.body
+            answer.pendingRows = local.pendingRows
+            answer.changedByPendingWrites = local.changedByPendingWrites
+        }
+        answer.conflictedRows = conflictedRows(of: request, in: answer.body)
         return answer
+    }
+
+    /// The rows of `body` (an answer to `request`) that a conflict waiting for the app holds.
+    private func conflictedRows(of request: DataRequest, in body: String?) -> [ConflictedRow] {
+        guard let table = request.table, let body else { return [] }
+        let held = state.withLock { $0.conflicts.keys(of: table) }
+        guard !held.isEmpty, let rows = RowJSON.rows(body) else { return [] }
+        let keyColumn = conflictRule(of: table).keyColumn
+        return rows.compactMap { row in
+            guard let key = RowJSON.filterText(row[keyColumn]), let ids = held[key] else { return nil }
+            return ConflictedRow(key: key, conflictIDs: ids)
+        }
     }
 
     /// The overlay of the writes of `request`'s table on `cachedBody`, or `nil` when no write
@@ -198,7 +212,8 @@ extension SovariaOffline {
             SyncStatus(
                 isOnline: state.online, pendingCount: queue.count, rejectedCount: queue.rejectedCount,
                 isFlushing: state.flight != nil, lastSyncedAt: state.lastSyncedAt, lastError: state.lastError,
-                nextRetryAt: state.retryNotBefore, isPausedForAuthorization: state.pausedForAuthorization)
+                nextRetryAt: state.retryNotBefore, isPausedForAuthorization: state.pausedForAuthorization,
+                conflictCount: state.conflicts.count, waitingOnConflictCount: state.waitingOnConflicts)
         }
     }
 

@@ -102,6 +102,10 @@ public final class SovariaOffline: Sendable {
         var overlays: [String: OverlayMemo] = [:]
         /// Drops `overlays` when memory runs short.
         var memoryPressure: MemoryPressureObservation?
+        /// The rows unresolved conflicts hold, from the rejected list.
+        var conflicts = ConflictIndex()
+        /// Queued writes the last flush passed over because a conflict holds their row.
+        var waitingOnConflicts = 0
     }
 
     /// An overlaid answer, the change version and the server answer it was computed from.
@@ -147,6 +151,8 @@ public final class SovariaOffline: Sendable {
             self?.state.withLock { $0.overlays.removeAll() }
         }
         state.withLock { $0.memoryPressure = observation }
+        let conflicts = ConflictIndex(try await queue.rejected(), rules: configuration.conflictRules)
+        state.withLock { $0.conflicts = conflicts }
     }
 
     deinit {
@@ -185,15 +191,18 @@ public final class SovariaOffline: Sendable {
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
         try checkOpen()
         let write = try await writeGate.withGate { _ in try await queue.requeue(rejectedID) }
+        try await reloadConflicts()
         signals.changed(table: write.request.table)
         return write
     }
 
-    /// Forgets a rejected write.
+    /// Forgets a rejected write. Forgetting a conflict keeps the server's row: the writes to the
+    /// same row that waited for it go on.
     public func discard(_ rejectedID: String) async throws {
         try checkOpen()
         try await queue.discard(rejectedID)
-        signals.statusChanged()
+        try await reloadConflicts()
+        signals.changed(table: nil)
     }
 
     // MARK: - Writes
@@ -227,27 +236,44 @@ public final class SovariaOffline: Sendable {
         // One client id for both paths: when the answer to the direct send is lost, the
         // queued replay carries the same Idempotency-Key.
         let id = WriteQueue.makeClientID()
-        if online, queue.count == 0 {
+        let request = try await recordingVersion(request)
+        // A write to a row in conflict waits with it, in the queue.
+        if online, queue.count == 0, !isHeld(request) {
             do {
-                var sent = request
-                sent.headers[Self.idempotencyHeader] = sent.headers[Self.idempotencyHeader] ?? id
-                let response = try await transport.send(sent)
+                let write = QueuedWrite(id: id, sequence: 0, request: request, queuedAt: configuration.clock())
+                let delivery = try await deliver(write)
                 reachedServer()
-                if response.isSuccess {
+                switch delivery {
+                case .applied(let response, let sent, _):
                     // Shown in the answers fetched before it until they are fetched again.
-                    let write = QueuedWrite(id: id, sequence: 0, request: sent, queuedAt: configuration.clock())
-                    recordSynced(write)
+                    recordSynced(QueuedWrite(id: id, sequence: 0, request: sent, queuedAt: write.queuedAt))
                     try await markTableStale(of: request)
                     return .sent(response)
-                }
-                if Self.isRefusal(response.status) {
-                    // Kept as the queue keeps a write the server refused: the request as made.
+                case .noMatch(let response), .conflict(let response, _, _):
+                    let serverRow: String?
+                    let reason: RejectionReason
+                    if case .conflict(_, let row, let why) = delivery { (serverRow, reason) = (row, why) } else {
+                        (serverRow, reason) = (nil, .noMatchingRow)
+                    }
+                    let message = Self.message(for: delivery, write)
                     let rejected = try await queue.rejectUnqueued(
-                        request, id: id, status: response.status, message: response.body)
-                    report(SyncError(kind: .rejected(rejected), write: rejected.write, message: response.body))
+                        request, id: id, status: response.status, message: message, reason: reason,
+                        serverRow: serverRow)
+                    if reason == .conflict { try await reloadConflicts() }
+                    report(SyncError(kind: .rejected(rejected), write: rejected.write, message: message))
                     return .rejected(rejected)
+                case .retry:
+                    break
+                case .answered(let response):
+                    if Self.isRefusal(response.status) {
+                        // Kept as the queue keeps a write the server refused: the request as made.
+                        let rejected = try await queue.rejectUnqueued(
+                            request, id: id, status: response.status, message: response.body)
+                        report(SyncError(kind: .rejected(rejected), write: rejected.write, message: response.body))
+                        return .rejected(rejected)
+                    }
+                    if !Self.isRetryable(response.status) { return .sent(response) }
                 }
-                if !Self.isRetryable(response.status) { return .sent(response) }
             } catch let error as SyncTransportError {
                 wentOffline(error)
             }
@@ -291,7 +317,7 @@ public final class SovariaOffline: Sendable {
     private func drainQueue() async throws -> Int {
         var synced = 0
         while true {
-            let ending: (synced: Int, emptied: Bool)
+            let ending: (synced: Int, emptied: Bool, held: Int)
             do {
                 ending = try await sendHeads()
             } catch {
@@ -304,7 +330,7 @@ public final class SovariaOffline: Sendable {
             // queue: a write queued after the last look by a caller that then joined this flush
             // is sent by it, not left for the next trigger.
             let ended = state.withLock { state in
-                guard ending.emptied, queue.count > 0 else {
+                guard ending.emptied, queue.count > ending.held else {
                     state.flight = nil
                     return true
                 }
@@ -317,64 +343,91 @@ public final class SovariaOffline: Sendable {
         }
     }
 
-    /// Sends heads until the queue is empty (`emptied`) or an answer stops the flush; returns
-    /// how many synced.
-    private func sendHeads() async throws -> (synced: Int, emptied: Bool) {
+    /// Sends heads until no write is left to send (`emptied`; `held` wait for conflicts) or an
+    /// answer stops the flush; returns how many synced.
+    private func sendHeads() async throws -> (synced: Int, emptied: Bool, held: Int) {
         var synced = 0
         var refreshedFor: String?
-        while let head = try await queue.head() {
+        while true {
+            let (head, held) = try await nextToSend()
+            state.withLock { $0.waitingOnConflicts = held }
+            guard let head else { return (synced, true, held) }
             let (closed, paused, notBefore) = state.withLock {
                 ($0.closed, $0.pausedForAuthorization, $0.retryNotBefore)
             }
-            if closed || paused { return (synced, false) }
-            if let notBefore, configuration.clock() < notBefore { return (synced, false) }
-            var request = head.request
-            // The app's own key, if it set one, else the client id.
-            request.headers[Self.idempotencyHeader] = request.headers[Self.idempotencyHeader] ?? head.id
-            let response: DataResponse
+            if closed || paused { return (synced, false, held) }
+            if let notBefore, configuration.clock() < notBefore { return (synced, false, held) }
+            let delivery: Delivery
             do {
-                response = try await transport.send(request)
+                delivery = try await deliver(head)
             } catch let error as SyncTransportError {
                 wentOffline(error)
-                return (synced, false)
+                return (synced, false, held)
             } catch {
                 try await retryLater(head, response: nil, message: "\(error)")
-                return (synced, false)
+                return (synced, false, held)
             }
             reachedServer(startingFlush: false)
-            switch response.status {
-            case 200..<300:
+            switch delivery {
+            case .applied(_, let sent, let newVersion):
                 // Kept as synced before it leaves the queue: a read between the two sees it in one
                 // list or both (deduplicated by id), never in neither.
-                recordSynced(head)
-                try await queue.remove(head.id)
+                recordSynced(
+                    QueuedWrite(id: head.id, sequence: head.sequence, request: sent, queuedAt: head.queuedAt))
+                try await queue.remove(head.id, updating: try await followers(of: head, newVersion: newVersion))
                 state.withLock { $0.retryNotBefore = nil }
                 try await markTableStale(of: head.request)
                 signals.changed(table: head.request.table)
                 synced += 1
-            case 401:
-                if refreshedFor != head.id, let refresh = configuration.refreshAuthorization {
-                    refreshedFor = head.id
-                    try await refresh()
-                    continue
+            case .noMatch(let response), .conflict(let response, _, _):
+                var serverRow: String?
+                var reason = RejectionReason.noMatchingRow
+                if case .conflict(_, let row, let why) = delivery { (serverRow, reason) = (row, why) }
+                let message = Self.message(for: delivery, head)
+                if let rejected = try await queue.reject(
+                    head.id, status: response.status, message: message, reason: reason, serverRow: serverRow)
+                {
+                    if reason == .conflict { try await reloadConflicts() }
+                    report(SyncError(kind: .rejected(rejected), write: head, message: message))
                 }
-                state.withLock { $0.pausedForAuthorization = true }
-                report(SyncError(kind: .unauthorized, write: head, message: response.body))
-                return (synced, false)
-            case _ where Self.isRetryable(response.status):
-                try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
-                return (synced, false)
-            case _ where Self.isRefusal(response.status):
-                if let rejected = try await queue.reject(head.id, status: response.status, message: response.body) {
-                    report(SyncError(kind: .rejected(rejected), write: head, message: response.body))
-                }
+                state.withLock { $0.retryNotBefore = nil }
                 signals.changed(table: head.request.table)
-            default:
+            case .retry(let response):
                 try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
-                return (synced, false)
+                return (synced, false, held)
+            case .answered(let response):
+                switch response.status {
+                case 401:
+                    if refreshedFor != head.id, let refresh = configuration.refreshAuthorization {
+                        refreshedFor = head.id
+                        try await refresh()
+                        continue
+                    }
+                    state.withLock { $0.pausedForAuthorization = true }
+                    report(SyncError(kind: .unauthorized, write: head, message: response.body))
+                    return (synced, false, held)
+                case _ where Self.isRefusal(response.status):
+                    if let rejected = try await queue.reject(head.id, status: response.status, message: response.body) {
+                        report(SyncError(kind: .rejected(rejected), write: head, message: response.body))
+                    }
+                    signals.changed(table: head.request.table)
+                default:
+                    try await retryLater(
+                        head, response: response, message: "HTTP \(response.status): \(response.body)")
+                    return (synced, false, held)
+                }
             }
         }
-        return (synced, true)
+    }
+
+    /// The oldest queued write no conflict holds, and how many writes older than it wait for one.
+    private func nextToSend() async throws -> (write: QueuedWrite?, held: Int) {
+        let conflicts = state.withLock { $0.conflicts }
+        if conflicts.isEmpty { return (try await queue.head(), 0) }
+        let (write, passedOver) = try await queue.firstPending { [self] write in
+            !conflicts.holds(write.request, keyColumn: conflictRule(of: write.request.table).keyColumn)
+        }
+        return (write, passedOver)
     }
 
     /// Keeps a write the server took for the overlay of the answers fetched before it.
@@ -476,6 +529,8 @@ public final class SovariaOffline: Sendable {
         state.withLock { state in
             state.queriesByTable = [:]
             state.lastError = nil
+            state.conflicts = ConflictIndex()
+            state.waitingOnConflicts = 0
         }
         synced.clear()
         try await store.compact()

@@ -30,6 +30,9 @@ public struct SovariaOfflineError: Error, Sendable, CustomStringConvertible {
 
         /// The controller was closed (``SovariaOffline/close()``): make a new one to go on.
         public static let closed = Code("closed")
+        /// No conflict waiting for the app has the id given to ``SovariaOffline/resolve(_:with:)``:
+        /// it was resolved or dropped already.
+        public static let noSuchConflict = Code("noSuchConflict")
 
         /// The code's name, e.g. `"closed"`.
         public var description: String { name }

@@ -19,4 +19,10 @@ public struct SyncStatus: Sendable, Hashable {
     public var nextRetryAt: Date?
     /// Whether the queue waits for ``SovariaOffline/flush()`` after a second 401.
     public var isPausedForAuthorization: Bool
+    /// Writes whose rows changed on the server since they were read, waiting for the app to
+    /// resolve them (``SovariaOffline/conflicts()``).
+    public var conflictCount: Int = 0
+    /// Queued writes that wait because they touch a row in conflict: they go once the app
+    /// resolves or drops it. Counted by the last flush.
+    public var waitingOnConflictCount: Int = 0
 }

@@ -699,7 +699,7 @@ class Handler(BaseHTTPRequestHandler):
             return ok
         if (method, path) == ("POST", "/_test/reset"):
             with self.server.connect() as conn:
-                conn.execute("TRUNCATE public.notes, public.lists, public.items, public.idempotency_keys")
+                conn.execute("TRUNCATE public.notes, public.lists, public.items, public.tasks, public.idempotency_keys")
             state.clear()
             return ok
         if (method, path) == ("GET", "/_test/requests"):

@@ -76,6 +76,26 @@ CREATE TABLE IF NOT EXISTS public.items (
     rank   integer
 );
 
+-- The conflict tests' table (Tests/SovariaHTTPTests/ConflictTests.swift): a version column the
+-- server increments on every update, the trigger article "When offline edits conflict" gives.
+CREATE TABLE IF NOT EXISTS public.tasks (
+    id      text PRIMARY KEY,
+    owner   text NOT NULL DEFAULT current_user,
+    title   text NOT NULL,
+    done    boolean NOT NULL DEFAULT false,
+    version integer NOT NULL DEFAULT 1
+);
+
+CREATE OR REPLACE FUNCTION public.bump_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.version := OLD.version + 1;
+    RETURN NEW;
+END
+$$;
+DROP TRIGGER IF EXISTS tasks_bump_version ON public.tasks;
+CREATE TRIGGER tasks_bump_version BEFORE UPDATE ON public.tasks
+    FOR EACH ROW EXECUTE FUNCTION public.bump_version();
+
 -- One row per Idempotency-Key, written by restserver.py as `authenticator` in the same
 -- transaction as the write it answers for. Users have no access to it.
 CREATE TABLE IF NOT EXISTS public.idempotency_keys (
@@ -91,15 +111,16 @@ CREATE TABLE IF NOT EXISTS public.idempotency_keys (
 );
 
 GRANT USAGE ON SCHEMA public TO anon, authenticated;
-REVOKE ALL ON public.lists, public.notes, public.items, public.idempotency_keys FROM anon;
-GRANT SELECT, INSERT, UPDATE, DELETE ON public.lists, public.notes, public.items TO authenticated;
+REVOKE ALL ON public.lists, public.notes, public.items, public.tasks, public.idempotency_keys FROM anon;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.lists, public.notes, public.items, public.tasks TO authenticated;
 GRANT SELECT, INSERT, UPDATE ON public.idempotency_keys TO authenticator;
 -- For POST /_test/reset only (TRUNCATE ignores row-level security).
-GRANT TRUNCATE ON public.lists, public.notes, public.items, public.idempotency_keys TO authenticator;
+GRANT TRUNCATE ON public.lists, public.notes, public.items, public.tasks, public.idempotency_keys TO authenticator;
 
 ALTER TABLE public.lists ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.notes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.items ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.tasks ENABLE ROW LEVEL SECURITY;
 
 DROP POLICY IF EXISTS lists_select ON public.lists;
 DROP POLICY IF EXISTS lists_insert ON public.lists;
@@ -120,6 +141,10 @@ CREATE POLICY notes_insert ON public.notes FOR INSERT TO authenticated WITH CHEC
 CREATE POLICY notes_update ON public.notes FOR UPDATE TO authenticated
     USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY notes_delete ON public.notes FOR DELETE TO authenticated USING (owner = current_user);
+
+DROP POLICY IF EXISTS tasks_all ON public.tasks;
+CREATE POLICY tasks_all ON public.tasks FOR ALL TO authenticated
+    USING (owner = current_user) WITH CHECK (owner = current_user);
 
 DROP POLICY IF EXISTS items_all ON public.items;
 CREATE POLICY items_all ON public.items FOR ALL TO authenticated

@@ -81,13 +81,21 @@ struct QueueJSONReader {
 
     private mutating func rejectedWrite() throws -> RejectedWrite {
         var message: String?
+        var reason: RejectionReason?
         var rejectedAt: Date?
+        var serverRow: String?
+        var serverRowSeen = false
         var status: Int?
         var write: QueuedWrite?
         try object { reader, key in
             switch key {
             case "message": message = try reader.field(message, key) { try $0.string() }
+            case "reason": reason = try reader.field(reason, key) { try $0.enumeration(RejectionReason.self) }
             case "rejectedAt": rejectedAt = try reader.field(rejectedAt, key) { try $0.date() }
+            case "serverRow":
+                guard !serverRowSeen else { throw reader.failure("\"serverRow\" appears twice") }
+                serverRowSeen = true
+                serverRow = try reader.nullable { try $0.string() }
             case "status": status = try reader.field(status, key) { try $0.integer(Int.self) }
             case "write": write = try reader.field(write, key) { try $0.queuedWrite() }
             default: try reader.skipValue(depth: 1)
@@ -95,7 +103,8 @@ struct QueueJSONReader {
         }
         return RejectedWrite(
             write: try required(write, "write"), status: try required(status, "status"),
-            message: try required(message, "message"), rejectedAt: try required(rejectedAt, "rejectedAt"))
+            message: try required(message, "message"), rejectedAt: try required(rejectedAt, "rejectedAt"),
+            reason: reason ?? .refused, serverRow: serverRow)
     }
 
     private mutating func request() throws -> DataRequest {
@@ -103,6 +112,7 @@ struct QueueJSONReader {
         var bodySeen = false
         var headers: [String: String]?
         var method: String?
+        var noMatchPolicy: NoMatchPolicy?
         var path: String?
         try object { reader, key in
             switch key {
@@ -112,13 +122,15 @@ struct QueueJSONReader {
                 body = try reader.nullable { try $0.string() }
             case "headers": headers = try reader.field(headers, key) { try $0.headers() }
             case "method": method = try reader.field(method, key) { try $0.string() }
+            case "noMatchPolicy":
+                noMatchPolicy = try reader.field(noMatchPolicy, key) { try $0.enumeration(NoMatchPolicy.self) }
             case "path": path = try reader.field(path, key) { try $0.string() }
             default: try reader.skipValue(depth: 2)
             }
         }
         return DataRequest(
             method: try required(method, "method"), path: try required(path, "path"),
-            headers: try required(headers, "headers"), body: body)
+            headers: try required(headers, "headers"), body: body, noMatchPolicy: noMatchPolicy)
     }
 
     private mutating func headers() throws -> [String: String] {
@@ -131,6 +143,13 @@ struct QueueJSONReader {
             }
         }
         return headers
+    }
+
+    /// A string naming one of `Value`'s cases.
+    private mutating func enumeration<Value: RawRepresentable<String>>(_: Value.Type) throws -> Value {
+        let name = try string()
+        guard let value = Value(rawValue: name) else { throw failure("\"\(name)\" is not a known \(Value.self)") }
+        return value
     }
 
     private mutating func date() throws -> Date {

@@ -38,8 +38,16 @@ struct QueueJSONWriter {
     mutating func write(_ rejected: RejectedWrite) throws {
         raw(#"{"message":"#)
         string(rejected.message)
+        if rejected.reason != .refused {
+            raw(#","reason":"#)
+            string(rejected.reason.rawValue)
+        }
         raw(#","rejectedAt":"#)
         integer(try Self.milliseconds(rejected.rejectedAt))
+        if let serverRow = rejected.serverRow {
+            raw(#","serverRow":"#)
+            string(serverRow)
+        }
         raw(#","status":"#)
         integer(Int64(rejected.status))
         raw(#","write":"#)
@@ -67,6 +75,10 @@ struct QueueJSONWriter {
         }
         raw(#"},"method":"#)
         string(request.method)
+        if let policy = request.noMatchPolicy {
+            raw(#","noMatchPolicy":"#)
+            string(policy.rawValue)
+        }
         raw(#","path":"#)
         string(request.path)
         bytes.append(UInt8(ascii: "}"))

@@ -1,0 +1,234 @@
+import Foundation
+import SovariaQueue
+
+extension SovariaOffline {
+    // MARK: - Conflicts
+
+    /// What the server did with one write, once the follow-up requests a no-match needs are made.
+    enum Delivery {
+        /// The server took it: 2xx, touching rows (or not saying), or matching none under
+        /// ``NoMatchPolicy/ignoreNoMatch``. `sent` is the request it took; `newVersion` the row's
+        /// version after it, when the table has a version column and the answer shows the row.
+        case applied(DataResponse, sent: DataRequest, newVersion: String?)
+        /// 2xx, but it matched no row: rejected with ``RejectionReason/noMatchingRow``.
+        case noMatch(DataResponse)
+        /// The row changed since it was read: rejected as a conflict (or as ``RejectionReason/serverWon``).
+        case conflict(DataResponse, serverRow: String, reason: RejectionReason)
+        /// The follow-up read of the server's row failed: try the write again later.
+        case retry(DataResponse)
+        /// Any other answer (not 2xx): the usual rules apply.
+        case answered(DataResponse)
+    }
+
+    /// The rule of `table`: the configured one, or the defaults.
+    func conflictRule(of table: String?) -> ConflictRule {
+        table.flatMap { configuration.conflictRules[$0] } ?? ConflictRule()
+    }
+
+    /// Sends `write` and works out what it did.
+    ///
+    /// Updates and deletes ask for the rows they changed. One that changed none is checked: with a
+    /// version in its filter, the server's row is read (`GET` with the write's filters less the
+    /// version) to tell a changed row (a conflict, by the table's policy) from a gone one (no
+    /// match, by the write's policy). `.clientWins` sends the write again without the version,
+    /// under a key derived from its own, so a replay after a crash is recognised too.
+    ///
+    /// - Throws: ``SyncTransportError`` when a request did not reach the server; the transport's
+    ///   other errors.
+    func deliver(_ write: QueuedWrite) async throws -> Delivery {
+        let rule = conflictRule(of: write.request.table)
+        var request = write.request
+        let key = request.headers[Self.idempotencyHeader] ?? write.id
+        request.headers[Self.idempotencyHeader] = key
+        let checked = Self.changesRows(request)
+        if checked { request.headers["Prefer"] = Self.askingForRows(request.headers["Prefer"]) }
+        let response = try await transport.send(request)
+        guard response.isSuccess else { return .answered(response) }
+        guard checked, let touched = RowJSON.rowsTouched(response) else {
+            return .applied(response, sent: request, newVersion: nil)
+        }
+        if touched > 0 { return .applied(response, sent: request, newVersion: newVersion(in: response, rule)) }
+        if let versionColumn = rule.versionColumn, RowFilters.equalValue(of: versionColumn, in: request.path) != nil {
+            let current = try await transport.send(
+                DataRequest(method: "GET", path: RowFilters.removing(versionColumn, from: request.path)))
+            guard current.isSuccess, let rows = RowJSON.rows(current.body) else { return .retry(current) }
+            if let row = rows.first {
+                switch rule.onConflict {
+                case .reject: return .conflict(response, serverRow: RowJSON.text(row), reason: .conflict)
+                case .serverWins: return .conflict(response, serverRow: RowJSON.text(row), reason: .serverWon)
+                case .clientWins:
+                    var forced = request
+                    forced.path = RowFilters.removing(versionColumn, from: request.path)
+                    forced.headers[Self.idempotencyHeader] = key + ":client-wins"
+                    let again = try await transport.send(forced)
+                    guard again.isSuccess else { return .answered(again) }
+                    if RowJSON.rowsTouched(again) != 0 {
+                        return .applied(again, sent: forced, newVersion: newVersion(in: again, rule))
+                    }
+                }
+            }
+        }
+        let policy = write.request.noMatchPolicy ?? rule.onNoMatch
+        return policy == .ignoreNoMatch ? .applied(response, sent: request, newVersion: nil) : .noMatch(response)
+    }
+
+    /// An update or delete of a table: its answer can say how many rows it changed.
+    static func changesRows(_ request: DataRequest) -> Bool {
+        let method = request.method.uppercased()
+        return (method == "PATCH" || method == "DELETE") && request.table != nil
+    }
+
+    /// `prefer` with `return=representation` in place of any other `return=`.
+    static func askingForRows(_ prefer: String?) -> String {
+        let kept = (prefer ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty && !$0.hasPrefix("return=")
+        }
+        return (kept + ["return=representation"]).joined(separator: ",")
+    }
+
+    private func newVersion(in response: DataResponse, _ rule: ConflictRule) -> String? {
+        guard let versionColumn = rule.versionColumn, let row = RowJSON.rows(response.body)?.first else { return nil }
+        return RowJSON.filterText(row[versionColumn])
+    }
+
+    /// `request` with the version of the row it names, as the app last read it, in its filter: an
+    /// update or delete of a table with a version column that names its row by key and has no
+    /// version filter yet. Unchanged when no cached answer holds the row.
+    func recordingVersion(_ request: DataRequest) async throws -> DataRequest {
+        guard Self.changesRows(request), let table = request.table, let rule = configuration.conflictRules[table],
+            let versionColumn = rule.versionColumn,
+            RowFilters.equalValue(of: versionColumn, in: request.path) == nil,
+            let key = RowFilters.equalValue(of: rule.keyColumn, in: request.path)
+        else { return request }
+        var newest: (serverTime: Date, version: String)?
+        for query in try await cachedQueries(of: table) where query.utf8.starts(with: "GET ".utf8) {
+            guard let response = try await cache.cachedResponse(for: query),
+                newest.map({ response.serverTime > $0.serverTime }) ?? true,
+                let row = RowJSON.rows(response.body)?.first(where: { RowJSON.filterText($0[rule.keyColumn]) == key }),
+                let version = RowJSON.filterText(row[versionColumn])
+            else { continue }
+            newest = (response.serverTime, version)
+        }
+        guard let version = newest?.version else { return request }
+        var recorded = request
+        recorded.path = RowFilters.setting(versionColumn, equalTo: version, in: request.path)
+        return recorded
+    }
+
+    /// The queued writes after `head` to the same row that expected the version `head` expected,
+    /// now expecting `newVersion`: they were made on top of `head`.
+    func followers(of head: QueuedWrite, newVersion: String?) async throws -> [QueuedWrite] {
+        let rule = conflictRule(of: head.request.table)
+        guard let newVersion, let versionColumn = rule.versionColumn, queue.count > 1,
+            let expected = RowFilters.equalValue(of: versionColumn, in: head.request.path),
+            let key = RowFilters.equalValue(of: rule.keyColumn, in: head.request.path)
+        else { return [] }
+        return try await queue.pending().compactMap { write in
+            guard write.id != head.id, write.request.table == head.request.table,
+                RowFilters.equalValue(of: rule.keyColumn, in: write.request.path) == key,
+                RowFilters.equalValue(of: versionColumn, in: write.request.path) == expected
+            else { return nil }
+            return Self.write(write, expecting: newVersion, in: versionColumn)
+        }
+    }
+
+    /// `write` with its version filter on `column` set to `version`.
+    static func write(_ write: QueuedWrite, expecting version: String, in column: String) -> QueuedWrite {
+        var request = write.request
+        request.path = RowFilters.setting(column, equalTo: version, in: request.path)
+        return QueuedWrite(
+            id: write.id, sequence: write.sequence, request: request, queuedAt: write.queuedAt,
+            attempts: write.attempts, lastError: write.lastError)
+    }
+
+    /// Whether `request` must wait behind a conflict on its row.
+    func isHeld(_ request: DataRequest) -> Bool {
+        let conflicts = state.withLock { $0.conflicts }
+        return conflicts.holds(request, keyColumn: conflictRule(of: request.table).keyColumn)
+    }
+
+    /// Reads the conflicts from the rejected list again (after it changed).
+    func reloadConflicts() async throws {
+        let index = ConflictIndex(try await queue.rejected(), rules: configuration.conflictRules)
+        state.withLock { $0.conflicts = index }
+        signals.statusChanged()
+    }
+
+    /// The message a write that did not apply is kept with.
+    static func message(for delivery: Delivery, _ write: QueuedWrite) -> String {
+        let what = write.request.method.uppercased() + " " + write.request.path
+        switch delivery {
+        case .noMatch: return "\(what) matched no row on the server: the row is gone."
+        case .conflict(_, _, .serverWon):
+            return "\(what) was not applied: the row changed on the server since it was read, and the server wins."
+        case .conflict:
+            return "\(what) was not applied: the row changed on the server since it was read. Resolve it."
+        case .applied(let response, _, _), .retry(let response), .answered(let response): return response.body
+        }
+    }
+
+    // MARK: - Resolving
+
+    /// The writes whose rows changed on the server since they were read, waiting for the app:
+    /// each with the server's row (`RejectedWrite.serverRow`), newest first.
+    public func conflicts() async throws -> [RejectedWrite] {
+        try await rejectedWrites().filter { $0.reason == .conflict }
+    }
+
+    /// Resolves conflict `conflictID` with `merged`: the write to send instead (typically the
+    /// server's row with the app's changes merged in).
+    ///
+    /// `merged` is sent with the version of the server's row the conflict holds in its filter (it
+    /// replaces any version filter `merged` has), so it applies only if the row has not changed
+    /// again; it is queued at the tail under a new client id, and the writes to the same row that
+    /// waited for the conflict move behind it, expecting the same version.
+    ///
+    /// ```swift
+    /// for conflict in try await offline.conflicts() {
+    ///     let merged = PostgREST.update("notes", where: [.eq("id", "n1")], json: mergedJSON(conflict))
+    ///     try await offline.resolve(conflict.id, with: merged)
+    /// }
+    /// ```
+    ///
+    /// - Returns: the queued resolution.
+    /// - Important: One atomic store batch: a crash leaves the conflict as it was, or resolved.
+    /// - Throws: ``SovariaOfflineError`` with ``SovariaOfflineError/Code/noSuchConflict`` when no
+    ///   conflict waiting for the app has that id; `WriteQueueError` with
+    ///   `WriteQueueError.Code.queueFull`.
+    @discardableResult
+    public func resolve(_ conflictID: String, with merged: DataRequest) async throws -> QueuedWrite {
+        try checkOpen()
+        let resolution = try await writeGate.withGate { _ in
+            guard let conflict = try await conflicts().first(where: { $0.id == conflictID }) else {
+                throw SovariaOfflineError(
+                    .noSuchConflict, "No conflict waiting for the app has id \(conflictID): it was resolved or dropped.")
+            }
+            let rule = conflictRule(of: conflict.write.request.table)
+            var request = merged
+            var version: String?
+            if let versionColumn = rule.versionColumn, let serverRow = conflict.serverRow,
+                let row = RowJSON.rows("[" + serverRow + "]")?.first
+            {
+                version = RowJSON.filterText(row[versionColumn])
+                if let version {
+                    request.path = RowFilters.setting(versionColumn, equalTo: version, in: request.path)
+                }
+            }
+            let key = ConflictIndex.key(of: conflict.write.request, keyColumn: rule.keyColumn)
+            let waiting = try await queue.pending().filter { write in
+                write.request.table == conflict.write.request.table
+                    && ConflictIndex.key(of: write.request, keyColumn: rule.keyColumn) == key
+            }.map { write in
+                guard let version, let versionColumn = rule.versionColumn,
+                    RowFilters.equalValue(of: versionColumn, in: write.request.path) != nil
+                else { return write }
+                return Self.write(write, expecting: version, in: versionColumn)
+            }
+            return try await queue.resolve(
+                conflictID, with: request, id: WriteQueue.makeClientID(), moving: waiting)
+        }
+        try await reloadConflicts()
+        signals.changed(table: resolution.request.table)
+        return resolution
+    }
+}
