@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: Sovaria's offline story, end to end, with a real PostgreSQL behind a PostgREST-style
 # server (Tests/Server). Writes while the server is down, shows them pending, starts the server,
-# syncs, and shows a write the server refused (row-level security) kept in the rejected list.
+# syncs, and shows a write the server refused (row-level security) kept in the rejected list; then
+# a second device renames a note offline that the first one deletes: the rename is not lost.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 notes=$1
@@ -20,6 +21,13 @@ conninfo=$(Tests/Server/pgcluster start "$cluster")
 psql -X -q -v ON_ERROR_STOP=1 "$conninfo" -f Tests/Server/schema.sql >/dev/null
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 app() { echo "\$ sovaria-notes $*"; "$notes" --store "$work/app" --server "http://127.0.0.1:$port" "$@"; echo; }
+# A second device; `laptop-offline` points it at a port nothing listens on.
+laptop() { echo "\$ (laptop) sovaria-notes $*"; "$notes" --store "$work/laptop" --server "http://127.0.0.1:$port" "$@"; echo; }
+laptop-offline() {
+    echo "\$ (laptop, offline) sovaria-notes $*"
+    "$notes" --store "$work/laptop" --server "http://127.0.0.1:9" "$@"
+    echo
+}
 
 echo "== The server is down: writes are queued on the device =="
 app add n1 "Buy milk"
@@ -38,3 +46,10 @@ app rejected
 app list
 echo "== In PostgreSQL =="
 psql -X -q "$conninfo" -c "SELECT id, owner, title, done FROM notes ORDER BY id"
+
+echo "== Two devices: the laptop renames n2 offline while this device deletes it =="
+laptop list
+laptop-offline rename n2 "Call the plumber at 9"
+app delete n2
+laptop sync
+laptop rejected

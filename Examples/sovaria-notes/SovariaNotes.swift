@@ -11,7 +11,7 @@ import SovariaSync
 ///
 /// ```
 /// sovaria-notes --store DIR --server URL add ID TITLE [--owner ROLE]
-/// sovaria-notes --store DIR --server URL done ID
+/// sovaria-notes --store DIR --server URL done ID | rename ID TITLE | delete ID
 /// sovaria-notes --store DIR --server URL pending | sync | rejected | list
 /// ```
 @main
@@ -23,7 +23,8 @@ enum SovariaNotes {
             let command = arguments.first
         else {
             print(
-                "usage: sovaria-notes --store DIR --server URL add ID TITLE [--owner ROLE] | done ID | pending | sync | rejected | list"
+                "usage: sovaria-notes --store DIR --server URL add ID TITLE [--owner ROLE] | done ID | rename ID TITLE"
+                    + " | delete ID | pending | sync | rejected | list"
             )
             exit(2)
         }
@@ -51,10 +52,15 @@ enum SovariaNotes {
             tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
         let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
         offline.onSyncError = { error in
-            if case .rejected(let rejected) = error.kind {
-                print(
-                    "  refused by the server (\(rejected.status)): \(rejected.write.request.method) \(rejected.write.request.path)"
-                )
+            guard case .rejected(let rejected) = error.kind else { return }
+            let request = rejected.write.request
+            switch rejected.reason {
+            case .noMatchingRow:
+                print("  did not apply, the row is gone on the server: \(request.method) \(request.path)")
+            case .conflict, .serverWon:
+                print("  did not apply, the row changed on the server: \(request.method) \(request.path)")
+            case .refused:
+                print("  refused by the server (\(rejected.status)): \(request.method) \(request.path)")
             }
         }
         return offline
@@ -74,6 +80,17 @@ enum SovariaNotes {
                 try await app.write(
                     try PostgREST.update("notes", where: [.eq("id", arguments[0])], set: ["done": true])),
                 what: "done \(arguments[0])")
+        case "rename":
+            guard arguments.count == 2 else { throw Usage("rename ID TITLE") }
+            report(
+                try await app.write(
+                    try PostgREST.update("notes", where: [.eq("id", arguments[0])], set: ["title": arguments[1]])),
+                what: "rename \(arguments[0])")
+        case "delete":
+            guard arguments.count == 1 else { throw Usage("delete ID") }
+            report(
+                try await app.write(PostgREST.delete(from: "notes", where: [.eq("id", arguments[0])])),
+                what: "delete \(arguments[0])")
         case "pending":
             let pending = try await app.pendingWrites()
             print("\(pending.count) write(s) waiting to be sent, oldest first:")
@@ -85,9 +102,11 @@ enum SovariaNotes {
             print("synced \(synced) write(s); \(try await app.pendingWrites().count) still pending")
         case "rejected":
             let rejected = try await app.rejectedWrites()
-            print("\(rejected.count) write(s) the server refused (kept, not lost):")
+            print("\(rejected.count) write(s) that did not apply (kept, not lost):")
             for write in rejected {
-                print("  \(write.status) \(write.write.request.method) \(write.write.request.body ?? "")")
+                print(
+                    "  \(write.reason) (\(write.status)) \(write.write.request.method) \(write.write.request.path)"
+                        + " \(write.write.request.body ?? "")")
                 print("      \(write.message)")
             }
         case "list":
@@ -125,7 +144,7 @@ enum SovariaNotes {
         switch outcome {
         case .sent(let response): print("\(what): sent, the server answered \(response.status)")
         case .queued(let write): print("\(what): server unreachable, queued as #\(write.sequence)")
-        case .rejected(let rejected): print("\(what): refused by the server (\(rejected.status)), kept as rejected")
+        case .rejected(let rejected): print("\(what): did not apply (\(rejected.reason)), kept as rejected")
         }
     }
 

@@ -72,6 +72,17 @@ import Testing
         }
     }
 
+    @Test func aRejectedEntryWithoutAReasonReadsAsRefusedAndARefusalIsWrittenWithoutOne() throws {
+        let old = #"{"message":"no","rejectedAt":5,"status":403,"write":{"attempts":0,"id":"a","queuedAt":1,"#
+            + #""request":{"headers":{},"method":"POST","path":"/"},"sequence":1}}"#
+        let rejected = try QueueJSONReader.rejectedWrite(from: old)
+        #expect(rejected.reason == .refused && rejected.serverRow == nil)
+        #expect(try QueueCoding.encode(rejected) == old, "a plain refusal keeps the form it always had")
+        #expect(try Self.foundationDecoder().decode(RejectedWrite.self, from: Data(old.utf8)) == rejected)
+        let unknown = old.replacingOccurrences(of: #""message":"no","#, with: #""message":"no","reason":"later","#)
+        #expect(throws: QueueJSONError.self) { try QueueJSONReader.rejectedWrite(from: unknown) }
+    }
+
     @Test func readsAnyKeyOrderWhitespaceEscapesAndUnknownKeysAsJSONDecoderDoes() throws {
         let text = """
              \t{ "sequence" : 7.0 , "request" :{"path":"\\/rest\\/v1\\/notes","method":"P\\u004fST",
@@ -264,6 +275,8 @@ import Testing
             write(request: DataRequest(method: "POST", path: "/rest/v1/notes", headers: manyHeaders, body: long)),
             write(request: DataRequest(method: "DELETE", path: "/", headers: [:], body: nil)),
             write(request: DataRequest(method: "PATCH", path: "/", headers: ["Prefer": "return=minimal"], body: "")),
+            write(request: DataRequest(method: "DELETE", path: "/rest/v1/t?id=eq.1", noMatchPolicy: .ignoreNoMatch)),
+            write(request: DataRequest(method: "PATCH", path: "/rest/v1/t?id=eq.1", body: "{}", noMatchPolicy: .reject)),
             QueuedWrite(
                 id: "max", sequence: .max, request: DataRequest(method: "GET", path: "/"),
                 queuedAt: QueueCoding.dateFrom(milliseconds: -62_135_596_800_000), attempts: .max, lastError: ""),
@@ -279,7 +292,9 @@ import Testing
             RejectedWrite(
                 write: write, status: [400, 0, -1, .max, .min][index % 5],
                 message: hostileStrings[index % hostileStrings.count],
-                rejectedAt: QueueCoding.dateFrom(milliseconds: 1_800_000_000_000 + Int64(index)))
+                rejectedAt: QueueCoding.dateFrom(milliseconds: 1_800_000_000_000 + Int64(index)),
+                reason: [.refused, .noMatchingRow, .conflict, .serverWon][index % 4],
+                serverRow: index % 3 == 0 ? nil : hostileStrings[(index + 2) % hostileStrings.count])
         }
     }
 

@@ -9,7 +9,8 @@ import Sovaria
 /// conninfo for the `postgres` ENGINE; an ENGINE of `queue-<engine>` runs the write queue's
 /// workload instead (``QueueCrashWorkload``), one of `flush-<engine>` the controller's
 /// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
-/// (``HTTPCrashWorkload``, FIRST being the test server's port), and one of `files-<engine>` the
+/// (``HTTPCrashWorkload``, FIRST being the test server's port), one of `conflict-http-<engine>` a
+/// flush killed before its update that matched no row became a conflict (``ConflictCrashWorkload``), and one of `files-<engine>` the
 /// file cache's (``FileCacheCrashWorkload``); one of `read-<engine>` reads a damaged store
 /// (``CorruptionReader``, FIRST being the number of keys); one of `io-<engine>` is a short run for
 /// `strace --inject` (``IOErrorWorkload``), one of `bulk-<engine>` large inputs
@@ -65,6 +66,12 @@ enum CrashWriter {
                 let store = try CrashStores.open(
                     String(engine.dropFirst(FlushCrashWorkload.enginePrefix.count)), at: folder, durability: durability)
                 try await FlushCrashWorkload.run(store, folder: folder, first: first)
+            }
+            if engine.hasPrefix(ConflictCrashWorkload.enginePrefix) {
+                let store = try CrashStores.open(
+                    String(engine.dropFirst(ConflictCrashWorkload.enginePrefix.count)), location: arguments[2],
+                    durability: durability)
+                try await ConflictCrashWorkload.run(store, port: first)
             }
             if engine.hasPrefix(HTTPCrashWorkload.enginePrefix) {
                 let store = try CrashStores.open(
