@@ -27,7 +27,9 @@ extension WriteQueue {
             guard let (sequence, record, kept) = planned else { return false }
             var batch = record.writes + [.delete(key: QueueKeys.queued(sequence, id))]
             for follower in kept {
-                batch.append(.set(key: QueueKeys.queued(follower.sequence, follower.id), value: try QueueCoding.encode(follower)))
+                batch.append(
+                    .set(key: QueueKeys.queued(follower.sequence, follower.id), value: try QueueCoding.encode(follower))
+                )
             }
             try await commit(gated, batch)
             changeIndex(gated) { index in

@@ -201,7 +201,8 @@ extension SovariaOffline {
         let resolution = try await writeGate.withGate { _ in
             guard let conflict = try await conflicts().first(where: { $0.id == conflictID }) else {
                 throw SovariaOfflineError(
-                    .noSuchConflict, "No conflict waiting for the app has id \(conflictID): it was resolved or dropped.")
+                    .noSuchConflict, "No conflict waiting for the app has id \(conflictID): it was resolved or dropped."
+                )
             }
             let rule = conflictRule(of: conflict.write.request.table)
             var request = merged

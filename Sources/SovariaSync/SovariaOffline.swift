@@ -252,7 +252,9 @@ public final class SovariaOffline: Sendable {
                 case .noMatch(let response), .conflict(let response, _, _):
                     let serverRow: String?
                     let reason: RejectionReason
-                    if case .conflict(_, let row, let why) = delivery { (serverRow, reason) = (row, why) } else {
+                    if case .conflict(_, let row, let why) = delivery {
+                        (serverRow, reason) = (row, why)
+                    } else {
                         (serverRow, reason) = (nil, .noMatchingRow)
                     }
                     let message = Self.message(for: delivery, write)

@@ -73,7 +73,8 @@ import Testing
     }
 
     @Test func aRejectedEntryWithoutAReasonReadsAsRefusedAndARefusalIsWrittenWithoutOne() throws {
-        let old = #"{"message":"no","rejectedAt":5,"status":403,"write":{"attempts":0,"id":"a","queuedAt":1,"#
+        let old =
+            #"{"message":"no","rejectedAt":5,"status":403,"write":{"attempts":0,"id":"a","queuedAt":1,"#
             + #""request":{"headers":{},"method":"POST","path":"/"},"sequence":1}}"#
         let rejected = try QueueJSONReader.rejectedWrite(from: old)
         #expect(rejected.reason == .refused && rejected.serverRow == nil)
@@ -276,7 +277,8 @@ import Testing
             write(request: DataRequest(method: "DELETE", path: "/", headers: [:], body: nil)),
             write(request: DataRequest(method: "PATCH", path: "/", headers: ["Prefer": "return=minimal"], body: "")),
             write(request: DataRequest(method: "DELETE", path: "/rest/v1/t?id=eq.1", noMatchPolicy: .ignoreNoMatch)),
-            write(request: DataRequest(method: "PATCH", path: "/rest/v1/t?id=eq.1", body: "{}", noMatchPolicy: .reject)),
+            write(
+                request: DataRequest(method: "PATCH", path: "/rest/v1/t?id=eq.1", body: "{}", noMatchPolicy: .reject)),
             QueuedWrite(
                 id: "max", sequence: .max, request: DataRequest(method: "GET", path: "/"),
                 queuedAt: QueueCoding.dateFrom(milliseconds: -62_135_596_800_000), attempts: .max, lastError: ""),

@@ -52,7 +52,8 @@ import Testing
         b.transport.isOffline = true
         let rename = try await b.queued(
             PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"Call the bank at 9"}"#))
-        #expect(rename.request.path.hasSuffix("&version=eq.1"), "the version B read is recorded: \(rename.request.path)")
+        #expect(
+            rename.request.path.hasSuffix("&version=eq.1"), "the version B read is recorded: \(rename.request.path)")
         _ = try await a.sent(PostgREST.delete(from: "tasks", where: [.eq("id", "t1")]))
 
         b.transport.isOffline = false
@@ -91,7 +92,8 @@ import Testing
         let server = try await RESTServer.start()
         let device = try await Device(engine, server)
         device.transport.isOffline = true
-        _ = try await device.queued(PostgREST.delete(from: "notes", where: [.eq("id", "n9")], onNoMatch: .ignoreNoMatch))
+        _ = try await device.queued(
+            PostgREST.delete(from: "notes", where: [.eq("id", "n9")], onNoMatch: .ignoreNoMatch))
         let strict = try await device.queued(PostgREST.delete(from: "notes", where: [.eq("id", "n9")]))
         device.transport.isOffline = false
         #expect(try await device.offline.flush() == 1)
@@ -164,18 +166,22 @@ import Testing
         #expect(try await b.offline.conflicts().map(\.id) == [first.id])
         #expect(try await b.offline.pendingWrites().map(\.id) == [second.id], "t1's next write waits with it")
         #expect(b.offline.status.waitingOnConflictCount == 1, "and the status says why")
-        #expect(try await server.query("SELECT id || '|' || title || '|' || done FROM tasks ORDER BY id") == [
-            "t1|A1|false", "t2|B2|false",
-        ])
+        #expect(
+            try await server.query("SELECT id || '|' || title || '|' || done FROM tasks ORDER BY id") == [
+                "t1|A1|false", "t2|B2|false",
+            ])
 
         let conflict = try #require(try await b.offline.conflicts().first)
         let resolution = try await b.offline.resolve(
             conflict.id, with: PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"A1+B1"}"#))
-        #expect(try await b.offline.pendingWrites().map(\.id) == [resolution.id, second.id], "the waiting write follows")
+        #expect(
+            try await b.offline.pendingWrites().map(\.id) == [resolution.id, second.id], "the waiting write follows")
         #expect(try await b.offline.flush() == 2)
-        #expect(try await server.query("SELECT id || '|' || title || '|' || done || '|' || version FROM tasks ORDER BY id") == [
-            "t1|A1+B1|true|4", "t2|B2|false|2",
-        ])
+        #expect(
+            try await server.query("SELECT id || '|' || title || '|' || done || '|' || version FROM tasks ORDER BY id")
+                == [
+                    "t1|A1+B1|true|4", "t2|B2|false|2",
+                ])
         #expect(b.offline.status.waitingOnConflictCount == 0)
     }
 
@@ -225,7 +231,8 @@ import Testing
     ) async throws -> (applied: Int, noMatch: Int, conflicted: Int) {
         var random = SplitMix64(seed: round &* 0x9E37_79B9_7F4A_7C15)
         let rows = (1...20).map { "r\($0)" }
-        try await seed(server, "tasks", "[" + rows.map { #"{"id":"\#($0)","title":"\#($0)"}"# }.joined(separator: ",") + "]")
+        try await seed(
+            server, "tasks", "[" + rows.map { #"{"id":"\#($0)","title":"\#($0)"}"# }.joined(separator: ",") + "]")
         let devices = [
             try await Device(engine, server, versioned: .reject), try await Device(engine, server, versioned: .reject),
             try await Device(engine, server, versioned: .reject),
@@ -321,7 +328,9 @@ final class Device: Sendable {
         var configuration = SovariaOffline.Configuration()
         configuration.timer = ManualTimer()
         configuration.memoryPressure = nil
-        if let policy { configuration.conflictRules["tasks"] = ConflictRule(versionColumn: "version", onConflict: policy) }
+        if let policy {
+            configuration.conflictRules["tasks"] = ConflictRule(versionColumn: "version", onConflict: policy)
+        }
         offline = try await SovariaOffline(
             store: try engine.open(folder.url), transport: transport, configuration: configuration)
         let errors = errors
@@ -345,9 +354,9 @@ final class Device: Sendable {
     /// The reason the sync errors gave for write `id`, if one was reported.
     func reported(_ id: String) -> RejectionReason? {
         errors.all.lazy.compactMap { error -> RejectionReason? in
-                guard case .rejected(let rejected) = error.kind, rejected.id == id else { return nil }
-                return rejected.reason
-            }.first
+            guard case .rejected(let rejected) = error.kind, rejected.id == id else { return nil }
+            return rejected.reason
+        }.first
     }
 
     /// The ids of the writes reported rejected with `reason`.

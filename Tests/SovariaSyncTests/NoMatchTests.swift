@@ -139,8 +139,9 @@ import Testing
         offline = try await SovariaOffline(
             store: try engine.open(folder.url), transport: transport, configuration: configuration)
         #expect(offline.status.conflictCount == 1)
-        guard case .queued = try await offline.write(
-            DataRequest(method: "DELETE", path: "/rest/v1/tasks?id=eq.t1"))
+        guard
+            case .queued = try await offline.write(
+                DataRequest(method: "DELETE", path: "/rest/v1/tasks?id=eq.t1"))
         else {
             Issue.record("after a restart, a write to the row in conflict was sent")
             return
