@@ -150,7 +150,10 @@ extension SovariaOffline {
     /// Reads the conflicts from the rejected list again (after it changed).
     func reloadConflicts() async throws {
         let index = ConflictIndex(try await queue.rejected(), rules: configuration.conflictRules)
-        state.withLock { $0.conflicts = index }
+        state.withLock { state in
+            state.conflicts = index
+            if index.isEmpty { state.waitingOnConflicts = 0 }
+        }
         signals.statusChanged()
     }
 

@@ -280,7 +280,10 @@ public final class SovariaOffline: Sendable {
                 wentOffline(error)
             }
         }
-        return .queued(try await queue.enqueue(request, id: id))
+        let queued = try await queue.enqueue(request, id: id)
+        // Behind writes that wait for a conflict, nothing else would send it before the timer.
+        if online, !isHeld(request), state.withLock({ !$0.conflicts.isEmpty }) { _ = startFlush() }
+        return .queued(queued)
     }
 
     /// Sends the queued writes now, oldest first, one at a time; returns how many synced.
