@@ -83,12 +83,14 @@ CREATE TABLE IF NOT EXISTS public.tasks (
     owner   text NOT NULL DEFAULT current_user,
     title   text NOT NULL,
     done    boolean NOT NULL DEFAULT false,
-    version integer NOT NULL DEFAULT 1
+    version integer NOT NULL DEFAULT 1,
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 
 CREATE OR REPLACE FUNCTION public.bump_version() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     NEW.version := OLD.version + 1;
+    NEW.updated_at := clock_timestamp();
     RETURN NEW;
 END
 $$;

@@ -88,6 +88,26 @@ import Testing
     }
 
     @Test(arguments: engines)
+    func withoutAVersionColumnARenameThenADeleteBothApplyTheLastWriterWins(_ engine: TestEngine) async throws {
+        let server = try await RESTServer.start()
+        try await seed(server, "notes", #"{"id":"n1","title":"Groceries"}"#)
+        let a = try await Device(engine, server)
+        let b = try await Device(engine, server)
+        a.transport.isOffline = true
+        b.transport.isOffline = true
+        _ = try await a.queued(PostgREST.delete(from: "notes", where: [.eq("id", "n1")]))
+        _ = try await b.queued(
+            PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"title":"Weekly groceries"}"#))
+        b.transport.isOffline = false
+        a.transport.isOffline = false
+        #expect(try await b.offline.flush() == 1, "the rename found its row")
+        #expect(try await a.offline.flush() == 1, "and the delete found it renamed: no version says otherwise")
+        #expect(try await a.offline.rejectedWrites().isEmpty)
+        #expect(try await b.offline.rejectedWrites().isEmpty)
+        #expect(try await server.query("SELECT count(*) FROM notes") == ["0"])
+    }
+
+    @Test(arguments: engines)
     func aDeleteMarkedIgnoreNoMatchOfARowAlreadyGoneCountsAsSynced(_ engine: TestEngine) async throws {
         let server = try await RESTServer.start()
         let device = try await Device(engine, server)
@@ -145,6 +165,29 @@ import Testing
         let (server, _, b) = try await twoDevicesEditingT1(engine, policy: .clientWins)
         #expect(try await b.offline.rejectedWrites().isEmpty)
         #expect(try await server.query("SELECT title || '|' || version FROM tasks") == ["B's title|3"])
+    }
+
+    @Test(arguments: engines)
+    func aTimestampSetByTheServerWorksAsTheVersion(_ engine: TestEngine) async throws {
+        let server = try await RESTServer.start()
+        try await seed(server, "tasks", #"{"id":"t1","title":"Original"}"#)
+        let rule = ConflictRule(versionColumn: "updated_at", onConflict: .reject)
+        let a = try await Device(engine, server, rules: ["tasks": rule])
+        let b = try await Device(engine, server, rules: ["tasks": rule])
+        _ = try await a.offline.read(PostgREST.select("tasks", order: "id"))
+        _ = try await b.offline.read(PostgREST.select("tasks", order: "id"))
+        b.transport.isOffline = true
+        let mine = try await b.queued(
+            PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"B's title"}"#))
+        #expect(mine.request.path.contains("updated_at=eq."), "the timestamp B read: \(mine.request.path)")
+        _ = try await a.sent(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"A's title"}"#))
+        b.transport.isOffline = false
+        #expect(try await b.offline.flush() == 0)
+        let conflict = try #require(try await b.offline.conflicts().first)
+        try await b.offline.resolve(
+            conflict.id, with: PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"Merged"}"#))
+        #expect(try await b.offline.flush() == 1, "sent with the timestamp of the row it was merged with")
+        #expect(try await server.query("SELECT title FROM tasks") == ["Merged"])
     }
 
     @Test(arguments: engines)
@@ -289,8 +332,7 @@ import Testing
 
     // MARK: - Rig
 
-    /// A and B read `t1` at version 1; A renames it and syncs (version 2); B, offline, renamed it
-    /// too and now flushes.
+    /// A and B read `t1` at version 1 and rename it offline; A flushes first (version 2), then B.
     private func twoDevicesEditingT1(
         _ engine: TestEngine, policy: ConflictPolicy
     ) async throws -> (RESTServer, Device, Device) {
@@ -300,9 +342,12 @@ import Testing
         let b = try await Device(engine, server, versioned: policy)
         _ = try await a.offline.read(PostgREST.select("tasks", order: "id"))
         _ = try await b.offline.read(PostgREST.select("tasks", order: "id"))
+        a.transport.isOffline = true
         b.transport.isOffline = true
         _ = try await b.queued(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"B's title"}"#))
-        _ = try await a.sent(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"A's title"}"#))
+        _ = try await a.queued(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"A's title"}"#))
+        a.transport.isOffline = false
+        #expect(try await a.offline.flush() == 1)
         b.transport.isOffline = false
         _ = try await b.offline.flush()
         return (server, a, b)
@@ -322,15 +367,23 @@ final class Device: Sendable {
     let offline: SovariaOffline
     let errors = ErrorLog()
 
-    init(_ engine: TestEngine, _ server: RESTServer, versioned policy: ConflictPolicy? = nil) async throws {
+    convenience init(
+        _ engine: TestEngine, _ server: RESTServer, versioned policy: ConflictPolicy? = nil
+    )
+        async throws
+    {
+        var rules: [String: ConflictRule] = [:]
+        if let policy { rules["tasks"] = ConflictRule(versionColumn: "version", onConflict: policy) }
+        try await self.init(engine, server, rules: rules)
+    }
+
+    init(_ engine: TestEngine, _ server: RESTServer, rules: [String: ConflictRule]) async throws {
         folder = try TemporaryFolder()
         transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken()))
         var configuration = SovariaOffline.Configuration()
         configuration.timer = ManualTimer()
         configuration.memoryPressure = nil
-        if let policy {
-            configuration.conflictRules["tasks"] = ConflictRule(versionColumn: "version", onConflict: policy)
-        }
+        configuration.conflictRules = rules
         offline = try await SovariaOffline(
             store: try engine.open(folder.url), transport: transport, configuration: configuration)
         let errors = errors
