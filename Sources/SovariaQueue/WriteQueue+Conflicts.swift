@@ -25,12 +25,12 @@ extension WriteQueue {
                 }
             }
             guard let (sequence, record, kept) = planned else { return false }
-            var batch = record.writes + [.delete(key: QueueKeys.queued(sequence, id))]
-            for follower in kept {
-                batch.append(
-                    .set(key: QueueKeys.queued(follower.sequence, follower.id), value: try QueueCoding.encode(follower))
-                )
+            // The changed followers first, so a store that applies a batch write by write and is
+            // cut inside it leaves them changed with the head still queued, never the reverse.
+            var batch: [StoreWrite] = try kept.map { follower in
+                .set(key: QueueKeys.queued(follower.sequence, follower.id), value: try QueueCoding.encode(follower))
             }
+            batch += record.writes + [.delete(key: QueueKeys.queued(sequence, id))]
             try await commit(gated, batch)
             changeIndex(gated) { index in
                 index.removeQueued(id)
@@ -75,10 +75,13 @@ extension WriteQueue {
             guard waiting < maxQueued else { throw QueueErrors.full(maxQueued) }
             let now = QueueCoding.truncatedToMilliseconds(clock())
             let resolution = QueuedWrite(id: newID, sequence: first, request: request, queuedAt: now)
+            // New keys before old ones, the rejected entry last: a store that applies a batch write
+            // by write and is cut inside it leaves an id under two keys (open keeps the higher
+            // sequence), never a write under none.
             var batch: [StoreWrite] = [
-                .delete(key: QueueKeys.rejected(entry.sequence, rejectedID)),
-                .set(key: QueueKeys.queued(first, newID), value: try QueueCoding.encode(resolution)),
+                .set(key: QueueKeys.queued(first, newID), value: try QueueCoding.encode(resolution))
             ]
+            var deletes: [StoreWrite] = []
             var moved: [QueuedWrite] = []
             for (offset, follower) in moving.enumerated() {
                 let (sequence, overflow) = first.addingReportingOverflow(UInt64(offset + 1))
@@ -86,10 +89,11 @@ extension WriteQueue {
                 let write = QueuedWrite(
                     id: follower.id, sequence: sequence, request: follower.request, queuedAt: follower.queuedAt,
                     attempts: follower.attempts, lastError: follower.lastError)
-                batch.append(.delete(key: QueueKeys.queued(follower.sequence, follower.id)))
                 batch.append(.set(key: QueueKeys.queued(sequence, follower.id), value: try QueueCoding.encode(write)))
+                deletes.append(.delete(key: QueueKeys.queued(follower.sequence, follower.id)))
                 moved.append(write)
             }
+            batch += deletes + [.delete(key: QueueKeys.rejected(entry.sequence, rejectedID))]
             try await commit(gated, batch, givingOut: first + UInt64(moved.count))
             changeIndex(gated) { index in
                 index.rejected.removeAll { $0.id == rejectedID }
@@ -100,6 +104,20 @@ extension WriteQueue {
                 }
             }
             return resolution
+        }
+    }
+
+    /// Stores `writes` (queued writes, each under its own key) as given: their requests changed
+    /// before they are sent. One no longer queued is skipped.
+    ///
+    /// - Important: One atomic store batch.
+    public func update(_ writes: [QueuedWrite]) async throws {
+        try await gate.withGate { gated in
+            let kept = readIndex { index in writes.filter { index.queued[$0.id] == $0.sequence } }
+            guard !kept.isEmpty else { return }
+            try await commit(
+                gated,
+                try kept.map { .set(key: QueueKeys.queued($0.sequence, $0.id), value: try QueueCoding.encode($0)) })
         }
     }
 

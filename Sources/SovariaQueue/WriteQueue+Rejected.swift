@@ -14,13 +14,16 @@ extension WriteQueue {
     ///   - message: the server's reason, as the rejected list shows it.
     ///   - reason: why the write did not apply; ``RejectionReason/refused`` by default.
     ///   - serverRow: the server's current row (JSON) for a conflict, if known.
+    ///   - sparing: rejected writes never dropped to make room (conflicts waiting for the app);
+    ///     the list may then hold more than ``maxRejected``.
     /// - Returns: the rejected write, or `nil` when no queued write has that id.
     /// - Important: One atomic store batch: the rejected entry in, the queue entry out, the
     ///   oldest rejected entries out. A crash leaves the write either queued or rejected, never
     ///   both, never neither.
     @discardableResult
     public func reject(
-        _ id: String, status: Int, message: String, reason: RejectionReason = .refused, serverRow: String? = nil
+        _ id: String, status: Int, message: String, reason: RejectionReason = .refused, serverRow: String? = nil,
+        sparing: Set<String> = []
     ) async throws -> RejectedWrite? {
         try await gate.withGate { gated in
             guard let queuedSequence = readIndex({ $0.queued[id] }) else { return nil }
@@ -33,7 +36,7 @@ extension WriteQueue {
                 write: write, status: status, message: message,
                 rejectedAt: QueueCoding.truncatedToMilliseconds(clock()), reason: reason, serverRow: serverRow)
             let (sequence, dropped) = try readIndex { index in
-                (try index.nextSequence(), index.rejected.prefix(max(0, index.rejected.count + 1 - Self.maxRejected)))
+                (try index.nextSequence(), index.oldestRejected(makingRoomFor: 1, sparing: sparing))
             }
             try await commit(
                 gated,
@@ -44,7 +47,8 @@ extension WriteQueue {
                 givingOut: sequence)
             changeIndex(gated) { index in
                 index.removeQueued(id)
-                index.rejected.removeFirst(dropped.count)
+                let droppedIDs = Set(dropped.map(\.id))
+                index.rejected.removeAll { droppedIDs.contains($0.id) }
                 index.rejected.append(.init(sequence: sequence, id: id))
                 index.lastSequence = sequence
             }
@@ -64,6 +68,7 @@ extension WriteQueue {
     ///   - message: the server's reason, as the rejected list shows it.
     ///   - reason: why the write did not apply; ``RejectionReason/refused`` by default.
     ///   - serverRow: the server's current row (JSON) for a conflict, if known.
+    ///   - sparing: rejected writes never dropped to make room (conflicts waiting for the app).
     /// - Returns: the rejected write; its ``RejectedWrite/write`` has the rejection's sequence
     ///   and no failed attempts.
     /// - Important: One atomic store batch: the rejected entry in, the oldest rejected entries
@@ -73,15 +78,13 @@ extension WriteQueue {
     @discardableResult
     public func rejectUnqueued(
         _ request: DataRequest, id: String, status: Int, message: String, reason: RejectionReason = .refused,
-        serverRow: String? = nil
+        serverRow: String? = nil, sparing: Set<String> = []
     ) async throws -> RejectedWrite {
         try Self.checkClientID(id)
         return try await gate.withGate { gated in
             let (sequence, dropped) = try readIndex { index in
                 if index.queued[id] != nil { throw QueueErrors.badClientID(id, "a queued write has it") }
-                return (
-                    try index.nextSequence(), index.rejected.prefix(max(0, index.rejected.count + 1 - Self.maxRejected))
-                )
+                return (try index.nextSequence(), index.oldestRejected(makingRoomFor: 1, sparing: sparing))
             }
             let now = QueueCoding.truncatedToMilliseconds(clock())
             let rejected = RejectedWrite(
@@ -93,7 +96,8 @@ extension WriteQueue {
                     + dropped.map { .delete(key: QueueKeys.rejected($0.sequence, $0.id)) },
                 givingOut: sequence)
             changeIndex(gated) { index in
-                index.rejected.removeFirst(dropped.count)
+                let droppedIDs = Set(dropped.map(\.id))
+                index.rejected.removeAll { droppedIDs.contains($0.id) }
                 index.rejected.append(.init(sequence: sequence, id: id))
                 index.lastSequence = sequence
             }

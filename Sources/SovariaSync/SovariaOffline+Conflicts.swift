@@ -49,9 +49,13 @@ extension SovariaOffline {
         }
         if touched > 0 { return .applied(response, sent: request, newVersion: newVersion(in: response, rule)) }
         if let versionColumn = rule.versionColumn, RowFilters.equalValue(of: versionColumn, in: request.path) != nil {
-            let current = try await transport.send(
-                DataRequest(method: "GET", path: RowFilters.removing(versionColumn, from: request.path)))
-            guard current.isSuccess, let rows = RowJSON.rows(current.body) else { return .retry(current) }
+            let current = try await transport.send(Self.readingRow(of: request, without: versionColumn))
+            guard current.isSuccess else {
+                // A 401 goes through the refresh and the write is sent again (its key replays the
+                // answer); a refusal to read the row is the write's refusal.
+                return Self.isRetryable(current.status) ? .retry(current) : .answered(current)
+            }
+            guard let rows = RowJSON.rows(current.body) else { return .retry(current) }
             if let row = rows.first {
                 switch rule.onConflict {
                 case .reject: return .conflict(response, serverRow: RowJSON.text(row), reason: .conflict)
@@ -70,6 +74,20 @@ extension SovariaOffline {
         }
         let policy = write.request.noMatchPolicy ?? rule.onNoMatch
         return policy == .ignoreNoMatch ? .applied(response, sent: request, newVersion: nil) : .noMatch(response)
+    }
+
+    /// The `GET` of the rows `write` targets, with its filters less the version and its headers
+    /// less those of a write (a schema chosen for the write is chosen for the read).
+    static func readingRow(of write: DataRequest, without versionColumn: String) -> DataRequest {
+        var headers: [String: String] = [:]
+        for (name, value) in write.headers {
+            switch name.lowercased() {
+            case "prefer", "content-type", idempotencyHeader.lowercased(): continue
+            case "content-profile": headers["Accept-Profile"] = value
+            default: headers[name] = value
+            }
+        }
+        return DataRequest(method: "GET", path: RowFilters.removing(versionColumn, from: write.path), headers: headers)
     }
 
     /// An update or delete of a table: its answer can say how many rows it changed.
@@ -97,7 +115,7 @@ extension SovariaOffline {
     func recordingVersion(_ request: DataRequest) async throws -> DataRequest {
         guard Self.changesRows(request), let table = request.table, let rule = configuration.conflictRules[table],
             let versionColumn = rule.versionColumn,
-            RowFilters.equalValue(of: versionColumn, in: request.path) == nil,
+            !RowFilters.filters(on: versionColumn, in: request.path),
             let key = RowFilters.equalValue(of: rule.keyColumn, in: request.path)
         else { return request }
         var newest: (serverTime: Date, version: String)?
@@ -109,10 +127,61 @@ extension SovariaOffline {
             else { continue }
             newest = (response.serverTime, version)
         }
-        guard let version = newest?.version else { return request }
+        guard let cached = newest?.version else { return request }
+        let version = currentVersion(of: table, key: key, from: cached)
         var recorded = request
         recorded.path = RowFilters.setting(versionColumn, equalTo: version, in: request.path)
         return recorded
+    }
+
+    /// `version` of row `key`, moved on past every version this run's own writes replaced.
+    func currentVersion(of table: String, key: String, from version: String) -> String {
+        state.withLock { state in
+            var current = version
+            for _ in 0..<state.replacedVersions.count {
+                guard let next = state.replacedVersions[Self.rowVersionKey(table, key, current)], next != current
+                else { break }
+                current = next
+            }
+            return current
+        }
+    }
+
+    /// Remembers that `write`, now applied, replaced the version its filter expected with
+    /// `newVersion`.
+    func recordReplacedVersion(by write: QueuedWrite, newVersion: String?) {
+        let rule = conflictRule(of: write.request.table)
+        guard let newVersion, let table = write.request.table, let versionColumn = rule.versionColumn,
+            let expected = RowFilters.equalValue(of: versionColumn, in: write.request.path),
+            let key = RowFilters.equalValue(of: rule.keyColumn, in: write.request.path)
+        else { return }
+        state.withLock { state in
+            // A bound, not a cache: past it the oldest knowledge is of rows long refetched.
+            if state.replacedVersions.count >= Self.maxReplacedVersions { state.replacedVersions.removeAll() }
+            state.replacedVersions[Self.rowVersionKey(table, key, expected)] = newVersion
+        }
+    }
+
+    /// Replaced versions remembered at most.
+    static let maxReplacedVersions = 10_000
+
+    private static func rowVersionKey(_ table: String, _ key: String, _ version: String) -> String {
+        table + "\u{0}" + key + "\u{0}" + version
+    }
+
+    /// `write` expecting the row's version as this device's own writes left it, stored before it
+    /// is sent (so a replay after a crash sends the same request under the same key).
+    func expectingCurrentVersion(_ write: QueuedWrite) async throws -> QueuedWrite {
+        let rule = conflictRule(of: write.request.table)
+        guard let table = write.request.table, let versionColumn = rule.versionColumn,
+            let expected = RowFilters.equalValue(of: versionColumn, in: write.request.path),
+            let key = RowFilters.equalValue(of: rule.keyColumn, in: write.request.path)
+        else { return write }
+        let current = currentVersion(of: table, key: key, from: expected)
+        guard current != expected else { return write }
+        let moved = Self.write(write, expecting: current, in: versionColumn)
+        try await queue.update([moved])
+        return moved
     }
 
     /// The queued writes after `head` to the same row that expected the version `head` expected,
@@ -147,14 +216,33 @@ extension SovariaOffline {
         return conflicts.holds(request, keyColumn: conflictRule(of: request.table).keyColumn)
     }
 
-    /// Reads the conflicts from the rejected list again (after it changed).
-    func reloadConflicts() async throws {
-        let index = ConflictIndex(try await queue.rejected(), rules: configuration.conflictRules)
-        state.withLock { state in
-            state.conflicts = index
-            if index.isEmpty { state.waitingOnConflicts = 0 }
+    /// The ids of the conflicts waiting for the app: never dropped from the rejected list.
+    func conflictIDs() -> Set<String> { state.withLock { $0.conflicts.ids } }
+
+    /// Holds `request`'s row before its conflict is stored, so that no write to the row slips
+    /// past while the rejected list changes; ``reloadConflicts()`` then makes it exact.
+    func holdProvisionally(_ request: DataRequest, id: String) {
+        let keyColumn = conflictRule(of: request.table).keyColumn
+        state.withLock { $0.conflicts.add(request, id: id, keyColumn: keyColumn) }
+    }
+
+    /// Reads the conflicts from the rejected list again (after it changed), one reload at a
+    /// time. If the list cannot be read, the index keeps what it had.
+    func reloadConflicts() async {
+        try? await conflictReloads.withGate { _ in
+            let index = ConflictIndex(try await queue.rejected(), rules: configuration.conflictRules)
+            state.withLock { state in
+                state.conflicts = index
+                if index.isEmpty { state.waitingOnConflicts = 0 }
+            }
         }
         signals.statusChanged()
+    }
+
+    /// Starts a flush for the writes a resolved or dropped conflict let go, when online.
+    func flushReleasedWrites() {
+        let idle = state.withLock { !$0.online || $0.closed || $0.pausedForAuthorization }
+        if !idle, queue.count > 0 { _ = startFlush() }
     }
 
     /// The message a write that did not apply is kept with.
@@ -182,9 +270,10 @@ extension SovariaOffline {
     /// server's row with the app's changes merged in).
     ///
     /// `merged` is sent with the version of the server's row the conflict holds in its filter (it
-    /// replaces any version filter `merged` has), so it applies only if the row has not changed
-    /// again; it is queued at the tail under a new client id, and the writes to the same row that
-    /// waited for the conflict move behind it, expecting the same version.
+    /// replaces any version filter `merged` has; a server row without the version column leaves
+    /// `merged` unchecked), so it applies only if the row has not changed again. It is queued at
+    /// the tail under a new client id, and the queued writes that name the same row by key move
+    /// behind it, expecting the same version. A flush starts when online.
     ///
     /// ```swift
     /// for conflict in try await offline.conflicts() {
@@ -231,8 +320,9 @@ extension SovariaOffline {
             return try await queue.resolve(
                 conflictID, with: request, id: WriteQueue.makeClientID(), moving: waiting)
         }
-        try await reloadConflicts()
+        await reloadConflicts()
         signals.changed(table: resolution.request.table)
+        flushReleasedWrites()
         return resolution
     }
 }

@@ -14,10 +14,13 @@ import Synchronization
 /// - Writes: ``write(_:)`` sends at once when online and nothing is pending; otherwise (or when
 ///   the request finds no network) the write goes to the durable queue, in one store batch,
 ///   before the call returns. Nothing overtakes: a write made while others are pending queues
-///   behind them.
+///   behind them. The one exception is a conflict: writes that may touch its row wait for the app
+///   to resolve it, and the others go on (<doc:OfflineEditConflicts>).
 /// - Flush: ``flush()`` sends the queue oldest first, one request at a time, each with its client
 ///   id as `Idempotency-Key` (at-least-once delivery, exactly-once effect where the server honours
-///   the key). 2xx removes the write. No network stops the flush (``online`` turns `false`). 408,
+///   the key). 2xx removes the write, unless it was an update or delete that matched no row: that
+///   one moves to the rejected list (`RejectionReason.noMatchingRow`, or a conflict on a table
+///   with a version column). No network stops the flush (``online`` turns `false`). 408,
 ///   429 and 5xx stop it and keep the head, and the next try waits `Retry-After` or an
 ///   exponential backoff with jitter. 401 calls ``Configuration/refreshAuthorization`` once and
 ///   sends again; a second 401 pauses the queue and reports it. Any other 4xx moves the write to
@@ -76,8 +79,11 @@ public final class SovariaOffline: Sendable {
     let signals = ChangeSignals()
     /// The writes synced in this run, kept for the answers fetched before them.
     let synced = SyncedWrites()
-    /// Passes ``write(_:)``, ``requeue(_:)`` and ``clear()`` one at a time.
+    /// Passes ``write(_:)``, ``requeue(_:)``, ``resolve(_:with:)`` and ``clear()`` one at a time.
     let writeGate = AsyncGate<SovariaOffline>()
+    /// Rebuilds the conflict index one reload at a time, so the last one to finish read the
+    /// rejected list last.
+    let conflictReloads = AsyncGate<ConflictIndex>()
     private let errors: AsyncStream<SyncError>.Continuation
     /// Every sync error, as it happens. One stream per controller: iterate it from one task.
     public let syncErrors: AsyncStream<SyncError>
@@ -106,6 +112,10 @@ public final class SovariaOffline: Sendable {
         var conflicts = ConflictIndex()
         /// Queued writes the last flush passed over because a conflict holds their row.
         var waitingOnConflicts = 0
+        /// The versions this run's own writes replaced: `table\0key\0version` → the version the
+        /// write left, so a write made against a cached row this device already changed expects
+        /// the row as it is now, not as the cache still shows it.
+        var replacedVersions: [String: String] = [:]
     }
 
     /// An overlaid answer, the change version and the server answer it was computed from.
@@ -143,6 +153,11 @@ public final class SovariaOffline: Sendable {
         }
         cache = try await QueryCache(store: store, configuration: cacheConfiguration)
         (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
+        // Before the timer's first flush: held rows must be known. A damaged rejected entry holds
+        // nothing back (it is reported when the app lists the rejected writes).
+        let conflicts = ConflictIndex(
+            (try? await queue.rejected()) ?? [], rules: configuration.conflictRules)
+        state.withLock { $0.conflicts = conflicts }
         let ticket = configuration.timer.repeating(every: configuration.flushInterval) { [weak self] in
             await self?.timerFired()
         }
@@ -151,8 +166,6 @@ public final class SovariaOffline: Sendable {
             self?.state.withLock { $0.overlays.removeAll() }
         }
         state.withLock { $0.memoryPressure = observation }
-        let conflicts = ConflictIndex(try await queue.rejected(), rules: configuration.conflictRules)
-        state.withLock { $0.conflicts = conflicts }
     }
 
     deinit {
@@ -177,7 +190,9 @@ public final class SovariaOffline: Sendable {
         return try await queue.pending()
     }
 
-    /// Writes the server refused, newest first (the newest 100 are kept).
+    /// Writes that did not apply, newest first: refused by the server, matching no row, or in
+    /// conflict (`RejectedWrite.reason`). The newest 100 are kept; conflicts waiting for the app
+    /// are never dropped.
     public func rejectedWrites() async throws -> [RejectedWrite] {
         try checkOpen()
         return try await queue.rejected()
@@ -185,24 +200,34 @@ public final class SovariaOffline: Sendable {
 
     /// Puts a rejected write back at the end of the queue, with its client id.
     ///
+    /// A conflict (`RejectionReason.conflict`) is resolved with its own write instead:
+    /// ``resolve(_:with:)`` sends it again against the server's row as the conflict found it,
+    /// ahead of the writes that waited for it.
+    ///
     /// - Throws: `WriteQueueError` with `WriteQueueError.Code.notFound` when no rejected
     ///   write has that id, or `WriteQueueError.Code.queueFull`.
     @discardableResult
     public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
         try checkOpen()
+        if state.withLock({ $0.conflicts.ids.contains(rejectedID) }),
+            let conflict = try await conflicts().first(where: { $0.id == rejectedID })
+        {
+            return try await resolve(rejectedID, with: conflict.write.request)
+        }
         let write = try await writeGate.withGate { _ in try await queue.requeue(rejectedID) }
-        try await reloadConflicts()
         signals.changed(table: write.request.table)
         return write
     }
 
-    /// Forgets a rejected write. Forgetting a conflict keeps the server's row: the writes to the
-    /// same row that waited for it go on.
+    /// Forgets a rejected write. Forgetting a conflict keeps the server's row; the writes to the
+    /// same row that waited for it are sent as they are (expecting the version the dropped write
+    /// expected, they become conflicts of their own if the row changed).
     public func discard(_ rejectedID: String) async throws {
         try checkOpen()
         try await queue.discard(rejectedID)
-        try await reloadConflicts()
+        await reloadConflicts()
         signals.changed(table: nil)
+        flushReleasedWrites()
     }
 
     // MARK: - Writes
@@ -214,10 +239,10 @@ public final class SovariaOffline: Sendable {
     /// reported through ``syncErrors`` and ``onSyncError`` as ``SyncError/Kind/rejected(_:)``,
     /// whether this call sent it or a later flush did.
     ///
-    /// - Returns: ``WriteOutcome/sent(_:)`` with the server's answer when it took the write (2xx)
-    ///   or answered 401 (the write is not kept; refresh the token and write again) or another
-    ///   status that is not a refusal; ``WriteOutcome/rejected(_:)`` when it refused the write, now
-    ///   in the rejected list; ``WriteOutcome/queued(_:)`` once the write is in the store (offline,
+    /// - Returns: ``WriteOutcome/sent(_:)`` with the server's answer when it took the write (2xx;
+    ///   an update or delete changed a row, or its answer does not say) or answered 401 (the write is not kept; refresh the token and write again) or another
+    ///   status that is not a refusal; ``WriteOutcome/rejected(_:)`` when it refused the write or the
+    ///   write did not apply (no row matched, a conflict), now in the rejected list; ``WriteOutcome/queued(_:)`` once the write is in the store (offline,
     ///   writes pending, no network, or 408, 429, 5xx).
     /// - Throws: `WriteQueueError` with `WriteQueueError.Code.queueFull` (`OFFLINE_QUEUE_FULL`)
     ///   past ``Configuration/maxQueued``, with nothing written; the store's errors as
@@ -244,9 +269,10 @@ public final class SovariaOffline: Sendable {
                 let delivery = try await deliver(write)
                 reachedServer()
                 switch delivery {
-                case .applied(let response, let sent, _):
+                case .applied(let response, let sent, let newVersion):
                     // Shown in the answers fetched before it until they are fetched again.
                     recordSynced(QueuedWrite(id: id, sequence: 0, request: sent, queuedAt: write.queuedAt))
+                    recordReplacedVersion(by: write, newVersion: newVersion)
                     try await markTableStale(of: request)
                     return .sent(response)
                 case .noMatch(let response), .conflict(let response, _, _):
@@ -258,11 +284,12 @@ public final class SovariaOffline: Sendable {
                         (serverRow, reason) = (nil, .noMatchingRow)
                     }
                     let message = Self.message(for: delivery, write)
+                    if reason == .conflict { holdProvisionally(request, id: id) }
                     let rejected = try await queue.rejectUnqueued(
                         request, id: id, status: response.status, message: message, reason: reason,
-                        serverRow: serverRow)
-                    if reason == .conflict { try await reloadConflicts() }
+                        serverRow: serverRow, sparing: conflictIDs())
                     report(SyncError(kind: .rejected(rejected), write: rejected.write, message: message))
+                    if reason == .conflict { await reloadConflicts() }
                     return .rejected(rejected)
                 case .retry:
                     break
@@ -270,7 +297,8 @@ public final class SovariaOffline: Sendable {
                     if Self.isRefusal(response.status) {
                         // Kept as the queue keeps a write the server refused: the request as made.
                         let rejected = try await queue.rejectUnqueued(
-                            request, id: id, status: response.status, message: response.body)
+                            request, id: id, status: response.status, message: response.body,
+                            sparing: conflictIDs())
                         report(SyncError(kind: .rejected(rejected), write: rejected.write, message: response.body))
                         return .rejected(rejected)
                     }
@@ -286,7 +314,8 @@ public final class SovariaOffline: Sendable {
         return .queued(queued)
     }
 
-    /// Sends the queued writes now, oldest first, one at a time; returns how many synced.
+    /// Sends the queued writes now, oldest first, one at a time, passing over those that wait for a
+    /// conflict; returns how many synced.
     ///
     /// Shares a flush already running. Resumes a queue paused by a second 401, but keeps to a
     /// retry delay the server asked for (the head waits until it passes).
@@ -302,7 +331,7 @@ public final class SovariaOffline: Sendable {
     }
 
     /// The running flush, or a new one.
-    private func startFlush() -> Task<Int, any Error> {
+    func startFlush() -> Task<Int, any Error> {
         let (flight, started) = state.withLock { state in
             if let running = state.flight { return (running, false) }
             let task = Task { try await self.drainQueue() }
@@ -354,9 +383,14 @@ public final class SovariaOffline: Sendable {
         var synced = 0
         var refreshedFor: String?
         while true {
-            let (head, held) = try await nextToSend()
-            state.withLock { $0.waitingOnConflicts = held }
-            guard let head else { return (synced, true, held) }
+            let (next, held) = try await nextToSend()
+            let heldChanged = state.withLock { state in
+                defer { state.waitingOnConflicts = held }
+                return state.waitingOnConflicts != held
+            }
+            if heldChanged { signals.statusChanged() }
+            guard let next else { return (synced, true, held) }
+            let head = try await expectingCurrentVersion(next)
             let (closed, paused, notBefore) = state.withLock {
                 ($0.closed, $0.pausedForAuthorization, $0.retryNotBefore)
             }
@@ -379,6 +413,7 @@ public final class SovariaOffline: Sendable {
                 // list or both (deduplicated by id), never in neither.
                 recordSynced(
                     QueuedWrite(id: head.id, sequence: head.sequence, request: sent, queuedAt: head.queuedAt))
+                recordReplacedVersion(by: head, newVersion: newVersion)
                 try await queue.remove(head.id, updating: try await followers(of: head, newVersion: newVersion))
                 state.withLock { $0.retryNotBefore = nil }
                 try await markTableStale(of: head.request)
@@ -389,12 +424,14 @@ public final class SovariaOffline: Sendable {
                 var reason = RejectionReason.noMatchingRow
                 if case .conflict(_, let row, let why) = delivery { (serverRow, reason) = (row, why) }
                 let message = Self.message(for: delivery, head)
+                if reason == .conflict { holdProvisionally(head.request, id: head.id) }
                 if let rejected = try await queue.reject(
-                    head.id, status: response.status, message: message, reason: reason, serverRow: serverRow)
+                    head.id, status: response.status, message: message, reason: reason, serverRow: serverRow,
+                    sparing: conflictIDs())
                 {
-                    if reason == .conflict { try await reloadConflicts() }
                     report(SyncError(kind: .rejected(rejected), write: head, message: message))
                 }
+                if reason == .conflict { await reloadConflicts() }
                 state.withLock { $0.retryNotBefore = nil }
                 signals.changed(table: head.request.table)
             case .retry(let response):
@@ -412,7 +449,9 @@ public final class SovariaOffline: Sendable {
                     report(SyncError(kind: .unauthorized, write: head, message: response.body))
                     return (synced, false, held)
                 case _ where Self.isRefusal(response.status):
-                    if let rejected = try await queue.reject(head.id, status: response.status, message: response.body) {
+                    if let rejected = try await queue.reject(
+                        head.id, status: response.status, message: response.body, sparing: conflictIDs())
+                    {
                         report(SyncError(kind: .rejected(rejected), write: head, message: response.body))
                     }
                     signals.changed(table: head.request.table)
@@ -536,6 +575,7 @@ public final class SovariaOffline: Sendable {
             state.lastError = nil
             state.conflicts = ConflictIndex()
             state.waitingOnConflicts = 0
+            state.replacedVersions = [:]
         }
         synced.clear()
         try await store.compact()

@@ -6,8 +6,9 @@ import SovariaQueue
 public struct SyncError: Error, Sendable, Hashable {
     /// What happened.
     public enum Kind: Sendable, Hashable {
-        /// The server refused the write (a 4xx other than 401, 408 and 429): it moved to the
-        /// rejected list, and the writes behind it go on.
+        /// The write did not apply: the server refused it (a 4xx other than 401, 408 and 429), it
+        /// matched no row, or its row changed since it was read (`RejectedWrite.reason` says
+        /// which). It moved to the rejected list, and the writes behind it go on.
         case rejected(RejectedWrite)
         /// The server asked to try later (408, 429, 5xx): the write stays at the head of the
         /// queue, and the next try waits `retryAfter`.

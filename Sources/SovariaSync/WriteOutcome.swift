@@ -9,8 +9,8 @@ public enum WriteOutcome: Sendable, Hashable {
     /// Kept in the durable queue (offline, writes pending, or the server asked to try later):
     /// it is sent in order by a later flush.
     case queued(QueuedWrite)
-    /// Sent at once and refused by the server (a 4xx other than 401, 408 and 429): the write is
-    /// in the rejected list and was reported as ``SyncError/Kind/rejected(_:)``, as a refusal
-    /// of a queued write is.
+    /// Sent at once and not applied: refused by the server (a 4xx other than 401, 408 and 429),
+    /// matching no row, or in conflict (`RejectedWrite.reason`). The write is in the rejected list
+    /// and was reported as ``SyncError/Kind/rejected(_:)``, as for a queued write.
     case rejected(RejectedWrite)
 }

@@ -59,6 +59,27 @@ import Testing
     }
 
     @Test(arguments: QueueEngine.all)
+    func aRejectionSparesTheGivenEntriesWhenTheListIsFull(engine: QueueEngine) async throws {
+        let folder = try TemporaryFolder()
+        let queue = try await WriteQueue(store: try engine.open(folder.url))
+        let conflict = try await queue.enqueue(request(0, method: "PATCH"))
+        try await queue.reject(conflict.id, status: 200, message: "changed", reason: .conflict, serverRow: "{}")
+        var refused: [String] = []
+        for number in 1...WriteQueue.maxRejected {
+            let write = try await queue.enqueue(request(number))
+            try await queue.reject(write.id, status: 409, message: "no", sparing: [conflict.id])
+            refused.append(write.id)
+        }
+        let kept = try await queue.rejected().map(\.id)
+        #expect(kept.count == WriteQueue.maxRejected)
+        #expect(kept.contains(conflict.id), "the conflict, the oldest, was spared")
+        #expect(!kept.contains(refused[0]), "the oldest other entry went instead")
+        let next = try await queue.enqueue(request(999))
+        try await queue.reject(next.id, status: 409, message: "no")
+        #expect(try await queue.rejected().contains { $0.id == conflict.id } == false, "not spared: dropped")
+    }
+
+    @Test(arguments: QueueEngine.all)
     func reasonsAndServerRowsSurviveAReopen(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
         let queue = try await WriteQueue(store: try engine.open(folder.url))

@@ -125,6 +125,64 @@ import Testing
     }
 
     @Test(arguments: SyncEngine.all)
+    func aConflictHoldsOnlyWhatMayTouchItsRow(_ engine: SyncEngine) async throws {
+        let rig = try await Rig(engine) { $0.conflictRules["tasks"] = ConflictRule(versionColumn: "version") }
+        rig.transport.answer(
+            DataResponse(status: 200, body: "[]"), DataResponse(status: 200, body: #"[{"id":"t1","version":2}]"#))
+        _ = try await rig.offline.write(
+            DataRequest(method: "PATCH", path: "/rest/v1/tasks?id=eq.t1&version=eq.1", body: "{}"))
+        #expect(rig.offline.status.conflictCount == 1)
+        let held = [
+            DataRequest(method: "PATCH", path: "/rest/v1/tasks?id=eq.t1", body: "{}"),
+            DataRequest(method: "DELETE", path: "/rest/v1/tasks?done=eq.true"),
+            DataRequest(method: "POST", path: "/rest/v1/tasks", body: #"{"id":"t1","title":"again"}"#),
+            DataRequest(
+                method: "POST", path: "/rest/v1/tasks", headers: ["Prefer": "resolution=merge-duplicates"],
+                body: #"[{"id":"t9"}]"#),
+            DataRequest(method: "POST", path: "/rest/v1/rpc/archive_done", body: "{}"),
+        ]
+        let free = [
+            DataRequest(method: "PATCH", path: "/rest/v1/tasks?id=eq.t2", body: "{}"),
+            DataRequest(
+                method: "POST", path: "/rest/v1/tasks", body: #"{"title":"a new row, its id from the server"}"#),
+            DataRequest(method: "DELETE", path: "/rest/v1/notes?done=eq.true"),
+            DataRequest(method: "POST", path: "/storage/v1/object/photos/a.jpg", body: ""),
+        ]
+        for request in held { #expect(rig.offline.isHeld(request), "\(request.method) \(request.path)") }
+        for request in free { #expect(!rig.offline.isHeld(request), "\(request.method) \(request.path)") }
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func requeueingAConflictResolvesItWithItsOwnWriteAheadOfTheWritesThatWaited(_ engine: SyncEngine) async throws {
+        let rig = try await Rig(engine) { $0.conflictRules["tasks"] = ConflictRule(versionColumn: "version") }
+        rig.transport.online = false
+        _ = try await rig.offline.write(
+            DataRequest(method: "PATCH", path: "/rest/v1/tasks?id=eq.t1&version=eq.1", body: #"{"a":1}"#))
+        guard
+            case .queued(let waiting) = try await rig.offline.write(
+                DataRequest(method: "PATCH", path: "/rest/v1/tasks?id=eq.t1&version=eq.1", body: #"{"b":2}"#))
+        else {
+            Issue.record("an offline write was not queued")
+            return
+        }
+        rig.transport.online = true
+        rig.transport.answer(
+            DataResponse(status: 200, body: "[]"), DataResponse(status: 200, body: #"[{"id":"t1","version":5}]"#))
+        #expect(try await rig.offline.flush() == 0)
+        let conflict = try #require(try await rig.offline.conflicts().first)
+        rig.transport.online = false  // so that the requeue's flush waits for the test
+        let resolution = try await rig.offline.requeue(conflict.id)
+        await rig.offline.waitForRunningFlush()
+        #expect(resolution.id != conflict.id, "a new key: the old one's answer is kept by the server")
+        #expect(resolution.request.path == "/rest/v1/tasks?id=eq.t1&version=eq.5")
+        #expect(resolution.request.body == #"{"a":1}"#)
+        let pending = try await rig.offline.pendingWrites()
+        #expect(pending.map(\.id) == [resolution.id, waiting.id], "ahead of the write that waited")
+        #expect(pending.last?.request.path == "/rest/v1/tasks?id=eq.t1&version=eq.5")
+        #expect(try await rig.offline.conflicts().isEmpty)
+    }
+
+    @Test(arguments: SyncEngine.all)
     func conflictsSurviveARestartAndStillHoldTheirRow(_ engine: SyncEngine) async throws {
         let folder = try TemporaryFolder()
         let transport = ScriptedTransport()

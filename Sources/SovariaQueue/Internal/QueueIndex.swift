@@ -38,6 +38,14 @@ struct QueueIndex: Sendable {
         return lastSequence + 1
     }
 
+    /// The oldest rejected entries to drop so that `count` more fit in ``WriteQueue/maxRejected``,
+    /// passing over the ids in `sparing`.
+    func oldestRejected(makingRoomFor count: Int, sparing: Set<String>) -> [Entry] {
+        let excess = rejected.count + count - WriteQueue.maxRejected
+        guard excess > 0 else { return [] }
+        return Array(rejected.lazy.filter { !sparing.contains($0.id) }.prefix(excess))
+    }
+
     /// Adds a queued write whose sequence is above every other (enqueue, requeue).
     mutating func appendQueued(_ entry: Entry) {
         queued[entry.id] = entry.sequence

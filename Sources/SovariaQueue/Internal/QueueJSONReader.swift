@@ -82,6 +82,7 @@ struct QueueJSONReader {
     private mutating func rejectedWrite() throws -> RejectedWrite {
         var message: String?
         var reason: RejectionReason?
+        var reasonSeen = false
         var rejectedAt: Date?
         var serverRow: String?
         var serverRowSeen = false
@@ -90,7 +91,10 @@ struct QueueJSONReader {
         try object { reader, key in
             switch key {
             case "message": message = try reader.field(message, key) { try $0.string() }
-            case "reason": reason = try reader.field(reason, key) { try $0.enumeration(RejectionReason.self) }
+            case "reason":
+                guard !reasonSeen else { throw reader.failure("\"reason\" appears twice") }
+                reasonSeen = true
+                reason = try reader.nullable { try $0.enumeration(RejectionReason.self) }
             case "rejectedAt": rejectedAt = try reader.field(rejectedAt, key) { try $0.date() }
             case "serverRow":
                 guard !serverRowSeen else { throw reader.failure("\"serverRow\" appears twice") }
@@ -113,6 +117,7 @@ struct QueueJSONReader {
         var headers: [String: String]?
         var method: String?
         var noMatchPolicy: NoMatchPolicy?
+        var noMatchPolicySeen = false
         var path: String?
         try object { reader, key in
             switch key {
@@ -123,7 +128,9 @@ struct QueueJSONReader {
             case "headers": headers = try reader.field(headers, key) { try $0.headers() }
             case "method": method = try reader.field(method, key) { try $0.string() }
             case "noMatchPolicy":
-                noMatchPolicy = try reader.field(noMatchPolicy, key) { try $0.enumeration(NoMatchPolicy.self) }
+                guard !noMatchPolicySeen else { throw reader.failure("\"noMatchPolicy\" appears twice") }
+                noMatchPolicySeen = true
+                noMatchPolicy = try reader.nullable { try $0.enumeration(NoMatchPolicy.self) }
             case "path": path = try reader.field(path, key) { try $0.string() }
             default: try reader.skipValue(depth: 2)
             }

@@ -8,35 +8,49 @@ struct ConflictIndex: Sendable {
     private(set) var rows: [String: [String: [String]]] = [:]
     /// Tables with a conflict whose row the controller cannot name: every write to them waits.
     private(set) var wholeTables: Set<String> = []
+    /// The ids of the conflicts waiting for the app.
+    private(set) var ids: Set<String> = []
+
     /// How many conflicts wait for the app.
-    private(set) var count = 0
+    var count: Int { ids.count }
 
     var isEmpty: Bool { count == 0 }
 
     init() {}
 
+    /// The conflicts among `rejected` (newest first, as the rejected list reads).
     init(_ rejected: [RejectedWrite], rules: [String: ConflictRule]) {
-        for entry in rejected where entry.reason == .conflict {
-            count += 1
-            guard let table = entry.write.request.table else { continue }
-            let keyColumn = rules[table]?.keyColumn ?? "id"
-            if let key = RowFilters.equalValue(of: keyColumn, in: entry.write.request.path) {
-                rows[table, default: [:]][key, default: []].append(entry.id)
-            } else {
-                wholeTables.insert(table)
-            }
+        for entry in rejected.reversed() where entry.reason == .conflict {
+            add(entry.write.request, id: entry.id, keyColumn: rules[entry.write.request.table ?? ""]?.keyColumn ?? "id")
         }
     }
 
-    /// Whether `request` must wait for a conflict: it names a row in conflict, or may touch one
-    /// (a filter that names no row on a table with a conflict, or a function call that may change
-    /// any table, while any conflict waits).
+    /// Adds the conflict `id` of `request`.
+    mutating func add(_ request: DataRequest, id: String, keyColumn: String) {
+        ids.insert(id)
+        guard let table = request.table else { return }
+        if let key = RowFilters.equalValue(of: keyColumn, in: request.path) {
+            rows[table, default: [:]][key, default: []].append(id)
+        } else {
+            wholeTables.insert(table)
+        }
+    }
+
+    /// Whether `request` must wait for a conflict because it may touch a row in conflict: it names
+    /// one by key; it is an update, delete or upsert whose filter names no row, on a table with a
+    /// conflict; or it is a PostgREST function call (`/rest/v1/rpc/…`, which may change any
+    /// table) while any conflict waits. An insert that names no key makes a new row: it goes.
     func holds(_ request: DataRequest, keyColumn: String) -> Bool {
         guard !isEmpty else { return false }
-        guard let table = request.table else { return true }
+        guard let table = request.table else { return request.path.utf8.starts(with: "/rest/v1/rpc/".utf8) }
         if wholeTables.contains(table) { return true }
         guard let keys = rows[table], !keys.isEmpty else { return false }
-        guard let key = Self.key(of: request, keyColumn: keyColumn) else { return true }
+        guard let key = Self.key(of: request, keyColumn: keyColumn) else {
+            let upsert = request.headers.contains {
+                $0.key.lowercased() == "prefer" && $0.value.contains("resolution=")
+            }
+            return request.method.uppercased() != "POST" || upsert
+        }
         return keys[key] != nil
     }
 

@@ -3,8 +3,8 @@ import Foundation
 /// Reads and changes the `column=eq.value` filters of a PostgREST path's query, percent-encoded
 /// as `PostgREST` writes them.
 package enum RowFilters {
-    /// RFC 3986's unreserved characters, and `,` `(` `)` `*` `.` `"`, which PostgREST reads as
-    /// syntax (value lists, `select` columns) and which are safe in a query.
+    /// RFC 3986's unreserved characters, and `,` `(` `)` `*`, which PostgREST reads as syntax
+    /// (value lists, `select` columns) and which are safe in a query.
     package static let allowed = CharacterSet(
         charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~,()*")
 
@@ -20,6 +20,11 @@ package enum RowFilters {
             return String(condition.dropFirst(3))
         }
         return nil
+    }
+
+    /// Whether `path` filters on `column` (with any operator).
+    static func filters(on column: String, in path: String) -> Bool {
+        items(of: path).contains { split($0)?.name == column }
     }
 
     /// `path` without its filters on `column`.
@@ -73,9 +78,9 @@ enum RowJSON {
         switch value {
         case let text as String: return text
         case let number as NSNumber:
-            if let integer = Int64(exactly: number.doubleValue), Double(integer) == number.doubleValue {
-                return String(integer)
-            }
+            // Exact integers first: through a Double, one above 2^53 would round.
+            if let integer = Int64(exactly: number) { return String(integer) }
+            if let integer = UInt64(exactly: number) { return String(integer) }
             return number.stringValue
         default: return nil
         }
