@@ -23,7 +23,7 @@ public struct RejectedWrite: Sendable, Hashable, Codable, Identifiable {
     public let serverRow: String?
 
     /// A rejected write as the queue makes them; for tests and tools
-    /// (``WriteQueue/reject(_:status:message:reason:serverRow:)`` makes the real ones).
+    /// (``WriteQueue/reject(_:status:message:reason:serverRow:sparing:)`` makes the real ones).
     public init(
         write: QueuedWrite, status: Int, message: String, rejectedAt: Date, reason: RejectionReason = .refused,
         serverRow: String? = nil

@@ -58,7 +58,7 @@ extension WriteQueue {
 
     /// Adds a write that was never queued to the rejected list with the server's answer: a
     /// controller sent it at once, and the server refused it. It is kept exactly as a queued write
-    /// the server refused (``reject(_:status:message:reason:serverRow:)``), so the app finds every refusal in one
+    /// the server refused (``reject(_:status:message:reason:serverRow:sparing:)``), so the app finds every refusal in one
     /// list, whichever way the write was sent.
     ///
     /// - Parameters:

@@ -9,7 +9,7 @@ import Synchronization
 /// The queue only keeps writes; the controller that sends them (in order, one at a time, with
 /// backoff) calls ``head()`` or ``pending()``, then ``remove(_:)`` when the server took a write,
 /// ``recordFailure(_:message:)`` when a try failed and may be retried, or
-/// ``reject(_:status:message:reason:serverRow:)`` when the server refused it.
+/// ``reject(_:status:message:reason:serverRow:sparing:)`` when the server refused it.
 ///
 /// ```swift
 /// let queue = try await WriteQueue(store: try SQLiteOfflineStore(fileURL: url))
