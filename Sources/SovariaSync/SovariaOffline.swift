@@ -309,8 +309,14 @@ public final class SovariaOffline: Sendable {
             }
         }
         let queued = try await queue.enqueue(request, id: id)
-        // Behind writes that wait for a conflict, nothing else would send it before the timer.
-        if online, !isHeld(request), state.withLock({ !$0.conflicts.isEmpty }) { _ = startFlush() }
+        if isHeld(request) {
+            // It waits with a conflict: the status counts it at once, not at the next flush.
+            state.withLock { $0.waitingOnConflicts += 1 }
+            signals.statusChanged()
+        } else if online, state.withLock({ !$0.conflicts.isEmpty }) {
+            // Behind writes that wait for a conflict, nothing else would send it before the timer.
+            _ = startFlush()
+        }
         return .queued(queued)
     }
 

@@ -35,8 +35,10 @@ final class SmallDisk: Sendable {
     /// writing. The test's own store is closed by then, but a child that another test of this
     /// process forks holds a copy of every open descriptor from its fork until its exec (or, for
     /// the file cache's lock test, until it closes them): a few microseconds to a millisecond. So
-    /// a busy remount is tried again, up to 50 times (each try is a `mount` process, long enough
-    /// for such a child to move on); the error then names what holds files on the disk.
+    /// a busy remount is tried again, up to 200 times (each try is a `mount` process, long enough
+    /// for such a child to move on; on a loaded machine 50 were once not enough); the error then
+    /// names what holds files on the disk: descriptors, and shared mappings (which keep a file
+    /// open for writing after its descriptor is closed and show in no `fd` folder).
     func remount(readOnly: Bool) throws {
         var attempt = 0
         while true {
@@ -44,7 +46,7 @@ final class SmallDisk: Sendable {
             do {
                 try Self.run("/bin/mount", "-o", readOnly ? "remount,ro" : "remount,rw", folder.url.path)
                 return
-            } catch  where "\(error)".contains("busy") && attempt < 50 {
+            } catch  where "\(error)".contains("busy") && attempt < 200 {
                 continue
             } catch {
                 throw DiskBusy(failure: "\(error) (try \(attempt))", holders: Self.holders(of: folder.url.path))
@@ -65,14 +67,21 @@ final class SmallDisk: Sendable {
         let processes = (try? files.contentsOfDirectory(atPath: "/proc")) ?? []
         return processes.filter { Int($0) != nil }.flatMap { pid -> [String] in
             let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? "?"
+            let name = command.trimmingCharacters(in: .whitespacesAndNewlines)
             let descriptors = (try? files.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-            return descriptors.compactMap { descriptor in
+            let open = descriptors.compactMap { descriptor -> String? in
                 guard let target = try? files.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)"),
                     target.hasPrefix(path)
                 else { return nil }
-                let name = command.trimmingCharacters(in: .whitespacesAndNewlines)
                 return "\(pid) (\(name)) fd \(descriptor): \(target)"
             }
+            // /proc/<pid>/maps lines end in the mapped file's path; "rw-s" is a shared writable map.
+            let maps = (try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)) ?? ""
+            let mapped = maps.split(separator: "\n").filter { $0.contains(path) }.map { line in
+                "\(pid) (\(name)) map: \(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") "
+                    + (line.split(separator: " ", omittingEmptySubsequences: true).last.map(String.init) ?? "")
+            }
+            return open + Set(mapped).sorted()
         }
     }
 

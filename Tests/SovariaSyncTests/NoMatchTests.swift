@@ -110,6 +110,7 @@ import Testing
             return
         }
         #expect(rig.transport.received.count == sentBefore, "not sent: it waits with the conflict")
+        #expect(rig.offline.status.waitingOnConflictCount == 1, "and the status counts it at once")
         rig.transport.answer(DataResponse(status: 200, body: #"[{"id":"t2","version":5}]"#))
         _ = try await rig.offline.write(DataRequest(method: "PATCH", path: "/rest/v1/tasks?id=eq.t2", body: "{}"))
         await rig.offline.waitForRunningFlush()
