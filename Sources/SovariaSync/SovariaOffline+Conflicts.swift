@@ -118,14 +118,15 @@ extension SovariaOffline {
             !RowFilters.filters(on: versionColumn, in: request.path),
             let key = RowFilters.equalValue(of: rule.keyColumn, in: request.path)
         else { return request }
-        var newest: (serverTime: Date, version: String)?
+        // The answer fetched last: by the server's time (whole seconds), then by the device's.
+        var newest: (fetched: (Date, Date), version: String)?
         for query in try await cachedQueries(of: table) where query.utf8.starts(with: "GET ".utf8) {
             guard let response = try await cache.cachedResponse(for: query),
-                newest.map({ response.serverTime > $0.serverTime }) ?? true,
+                newest.map({ (response.serverTime, response.fetchedAt) > $0.fetched }) ?? true,
                 let row = RowJSON.rows(response.body)?.first(where: { RowJSON.filterText($0[rule.keyColumn]) == key }),
                 let version = RowJSON.filterText(row[versionColumn])
             else { continue }
-            newest = (response.serverTime, version)
+            newest = ((response.serverTime, response.fetchedAt), version)
         }
         guard let cached = newest?.version else { return request }
         let version = currentVersion(of: table, key: key, from: cached)
