@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 import SovariaQueue
 
 extension SovariaOffline {
@@ -99,7 +100,7 @@ extension SovariaOffline {
     /// `prefer` with `return=representation` in place of any other `return=`.
     static func askingForRows(_ prefer: String?) -> String {
         let kept = (prefer ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
-            !$0.isEmpty && !$0.hasPrefix("return=")
+            !$0.isEmpty && !$0.utf8.starts(with: "return=".utf8)
         }
         return (kept + ["return=representation"]).joined(separator: ",")
     }
@@ -123,7 +124,9 @@ extension SovariaOffline {
         for query in try await cachedQueries(of: table) where query.utf8.starts(with: "GET ".utf8) {
             guard let response = try await cache.cachedResponse(for: query),
                 newest.map({ (response.serverTime, response.fetchedAt) > $0.fetched }) ?? true,
-                let row = RowJSON.rows(response.body)?.first(where: { RowJSON.filterText($0[rule.keyColumn]) == key }),
+                let row = RowJSON.rows(response.body)?.first(where: {
+                    RowFilters.same(RowJSON.filterText($0[rule.keyColumn]), key)
+                }),
                 let version = RowJSON.filterText(row[versionColumn])
             else { continue }
             newest = ((response.serverTime, response.fetchedAt), version)
@@ -140,7 +143,8 @@ extension SovariaOffline {
         state.withLock { state in
             var current = version
             for _ in 0..<state.replacedVersions.count {
-                guard let next = state.replacedVersions[Self.rowVersionKey(table, key, current)], next != current
+                guard let next = state.replacedVersions[Self.rowVersionKey(table, key, current)],
+                    !RowFilters.same(next, current)
                 else { break }
                 current = next
             }
@@ -166,8 +170,8 @@ extension SovariaOffline {
     /// Replaced versions remembered at most.
     static let maxReplacedVersions = 10_000
 
-    private static func rowVersionKey(_ table: String, _ key: String, _ version: String) -> String {
-        table + "\u{0}" + key + "\u{0}" + version
+    private static func rowVersionKey(_ table: String, _ key: String, _ version: String) -> StoreKey.Bytes {
+        StoreKey.Bytes(table + "\u{0}" + key + "\u{0}" + version)
     }
 
     /// `write` expecting the row's version as this device's own writes left it, stored before it
@@ -179,7 +183,7 @@ extension SovariaOffline {
             let key = RowFilters.equalValue(of: rule.keyColumn, in: write.request.path)
         else { return write }
         let current = currentVersion(of: table, key: key, from: expected)
-        guard current != expected else { return write }
+        guard !RowFilters.same(current, expected) else { return write }
         let moved = Self.write(write, expecting: current, in: versionColumn)
         try await queue.update([moved])
         return moved
@@ -195,8 +199,8 @@ extension SovariaOffline {
         else { return [] }
         return try await queue.pending().compactMap { write in
             guard write.id != head.id, write.request.table == head.request.table,
-                RowFilters.equalValue(of: rule.keyColumn, in: write.request.path) == key,
-                RowFilters.equalValue(of: versionColumn, in: write.request.path) == expected
+                RowFilters.same(RowFilters.equalValue(of: rule.keyColumn, in: write.request.path), key),
+                RowFilters.same(RowFilters.equalValue(of: versionColumn, in: write.request.path), expected)
             else { return nil }
             return Self.write(write, expecting: newVersion, in: versionColumn)
         }
@@ -311,7 +315,7 @@ extension SovariaOffline {
             let key = ConflictIndex.key(of: conflict.write.request, keyColumn: rule.keyColumn)
             let waiting = try await queue.pending().filter { write in
                 write.request.table == conflict.write.request.table
-                    && ConflictIndex.key(of: write.request, keyColumn: rule.keyColumn) == key
+                    && RowFilters.same(ConflictIndex.key(of: write.request, keyColumn: rule.keyColumn), key)
             }.map { write in
                 guard let version, let versionColumn = rule.versionColumn,
                     RowFilters.equalValue(of: versionColumn, in: write.request.path) != nil

@@ -1,4 +1,5 @@
 import Foundation
+import Sovaria
 import SovariaCache
 import SovariaQueue
 
@@ -101,7 +102,7 @@ extension SovariaOffline {
         guard !held.isEmpty, let rows = RowJSON.rows(body) else { return [] }
         let keyColumn = conflictRule(of: table).keyColumn
         return rows.compactMap { row in
-            guard let key = RowJSON.filterText(row[keyColumn]), let ids = held[key] else { return nil }
+            guard let key = RowJSON.filterText(row[keyColumn]), let ids = held[StoreKey.Bytes(key)] else { return nil }
             return ConflictedRow(key: key, conflictIDs: ids)
         }
     }

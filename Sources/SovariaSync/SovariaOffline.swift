@@ -115,7 +115,7 @@ public final class SovariaOffline: Sendable {
         /// The versions this run's own writes replaced: `table\0key\0version` → the version the
         /// write left, so a write made against a cached row this device already changed expects
         /// the row as it is now, not as the cache still shows it.
-        var replacedVersions: [String: String] = [:]
+        var replacedVersions: [StoreKey.Bytes: String] = [:]
     }
 
     /// An overlaid answer, the change version and the server answer it was computed from.

@@ -1,4 +1,3 @@
-import Foundation
 import Sovaria
 import SovariaHTTP
 import SovariaSync
@@ -21,20 +20,6 @@ enum ConflictCrashWorkload {
     static let rules = ["tasks": ConflictRule(versionColumn: "version", onConflict: .reject)]
 
     static func run(_ store: any OfflineStore, port: Int) async throws -> Never {
-        let transport = URLSessionTransport(
-            baseURL: URL(string: "http://127.0.0.1:\(port)")!, tokens: FixedToken("token-alice"))
-        var configuration = SovariaOffline.Configuration()
-        configuration.timer = NeverFiringTimer()
-        configuration.conflictRules = rules
-        let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
-        CrashWriter.acknowledge("ready")
-        guard case .queued(let write) = try await offline.write(update) else {
-            throw OfflineStoreError(.io, "the test server did not answer 503 first")
-        }
-        CrashWriter.acknowledge("queued \(write.id)")
-        CrashWriter.acknowledge("flushing")
-        _ = try await offline.flush()
-        CrashWriter.acknowledge("flushed")
-        exit(0)
+        try await HTTPCrashWorkload.queueThenFlush(update, on: store, port: port, conflictRules: rules)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaHTTP
+import SovariaQueue
 import SovariaSync
 
 /// The crash writer's HTTP mode (`http-<engine>`, with the test server's port as FIRST): sends one
@@ -17,13 +18,23 @@ enum HTTPCrashWorkload {
     static let insert = PostgREST.insert(into: "notes", json: #"{"id":"crash-1","title":"Written before the kill"}"#)
 
     static func run(_ store: any OfflineStore, port: Int) async throws -> Never {
+        try await queueThenFlush(insert, on: store, port: port)
+    }
+
+    /// Queues `write` (the test server answers its first try 503) and flushes it, as Alice over
+    /// `URLSessionTransport`, saying `ready`, `queued <client id>`, `flushing` and `flushed`.
+    static func queueThenFlush(
+        _ request: DataRequest, on store: any OfflineStore, port: Int,
+        conflictRules: [String: ConflictRule] = [:]
+    ) async throws -> Never {
         let transport = URLSessionTransport(
             baseURL: URL(string: "http://127.0.0.1:\(port)")!, tokens: FixedToken("token-alice"))
         var configuration = SovariaOffline.Configuration()
         configuration.timer = NeverFiringTimer()
+        configuration.conflictRules = conflictRules
         let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
         CrashWriter.acknowledge("ready")
-        guard case .queued(let write) = try await offline.write(insert) else {
+        guard case .queued(let write) = try await offline.write(request) else {
             throw OfflineStoreError(.io, "the test server did not answer 503 first")
         }
         CrashWriter.acknowledge("queued \(write.id)")

@@ -1,11 +1,13 @@
+import Sovaria
 import SovariaQueue
 
 /// The rows that unresolved conflicts hold: writes to them wait in the queue until the app
 /// resolves or drops the conflict. Built from the rejected list (``RejectionReason/conflict``
 /// entries) at open and again after each change of the list.
 struct ConflictIndex: Sendable {
-    /// Table → the keys of its rows in conflict (as the write's filter names them) → conflict ids.
-    private(set) var rows: [String: [String: [String]]] = [:]
+    /// Table → the keys of its rows in conflict (as the write's filter names them, compared by
+    /// their bytes) → conflict ids.
+    private(set) var rows: [String: [StoreKey.Bytes: [String]]] = [:]
     /// Tables with a conflict whose row the controller cannot name: every write to them waits.
     private(set) var wholeTables: Set<String> = []
     /// The ids of the conflicts waiting for the app.
@@ -30,7 +32,7 @@ struct ConflictIndex: Sendable {
         ids.insert(id)
         guard let table = request.table else { return }
         if let key = RowFilters.equalValue(of: keyColumn, in: request.path) {
-            rows[table, default: [:]][key, default: []].append(id)
+            rows[table, default: [:]][StoreKey.Bytes(key), default: []].append(id)
         } else {
             wholeTables.insert(table)
         }
@@ -51,11 +53,11 @@ struct ConflictIndex: Sendable {
             }
             return request.method.uppercased() != "POST" || upsert
         }
-        return keys[key] != nil
+        return keys[StoreKey.Bytes(key)] != nil
     }
 
     /// The keys of `table`'s rows in conflict.
-    func keys(of table: String) -> [String: [String]] { rows[table] ?? [:] }
+    func keys(of table: String) -> [StoreKey.Bytes: [String]] { rows[table] ?? [:] }
 
     /// The row a write names: the key filter of an update or delete, the key field of an inserted
     /// object; `nil` when it names none (or inserts several rows).

@@ -16,29 +16,39 @@ package enum RowFilters {
     /// The value of the filter `column=eq.<value>` in `path`, decoded; `nil` when there is none.
     static func equalValue(of column: String, in path: String) -> String? {
         for item in items(of: path) {
-            guard let (name, condition) = split(item), name == column, condition.hasPrefix("eq.") else { continue }
-            return String(condition.dropFirst(3))
+            // Bytes, not characters: a value may begin with a combining mark, which would join
+            // the "." of "eq." into one character.
+            guard let (name, condition) = split(item), same(name, column), condition.utf8.starts(with: "eq.".utf8)
+            else { continue }
+            return String(Substring(condition.utf8.dropFirst(3)))
         }
         return nil
     }
 
     /// Whether `path` filters on `column` (with any operator).
     static func filters(on column: String, in path: String) -> Bool {
-        items(of: path).contains { split($0)?.name == column }
+        items(of: path).contains { same(split($0)?.name, column) }
     }
 
     /// `path` without its filters on `column`.
     static func removing(_ column: String, from path: String) -> String {
         let (base, query) = parts(of: path)
-        let kept = query.filter { split($0)?.name != column }
+        let kept = query.filter { !same(split($0)?.name, column) }
         return kept.isEmpty ? String(base) : base + "?" + kept.joined(separator: "&")
     }
 
     /// `path` with its filters on `column` replaced by `column=eq.<value>`.
     static func setting(_ column: String, equalTo value: String, in path: String) -> String {
         let (base, query) = parts(of: path)
-        let kept = query.filter { split($0)?.name != column }.map(String.init)
+        let kept = query.filter { !same(split($0)?.name, column) }.map(String.init)
         return base + "?" + (kept + [encode(column) + "=" + encode("eq." + value)]).joined(separator: "&")
+    }
+
+    /// Whether `a` and `b` are the same UTF-8 bytes: filter values name rows, and two spellings
+    /// Swift's `==` calls equal (`"é"`, `"e\u{301}"`) are two keys to PostgreSQL.
+    static func same(_ a: String?, _ b: String?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
+        return a.utf8.elementsEqual(b.utf8)
     }
 
     private static func parts(of path: String) -> (base: Substring, query: [Substring]) {
@@ -96,7 +106,7 @@ enum RowJSON {
     /// the total of `Content-Range` (`*/0`); `nil` when the answer does not say.
     static func rowsTouched(_ response: DataResponse) -> Int? {
         let trimmed = response.body.trimmingCharacters(in: .whitespacesAndNewlines)
-        if trimmed.hasPrefix("["), let rows = rows(trimmed) { return rows.count }
+        if trimmed.utf8.first == UInt8(ascii: "["), let rows = rows(trimmed) { return rows.count }
         if let range = response.header("Content-Range"), let slash = range.lastIndex(of: "/") {
             return Int(range[range.index(after: slash)...])
         }
