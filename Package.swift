@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "SovariaSQLite", dependencies: ["SovariaPlumbing", "Sovaria", "CSQLite"]),
         .target(name: "SovariaLMDB", dependencies: ["SovariaPlumbing", "Sovaria", "CLMDB"]),
         .target(name: "SovariaLevelDB", dependencies: ["SovariaPlumbing", "Sovaria", "CLevelDB"]),
-        .target(name: "SovariaSodium", dependencies: ["Sovaria", "CSodium"]),
+        .target(name: "SovariaSodium", dependencies: ["SovariaPlumbing", "Sovaria", "CSodium"]),
         // One table shared by many processes and machines, over libpq.
         .target(name: "SovariaPostgres", dependencies: ["SovariaPlumbing", "Sovaria", "CLibPQ"]),
         .target(name: "SovariaTestKit", dependencies: ["Sovaria"]),

@@ -1,15 +1,18 @@
+import Foundation
 import SovariaPlumbing
 
 /// Stores a checksum with every value and checks it on every read, so a damaged value throws
 /// instead of being returned as good.
 ///
-/// The inner store keeps, as a string, `"c1:"`, then the 16 lowercase hexadecimal digits of
-/// the value's 64-bit checksum, then `":"`, then the value unchanged — the value `"value"`
-/// under the key `"sov:key"` is stored as `"c1:8181fb7fddf1216a:value"`. The checksum is XXH64
-/// of the value's UTF-8 bytes seeded with XXH64 of the key's UTF-8 bytes, so it is bound to the
-/// key. `c1` is the form's version.
+/// The inner store keeps `"c1:"`, then the 16 lowercase hexadecimal digits of the value's 64-bit
+/// checksum, then `":"`, then the value's bytes unchanged — the value `"value"` under the key
+/// `"sov:key"` is stored as `"c1:8181fb7fddf1216a:value"`. The checksum is XXH64 of the value's
+/// bytes (a string's UTF-8 bytes) seeded with XXH64 of the key's UTF-8 bytes, so it is bound to
+/// the key. `c1` is the form's version. A string is stored as a string and bytes as bytes
+/// (``set(_:data:)``), so the inner store's ``capabilities`` decide whether values that are not
+/// UTF-8 are taken.
 ///
-/// What a read detects — ``get(_:)`` and ``entries(_:after:limit:)`` throw
+/// What a read detects — ``get(_:)``, ``data(_:)`` and the pages of entries throw
 /// ``OfflineStoreError`` with code ``OfflineStoreError/Code/corrupt``, engine `"checksum"`
 /// and the key, and never return a wrong value:
 /// - any changed, added or removed byte in a stored value (a random change passes with
@@ -69,9 +72,21 @@ public final class ChecksummedOfflineStore: OfflineStore {
         return try StoredForm.open(stored, key: key)
     }
 
+    /// The bytes stored under `key`, checked, or `nil`.
+    ///
+    /// - Throws: ``OfflineStoreError/Code/corrupt`` as ``get(_:)`` does.
+    public func data(_ key: String) async throws -> Data? {
+        try await wrapped.withValue(key) { stored in try StoredForm.openData(stored, key: key) }
+    }
+
     /// Stores `value` with its checksum under `key`.
     public func set(_ key: String, _ value: String) async throws {
         try await wrapped.set(key, StoredForm.seal(value, key: key))
+    }
+
+    /// Stores the bytes `data` with their checksum under `key`.
+    public func set(_ key: String, data: Data) async throws {
+        try await wrapped.set(key, data: StoredForm.seal(data, key: key))
     }
 
     /// Removes `key`.
@@ -84,6 +99,7 @@ public final class ChecksummedOfflineStore: OfflineStore {
         let sealed = batch.map { write in
             switch write {
             case .set(let key, let value): StoreWrite.set(key: key, value: StoredForm.seal(value, key: key))
+            case .setData(let key, let data): StoreWrite.setData(key: key, data: StoredForm.seal(data, key: key))
             case .delete: write
             }
         }
@@ -108,6 +124,22 @@ public final class ChecksummedOfflineStore: OfflineStore {
         return page
     }
 
+    /// A page of the inner store's entries as bytes, each checked.
+    ///
+    /// - Throws: as ``entries(_:after:limit:)``.
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        var page = try await wrapped.dataEntries(prefix, after: after, limit: limit)
+        for index in page.indices {
+            let entry = page[index]
+            page[index] = StoreDataEntry(
+                key: entry.key,
+                data: try entry.data.withBytes { (stored) throws(OfflineStoreError) in
+                    try StoredForm.openData(stored, key: entry.key)
+                })
+        }
+        return page
+    }
+
     /// Compacts the inner store.
     public func compact() async throws {
         try await wrapped.compact()
@@ -122,6 +154,28 @@ extension ChecksummedOfflineStore {
 
         private static let colon = UInt8(ascii: ":")
         private static let versionTag = (UInt8(ascii: "c"), UInt8(ascii: "1"))
+
+        /// The stored form of the bytes `data` under `key`.
+        static func seal(_ data: Data, key: String) -> Data {
+            let checksum = data.withUnsafeBytes { value in
+                key.withUTF8Bytes { EntryChecksum.of(key: UnsafeRawBufferPointer($0), value: value) }
+            }
+            var stored = Data(capacity: headerCount + data.count)
+            stored.append(contentsOf: [versionTag.0, versionTag.1, colon])
+            for digit in 0..<16 {
+                let nibble = UInt8(truncatingIfNeeded: checksum >> UInt64(60 - 4 * digit)) & 0xF
+                stored.append(nibble < 10 ? 0x30 + nibble : 0x57 + nibble)  // "0"…"9", "a"…"f"
+            }
+            stored.append(colon)
+            stored.append(data)
+            return stored
+        }
+
+        /// The bytes `stored` holds, after checking its form and its checksum against `key`.
+        static func openData(_ stored: UnsafeRawBufferPointer, key: String) throws(OfflineStoreError) -> Data {
+            try check(stored.assumingMemoryBound(to: UInt8.self), key: key)
+            return Data(UnsafeRawBufferPointer(rebasing: stored[headerCount...]))
+        }
 
         /// The stored form of `value` under `key`: one allocation, the value copied once.
         static func seal(_ value: String, key: String) -> String {
@@ -150,19 +204,26 @@ extension ChecksummedOfflineStore {
 
         /// The value `stored` holds, after checking its form and its checksum against `key`.
         static func open(_ stored: String, key: String) throws(OfflineStoreError) -> String {
-            var stored = stored
-            var key = key
-            let problem: String? = stored.withUTF8 { bytes in
+            try stored.withUTF8Bytes { (bytes) throws(OfflineStoreError) in try check(bytes, key: key) }
+            // Substring's UTF-8 view keeps the exact byte offset (a String slice would round down
+            // to a Character boundary when the value starts with a combining mark); the copy into a
+            // new String skips UTF-8 validation.
+            return String(Substring(stored.utf8.dropFirst(headerCount)))
+        }
+
+        /// Checks the form of `bytes` and its checksum against `key`.
+        private static func check(_ bytes: UnsafeBufferPointer<UInt8>, key: String) throws(OfflineStoreError) {
+            let problem: String? = {
                 guard bytes.count >= headerCount, bytes[0] == versionTag.0, bytes[1] == versionTag.1,
                     bytes[2] == colon, bytes[19] == colon, let expected = parseChecksum(bytes)
                 else { return "it does not start with \"c1:\", 16 hex digits and \":\"" }
-                let actual = key.withUTF8 { key in
+                let actual = key.withUTF8Bytes { key in
                     EntryChecksum.of(
                         key: UnsafeRawBufferPointer(key),
                         value: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[headerCount...])))
                 }
                 return actual == expected ? nil : "its checksum does not match"
-            }
+            }()
             if let problem {
                 throw OfflineStoreError(
                     .corrupt,
@@ -172,10 +233,6 @@ extension ChecksummedOfflineStore {
                     key: key
                 )
             }
-            // Substring's UTF-8 view keeps the exact byte offset (a String slice would round down
-            // to a Character boundary when the value starts with a combining mark); the copy into a
-            // new String skips UTF-8 validation.
-            return String(Substring(stored.utf8.dropFirst(headerCount)))
         }
 
         /// The 16 lowercase hex digits at offsets 3..<19, or `nil` when one is not such a digit.

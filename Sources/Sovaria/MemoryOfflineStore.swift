@@ -1,3 +1,4 @@
+import Foundation
 import SovariaPlumbing
 import Synchronization
 
@@ -11,8 +12,31 @@ import Synchronization
 /// - Important: Safe from any number of tasks; every call runs on the caller's executor and
 ///   holds a lock for a few dictionary operations. Batches are atomic.
 public final class MemoryOfflineStore: OfflineStore {
+    /// A value kept as it was written, so neither kind converts on its own round trip.
+    private enum Value {
+        case text(String)
+        case bytes(Data)
+
+        func string(key: String) throws(OfflineStoreError) -> String {
+            switch self {
+            case .text(let text): text
+            case .bytes(let data):
+                try data.withBytes { (bytes) throws(OfflineStoreError) in
+                    try StoreValue.string(bytes, key: key, engine: .memory)
+                }
+            }
+        }
+
+        var data: Data {
+            switch self {
+            case .text(let text): Data(text.utf8)
+            case .bytes(let data): data
+            }
+        }
+    }
+
     private struct State {
-        var values: [StoreKey.Bytes: String] = [:]
+        var values: [StoreKey.Bytes: Value] = [:]
         /// Every key in byte order; `nil` once more than `maxChangesInPlace` keys were added or
         /// removed since it was last read.
         var sortedKeys: [StoreKey.Bytes]? = []
@@ -34,7 +58,10 @@ public final class MemoryOfflineStore: OfflineStore {
             switch write {
             case .set(let key, let value):
                 let bytes = StoreKey.Bytes(key)
-                if values.updateValue(value, forKey: bytes) == nil { changeIndex(bytes, added: true) }
+                if values.updateValue(.text(value), forKey: bytes) == nil { changeIndex(bytes, added: true) }
+            case .setData(let key, let data):
+                let bytes = StoreKey.Bytes(key)
+                if values.updateValue(.bytes(data), forKey: bytes) == nil { changeIndex(bytes, added: true) }
             case .delete(let key):
                 let bytes = StoreKey.Bytes(key)
                 if values.removeValue(forKey: bytes) != nil { changeIndex(bytes, added: false) }
@@ -62,13 +89,25 @@ public final class MemoryOfflineStore: OfflineStore {
     /// Creates an empty store.
     public init() {}
 
-    /// Atomic batches, in memory only.
-    public var capabilities: StoreCapabilities { [.atomicBatch] }
+    /// Atomic batches and byte values, in memory only.
+    public var capabilities: StoreCapabilities { [.atomicBatch, .byteValues] }
 
     /// The value stored under `key`, or `nil`.
     public func get(_ key: String) async throws -> String? {
         try StoreKey.validate(key)
-        return state.withLock { $0.values[StoreKey.Bytes(key)] }
+        return try state.withLock { $0.values[StoreKey.Bytes(key)] }?.string(key: key)
+    }
+
+    /// The bytes stored under `key`, or `nil`.
+    public func data(_ key: String) async throws -> Data? {
+        try StoreKey.validate(key)
+        return state.withLock { $0.values[StoreKey.Bytes(key)] }?.data
+    }
+
+    /// Stores the bytes `data` under `key`.
+    public func set(_ key: String, data: Data) async throws {
+        try StoreKey.validate(key)
+        state.withLock { $0.apply(.setData(key: key, data: data)) }
     }
 
     /// Stores `value` under `key`.
@@ -104,12 +143,22 @@ public final class MemoryOfflineStore: OfflineStore {
 
     /// A page of entries in byte order, read from the sorted index.
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        try page(prefix, after: after, limit: limit).map { key, value in
+            StoreEntry(key: key.string, value: try value.string(key: key.string))
+        }
+    }
+
+    /// A page of entries in byte order with their values as bytes, read from the sorted index.
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        page(prefix, after: after, limit: limit).map { StoreDataEntry(key: $0.key.string, data: $0.value.data) }
+    }
+
+    private func page(_ prefix: String, after: String?, limit: Int) -> [(key: StoreKey.Bytes, value: Value)] {
         guard limit > 0 else { return [] }
         return state.withLock { state in
             let ordered = state.orderedKeys()
             return StoreKey.range(of: prefix, after: after, in: ordered).prefix(limit).compactMap { key in
-                let key = key.string
-                return state.values[StoreKey.Bytes(key)].map { StoreEntry(key: key, value: $0) }
+                state.values[key].map { (key, $0) }
             }
         }
     }

@@ -1,9 +1,11 @@
+import Foundation
+
 /// A small key/value store that keeps an offline-first app's data: the query cache, the queue
 /// of writes made offline, the writes the server refused and the metadata of downloaded files.
 ///
 /// Everything in Sovaria above the engines is written once against this protocol, so any store,
 /// yours included, runs all of it. Only ``get(_:)``, ``set(_:_:)``, ``delete(_:)`` and
-/// ``keys(_:)`` are required; batches, ordered paging and compaction have default
+/// ``keys(_:)`` are required; byte values, batches, ordered paging and compaction have default
 /// implementations built on those four, which native engines replace.
 ///
 /// - Important: Contracts every store keeps (`SovariaTestKit` checks each one):
@@ -12,6 +14,11 @@
 ///   - Keys have 1 to ``StoreKey/maxUTF8Count`` (511) UTF-8 bytes on every engine; any other key
 ///     throws ``OfflineStoreError`` with code ``OfflineStoreError/Code/invalidKey`` and changes
 ///     nothing. Values are any string: `""` (not `nil`) and strings containing `"\0"` included.
+///   - Values are bytes: a string is stored as its UTF-8 bytes, and ``data(_:)`` reads any value
+///     as the bytes stored. A store whose ``capabilities`` contain
+///     ``StoreCapabilities/byteValues`` takes any bytes in ``set(_:data:)`` (empty, NUL, not
+///     UTF-8), at least ``StoreValue/maxGuaranteedByteCount`` of them; ``get(_:)`` of a value
+///     that is not UTF-8 throws ``OfflineStoreError/Code/notUTF8``, never a repaired string.
 ///   - ``get(_:)`` of a missing key returns `nil`; ``delete(_:)`` of a missing key succeeds.
 ///   - A store whose ``capabilities`` contain ``StoreCapabilities/atomicBatch`` applies a batch
 ///     all or nothing; every store validates every key of a batch before writing any.
@@ -26,19 +33,29 @@ public protocol OfflineStore: AnyObject, Sendable {
     /// The value stored under `key`, or `nil` when there is none.
     func get(_ key: String) async throws -> String?
 
+    /// The bytes stored under `key`, whether they were written as a string or as bytes; `nil`
+    /// when there is none.
+    func data(_ key: String) async throws -> Data?
+
     /// Calls `body` with the UTF-8 bytes of the value stored under `key`, and returns what it
     /// returns; `nil` (without calling it) when there is none. The zero-copy form of ``get(_:)``:
     /// native engines hand `body` the bytes where they lie (LMDB's map, SQLite's row), with no
     /// `String` made.
     ///
     /// - Important: The bytes are valid only while `body` runs: copy what you keep. They are the
-    ///   stored bytes as they are; where ``get(_:)`` checks that a value is UTF-8 (and throws
-    ///   `.corrupt`), a native `withValue` may leave that to `body` (a JSON decoder checks it).
-    ///   Keys are validated as for ``get(_:)``.
+    ///   stored bytes as they are, UTF-8 or not, as ``data(_:)`` returns them. Keys are validated
+    ///   as for ``get(_:)``.
     func withValue<Result>(_ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result) async throws -> Result?
 
     /// Stores `value` under `key`, replacing any value it had.
     func set(_ key: String, _ value: String) async throws
+
+    /// Stores the bytes `data` under `key`, replacing any value it had.
+    ///
+    /// - Important: A store with ``StoreCapabilities/byteValues`` stores any bytes as they are. A
+    ///   store without it keeps text: it stores `data` when it is valid UTF-8 and otherwise throws
+    ///   ``OfflineStoreError/Code/invalidValue`` and changes nothing.
+    func set(_ key: String, data: Data) async throws
 
     /// Removes `key` and its value; removing a missing key is not an error.
     func delete(_ key: String) async throws
@@ -57,6 +74,9 @@ public protocol OfflineStore: AnyObject, Sendable {
     /// ascending by key. Pass the last key of one page as `after` to read the next page.
     func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry]
 
+    /// ``entries(_:after:limit:)`` with each value as the bytes stored, UTF-8 or not.
+    func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry]
+
     /// Gives the space freed by deletes back to the operating system, keeping every entry.
     func compact() async throws
 
@@ -66,23 +86,54 @@ public protocol OfflineStore: AnyObject, Sendable {
 }
 
 extension OfflineStore {
-    /// Reads the value with ``get(_:)`` and calls `body` with its UTF-8 bytes.
+    /// Reads the value with ``get(_:)``: its UTF-8 bytes. Stores with
+    /// ``StoreCapabilities/byteValues`` replace this.
+    public func data(_ key: String) async throws -> Data? {
+        try await get(key).map { Data($0.utf8) }
+    }
+
+    /// Reads the value with ``data(_:)`` and calls `body` with its bytes.
     public func withValue<Result>(
         _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
     ) async throws -> Result? {
-        guard var value = try await get(key) else { return nil }
-        return try value.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+        guard let value = try await data(key) else { return nil }
+        return try value.withUnsafeBytes(body)
     }
 
-    /// Validates every key, then applies the writes one at a time (not atomic).
+    /// Stores `data` with ``set(_:_:)`` when it is valid UTF-8; otherwise throws
+    /// ``OfflineStoreError/Code/invalidValue`` (a store of text only). Stores with
+    /// ``StoreCapabilities/byteValues`` replace this.
+    public func set(_ key: String, data: Data) async throws {
+        try StoreKey.validate(key)
+        try await set(key, StoreValue.text(of: data, key: key))
+    }
+
+    /// Validates every key and every value, then applies the writes one at a time (not atomic):
+    /// byte values go through ``set(_:data:)``.
     public func write(_ batch: [StoreWrite]) async throws {
         try StoreKey.validate(batch)
+        let byteValues = capabilities.contains(.byteValues)
+        if !byteValues {
+            for case .setData(let key, let data) in batch { _ = try StoreValue.text(of: data, key: key) }
+        }
         for write in batch {
             switch write {
             case .set(let key, let value): try await set(key, value)
+            case .setData(let key, let data): try await set(key, data: data)
             case .delete(let key): try await delete(key)
             }
         }
+    }
+
+    /// Reads ``keys(_:)`` and then each value with ``data(_:)``; keys deleted in between are left
+    /// out. Native engines replace this with a cursor.
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        var page: [StoreDataEntry] = []
+        for key in try await candidateKeys(prefix, after: after, limit: limit) {
+            guard page.count < limit else { break }
+            if let data = try await data(key.string) { page.append(StoreDataEntry(key: key.string, data: data)) }
+        }
+        return page
     }
 
     /// Reads ``keys(_:)`` and then each value; keys deleted in between are left out.
@@ -90,6 +141,18 @@ extension OfflineStore {
     /// - Complexity: O(n log n) in the number of keys under `prefix`, for every page. Native
     ///   engines replace this with a cursor.
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        var page: [StoreEntry] = []
+        for key in try await candidateKeys(prefix, after: after, limit: limit) {
+            guard page.count < limit else { break }
+            if let value = try await get(key.string) {
+                page.append(StoreEntry(key: key.string, value: value))
+            }
+        }
+        return page
+    }
+
+    /// The keys under `prefix` after `after`, in byte order; none when `limit` is not positive.
+    private func candidateKeys(_ prefix: String, after: String?, limit: Int) async throws -> [StoreKey.Bytes] {
         guard limit > 0 else { return [] }
         var candidates = try await keys(prefix).map(StoreKey.Bytes.init)
         candidates.sort()
@@ -97,14 +160,7 @@ extension OfflineStore {
             let afterBytes = StoreKey.Bytes(after)
             candidates.removeAll { $0 <= afterBytes }
         }
-        var page: [StoreEntry] = []
-        for key in candidates {
-            guard page.count < limit else { break }
-            if let value = try await get(key.string) {
-                page.append(StoreEntry(key: key.string, value: value))
-            }
-        }
-        return page
+        return candidates
     }
 
     /// Does nothing: a store without its own compaction has nothing to give back.

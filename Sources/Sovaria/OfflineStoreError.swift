@@ -93,6 +93,10 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
         public static let full = Code("full")
         /// The stored data is damaged.
         public static let corrupt = Code("corrupt")
+        /// A string read (``OfflineStore/get(_:)``, ``OfflineStore/entries(_:after:limit:)``) met a
+        /// value that is not valid UTF-8: a byte value, stored with ``OfflineStore/set(_:data:)``.
+        /// Read it with ``OfflineStore/data(_:)``; nothing is damaged.
+        public static let notUTF8 = Code("notUTF8")
         /// Another handle, process or transaction holds the store.
         public static let locked = Code("locked")
         /// The store was closed.

@@ -156,6 +156,18 @@ public final class RecordingOfflineStore: OfflineStore {
         return try await wrapped.withValue(key, body)
     }
 
+    /// Records a read, then returns the wrapped store's bytes for `key`.
+    public func data(_ key: String) async throws -> Data? {
+        record(.read(key: recorded(key)))
+        return try await wrapped.data(key)
+    }
+
+    /// Records an update of `data`'s size, then stores `data` in the wrapped store.
+    public func set(_ key: String, data: Data) async throws {
+        record(.update(key: recorded(key), valueBytes: data.count))
+        try await wrapped.set(key, data: data)
+    }
+
     /// Records an update of `value`'s UTF-8 size, then stores `value` in the wrapped store.
     public func set(_ key: String, _ value: String) async throws {
         record(.update(key: recorded(key), valueBytes: value.utf8.count))
@@ -181,7 +193,8 @@ public final class RecordingOfflineStore: OfflineStore {
             .batch(
                 batch.map { write in
                     switch write {
-                    case .set(let key, let value): .update(key: recorded(key), valueBytes: value.utf8.count)
+                    case .set(let key, _), .setData(let key, _):
+                        .update(key: recorded(key), valueBytes: write.valueByteCount)
                     case .delete(let key): .delete(key: recorded(key))
                     }
                 }))
@@ -192,6 +205,12 @@ public final class RecordingOfflineStore: OfflineStore {
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
         record(.scan(prefix: recorded(prefix), after: after.map(recorded), limit: limit))
         return try await wrapped.entries(prefix, after: after, limit: limit)
+    }
+
+    /// Records a scan, then reads the page from the wrapped store as bytes.
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        record(.scan(prefix: recorded(prefix), after: after.map(recorded), limit: limit))
+        return try await wrapped.dataEntries(prefix, after: after, limit: limit)
     }
 
     /// Records a compaction, then compacts the wrapped store.

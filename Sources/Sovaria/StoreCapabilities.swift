@@ -16,4 +16,8 @@ public struct StoreCapabilities: OptionSet, Sendable, Hashable {
     public static let orderedScan = StoreCapabilities(rawValue: 1 << 2)
     /// ``OfflineStore/compact()`` gives freed space back to the operating system.
     public static let compaction = StoreCapabilities(rawValue: 1 << 3)
+    /// ``OfflineStore/set(_:data:)`` stores any bytes, UTF-8 or not, as they are. A store without
+    /// it keeps text only: its ``OfflineStore/set(_:data:)`` takes bytes that are valid UTF-8 and
+    /// refuses the rest with ``OfflineStoreError/Code/invalidValue``.
+    public static let byteValues = StoreCapabilities(rawValue: 1 << 4)
 }

@@ -165,7 +165,7 @@ public final class LMDBOfflineStore: OfflineStore {
         guard batch.count <= inlineWriteMaxEntries else { return false }
         var bytes = 0
         for write in batch {
-            if case .set(let key, let value) = write { bytes += key.utf8.count + value.utf8.count }
+            if write.isSet { bytes += write.key.utf8.count + write.valueByteCount }
         }
         return bytes <= inlineWriteMaxBytes
     }

@@ -230,6 +230,8 @@ public final class PostgresOfflineStore: OfflineStore {
             switch write {
             case .set(let key, let value):
                 PostgresConnection.Call(statement: schema.upsert, parameters: [.utf8(key), .utf8(value)], key: key)
+            case .setData(let key, let data):
+                PostgresConnection.Call(statement: schema.upsert, parameters: [.utf8(key), .data(data)], key: key)
             case .delete(let key):
                 PostgresConnection.Call(statement: schema.delete, parameters: [.utf8(key)], key: key)
             }
@@ -258,6 +260,9 @@ public final class PostgresOfflineStore: OfflineStore {
         case .set(let key, let value):
             _ = try connection.run(
                 schema.upsert, [.utf8(key), .utf8(value)], commits: commits, while: "Storing a value", key: key)
+        case .setData(let key, let data):
+            _ = try connection.run(
+                schema.upsert, [.utf8(key), .data(data)], commits: commits, while: "Storing a value", key: key)
         case .delete(let key):
             _ = try connection.run(schema.delete, [.utf8(key)], commits: commits, while: "Deleting a key", key: key)
         }

@@ -1,13 +1,19 @@
+import Foundation
 import Sovaria
+import SovariaPlumbing
 
 /// Encrypts every value before it reaches another store, so the files on disk hold no readable
 /// value; keys stay in plain text.
 ///
 /// Each value is sealed with XChaCha20-Poly1305 (IETF AEAD, libsodium) under a fresh random
-/// 24-byte nonce, with the key name bound as associated data. The inner store keeps, as a
-/// string, `"v1:"` followed by the unpadded URL-safe base64 of `nonce ‖ ciphertext ‖ 16-byte tag`:
-/// a value of n bytes takes `3 + ceil(4 × (n + 40) / 3)` bytes, about 1.33 × n + 57 (a 1 KiB
-/// value takes 1,422 bytes).
+/// 24-byte nonce, with the form's version and the key name bound as associated data. Over an
+/// inner store that takes bytes (``StoreCapabilities/byteValues``: every engine in Sovaria), the
+/// inner store keeps the bytes `0x02 ‖ nonce ‖ ciphertext ‖ 16-byte tag`: a value of n bytes
+/// takes n + 41. Over a store that keeps text only, it keeps the string `"v1:"` followed by the
+/// unpadded URL-safe base64 of `nonce ‖ ciphertext ‖ tag`, `3 + ceil(4 × (n + 40) / 3)` bytes
+/// (about 1.33 × n + 57). Both forms are read everywhere, so values written by an earlier
+/// version (always the text form) still open. Either form carries any value, bytes that are not
+/// UTF-8 included.
 ///
 /// A value that does not open — a wrong key, a value copied under another key, one changed
 /// character, a value cut short, a value written without encryption — throws
@@ -74,23 +80,44 @@ public final class EncryptedOfflineStore: OfflineStore {
         self.init(wrapping: store, key: key)
     }
 
-    /// The inner store's capabilities.
-    public var capabilities: StoreCapabilities { wrapped.capabilities }
+    /// The inner store's capabilities, and ``StoreCapabilities/byteValues``: either stored form
+    /// carries any bytes.
+    public var capabilities: StoreCapabilities { wrapped.capabilities.union(.byteValues) }
+
+    /// Whether values are sealed in the byte form: the inner store takes bytes.
+    private var sealsBytes: Bool { wrapped.capabilities.contains(.byteValues) }
 
     /// The value stored under `key`, decrypted, or `nil`.
     ///
     /// - Throws: `OfflineStoreError.Code.decryptionFailed` naming `key` when its value does not
-    ///   open with this store's key.
+    ///   open with this store's key; `OfflineStoreError.Code.notUTF8` when it is bytes that are
+    ///   not UTF-8 (read those with ``data(_:)``).
     public func get(_ key: String) async throws -> String? {
         try Self.validate(key)
-        guard let stored = try await wrapped.get(key) else { return nil }
-        return try SealedValue.open(stored, name: key, with: self.key)
+        return try await wrapped.withValue(key) { stored in
+            try SealedValue.openString(stored, name: key, with: self.key)
+        }
+    }
+
+    /// The bytes stored under `key`, decrypted, or `nil`.
+    ///
+    /// - Throws: `OfflineStoreError.Code.decryptionFailed` as ``get(_:)`` does.
+    public func data(_ key: String) async throws -> Data? {
+        try Self.validate(key)
+        return try await wrapped.withValue(key) { stored in try SealedValue.openData(stored, name: key, with: self.key)
+        }
     }
 
     /// Encrypts `value` under a new nonce and stores it under `key`.
     public func set(_ key: String, _ value: String) async throws {
         try Self.validate(key)
-        try await wrapped.set(key, SealedValue.seal(value, name: key, with: self.key))
+        try await wrapped.write([SealedValue.seal(.set(key: key, value: value), asBytes: sealsBytes, with: self.key)])
+    }
+
+    /// Encrypts the bytes `data` under a new nonce and stores them under `key`.
+    public func set(_ key: String, data: Data) async throws {
+        try Self.validate(key)
+        try await wrapped.write([SealedValue.seal(.setData(key: key, data: data), asBytes: sealsBytes, with: self.key)])
     }
 
     /// Removes `key`.
@@ -102,14 +129,8 @@ public final class EncryptedOfflineStore: OfflineStore {
     /// Encrypts the values of `batch` and hands it to the inner store as one batch.
     public func write(_ batch: [StoreWrite]) async throws {
         for write in batch { try Self.validate(write.key) }
-        let sealed = batch.map { write in
-            switch write {
-            case .set(let key, let value):
-                StoreWrite.set(key: key, value: SealedValue.seal(value, name: key, with: self.key))
-            case .delete: write
-            }
-        }
-        try await wrapped.write(sealed)
+        let asBytes = sealsBytes
+        try await wrapped.write(batch.map { SealedValue.seal($0, asBytes: asBytes, with: key) })
     }
 
     /// The inner store's keys that start with `prefix`, in byte order, without ``metadataKey``.
@@ -124,15 +145,33 @@ public final class EncryptedOfflineStore: OfflineStore {
     /// - Throws: `OfflineStoreError.Code.decryptionFailed` naming the first key in the page
     ///   whose value does not open.
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        try await page(prefix, after: after, limit: limit) { (stored, name) throws(OfflineStoreError) in
+            StoreEntry(key: name, value: try SealedValue.openString(stored, name: name, with: key))
+        }
+    }
+
+    /// A page of the inner store's entries, decrypted into bytes, without ``metadataKey``.
+    ///
+    /// - Throws: as ``entries(_:after:limit:)``.
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        try await page(prefix, after: after, limit: limit) { (stored, name) throws(OfflineStoreError) in
+            StoreDataEntry(key: name, data: try SealedValue.openData(stored, name: name, with: key))
+        }
+    }
+
+    private func page<Entry>(
+        _ prefix: String, after: String?, limit: Int,
+        _ open: (UnsafeRawBufferPointer, String) throws(OfflineStoreError) -> Entry
+    ) async throws -> [Entry] {
         guard limit > 0 else { return [] }
-        var page: [StoreEntry] = []
+        var page: [Entry] = []
         var after = after
         while true {
             let wanted = limit - page.count
-            let stored = try await wrapped.entries(prefix, after: after, limit: wanted)
+            let stored = try await wrapped.dataEntries(prefix, after: after, limit: wanted)
             for entry in stored where !Self.isMetadataKey(entry.key) {
                 page.append(
-                    StoreEntry(key: entry.key, value: try SealedValue.open(entry.value, name: entry.key, with: key)))
+                    try entry.data.withBytes { (bytes) throws(OfflineStoreError) in try open(bytes, entry.key) })
             }
             // Only a skipped metadata entry leaves a full inner page short: read one more.
             guard stored.count == wanted, page.count < limit, let last = stored.last else { return page }

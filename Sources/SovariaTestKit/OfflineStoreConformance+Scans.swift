@@ -85,6 +85,7 @@ extension OfflineStoreConformance {
                     for write in burst {
                         switch write {
                         case .set(let key, let value): try await store.set(key, value)
+                        case .setData(let key, let data): try await store.set(key, data: data)
                         case .delete(let key): try await store.delete(key)
                         }
                     }

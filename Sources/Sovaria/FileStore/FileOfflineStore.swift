@@ -100,12 +100,12 @@ public final class FileOfflineStore: OfflineStore {
         return base.appendingPathComponent("sovaria/offline", isDirectory: true)
     }
 
-    /// Atomic batches; persistent unless the store fell back to memory (then ``fallbackReason``
-    /// says why, and ``OfflineStore/isPersistent`` is `false`).
+    /// Atomic batches and byte values; persistent unless the store fell back to memory (then
+    /// ``fallbackReason`` says why, and ``OfflineStore/isPersistent`` is `false`).
     public var capabilities: StoreCapabilities {
         switch backend {
-        case .files: [.atomicBatch, .persistent]
-        case .memory: [.atomicBatch]
+        case .files: [.atomicBatch, .persistent, .byteValues]
+        case .memory: [.atomicBatch, .byteValues]
         }
     }
 
@@ -115,25 +115,47 @@ public final class FileOfflineStore: OfflineStore {
         switch backend {
         case .memory(let store): return try await store.get(key)
         case .files(let handle):
-            // One small file read (about 5 µs) costs less than the hop to the queue and back (about
-            // 20 µs): read here unless a write of this process holds the folder, or another
-            // process's batch is half applied (its journal is there), then wait for it on the queue.
-            // The journal is checked before the read: a read that saw a batch's new value came after
-            // its first rename, so every later read starts while the journal is there or after it.
-            if !handle.tree.hasJournal,
-                let inline = try handle.readers.withSharedLockIfAvailable({ () throws(OfflineStoreError) in
-                    try handle.tree.read(key)
-                })
-            {
-                return inline
-            }
-            return try await handle.queue.runConcurrently { try handle.readingOneKey(key) }
+            return try await read(key, in: handle) { (tree) throws(OfflineStoreError) in try tree.read(key) }
         }
+    }
+
+    /// The bytes stored under `key`, or `nil`.
+    public func data(_ key: String) async throws -> Data? {
+        try StoreKey.validate(key)
+        switch backend {
+        case .memory(let store): return try await store.data(key)
+        case .files(let handle):
+            return try await read(key, in: handle) { (tree) throws(OfflineStoreError) in try tree.readData(key) }
+        }
+    }
+
+    private func read<Value: Sendable>(
+        _ key: String, in handle: FileStoreHandle,
+        _ read: @escaping @Sendable (FileTree) throws(OfflineStoreError) -> Value?
+    ) async throws -> Value? {
+        // One small file read (about 5 µs) costs less than the hop to the queue and back (about
+        // 20 µs): read here unless a write of this process holds the folder, or another
+        // process's batch is half applied (its journal is there), then wait for it on the queue.
+        // The journal is checked before the read: a read that saw a batch's new value came after
+        // its first rename, so every later read starts while the journal is there or after it.
+        if !handle.tree.hasJournal,
+            let inline = try handle.readers.withSharedLockIfAvailable({ () throws(OfflineStoreError) in
+                try read(handle.tree)
+            })
+        {
+            return inline
+        }
+        return try await handle.queue.runConcurrently { try handle.readingOneKey(read) }
     }
 
     /// Stores `value` under `key` atomically (temp file + rename).
     public func set(_ key: String, _ value: String) async throws {
         try await write([.set(key: key, value: value)])
+    }
+
+    /// Stores the bytes `data` under `key` atomically (temp file + rename).
+    public func set(_ key: String, data: Data) async throws {
+        try await write([.setData(key: key, data: data)])
     }
 
     /// Removes `key`'s file.
@@ -183,17 +205,38 @@ public final class FileOfflineStore: OfflineStore {
         switch backend {
         case .memory(let store): return try await store.entries(prefix, after: after, limit: limit)
         case .files(let handle):
-            // Under the folder's shared lock: no other process's batch is half applied in a page.
-            return try await handle.queue.runConcurrently {
-                try handle.readingSeveralKeys { () throws(OfflineStoreError) in
-                    var page: [StoreEntry] = []
-                    for key in StoreKey.range(of: prefix, after: after, in: try handle.keysInOrder()).prefix(limit) {
-                        if let value = try handle.tree.read(key.string) {
-                            page.append(StoreEntry(key: key.string, value: value))
-                        }
-                    }
-                    return page
+            return try await page(prefix, after: after, limit: limit, in: handle) {
+                (tree, key) throws(OfflineStoreError) in
+                try tree.read(key).map { StoreEntry(key: key, value: $0) }
+            }
+        }
+    }
+
+    /// A page of entries in byte order with their values as bytes.
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        guard limit > 0 else { return [] }
+        switch backend {
+        case .memory(let store): return try await store.dataEntries(prefix, after: after, limit: limit)
+        case .files(let handle):
+            return try await page(prefix, after: after, limit: limit, in: handle) {
+                (tree, key) throws(OfflineStoreError) in
+                try tree.readData(key).map { StoreDataEntry(key: key, data: $0) }
+            }
+        }
+    }
+
+    private func page<Entry: Sendable>(
+        _ prefix: String, after: String?, limit: Int, in handle: FileStoreHandle,
+        _ read: @escaping @Sendable (FileTree, String) throws(OfflineStoreError) -> Entry?
+    ) async throws -> [Entry] {
+        // Under the folder's shared lock: no other process's batch is half applied in a page.
+        try await handle.queue.runConcurrently {
+            try handle.readingSeveralKeys { () throws(OfflineStoreError) in
+                var page: [Entry] = []
+                for key in StoreKey.range(of: prefix, after: after, in: try handle.keysInOrder()).prefix(limit) {
+                    if let entry = try read(handle.tree, key.string) { page.append(entry) }
                 }
+                return page
             }
         }
     }

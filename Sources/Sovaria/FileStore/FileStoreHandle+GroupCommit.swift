@@ -55,9 +55,9 @@ extension FileStoreHandle {
         // 1. The single sets: their folders made, then every value written and synced at once.
         var staged: [Int: FileTree.StagedSet] = [:]
         for (index, batch) in batches.enumerated() {
-            guard batch.count == 1, case .set(let key, let value) = batch[0] else { continue }
+            guard batch.count == 1, batch[0].isSet else { continue }
             do throws(OfflineStoreError) {
-                staged[index] = try tree.stage(key: key, value: value, sync: true)
+                staged[index] = try tree.stage(batch[0], sync: true)
             } catch {
                 results[index] = .failure(error)
             }

@@ -159,8 +159,10 @@ final class FileStoreHandle: Sendable {
     ///
     /// Why a lone key needs this: a batch renames its files one at a time, so a reader that got
     /// the batch's new value of one key could otherwise get the old value of another next.
-    func readingOneKey(_ key: String) throws(OfflineStoreError) -> String? {
-        try readingSeveralKeys { () throws(OfflineStoreError) in try tree.read(key) }
+    func readingOneKey<Value>(
+        _ read: (FileTree) throws(OfflineStoreError) -> Value?
+    ) throws(OfflineStoreError) -> Value? {
+        try readingSeveralKeys { () throws(OfflineStoreError) in try read(tree) }
     }
 
     /// Runs `body` (a read of several keys: a listing, a page of entries) so that no batch of any

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -54,19 +56,34 @@ struct FileTree: Sendable {
         }
     }
 
+    /// The value of `key` as a string (see ``EntryFile/decode(_:key:path:)``), or `nil`.
     func read(_ key: String) throws(OfflineStoreError) -> String? {
+        try readFile(key) { (bytes, path) throws(OfflineStoreError) in try EntryFile.decode(bytes, key: key, path: path)
+        }
+    }
+
+    /// The value of `key` as bytes, or `nil`.
+    func readData(_ key: String) throws(OfflineStoreError) -> Data? {
+        try readFile(key) { (bytes, path) throws(OfflineStoreError) in
+            try EntryFile.decodeData(bytes, key: key, path: path)
+        }
+    }
+
+    private func readFile<Value>(
+        _ key: String, _ decode: ([UInt8], String) throws(OfflineStoreError) -> Value
+    ) throws(OfflineStoreError) -> Value? {
         let (folders, file) = FileNameScheme.path(for: key)
         guard let folder = try folder(folders, create: false, sync: false),
             let bytes = try folder.readFile(file, key: key)
         else { return nil }
-        return try EntryFile.decode(bytes, key: key, path: folder.shown(file))
+        return try decode(bytes, folder.shown(file))
     }
 
     /// Applies one write: a set is a temp file renamed into place.
     func apply(_ write: StoreWrite, sync: Bool) throws(OfflineStoreError) {
         switch write {
-        case .set(let key, let value):
-            let staged = try stage(key: key, value: value, sync: sync)
+        case .set, .setData:
+            let staged = try stage(write, sync: sync)
             try writeTemporary(staged, sync: sync)
             try place(staged)
             if sync { try staged.folder.sync() }
@@ -77,7 +94,7 @@ struct FileTree: Sendable {
     }
 
     /// A set made in three steps, so a group commit can write many values side by side and sync
-    /// their folder once: ``stage(key:value:sync:)``, ``writeTemporary(_:sync:)``, ``place(_:)``.
+    /// their folder once: ``stage(_:sync:)``, ``writeTemporary(_:sync:)``, ``place(_:)``.
     struct StagedSet: Sendable {
         let key: String
         let contents: [UInt8]
@@ -89,12 +106,18 @@ struct FileTree: Sendable {
         let folder: DirectoryDescriptor
     }
 
-    /// Makes the key's folder if needed, and names the set's temporary file.
-    func stage(key: String, value: String, sync: Bool) throws(OfflineStoreError) -> StagedSet {
+    /// Makes the folder of the key `write` sets if needed, and names the set's temporary file.
+    func stage(_ write: StoreWrite, sync: Bool) throws(OfflineStoreError) -> StagedSet {
+        let key = write.key
         let (folders, file) = FileNameScheme.path(for: key)
         return StagedSet(
-            key: key, contents: EntryFile.encode(key: key, value: value), temporary: Self.temporaryName(), file: file,
+            key: key, contents: Self.contents(of: write), temporary: Self.temporaryName(), file: file,
             folder: try folder(folders, create: true, sync: sync) ?? directory)
+    }
+
+    /// The file of the value `write` sets.
+    private static func contents(of write: StoreWrite) -> [UInt8] {
+        write.withValueBytes { EntryFile.encode(key: write.key, value: $0) } ?? []
     }
 
     /// Writes the staged value to its temporary file (fsynced when `sync`); a failure leaves no file.
@@ -132,11 +155,10 @@ struct FileTree: Sendable {
         do {
             for write in Self.lastWritePerKey(batch) {
                 switch write {
-                case .set(let key, let value):
+                case .set(let key, _), .setData(let key, _):
                     _ = try folder(FileNameScheme.path(for: key).folders, create: true, sync: sync)
                     let name = Self.temporaryName()
-                    try directory.createFile(
-                        name, contents: EntryFile.encode(key: key, value: value), sync: sync, key: key)
+                    try directory.createFile(name, contents: Self.contents(of: write), sync: sync, key: key)
                     staged.append(name)
                     steps.append(.rename(stagedName: name, key: key))
                 case .delete(let key):

@@ -1,3 +1,5 @@
+import Foundation
+
 extension OfflineStore {
     /// Applies `batch` and, when the store cannot say whether it did
     /// (``OfflineStoreError/Code/outcomeUnknown``: the answer to a commit was lost, a database
@@ -46,18 +48,16 @@ extension OfflineStore {
         _ batch: [StoreWrite], patience: Duration, pause: @Sendable (Duration) async throws -> Void,
         after error: OfflineStoreError
     ) async throws -> Bool {
-        var last: [String: String?] = [:]
+        // Keyed and compared by bytes: `String`'s `==` merges canonically equivalent forms.
+        var last: [StoreKey.Bytes: Data?] = [:]
         for write in batch {
-            switch write {
-            case .set(let key, let value): last[key] = .some(value)
-            case .delete(let key): last[key] = .some(nil)
-            }
+            last[StoreKey.Bytes(write.key)] = .some(write.withValueBytes { Data($0) })
         }
         var waited = Duration.zero
         var delay = Duration.milliseconds(50)
         while true {
             do {
-                for (key, expected) in last where try await get(key) != expected { return false }
+                for (key, expected) in last where try await data(key.string) != expected { return false }
                 return true
             } catch let readError as OfflineStoreError where readError.code == .io || readError.code == .locked {
                 guard waited < patience else {

@@ -342,6 +342,8 @@ final class LMDBEnvironment: Sendable {
         switch write {
         case .set(let key, let value):
             return key.withMDBVal { key in value.withMDBVal { value in mdb_put(txn, dbi, &key, &value, 0) } }
+        case .setData(let key, let data):
+            return key.withMDBVal { key in data.withMDBVal { value in mdb_put(txn, dbi, &key, &value, 0) } }
         case .delete(let key):
             let rc = key.withMDBVal { key in mdb_del(txn, dbi, &key, nil) }
             return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc

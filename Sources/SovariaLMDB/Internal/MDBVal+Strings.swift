@@ -1,4 +1,5 @@
 import CLMDB
+import Foundation
 import Sovaria
 import SovariaPlumbing
 
@@ -37,6 +38,16 @@ extension String {
     ) throws(Failure) -> Result {
         try withUTF8Bytes { (utf8) throws(Failure) in
             var value = MDB_val(mv_size: utf8.count, mv_data: UnsafeMutableRawPointer(mutating: utf8.baseAddress))
+            return try body(&value)
+        }
+    }
+}
+
+extension Data {
+    /// Calls `body` with an `MDB_val` over the bytes. LMDB only reads through the pointer.
+    func withMDBVal<Result>(_ body: (inout MDB_val) throws -> Result) rethrows -> Result {
+        try withUnsafeBytes { bytes in
+            var value = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
             return try body(&value)
         }
     }

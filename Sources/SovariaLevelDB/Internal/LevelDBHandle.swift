@@ -1,4 +1,5 @@
 import CLevelDB
+import Foundation
 import Sovaria
 import SovariaPlumbing
 import Synchronization
@@ -152,6 +153,13 @@ final class LevelDBHandle: @unchecked Sendable {
             case .set(let key, let value):
                 key.withUTF8Bytes { key in
                     value.withUTF8Bytes { value in
+                        leveldb_writebatch_put(writeBatch, key.cChars, key.count, value.cChars, value.count)
+                    }
+                }
+            case .setData(let key, let data):
+                key.withUTF8Bytes { key in
+                    data.withUnsafeBytes { value in
+                        let value = value.assumingMemoryBound(to: UInt8.self)
                         leveldb_writebatch_put(writeBatch, key.cChars, key.count, value.cChars, value.count)
                     }
                 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One parameter of a statement, sent in PostgreSQL's binary format with an explicit length: no
 /// value ever becomes part of the SQL text, and `"\0"` survives.
 enum PostgresParameter {
@@ -5,6 +7,8 @@ enum PostgresParameter {
     case utf8(String)
     /// Raw bytes (a range bound, which may not be UTF-8), as `bytea`.
     case bytes([UInt8])
+    /// A byte value, as `bytea`.
+    case data(Data)
     /// An `int8` (a `LIMIT`).
     case int64(Int)
     /// A `text` (a table name looked up in the catalog).
@@ -13,7 +17,7 @@ enum PostgresParameter {
     /// The type OID the statement is prepared with (`pg_type.oid`).
     var typeOID: UInt32 {
         switch self {
-        case .utf8, .bytes: 17  // bytea
+        case .utf8, .bytes, .data: 17  // bytea
         case .int64: 20  // int8
         case .text: 25  // text
         }
@@ -24,6 +28,7 @@ enum PostgresParameter {
         switch self {
         case .utf8(let text), .text(let text): buffer.append(contentsOf: text.utf8)
         case .bytes(let bytes): buffer.append(contentsOf: bytes)
+        case .data(let data): buffer.append(contentsOf: data)
         case .int64(let value): withUnsafeBytes(of: Int64(value).bigEndian) { buffer.append(contentsOf: $0) }
         }
     }

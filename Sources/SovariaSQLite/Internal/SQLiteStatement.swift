@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 import Sovaria
 import SovariaPlumbing
 
@@ -38,6 +39,12 @@ final class SQLiteStatement {
     func bind(_ text: String, at index: Int32, key: String? = nil) throws(OfflineStoreError) {
         var text = text
         let code = text.withUTF8 { bytes in bindBlob(UnsafeRawBufferPointer(bytes), at: index) }
+        try check(code, key: key)
+    }
+
+    /// Binds `data` as a BLOB to parameter `index` (1-based).
+    func bind(_ data: Data, at index: Int32, key: String? = nil) throws(OfflineStoreError) {
+        let code = data.withUnsafeBytes { bytes in bindBlob(bytes, at: index) }
         try check(code, key: key)
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Sovaria
 
 /// The one read-write connection of a database, with its prepared writes.
@@ -90,7 +91,7 @@ final class SQLiteWriter: @unchecked Sendable {
         var pages = 4
         for write in batch {
             pages += 4
-            if case .set(_, let value) = write { pages += value.utf8.count / 4_096 + 1 }
+            if write.isSet { pages += write.valueByteCount / 4_096 + 1 }
         }
         return pages
     }
@@ -162,6 +163,10 @@ final class SQLiteWriter: @unchecked Sendable {
             case .set(let key, let value):
                 try upsert.bind(key, at: 1, key: key)
                 try upsert.bind(value, at: 2, key: key)
+                try upsert.run(key: key)
+            case .setData(let key, let data):
+                try upsert.bind(key, at: 1, key: key)
+                try upsert.bind(data, at: 2, key: key)
                 try upsert.run(key: key)
             case .delete(let key):
                 try delete.bind(key, at: 1, key: key)

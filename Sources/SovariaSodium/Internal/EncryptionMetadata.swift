@@ -38,7 +38,7 @@ struct EncryptionMetadata: Codable, Equatable {
         opslimit = limits.operations
         memlimit = limits.memoryBytes
         self.salt = Data(salt)
-        verifier = SealedValue.seal(Self.verifierText, name: EncryptedOfflineStore.metadataKey, with: key)
+        verifier = SealedValue.sealText(Self.verifierText, name: EncryptedOfflineStore.metadataKey, with: key)
     }
 
     /// Reads the JSON kept in the store; a record this version can't use is ``OfflineStoreError/Code/corrupt``.
@@ -71,7 +71,11 @@ struct EncryptionMetadata: Codable, Equatable {
 
     /// Whether `key` opens ``verifier``: `false` means a wrong passphrase.
     func isOpened(by key: EncryptionKey) -> Bool {
-        let opened = try? SealedValue.open(verifier, name: EncryptedOfflineStore.metadataKey, with: key)
+        var verifier = verifier
+        let opened = verifier.withUTF8 { stored in
+            try? SealedValue.openString(
+                UnsafeRawBufferPointer(stored), name: EncryptedOfflineStore.metadataKey, with: key)
+        }
         return opened.map { $0.utf8.elementsEqual(Self.verifierText.utf8) } ?? false
     }
 

@@ -1,60 +1,125 @@
 import CSodium
+import Foundation
 import Sovaria
 
-/// The stored form of an encrypted value, version 1:
+/// The stored forms of an encrypted value, sealed with XChaCha20-Poly1305 (IETF) under a fresh
+/// random nonce, with the associated data `version ‖ UTF-8 bytes of the key name`: the version
+/// and the key name are authenticated, so a value copied under another key, or relabelled as
+/// another version, does not open.
 ///
-///     "v1:" + base64url-without-padding(nonce[24] ‖ ciphertext[n] ‖ tag[16])
+/// - Version 2, bytes, written when the inner store takes bytes
+///   (``StoreCapabilities/byteValues``): `0x02 ‖ nonce[24] ‖ ciphertext[n] ‖ tag[16]`, n + 41
+///   bytes.
+/// - Version 1, text, written when it keeps text only, and still read everywhere:
+///   `"v1:" + base64url-without-padding(nonce[24] ‖ ciphertext[n] ‖ tag[16])`,
+///   `3 + ceil(4 × (n + 40) / 3)` bytes.
 ///
-/// sealed with XChaCha20-Poly1305 (IETF) under a fresh random nonce, with the associated data
-/// `0x01 ‖ UTF-8 bytes of the key name`: the version and the key name are authenticated, so a
-/// value copied under another key, or relabelled as another version, does not open.
-/// A value of n UTF-8 bytes is stored in `3 + ceil(4 × (n + 40) / 3)` bytes.
-///
-/// The hot paths avoid Foundation and intermediate arrays: one scratch buffer (on the stack for
-/// small values), a table-driven base64 (see ``Base64URL``), and the result string written in
-/// place.
+/// The two are told apart by their first byte (`v` or `0x02`). Either carries any plaintext
+/// bytes. The hot paths avoid intermediate arrays: one scratch buffer (on the stack for small
+/// values), zeroed after use, and the result written in place.
 enum SealedValue {
-    /// The version byte of this form, bound into the associated data.
-    static let version: UInt8 = 1
     /// The text every version-1 value starts with.
-    static let prefix: StaticString = "v1:"
+    static let textPrefix: StaticString = "v1:"
     static let nonceByteCount = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
     static let tagByteCount = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    private static let textVersion: UInt8 = 1
+    private static let bytesVersion: UInt8 = 2
 
-    /// The stored form of `value` under the key named `name`; a new random nonce every call.
-    static func seal(_ value: String, name: String, with key: EncryptionKey) -> String {
-        var value = value
-        return value.withUTF8 { plaintext in
-            withAssociatedData(name) { associatedData in
-                let sealedCount = nonceByteCount + plaintext.count + tagByteCount
-                return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: sealedCount) { sealed in
-                    let nonce = sealed.baseAddress!
-                    randombytes_buf(nonce, nonceByteCount)
-                    var ciphertextCount: UInt64 = 0
-                    _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                        nonce + nonceByteCount, &ciphertextCount,
-                        plaintext.baseAddress, UInt64(plaintext.count),
-                        associatedData.baseAddress, UInt64(associatedData.count),
-                        nil, nonce, key.bytes
-                    )
-                    return encode(UnsafeBufferPointer(sealed))
-                }
+    /// The version-1 form of `plaintext` under the key named `name`; a new random nonce every call.
+    static func sealText(_ plaintext: UnsafeRawBufferPointer, name: String, with key: EncryptionKey) -> String {
+        let sealedCount = nonceByteCount + plaintext.count + tagByteCount
+        return withUnsafeTemporaryAllocation(byteCount: sealedCount, alignment: 1) { sealed in
+            encrypt(plaintext, version: textVersion, name: name, with: key, into: sealed)
+            let prefixCount = textPrefix.utf8CodeUnitCount
+            let count = prefixCount + Base64URL.encodedCount(of: sealedCount)
+            return String(unsafeUninitializedCapacity: count) { text in
+                let start = text.baseAddress!
+                start.initialize(from: textPrefix.utf8Start, count: prefixCount)
+                Base64URL.encode(
+                    UnsafeBufferPointer(sealed.assumingMemoryBound(to: UInt8.self)), into: start + prefixCount)
+                return count
             }
         }
     }
 
-    /// The value sealed in `stored` under the key named `name`, or an
-    /// ``OfflineStoreError/Code/decryptionFailed`` error naming that key.
-    static func open(_ stored: String, name: String, with key: EncryptionKey) throws(OfflineStoreError) -> String {
-        var stored = stored
-        var failure: Failure?
-        let value = stored.withUTF8 { text in
-            withAssociatedData(name) { associatedData in
-                open(text, associatedData: associatedData, with: key, failure: &failure)
-            }
+    /// The version-1 form of the string `value`.
+    static func sealText(_ value: String, name: String, with key: EncryptionKey) -> String {
+        var value = value
+        return value.withUTF8 { sealText(UnsafeRawBufferPointer($0), name: name, with: key) }
+    }
+
+    /// The version-2 form of `plaintext` under the key named `name`; a new random nonce every call.
+    static func sealBytes(_ plaintext: UnsafeRawBufferPointer, name: String, with key: EncryptionKey) -> Data {
+        var stored = Data(count: 1 + nonceByteCount + plaintext.count + tagByteCount)
+        stored.withUnsafeMutableBytes { buffer in
+            buffer[0] = bytesVersion
+            encrypt(
+                plaintext, version: bytesVersion, name: name, with: key,
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[1...]))
         }
-        if let failure { throw Sodium.decryptionFailed(name, failure.reason) }
-        return value
+        return stored
+    }
+
+    /// `write` with its value sealed: as bytes (version 2) when `asBytes`, else as text (version 1).
+    static func seal(_ write: StoreWrite, asBytes: Bool, with key: EncryptionKey) -> StoreWrite {
+        let name = write.key
+        if asBytes {
+            return write.withValueBytes { .setData(key: name, data: sealBytes($0, name: name, with: key)) } ?? write
+        }
+        return write.withValueBytes { .set(key: name, value: sealText($0, name: name, with: key)) } ?? write
+    }
+
+    /// Opens `stored` (either form) under the key named `name`, hands the plaintext to `body`
+    /// and returns what it returns; an ``OfflineStoreError/Code/decryptionFailed`` error naming
+    /// the key when it does not open. The plaintext is valid only while `body` runs.
+    static func open<Value>(
+        _ stored: UnsafeRawBufferPointer, name: String, with key: EncryptionKey,
+        _ body: (UnsafeRawBufferPointer) throws(OfflineStoreError) -> Value
+    ) throws(OfflineStoreError) -> Value {
+        if stored.first == bytesVersion {
+            return try decrypt(
+                UnsafeRawBufferPointer(rebasing: stored[1...]), version: bytesVersion, name: name, with: key, body)
+        }
+        let prefixCount = textPrefix.utf8CodeUnitCount
+        guard stored.count >= prefixCount,
+            stored.prefix(prefixCount).elementsEqual(
+                UnsafeRawBufferPointer(start: textPrefix.utf8Start, count: prefixCount))
+        else { throw Sodium.decryptionFailed(name, Failure.notSealed.reason) }
+        let encoded = UnsafeRawBufferPointer(rebasing: stored[prefixCount...]).assumingMemoryBound(to: UInt8.self)
+        let capacity = Base64URL.maxDecodedCount(of: encoded.count)
+        guard capacity >= nonceByteCount + tagByteCount else {
+            throw Sodium.decryptionFailed(name, Failure.truncated.reason)
+        }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) {
+            (sealed) throws(OfflineStoreError) in
+            guard let sealedCount = Base64URL.decode(encoded, into: sealed.baseAddress!) else {
+                throw Sodium.decryptionFailed(name, Failure.notSealed.reason)
+            }
+            return try decrypt(
+                UnsafeRawBufferPointer(start: sealed.baseAddress, count: sealedCount), version: textVersion, name: name,
+                with: key, body)
+        }
+    }
+
+    /// The plaintext of `stored` (either form) as a string: ``OfflineStoreError/Code/notUTF8``
+    /// when it is bytes that are not UTF-8.
+    static func openString(
+        _ stored: UnsafeRawBufferPointer, name: String, with key: EncryptionKey
+    ) throws(OfflineStoreError)
+        -> String
+    {
+        try open(stored, name: name, with: key) { (plaintext) throws(OfflineStoreError) in
+            try StoreValue.string(plaintext, key: name, engine: .sodium)
+        }
+    }
+
+    /// The plaintext of `stored` (either form) as bytes.
+    static func openData(
+        _ stored: UnsafeRawBufferPointer, name: String, with key: EncryptionKey
+    ) throws(OfflineStoreError)
+        -> Data
+    {
+        try open(stored, name: name, with: key) { Data($0) }
     }
 
     /// Why a stored value did not open.
@@ -64,8 +129,8 @@ enum SealedValue {
         var reason: String {
             switch self {
             case .notSealed:
-                "it is not in the encrypted stored form (\"\(SealedValue.prefix)\" and URL-safe base64), so it was "
-                    + "written without encryption, by a newer version, or damaged"
+                "it is not in an encrypted stored form (\"\(SealedValue.textPrefix)\" and URL-safe base64, or the byte 2 "
+                    + "and the sealed bytes), so it was written without encryption, by a newer version, or damaged"
             case .truncated:
                 "it is too short to hold a nonce and an authentication tag, so it was cut short"
             case .rejected:
@@ -75,69 +140,58 @@ enum SealedValue {
         }
     }
 
-    private static func open(
-        _ text: UnsafeBufferPointer<UInt8>,
-        associatedData: UnsafeBufferPointer<UInt8>,
-        with key: EncryptionKey,
-        failure: inout Failure?
-    ) -> String {
-        let prefixCount = prefix.utf8CodeUnitCount
-        guard text.count >= prefixCount,
-            text.prefix(prefixCount).elementsEqual(UnsafeBufferPointer(start: prefix.utf8Start, count: prefixCount))
-        else {
-            failure = .notSealed
-            return ""
+    /// Writes `nonce ‖ ciphertext ‖ tag` of `plaintext` into `sealed`, which holds exactly that many bytes.
+    private static func encrypt(
+        _ plaintext: UnsafeRawBufferPointer, version: UInt8, name: String, with key: EncryptionKey,
+        into sealed: UnsafeMutableRawBufferPointer
+    ) {
+        withAssociatedData(name, version: version) { associatedData in
+            let nonce = sealed.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            randombytes_buf(nonce, nonceByteCount)
+            var ciphertextCount: UInt64 = 0
+            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                nonce + nonceByteCount, &ciphertextCount,
+                plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
+                associatedData.baseAddress, UInt64(associatedData.count),
+                nil, nonce, key.bytes
+            )
         }
-        let encoded = UnsafeBufferPointer(rebasing: text[prefixCount...])
-        let capacity = Base64URL.maxDecodedCount(of: encoded.count)
-        guard capacity >= nonceByteCount + tagByteCount else {
-            failure = .truncated
-            return ""
+    }
+
+    /// Opens `sealed` (`nonce ‖ ciphertext ‖ tag`) into a scratch buffer, hands it to `body`,
+    /// then zeroes it.
+    private static func decrypt<Value>(
+        _ sealed: UnsafeRawBufferPointer, version: UInt8, name: String, with key: EncryptionKey,
+        _ body: (UnsafeRawBufferPointer) throws(OfflineStoreError) -> Value
+    ) throws(OfflineStoreError) -> Value {
+        guard sealed.count >= nonceByteCount + tagByteCount else {
+            throw Sodium.decryptionFailed(name, Failure.truncated.reason)
         }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { sealed in
-            guard let sealedCount = Base64URL.decode(encoded, into: sealed.baseAddress!) else {
-                failure = .notSealed
-                return ""
-            }
-            guard sealedCount >= nonceByteCount + tagByteCount else {
-                failure = .truncated
-                return ""
-            }
-            let nonce = sealed.baseAddress!
-            let ciphertextCount = sealedCount - nonceByteCount
-            var rejected = false
-            let value = String(unsafeUninitializedCapacity: ciphertextCount - tagByteCount) { plaintext in
+        let nonce = sealed.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let ciphertextCount = sealed.count - nonceByteCount
+        let plaintextCapacity = ciphertextCount - tagByteCount
+        // At least one byte: an empty value still needs a pointer for libsodium to write through.
+        return try withUnsafeTemporaryAllocation(byteCount: max(plaintextCapacity, 1), alignment: 1) {
+            (plaintext) throws(OfflineStoreError) in
+            defer { sodium_memzero(plaintext.baseAddress, plaintext.count) }
+            let result = withAssociatedData(name, version: version) { associatedData in
                 var plaintextCount: UInt64 = 0
-                let result = crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    plaintext.baseAddress, &plaintextCount, nil,
+                return crypto_aead_xchacha20poly1305_ietf_decrypt(
+                    plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), &plaintextCount, nil,
                     nonce + nonceByteCount, UInt64(ciphertextCount),
                     associatedData.baseAddress, UInt64(associatedData.count),
                     nonce, key.bytes
                 )
-                rejected = result != 0
-                return rejected ? 0 : Int(plaintextCount)
             }
-            if rejected { failure = .rejected }
-            return value
-        }
-    }
-
-    /// `"v1:"` and the unpadded URL-safe base64 of `sealed`, written straight into the string.
-    private static func encode(_ sealed: UnsafeBufferPointer<UInt8>) -> String {
-        let prefixCount = prefix.utf8CodeUnitCount
-        let count = prefixCount + Base64URL.encodedCount(of: sealed.count)
-        return String(unsafeUninitializedCapacity: count) { text in
-            let start = text.baseAddress!
-            start.initialize(from: prefix.utf8Start, count: prefixCount)
-            Base64URL.encode(sealed, into: start + prefixCount)
-            return count
+            guard result == 0 else { throw Sodium.decryptionFailed(name, Failure.rejected.reason) }
+            return try body(UnsafeRawBufferPointer(start: plaintext.baseAddress, count: plaintextCapacity))
         }
     }
 
     /// Calls `body` with the associated data of the key named `name`: the version byte, then the
     /// name's UTF-8 bytes.
     private static func withAssociatedData<Result>(
-        _ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result
+        _ name: String, version: UInt8, _ body: (UnsafeBufferPointer<UInt8>) -> Result
     ) -> Result {
         let nameBytes = name.utf8
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1 + nameBytes.count) { associatedData in
