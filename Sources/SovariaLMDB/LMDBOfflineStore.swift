@@ -92,8 +92,10 @@ public final class LMDBOfflineStore: OfflineStore {
         flushesAfterCommit = durability == .synced && environment.options.durability == .flushed
     }
 
-    /// Atomic batches, persistent, ordered scans from LMDB's index, and compaction.
-    public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
+    /// Atomic batches, persistent, ordered scans from LMDB's index, compaction and byte values.
+    public var capabilities: StoreCapabilities {
+        [.atomicBatch, .persistent, .orderedScan, .compaction, .byteValues]
+    }
 
     /// The memory map's current size in bytes: how large the data file may grow before the map doubles.
     public var mapSizeBytes: Int { environment.mapSizeBytes }
@@ -107,6 +109,18 @@ public final class LMDBOfflineStore: OfflineStore {
     public func get(_ key: String) async throws -> String? {
         try StoreKey.validate(key)
         return try environment.value(for: key)
+    }
+
+    /// The bytes stored under `key`, copied out of the map, or `nil`.
+    ///
+    /// - Important: Runs on the caller's executor: one read-only transaction, no hop.
+    public func data(_ key: String) async throws -> Data? {
+        try await withValue(key) { Data($0) }
+    }
+
+    /// Stores the bytes `data` under `key` in one write transaction.
+    public func set(_ key: String, data: Data) async throws {
+        try await write([.setData(key: key, data: data)])
     }
 
     /// Calls `body` with the value's bytes where they lie in LMDB's map, inside one read
@@ -201,6 +215,21 @@ public final class LMDBOfflineStore: OfflineStore {
         }
         return try await environment.scanQueue.runConcurrently {
             try environment.entries(prefix: prefix, after: after, limit: limit, maxBytes: .max) ?? []
+        }
+    }
+
+    /// ``entries(_:after:limit:)`` with the values as bytes, on the same terms.
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        guard limit > 0 else { return [] }
+        let environment = environment
+        if limit <= Self.inlinePageLimit,
+            let page = try environment.dataEntries(
+                prefix: prefix, after: after, limit: limit, maxBytes: Self.inlinePageMaxBytes)
+        {
+            return page
+        }
+        return try await environment.scanQueue.runConcurrently {
+            try environment.dataEntries(prefix: prefix, after: after, limit: limit, maxBytes: .max) ?? []
         }
     }
 

@@ -114,15 +114,37 @@ public final class LevelDBOfflineStore: OfflineStore {
         try LevelDBHandle.repair(path: OpenOncePerPath<LevelDBHandle>.canonicalPath(directory.path))
     }
 
-    /// Atomic batches, persistent, ordered scans from LevelDB's index, and compaction.
-    public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
+    /// Atomic batches, persistent, ordered scans from LevelDB's index, compaction and byte values.
+    public var capabilities: StoreCapabilities {
+        [.atomicBatch, .persistent, .orderedScan, .compaction, .byteValues]
+    }
 
     /// The value stored under `key`, or `nil`; runs on the caller's executor.
     ///
-    /// - Throws: `OfflineStoreError.Code.corrupt` when the stored value is not valid UTF-8.
+    /// - Throws: `OfflineStoreError.Code.notUTF8` when the stored value is bytes that are not UTF-8.
     public func get(_ key: String) async throws -> String? {
         try StoreKey.validate(key)
         return try key.withUTF8Bytes { key throws(OfflineStoreError) in try handle.get(key) }
+    }
+
+    /// The bytes stored under `key`, or `nil`; runs on the caller's executor.
+    public func data(_ key: String) async throws -> Data? {
+        try await withValue(key) { Data($0) }
+    }
+
+    /// Calls `body` with the bytes stored under `key` (LevelDB's copy of them, freed when `body`
+    /// returns); runs on the caller's executor.
+    public func withValue<Result>(
+        _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) async throws -> Result? {
+        try StoreKey.validate(key)
+        var key = key
+        return try key.withUTF8 { key in try handle.withValue(key, body) }
+    }
+
+    /// Stores the bytes `data` under `key`, as durably as ``durability`` says.
+    public func set(_ key: String, data: Data) async throws {
+        try await write([.setData(key: key, data: data)])
     }
 
     /// Stores `value` under `key`, as durably as ``durability`` says.
@@ -154,8 +176,7 @@ public final class LevelDBOfflineStore: OfflineStore {
         guard !batch.isEmpty else { return }
         let sync = durability == .synced
         let bytes = batch.reduce(0) { total, write in
-            guard case .set(let key, let value) = write else { return total }
-            return total + key.utf8.count + value.utf8.count
+            write.isSet ? total + write.key.utf8.count + write.valueByteCount : total
         }
         if runsInline(entries: batch.count, bytes: bytes) {
             try handle.write(batch, sync: sync)
@@ -168,7 +189,7 @@ public final class LevelDBOfflineStore: OfflineStore {
     ///
     /// - Complexity: O(log n + m) for m matching keys.
     public func keys(_ prefix: String) async throws -> [String] {
-        let scan = LevelDBScan(handle: handle, prefix: prefix, after: nil, limit: .max, includeValues: false)
+        let scan = LevelDBScan(handle: handle, prefix: prefix, after: nil, limit: .max, reading: .keys)
         try await finish(scan)
         return scan.keys
     }
@@ -179,9 +200,17 @@ public final class LevelDBOfflineStore: OfflineStore {
     /// - Complexity: O(log n + limit).
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
         guard limit > 0 else { return [] }
-        let scan = LevelDBScan(handle: handle, prefix: prefix, after: after, limit: limit, includeValues: true)
+        let scan = LevelDBScan(handle: handle, prefix: prefix, after: after, limit: limit, reading: .strings)
         try await finish(scan)
         return scan.entries
+    }
+
+    /// ``entries(_:after:limit:)`` with the values as bytes, on the same terms.
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        guard limit > 0 else { return [] }
+        let scan = LevelDBScan(handle: handle, prefix: prefix, after: after, limit: limit, reading: .bytes)
+        try await finish(scan)
+        return scan.dataEntries
     }
 
     /// Reads every entry with checksums verified and the block cache bypassed, in key order: what

@@ -1,4 +1,5 @@
 import CLibPQ
+import Foundation
 import Sovaria
 import Synchronization
 
@@ -92,22 +93,43 @@ public final class PostgresOfflineStore: OfflineStore {
         }
     }
 
-    /// Atomic batches, persistent, ordered scans and compaction.
-    public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
+    /// Atomic batches, persistent, ordered scans, compaction and byte values.
+    public var capabilities: StoreCapabilities {
+        [.atomicBatch, .persistent, .orderedScan, .compaction, .byteValues]
+    }
 
     /// The value stored under `key`, or `nil`; one round trip. Retried once on a new connection
     /// when the connection broke.
     ///
-    /// - Throws: `.invalidKey` for a key of 0 or more than 511 bytes; `.corrupt` when the stored
-    ///   value is not UTF-8; `.io` when the server cannot be reached.
+    /// - Throws: `.invalidKey` for a key of 0 or more than 511 bytes; `.notUTF8` when the stored
+    ///   value is bytes that are not UTF-8; `.io` when the server cannot be reached.
     public func get(_ key: String) async throws -> String? {
+        try await value(key) { (bytes) throws(OfflineStoreError) in
+            try StoreValue.string(bytes, key: key, engine: .postgres)
+        }
+    }
+
+    /// The bytes stored under `key`, or `nil`; one round trip, retried as ``get(_:)`` is.
+    public func data(_ key: String) async throws -> Data? {
+        try await value(key) { Data($0) }
+    }
+
+    /// The value of `key` as `read` makes it from the bytes libpq received, or `nil`.
+    private func value<Value: Sendable>(
+        _ key: String, _ read: @escaping @Sendable (UnsafeRawBufferPointer) throws(OfflineStoreError) -> Value
+    ) async throws -> Value? {
         try StoreKey.validate(key)
         let schema = schema
         return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
             let rows = try connection.run(schema.selectValue, [.utf8(key)], while: "Reading a value", key: key)
             guard rows.rowCount > 0 else { return nil }
-            return try rows.string(row: 0, column: 0, what: "value", table: schema.table, key: key)
+            return try read(UnsafeRawBufferPointer(rows.bytes(row: 0, column: 0)))
         }
+    }
+
+    /// Stores the bytes `data` under `key`: one statement, its own transaction, one round trip.
+    public func set(_ key: String, data: Data) async throws {
+        try await write([.setData(key: key, data: data)])
     }
 
     /// Stores `value` under `key`: one statement, its own transaction, one round trip.
@@ -131,6 +153,13 @@ public final class PostgresOfflineStore: OfflineStore {
     ///   connection failed (its message says whether the batch may have been applied).
     public func write(_ batch: [StoreWrite]) async throws {
         try StoreKey.validate(batch)
+        for write in batch where write.valueByteCount > Self.maxValueByteCount {
+            throw OfflineStoreError(
+                .invalidValue,
+                "PostgreSQL keeps values of up to 1 GB (\(Self.maxValueByteCount) bytes) and this one has "
+                    + "\(write.valueByteCount): split it over several keys, or keep it in a file.",
+                engine: .postgres, key: write.key)
+        }
         guard !batch.isEmpty else { return }
         let schema = schema
         for attempt in 1...3 {
@@ -168,22 +197,40 @@ public final class PostgresOfflineStore: OfflineStore {
     ///
     /// - Complexity: O(log n + limit) on the server.
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        try await entries(prefix, after: after, limit: limit) { (key, value) throws(OfflineStoreError) in
+            StoreEntry(key: key, value: try StoreValue.string(value, key: key, engine: .postgres))
+        }
+    }
+
+    /// ``entries(_:after:limit:)`` with the values as bytes, on the same terms.
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        try await entries(prefix, after: after, limit: limit) { key, value in
+            StoreDataEntry(key: key, data: Data(value))
+        }
+    }
+
+    private func entries<Entry: Sendable>(
+        _ prefix: String, after: String?, limit: Int,
+        _ entry: @escaping @Sendable (String, UnsafeRawBufferPointer) throws(OfflineStoreError) -> Entry
+    ) async throws -> [Entry] {
         guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return [] }
         let schema = schema
         return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
             let rows = try connection.run(
                 schema.selectEntries, [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)],
                 while: "Reading entries")
-            var entries: [StoreEntry] = []
+            var entries: [Entry] = []
             entries.reserveCapacity(rows.rowCount)
             for row in 0..<rows.rowCount {
                 let key = try rows.string(row: row, column: 0, what: "key", table: schema.table)
-                let value = try rows.string(row: row, column: 1, what: "value", table: schema.table, key: key)
-                entries.append(StoreEntry(key: key, value: value))
+                entries.append(try entry(key, UnsafeRawBufferPointer(rows.bytes(row: row, column: 1))))
             }
             return entries
         }
     }
+
+    /// The longest value PostgreSQL keeps in a `bytea` field: 1 GB.
+    static let maxValueByteCount = (1 << 30) - 1
 
     /// Runs `VACUUM` on the table: the space of deleted and replaced rows becomes free for new
     /// rows at once, and empty pages at the end of the table go back to the operating system.

@@ -65,16 +65,29 @@ public final class SQLiteOfflineStore: OfflineStore {
             fileURL: fileURL, durability: durability, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
     }
 
-    /// Atomic batches, persistent, ordered scans and compaction.
-    public var capabilities: StoreCapabilities { [.atomicBatch, .persistent, .orderedScan, .compaction] }
+    /// Atomic batches, persistent, ordered scans, compaction and byte values.
+    public var capabilities: StoreCapabilities {
+        [.atomicBatch, .persistent, .orderedScan, .compaction, .byteValues]
+    }
 
     /// The value stored under `key`, or `nil`; runs on the caller's executor.
     ///
-    /// - Throws: `.invalidKey` for a key of 0 or more than 511 bytes; `.corrupt` when the stored
-    ///   value is not UTF-8.
+    /// - Throws: `.invalidKey` for a key of 0 or more than 511 bytes; `.notUTF8` when the stored
+    ///   value is bytes that are not UTF-8.
     public func get(_ key: String) async throws -> String? {
         try StoreKey.validate(key)
         return try database.read { reader throws(OfflineStoreError) in try reader.value(for: key) }
+    }
+
+    /// The bytes stored under `key`, or `nil`: one copy out of the row; runs on the caller's
+    /// executor.
+    public func data(_ key: String) async throws -> Data? {
+        try await withValue(key) { Data($0) }
+    }
+
+    /// Stores the bytes `data` under `key` in its own transaction.
+    public func set(_ key: String, data: Data) async throws {
+        try await write([.setData(key: key, data: data)])
     }
 
     /// Calls `body` with the value's bytes as SQLite holds them in the row: no `String`, no UTF-8
@@ -164,6 +177,16 @@ public final class SQLiteOfflineStore: OfflineStore {
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
         guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return [] }
         return try database.read { reader throws(OfflineStoreError) in try reader.entries(in: range, limit: limit) }
+    }
+
+    /// ``entries(_:after:limit:)`` with the values as bytes.
+    ///
+    /// - Complexity: O(log n + limit).
+    public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+        guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return [] }
+        return try database.read { reader throws(OfflineStoreError) in
+            try reader.dataEntries(in: range, limit: limit)
+        }
     }
 
     /// Checkpoints and truncates the WAL and runs `VACUUM`, so the file shrinks to what its

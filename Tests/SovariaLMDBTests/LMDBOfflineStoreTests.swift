@@ -23,7 +23,7 @@ import Testing
         let folder = try TemporaryFolder()
         let store = try LMDBOfflineStore(directory: folder.url)
         #expect(store.isPersistent)
-        #expect(store.capabilities == [.atomicBatch, .persistent, .orderedScan, .compaction])
+        #expect(store.capabilities == [.atomicBatch, .persistent, .orderedScan, .compaction, .byteValues])
     }
 
     @Test func createsAMissingFolderPrivately() throws {

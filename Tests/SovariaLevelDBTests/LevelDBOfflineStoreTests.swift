@@ -30,7 +30,7 @@ import Testing
     @Test func reportsEveryCapability() throws {
         let folder = try TemporaryFolder()
         let store = try LevelDBOfflineStore(directory: folder.child("db"))
-        #expect(store.capabilities == [.atomicBatch, .persistent, .orderedScan, .compaction])
+        #expect(store.capabilities == [.atomicBatch, .persistent, .orderedScan, .compaction, .byteValues])
         #expect(store.isPersistent)
         #expect(store.durability == .synced)
     }

@@ -20,7 +20,7 @@ import Testing
 
     @Test func declaresNativeCapabilities() async throws {
         let store = try await PostgresTestStores.make()
-        #expect(store.capabilities == [.atomicBatch, .persistent, .orderedScan, .compaction])
+        #expect(store.capabilities == [.atomicBatch, .persistent, .orderedScan, .compaction, .byteValues])
         #expect(store.isPersistent)
         #expect(store.durability == .synced)
         #expect(store.table.hasPrefix("t_"))

@@ -31,7 +31,7 @@ import Testing
     @Test func declaresNativeCapabilities() throws {
         let folder = try TemporaryFolder()
         let store = try SQLiteOfflineStore(fileURL: folder.child("store.sqlite"))
-        #expect(store.capabilities == [.atomicBatch, .persistent, .orderedScan, .compaction])
+        #expect(store.capabilities == [.atomicBatch, .persistent, .orderedScan, .compaction, .byteValues])
         #expect(store.isPersistent)
         #expect(store.durability == .synced)
     }

@@ -112,19 +112,20 @@ import Testing
         #expect(try await store.entries("sov:", after: nil, limit: 1) == [StoreEntry(key: "sov:mine", value: "mine")])
     }
 
-    @Test func valueMovedToAnotherKeyFails() async throws {
-        let inner = MemoryOfflineStore()
+    @Test(arguments: StoredForm.allCases)
+    func valueMovedToAnotherKeyFails(_ form: StoredForm) async throws {
+        let inner = form.innerStore()
         let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
         try await store.set("sov:cache:alice", "alice's feed")
-        try await inner.set("sov:cache:bob", try #require(try await inner.get("sov:cache:alice")))
+        try await inner.set("sov:cache:bob", data: try #require(try await inner.data("sov:cache:alice")))
 
         let error = try await decryptionError { _ = try await store.get("sov:cache:bob") }
         #expect(error.key == "sov:cache:bob")
         #expect(try await store.get("sov:cache:alice") == "alice's feed")
     }
 
-    @Test func everyChangedCharacterFails() async throws {
-        let inner = MemoryOfflineStore()
+    @Test func everyChangedCharacterOfTheTextFormFails() async throws {
+        let inner = StoredForm.text.innerStore()
         let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
         try await store.set("k", "a value worth protecting")
         try await store.set("untouched", "still here")
@@ -141,18 +142,38 @@ import Testing
         #expect(try await store.get("untouched") == "still here")
     }
 
-    @Test func truncatedOrExtendedValueFails() async throws {
-        let inner = MemoryOfflineStore()
+    @Test func everyChangedByteOfTheByteFormFails() async throws {
+        let inner = StoredForm.bytes.innerStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        try await store.set("k", data: Data([0xFF, 0x00, 0x61]))
+        try await store.set("untouched", "still here")
+        let stored = try #require(try await inner.data("k"))
+        #expect(stored.first == 2, "the byte form starts with its version")
+        for index in stored.indices {
+            for flip: UInt8 in [0x01, 0x80, 0xFF] {
+                var changed = stored
+                changed[index] ^= flip
+                try await inner.set("k", data: changed)
+                let error = try await decryptionError { _ = try await store.data("k") }
+                #expect(error.key == "k", "byte \(index) xor \(flip)")
+            }
+        }
+        #expect(try await store.get("untouched") == "still here")
+    }
+
+    @Test(arguments: StoredForm.allCases)
+    func truncatedOrExtendedValueFails(_ form: StoredForm) async throws {
+        let inner = form.innerStore()
         let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
         try await store.set("k", "short")
-        let stored = try #require(try await inner.get("k"))
-        var damaged = (0..<stored.count).map { String(stored.prefix($0)) }  // every truncation, "" included
-        damaged += (1..<stored.count).map { String(stored.dropFirst($0)) }
-        damaged += [stored + "A", stored + "AAAA", stored + "="]
+        let stored = try #require(try await inner.data("k"))
+        var damaged = (0..<stored.count).map { Data(stored.prefix($0)) }  // every truncation, empty included
+        damaged += (1..<stored.count).map { Data(stored.dropFirst($0)) }
+        damaged += [stored + Data("A".utf8), stored + Data("AAAA".utf8), stored + Data("=".utf8)]
         for value in damaged {
-            try await inner.set("k", value)
+            try await inner.set("k", data: value)
             let error = try await decryptionError { _ = try await store.get("k") }
-            #expect(error.key == "k", "stored form damaged to \(value.debugDescription)")
+            #expect(error.key == "k", "stored form damaged to \(value.count) bytes")
         }
     }
 
@@ -162,6 +183,13 @@ import Testing
         for plain in ["hello", "v1:", "v2:AAAA", #"{"json":true}"#] {
             try await inner.set("plain", plain)
             let error = try await decryptionError { _ = try await store.get("plain") }
+            #expect(error.key == "plain")
+        }
+        for plain in [
+            Data([2]), Data([2] + [UInt8](repeating: 0, count: 40)), Data([2] + [UInt8](repeating: 7, count: 60)),
+        ] {
+            try await inner.set("plain", data: plain)
+            let error = try await decryptionError { _ = try await store.data("plain") }
             #expect(error.key == "plain")
         }
     }
@@ -176,24 +204,26 @@ import Testing
         try await store.set("sov:a", secret)
         try await store.write([.set(key: "sov:b", value: secret), .set(key: "sov:c", value: secret + secret)])
         try await store.set("sov:d", String(repeating: secret, count: 100))
+        try await store.set("sov:e", data: Data(secret.utf8))
 
         for contents in try folder.allFileContents() { #expect(contents.range(of: Data("hunter2".utf8)) == nil) }
-        // Entry files ("k<hex>"): the file store's 12-byte header (magic, checksum), then the sealed form.
+        // Entry files ("k<hex>"): the file store's 12-byte header (magic, checksum), then the byte form.
         let entries = try folder.allFileContents { $0.hasPrefix("k") }
-        #expect(entries.count == 4)
-        for contents in entries { #expect(contents.dropFirst(12).starts(with: Data("v1:".utf8))) }
+        #expect(entries.count == 5)
+        for contents in entries { #expect(contents.dropFirst(12).first == 2) }
         #expect(try await store.get("sov:c") == secret + secret)
     }
 
-    @Test func writingTheSameValueTwiceStoresTwoDifferentForms() async throws {
-        let inner = MemoryOfflineStore()
+    @Test(arguments: StoredForm.allCases)
+    func writingTheSameValueTwiceStoresTwoDifferentForms(_ form: StoredForm) async throws {
+        let inner = form.innerStore()
         let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
         try await store.set("k", "same")
-        let first = try #require(try await inner.get("k"))
+        let first = try #require(try await inner.data("k"))
         try await store.set("k", "same")
-        let second = try #require(try await inner.get("k"))
+        let second = try #require(try await inner.data("k"))
         try await store.write([.set(key: "k2", value: "same")])
-        let third = try #require(try await inner.get("k2"))
+        let third = try #require(try await inner.data("k2"))
 
         #expect(first != second)
         #expect(Set([first, second, third]).count == 3)
@@ -202,8 +232,20 @@ import Testing
     }
 
     @Test(arguments: [0, 1, 2, 3, 100, 1_024, 4_096])
-    func storedFormCostsWhatTheDocsSay(valueBytes: Int) async throws {
-        let inner = MemoryOfflineStore()
+    func theByteFormCostsWhatTheDocsSay(valueBytes: Int) async throws {
+        let inner = StoredForm.bytes.innerStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        let value = Data((0..<valueBytes).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try await store.set("k", data: value)
+        let stored = try #require(try await inner.data("k"))
+        // 0x02, nonce (24), ciphertext (n), tag (16).
+        #expect(stored.count == valueBytes + 41)
+        #expect(try await store.data("k") == value)
+    }
+
+    @Test(arguments: [0, 1, 2, 3, 100, 1_024, 4_096])
+    func theTextFormCostsWhatTheDocsSay(valueBytes: Int) async throws {
+        let inner = StoredForm.text.innerStore()
         let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
         let value = String(repeating: "x", count: valueBytes)
         try await store.set("k", value)
@@ -215,11 +257,44 @@ import Testing
         #expect(try await store.get("k") == value)
     }
 
+    @Test func bytesThatAreNotUTF8TravelInTheTextFormOverAStoreOfText() async throws {
+        let inner = StoredForm.text.innerStore()
+        let store = EncryptedOfflineStore(wrapping: inner, key: try EncryptionKey.random())
+        #expect(store.capabilities.contains(.byteValues))
+        let bytes = Data([0xFF, 0x00, 0xC3, 0xED, 0xA0, 0x80])
+        try await store.set("k", data: bytes)
+        try await store.write([.setData(key: "k2", data: bytes)])
+        #expect(try #require(try await inner.get("k")).hasPrefix("v1:"))
+        #expect(try await store.data("k") == bytes)
+        #expect(try await store.dataEntries("k", after: nil, limit: 5).map(\.data) == [bytes, bytes])
+        let error = await #expect(throws: OfflineStoreError.self) { _ = try await store.get("k") }
+        #expect(error?.code == .notUTF8)
+        #expect(error?.key == "k")
+    }
+
+    @Test func textFormValuesOfEarlierVersionsStillReadOverAStoreOfBytes() async throws {
+        let key = try EncryptionKey(bytes: Self.keyBytes)
+        let text = StoredForm.text.innerStore()
+        try await EncryptedOfflineStore(wrapping: text, key: key).set("sov:old", "written as v1 é\0")
+        let bytes = MemoryOfflineStore()
+        try await bytes.set("sov:old", try #require(try await text.get("sov:old")))
+        let store = EncryptedOfflineStore(wrapping: bytes, key: key)
+        #expect(try await store.get("sov:old") == "written as v1 é\0")
+        #expect(
+            try await store.entries("sov:", after: nil, limit: 5) == [
+                StoreEntry(key: "sov:old", value: "written as v1 é\0")
+            ])
+        try await store.set("sov:old", "rewritten")
+        #expect(try #require(try await bytes.data("sov:old")).first == 2, "a new write uses the byte form")
+        #expect(try await store.get("sov:old") == "rewritten")
+    }
+
     @Test func passesCapabilitiesAndPersistenceThrough() async throws {
         let folder = try TemporaryFolder()
         let file = FileOfflineStore(directory: folder.child("store"))
         let key = try EncryptionKey.random()
         #expect(EncryptedOfflineStore(wrapping: file, key: key).capabilities == file.capabilities)
+        #expect(EncryptedOfflineStore(wrapping: StoredForm.text.innerStore(), key: key).capabilities == [.byteValues])
         #expect(EncryptedOfflineStore(wrapping: file, key: key).isPersistent)
         #expect(!EncryptedOfflineStore(wrapping: MemoryOfflineStore(), key: key).isPersistent)
     }
@@ -344,7 +419,7 @@ import Testing
             _ = try await EncryptedOfflineStore(wrapping: newInner, key: oldKey).get("sov:queue:0001")
         }
         #expect(error.key == "sov:queue:0001")
-        #expect(try await newInner.get("sov:queue:0001") != oldInner.get("sov:queue:0001"))
+        #expect(try await newInner.data("sov:queue:0001") != oldInner.data("sov:queue:0001"))
     }
 
     @Test func rotatesAPassphraseWithoutCopyingTheOldSettings() async throws {
@@ -373,6 +448,30 @@ import Testing
         #expect(error.code == .decryptionFailed, "\(error)", sourceLocation: sourceLocation)
         return error
     }
+}
+
+/// The form the encrypted store writes: bytes over a store that takes them, text over one that keeps text only.
+enum StoredForm: CaseIterable, Sendable, CustomTestStringConvertible {
+    case bytes, text
+
+    func innerStore() -> any OfflineStore {
+        switch self {
+        case .bytes: MemoryOfflineStore()
+        case .text: TextOnlyStore()
+        }
+    }
+
+    var testDescription: String { "\(self)" }
+}
+
+/// A store built on the four seed methods only: no byte values, so the encrypted store keeps its text form here.
+final class TextOnlyStore: OfflineStore {
+    private let inner = MemoryOfflineStore()
+
+    func get(_ key: String) async throws -> String? { try await inner.get(key) }
+    func set(_ key: String, _ value: String) async throws { try await inner.set(key, value) }
+    func delete(_ key: String) async throws { try await inner.delete(key) }
+    func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
 }
 
 extension TemporaryFolder {

@@ -59,7 +59,8 @@ import Testing
             "encrypted+sqlite:\(folder.url.path)/a.sqlite", using: Self.schemes, secrets: StoreSecrets(key: key))
         #expect(try await byKey.get("sov:k") == "secret")
         let engine = try await OfflineStores.open("sqlite:\(folder.url.path)/a.sqlite", using: Self.schemes)
-        #expect(try await engine.get("sov:k") != "secret")
+        let sealed = try #require(try await engine.data("sov:k"))
+        #expect(sealed.range(of: Data("secret".utf8)) == nil)
 
         var secrets = StoreSecrets()
         secrets.environment = ["SOVARIA_PASSPHRASE": "correct horse"]

@@ -35,6 +35,25 @@ import Testing
         #expect(other.hasPrefix("c1:") && other.hasSuffix(":value") && other != "c1:8181fb7fddf1216a:value")
     }
 
+    @Test func storesBytesInTheSameFormAndChecksThem() async throws {
+        let inner = MemoryOfflineStore()
+        let store = ChecksummedOfflineStore(wrapping: inner)
+        try await store.set("sov:key", data: Data("value".utf8))
+        #expect(try await inner.get("sov:key") == "c1:8181fb7fddf1216a:value", "bytes of a string: the string's form")
+        let binary = Data([0xFF, 0x00, 0xC3])
+        try await store.write([.setData(key: "sov:bin", data: binary)])
+        let stored = try #require(try await inner.data("sov:bin"))
+        #expect(stored.prefix(3) == Data("c1:".utf8) && stored.suffix(4) == Data([0x3A]) + binary)
+        #expect(try await store.data("sov:bin") == binary)
+        #expect(try await store.dataEntries("sov:", after: nil, limit: 5).map(\.data) == [binary, Data("value".utf8)])
+        var changed = stored
+        changed[changed.count - 1] ^= 0x01
+        try await inner.set("sov:bin", data: changed)
+        let error = await #expect(throws: OfflineStoreError.self) { _ = try await store.data("sov:bin") }
+        #expect(error?.code == .corrupt)
+        #expect(error?.key == "sov:bin")
+    }
+
     @Test func returnsEveryValueByteForByte() async throws {
         let store = ChecksummedOfflineStore(wrapping: MemoryOfflineStore())
         // A value that starts with a combining mark must not merge with the form's ":".

@@ -35,7 +35,68 @@ import Testing
         }
     }
 
+    /// Says it takes bytes (it forwards the inner store's capabilities) but forwards only the four
+    /// string methods: the protocol's defaults then refuse bytes that are not UTF-8.
+    final class ForgetfulWrapper: OfflineStore {
+        let inner = MemoryOfflineStore()
+        var capabilities: StoreCapabilities { inner.capabilities }
+        func get(_ key: String) async throws -> String? { try await inner.get(key) }
+        func set(_ key: String, _ value: String) async throws { try await inner.set(key, value) }
+        func delete(_ key: String) async throws { try await inner.delete(key) }
+        func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
+        func write(_ batch: [StoreWrite]) async throws { try await inner.write(batch) }
+    }
+
+    /// Keeps bytes, but its string read repairs what is not UTF-8 instead of throwing.
+    final class RepairingStore: OfflineStore {
+        let inner = MemoryOfflineStore()
+        var capabilities: StoreCapabilities { inner.capabilities }
+        func get(_ key: String) async throws -> String? {
+            try await inner.data(key).map { String(decoding: $0, as: UTF8.self) }
+        }
+        func data(_ key: String) async throws -> Data? { try await inner.data(key) }
+        func set(_ key: String, _ value: String) async throws { try await inner.set(key, value) }
+        func set(_ key: String, data: Data) async throws { try await inner.set(key, data: data) }
+        func delete(_ key: String) async throws { try await inner.delete(key) }
+        func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
+        func write(_ batch: [StoreWrite]) async throws { try await inner.write(batch) }
+        func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+            try await inner.dataEntries(prefix, after: after, limit: limit)
+        }
+    }
+
+    /// A batch that forgets its byte writes, as an exhaustive `if case .set` would.
+    final class DroppingByteWritesStore: OfflineStore {
+        let inner = MemoryOfflineStore()
+        var capabilities: StoreCapabilities { inner.capabilities }
+        func get(_ key: String) async throws -> String? { try await inner.get(key) }
+        func data(_ key: String) async throws -> Data? { try await inner.data(key) }
+        func set(_ key: String, _ value: String) async throws { try await inner.set(key, value) }
+        func set(_ key: String, data: Data) async throws { try await inner.set(key, data: data) }
+        func delete(_ key: String) async throws { try await inner.delete(key) }
+        func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
+        func write(_ batch: [StoreWrite]) async throws {
+            try await inner.write(batch.filter { if case .setData = $0 { false } else { true } })
+        }
+    }
+
     static let shared = MemoryOfflineStore()
+
+    @Test func catchesAWrapperThatForgetsTheByteMethods() async {
+        let failures = await OfflineStoreConformance.run(StoreFactory("forgetful") { _ in ForgetfulWrapper() })
+        let failed = Set(failures.map(\.check))
+        #expect(failed.isSuperset(of: ["bytesKeepEveryByte", "stringReadsOfBytesThrowNotUTF8"]))
+    }
+
+    @Test func catchesAStringReadThatRepairsBytes() async {
+        let failures = await OfflineStoreConformance.run(StoreFactory("repairing") { _ in RepairingStore() })
+        #expect(failures.map(\.check) == ["stringReadsOfBytesThrowNotUTF8"])
+    }
+
+    @Test func catchesABatchThatDropsByteWrites() async {
+        let failures = await OfflineStoreConformance.run(StoreFactory("dropping") { _ in DroppingByteWritesStore() })
+        #expect(Set(failures.map(\.check)).contains("batchesMixStringsAndBytes"))
+    }
 
     @Test func catchesCharacterKeyedStore() async {
         let failures = await OfflineStoreConformance.run(StoreFactory("broken") { _ in CharacterKeyedStore() })

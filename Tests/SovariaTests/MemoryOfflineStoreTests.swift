@@ -13,6 +13,6 @@ import Testing
     @Test func isNotPersistentAndHasAtomicBatches() {
         let store = MemoryOfflineStore()
         #expect(!store.isPersistent)
-        #expect(store.capabilities == [.atomicBatch])
+        #expect(store.capabilities == [.atomicBatch, .byteValues])
     }
 }

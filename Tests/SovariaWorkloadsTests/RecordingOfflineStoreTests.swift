@@ -33,7 +33,7 @@ import Testing
         #expect(store.capabilities == inner.capabilities)
         #expect(store.isPersistent)
         let memory = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: folder.child("m.sovtrace"))
-        #expect(memory.capabilities == [.atomicBatch] && !memory.isPersistent)
+        #expect(memory.capabilities == [.atomicBatch, .byteValues] && !memory.isPersistent)
     }
 
     // MARK: - What is recorded

@@ -1,4 +1,5 @@
 import CLMDB
+import Foundation
 import Sovaria
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Sovaria
 extension LMDBEnvironment {
     /// The value stored under `key`, copied out of the map, or `nil`. Runs on the calling thread.
     func value(for key: String) throws -> String? {
-        try withValue(for: key) { bytes in try String(copyingUTF8: bytes, "value") }
+        try withValue(for: key) { bytes in try StoreValue.string(bytes, key: key, engine: .lmdb) }
     }
 
     /// Calls `visit` with the bytes of the value stored under `key`, in the map, inside the read
@@ -109,15 +110,30 @@ extension LMDBEnvironment {
     /// Up to `limit` entries that start with `prefix` and sort after `after`, in byte order; `nil`
     /// as soon as their keys and values pass `maxBytes` (the caller reads the page elsewhere).
     func entries(prefix: String, after: String?, limit: Int, maxBytes: Int) throws -> [StoreEntry]? {
-        var entries: [StoreEntry] = []
+        try entries(prefix: prefix, after: after, limit: limit, maxBytes: maxBytes) { key, value in
+            StoreEntry(key: key, value: try StoreValue.string(value, key: key, engine: .lmdb))
+        }
+    }
+
+    /// ``entries(prefix:after:limit:maxBytes:)`` with the values copied out as bytes.
+    func dataEntries(prefix: String, after: String?, limit: Int, maxBytes: Int) throws -> [StoreDataEntry]? {
+        try entries(prefix: prefix, after: after, limit: limit, maxBytes: maxBytes) { key, value in
+            StoreDataEntry(key: key, data: Data(value))
+        }
+    }
+
+    private func entries<Entry>(
+        prefix: String, after: String?, limit: Int, maxBytes: Int,
+        _ entry: (String, UnsafeRawBufferPointer) throws -> Entry
+    ) throws -> [Entry]? {
+        var entries: [Entry] = []
         entries.reserveCapacity(min(limit, 1_024))
         var bytes = 0
         do {
             try scan(prefix: prefix, after: after, limit: limit) { key, value in
                 bytes += key.mv_size + value.mv_size
                 guard bytes <= maxBytes else { throw PageTooLarge() }
-                let key = try key.string("key")
-                entries.append(StoreEntry(key: key, value: try value.string("value", key: key)))
+                entries.append(try entry(try key.string("key"), value.bytes))
             }
         } catch is PageTooLarge {
             return nil

@@ -106,19 +106,36 @@ final class LevelDBHandle: @unchecked Sendable {
         Self.registry.didClose(path)
     }
 
-    /// The value stored under `key`, or `nil`.
+    /// The value stored under `key`, or `nil`; ``OfflineStoreError/Code/notUTF8`` when it is bytes
+    /// that are not UTF-8.
     func get(_ key: UnsafeBufferPointer<UInt8>) throws(OfflineStoreError) -> String? {
+        guard let (found, length) = try fetch(key) else { return nil }
+        defer { leveldb_free(found) }
+        return try StoreValue.string(
+            UnsafeRawBufferPointer(start: found, count: length), key: Self.name(key), engine: .leveldb)
+    }
+
+    /// Calls `body` with the bytes of the value stored under `key` (LevelDB's copy, freed after
+    /// `body` returns); `nil` when there is none.
+    func withValue<Result>(
+        _ key: UnsafeBufferPointer<UInt8>, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) throws -> Result? {
+        guard let (found, length) = try fetch(key) else { return nil }
+        defer { leveldb_free(found) }
+        return try body(UnsafeRawBufferPointer(start: found, count: length))
+    }
+
+    /// LevelDB's copy of the value of `key` and its length, which the caller frees; `nil` when
+    /// there is none.
+    private func fetch(
+        _ key: UnsafeBufferPointer<UInt8>
+    ) throws(OfflineStoreError) -> (UnsafeMutablePointer<CChar>, Int)? {
         var length = 0
         let found = try checkLevelDB("Reading a key", path: path, key: Self.name(key)) { errorPointer in
             leveldb_get(database, readOptions, key.cChars, key.count, &length, errorPointer)
         }
         // NULL without an error is "not found"; an empty value is a non-NULL pointer and length 0.
-        guard let found else { return nil }
-        defer { leveldb_free(found) }
-        guard let value = String(validatingBytes: found, count: length) else {
-            throw OfflineStoreError.leveldbNotUTF8(path: path, key: Self.name(key))
-        }
-        return value
+        return found.map { ($0, length) }
     }
 
     /// Stores `value` under `key`; with `sync`, on stable storage before returning.

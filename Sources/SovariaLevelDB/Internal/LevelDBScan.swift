@@ -1,4 +1,5 @@
 import CLevelDB
+import Foundation
 import Sovaria
 import SovariaPlumbing
 
@@ -20,18 +21,30 @@ final class LevelDBScan: @unchecked Sendable {
     /// `nil` once the walk ended and the iterator was destroyed.
     private var iterator: OpaquePointer?
     private let prefix: [UInt8]
-    private let includeValues: Bool
+    private let reading: Reading
     private var remaining: Int
     /// The keys read so far, in byte order.
     private(set) var keys: [String] = []
-    /// The values of ``keys``, when the scan reads values.
+    /// The values of ``keys``, when the scan reads them as strings.
     private(set) var values: [String] = []
+    /// The values of ``keys``, when the scan reads them as bytes.
+    private(set) var dataValues: [Data] = []
+
+    /// What a scan reads besides the keys.
+    enum Reading {
+        /// Keys only.
+        case keys
+        /// Values as strings: one that is not UTF-8 throws ``OfflineStoreError/Code/notUTF8``.
+        case strings
+        /// Values as bytes.
+        case bytes
+    }
 
     /// Positions a scan at the first key that starts with `prefix` and sorts after `after`.
-    init(handle: LevelDBHandle, prefix: String, after: String?, limit: Int, includeValues: Bool) {
+    init(handle: LevelDBHandle, prefix: String, after: String?, limit: Int, reading: Reading) {
         self.handle = handle
         self.prefix = Array(prefix.utf8)
-        self.includeValues = includeValues
+        self.reading = reading
         remaining = max(limit, 0)
         let iterator = handle.makeIterator()
         self.iterator = iterator
@@ -62,11 +75,14 @@ final class LevelDBScan: @unchecked Sendable {
         // Appends go to locals, not to the properties: no exclusivity check per entry.
         var keys = self.keys
         var values = self.values
+        var dataValues = self.dataValues
         self.keys = []
         self.values = []
+        self.dataValues = []
         defer {
             self.keys = keys
             self.values = values
+            self.dataValues = dataValues
         }
         var entries = 0
         var bytes = 0
@@ -78,13 +94,15 @@ final class LevelDBScan: @unchecked Sendable {
             guard let keyString = String(validatingBytes: key.cChars, count: key.count) else {
                 throw OfflineStoreError.leveldbNotUTF8(path: handle.path, key: LevelDBHandle.name(key))
             }
-            if includeValues {
+            if reading != .keys {
                 var valueLength = 0
-                let value = leveldb_iter_value(iterator, &valueLength)
-                guard let valueString = String(validatingBytes: value, count: valueLength) else {
-                    throw OfflineStoreError.leveldbNotUTF8(path: handle.path, key: keyString)
+                let value = UnsafeRawBufferPointer(
+                    start: leveldb_iter_value(iterator, &valueLength), count: valueLength)
+                if reading == .bytes {
+                    dataValues.append(Data(value))
+                } else {
+                    values.append(try StoreValue.string(value, key: keyString, engine: .leveldb))
                 }
-                values.append(valueString)
                 bytes += valueLength
             }
             keys.append(keyString)
@@ -109,6 +127,11 @@ final class LevelDBScan: @unchecked Sendable {
     /// The entries read, key with value.
     var entries: [StoreEntry] {
         zip(keys, values).map { StoreEntry(key: $0, value: $1) }
+    }
+
+    /// The entries read, key with value as bytes.
+    var dataEntries: [StoreDataEntry] {
+        zip(keys, dataValues).map { StoreDataEntry(key: $0, data: $1) }
     }
 
     /// Checks the iterator's status (a read error ends a walk like the end of the data does) and

@@ -1,3 +1,4 @@
+import Foundation
 import Sovaria
 
 /// A read-only connection with its prepared reads.
@@ -29,7 +30,7 @@ final class SQLiteReader: @unchecked Sendable {
         defer { selectValue.reset() }
         try selectValue.bind(key, at: 1, key: key)
         guard try selectValue.step(key: key) else { return nil }
-        return try selectValue.string(at: 0, what: "value", key: key)
+        return try StoreValue.string(selectValue.bytes(at: 0), key: key, engine: .sqlite)
     }
 
     /// Calls `visit` with the bytes of the value stored under `key`, as SQLite holds them in the
@@ -54,14 +55,28 @@ final class SQLiteReader: @unchecked Sendable {
 
     /// Up to `limit` entries in `range`, in byte order of their keys.
     func entries(in range: StoreKeyRange, limit: Int) throws(OfflineStoreError) -> [StoreEntry] {
+        try entries(in: range, limit: limit) { (key, value) throws(OfflineStoreError) in
+            StoreEntry(key: key, value: try StoreValue.string(value, key: key, engine: .sqlite))
+        }
+    }
+
+    /// Up to `limit` entries in `range` with their values as bytes, in byte order of their keys.
+    func dataEntries(in range: StoreKeyRange, limit: Int) throws(OfflineStoreError) -> [StoreDataEntry] {
+        try entries(in: range, limit: limit) { key, value in StoreDataEntry(key: key, data: Data(value)) }
+    }
+
+    private func entries<Entry>(
+        in range: StoreKeyRange, limit: Int,
+        _ entry: (String, UnsafeRawBufferPointer) throws(OfflineStoreError) -> Entry
+    ) throws(OfflineStoreError) -> [Entry] {
         defer { selectEntries.reset() }
         try selectEntries.bind(range.lowerBound, at: 1)
         try selectEntries.bind(range.upperBound, at: 2)
         try selectEntries.bind(limit, at: 3)
-        var entries: [StoreEntry] = []
+        var entries: [Entry] = []
         while try selectEntries.step() {
             let key = try selectEntries.string(at: 0, what: "key")
-            entries.append(StoreEntry(key: key, value: try selectEntries.string(at: 1, what: "value", key: key)))
+            entries.append(try entry(key, selectEntries.bytes(at: 1)))
         }
         return entries
     }
