@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "SovariaSync", targets: ["SovariaSync"]),
         .library(name: "SovariaHTTP", targets: ["SovariaHTTP"]),
         .library(name: "SovariaFiles", targets: ["SovariaFiles"]),
+        .library(name: "SovariaObjects", targets: ["SovariaObjects"]),
         .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
         .executable(name: "sovaria", targets: ["sovaria"]),
     ],
@@ -74,13 +75,15 @@ let package = Package(
         .target(name: "SovariaHTTP", dependencies: ["SovariaPlumbing", "SovariaSync", "SovariaCache", "SovariaQueue"]),
         // The file cache (seed 000): files in a folder, their metadata in any `OfflineStore`.
         .target(name: "SovariaFiles", dependencies: ["SovariaPlumbing", "Sovaria"]),
+        // Codable objects by id in any `OfflineStore`, their changes and an observable model (issue 39).
+        .target(name: "SovariaObjects", dependencies: ["Sovaria"]),
 
         .executableTarget(
             name: "sovaria-bench",
             dependencies: [
                 "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
                 "SovariaLevelDB", "SovariaSodium", "SovariaPostgres", "SovariaFiles", "SovariaHTTP",
-                "SovariaWorkloads", "SovariaPlumbing", "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
+                "SovariaObjects", "SovariaWorkloads", "SovariaPlumbing", "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
                 // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
                 "SovariaTestServers",
             ],
@@ -187,6 +190,12 @@ let package = Package(
                 "SovariaTestEngines",
                 "SovariaFiles", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
                 "SovariaSodium",
+            ]
+        ),
+        .testTarget(
+            name: "SovariaObjectsTests",
+            dependencies: [
+                "SovariaTestEngines", "SovariaObjects", "Sovaria", "SovariaTestKit", "SovariaTestServers",
             ]
         ),
         .testTarget(

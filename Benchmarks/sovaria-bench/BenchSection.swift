@@ -9,6 +9,7 @@ enum BenchSection: String, CaseIterable {
     case fileCache = "file-cache"
     case localFirst = "local-first"
     case writers = "concurrent-writers"
+    case objects
     case workload
 
     static var allNames: [String] { allCases.map(\.rawValue) }
@@ -24,6 +25,7 @@ enum BenchSection: String, CaseIterable {
         case .fileCache: "File cache: downloads, a pass, open, download latency while passes run"
         case .localFirst: "Local-first reads: a cached 1,000-row list with pending writes overlaid; a live query"
         case .writers: "Concurrent synced writers on one store (group commit): writes per second against one writer"
+        case .objects: "Codable objects: ObjectStore against JSONEncoder/Decoder and the byte API by hand, same engine"
         case .workload:
             "YCSB workloads A–F (and traces): every store on one operation stream, the C library on the same"
         }

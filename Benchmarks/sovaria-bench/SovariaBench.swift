@@ -77,6 +77,9 @@ enum SovariaBench {
         if options.runs(.writers) {
             report.measurements += try await WritersSection(options: options, progress: progress).run()
         }
+        if options.runs(.objects) {
+            report.measurements += try await ObjectsSection(options: options, progress: progress).run()
+        }
         if options.runs(.workload) {
             report.measurements += try await WorkloadSection(options: options, progress: progress).run()
         }

@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 MODULES = [
     "Foundation", "Observation", "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaHTTP",
-    "SovariaFiles", "SovariaSodium", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres",
+    "SovariaFiles", "SovariaObjects", "SovariaSodium", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres",
 ]
 C_MODULES = ["CSQLite", "CLMDB", "CLevelDB", "CSodium", "CLibPQ"]
 

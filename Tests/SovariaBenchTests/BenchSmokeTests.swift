@@ -56,7 +56,7 @@ import Testing
         #expect(
             sections == [
                 "store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache", "local-first",
-                "concurrent-writers", "workload",
+                "concurrent-writers", "objects", "workload",
             ])
         let workloads = report.measurements.filter { $0.section == "workload" && $0.operation == "all operations" }
         for letter in ["A", "B", "C", "D", "E", "F"] {
