@@ -10,6 +10,7 @@ enum BenchSection: String, CaseIterable {
     case localFirst = "local-first"
     case writers = "concurrent-writers"
     case workload
+    case bytes
 
     static var allNames: [String] { allCases.map(\.rawValue) }
 
@@ -26,6 +27,8 @@ enum BenchSection: String, CaseIterable {
         case .writers: "Concurrent synced writers on one store (group commit): writes per second against one writer"
         case .workload:
             "YCSB workloads A–F (and traces): every store on one operation stream, the C library on the same"
+        case .bytes:
+            "Byte values: set(data:)/data() against a same-length string and against base64 in a string, same run"
         }
     }
 }
