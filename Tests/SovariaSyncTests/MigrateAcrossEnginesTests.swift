@@ -81,20 +81,17 @@ import Testing
     /// `count` bytes of a SplitMix64 stream seeded with `seed`.
     static func randomBytes(count: Int, seed: UInt64) -> Data {
         var state = seed
-        var data = Data(count: count)
+        // Eight bytes a step, written as words: 64 MiB takes a moment even in a debug build.
+        var data = Data(count: (count + 7) / 8 * 8)
         data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
-            var offset = 0
-            while offset < count {
+            for offset in stride(from: 0, to: buffer.count, by: 8) {
                 state &+= 0x9E37_79B9_7F4A_7C15
                 var mixed = (state ^ (state >> 30)) &* 0xBF58_476D_1CE4_E5B9
                 mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-                mixed ^= mixed >> 31
-                for shift in stride(from: 0, to: 64, by: 8) where offset < count {
-                    buffer[offset] = UInt8(truncatingIfNeeded: mixed >> UInt64(shift))
-                    offset += 1
-                }
+                buffer.storeBytes(of: (mixed ^ (mixed >> 31)).littleEndian, toByteOffset: offset, as: UInt64.self)
             }
         }
+        data.count = count
         return data
     }
 }
