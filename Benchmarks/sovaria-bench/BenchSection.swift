@@ -11,6 +11,7 @@ enum BenchSection: String, CaseIterable {
     case writers = "concurrent-writers"
     case objects
     case workload
+    case bytes
 
     static var allNames: [String] { allCases.map(\.rawValue) }
 
@@ -28,6 +29,8 @@ enum BenchSection: String, CaseIterable {
         case .objects: "Codable objects: ObjectStore against JSONEncoder/Decoder and the byte API by hand, same engine"
         case .workload:
             "YCSB workloads A–F (and traces): every store on one operation stream, the C library on the same"
+        case .bytes:
+            "Byte values: set(data:)/data() against a same-length string and against base64 in a string, same run"
         }
     }
 }

@@ -13,7 +13,8 @@ struct Report: Codable {
         for row in measurements { index[key(row.subject, row)] = row }
         for position in measurements.indices {
             let row = measurements[position]
-            guard let baseline = Self.baseline(of: row.subject), let base = index[key(baseline, row)],
+            // A row whose section set its own ratio (caller, bytes) keeps it.
+            guard row.ratio == nil, let baseline = Self.baseline(of: row.subject), let base = index[key(baseline, row)],
                 base.p50Nanoseconds > 0, base.nanosecondsPerOp > 0
             else { continue }
             measurements[position].ratio = row.p50Nanoseconds / base.p50Nanoseconds

@@ -83,6 +83,9 @@ enum SovariaBench {
         if options.runs(.workload) {
             report.measurements += try await WorkloadSection(options: options, progress: progress).run()
         }
+        if options.runs(.bytes) {
+            report.measurements += try await BytesSection(options: options, progress: progress).run()
+        }
         progress.finish()
         await BenchPostgres.stop()
         report.computeRatios()

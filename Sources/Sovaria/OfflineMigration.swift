@@ -1,3 +1,5 @@
+import Foundation
+
 /// Copies offline data from one store to another: ``migrate(from:to:prefix:batchSize:)``.
 ///
 /// The offline controller, `SovariaOffline` (module `SovariaSync`), offers the same calls as
@@ -54,9 +56,10 @@ public enum OfflineMigration {
     /// Use it when an app moves its offline data from one store to another (for example from
     /// ``MemoryOfflineStore`` to a persistent one, from one engine to another, or to an
     /// encrypted store with a new key). Entries are read in pages of `batchSize` with
-    /// ``OfflineStore/entries(_:after:limit:)``, the target's entries under the prefix are read
-    /// the same way alongside them (once each), and the entries target lacks are written with
-    /// ``OfflineStore/write(_:)``, so memory stays flat however many entries there are.
+    /// ``OfflineStore/dataEntries(_:after:limit:)``, the target's entries under the prefix are read
+    /// the same way alongside them (once each), and the entries target lacks are written as bytes
+    /// (``StoreWrite/setData(key:data:)``) with ``OfflineStore/write(_:)``, so memory stays flat
+    /// however many entries there are. Values move byte for byte, strings and binary values alike.
     ///
     /// ```swift
     /// let copied = try await OfflineMigration.migrate(from: fileStore, to: sqliteStore)
@@ -93,10 +96,13 @@ public enum OfflineMigration {
     /// for entry in report.skipped { log("not copied: \(entry.key): \(entry.error)") }
     /// ```
     ///
-    /// - Important: A wrapper refuses a whole page of ``OfflineStore/entries(_:after:limit:)``
+    /// A value that is bytes but not UTF-8 is not damaged: it is copied as it is (migrate reads
+    /// bytes, never strings), so ``OfflineStoreError/Code/notUTF8`` never marks an entry damaged.
+    ///
+    /// - Important: A wrapper refuses a whole page of ``OfflineStore/dataEntries(_:after:limit:)``
     ///   when one of its values is damaged. For such a page only, migrate lists the source's
     ///   keys under the prefix (once per call, kept until it returns: memory for every key, not
-    ///   for values) and reads the page's entries one ``OfflineStore/get(_:)`` at a time. Keys
+    ///   for values) and reads the page's entries one ``OfflineStore/data(_:)`` at a time. Keys
     ///   added to the source after that listing are copied only from pages that read whole.
     /// - Important: Skipped entries stay in `source` as they are; copy them again after
     ///   repairing them, or delete them. `target` never receives a value for them.
@@ -116,7 +122,7 @@ public enum OfflineMigration {
         while true {
             let page: SourcePage
             do {
-                let entries = try await source.entries(fullPrefix, after: after, limit: pageSize)
+                let entries = try await source.dataEntries(fullPrefix, after: after, limit: pageSize)
                 page = SourcePage(entries: entries, lastKey: entries.last?.key, isFull: entries.count == pageSize)
             } catch let error as OfflineStoreError where policy == .skip && error.marksDamagedEntry {
                 page = try await readOneByOne(
@@ -138,7 +144,7 @@ public enum OfflineMigration {
     /// A page read from the source: the entries to copy, the key the next page starts after
     /// (the last key read, even when its entry was skipped), and whether more may follow.
     private struct SourcePage {
-        var entries: [StoreEntry]
+        var entries: [StoreDataEntry]
         var lastKey: String?
         var isFull: Bool
     }
@@ -162,13 +168,13 @@ public enum OfflineMigration {
             keys = ordered
         }
         let pageKeys = StoreKey.range(of: prefix, after: after, in: ordered).prefix(limit)
-        var entries: [StoreEntry] = []
+        var entries: [StoreDataEntry] = []
         entries.reserveCapacity(pageKeys.count)
         for keyBytes in pageKeys {
             let key = keyBytes.string
             do {
                 // `nil`: deleted since the listing.
-                if let value = try await source.get(key) { entries.append(StoreEntry(key: key, value: value)) }
+                if let data = try await source.data(key) { entries.append(StoreDataEntry(key: key, data: data)) }
             } catch let error as OfflineStoreError where error.marksDamagedEntry {
                 skipped.append(SkippedEntry(key: key, error: error))
             }
@@ -200,18 +206,18 @@ public enum OfflineMigration {
         /// Writes for the entries of `page` whose keys target does not have. Each page must
         /// follow the one before it in byte order, and be written before the next is asked
         /// about (migrate's writes then all sort before `cursor`, or target was read to its end).
-        mutating func missingWrites(of page: [StoreEntry]) async throws -> [StoreWrite] {
+        mutating func missingWrites(of page: [StoreDataEntry]) async throws -> [StoreWrite] {
             var writes: [StoreWrite] = []
             do {
                 for entry in page where try await !contains(entry.key) {
-                    writes.append(.set(key: entry.key, value: entry.value))
+                    writes.append(.setData(key: entry.key, data: entry.data))
                 }
             } catch let error as OfflineStoreError where error.marksDamagedEntry {
                 // A damaged value of target's refuses the page it is in: ask for each key instead,
                 // which throws only when one of this page's own keys is damaged there.
                 writes = []
-                for entry in page where try await target.get(entry.key) == nil {
-                    writes.append(.set(key: entry.key, value: entry.value))
+                for entry in page where try await target.withValue(entry.key, { _ in true }) == nil {
+                    writes.append(.setData(key: entry.key, data: entry.data))
                 }
                 buffered = []
                 position = 0
@@ -227,7 +233,8 @@ public enum OfflineMigration {
                 while position < buffered.count, precedes(buffered[position], key) { position += 1 }
                 if position < buffered.count { return buffered[position].utf8.elementsEqual(key.utf8) }
                 if reachedEnd { return false }
-                let page = try await target.entries(prefix, after: cursor, limit: pageSize)
+                // Byte pages: a target value that is not UTF-8 is no reason to fail (only keys matter).
+                let page = try await target.dataEntries(prefix, after: cursor, limit: pageSize)
                 buffered = page.map(\.key)
                 position = 0
                 if let last = buffered.last { cursor = last }
@@ -244,6 +251,7 @@ private func precedes(_ lhs: String, _ rhs: String) -> Bool {
 }
 
 extension OfflineStoreError {
-    /// Whether this error says that one entry's value cannot be read back intact.
+    /// Whether this error says that one entry's value cannot be read back intact; never
+    /// ``OfflineStoreError/Code/notUTF8``, which a byte read does not throw and which is no damage.
     fileprivate var marksDamagedEntry: Bool { code == .corrupt || code == .decryptionFailed }
 }

@@ -1,7 +1,10 @@
+import Foundation
 import Sovaria
 
-/// `sovaria dump URL [--prefix P] [--decrypt]`: every entry as a JSON Lines object
-/// `{"key":…,"value":…}` on standard output, in byte order of the keys.
+/// `sovaria dump URL [--prefix P] [--decrypt]`: every entry as a JSON Lines object on standard
+/// output, in byte order of the keys: `{"key":…,"value":…}` for a value that is valid UTF-8 (the
+/// form of every dump before byte values), `{"key":…,"base64":…}` for any other value (RFC 4648,
+/// standard alphabet, padded). The form depends only on the bytes, so every engine dumps alike.
 enum DumpCommand {
     static let usage = "sovaria dump URL [--prefix P] [--decrypt] [--key-file FILE]"
 
@@ -20,10 +23,17 @@ enum DumpCommand {
         var after: String?
         do {
             while true {
-                let page = try await opened.store.entries(prefix, after: after, limit: pageSize)
+                let page = try await opened.store.dataEntries(prefix, after: after, limit: pageSize)
                 var output: [UInt8] = []
                 for entry in page {
-                    JSONLine.object([("key", .string(entry.key)), ("value", .string(entry.value))], into: &output)
+                    let value: (String, JSONLine.Value) =
+                        if let text = String(validating: entry.data, as: UTF8.self) {
+                            ("value", .string(text))
+                        } else {
+                            // A JSON string holds text only: other bytes go as base64.
+                            ("base64", .string(entry.data.base64EncodedString()))
+                        }
+                    JSONLine.object([("key", .string(entry.key)), value], into: &output)
                 }
                 Terminal.write(output)
                 guard page.count == pageSize, let last = page.last?.key else { return }

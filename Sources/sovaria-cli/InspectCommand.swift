@@ -30,12 +30,16 @@ enum InspectCommand {
         var after: String?
         do {
             while true {
-                let page = try await store.entries("", after: after, limit: pageSize)
+                // Bytes: a value that is not UTF-8 is counted like any other.
+                let page = try await store.dataEntries("", after: after, limit: pageSize)
                 for entry in page {
                     let area = areas.firstIndex { StoreKey.hasBytePrefix(entry.key, $0.prefix) } ?? areas.count
                     counts[area].entries += 1
-                    counts[area].bytes += entry.key.utf8.count + entry.value.utf8.count
-                    if area == 0, let list = StoredResponse(key: entry.key, value: encrypted ? nil : entry.value) {
+                    counts[area].bytes += entry.key.utf8.count + entry.data.count
+                    guard area == 0 else { continue }
+                    // A cache record is JSON text: only a UTF-8 value can be one.
+                    let text = encrypted ? nil : String(validating: entry.data, as: UTF8.self)
+                    if let list = StoredResponse(key: entry.key, value: text) {
                         if oldest.map({ list.serverTime < $0.serverTime }) ?? true { oldest = list }
                         if newest.map({ list.serverTime >= $0.serverTime }) ?? true { newest = list }
                     }

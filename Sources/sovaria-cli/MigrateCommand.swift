@@ -67,7 +67,7 @@ enum MigrateCommand {
         if overwrite, !dryRun, !parsed.has("yes") {
             let targetHasEntries: Bool
             do {
-                targetHasEntries = try await !target.entries(prefix, after: nil, limit: 1).isEmpty
+                targetHasEntries = try await !target.dataEntries(prefix, after: nil, limit: 1).isEmpty
             } catch {
                 throw CommandFailure.from(error, while: "Reading \(targetLocation)")
             }
@@ -79,8 +79,8 @@ enum MigrateCommand {
 
         var after: String?
         do {
-            if let saved = try await target.get(checkpointKey),
-                let checkpoint = try? JSONDecoder().decode(Checkpoint.self, from: Data(saved.utf8))
+            if let saved = try await target.data(checkpointKey),
+                let checkpoint = try? JSONDecoder().decode(Checkpoint.self, from: saved)
             {
                 if !parsed.has("resume") {
                     note(
@@ -124,7 +124,7 @@ enum MigrateCommand {
                             : "Interrupted after \(counts.copied) entries copied; \(targetLocation) holds them and a "
                                 + "checkpoint. Run the same command with --resume to continue.")
                 }
-                let page = try await source.entries(prefix, after: after, limit: pageSize)
+                let page = try await source.dataEntries(prefix, after: after, limit: pageSize)
                 guard let last = page.last?.key else { break }
                 // --overwrite writes every entry: no need to learn which keys the target has.
                 let existing =
@@ -135,11 +135,12 @@ enum MigrateCommand {
                 var writes: [StoreWrite] = []
                 for entry in page where !StoreKey.hasBytePrefix(entry.key, "sov:meta:migrate:") {
                     counts.read += 1
-                    counts.bytes += entry.key.utf8.count + entry.value.utf8.count
+                    counts.bytes += entry.key.utf8.count + entry.data.count
                     if existing[StoreKey.Bytes(entry.key)] != nil {
                         counts.kept += 1
                     } else {
-                        writes.append(.set(key: entry.key, value: entry.value))
+                        // Bytes, not strings: binary values and strings alike arrive byte-identical.
+                        writes.append(.setData(key: entry.key, data: entry.data))
                     }
                 }
                 counts.copied += writes.count
@@ -211,7 +212,9 @@ enum MigrateCommand {
         }
     }
 
-    /// Every source entry under `prefix` read back from the target; returns how many differ.
+    /// Every source entry under `prefix` read back from the target; returns how many differ. Values
+    /// are compared as bytes: `String` `==` would call canonically equivalent strings (`"é"` and
+    /// `"e\u{301}"`) equal, and could not read a value that is not UTF-8.
     private static func compare(
         _ source: any OfflineStore, _ target: any OfflineStore, prefix: String, pageSize: Int, json: Bool
     ) async throws -> Int {
@@ -223,12 +226,12 @@ enum MigrateCommand {
                     .interrupted,
                     "Interrupted while verifying; the copy itself is complete. Run the same command again to verify.")
             }
-            let page = try await source.entries(prefix, after: after, limit: pageSize)
+            let page = try await source.dataEntries(prefix, after: after, limit: pageSize)
             guard let last = page.last?.key else { return differences }
             let copies = try await StoreRange.entries(
                 of: target, prefix: prefix, after: after, through: last, pageSize: pageSize)
             for entry in page where !StoreKey.hasBytePrefix(entry.key, "sov:meta:migrate:") {
-                guard copies[StoreKey.Bytes(entry.key)] != entry.value else { continue }
+                guard copies[StoreKey.Bytes(entry.key)] != entry.data else { continue }
                 differences += 1
                 if json {
                     Terminal.write(JSONLine.object([("event", .string("difference")), ("key", .string(entry.key))]))

@@ -69,21 +69,22 @@ enum VerifyCommand {
     }
 
     /// Reads every entry in pages of `pageSize`, calling `counted` with each page's entries and bytes.
-    /// A damaged value refuses its whole page: the rest is read one key at a time to name each.
+    /// Values are read as bytes: one that is not UTF-8 is a byte value, not damage. A damaged value
+    /// refuses its whole page: the rest is read one key at a time to name each.
     private static func readEveryEntry(
         _ store: any OfflineStore, pageSize: Int, into problems: inout [String],
         counted: (_ entries: Int, _ bytes: Int) -> Void
     ) async throws {
         var after: String?
         while true {
-            let page: [StoreEntry]
+            let page: [StoreDataEntry]
             do {
-                page = try await store.entries("", after: after, limit: pageSize)
+                page = try await store.dataEntries("", after: after, limit: pageSize)
             } catch let error as OfflineStoreError where error.code == .corrupt || error.code == .decryptionFailed {
                 try await readKeyByKey(store, after: after, into: &problems, counted: counted)
                 return
             }
-            counted(page.count, page.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count })
+            counted(page.count, page.reduce(0) { $0 + $1.key.utf8.count + $1.data.count })
             guard page.count == pageSize, let last = page.last?.key else { return }
             after = last
         }
@@ -100,8 +101,8 @@ enum VerifyCommand {
             // The keys cannot be listed past the damage (a LevelDB iterator stops at a damaged
             // block): read one entry at a time up to it, so the count says what still reads.
             var last = after
-            while let entry = try? await store.entries("", after: last, limit: 1).first {
-                counted(1, entry.key.utf8.count + entry.value.utf8.count)
+            while let entry = try? await store.dataEntries("", after: last, limit: 1).first {
+                counted(1, entry.key.utf8.count + entry.data.count)
                 last = entry.key
             }
             let position = last.map { "after \($0.debugDescription)" } ?? "before the first entry"
@@ -121,8 +122,8 @@ enum VerifyCommand {
         for key in keys.map(StoreKey.Bytes.init).sorted() {
             if let afterBytes, key <= afterBytes { continue }
             do {
-                if let value = try await store.get(key.string) {
-                    counted(1, key.string.utf8.count + value.utf8.count)
+                if let size = try await store.withValue(key.string, \.count) {
+                    counted(1, key.string.utf8.count + size)
                 }
                 endRun()
             } catch let damage as OfflineStoreError {

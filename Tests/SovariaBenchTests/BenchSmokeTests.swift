@@ -56,7 +56,7 @@ import Testing
         #expect(
             sections == [
                 "store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache", "local-first",
-                "concurrent-writers", "objects", "workload",
+                "concurrent-writers", "objects", "workload", "bytes",
             ])
         let workloads = report.measurements.filter { $0.section == "workload" && $0.operation == "all operations" }
         for letter in ["A", "B", "C", "D", "E", "F"] {
@@ -74,6 +74,14 @@ import Testing
                 $0.operation == "read (repeated)" && $0.variant.contains("100 pending") && $0.ratio != nil
             })
         #expect(localFirst.contains { $0.operation.hasPrefix("observe") })
+        let bytes = report.measurements.filter { $0.section == "bytes" }
+        for subject in ["memory", "file", "sqlite", "lmdb", "leveldb", "encrypted(sqlite)"] {
+            #expect(
+                bytes.contains {
+                    $0.subject == subject && $0.variant == "64 KiB" && $0.operation == "get()" && $0.ratio != nil
+                },
+                "bytes: \(subject)")
+        }
         #expect(report.measurements.allSatisfy { $0.nanosecondsPerOp > 0 })
         #expect(report.machine["cores"] != nil && report.machine["engines"]?.contains("SQLite") == true)
         let subjects = Set(report.measurements.filter { $0.section == "store" }.map(\.subject))

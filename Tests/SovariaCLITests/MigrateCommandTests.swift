@@ -8,7 +8,7 @@ import Testing
     /// Loads the generated set into a store of `engine`; returns its URL.
     private func loadedSource(
         _ engine: String, in folder: Fixtures.Folder, key: String,
-        entries: [(key: String, value: String)] = Fixtures.entries
+        entries: [(key: String, value: Data)] = Fixtures.entries
     ) async throws -> String {
         let source = Fixtures.url(engine, in: folder, name: "source")
         let load = try await CommandRunner.run(

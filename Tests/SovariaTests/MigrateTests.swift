@@ -18,7 +18,12 @@ import Testing
             getCalls.withLock { $0 += 1 }
             return try await inner.get(key)
         }
+        func data(_ key: String) async throws -> Data? {
+            getCalls.withLock { $0 += 1 }
+            return try await inner.data(key)
+        }
         func set(_ key: String, _ value: String) async throws { try await inner.set(key, value) }
+        func set(_ key: String, data: Data) async throws { try await inner.set(key, data: data) }
         func delete(_ key: String) async throws { try await inner.delete(key) }
         func keys(_ prefix: String) async throws -> [String] {
             keysCalls.withLock { $0 += 1 }
@@ -31,6 +36,12 @@ import Testing
         func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
             entriesCalls.withLock { $0 += 1 }
             let page = try await inner.entries(prefix, after: after, limit: limit)
+            largestPage.withLock { $0 = max($0, page.count) }
+            return page
+        }
+        func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
+            entriesCalls.withLock { $0 += 1 }
+            let page = try await inner.dataEntries(prefix, after: after, limit: limit)
             largestPage.withLock { $0 = max($0, page.count) }
             return page
         }
@@ -122,6 +133,55 @@ import Testing
         #expect(try await target.keys("sov:").count == 2)
         #expect(try await target.get("sov:\u{E9}") == "precomposed")
         #expect(try await target.get("sov:e\u{301}") == "decomposed")
+    }
+
+    // MARK: - Byte values
+
+    /// Binary values a string read refuses: a lone `FF`, `C3` alone, overlong `C0 80`, a surrogate.
+    static let binaryValues = [Data([0xFF]), Data([0xC3]), Data([0xC0, 0x80]), Data([0xED, 0xA0, 0x80])]
+
+    @Test func copiesBinaryAndStringValuesByteForByte() async throws {
+        let source = MemoryOfflineStore()
+        try await source.write(
+            Self.binaryValues.enumerated().map { .setData(key: "sov:b:\($0.offset)", data: $0.element) } + [
+                .set(key: "sov:s:0", value: "\u{E9}"), .set(key: "sov:s:1", value: "e\u{301}"),
+                .set(key: "sov:s:2", value: ""), .setData(key: "sov:s:3", data: Data()),
+            ])
+        let target = MemoryOfflineStore()
+        #expect(try await OfflineMigration.migrate(from: source, to: target, batchSize: 3) == 8)
+        for (index, data) in Self.binaryValues.enumerated() {
+            #expect(try await target.data("sov:b:\(index)") == data, "sov:b:\(index)")
+        }
+        #expect(try await target.data("sov:s:0") == Data("\u{E9}".utf8))
+        #expect(try await target.data("sov:s:1") == Data("e\u{301}".utf8))
+        #expect(try await target.data("sov:s:2") == Data())
+        #expect(try await target.data("sov:s:3") == Data())
+    }
+
+    /// Which keys target has is learned from byte pages: a target value that is not UTF-8 is kept,
+    /// not a reason to stop.
+    @Test func aBinaryTargetValueIsKeptAndDoesNotStopMigrate() async throws {
+        let source = MemoryOfflineStore()
+        try await source.write((0..<6).map { .set(key: Self.key($0), value: "from source") })
+        let target = MemoryOfflineStore()
+        try await target.set(Self.key(2), data: Data([0xFF]))
+        #expect(try await OfflineMigration.migrate(from: source, to: target, batchSize: 2) == 5)
+        #expect(try await target.data(Self.key(2)) == Data([0xFF]))
+        #expect(try await target.get(Self.key(3)) == "from source")
+    }
+
+    /// `.skip` copies binary values: a value that is not UTF-8 is no damaged entry.
+    @Test func skippingDoesNotTreatBinaryValuesAsDamage() async throws {
+        let source = MemoryOfflineStore()
+        try await source.write(
+            Self.binaryValues.enumerated().map { .setData(key: Self.key($0.offset), data: $0.element) })
+        let target = MemoryOfflineStore()
+        let report = try await OfflineMigration.migrate(from: source, to: target, batchSize: 3, onDamagedEntry: .skip)
+        #expect(report.skipped.isEmpty)
+        #expect(report.copied == Self.binaryValues.count)
+        for (index, data) in Self.binaryValues.enumerated() {
+            #expect(try await target.data(Self.key(index)) == data)
+        }
     }
 
     // MARK: - Damaged source entries
@@ -233,10 +293,17 @@ import Testing
             if key == failingKey { throw OfflineStoreError(getError, "failing on purpose", key: key) }
             return try await inner.get(key)
         }
+        func data(_ key: String) async throws -> Data? {
+            if key == failingKey { throw OfflineStoreError(getError, "failing on purpose", key: key) }
+            return try await inner.data(key)
+        }
         func set(_ key: String, _ value: String) async throws { try await inner.set(key, value) }
         func delete(_ key: String) async throws { try await inner.delete(key) }
         func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
         func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+            throw OfflineStoreError(entriesError, "failing on purpose")
+        }
+        func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
             throw OfflineStoreError(entriesError, "failing on purpose")
         }
     }

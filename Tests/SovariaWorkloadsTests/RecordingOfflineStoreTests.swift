@@ -97,6 +97,24 @@ import Testing
         #expect(try Self.records(folder.child("calls.sovtrace")).1.count == expected.count)
     }
 
+    /// A value past the trace's cap (64 MiB; a store may take more) and a scan of `Int.max`
+    /// entries are recorded at the cap, so the trace reads back instead of being a damaged record.
+    @Test func aSizeOrLimitPastTheTraceCapIsRecordedAtTheCap() async throws {
+        let folder = try TemporaryFolder()
+        let store = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: folder.child("calls.sovtrace"))
+        let cap = Int(TraceCodec.maxCount)
+        try await store.set("sov:big", data: Data(count: cap + 1))
+        try await store.write([.setData(key: "sov:big", data: Data(count: cap + 1))])
+        _ = try await store.dataEntries("sov:none:", after: nil, limit: .max)
+        store.stopRecording()
+        let (_, records) = try Self.records(folder.child("calls.sovtrace"))
+        #expect(
+            records.map(\.operation) == [
+                .update(key: "sov:big", valueBytes: cap), .batch([.update(key: "sov:big", valueBytes: cap)]),
+                .scan(prefix: "sov:none:", after: nil, limit: cap),
+            ])
+    }
+
     @Test func flushWritesBufferedRecordsWithoutStopping() async throws {
         let folder = try TemporaryFolder()
         // No time-based flush: the record stays buffered however slow the machine is.

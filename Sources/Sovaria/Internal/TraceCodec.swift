@@ -37,7 +37,9 @@
 /// A string (key, prefix, after) is its UTF-8 byte count as a uvarint, then those bytes; a size
 /// is a uvarint. A uvarint is unsigned LEB128: 7 bits a byte, least significant first, the high
 /// bit set on every byte but the last (at most 10 bytes for 64 bits). A size, limit, string length
-/// or batch count is at most ``maxCount`` (64 MiB): a larger one is a damaged record.
+/// or batch count is at most ``maxCount`` (64 MiB): a larger one is a damaged record. A writer
+/// records a larger value size or scan limit as ``maxCount`` (a store may take values past
+/// 64 MiB, and a scan may ask for `Int.max` entries), so what it writes always reads back.
 ///
 /// A reader ignores a truncated last record (the recording process died while writing it) and
 /// says how many bytes it ignored; a bad header, an unknown opcode or a malformed record is a
@@ -85,6 +87,12 @@ package enum TraceCodec {
         bytes.append(UInt8(value))
     }
 
+    /// `count` as a trace holds it: 0 when negative, ``maxCount`` when larger.
+    @inline(__always)
+    package static func clamped(_ count: Int) -> UInt64 {
+        UInt64(min(max(count, 0), Int(maxCount)))
+    }
+
     @inline(__always)
     static func appendString(_ string: String, to bytes: inout [UInt8]) {
         let utf8 = string.utf8
@@ -105,7 +113,7 @@ package enum TraceCodec {
             bytes.append(opcode.rawValue)
             appendVarint(deltaNanoseconds, to: &bytes)
             appendString(key, to: &bytes)
-            appendVarint(UInt64(max(size, 0)), to: &bytes)
+            appendVarint(clamped(size), to: &bytes)
         }
         func keyed(_ opcode: Opcode, _ key: String) {
             bytes.append(opcode.rawValue)
@@ -125,7 +133,7 @@ package enum TraceCodec {
             } else {
                 bytes.append(0)
             }
-            appendVarint(UInt64(max(limit, 0)), to: &bytes)
+            appendVarint(clamped(limit), to: &bytes)
         case .readModifyWrite(let key, let size): sized(.readModifyWrite, key, size)
         case .keys(let prefix): keyed(.keys, prefix)
         case .batch(let writes):
@@ -137,7 +145,7 @@ package enum TraceCodec {
                 case .update(let key, let size), .insert(let key, let size):
                     bytes.append(write.isInsert ? Opcode.insert.rawValue : Opcode.update.rawValue)
                     appendString(key, to: &bytes)
-                    appendVarint(UInt64(max(size, 0)), to: &bytes)
+                    appendVarint(clamped(size), to: &bytes)
                 case .delete(let key):
                     bytes.append(Opcode.delete.rawValue)
                     appendString(key, to: &bytes)
