@@ -33,16 +33,10 @@ import Testing
         let notes = ObjectStore<Note>(store: store, collection: "notes", coder: .propertyList)
         let note = Note(id: "a", title: "é", stars: 9)
         try await notes.insert(note)
-        // Engines without `.byteValues` write bytes natively but still read values as text (their
-        // native byte reads are the next step of issue 37): the known issue ends with that step.
-        try await withKnownIssue("byte reads of this engine are not native yet") {
-            let stored = try #require(try await store.data("sov:objects:notes:a"))
-            #expect(stored.starts(with: Array("bplist00".utf8)), "a binary property list, as bytes")
-            #expect(try await notes.object("a") == note)
-            #expect(try await notes.objects() == [note])
-        } when: {
-            !store.capabilities.contains(.byteValues)
-        }
+        let stored = try #require(try await store.data("sov:objects:notes:a"))
+        #expect(stored.starts(with: Array("bplist00".utf8)), "a binary property list, as bytes")
+        #expect(try await notes.object("a") == note)
+        #expect(try await notes.objects() == [note])
     }
 
     @Test(arguments: ObjectEngine.all)
