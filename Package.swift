@@ -76,7 +76,7 @@ let package = Package(
         // The file cache (seed 000): files in a folder, their metadata in any `OfflineStore`.
         .target(name: "SovariaFiles", dependencies: ["SovariaPlumbing", "Sovaria"]),
         // Codable objects by id in any `OfflineStore`, their changes and an observable model (issue 39).
-        .target(name: "SovariaObjects", dependencies: ["Sovaria"]),
+        .target(name: "SovariaObjects", dependencies: ["SovariaPlumbing", "Sovaria"]),
 
         .executableTarget(
             name: "sovaria-bench",

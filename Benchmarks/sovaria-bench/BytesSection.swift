@@ -50,22 +50,28 @@ struct BytesSection {
         for engine in Self.engines where options.runs(engine: engine.name) {
             for size in Self.sizes {
                 progress.update("bytes: \(engine.name), \(size.name)")
-                let folder = options.folder.appendingPathComponent("bytes-\(engine.name)", isDirectory: true)
-                try? FileManager.default.removeItem(at: folder)
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                let store = try engine.open(folder, .flushed)
-                let calls = options.limit(size.calls)
                 rows += try await measure(
-                    store, engine: engine.name, size: (size.name, size.bytes), calls: calls, stopwatch: stopwatch)
-                try? FileManager.default.removeItem(at: folder)
+                    engine, size: (size.name, size.bytes), calls: options.limit(size.calls), stopwatch: stopwatch)
             }
         }
         return rows
     }
 
+    /// Runs `body` on a fresh store of `engine` in a folder of its own, removed after: each path
+    /// starts from an empty store, so none inherits another's grown map or compacted files.
+    private func withFreshStore<Result>(
+        _ engine: BenchEngine, _ body: (any OfflineStore) async throws -> Result
+    ) async throws -> Result {
+        let folder = options.folder.appendingPathComponent("bytes-\(engine.name)", isDirectory: true)
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try await body(try engine.open(folder, .flushed))
+    }
+
     /// Six rows for one engine and size: set and get on each path, (b) and (c) with their ratio to (a).
     private func measure(
-        _ store: any OfflineStore, engine: String, size: (name: String, bytes: Int), calls: Int, stopwatch: Stopwatch
+        _ engine: BenchEngine, size: (name: String, bytes: Int), calls: Int, stopwatch: Stopwatch
     ) async throws -> [Measurement] {
         var generator = SplitMix(seed: UInt64(size.bytes))
         // A few distinct values, so no engine sees one value written over and over.
@@ -83,35 +89,38 @@ struct BytesSection {
         var baseline: (set: Measurement, get: Measurement)?
         for path in Path.allCases {
             let keys = (0..<calls).map { path.prefix + String($0) }
-            let set: Sample
-            let get: Sample
-            switch path {
-            case .bytes:
-                set = try await stopwatch.measure(calls: calls) { _, call in
-                    try await store.set(keys[call], data: values[call % values.count])
+            let (set, get) = try await withFreshStore(engine) { store -> (Sample, Sample) in
+                let set: Sample
+                let get: Sample
+                switch path {
+                case .bytes:
+                    set = try await stopwatch.measure(calls: calls) { _, call in
+                        try await store.set(keys[call], data: values[call % values.count])
+                    }
+                    get = try await stopwatch.measure(calls: calls) { _, call in
+                        _ = try await store.data(keys[order[call]])
+                    }
+                case .string:
+                    set = try await stopwatch.measure(calls: calls) { _, call in
+                        try await store.set(keys[call], strings[call % strings.count])
+                    }
+                    get = try await stopwatch.measure(calls: calls) { _, call in
+                        _ = try await store.get(keys[order[call]])
+                    }
+                case .base64:
+                    set = try await stopwatch.measure(calls: calls) { _, call in
+                        try await store.set(keys[call], values[call % values.count].base64EncodedString())
+                    }
+                    get = try await stopwatch.measure(calls: calls) { _, call in
+                        _ = try await store.get(keys[order[call]]).flatMap { Data(base64Encoded: $0) }
+                    }
                 }
-                get = try await stopwatch.measure(calls: calls) { _, call in
-                    _ = try await store.data(keys[order[call]])
-                }
-            case .string:
-                set = try await stopwatch.measure(calls: calls) { _, call in
-                    try await store.set(keys[call], strings[call % strings.count])
-                }
-                get = try await stopwatch.measure(calls: calls) { _, call in
-                    _ = try await store.get(keys[order[call]])
-                }
-            case .base64:
-                set = try await stopwatch.measure(calls: calls) { _, call in
-                    try await store.set(keys[call], values[call % values.count].base64EncodedString())
-                }
-                get = try await stopwatch.measure(calls: calls) { _, call in
-                    _ = try await store.get(keys[order[call]]).flatMap { Data(base64Encoded: $0) }
-                }
+                return (set, get)
             }
             var setRow = set.measurement(
-                section: section, subject: engine, variant: size.name, operation: path.operations.set)
+                section: section, subject: engine.name, variant: size.name, operation: path.operations.set)
             var getRow = get.measurement(
-                section: section, subject: engine, variant: size.name, operation: path.operations.get)
+                section: section, subject: engine.name, variant: size.name, operation: path.operations.get)
             if let baseline {
                 Self.compare(&setRow, with: baseline.set)
                 Self.compare(&getRow, with: baseline.get)

@@ -68,8 +68,9 @@ public final class ChecksummedOfflineStore: OfflineStore {
     /// - Throws: ``OfflineStoreError/Code/corrupt`` naming `key` when its stored value does not
     ///   match its checksum or is not in this store's form.
     public func get(_ key: String) async throws -> String? {
-        guard let stored = try await wrapped.get(key) else { return nil }
-        return try StoredForm.open(stored, key: key)
+        // Read as bytes: the checksum comes first, so damage is `.corrupt` even when it left bytes
+        // that are not UTF-8 (which a string read of the inner store would call `.notUTF8`).
+        try await wrapped.withValue(key) { stored in try StoredForm.openString(stored, key: key) }
     }
 
     /// The bytes stored under `key`, checked, or `nil`.
@@ -116,12 +117,13 @@ public final class ChecksummedOfflineStore: OfflineStore {
     /// - Throws: ``OfflineStoreError/Code/corrupt`` naming the first key in the page whose
     ///   stored value does not match its checksum; no part of the page is returned.
     public func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
-        var page = try await wrapped.entries(prefix, after: after, limit: limit)
-        for index in page.indices {
-            let entry = page[index]
-            page[index] = StoreEntry(key: entry.key, value: try StoredForm.open(entry.value, key: entry.key))
+        try await wrapped.dataEntries(prefix, after: after, limit: limit).map { entry in
+            StoreEntry(
+                key: entry.key,
+                value: try entry.data.withBytes { (stored) throws(OfflineStoreError) in
+                    try StoredForm.openString(stored, key: entry.key)
+                })
         }
-        return page
     }
 
     /// A page of the inner store's entries as bytes, each checked.
@@ -171,6 +173,14 @@ extension ChecksummedOfflineStore {
             return stored
         }
 
+        /// The value `stored` holds as a string, after checking its form and its checksum against
+        /// `key`; ``OfflineStoreError/Code/notUTF8`` when it is intact bytes that are not UTF-8.
+        static func openString(_ stored: UnsafeRawBufferPointer, key: String) throws(OfflineStoreError) -> String {
+            try check(stored.assumingMemoryBound(to: UInt8.self), key: key)
+            return try StoreValue.string(
+                UnsafeRawBufferPointer(rebasing: stored[headerCount...]), key: key, engine: .checksum)
+        }
+
         /// The bytes `stored` holds, after checking its form and its checksum against `key`.
         static func openData(_ stored: UnsafeRawBufferPointer, key: String) throws(OfflineStoreError) -> Data {
             try check(stored.assumingMemoryBound(to: UInt8.self), key: key)
@@ -200,15 +210,6 @@ extension ChecksummedOfflineStore {
             }
             stored.append(value)
             return stored
-        }
-
-        /// The value `stored` holds, after checking its form and its checksum against `key`.
-        static func open(_ stored: String, key: String) throws(OfflineStoreError) -> String {
-            try stored.withUTF8Bytes { (bytes) throws(OfflineStoreError) in try check(bytes, key: key) }
-            // Substring's UTF-8 view keeps the exact byte offset (a String slice would round down
-            // to a Character boundary when the value starts with a combining mark); the copy into a
-            // new String skips UTF-8 validation.
-            return String(Substring(stored.utf8.dropFirst(headerCount)))
         }
 
         /// Checks the form of `bytes` and its checksum against `key`.

@@ -127,9 +127,11 @@ public final class LevelDBOfflineStore: OfflineStore {
         return try key.withUTF8Bytes { key throws(OfflineStoreError) in try handle.get(key) }
     }
 
-    /// The bytes stored under `key`, or `nil`; runs on the caller's executor.
+    /// The bytes stored under `key`, or `nil`: LevelDB's own copy of them, with no other; runs on
+    /// the caller's executor.
     public func data(_ key: String) async throws -> Data? {
-        try await withValue(key) { Data($0) }
+        try StoreKey.validate(key)
+        return try key.withUTF8Bytes { key throws(OfflineStoreError) in try handle.data(key) }
     }
 
     /// Calls `body` with the bytes stored under `key` (LevelDB's copy of them, freed when `body`

@@ -33,6 +33,9 @@ public final class ObjectCollection<Object: Codable & Sendable> {
     @ObservationIgnored public let limit: Int
     /// The object store the model reads.
     @ObservationIgnored public let source: ObjectStore<Object>
+    /// How many reads began, and the latest one whose result the model shows.
+    @ObservationIgnored private var readsStarted = 0
+    @ObservationIgnored private var readsApplied = 0
     /// The task that follows the changes, in a Sendable box the nonisolated `deinit` can reach.
     @ObservationIgnored private let following = FollowingTask()
 
@@ -61,13 +64,20 @@ public final class ObjectCollection<Object: Codable & Sendable> {
     /// Reads the window again now, as a change does: for pull to refresh, and for writes the
     /// model cannot see (another process, direct writes to the store).
     public func refresh() async {
+        readsStarted += 1
+        let read = readsStarted
         do {
             let page = try await source.page(limit: limit, skippingUndecodable: true)
+            // A read that started before another and ends after it would put older objects back.
+            guard read > readsApplied else { return }
+            readsApplied = read
             objects = page.objects
             ids = page.ids
             failures = page.failures
             readError = nil
         } catch {
+            guard read > readsApplied else { return }
+            readsApplied = read
             readError = error
         }
         revision += 1

@@ -13,7 +13,8 @@ extension ObjectStore {
     /// - Important: Throws ``ObjectStoreError`` with code ``ObjectStoreError/Code/corruptVersion``
     ///   when the version key holds something else than a number.
     public func version() async throws -> Int {
-        guard let text = try await store.get(versionKey) else { return 0 }
+        guard let data = try await store.data(versionKey) else { return 0 }
+        let text = String(validating: data, as: UTF8.self) ?? "<\(data.count) bytes that are not UTF-8>"
         guard let version = Int(text), version >= 0 else {
             throw ObjectStoreError(
                 .corruptVersion,
@@ -49,12 +50,24 @@ extension ObjectStore {
     ///   those objects again, and must recognize them. Throws ``ObjectStoreError`` with code
     ///   ``ObjectStoreError/Code/newerVersion`` when the stored version is newer than `version`,
     ///   and ``ObjectStoreError/Code/migrationInProgress`` when a migration to another version was
-    ///   interrupted. Not reported to ``changes()``: migrate before anyone reads.
+    ///   interrupted. Not reported to ``changes()``: migrate before anyone reads. Migrations of one
+    ///   collection of one store instance run one at a time in this process (not across
+    ///   processes).
     @discardableResult
     public func migrate(
         toVersion version: Int, pageSize: Int = 500, _ transform: (_ from: Int, _ data: Data) throws -> Data?
     ) async throws -> Int {
         precondition(version >= 0 && pageSize > 0, "version \(version) ≥ 0 and pageSize \(pageSize) > 0")
+        // One migration of the collection at a time in this process; the version is read inside,
+        // so the second of two opens finds the first's work done.
+        return try await ChangeRegistry.shared.migrationGate(observed).withGate { _ in
+            try await migrateNow(toVersion: version, pageSize: pageSize, transform)
+        }
+    }
+
+    private func migrateNow(
+        toVersion version: Int, pageSize: Int, _ transform: (_ from: Int, _ data: Data) throws -> Data?
+    ) async throws -> Int {
         let stored = try await self.version()
         guard stored != version else { return 0 }
         guard stored < version else {

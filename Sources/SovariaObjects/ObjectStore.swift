@@ -66,7 +66,7 @@ public final class ObjectStore<Object: Codable & Sendable>: Sendable {
         maxIDByteCount = StoreKey.maxUTF8Count - keyPrefix.utf8.count
         self.coder = coder
         identify = id
-        observed = ChangeRegistry.Collection(store: ObjectIdentifier(store), prefix: keyPrefix)
+        observed = ChangeRegistry.Collection(store: ObjectIdentifier(store), prefix: StoreKey.Bytes(keyPrefix))
     }
 
     /// An object store of the collection `collection` in `store`, whose objects' ids are the
@@ -140,18 +140,22 @@ public final class ObjectStore<Object: Codable & Sendable>: Sendable {
             ids.append(id)
         }
         guard !writes.isEmpty else { return }
-        var existing: Set<String>?
+        var existing: Set<ObjectID>?
         if ChangeRegistry.shared.hasObservers(observed) {
-            var found: Set<String> = []
-            for (id, write) in zip(ids, writes) where try await store.withValue(write.key, { _ in () }) != nil {
-                found.insert(id)
+            // By key, not by reading the value: a damaged object (one that does not decrypt, or
+            // fails its checksum) still exists, and writing it again is how an app repairs it.
+            var found: Set<ObjectID> = []
+            for (id, write) in zip(ids, writes)
+            where try await store.keys(write.key).contains(where: { $0.utf8.elementsEqual(write.key.utf8) }) {
+                found.insert(ObjectID(id))
             }
             existing = found
         }
         try await store.write(writes)
         ChangeRegistry.shared.notify(observed) {
-            guard let existing else { return ObjectChange(updated: Set(ids)) }
-            return ObjectChange(inserted: Set(ids).subtracting(existing), updated: existing)
+            let written = Set(ids.map { ObjectID($0) })
+            guard let existing else { return ObjectChange(updated: written) }
+            return ObjectChange(inserted: written.subtracting(existing), updated: existing)
         }
     }
 
@@ -177,10 +181,10 @@ public final class ObjectStore<Object: Codable & Sendable>: Sendable {
     ///   a store with `StoreCapabilities.atomicBatch`.
     public func remove(contentsOf ids: some Sequence<String>) async throws {
         var writes: [StoreWrite] = []
-        var removed: Set<String> = []
+        var removed: Set<ObjectID> = []
         for id in ids {
             writes.append(.delete(key: try key(for: id)))
-            removed.insert(id)
+            removed.insert(ObjectID(id))
         }
         guard !writes.isEmpty else { return }
         try await store.write(writes)
@@ -201,7 +205,7 @@ public final class ObjectStore<Object: Codable & Sendable>: Sendable {
             let end = min(keys.count, start + Self.removeAllBatchSize)
             let batch = keys[start..<end]
             try await store.write(batch.map { .delete(key: $0) })
-            ChangeRegistry.shared.notify(observed) { ObjectChange(removed: Set(batch.map(id(inKey:)))) }
+            ChangeRegistry.shared.notify(observed) { ObjectChange(removed: Set(batch.map { ObjectID(id(inKey: $0)) })) }
             start = end
         }
         return keys.count
@@ -215,7 +219,7 @@ public final class ObjectStore<Object: Codable & Sendable>: Sendable {
     ///
     /// ```swift
     /// for await change in notes.changes() {
-    ///     for id in change.inserted.union(change.updated) { print(id, try await notes.object(id) as Any) }
+    ///     for id in change.inserted.union(change.updated) { print(id, try await notes.object(id.string) as Any) }
     /// }
     /// ```
     ///
@@ -239,6 +243,19 @@ public final class ObjectStore<Object: Codable & Sendable>: Sendable {
                 .encodingFailed, "The coder could not encode the object: see the underlying error.", id: id,
                 key: key, underlying: error)
         }
+    }
+}
+
+extension ObjectStore where Object: Identifiable, Object.ID == UUID {
+    /// An object store of the collection `collection` in `store`, whose objects' ids are their
+    /// `UUID`s, as `uuidString`.
+    ///
+    /// - Parameters:
+    ///   - store: The store the objects live in.
+    ///   - collection: The collection's name: not empty, no `:`, at most 400 UTF-8 bytes.
+    ///   - coder: How objects become bytes. Default: ``ObjectCoder/json``.
+    public convenience init(store: any OfflineStore, collection: String, coder: some ObjectCoder = .json) {
+        self.init(store: store, collection: collection, coder: coder) { $0.id.uuidString }
     }
 }
 

@@ -123,7 +123,10 @@ public final class PostgresOfflineStore: OfflineStore {
         return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
             let rows = try connection.run(schema.selectValue, [.utf8(key)], while: "Reading a value", key: key)
             guard rows.rowCount > 0 else { return nil }
-            return try read(UnsafeRawBufferPointer(rows.bytes(row: 0, column: 0)))
+            // The bytes live in `rows` (libpq's result, cleared when it is released).
+            return try withExtendedLifetime(rows) { () throws(OfflineStoreError) in
+                try read(UnsafeRawBufferPointer(rows.bytes(row: 0, column: 0)))
+            }
         }
     }
 
@@ -221,9 +224,12 @@ public final class PostgresOfflineStore: OfflineStore {
                 while: "Reading entries")
             var entries: [Entry] = []
             entries.reserveCapacity(rows.rowCount)
-            for row in 0..<rows.rowCount {
-                let key = try rows.string(row: row, column: 0, what: "key", table: schema.table)
-                entries.append(try entry(key, UnsafeRawBufferPointer(rows.bytes(row: row, column: 1))))
+            // The bytes live in `rows` (libpq's result, cleared when it is released).
+            try withExtendedLifetime(rows) { () throws(OfflineStoreError) in
+                for row in 0..<rows.rowCount {
+                    let key = try rows.string(row: row, column: 0, what: "key", table: schema.table)
+                    entries.append(try entry(key, UnsafeRawBufferPointer(rows.bytes(row: row, column: 1))))
+                }
             }
             return entries
         }

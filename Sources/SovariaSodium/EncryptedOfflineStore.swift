@@ -11,9 +11,8 @@ import SovariaPlumbing
 /// inner store keeps the bytes `0x02 ‖ nonce ‖ ciphertext ‖ 16-byte tag`: a value of n bytes
 /// takes n + 41. Over a store that keeps text only, it keeps the string `"v1:"` followed by the
 /// unpadded URL-safe base64 of `nonce ‖ ciphertext ‖ tag`, `3 + ceil(4 × (n + 40) / 3)` bytes
-/// (about 1.33 × n + 57). Both forms are read everywhere, so values written by an earlier
-/// version (always the text form) still open. Either form carries any value, bytes that are not
-/// UTF-8 included.
+/// (about 1.33 × n + 57). Both forms are read over any inner store, and either carries any
+/// value, bytes that are not UTF-8 included.
 ///
 /// A value that does not open — a wrong key, a value copied under another key, one changed
 /// character, a value cut short, a value written without encryption — throws

@@ -138,6 +138,13 @@ extension OfflineStoreConformance {
             }
             try context.expectData(try await store.data("k"), binary, "k unchanged by the refused batch")
             try context.expectBytes(try await store.get("j"), "j2", "j unchanged by the refused batch")
+            if !takesBytes {
+                try await context.expectError(.invalidValue, "a text-only store's batch with bytes that are not UTF-8")
+                {
+                    try await store.write([.set(key: "j", value: "changed"), .setData(key: "k", data: Data([0xFF]))])
+                }
+                try context.expectBytes(try await store.get("j"), "j2", "j unchanged by the refused batch of bytes")
+            }
             try await context.expectError(.invalidKey, "set(_:data:) with an empty key") {
                 try await store.set("", data: Data([1]))
             }

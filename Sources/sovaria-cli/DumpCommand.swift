@@ -2,9 +2,8 @@ import Foundation
 import Sovaria
 
 /// `sovaria dump URL [--prefix P] [--decrypt]`: every entry as a JSON Lines object on standard
-/// output, in byte order of the keys: `{"key":…,"value":…}` for a value that is valid UTF-8 (the
-/// form of every dump before byte values), `{"key":…,"base64":…}` for any other value (RFC 4648,
-/// standard alphabet, padded). The form depends only on the bytes, so every engine dumps alike.
+/// output, in byte order of the keys: `{"key":…,"value":…}` for a value that is valid UTF-8,
+/// `{"key":…,"base64":…}` for any other value (RFC 4648, standard alphabet, padded). The form depends only on the bytes, so every engine dumps alike.
 enum DumpCommand {
     static let usage = "sovaria dump URL [--prefix P] [--decrypt] [--key-file FILE]"
 

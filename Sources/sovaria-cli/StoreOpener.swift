@@ -30,7 +30,8 @@ struct StoreOpener {
         let store = try await wrapped(engine, at: location)
         // A raw key carries no check value: the first value that does not open says the key is wrong.
         do {
-            _ = try await store.entries("", after: nil, limit: 1)
+            // As bytes: a first value that is not UTF-8 is a value, not a reason to refuse the store.
+            _ = try await store.dataEntries("", after: nil, limit: 1)
         } catch let error as OfflineStoreError {
             guard error.code == .decryptionFailed else {
                 throw CommandFailure(.cannotOpen, "Cannot read \(location): \(error)")

@@ -62,6 +62,19 @@ import Testing
         #expect(!run.output.contains("secret value"))
     }
 
+    @Test func anEncryptedStoreWhoseFirstValueIsBytesOpensAndDumpsIt() async throws {
+        let folder = try Fixtures.Folder()
+        let keyFile = try Fixtures.keyFile(in: folder)
+        let url = "encrypted+sqlite:" + folder.file("bytes.sqlite")
+        let input = folder.file("bytes.jsonl")
+        try Data(#"{"key":"a","base64":"/wA="}"#.utf8).write(to: URL(fileURLWithPath: input))
+        let load = try await CommandRunner.run(["load", url, "--key-file", keyFile], inputFile: input)
+        try #require(load.status == 0, "\(load.errors)")
+        let dump = try await CommandRunner.run(["dump", url, "--decrypt", "--key-file", keyFile])
+        #expect(dump.status == 0, "\(dump.errors)")
+        #expect(dump.lines == [#"{"key":"a","base64":"/wA="}"#])
+    }
+
     @Test func wrongPassphraseExitsSeven() async throws {
         let folder = try Fixtures.Folder()
         let url = try await encryptedStore(in: folder, environment: ["SOVARIA_PASSPHRASE": "right horse"], keyFile: nil)

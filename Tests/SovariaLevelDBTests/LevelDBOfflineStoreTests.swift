@@ -103,7 +103,7 @@ import Testing
         #expect(error.message.contains("restore the folder"))
     }
 
-    @Test func valueThatIsNotUTF8ThrowsCorrupt() async throws {
+    @Test func aValueThatIsNotUTF8ReadsAsBytesAndThrowsNotUTF8AsAString() async throws {
         let folder = try TemporaryFolder()
         let store = try LevelDBOfflineStore(directory: folder.child("db"))
         let key: [UInt8] = Array("bad".utf8)
@@ -112,12 +112,16 @@ import Testing
             try value.withUnsafeBufferPointer { value in try store.handle.put(key, value, sync: false) }
         }
         let getError = await #expect(throws: OfflineStoreError.self) { try await store.get("bad") }
-        #expect(getError?.code == .corrupt)
+        #expect(getError?.code == .notUTF8)
         #expect(getError?.engine == "leveldb")
+        #expect(getError?.key == "bad")
         let scanError = await #expect(throws: OfflineStoreError.self) {
             try await store.entries("b", after: nil, limit: 10)
         }
-        #expect(scanError?.code == .corrupt)
+        #expect(scanError?.code == .notUTF8)
+        #expect(try await store.data("bad") == Data(value))
+        #expect(
+            try await store.dataEntries("b", after: nil, limit: 10) == [StoreDataEntry(key: "bad", data: Data(value))])
         #expect(try await store.keys("") == ["bad"], "the key itself is fine")
     }
 

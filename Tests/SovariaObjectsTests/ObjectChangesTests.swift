@@ -39,6 +39,37 @@ import Testing
         #expect(await changes.next() == ObjectChange(inserted: ["c"]), "the merged event was the only one")
     }
 
+    @Test func idsThatStringCallsEqualAreTwoIDsAndCollectionsThatItCallsEqualAreTwo() async throws {
+        let store = MemoryOfflineStore()
+        let notes = ObjectStore<Note>(store: store, collection: "notes")
+        try await notes.insert(Note(id: "\u{E9}"))
+        var changes = notes.changes().makeAsyncIterator()
+        try await notes.insert(contentsOf: [Note(id: "e\u{301}"), Note(id: "\u{E9}", title: "again")])
+        let change = await changes.next()
+        #expect(change?.inserted == [ObjectID("e\u{301}")], "the decomposed id is new")
+        #expect(change?.updated == [ObjectID("\u{E9}")], "the precomposed one was there")
+        #expect(try await notes.ids().count == 2)
+
+        let precomposed = ObjectStore<Note>(store: store, collection: "caf\u{E9}")
+        let decomposed = ObjectStore<Note>(store: store, collection: "cafe\u{301}")
+        var decomposedChanges = decomposed.changes().makeAsyncIterator()
+        #expect(precomposed.observerCount == 0, "another collection's observer")
+        try await precomposed.insert(Note(id: "x"))
+        try await decomposed.insert(Note(id: "y"))
+        #expect(await decomposedChanges.next() == ObjectChange(inserted: ["y"]), "x went to the other collection")
+    }
+
+    @Test func aDamagedObjectIsReplacedWhileTheCollectionIsObserved() async throws {
+        let inner = MemoryOfflineStore()
+        let notes = ObjectStore<Note>(store: ChecksummedOfflineStore(wrapping: inner), collection: "notes")
+        try await notes.insert(Note(id: "a"))
+        try await inner.set("sov:objects:notes:a", data: Data([0xFF, 0x00]))  // damaged: no checksum form
+        var changes = notes.changes().makeAsyncIterator()
+        try await notes.insert(Note(id: "a", title: "repaired"))
+        #expect(await changes.next() == ObjectChange(updated: ["a"]))
+        #expect(try await notes.object("a")?.title == "repaired")
+    }
+
     @Test func mergeKeepsEachIDsLastStateAsTheReaderSawIt() {
         var change = ObjectChange(inserted: ["i"], updated: ["u"], removed: ["r"])
         change.merge(ObjectChange(inserted: ["r"], updated: ["i", "x"], removed: ["u"]))

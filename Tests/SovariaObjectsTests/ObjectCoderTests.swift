@@ -8,6 +8,28 @@ import Testing
 
 /// Both coders on every engine, and what a read does with bytes it cannot decode.
 @Suite(.sharedPostgresDatabase) struct ObjectCoderTests {
+    /// A store built on the four seed methods: text only.
+    final class TextOnlyStore: OfflineStore {
+        let inner = MemoryOfflineStore()
+        func get(_ key: String) async throws -> String? { try await inner.get(key) }
+        func set(_ key: String, _ value: String) async throws { try await inner.set(key, value) }
+        func delete(_ key: String) async throws { try await inner.delete(key) }
+        func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
+    }
+
+    @Test func binaryObjectsOnAStoreOfTextAreRefusedAndNothingIsWritten() async throws {
+        let store = TextOnlyStore()
+        let notes = ObjectStore<Note>(store: store, collection: "notes", coder: .propertyList)
+        let error = await #expect(throws: OfflineStoreError.self) {
+            try await notes.insert(contentsOf: [Note(id: "a"), Note(id: "b")])
+        }
+        #expect(error?.code == .invalidValue)
+        #expect(try await store.keys("") == [])
+        let json = ObjectStore<Note>(store: store, collection: "notes", coder: .json)
+        try await json.insert(Note(id: "a"))
+        #expect(try await json.object("a") == Note(id: "a"), "JSON is UTF-8: a store of text keeps it")
+    }
+
     @Test(arguments: ObjectEngine.all)
     func jsonObjectsAreUTF8TextAndReadBackExactly(engine: ObjectEngine) async throws {
         let store = try engine.open(try TemporaryFolder().url)

@@ -55,6 +55,29 @@ import Testing
         #expect(again.calls.withLock { $0 }.isEmpty, "at version 2 already")
     }
 
+    @Test func twoOpensAtOnceMigrateTheObjectsOnce() async throws {
+        let store = MemoryOfflineStore()
+        try await Self.writeVersion1(store, count: 50)
+        let renaming = Renaming()
+        async let first = ObjectStore<Note>.open(
+            store: store, collection: "notes", version: 2, migrate: renaming.transform)
+        async let second = ObjectStore<Note>.open(
+            store: store, collection: "notes", version: 2, migrate: renaming.transform)
+        _ = try await (first, second)
+        #expect(renaming.calls.withLock { $0.count } == 50, "each object transformed once")
+        #expect(try await ObjectStore<Note>(store: store, collection: "notes").objects().count == 50)
+    }
+
+    @Test func aVersionKeyThatIsNotANumberIsCorruptVersion() async throws {
+        let store = MemoryOfflineStore()
+        let notes = ObjectStore<Note>(store: store, collection: "notes")
+        for stored in [Data("two".utf8), Data([0xFF, 0x32])] {
+            try await store.set(notes.versionKey, data: stored)
+            let error = await #expect(throws: ObjectStoreError.self) { try await notes.version() }
+            #expect(error?.code == .corruptVersion)
+        }
+    }
+
     @Test(arguments: ObjectEngine.all)
     func aCrashMidwayResumesAndTransformsEachObjectOnce(engine: ObjectEngine) async throws {
         let folder = try TemporaryFolder()

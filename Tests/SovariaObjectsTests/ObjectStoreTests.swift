@@ -20,6 +20,18 @@ import Testing
         #expect(try await reopened.object("n1") == note)
     }
 
+    @Test func identifiableObjectsWithUUIDIdsUseTheirUUIDString() async throws {
+        struct Photo: Codable, Sendable, Identifiable, Equatable {
+            var id: UUID
+        }
+        let store = MemoryOfflineStore()
+        let photos = ObjectStore<Photo>(store: store, collection: "photos")
+        let photo = Photo(id: UUID())
+        try await photos.insert(photo)
+        #expect(try await store.keys("sov:objects:photos:") == ["sov:objects:photos:" + photo.id.uuidString])
+        #expect(try await photos.object(photo.id.uuidString) == photo)
+    }
+
     @Test(arguments: ObjectEngine.all)
     func objectsAreTheCodersBytesUnderPrefixAndID(engine: ObjectEngine) async throws {
         let folder = try TemporaryFolder()

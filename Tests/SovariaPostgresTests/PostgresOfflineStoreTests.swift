@@ -214,7 +214,7 @@ import Testing
         #expect(OfflineStoreError.packed(sqlState: "55P03") == 5 | 5 << 6 | 32 << 12 | 0 << 18 | 3 << 24)
     }
 
-    @Test func aValueThatIsNotUTF8IsCorrupt() async throws {
+    @Test func aValueThatIsNotUTF8ReadsAsBytesAndThrowsNotUTF8AsAString() async throws {
         let store = try await PostgresTestStores.make()
         try await store.set("bad", "x")
         let table = store.table
@@ -222,8 +222,9 @@ import Testing
             try connection.execute("UPDATE \(table) SET value = '\\xff'::bytea", while: "test")
         }
         let error = await offlineStoreError { _ = try await store.get("bad") }
-        #expect(error?.code == .corrupt)
+        #expect(error?.code == .notUTF8)
         #expect(error?.key == "bad")
+        #expect(try await store.data("bad") == Data([0xFF]))
     }
 }
 

@@ -262,7 +262,7 @@ import Testing
         #expect(try await store.get("big") == big)
     }
 
-    @Test func aStoredValueThatIsNotUTF8IsCorrupt() async throws {
+    @Test func aStoredValueThatIsNotUTF8IsBytesAndAKeyThatIsNotIsCorrupt() async throws {
         let folder = try TemporaryFolder()
         let store = try SQLiteOfflineStore(fileURL: folder.child("store.sqlite"))
         let connection = try rawConnection(to: folder.child("store.sqlite"))
@@ -271,8 +271,11 @@ import Testing
             "INSERT INTO entries (key, value) VALUES (CAST('bad' AS BLOB), X'61FF62'), (X'C0AF', X'')", purpose: "test")
 
         let error = try await #require(throws: OfflineStoreError.self) { try await store.get("bad") }
-        #expect(error.code == .corrupt)
+        #expect(error.code == .notUTF8)
         #expect(error.key == "bad")
+        #expect(try await store.data("bad") == Data([0x61, 0xFF, 0x62]))
+        let keyError = try await #require(throws: OfflineStoreError.self) { try await store.keys("") }
+        #expect(keyError.code == .corrupt, "a key that is not UTF-8 is damage")
         await #expect(throws: OfflineStoreError.self) { try await store.keys("") }
         await #expect(throws: OfflineStoreError.self) { try await store.entries("", after: nil, limit: 10) }
         #expect(try await store.keys("b") == ["bad"], "scans that miss the bad key still work")

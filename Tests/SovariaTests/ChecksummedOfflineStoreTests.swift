@@ -54,6 +54,25 @@ import Testing
         #expect(error?.key == "sov:bin")
     }
 
+    @Test func damageThatLeavesBytesThatAreNotUTF8IsCorruptNotNotUTF8() async throws {
+        let inner = MemoryOfflineStore()
+        let store = ChecksummedOfflineStore(wrapping: inner)
+        try await store.set("sov:key", "value")
+        var stored = try #require(try await inner.data("sov:key"))
+        stored[stored.count - 1] = 0xFF
+        try await inner.set("sov:key", data: stored)
+        let error = await #expect(throws: OfflineStoreError.self) { _ = try await store.get("sov:key") }
+        #expect(error?.code == .corrupt)
+        #expect(error?.engine == .checksum)
+        let pageError = await #expect(throws: OfflineStoreError.self) {
+            _ = try await store.entries("sov:", after: nil, limit: 5)
+        }
+        #expect(pageError?.code == .corrupt)
+        try await store.set("sov:bin", data: Data([0xFF]))
+        let notText = await #expect(throws: OfflineStoreError.self) { _ = try await store.get("sov:bin") }
+        #expect(notText?.code == .notUTF8, "intact bytes read as a string")
+    }
+
     @Test func returnsEveryValueByteForByte() async throws {
         let store = ChecksummedOfflineStore(wrapping: MemoryOfflineStore())
         // A value that starts with a combining mark must not merge with the form's ":".

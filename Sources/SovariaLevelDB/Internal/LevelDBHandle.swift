@@ -115,6 +115,17 @@ final class LevelDBHandle: @unchecked Sendable {
             UnsafeRawBufferPointer(start: found, count: length), key: Self.name(key), engine: .leveldb)
     }
 
+    /// The bytes of the value stored under `key`, or `nil`: LevelDB's own copy, handed to `Data`
+    /// without another (`Data` frees it with `leveldb_free`).
+    func data(_ key: UnsafeBufferPointer<UInt8>) throws(OfflineStoreError) -> Data? {
+        guard let (found, length) = try fetch(key) else { return nil }
+        guard length > 0 else {
+            leveldb_free(found)
+            return Data()
+        }
+        return Data(bytesNoCopy: found, count: length, deallocator: .custom { bytes, _ in leveldb_free(bytes) })
+    }
+
     /// Calls `body` with the bytes of the value stored under `key` (LevelDB's copy, freed after
     /// `body` returns); `nil` when there is none.
     func withValue<Result>(

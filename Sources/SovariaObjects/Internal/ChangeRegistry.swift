@@ -1,5 +1,9 @@
 import Sovaria
+import SovariaPlumbing
 import Synchronization
+
+/// The tag of the gate that lets one migration of a collection run at a time.
+enum CollectionMigrations {}
 
 /// The observers of every collection in the process, by store identity and key prefix: how a
 /// write through one ``ObjectStore`` reaches the ``ObjectStore/changes()`` of another over the
@@ -11,7 +15,8 @@ final class ChangeRegistry: Sendable {
     /// A collection of one store instance.
     struct Collection: Hashable, Sendable {
         let store: ObjectIdentifier
-        let prefix: String
+        /// By bytes: two collection names `String` calls equal are two collections.
+        let prefix: StoreKey.Bytes
     }
 
     private struct Observer {
@@ -24,6 +29,8 @@ final class ChangeRegistry: Sendable {
     private struct State {
         var nextToken: UInt64 = 0
         var observers: [Collection: [UInt64: Observer]] = [:]
+        /// One per collection that was ever migrated in this process (a few bytes each).
+        var migrationGates: [Collection: AsyncGate<CollectionMigrations>] = [:]
     }
 
     private let state = Mutex(State())
@@ -40,6 +47,17 @@ final class ChangeRegistry: Sendable {
         }
         continuation.onTermination = { [weak self] _ in self?.remove(collection, token) }
         return stream
+    }
+
+    /// The gate every migration of `collection` runs through, so that two object stores opened
+    /// at once (two screens) do not both transform its objects.
+    func migrationGate(_ collection: Collection) -> AsyncGate<CollectionMigrations> {
+        state.withLock { state in
+            if let gate = state.migrationGates[collection] { return gate }
+            let gate = AsyncGate<CollectionMigrations>()
+            state.migrationGates[collection] = gate
+            return gate
+        }
     }
 
     /// Whether anyone observes `collection` now: writers read an object's earlier state only then.

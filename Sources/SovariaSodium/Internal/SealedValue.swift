@@ -76,9 +76,19 @@ enum SealedValue {
         _ stored: UnsafeRawBufferPointer, name: String, with key: EncryptionKey,
         _ body: (UnsafeRawBufferPointer) throws(OfflineStoreError) -> Value
     ) throws(OfflineStoreError) -> Value {
+        try withSealed(stored, name: name) { (sealed, version) throws(OfflineStoreError) in
+            try decrypt(sealed, version: version, name: name, with: key, body)
+        }
+    }
+
+    /// Calls `body` with the sealed bytes (`nonce ‖ ciphertext ‖ tag`) of `stored`, either form,
+    /// and the form's version.
+    private static func withSealed<Value>(
+        _ stored: UnsafeRawBufferPointer, name: String,
+        _ body: (UnsafeRawBufferPointer, UInt8) throws(OfflineStoreError) -> Value
+    ) throws(OfflineStoreError) -> Value {
         if stored.first == bytesVersion {
-            return try decrypt(
-                UnsafeRawBufferPointer(rebasing: stored[1...]), version: bytesVersion, name: name, with: key, body)
+            return try body(UnsafeRawBufferPointer(rebasing: stored[1...]), bytesVersion)
         }
         let prefixCount = textPrefix.utf8CodeUnitCount
         guard stored.count >= prefixCount,
@@ -95,9 +105,7 @@ enum SealedValue {
             guard let sealedCount = Base64URL.decode(encoded, into: sealed.baseAddress!) else {
                 throw Sodium.decryptionFailed(name, Failure.notSealed.reason)
             }
-            return try decrypt(
-                UnsafeRawBufferPointer(start: sealed.baseAddress, count: sealedCount), version: textVersion, name: name,
-                with: key, body)
+            return try body(UnsafeRawBufferPointer(start: sealed.baseAddress, count: sealedCount), textVersion)
         }
     }
 
@@ -119,7 +127,9 @@ enum SealedValue {
     ) throws(OfflineStoreError)
         -> Data
     {
-        try open(stored, name: name, with: key) { Data($0) }
+        try withSealed(stored, name: name) { (sealed, version) throws(OfflineStoreError) in
+            try decryptData(sealed, version: version, name: name, with: key)
+        }
     }
 
     /// Why a stored value did not open.
@@ -164,28 +174,65 @@ enum SealedValue {
         _ sealed: UnsafeRawBufferPointer, version: UInt8, name: String, with key: EncryptionKey,
         _ body: (UnsafeRawBufferPointer) throws(OfflineStoreError) -> Value
     ) throws(OfflineStoreError) -> Value {
+        let plaintextCount = try self.plaintextCount(of: sealed, name: name)
+        // At least one byte: an empty value still needs a pointer for libsodium to write through.
+        return try withUnsafeTemporaryAllocation(byteCount: max(plaintextCount, 1), alignment: 1) {
+            (plaintext) throws(OfflineStoreError) in
+            defer { sodium_memzero(plaintext.baseAddress, plaintext.count) }
+            try decrypt(sealed, version: version, name: name, with: key, into: plaintext)
+            return try body(UnsafeRawBufferPointer(start: plaintext.baseAddress, count: plaintextCount))
+        }
+    }
+
+    /// Opens `sealed` straight into a new `Data`: no scratch buffer, no copy.
+    private static func decryptData(
+        _ sealed: UnsafeRawBufferPointer, version: UInt8, name: String, with key: EncryptionKey
+    ) throws(OfflineStoreError) -> Data {
+        var plaintext = Data(count: try plaintextCount(of: sealed, name: name))
+        guard !plaintext.isEmpty else {
+            // Still authenticated: an empty value's tag must match too.
+            return try decrypt(sealed, version: version, name: name, with: key) { _ in Data() }
+        }
+        let failure: OfflineStoreError? = plaintext.withUnsafeMutableBytes { buffer in
+            do throws(OfflineStoreError) {
+                try decrypt(sealed, version: version, name: name, with: key, into: buffer)
+                return nil
+            } catch {
+                sodium_memzero(buffer.baseAddress, buffer.count)
+                return error
+            }
+        }
+        if let failure { throw failure }
+        return plaintext
+    }
+
+    /// The length of the plaintext in `sealed`, or a `.decryptionFailed` error when it is too short
+    /// to hold a nonce and a tag.
+    private static func plaintextCount(of sealed: UnsafeRawBufferPointer, name: String) throws(OfflineStoreError) -> Int
+    {
         guard sealed.count >= nonceByteCount + tagByteCount else {
             throw Sodium.decryptionFailed(name, Failure.truncated.reason)
         }
+        return sealed.count - nonceByteCount - tagByteCount
+    }
+
+    /// Decrypts `sealed` into `plaintext`, which holds at least its plaintext's length (and one byte).
+    private static func decrypt(
+        _ sealed: UnsafeRawBufferPointer, version: UInt8, name: String, with key: EncryptionKey,
+        into plaintext: UnsafeMutableRawBufferPointer
+    ) throws(OfflineStoreError) {
         let nonce = sealed.baseAddress!.assumingMemoryBound(to: UInt8.self)
         let ciphertextCount = sealed.count - nonceByteCount
-        let plaintextCapacity = ciphertextCount - tagByteCount
-        // At least one byte: an empty value still needs a pointer for libsodium to write through.
-        return try withUnsafeTemporaryAllocation(byteCount: max(plaintextCapacity, 1), alignment: 1) {
-            (plaintext) throws(OfflineStoreError) in
-            defer { sodium_memzero(plaintext.baseAddress, plaintext.count) }
-            let result = withAssociatedData(name, version: version) { associatedData in
-                var plaintextCount: UInt64 = 0
-                return crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), &plaintextCount, nil,
-                    nonce + nonceByteCount, UInt64(ciphertextCount),
-                    associatedData.baseAddress, UInt64(associatedData.count),
-                    nonce, key.bytes
-                )
-            }
-            guard result == 0 else { throw Sodium.decryptionFailed(name, Failure.rejected.reason) }
-            return try body(UnsafeRawBufferPointer(start: plaintext.baseAddress, count: plaintextCapacity))
+        let result = withAssociatedData(name, version: version) { associatedData in
+            var plaintextCount: UInt64 = 0
+            return crypto_aead_xchacha20poly1305_ietf_decrypt(
+                plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), &plaintextCount, nil,
+                nonce + nonceByteCount, UInt64(ciphertextCount),
+                associatedData.baseAddress, UInt64(associatedData.count),
+                nonce, key.bytes
+            )
         }
+        guard result == 0 else { throw Sodium.decryptionFailed(name, Failure.rejected.reason) }
     }
 
     /// Calls `body` with the associated data of the key named `name`: the version byte, then the
