@@ -237,7 +237,8 @@ public final class LMDBOfflineStore: OfflineStore {
     /// verify` runs as LMDB's check (``LMDBIntegrityReport``). Clears reader slots of dead
     /// processes, as an open does.
     ///
-    /// LMDB keeps no checksums: a changed byte inside a value that stays UTF-8 is not seen.
+    /// LMDB keeps no checksums: a changed byte inside a value is not seen (wrap the store in
+    /// `ChecksummedOfflineStore` for that).
     ///
     /// - Important: Reads every page, in one read transaction on a private Dispatch queue; writes
     ///   go on meanwhile. LMDB reads its pages in place: a page damaged so that its offsets point

@@ -38,7 +38,9 @@ enum CorruptionReader {
         }
         for index in 0..<count {
             do {
-                if let value = try await store.get("sov:k:\(1_000 + index)") {
+                // As bytes: a value damaged into bytes that are not UTF-8 is a changed value, which a
+                // string read would report as .notUTF8 instead.
+                if let value = try await store.data("sov:k:\(1_000 + index)") {
                     print("get \(index) value \(hex(value))")
                 } else {
                     print("get \(index) nil")
@@ -50,8 +52,8 @@ enum CorruptionReader {
         do {
             var after: String?
             while true {
-                let page = try await store.entries("", after: after, limit: 500)
-                for entry in page { print("scan \(hex(entry.key)) \(hex(entry.value))") }
+                let page = try await store.dataEntries("", after: after, limit: 500)
+                for entry in page { print("scan \(hex(entry.key)) \(hex(entry.data))") }
                 guard page.count == 500 else { break }
                 after = page.last?.key
             }
@@ -69,11 +71,13 @@ enum CorruptionReader {
         return "\(prefix) \(code) \(message.replacingOccurrences(of: "\n", with: " "))"
     }
 
-    private static func hex(_ string: String) -> String {
+    private static func hex(_ string: String) -> String { hex(Data(string.utf8)) }
+
+    private static func hex(_ bytes: Data) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
-        text.reserveCapacity(string.utf8.count * 2)
-        for byte in string.utf8 {
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
             text.append(digits[Int(byte >> 4)])
             text.append(digits[Int(byte & 0xF)])
         }
