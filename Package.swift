@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "SovariaSodium", dependencies: ["SovariaPlumbing", "Sovaria", "CSodium"]),
         // One table shared by many processes and machines, over libpq.
         .target(name: "SovariaPostgres", dependencies: ["SovariaPlumbing", "Sovaria", "CLibPQ"]),
-        .target(name: "SovariaTestKit", dependencies: ["Sovaria"]),
+        .target(name: "SovariaTestKit", dependencies: ["SovariaPlumbing", "Sovaria"]),
         // The durable write queue and the rejected list (seed 003); sees only `OfflineStore`.
         .target(name: "SovariaQueue", dependencies: ["SovariaPlumbing", "Sovaria"]),
         // The offline controller (seed 003) over the cache and the queue; the network is a protocol.
