@@ -59,6 +59,7 @@ import Testing
 
         // The app starts again on the same store, with the same rule.
         var configuration = SovariaOffline.Configuration()
+        configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.timer = ManualTimer()
         configuration.conflictRules = ["tasks": ConflictRule(versionColumn: "version", onConflict: .reject)]
         let offline = try await SovariaOffline(

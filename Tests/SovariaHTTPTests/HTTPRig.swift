@@ -76,6 +76,7 @@ struct HTTPRig {
         errors: Recorder<SyncError>
     ) async throws -> SovariaOffline {
         var configuration = SovariaOffline.Configuration()
+        configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.timer = timer
         configuration.clock = clock.read
         configuration.jitter = { 1 }

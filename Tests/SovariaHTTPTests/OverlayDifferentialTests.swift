@@ -168,6 +168,7 @@ import Testing
 
         let folder = try TemporaryFolder()
         var configuration = SovariaOffline.Configuration()
+        configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.overlay = Self.overlay
         configuration.timer = ManualTimer()
         let offline = try await SovariaOffline(

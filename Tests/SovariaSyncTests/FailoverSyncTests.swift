@@ -45,6 +45,7 @@ import Testing
             let transport = ScriptedTransport()
             transport.online = false
             var settings = SovariaOffline.Configuration()
+            settings.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
             settings.timer = ManualTimer()
             let offline = try await SovariaOffline(store: store, transport: transport, configuration: settings)
             var queued: [QueuedWrite] = []

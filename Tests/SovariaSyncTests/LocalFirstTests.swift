@@ -109,6 +109,7 @@ import Testing
             PostgREST.update("notes", where: [.eq("id", "a")], json: #"{"done":true}"#))
         await rig.offline.close()
         var configuration = SovariaOffline.Configuration()
+        configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.overlay = Self.overlay
         configuration.timer = ManualTimer()
         let reopened = try await SovariaOffline(

@@ -204,6 +204,7 @@ import Testing
         let folder = try TemporaryFolder()
         let transport = ScriptedTransport()
         var configuration = SovariaOffline.Configuration()
+        configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.timer = ManualTimer()
         configuration.conflictRules["tasks"] = ConflictRule(versionColumn: "version")
         var offline = try await SovariaOffline(

@@ -38,6 +38,9 @@ struct Rig {
         configuration.timer = timer
         configuration.clock = clock.read
         configuration.jitter = { 1 }
+        // The machine's own memory pressure would shed caches mid-test (a loaded test run makes
+        // some): a test that wants pressure injects a ManualMemoryPressureSource.
+        configuration.memoryPressure = nil
         configure(&configuration)
         offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
         let errors = errors

@@ -61,6 +61,7 @@ final class HeldTransport: SyncTransport {
     @Test func aWriteCancelledWhileWaitingEndsWithCancellationAndTheOthersGoThroughInOrder() async throws {
         let transport = HeldTransport()
         var configuration = SovariaOffline.Configuration()
+        configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.timer = ManualTimer()
         let offline = try await SovariaOffline(
             store: MemoryOfflineStore(), transport: transport, configuration: configuration)
