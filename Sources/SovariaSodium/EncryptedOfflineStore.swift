@@ -7,7 +7,7 @@ import SovariaPlumbing
 ///
 /// Each value is sealed with XChaCha20-Poly1305 (IETF AEAD, libsodium) under a fresh random
 /// 24-byte nonce, with the form's version and the key name bound as associated data. Over an
-/// inner store that takes bytes (``StoreCapabilities/byteValues``: every engine in Sovaria), the
+/// inner store that takes bytes (`StoreCapabilities.byteValues`: every engine in Sovaria), the
 /// inner store keeps the bytes `0x02 ‖ nonce ‖ ciphertext ‖ 16-byte tag`: a value of n bytes
 /// takes n + 41. Over a store that keeps text only, it keeps the string `"v1:"` followed by the
 /// unpadded URL-safe base64 of `nonce ‖ ciphertext ‖ tag`, `3 + ceil(4 × (n + 40) / 3)` bytes
@@ -79,7 +79,7 @@ public final class EncryptedOfflineStore: OfflineStore {
         self.init(wrapping: store, key: key)
     }
 
-    /// The inner store's capabilities, and ``StoreCapabilities/byteValues``: either stored form
+    /// The inner store's capabilities, and `StoreCapabilities.byteValues`: either stored form
     /// carries any bytes.
     public var capabilities: StoreCapabilities { wrapped.capabilities.union(.byteValues) }
 
