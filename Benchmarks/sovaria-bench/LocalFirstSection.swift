@@ -20,23 +20,26 @@ struct LocalFirstSection {
         tables: ["items": .init(primaryKey: "id", defaults: ["qty": "0", "note": "null"])], textOrder: .bytes)
 
     /// The server's answer: 1,000 rows of about 90 bytes.
-    static let body: String = {
-        let rows = (0..<LocalFirstSection.rows).map { index in
-            let id = String(format: "r%04d", index)
+    static let body = body(rows: rows)
+
+    /// A server's answer of `count` rows of about 90 bytes.
+    static func body(rows count: Int) -> String {
+        let rows = (0..<count).map { index in
+            let id = String(format: "r%05d", index)
             return #"{"id":"\#(id)","name":"Item \#(index)","qty":\#(index % 17),"note":"#
                 + (index % 3 == 0 ? "null" : #""note \#(index)""#) + "}"
         }
         return "[" + rows.joined(separator: ",") + "]"
-    }()
+    }
 
     /// The `index`th pending write: a patch of a cached row, an insert, or a delete.
-    static func write(_ index: Int) -> DataRequest {
+    static func write(_ index: Int, rows: Int = rows) -> DataRequest {
         switch index % 5 {
         case 0, 1:
             PostgREST.update(
-                "items", where: [.eq("id", String(format: "r%04d", index * 7 % rows))], json: #"{"qty":\#(index)}"#)
+                "items", where: [.eq("id", String(format: "r%05d", index * 7 % rows))], json: #"{"qty":\#(index)}"#)
         case 2, 3: PostgREST.insert(into: "items", json: #"{"id":"n\#(index)","name":"New \#(index)"}"#)
-        default: PostgREST.delete(from: "items", where: [.eq("id", String(format: "r%04d", index * 13 % rows))])
+        default: PostgREST.delete(from: "items", where: [.eq("id", String(format: "r%05d", index * 13 % rows))])
         }
     }
 
@@ -87,6 +90,46 @@ struct LocalFirstSection {
                     evaluation.baseline = "the evaluation with none pending"
                 }
                 rows += [read, evaluation]
+            }
+        }
+        rows += try await measureScaleAndFloors(stopwatch: stopwatch, calls: calls)
+        return rows
+    }
+
+    /// The evaluation alone at 1,000 and 10,000 rows with 0 and 100 pending writes, beside its
+    /// floors in the same run: parsing the same body with the overlay's own parser and with
+    /// Foundation's `JSONSerialization`.
+    private func measureScaleAndFloors(stopwatch: Stopwatch, calls: Int) async throws -> [Measurement] {
+        let section = BenchSection.localFirst.rawValue
+        var rows: [Measurement] = []
+        for count in [1_000, 10_000] {
+            let body = Self.body(rows: count)
+            let scaled = max(5, calls / 10 / (count / 1_000))
+            let variant = "\(count.formatted(.number.grouping(.automatic))) rows"
+            let overlayParse = try await stopwatch.measure(calls: scaled) { _, _ in _ = try JSONParser.parse(body) }
+            let foundationParse = try await stopwatch.measure(calls: scaled) { _, _ in
+                _ = try JSONSerialization.jsonObject(with: Data(body.utf8))
+            }
+            var floor = overlayParse.measurement(
+                section: section, subject: "floor", variant: variant, operation: "parse (the overlay's parser)")
+            let foundation = foundationParse.measurement(
+                section: section, subject: "floor", variant: variant, operation: "parse (JSONSerialization)")
+            floor.ratio = floor.p50Nanoseconds / max(1, foundation.p50Nanoseconds)
+            floor.baseline = "JSONSerialization"
+            rows += [foundation, floor]
+            for pending in [0, 100] where count == 10_000 || pending == 100 {
+                let writes = (0..<pending).map {
+                    OverlayWrite(id: "w\($0)", request: Self.write($0, rows: count), isPending: true)
+                }
+                let evaluation = try await stopwatch.measure(calls: scaled) { _, _ in
+                    _ = Self.overlay.answer(Self.list, cachedBody: body, writes: writes)
+                }
+                var row = evaluation.measurement(
+                    section: section, subject: "overlay", variant: "\(variant), \(pending) pending",
+                    operation: "evaluate, beside the floors")
+                row.ratio = row.p50Nanoseconds / max(1, foundation.p50Nanoseconds)
+                row.baseline = "JSONSerialization's parse"
+                rows.append(row)
             }
         }
         return rows

@@ -149,7 +149,7 @@ struct PostgRESTComparison: Sendable {
     /// leading zeros, a fraction and an exponent allowed (`" 01"`, `"+1"`, `".5"`, `"1e1"`).
     static func decimal(_ text: String) -> Decimal? {
         guard let literal = NumericLiteral(text) else { return nil }
-        return Decimal(string: literal.normalized, locale: Locale(identifier: "en_US_POSIX"))
+        return Decimal(string: literal.normalized, locale: JSONValue.posix)
     }
 
     /// Whether `text` is a whole number as PostgreSQL's integer input reads one (spaces, a sign,
