@@ -11,4 +11,9 @@ extension QueryCache {
     public func stopReading(_ reader: LiveReader) {
         reader.stop()
     }
+
+    /// Whether a live reader shows `query`'s response now.
+    package func isBeingRead(_ query: String) -> Bool {
+        readers.isReading(CacheKeys.id(of: query))
+    }
 }

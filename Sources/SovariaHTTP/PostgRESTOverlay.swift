@@ -92,15 +92,20 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     public func answer(
         _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer] = []
     ) -> OverlayAnswer {
+        var evaluation = evaluation(of: read)
+        return evaluation.answer(cachedBody: cachedBody, writes: writes, related: related)
+    }
+
+    /// A fresh evaluation of `read`: its query parsed, its table's rules.
+    func evaluation(of read: DataRequest) -> OverlayEvaluation {
         let table = read.table.flatMap { tables[$0] } ?? Table()
         var query = PostgRESTQuery(path: read.path)
         if read.headers.keys.contains(where: { $0.lowercased() == "range" }) {
             query.unsupported.append("a Range header (a page the query string does not say)")
         }
-        var evaluation = OverlayEvaluation(
+        return OverlayEvaluation(
             query: query, readTable: read.table, table: table,
             comparison: PostgRESTComparison(
                 textOrderIsBytes: textOrder == .bytes, nonTextColumns: table.nonTextColumns))
-        return evaluation.answer(cachedBody: cachedBody, writes: writes, related: related)
     }
 }

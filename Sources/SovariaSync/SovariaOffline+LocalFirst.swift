@@ -108,18 +108,29 @@ extension SovariaOffline {
     }
 
     /// The overlay of the writes of `request`'s table on `cachedBody`, or `nil` when no write
-    /// applies.
-    private func overlay(_ request: DataRequest, on cachedBody: String?) async throws -> OverlayAnswer? {
+    /// applies. An evaluator that keeps sessions answers from the session of the read (the
+    /// cached answer parsed once, only new writes applied); `fresh` asks it afresh instead, the
+    /// answer tests compare the session's with.
+    func overlay(
+        _ request: DataRequest, on cachedBody: String?, fresh: Bool = false
+    ) async throws -> OverlayAnswer? {
         let writes = try await overlayWrites(for: request)
         guard !writes.isEmpty else { return nil }
         guard let overlay = configuration.overlay else {
             return OverlayAnswer(body: cachedBody, inexactReasons: [.noOverlayEvaluator])
         }
-        let local = overlay.answer(request, cachedBody: cachedBody, writes: writes, related: [])
+        let key = Self.cacheKey(of: request)
+        func answer(related: [RelatedAnswer]) -> OverlayAnswer {
+            guard !fresh, let incremental = overlay as? any IncrementalOverlayEvaluator else {
+                return overlay.answer(request, cachedBody: cachedBody, writes: writes, related: related)
+            }
+            return sessions.answer(
+                request, key: key, cachedBody: cachedBody, related: related, writes: writes, evaluator: incremental)
+        }
+        let local = answer(related: [])
         guard local.wantsRelatedAnswers else { return local }
         let related = try await relatedAnswers(of: request)
-        return related.isEmpty
-            ? local : overlay.answer(request, cachedBody: cachedBody, writes: writes, related: related)
+        return related.isEmpty ? local : answer(related: related)
     }
 
     /// The writes the answer to `request` must show: those synced after its cached answer was

@@ -79,6 +79,8 @@ public final class SovariaOffline: Sendable {
     let signals = ChangeSignals()
     /// The writes synced in this run, kept for the answers fetched before them.
     let synced = SyncedWrites()
+    /// The overlay's sessions: each cached answer parsed once, each new write applied alone.
+    let sessions = OverlaySessions()
     /// Passes ``write(_:)``, ``requeue(_:)``, ``resolve(_:with:)`` and ``clear()`` one at a time.
     let writeGate = AsyncGate<SovariaOffline>()
     /// Rebuilds the conflict index one reload at a time, so the last one to finish read the
@@ -162,10 +164,19 @@ public final class SovariaOffline: Sendable {
             await self?.timerFired()
         }
         state.withLock { $0.timer = ticket }
-        let observation = try? configuration.memoryPressure?.observe { [weak self] _ in
-            self?.state.withLock { $0.overlays.removeAll() }
+        let observation = try? configuration.memoryPressure?.observe { [weak self] level in
+            self?.shedOverlays(for: level)
         }
         state.withLock { $0.memoryPressure = observation }
+    }
+
+    /// Gives back what the overlay keeps in memory for `level`: the memoized answers, and the
+    /// sessions as ``OverlaySessions/shed(for:keeping:)`` says (those of queries a live reader
+    /// shows stay on a warning).
+    func shedOverlays(for level: MemoryPressure) {
+        state.withLock { $0.overlays.removeAll() }
+        let cache = cache
+        sessions.shed(for: level) { cache.isBeingRead($0) }
     }
 
     deinit {
@@ -584,6 +595,7 @@ public final class SovariaOffline: Sendable {
             state.replacedVersions = [:]
         }
         synced.clear()
+        sessions.removeAll()
         try await store.compact()
     }
 

@@ -36,6 +36,11 @@ final class LiveReaders: Sendable {
         }
     }
 
+    /// Whether a reader shows `id`'s response.
+    func isReading(_ id: HexID) -> Bool {
+        state.withLock { $0.readerCount[id] != nil }
+    }
+
     /// The responses protected from eviction: all live ones, or past `limit`, the `limit` whose
     /// readers started most recently.
     func protectedIDs(limit: Int) -> Set<HexID> {

@@ -82,6 +82,53 @@ package struct JSONParser {
 
     private init(bytes: [UInt8]) { self.bytes = bytes }
 
+    /// One element of a top-level array, with where its text lies.
+    struct Element {
+        var value: JSONValue
+        /// Its UTF-8 byte range in the text, without the space around it.
+        var range: Range<Int>
+        /// Whether an object in it repeats a key (only the last value is kept, so its text says
+        /// more than the value).
+        var repeatsKeys: Bool
+    }
+
+    /// The elements of the array `text` holds, each with its byte range; `nil` when `text` is
+    /// JSON but not an array. Throws a ``Failure`` when it is not JSON.
+    static func elements(of text: String) throws -> [Element]? {
+        var parser = JSONParser(bytes: Array(text.utf8))
+        parser.skipSpace()
+        guard parser.position < parser.bytes.count, parser.bytes[parser.position] == UInt8(ascii: "[") else {
+            _ = try parse(text)
+            return nil
+        }
+        parser.position += 1
+        var elements: [Element] = []
+        parser.skipSpace()
+        if parser.position < parser.bytes.count, parser.bytes[parser.position] == UInt8(ascii: "]") {
+            parser.position += 1
+        } else {
+            while true {
+                parser.skipSpace()
+                let start = parser.position
+                parser.repeatsKeys = false
+                let value = try parser.value(depth: 1)
+                elements.append(Element(value: value, range: start..<parser.position, repeatsKeys: parser.repeatsKeys))
+                parser.skipSpace()
+                guard parser.position < parser.bytes.count else { throw parser.failure("an array is not closed") }
+                let byte = parser.bytes[parser.position]
+                parser.position += 1
+                if byte == UInt8(ascii: "]") { break }
+                guard byte == UInt8(ascii: ",") else { throw parser.failure("expected , or ]") }
+            }
+        }
+        parser.skipSpace()
+        guard parser.position == parser.bytes.count else { throw parser.failure("text after the value") }
+        return elements
+    }
+
+    /// Whether an object read since this was last cleared repeated a key.
+    private var repeatsKeys = false
+
     private func failure(_ what: String) -> Failure { Failure(description: "not JSON at byte \(position): \(what)") }
 
     private mutating func skipSpace() {
@@ -140,7 +187,9 @@ package struct JSONParser {
             guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw failure("expected :") }
             position += 1
             skipSpace()
+            let count = object.keys.count
             object[key] = try value(depth: depth + 1)
+            if object.keys.count == count { repeatsKeys = true }
             skipSpace()
             guard position < bytes.count else { throw failure("an object is not closed") }
             let byte = bytes[position]
@@ -260,51 +309,56 @@ package struct JSONParser {
 extension JSONValue {
     /// The value as compact JSON text.
     var text: String {
-        var out = ""
+        var out: [UInt8] = []
         write(to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    func write(to out: inout String) {
+    /// Appends the value as compact JSON text (UTF-8).
+    func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let value): out += value ? "true" : "false"
-        case .number(let text): out += text
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .number(let text): out.append(contentsOf: text.utf8)
         case .string(let value): Self.writeString(value, to: &out)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 item.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let object):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (index, key) in object.keys.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 Self.writeString(key, to: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 object[key]!.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func writeString(_ value: String, to out: inout String) {
-        out += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+    /// Appends `value` as a JSON string: quotes, backslashes and control characters escaped,
+    /// everything else as its UTF-8 bytes.
+    static func writeString(_ value: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
+            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
+            case 0x09: out.append(contentsOf: #"\t"#.utf8)
+            case 0..<0x20:
+                let digits = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: #"\u00"#.utf8)
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0x0F)])
+            default: out.append(byte)
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -8,11 +8,11 @@ struct OverlayEvaluation {
     let query: PostgRESTQuery
     let table: PostgRESTOverlay.Table
     let comparison: PostgRESTComparison
-    private let defaults: [String: JSONValue]
-    private let sameInEveryRow: [String: JSONValue]
+    let defaults: [String: JSONValue]
+    let sameInEveryRow: [String: JSONValue]
 
     /// A row as the overlay knows it.
-    private struct Row {
+    struct Row {
         var values: JSONObject
         /// Its place in the cached answer, or `nil` for a row written offline or known from
         /// another answer.
@@ -33,34 +33,54 @@ struct OverlayEvaluation {
         var mayBeSkipped = false
         /// A pending DELETE whose filter could not be evaluated on it may have removed it.
         var mayBeDeleted = false
+        /// Where the row's text lies in the cached body, for a cached row whose text says exactly
+        /// its values (no repeated key): an untouched row is written as that text.
+        var cachedRange: Range<Int>?
     }
 
-    private var rows: [Row] = []
+    var rows: [Row] = []
     /// Where each row is in `rows`, by primary key (``keyText(_:)``): writes by key find their row
     /// without a scan.
-    private var positions: [String: Int] = [:]
-    private var reasons: [InexactReason] = []
-    private var hasCache = false
-    private var cachedCount = 0
+    var positions: [String: Int] = [:]
+    var reasons: [InexactReason] = []
+    var hasCache = false
+    var cachedCount = 0
     /// Whether any write touched, added or removed a row.
-    private var changedRows = false
+    var changedRows = false
     /// Whether a pending (not yet synced) write did.
-    private var changedByPending = false
+    var changedByPending = false
     /// Whether the rows held (the cached answer's and those other answers add) are every row of
     /// the table the user sees: a row not held does not exist.
-    private var holdsEveryRow = false
+    var holdsEveryRow = false
     /// The last cached row as the server sent it: the edge of a full page.
-    private var pageEdge: Row?
+    var pageEdge: Row?
     /// The columns of the cached rows, in the server's order (`nil` with no cached row).
-    private var cachedColumns: [String]?
+    var cachedColumns: [String]?
     /// Keys of cached rows that pending deletes removed.
-    private var deletedKeys: [JSONValue] = []
-    private var nextOrdinal = 0
+    var deletedKeys: [JSONValue] = []
+    var nextOrdinal = 0
     /// What kind of value the server answers each column with, where known (``learnKinds(from:)``).
-    private var serverKinds: [String: ServerKind] = [:]
+    var serverKinds: [String: ServerKind] = [:]
 
     /// The table the read reads.
     let readTable: String?
+    /// The server's cached answer, as it came.
+    var cachedBody: String?
+    /// Whether the evaluation had no related answers (it may want them).
+    var relatedAreEmpty = true
+    /// Whether the cached rows are in the read's order by ``compareByOrder(_:_:)``, every row
+    /// holding every order column with one kind of value per column: rows a write moves can then
+    /// be merged into them instead of sorting every row.
+    var cachedRowsFollowOrder = false
+    /// The kind of value each order column holds in the cached rows, where one is not `null`.
+    var orderKinds: [String: OrderKind] = [:]
+    /// The columns the read orders by.
+    let orderColumns: Set<String>
+    /// The columns the read filters on.
+    let filterColumns: Set<String>
+
+    /// A kind of value whose values always compare with each other.
+    enum OrderKind { case number, boolean, string }
 
     init(
         query: PostgRESTQuery, readTable: String?, table: PostgRESTOverlay.Table, comparison: PostgRESTComparison
@@ -69,6 +89,8 @@ struct OverlayEvaluation {
         self.readTable = readTable
         self.table = table
         self.comparison = comparison
+        orderColumns = query.orderColumns
+        filterColumns = query.filterColumns
         defaults = table.defaults.compactMapValues { try? JSONParser.parse($0) }
         sameInEveryRow = table.sameInEveryRow.compactMapValues { try? JSONParser.parse($0) }
         var declared = JSONObject()
@@ -78,49 +100,70 @@ struct OverlayEvaluation {
         learnKinds(from: declared)
     }
 
+    /// The whole evaluation: ``load(cachedBody:related:)``, every write, ``answered()``.
     mutating func answer(cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]) -> OverlayAnswer {
+        if let early = load(cachedBody: cachedBody, related: related) { return early }
+        for write in writes { apply(write) }
+        return answered()
+    }
+
+    /// Reads the cached answer and the related ones: the state writes apply to. Returns the
+    /// answer when it is settled before any write (the read uses a feature the overlay does not
+    /// evaluate, or the cached answer is not rows).
+    mutating func load(cachedBody: String?, related: [RelatedAnswer]) -> OverlayAnswer? {
+        self.cachedBody = cachedBody
+        relatedAreEmpty = related.isEmpty
         for part in query.unsupported { note(.unsupportedReadFeature(part)) }
         guard query.unsupported.isEmpty else { return OverlayAnswer(body: cachedBody, inexactReasons: reasons) }
         if let cachedBody {
-            guard case .array(let items)? = try? JSONParser.parse(cachedBody) else {
+            guard let elements = try? JSONParser.elements(of: cachedBody) else {
                 note(.cachedAnswerNotRows)
                 return OverlayAnswer(body: cachedBody, inexactReasons: reasons)
             }
-            for item in items {
-                guard case .object(let object) = item else {
+            for element in elements {
+                guard case .object(let object) = element.value else {
                     note(.cachedAnswerNotRows)
                     return OverlayAnswer(body: cachedBody, inexactReasons: reasons)
                 }
-                add(Row(values: object, cachedIndex: rows.count, ordinal: rows.count))
+                var row = Row(values: object, cachedIndex: rows.count, ordinal: rows.count)
+                if !element.repeatsKeys { row.cachedRange = element.range }
+                add(row)
             }
             hasCache = true
             cachedCount = rows.count
             nextOrdinal = rows.count
             pageEdge = rows.last
             cachedColumns = rows.first?.values.keys
+            cachedRowsFollowOrder = cachedRowsAreInOrder()
         } else {
             note(.nothingCached)
         }
         holdsEveryRow = holdsWholeTable
         for answer in related { learn(from: answer) }
-        for write in writes { apply(write) }
+        return nil
+    }
+
+    /// The answer of the state the writes applied so far left; the state itself does not change,
+    /// so more writes can follow.
+    func answered() -> OverlayAnswer {
+        var evaluation = self
         var answer: OverlayAnswer
-        if !changedRows && hasCache {
-            answer = OverlayAnswer(body: cachedBody, inexactReasons: reasons)
-        } else if !hasCache && !rows.contains(where: { !$0.isOutside && !$0.isDeleted }) {
-            answer = OverlayAnswer(body: nil, inexactReasons: reasons)
+        if !evaluation.changedRows && evaluation.hasCache {
+            answer = OverlayAnswer(body: cachedBody, inexactReasons: evaluation.reasons)
+        } else if !evaluation.hasCache && !evaluation.rows.contains(where: { !$0.isOutside && !$0.isDeleted }) {
+            answer = OverlayAnswer(body: nil, inexactReasons: evaluation.reasons)
         } else {
-            answer = evaluateRead()
+            answer = evaluation.evaluateRead()
         }
         // Rows other answers hold may settle what this one could not.
-        answer.wantsRelatedAnswers = related.isEmpty && !reasons.isEmpty
+        answer.wantsRelatedAnswers = relatedAreEmpty && !evaluation.reasons.isEmpty
         return answer
     }
 
     /// Takes the rows of another cached answer of the table: a row this answer lacks becomes an
     /// outside row, and columns this answer does not select fill in (for the filters of writes).
     /// An answer without filters, offset or a full page holds every row of the table.
-    private mutating func learn(from related: RelatedAnswer) {
+    mutating func learn(from related: RelatedAnswer) {
         guard hasCache, cachedColumns?.contains(table.primaryKey) != false,
             case .array(let items)? = try? JSONParser.parse(related.body)
         else { return }
@@ -154,11 +197,11 @@ struct OverlayEvaluation {
 
     /// Whether the cached answer holds every row of the table the user sees: no filter, no
     /// offset, and fewer rows than a limit. A key it lacks is then a key the server lacks.
-    private var holdsWholeTable: Bool {
+    var holdsWholeTable: Bool {
         hasCache && query.filters.isEmpty && (query.offset ?? 0) == 0 && query.limit.map { cachedCount < $0 } != false
     }
 
-    private mutating func apply(_ write: OverlayWrite) {
+    mutating func apply(_ write: OverlayWrite) {
         if let offset = query.offset, offset > 0 {
             note(.readHasOffset)
         }
@@ -211,9 +254,9 @@ struct OverlayEvaluation {
         }
     }
 
-    private enum Resolution { case none, mergeDuplicates, ignoreDuplicates }
+    enum Resolution { case none, mergeDuplicates, ignoreDuplicates }
 
-    private static func resolution(of request: DataRequest) -> Resolution {
+    static func resolution(of request: DataRequest) -> Resolution {
         let prefer = request.headers.first { $0.key.lowercased() == "prefer" }?.value ?? ""
         let tokens = prefer.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         if tokens.contains("resolution=merge-duplicates") { return .mergeDuplicates }
@@ -221,7 +264,7 @@ struct OverlayEvaluation {
         return .none
     }
 
-    private mutating func insert(_ typed: TypedChanges, resolution: Resolution, by write: OverlayWrite) {
+    mutating func insert(_ typed: TypedChanges, resolution: Resolution, by write: OverlayWrite) {
         let object = typed.values
         let key = object[table.primaryKey]
         if resolution != .none, cachedCount > 0, cachedColumns?.contains(table.primaryKey) == false {
@@ -257,7 +300,7 @@ struct OverlayEvaluation {
         if write.isPending { changedByPending = true }
     }
 
-    private mutating func merge(_ typed: TypedChanges, into index: Int, by write: OverlayWrite) {
+    mutating func merge(_ typed: TypedChanges, into index: Int, by write: OverlayWrite) {
         let changes = typed.values
         let oldKey = rows[index].values[table.primaryKey]
         for column in changes.keys {
@@ -280,7 +323,7 @@ struct OverlayEvaluation {
 
     /// After a write whose filter could not be evaluated on a row: the columns it sets are no
     /// longer known there, so later filters and the read cannot take the old values for sure.
-    private mutating func forget(_ columns: [String], in index: Int) {
+    mutating func forget(_ columns: [String], in index: Int) {
         for column in columns {
             rows[index].values[column] = nil
             rows[index].changed.insert(column)
@@ -288,17 +331,17 @@ struct OverlayEvaluation {
         changedRows = true
     }
 
-    private mutating func patch(
+    mutating func patch(
         where filters: [PostgRESTQuery.Condition], with typed: TypedChanges, by write: OverlayWrite
     ) {
         let changes = typed.values
         // A change to columns the read neither shows, filters nor orders on cannot change it.
-        let visible = query.columns.map { Set($0).union(query.filterColumns).union(query.orderColumns) }
+        let visible = query.columns.map { Set($0).union(filterColumns).union(orderColumns) }
         let isVisible = visible.map { !$0.isDisjoint(with: changes.keys) } ?? true
         // Rows the answer left out do not match the read (or lie past a full page): setting a
         // column the read filters (or orders) on could bring them in.
-        var entering = query.filterColumns
-        if let limit = query.limit, cachedCount >= limit { entering.formUnion(query.orderColumns) }
+        var entering = filterColumns
+        if let limit = query.limit, cachedCount >= limit { entering.formUnion(orderColumns) }
         let mayEnter = !entering.isDisjoint(with: changes.keys)
         for index in candidates(for: filters) {
             switch truth(of: filters, on: rows[index]) {
@@ -317,7 +360,7 @@ struct OverlayEvaluation {
         }
     }
 
-    private mutating func delete(where filters: [PostgRESTQuery.Condition], by write: OverlayWrite) {
+    mutating func delete(where filters: [PostgRESTQuery.Condition], by write: OverlayWrite) {
         for index in candidates(for: filters) {
             let row = rows[index]
             switch truth(of: filters, on: row) {
@@ -341,7 +384,7 @@ struct OverlayEvaluation {
 
     /// The rows `filters` can match: those a key filter names, when every row has its key;
     /// otherwise every row not deleted.
-    private func candidates(for filters: [PostgRESTQuery.Condition]) -> [Int] {
+    func candidates(for filters: [PostgRESTQuery.Condition]) -> [Int] {
         if cachedColumns?.contains(table.primaryKey) != false, !table.nonTextColumns.contains(table.primaryKey),
             let (_, keys) = keyFilter(in: filters)
         {
@@ -358,7 +401,7 @@ struct OverlayEvaluation {
     /// The rows whose key a filter operand names: as text, or as a whole number however spelled
     /// (`01` is 1, as PostgreSQL reads it); `nil` when that is not sure: a number with a fraction
     /// or an exponent, which an integer key refuses and a `numeric` one reads as a number.
-    private func positions(ofOperand operand: String) -> [Int]? {
+    func positions(ofOperand operand: String) -> [Int]? {
         var found: [Int] = []
         if let index = positions["s:" + operand] { found.append(index) }
         if let number = PostgRESTComparison.decimal(operand) {
@@ -368,7 +411,7 @@ struct OverlayEvaluation {
         return found
     }
 
-    private mutating func add(_ row: Row) {
+    mutating func add(_ row: Row) {
         if let key = row.values[table.primaryKey] { positions[Self.keyText(key)] = rows.count }
         if row.cachedIndex != nil || row.isOutside { learnKinds(from: row.values) }
         rows.append(row)
@@ -378,10 +421,10 @@ struct OverlayEvaluation {
 
     /// The kind of JSON value the server answers a column with, where a row it sent (or a
     /// default) shows one.
-    private enum ServerKind { case number, boolean, string }
+    enum ServerKind { case number, boolean, string }
 
     /// Learns the kinds of the columns in `values`, a row the server sent or a declared value.
-    private mutating func learnKinds(from values: JSONObject) {
+    mutating func learnKinds(from values: JSONObject) {
         for column in values.keys where serverKinds[column] == nil {
             switch values[column] {
             case .number?: serverKinds[column] = .number
@@ -404,7 +447,7 @@ struct OverlayEvaluation {
     /// it might read otherwise or refuse (`"1.5"` in a column that may be an integer one, `"ten"`),
     /// or one that reads as a number or a boolean in a column no row shows, leaves the column
     /// unsure, and the answer inexact.
-    private mutating func typed(_ object: JSONObject) -> TypedChanges {
+    mutating func typed(_ object: JSONObject) -> TypedChanges {
         var typed = TypedChanges(values: object)
         for column in object.keys where !table.nonTextColumns.contains(column) {
             guard case .string(let text)? = object[column] else { continue }
@@ -433,12 +476,12 @@ struct OverlayEvaluation {
         return typed
     }
 
-    private func position(of key: JSONValue) -> Int? {
+    func position(of key: JSONValue) -> Int? {
         positions[Self.keyText(key)].flatMap { rows[$0].isDeleted ? nil : $0 }
     }
 
     /// A key as a dictionary key: text and numbers (by value) apart.
-    private static func keyText(_ key: JSONValue) -> String {
+    static func keyText(_ key: JSONValue) -> String {
         switch key {
         case .string(let text): "s:" + text
         case .number: "n:" + (key.numericValue?.description ?? key.text)
@@ -448,7 +491,7 @@ struct OverlayEvaluation {
 
     /// The first filter that selects rows by primary key (`eq` or `in`, not negated), and the
     /// key operands it names.
-    private func keyFilter(
+    func keyFilter(
         in filters: [PostgRESTQuery.Condition]
     ) -> (filter: PostgRESTQuery.Condition, keys: [String])? {
         guard
@@ -460,7 +503,7 @@ struct OverlayEvaluation {
     }
 
     /// Whether `filters` select rows by primary key, all of which the overlay holds (or deleted).
-    private func reachesOnlyKnownRows(_ filters: [PostgRESTQuery.Condition]) -> Bool {
+    func reachesOnlyKnownRows(_ filters: [PostgRESTQuery.Condition]) -> Bool {
         guard let (byKey, keys) = keyFilter(in: filters) else { return false }
         return keys.allSatisfy { operand in
             positions(ofOperand: operand).map { !$0.isEmpty } == true
@@ -468,161 +511,10 @@ struct OverlayEvaluation {
         }
     }
 
-    // MARK: - The read
-
-    private mutating func evaluateRead() -> OverlayAnswer {
-        var result: [Row] = []
-        /// Whether a row past the cached page, held without a column the read filters on, may match.
-        var mayFillPage = false
-        for row in rows where !row.isDeleted {
-            // A cached row no write touched passed the server's own filters.
-            if row.cachedIndex != nil, row.changed.isEmpty, !row.mayBeDeleted {
-                result.append(row)
-                continue
-            }
-            if row.isOutside, row.changed.isEmpty, !row.mayBeDeleted {
-                // Left out by the server and untouched: it fails the filters, or lies past a
-                // full page, where it may now fill a gap. One another answer holds without a
-                // column the read filters on may or may not match: it may fill the gap.
-                if let limit = query.limit, cachedCount >= limit {
-                    switch truth(of: query.filters, on: row) {
-                    case .yes: result.append(row)
-                    case .unknown: mayFillPage = true
-                    case .no, .null: break
-                    }
-                }
-                continue
-            }
-            switch truth(of: query.filters, on: row) {
-            case .yes where row.mayBeDeleted, .unknown where row.mayBeDeleted:
-                note(.rowMayBeDeleted)
-                result.append(row)
-            case .yes:
-                if row.mayBeSkipped {
-                    note(.insertMayBeSkipped)
-                }
-                result.append(row)
-            case .unknown:
-                note(.filterOnWrittenRowUnknown)
-                result.append(row)
-            case .no, .null: break
-            }
-        }
-        order(&result)
-        applyPage(to: &result, mayFillPage: mayFillPage)
-        return OverlayAnswer(
-            body: project(result), inexactReasons: reasons,
-            pendingRows: result.filter { !$0.pendingIDs.isEmpty }.map {
-                PendingRow(key: $0.values[table.primaryKey]?.text, writeIDs: $0.pendingIDs)
-            }, changedByPendingWrites: changedByPending)
-    }
-
-    /// Sorts by the read's `order` when a write may have moved a row; cached rows otherwise
-    /// keep the server's order.
-    private mutating func order(_ result: inout [Row]) {
-        let orderColumns = query.orderColumns
-        let moved = result.contains { $0.cachedIndex == nil || !$0.changed.isDisjoint(with: orderColumns) }
-        guard !query.order.isEmpty, moved else { return }
-        var unknown = false
-        result.sort { a, b in
-            switch compareByOrder(a, b) {
-            case .orderedAscending?: return true
-            case .orderedDescending?: return false
-            case .orderedSame?: return a.ordinal < b.ordinal
-            case nil:
-                unknown = true
-                return a.ordinal < b.ordinal
-            }
-        }
-        if unknown {
-            note(.orderUnknown)
-        }
-    }
-
-    /// `a` against `b` by the read's order terms; `nil` when a value is missing or not comparable.
-    private func compareByOrder(_ a: Row, _ b: Row) -> ComparisonResult? {
-        for term in query.order {
-            guard let left = a.values[term.column], let right = b.values[term.column] else { return nil }
-            let order: ComparisonResult
-            switch (left, right) {
-            case (.null, .null): continue
-            case (.null, _): order = term.nullsFirst ? .orderedAscending : .orderedDescending
-            case (_, .null): order = term.nullsFirst ? .orderedDescending : .orderedAscending
-            default:
-                if comparison.nonTextColumns.contains(term.column), case .string = left, !left.isEquivalent(to: right) {
-                    return nil  // a timestamp's or an enum's order is not its text's
-                }
-                guard let compared = comparison.compare(left, right) else { return nil }
-                if compared == .orderedSame { continue }
-                order =
-                    term.descending
-                    ? (compared == .orderedAscending ? .orderedDescending : .orderedAscending) : compared
-            }
-            return order
-        }
-        return .orderedSame
-    }
-
-    /// `limit` and `offset`: the cached rows were one page; a page that was full and lost rows
-    /// may take rows past it that the cache never saw.
-    private mutating func applyPage(to result: inout [Row], mayFillPage: Bool) {
-        guard let limit = query.limit else { return }
-        if query.order.isEmpty, rows.count > limit || cachedCount >= limit {
-            note(.limitWithoutOrder)
-        } else if hasCache, cachedCount >= limit, !holdsEveryRow || mayFillPage {
-            if let edge = pageEdge {
-                let within = result.filter { row in
-                    if row.cachedIndex != nil, row.changed.isDisjoint(with: query.orderColumns) { return true }
-                    guard let order = compareByOrder(row, edge) else { return false }
-                    return order != .orderedDescending
-                }
-                if within.count < limit {
-                    note(.pageMayTakeRowsPastIt(limit: limit))
-                }
-            }
-        }
-        if result.count > limit { result.removeLast(result.count - limit) }
-    }
-
-    /// The rows as the read's `select` shows them, as JSON text.
-    private mutating func project(_ result: [Row]) -> String {
-        let columns: [String]
-        if let selected = query.columns {
-            columns = selected
-        } else if let cachedColumns {
-            columns = cachedColumns
-        } else if let all = table.columns {
-            columns = all
-        } else {
-            note(.columnsUnknown)
-            var seen: [String] = []
-            for row in result { for key in row.values.keys where !seen.contains(key) { seen.append(key) } }
-            columns = seen
-        }
-        var missing: [String] = []
-        var out: [JSONValue] = []
-        out.reserveCapacity(result.count)
-        for row in result {
-            var object = JSONObject()
-            for column in columns {
-                if let value = row.values[column] {
-                    object[column] = value
-                } else if !missing.contains(column) {
-                    missing.append(column)
-                }
-            }
-            out.append(.object(object))
-        }
-        if !missing.isEmpty {
-            note(.columnsNotSet(missing))
-        }
-        return JSONValue.array(out).text
-    }
-
     // MARK: - Filters
 
     /// The AND of `filters` on `row`.
-    private func truth(of filters: [PostgRESTQuery.Condition], on row: Row) -> Truth {
+    func truth(of filters: [PostgRESTQuery.Condition], on row: Row) -> Truth {
         var result = Truth.yes
         for filter in filters {
             switch truth(of: filter, on: row) {
@@ -634,7 +526,7 @@ struct OverlayEvaluation {
         return result
     }
 
-    private func truth(of filter: PostgRESTQuery.Condition, on row: Row) -> Truth {
+    func truth(of filter: PostgRESTQuery.Condition, on row: Row) -> Truth {
         if let value = row.values[filter.column] { return comparison.evaluate(filter, on: value) }
         // A column the answer does not select: a cached row, unchanged in it, passed the same
         // filter of the read on the server.
@@ -646,7 +538,7 @@ struct OverlayEvaluation {
         return .unknown
     }
 
-    private mutating func note(_ reason: InexactReason) {
+    mutating func note(_ reason: InexactReason) {
         if !reasons.contains(reason) { reasons.append(reason) }
     }
 }

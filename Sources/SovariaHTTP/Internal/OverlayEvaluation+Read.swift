@@ -1,0 +1,274 @@
+import Foundation
+import SovariaSync
+
+extension OverlayEvaluation {
+    // MARK: - The read
+
+    mutating func evaluateRead() -> OverlayAnswer {
+        var result: [Row] = []
+        result.reserveCapacity(rows.count)
+        /// Whether a row past the cached page, held without a column the read filters on, may match.
+        var mayFillPage = false
+        for row in rows where !row.isDeleted {
+            // A cached row no write touched passed the server's own filters.
+            if row.cachedIndex != nil, row.changed.isEmpty, !row.mayBeDeleted {
+                result.append(row)
+                continue
+            }
+            if row.isOutside, row.changed.isEmpty, !row.mayBeDeleted {
+                // Left out by the server and untouched: it fails the filters, or lies past a
+                // full page, where it may now fill a gap. One another answer holds without a
+                // column the read filters on may or may not match: it may fill the gap.
+                if let limit = query.limit, cachedCount >= limit {
+                    switch truth(of: query.filters, on: row) {
+                    case .yes: result.append(row)
+                    case .unknown: mayFillPage = true
+                    case .no, .null: break
+                    }
+                }
+                continue
+            }
+            switch truth(of: query.filters, on: row) {
+            case .yes where row.mayBeDeleted, .unknown where row.mayBeDeleted:
+                note(.rowMayBeDeleted)
+                result.append(row)
+            case .yes:
+                if row.mayBeSkipped {
+                    note(.insertMayBeSkipped)
+                }
+                result.append(row)
+            case .unknown:
+                note(.filterOnWrittenRowUnknown)
+                result.append(row)
+            case .no, .null: break
+            }
+        }
+        order(&result)
+        applyPage(to: &result, mayFillPage: mayFillPage)
+        return OverlayAnswer(
+            body: project(result), inexactReasons: reasons,
+            pendingRows: result.filter { !$0.pendingIDs.isEmpty }.map {
+                PendingRow(key: $0.values[table.primaryKey]?.text, writeIDs: $0.pendingIDs)
+            }, changedByPendingWrites: changedByPending)
+    }
+
+    // MARK: - Order
+
+    /// Sorts by the read's `order` when a write may have moved a row; cached rows otherwise
+    /// keep the server's order.
+    mutating func order(_ result: inout [Row]) {
+        let orderColumns = orderColumns
+        func moved(_ row: Row) -> Bool { row.cachedIndex == nil || !row.changed.isDisjoint(with: orderColumns) }
+        guard !query.order.isEmpty, result.contains(where: moved) else { return }
+        if cachedRowsFollowOrder, let merged = merged(result, moved: moved) {
+            result = merged
+            return
+        }
+        var unknown = false
+        result.sort { a, b in
+            switch compareByOrder(a, b) {
+            case .orderedAscending?: return true
+            case .orderedDescending?: return false
+            case .orderedSame?: return a.ordinal < b.ordinal
+            case nil:
+                unknown = true
+                return a.ordinal < b.ordinal
+            }
+        }
+        if unknown {
+            note(.orderUnknown)
+        }
+    }
+
+    /// `result` in order with only the moved rows sorted, each merged into the cached rows (in
+    /// order already, ``cachedRowsFollowOrder``) by binary search: O(k log n) comparisons for k
+    /// moved rows. The same order the full sort gives, which is unique: with every row holding
+    /// one kind of value per order column no comparison is unknown, and ties go by ordinal.
+    /// `nil` when a moved row breaks that (a missing column, another kind): then sort all.
+    private func merged(_ result: [Row], moved isMoved: (Row) -> Bool) -> [Row]? {
+        var staying: [Row] = []
+        var moved: [Row] = []
+        staying.reserveCapacity(result.count)
+        var kinds = orderKinds
+        for row in result {
+            guard isMoved(row) else {
+                staying.append(row)
+                continue
+            }
+            for term in query.order {
+                guard let value = row.values[term.column], let kind = orderKind(of: value, column: term.column) else {
+                    return nil
+                }
+                guard let kind else { continue }
+                if let known = kinds[term.column], known != kind { return nil }
+                kinds[term.column] = kind
+            }
+            moved.append(row)
+        }
+        moved.sort(by: precedes)
+        var merged: [Row] = []
+        merged.reserveCapacity(result.count)
+        var next = 0
+        for row in moved {
+            // The first staying row that does not precede `row`.
+            var (low, high) = (next, staying.count)
+            while low < high {
+                let middle = (low + high) / 2
+                if precedes(staying[middle], row) { low = middle + 1 } else { high = middle }
+            }
+            merged.append(contentsOf: staying[next..<low])
+            merged.append(row)
+            next = low
+        }
+        merged.append(contentsOf: staying[next...])
+        return merged
+    }
+
+    /// Whether `a` comes before `b`: by the read's order, then by ordinal.
+    private func precedes(_ a: Row, _ b: Row) -> Bool {
+        switch compareByOrder(a, b) {
+        case .orderedAscending?: true
+        case .orderedDescending?: false
+        case .orderedSame?, nil: a.ordinal < b.ordinal
+        }
+    }
+
+    /// The kind of an order column's value when two values of it always compare: `.some(nil)`
+    /// for `null` (it compares with anything), `nil` for a value that may not compare (an array,
+    /// an object, text under an unknown text order or in a column whose order is not its text's).
+    private func orderKind(of value: JSONValue, column: String) -> OrderKind?? {
+        switch value {
+        case .null: .some(nil)
+        case .bool: .boolean
+        case .number: value.numericValue == nil ? nil : .number
+        case .string:
+            comparison.textOrderIsBytes && !comparison.nonTextColumns.contains(column) ? .string : nil
+        case .array, .object: nil
+        }
+    }
+
+    /// Whether the cached rows are in the read's order, and so ``cachedRowsFollowOrder``: every
+    /// row holds every order column, one kind of value per column, each row at or after the one
+    /// before it. Learns ``orderKinds`` on the way. O(n), once per cached answer.
+    mutating func cachedRowsAreInOrder() -> Bool {
+        guard !query.order.isEmpty else { return false }
+        var kinds: [String: OrderKind] = [:]
+        for row in rows {
+            for term in query.order {
+                guard let value = row.values[term.column], let kind = orderKind(of: value, column: term.column) else {
+                    return false
+                }
+                guard let kind else { continue }
+                if let known = kinds[term.column], known != kind { return false }
+                kinds[term.column] = kind
+            }
+        }
+        for index in rows.indices.dropFirst() {
+            guard let order = compareByOrder(rows[index - 1], rows[index]), order != .orderedDescending else {
+                return false
+            }
+        }
+        orderKinds = kinds
+        return true
+    }
+
+    /// `a` against `b` by the read's order terms; `nil` when a value is missing or not comparable.
+    func compareByOrder(_ a: Row, _ b: Row) -> ComparisonResult? {
+        for term in query.order {
+            guard let left = a.values[term.column], let right = b.values[term.column] else { return nil }
+            let order: ComparisonResult
+            switch (left, right) {
+            case (.null, .null): continue
+            case (.null, _): order = term.nullsFirst ? .orderedAscending : .orderedDescending
+            case (_, .null): order = term.nullsFirst ? .orderedDescending : .orderedAscending
+            default:
+                if comparison.nonTextColumns.contains(term.column), case .string = left, !left.isEquivalent(to: right) {
+                    return nil  // a timestamp's or an enum's order is not its text's
+                }
+                guard let compared = comparison.compare(left, right) else { return nil }
+                if compared == .orderedSame { continue }
+                order =
+                    term.descending
+                    ? (compared == .orderedAscending ? .orderedDescending : .orderedAscending) : compared
+            }
+            return order
+        }
+        return .orderedSame
+    }
+
+    // MARK: - Page and columns
+
+    /// `limit` and `offset`: the cached rows were one page; a page that was full and lost rows
+    /// may take rows past it that the cache never saw.
+    mutating func applyPage(to result: inout [Row], mayFillPage: Bool) {
+        guard let limit = query.limit else { return }
+        if query.order.isEmpty, rows.count > limit || cachedCount >= limit {
+            note(.limitWithoutOrder)
+        } else if hasCache, cachedCount >= limit, !holdsEveryRow || mayFillPage {
+            if let edge = pageEdge {
+                let within = result.filter { row in
+                    if row.cachedIndex != nil, row.changed.isDisjoint(with: orderColumns) { return true }
+                    guard let order = compareByOrder(row, edge) else { return false }
+                    return order != .orderedDescending
+                }
+                if within.count < limit {
+                    note(.pageMayTakeRowsPastIt(limit: limit))
+                }
+            }
+        }
+        if result.count > limit { result.removeLast(result.count - limit) }
+    }
+
+    /// The rows as the read's `select` shows them, as JSON text. A cached row no write touched,
+    /// whose columns are the ones shown in the same order, is its text in the cached body.
+    mutating func project(_ result: [Row]) -> String {
+        var columns: [String]
+        if let selected = query.columns {
+            columns = selected
+        } else if let cachedColumns {
+            columns = cachedColumns
+        } else if let all = table.columns {
+            columns = all
+        } else {
+            note(.columnsUnknown)
+            var seen: [String] = []
+            for row in result { for key in row.values.keys where !seen.contains(key) { seen.append(key) } }
+            columns = seen
+        }
+        var unique: Set<String> = []
+        columns.removeAll { !unique.insert($0).inserted }
+        var missing: [String] = []
+        var out: [UInt8] = []
+        var cachedText = cachedBody ?? ""
+        out.reserveCapacity(cachedText.utf8.count + 128)
+        cachedText.withUTF8 { cached in
+            out.append(UInt8(ascii: "["))
+            for (index, row) in result.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                if let range = row.cachedRange, row.changed.isEmpty, row.values.keys == columns {
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: cached[range]))
+                    continue
+                }
+                out.append(UInt8(ascii: "{"))
+                var first = true
+                for column in columns {
+                    guard let value = row.values[column] else {
+                        if !missing.contains(column) { missing.append(column) }
+                        continue
+                    }
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    first = false
+                    JSONValue.writeString(column, to: &out)
+                    out.append(UInt8(ascii: ":"))
+                    value.write(to: &out)
+                }
+                out.append(UInt8(ascii: "}"))
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        if !missing.isEmpty {
+            note(.columnsNotSet(missing))
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,92 @@
+import Sovaria
+import SovariaCache
+import SovariaPlumbing
+import SovariaQueue
+import Synchronization
+
+/// The overlay sessions of a controller, one per read (and one more for a read asked again with
+/// its table's other answers): each keeps its cached answer parsed and the state its writes left,
+/// so the next answer after one more write applies that write alone.
+///
+/// Bounded like the query cache's memory layer, least recently used first: at most
+/// ``maxCount`` sessions and ``maxBytes`` of cached text and parsed rows. Shed under memory
+/// pressure as that layer is: a warning keeps a quarter of both (and the sessions of queries a
+/// live reader shows), a critical event keeps none. A session that went is made again from the
+/// cached answer next time; no answer changes.
+final class OverlaySessions: Sendable {
+    /// A session and the inputs it was made from: it answers only for the same ones.
+    struct Entry: Sendable {
+        let cachedBody: String?
+        let related: [RelatedAnswer]
+        let session: any OverlaySession
+    }
+
+    /// The most sessions kept: as many as the overlaid answers the controller memoizes.
+    static let maxCount = SovariaOffline.maxOverlaysKept
+    /// The most bytes kept (estimated): four times the query cache's default memory layer
+    /// (16 MiB of text), as parsed rows cost several times their text.
+    static let maxBytes = 64 << 20
+    /// The suffix of the session of a read asked again with related answers.
+    private static let relatedSuffix = "\u{0}related"
+
+    /// How the answers were computed, over every session made so far.
+    private let totals = Mutex(OverlayPaths())
+
+    private let entries = MemoryCache<String, Entry>(
+        countLimit: maxCount, costLimit: maxBytes, rank: LockRank(110, "SovariaOffline.sessions"))
+
+    /// The answer of `evaluator` to `read` (whose query is `key`), from its session when one was
+    /// made from the same cached answer and related answers, else from a new one, kept.
+    func answer(
+        _ read: DataRequest, key: String, cachedBody: String?, related: [RelatedAnswer], writes: [OverlayWrite],
+        evaluator: any IncrementalOverlayEvaluator
+    ) -> OverlayAnswer {
+        let id = related.isEmpty ? key : key + Self.relatedSuffix
+        if let entry = entries.value(forKey: id), entry.cachedBody == cachedBody, entry.related == related {
+            let before = entry.session.paths
+            let answer = entry.session.answer(writes: writes)
+            let after = entry.session.paths
+            totals.withLock {
+                $0.appended += after.appended - before.appended
+                $0.rebuilt += after.rebuilt - before.rebuilt
+            }
+            return answer
+        }
+        let session = evaluator.session(read, cachedBody: cachedBody, related: related)
+        let answer = session.answer(writes: writes)
+        totals.withLock { $0.made += 1 }
+        entries.set(
+            Entry(cachedBody: cachedBody, related: related, session: session), forKey: id,
+            cost: session.estimatedBytes)
+        return answer
+    }
+
+    /// Gives memory back for `level`: on a warning, the least recently used sessions go until a
+    /// quarter of both limits hold, except those of queries `isShown` says a screen shows; on a
+    /// critical event, all go.
+    func shed(for level: MemoryPressure, keeping isShown: (String) -> Bool) {
+        switch level {
+        case .warning:
+            let fraction = QueryCache.warningShedFraction
+            entries.trim(
+                toCount: Int(Double(Self.maxCount) * fraction), cost: Int(Double(Self.maxBytes) * fraction)
+            ) { id, _ in
+                isShown(id.hasSuffix(Self.relatedSuffix) ? String(id.dropLast(Self.relatedSuffix.count)) : id)
+            }
+        case .critical:
+            entries.removeAll()
+        }
+    }
+
+    /// Drops every session.
+    func removeAll() { entries.removeAll() }
+
+    /// How the answers were computed: sessions made (a cached answer parsed), answers that
+    /// applied only appended writes, answers that applied every write again.
+    var paths: OverlayPaths { totals.withLock { $0 } }
+
+    /// How many sessions are kept.
+    var count: Int { entries.count }
+    /// Their estimated bytes.
+    var bytes: Int { entries.totalCost }
+}
