@@ -58,8 +58,8 @@ extension SovariaOffline {
     }
 
     /// The server's answer in `server` (`nil`: nothing cached) with the overlay of its table's
-    /// writes.
-    func overlaid(_ request: DataRequest, on server: CacheRead?) async throws -> LocalRead {
+    /// writes; `fresh` computes it afresh, past the memo and the overlay's session (for tests).
+    func overlaid(_ request: DataRequest, on server: CacheRead?, fresh: Bool = false) async throws -> LocalRead {
         var answer = LocalRead(
             body: server?.response?.body, response: server?.response, source: server?.source ?? .none,
             isRefreshing: server?.isRefreshing ?? false, inexactReasons: [], pendingRows: [])
@@ -67,7 +67,9 @@ extension SovariaOffline {
         let version = signals.version
         let query = Self.cacheKey(of: request)
         let local: OverlayAnswer?
-        if let memo = state.withLock({ $0.overlays[query] }), memo.version == version,
+        if fresh {
+            local = try await overlay(request, on: server?.response?.body, fresh: true)
+        } else if let memo = state.withLock({ $0.overlays[query] }), memo.version == version,
             memo.server == server?.response
         {
             local = memo.answer

@@ -12,6 +12,7 @@ import Synchronization
 import Testing
 
 @testable import SovariaHTTP
+@testable import SovariaSync
 
 /// The overlay's specification is PostgreSQL itself: random reads cached online, random writes
 /// made offline, each read answered by the overlay; then the flush, and the same reads asked of
@@ -71,9 +72,15 @@ import Testing
             #expect(tally.inexact * 10 <= answers, "at most a tenth of the answers inexact")
         }
         #expect(tally.exact > 0)
+        // Both paths ran: answers that applied only the appended write, and answers that applied
+        // every write again (after the flush, the synced writes are no longer pending).
+        print("  sessions: \(tally.paths.made) made, \(tally.paths.appended) appended, \(tally.paths.rebuilt) rebuilt")
+        #expect(tally.paths.appended > 0)
+        #expect(tally.paths.rebuilt > 0)
     }
 
     struct Tally {
+        var paths = OverlayPaths()
         var exact = 0
         var inexact = 0
         var skipped = 0
@@ -98,6 +105,7 @@ import Testing
         var exact = 0
         var inexactReasons: [[InexactReason]] = []
         var refused = false
+        var paths = OverlayPaths()
         var mismatches: [(read: DataRequest, overlay: String?, server: String)] = []
     }
 
@@ -111,6 +119,9 @@ import Testing
             return
         }
         tally.exact += outcome.exact
+        tally.paths.made += outcome.paths.made
+        tally.paths.appended += outcome.paths.appended
+        tally.paths.rebuilt += outcome.paths.rebuilt
         tally.inexact += outcome.inexactReasons.count
         for reasons in outcome.inexactReasons { for reason in reasons { tally.reasons[reason, default: 0] += 1 } }
         guard let first = outcome.mismatches.first else { return }
@@ -181,18 +192,24 @@ import Testing
                 Issue.record("an offline write was not queued")
                 return Outcome(refused: true)
             }
+            // After each write: the session's answer (this write applied alone) is the fresh one.
+            for read in generated.reads { try await expectSessionAnswersFresh(read, offline, generated) }
         }
         var local: [LocalRead] = []
         for read in generated.reads { local.append(try await offline.read(read, policy: .cacheOnly)) }
 
         transport.isOffline = false
         let synced = try await offline.flush()
+        // The synced writes stay in the answers until a refetch, no longer pending: every write
+        // is applied again.
+        for read in generated.reads { try await expectSessionAnswersFresh(read, offline, generated) }
+        let paths = offline.sessions.paths
         // An update or delete that matched no row changed nothing, in the overlay as on the
         // server: only a refusal makes the case one the overlay cannot be checked on.
         let unmatched = try await offline.rejectedWrites().filter { $0.reason == .noMatchingRow }.count
         await offline.close()
         guard synced + unmatched == generated.writes.count else { return Outcome(refused: true) }
-        var outcome = Outcome()
+        var outcome = Outcome(paths: paths)
         for (read, answer) in zip(generated.reads, local) {
             guard answer.isExact else {
                 outcome.inexactReasons.append(answer.inexactReasons)
@@ -207,6 +224,24 @@ import Testing
             }
         }
         return outcome
+    }
+
+    /// The answer to `read` through the overlay's session is the one a fresh evaluation of the
+    /// same cached answer and writes gives: body, reasons in order, pending rows, all of it.
+    private func expectSessionAnswersFresh(
+        _ read: DataRequest, _ offline: SovariaOffline, _ generated: DifferentialCase
+    ) async throws {
+        let server = try await offline.readThroughCache(read, policy: .cacheOnly, maxAge: nil)
+        let session = try await offline.overlaid(read, on: server)
+        let fresh = try await offline.overlaid(read, on: server, fresh: true)
+        #expect(
+            session == fresh,
+            """
+            case \(generated.index): the session's answer differs from a fresh evaluation
+              read: \(read.path)
+              session: \(session.body ?? "nil") \(session.inexactReasons)
+              fresh:   \(fresh.body ?? "nil") \(fresh.inexactReasons)
+            """)
     }
 
     /// Whether both bodies hold the same rows (in the same order when `ordered`), values
