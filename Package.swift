@@ -84,11 +84,15 @@ let package = Package(
                 "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
                 "SovariaLevelDB", "SovariaSodium", "SovariaPostgres", "SovariaFiles", "SovariaHTTP",
                 "SovariaObjects", "SovariaWorkloads", "SovariaPlumbing", "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
+                "CHeap",
                 // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
                 "SovariaTestServers",
             ],
             path: "Benchmarks/sovaria-bench"
         ),
+
+        // The C heap's bytes in use (glibc's mallinfo2), for the bench's memory rows.
+        .target(name: "CHeap", path: "Benchmarks/CHeap"),
 
         // Workload generators (YCSB A–F, custom mixes), trace readers (Sovaria's own, libCacheSim's)
         // and the replay driver, shared by sovaria-bench and the tests (issue 36).

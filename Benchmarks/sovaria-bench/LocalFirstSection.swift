@@ -74,7 +74,7 @@ struct LocalFirstSection {
                 }
                 evaluations[pending] = evaluation.measurement(
                     section: section, subject: "overlay", variant: variant,
-                    operation: "evaluate (first read after a change)")
+                    operation: "evaluate from the text (cold)")
                 if pending == 10 {
                     rows.append(
                         try await measureLiveQuery(offline, transport: transport, engine: engine, calls: calls / 4))
@@ -93,45 +93,6 @@ struct LocalFirstSection {
             }
         }
         rows += try await measureScaleAndFloors(stopwatch: stopwatch, calls: calls)
-        return rows
-    }
-
-    /// The evaluation alone at 1,000 and 10,000 rows with 0 and 100 pending writes, beside its
-    /// floors in the same run: parsing the same body with the overlay's own parser and with
-    /// Foundation's `JSONSerialization`.
-    private func measureScaleAndFloors(stopwatch: Stopwatch, calls: Int) async throws -> [Measurement] {
-        let section = BenchSection.localFirst.rawValue
-        var rows: [Measurement] = []
-        for count in [1_000, 10_000] {
-            let body = Self.body(rows: count)
-            let scaled = max(5, calls / 10 / (count / 1_000))
-            let variant = "\(count.formatted(.number.grouping(.automatic))) rows"
-            let overlayParse = try await stopwatch.measure(calls: scaled) { _, _ in _ = try JSONParser.parse(body) }
-            let foundationParse = try await stopwatch.measure(calls: scaled) { _, _ in
-                _ = try JSONSerialization.jsonObject(with: Data(body.utf8))
-            }
-            var floor = overlayParse.measurement(
-                section: section, subject: "floor", variant: variant, operation: "parse (the overlay's parser)")
-            let foundation = foundationParse.measurement(
-                section: section, subject: "floor", variant: variant, operation: "parse (JSONSerialization)")
-            floor.ratio = floor.p50Nanoseconds / max(1, foundation.p50Nanoseconds)
-            floor.baseline = "JSONSerialization"
-            rows += [foundation, floor]
-            for pending in [0, 100] where count == 10_000 || pending == 100 {
-                let writes = (0..<pending).map {
-                    OverlayWrite(id: "w\($0)", request: Self.write($0, rows: count), isPending: true)
-                }
-                let evaluation = try await stopwatch.measure(calls: scaled) { _, _ in
-                    _ = Self.overlay.answer(Self.list, cachedBody: body, writes: writes)
-                }
-                var row = evaluation.measurement(
-                    section: section, subject: "overlay", variant: "\(variant), \(pending) pending",
-                    operation: "evaluate, beside the floors")
-                row.ratio = row.p50Nanoseconds / max(1, foundation.p50Nanoseconds)
-                row.baseline = "JSONSerialization's parse"
-                rows.append(row)
-            }
-        }
         return rows
     }
 
@@ -164,7 +125,7 @@ struct LocalFirstSection {
     }
 
     static func controller(
-        _ engine: String, options: BenchOptions
+        _ engine: String, options: BenchOptions, rows count: Int = rows
     ) async throws -> (SovariaOffline, ListServer, URL) {
         let folder = options.folder.appendingPathComponent("local-first-\(engine)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -175,7 +136,7 @@ struct LocalFirstSection {
         var configuration = SovariaOffline.Configuration()
         configuration.overlay = overlay
         configuration.maxQueued = 10_000
-        let transport = ListServer(body: body)
+        let transport = ListServer(body: count == rows ? body : Self.body(rows: count))
         return (
             try await SovariaOffline(store: store, transport: transport, configuration: configuration), transport,
             folder

@@ -28,12 +28,12 @@ final class PostgRESTOverlaySession: OverlaySession {
     let estimatedBytes: Int
     let rowCount: Int
 
-    /// A parsed row's bytes besides its text, measured with glibc's `mallinfo2` over 1,000- and
-    /// 10,000-row answers of 4 columns (`sovaria-bench --section local-first`): the row, its
-    /// column list and its table of values.
-    static let bytesPerRow = 400
+    /// A parsed row's bytes besides its text: with ``bytesPerColumn``, a little over what glibc's
+    /// heap shows a session hold per row of a 4-column answer of 1,000 and 10,000 rows, about
+    /// 370–420 bytes with the text (`sovaria-bench --section local-first`).
+    static let bytesPerRow = 150
     /// Each column's share of a parsed row.
-    static let bytesPerColumn = 100
+    static let bytesPerColumn = 60
 
     init(_ evaluation: OverlayEvaluation, cachedBody: String?, related: [RelatedAnswer]) {
         var loaded = evaluation

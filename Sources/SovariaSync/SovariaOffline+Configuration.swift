@@ -9,6 +9,8 @@ extension SovariaOffline {
         /// Writes waiting at once; past this a new offline write throws `WriteQueueError` with
         /// code `.queueFull` (`OFFLINE_QUEUE_FULL`). Default: ``SovariaOffline/maxQueued``.
         public var maxQueued: Int = SovariaOffline.maxQueued
+        /// The most overlay sessions kept, and their most bytes (tests set smaller ones).
+        var overlaySessionLimits = (count: OverlaySessions.maxCount, bytes: OverlaySessions.maxBytes)
         /// Cached read results kept; past it the ones the server sent longest ago go. Default:
         /// ``SovariaOffline/maxCached``.
         public var maxCached: Int = SovariaOffline.maxCached

@@ -80,7 +80,7 @@ public final class SovariaOffline: Sendable {
     /// The writes synced in this run, kept for the answers fetched before them.
     let synced = SyncedWrites()
     /// The overlay's sessions: each cached answer parsed once, each new write applied alone.
-    let sessions = OverlaySessions()
+    let sessions: OverlaySessions
     /// Passes ``write(_:)``, ``requeue(_:)``, ``resolve(_:with:)`` and ``clear()`` one at a time.
     let writeGate = AsyncGate<SovariaOffline>()
     /// Rebuilds the conflict index one reload at a time, so the last one to finish read the
@@ -141,6 +141,8 @@ public final class SovariaOffline: Sendable {
         self.store = store
         self.transport = transport
         self.configuration = configuration
+        sessions = OverlaySessions(
+            countLimit: configuration.overlaySessionLimits.count, byteLimit: configuration.overlaySessionLimits.bytes)
         queue = try await WriteQueue(store: store, maxQueued: configuration.maxQueued, clock: configuration.clock)
         var cacheConfiguration = QueryCache.Configuration()
         cacheConfiguration.size = configuration.cacheSize

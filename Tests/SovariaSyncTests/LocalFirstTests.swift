@@ -80,12 +80,48 @@ import Testing
         _ = try await rig.offline.write(Self.insert("b"))
         let before = try await rig.offline.read(Self.notes)
         #expect(rig.offline.state.withLock { $0.overlays.count } == 1 && rig.offline.cache.memoryResponseCount == 1)
+        #expect(rig.offline.sessions.count == 1 && rig.offline.sessions.bytes > 0, "the answer parsed, kept")
 
         pressure.send(.critical)
 
         #expect(rig.offline.state.withLock { $0.overlays.isEmpty } && rig.offline.cache.memoryResponseCount == 0)
+        #expect(rig.offline.sessions.count == 0 && rig.offline.sessions.bytes == 0)
         let after = try await rig.offline.read(Self.notes)
         #expect(try after.source == .store && after.body == before.body && Self.ids(after) == ["a", "b"])
+        #expect(rig.offline.sessions.paths.made == 2, "parsed again after the shed")
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func aMemoryWarningShedsOverlaySessionsToAQuarterKeepingTheOneAScreenShows(engine: SyncEngine) async throws {
+        let pressure = ManualMemoryPressureSource()
+        let rig = try await Rig(engine) {
+            $0.overlay = Self.overlay
+            $0.memoryPressure = pressure
+            $0.overlaySessionLimits = (count: 4, bytes: .max)
+        }
+        let pages = (1...3).map { PostgREST.select("notes", columns: "id,title,done", order: "id", limit: 10 * $0) }
+        for read in [Self.notes] + pages {
+            rig.transport.answer(Self.rows(#"[{"id":"a","title":"A","done":false}]"#))
+            _ = try await rig.offline.read(read)
+        }
+        rig.transport.online = false
+        _ = try await rig.offline.write(Self.insert("b"))
+        // The screen's query first: it is the least recently used session when the warning comes.
+        var screen = rig.offline.observe(Self.notes, policy: .cacheOnly).makeAsyncIterator()
+        let shown = try await screen.next()
+        var before: [LocalRead] = []
+        for read in pages { before.append(try await rig.offline.read(read, policy: .cacheOnly)) }
+        #expect(rig.offline.sessions.count == 4)
+
+        pressure.send(.warning)
+
+        let notesKey = SovariaOffline.cacheKey(of: Self.notes)
+        #expect(rig.offline.sessions.queries == [notesKey], "a quarter of 4 is 1: the one a live query shows")
+        for (read, answer) in zip(pages, before) {
+            #expect(try await rig.offline.read(read, policy: .cacheOnly) == answer, "answers do not change")
+        }
+        #expect(try await rig.offline.read(Self.notes, policy: .cacheOnly).body == shown?.body)
+        #expect(rig.offline.sessions.paths.made == 4 + 3, "the three shed sessions parsed again")
     }
 
     @Test(arguments: SyncEngine.all)

@@ -41,23 +41,41 @@ package enum JSONValue: Sendable, Hashable {
 }
 
 /// A JSON object that keeps its keys in the order they were written or set.
+///
+/// Its keys and values are two arrays side by side, looked up by scanning the keys: rows have a
+/// handful of columns, where comparing a few short strings costs less than hashing one, and the
+/// parser gives the rows of an answer one shared array of keys when their columns are the same.
 package struct JSONObject: Sendable, Hashable {
     private(set) var keys: [String] = []
-    private var values: [String: JSONValue] = [:]
+    private var values: [JSONValue] = []
+
+    init() {}
+
+    /// An object of `keys` and `values`, side by side (one value per key, no key twice).
+    fileprivate init(keys: [String], values: [JSONValue]) {
+        self.keys = keys
+        self.values = values
+    }
 
     subscript(key: String) -> JSONValue? {
-        get { values[key] }
+        get { keys.firstIndex(of: key).map { values[$0] } }
         set {
-            if let newValue {
-                if values.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if values.removeValue(forKey: key) != nil {
-                keys.removeAll { $0 == key }
+            if let index = keys.firstIndex(of: key) {
+                if let newValue {
+                    values[index] = newValue
+                } else {
+                    keys.remove(at: index)
+                    values.remove(at: index)
+                }
+            } else if let newValue {
+                keys.append(key)
+                values.append(newValue)
             }
         }
     }
 
     /// Whether the object has `key` (with any value, `null` included).
-    func has(_ key: String) -> Bool { values[key] != nil }
+    func has(_ key: String) -> Bool { keys.contains(key) }
 }
 
 /// Reads JSON text into ``JSONValue``s (RFC 8259; a duplicate key keeps its last value, as
@@ -173,11 +191,12 @@ package struct JSONParser {
 
     private mutating func object(depth: Int) throws -> JSONObject {
         position += 1
-        var object = JSONObject()
+        var keys: [String] = []
+        var values: [JSONValue] = []
         skipSpace()
         if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
             position += 1
-            return object
+            return JSONObject()
         }
         while true {
             skipSpace()
@@ -187,17 +206,32 @@ package struct JSONParser {
             guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw failure("expected :") }
             position += 1
             skipSpace()
-            let count = object.keys.count
-            object[key] = try value(depth: depth + 1)
-            if object.keys.count == count { repeatsKeys = true }
+            let value = try value(depth: depth + 1)
+            if let index = keys.firstIndex(of: key) {
+                repeatsKeys = true  // the last value is kept, in the first one's place
+                values[index] = value
+            } else {
+                keys.append(key)
+                values.append(value)
+            }
             skipSpace()
             guard position < bytes.count else { throw failure("an object is not closed") }
             let byte = bytes[position]
             position += 1
-            if byte == UInt8(ascii: "}") { return object }
+            if byte == UInt8(ascii: "}") { break }
             guard byte == UInt8(ascii: ",") else { throw failure("expected , or }") }
         }
+        // Rows of one answer share one array of keys.
+        if keys == lastKeys {
+            keys = lastKeys
+        } else {
+            lastKeys = keys
+        }
+        return JSONObject(keys: keys, values: values)
     }
+
+    /// The keys of the last object read, which the next one shares when its keys are the same.
+    private var lastKeys: [String] = []
 
     private mutating func literal(_ word: String, _ value: JSONValue) throws -> JSONValue {
         let end = position + word.utf8.count

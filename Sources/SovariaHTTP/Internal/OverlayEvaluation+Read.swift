@@ -60,7 +60,7 @@ extension OverlayEvaluation {
         let orderColumns = orderColumns
         func moved(_ row: Row) -> Bool { row.cachedIndex == nil || !row.changed.isDisjoint(with: orderColumns) }
         guard !query.order.isEmpty, result.contains(where: moved) else { return }
-        if cachedRowsFollowOrder, let merged = merged(result, moved: moved) {
+        if mergesMovedRows, cachedRowsFollowOrder, let merged = merged(result, moved: moved) {
             result = merged
             return
         }

@@ -72,6 +72,9 @@ struct OverlayEvaluation {
     /// holding every order column with one kind of value per column: rows a write moves can then
     /// be merged into them instead of sorting every row.
     var cachedRowsFollowOrder = false
+    /// Whether rows a write moved are merged into the cached order (when it allows) rather than
+    /// every row sorted; tests turn it off to compare both.
+    var mergesMovedRows = true
     /// The kind of value each order column holds in the cached rows, where one is not `null`.
     var orderKinds: [String: OrderKind] = [:]
     /// The columns the read orders by.

@@ -32,8 +32,13 @@ final class OverlaySessions: Sendable {
     /// How the answers were computed, over every session made so far.
     private let totals = Mutex(OverlayPaths())
 
-    private let entries = MemoryCache<String, Entry>(
-        countLimit: maxCount, costLimit: maxBytes, rank: LockRank(110, "SovariaOffline.sessions"))
+    private let entries: MemoryCache<String, Entry>
+
+    /// Sessions kept up to `countLimit` and `byteLimit` (estimated bytes).
+    init(countLimit: Int = maxCount, byteLimit: Int = maxBytes) {
+        entries = MemoryCache(
+            countLimit: countLimit, costLimit: byteLimit, rank: LockRank(110, "SovariaOffline.sessions"))
+    }
 
     /// The answer of `evaluator` to `read` (whose query is `key`), from its session when one was
     /// made from the same cached answer and related answers, else from a new one, kept.
@@ -69,7 +74,7 @@ final class OverlaySessions: Sendable {
         case .warning:
             let fraction = QueryCache.warningShedFraction
             entries.trim(
-                toCount: Int(Double(Self.maxCount) * fraction), cost: Int(Double(Self.maxBytes) * fraction)
+                toCount: Int(Double(entries.countLimit) * fraction), cost: Int(Double(entries.costLimit) * fraction)
             ) { id, _ in
                 isShown(id.hasSuffix(Self.relatedSuffix) ? String(id.dropLast(Self.relatedSuffix.count)) : id)
             }
@@ -84,6 +89,10 @@ final class OverlaySessions: Sendable {
     /// How the answers were computed: sessions made (a cached answer parsed), answers that
     /// applied only appended writes, answers that applied every write again.
     var paths: OverlayPaths { totals.withLock { $0 } }
+
+    /// The queries whose sessions are kept, most recently used first (a read asked again with
+    /// related answers is listed with a `\0related` suffix).
+    var queries: [String] { entries.keysByRecency }
 
     /// How many sessions are kept.
     var count: Int { entries.count }

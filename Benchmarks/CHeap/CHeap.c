@@ -1,0 +1,2 @@
+// Header-only: the function is inline in include/CHeap.h.
+#include "CHeap.h"
