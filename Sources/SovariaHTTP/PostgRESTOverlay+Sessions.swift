@@ -10,8 +10,10 @@ extension PostgRESTOverlay: IncrementalOverlayEvaluator {
 
 /// A PostgREST read over one cached answer: the answer parsed once, and the state the writes
 /// applied so far left. An answer whose writes extend the last one's applies only the new writes
-/// (a write by key touches its row alone); any other list is applied again to the parsed answer.
-/// The evaluation runs the same steps in the same order either way, so both give the same answer.
+/// (a write by key touches its row alone), and derives the answer from the last one by moving the
+/// rows they touched (``OverlayEvaluation/updatedAnswer(from:)``) when that one was exact; any
+/// other list is applied again to the parsed answer, and the read runs over every row. Each way
+/// gives the answer a fresh evaluation gives (the differential test checks it after every write).
 final class PostgRESTOverlaySession: OverlaySession {
     private struct State {
         /// The cached answer and the related ones, read; no write applied.
@@ -19,6 +21,8 @@ final class PostgRESTOverlaySession: OverlaySession {
         /// `loaded` with `applied` applied.
         var current: OverlayEvaluation
         var applied: [OverlayWrite] = []
+        /// The last answer, and the rows it shows when the next can be derived from them.
+        var last: (answer: OverlayAnswer, shown: OverlayEvaluation.ShownRows?)?
         var paths = OverlayPaths()
     }
 
@@ -51,15 +55,25 @@ final class PostgRESTOverlaySession: OverlaySession {
         if let settled { return settled }
         return state.withLock { state in
             if writes.count >= state.applied.count, writes.starts(with: state.applied) {
+                if writes.count == state.applied.count, let last = state.last { return last.answer }
+                state.current.touched = []
                 for write in writes[state.applied.count...] { state.current.apply(write) }
+                state.applied = writes
                 state.paths.appended += 1
+                if let shown = state.last?.shown, let updated = state.current.updatedAnswer(from: shown) {
+                    state.paths.updated += 1
+                    state.last = updated
+                    return updated.answer
+                }
             } else {
                 state.current = state.loaded
                 for write in writes { state.current.apply(write) }
+                state.applied = writes
                 state.paths.rebuilt += 1
             }
-            state.applied = writes
-            return state.current.answered()
+            let answered = state.current.answeredShowing()
+            state.last = answered
+            return answered.answer
         }
     }
 }

@@ -59,6 +59,17 @@ public final class WriteQueue: Sendable {
     let gate = AsyncGate<WriteQueue>()
     /// The index; see ``readIndex(_:)`` and ``changeIndex(_:_:)``.
     private let state: RankedMutex<QueueIndex>
+    /// The queued writes as last read or written, while they are known to be the store's:
+    /// ``pending()`` answers from it without reading the store. Every ``commit(_:_:givingOut:appending:)``
+    /// moves `revision` at its start and at its end and drops the list, but for an append, which
+    /// it extends; a read keeps what it read only when no commit ran meanwhile.
+    private let knownPending = Mutex(KnownPending())
+
+    struct KnownPending {
+        var revision: UInt64 = 0
+        var writes: [QueuedWrite]?
+    }
+
     /// The queue's lock in the package's lock order: taken last, inside the controller's state
     /// (`SovariaOffline.stateRank`, 100), never around another lock.
     package static let stateRank = LockRank(110, "WriteQueue.state")
@@ -145,7 +156,7 @@ public final class WriteQueue: Sendable {
                 queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
             try await commit(
                 gated, [.set(key: QueueKeys.queued(sequence, write.id), value: try QueueCoding.encode(write))],
-                givingOut: sequence)
+                givingOut: sequence, appending: write)
             changeIndex(gated) { $0.appendQueued(.init(sequence: sequence, id: write.id)) }
             return write
         }
@@ -163,10 +174,21 @@ public final class WriteQueue: Sendable {
 
     /// Every waiting write, oldest first (ascending sequence).
     ///
-    /// - Complexity: reads every queued value, in pages of 1,000.
+    /// - Complexity: O(n) copies from memory when the queue knows its writes: it keeps those it
+    ///   last read, and the writes queued since, until another change (a removal, a retry
+    ///   recorded, a rejection). Otherwise it reads every queued value, in pages of 1,000.
     /// - Throws: `OfflineStoreError.Code.corrupt` naming the first key whose value is not a
     ///   queued write (it is never skipped; ``remove(_:)`` it or ``clear()``).
     public func pending() async throws -> [QueuedWrite] {
+        let (revision, known) = knownPending.withLock { ($0.revision, $0.writes) }
+        if let known { return known }
+        let writes = try await storedPending()
+        knownPending.withLock { if $0.revision == revision { $0.writes = writes } }
+        return writes
+    }
+
+    /// Every waiting write as the store holds it, read in pages of 1,000.
+    func storedPending() async throws -> [QueuedWrite] {
         let reader = QueueEntryReader()
         var writes: [QueuedWrite] = []
         var after: String?
@@ -253,10 +275,24 @@ public final class WriteQueue: Sendable {
     /// Writes `batch`, learning its outcome when the store cannot tell it. If it fails, the
     /// index is rebuilt from the store's keys (a store without atomic batches may have applied
     /// part of it); the sequences given out so far, `sequence` included if the batch used a new
-    /// one, are never given out again.
+    /// one, are never given out again. `appended`: the write the batch queues at the tail, which
+    /// the writes ``pending()`` knows then include.
     func commit(
-        _ gated: borrowing GateToken<WriteQueue>, _ batch: [StoreWrite], givingOut sequence: UInt64 = 0
+        _ gated: borrowing GateToken<WriteQueue>, _ batch: [StoreWrite], givingOut sequence: UInt64 = 0,
+        appending appended: QueuedWrite? = nil
     ) async throws {
+        let known = knownPending.withLock { known in
+            known.revision &+= 1
+            defer { known.writes = nil }
+            return known.writes
+        }
+        var kept: [QueuedWrite]?
+        defer {
+            knownPending.withLock { known in
+                known.revision &+= 1
+                known.writes = kept
+            }
+        }
         do {
             try await store.writeLearningOutcome(batch, pause: pause)
         } catch {
@@ -268,6 +304,7 @@ public final class WriteQueue: Sendable {
             }
             throw error
         }
+        if let appended, let known { kept = known + [appended] }
     }
 
     /// The queued write stored under `key`, or `nil` when the key has no value.

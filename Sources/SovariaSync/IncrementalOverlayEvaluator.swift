@@ -36,10 +36,14 @@ package struct OverlayPaths: Sendable, Hashable {
     package var appended = 0
     /// Answers that applied every write again to the parsed cached answer.
     package var rebuilt = 0
+    /// Answers derived from the last one by moving the rows the appended writes touched, not by
+    /// reading every row.
+    package var updated = 0
 
-    package init(made: Int = 0, appended: Int = 0, rebuilt: Int = 0) {
+    package init(made: Int = 0, appended: Int = 0, rebuilt: Int = 0, updated: Int = 0) {
         self.made = made
         self.appended = appended
         self.rebuilt = rebuilt
+        self.updated = updated
     }
 }

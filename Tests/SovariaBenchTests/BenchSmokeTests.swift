@@ -74,6 +74,16 @@ import Testing
                 $0.operation == "read (repeated)" && $0.variant.contains("100 pending") && $0.ratio != nil
             })
         #expect(localFirst.contains { $0.operation.hasPrefix("observe") })
+        for rows in ["1,000 rows", "10,000 rows"] {
+            for operation in ["parse (the overlay's parser)", "parse (JSONSerialization)", "SQLite SELECT of the rows"] {
+                #expect(localFirst.contains { $0.variant == rows && $0.operation.hasPrefix(operation) }, "\(rows): \(operation)")
+            }
+            #expect(
+                localFirst.contains {
+                    $0.variant == "\(rows), 100 pending" && $0.operation == "first answer after a write"
+                        && $0.note?.contains("a session holds per row") == true
+                }, "\(rows): the first answer after a write, and the bytes a session holds")
+        }
         let bytes = report.measurements.filter { $0.section == "bytes" }
         for subject in ["memory", "file", "sqlite", "lmdb", "leveldb", "encrypted(sqlite)"] {
             #expect(

@@ -52,6 +52,9 @@ final class SpyStore: OfflineStore {
     let log = Mutex(Log())
     /// Batches fail with this error while it is set.
     let failWrites = Mutex<OfflineStoreError?>(nil)
+    /// Runs after each `entries` call has read, before it returns, while it is set (a test
+    /// holds a read there).
+    let afterEntries = Mutex<(@Sendable () async -> Void)?>(nil)
 
     init(_ inner: any OfflineStore) { self.inner = inner }
 
@@ -80,7 +83,9 @@ final class SpyStore: OfflineStore {
 
     func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
         log.withLock { $0.entriesPrefixes.append(prefix) }
-        return try await inner.entries(prefix, after: after, limit: limit)
+        let page = try await inner.entries(prefix, after: after, limit: limit)
+        if let hold = afterEntries.withLock({ $0 }) { await hold() }
+        return page
     }
 
     func compact() async throws { try await inner.compact() }

@@ -2,9 +2,20 @@ import Foundation
 import SovariaSync
 
 extension OverlayEvaluation {
+    /// The rows an exact answer shows, in its order (by index in `rows`), and the kinds of value
+    /// its order columns hold: the next answer, after writes that touched a few rows, moves
+    /// those rows alone (``updatedAnswer(from:)``).
+    struct ShownRows {
+        var order: [Int]
+        var kinds: [String: OrderKind]
+    }
+
     // MARK: - The read
 
-    mutating func evaluateRead() -> OverlayAnswer {
+    /// The read over every row; also the rows it shows, when a later answer can start from them:
+    /// an exact answer of a read without `limit` or `offset`, whose order (if any) the cached
+    /// rows follow, with no related answers.
+    mutating func evaluateRead() -> (answer: OverlayAnswer, shown: ShownRows?) {
         var result: [Row] = []
         result.reserveCapacity(rows.count)
         /// Whether a row past the cached page, held without a column the read filters on, may match.
@@ -43,27 +54,102 @@ extension OverlayEvaluation {
             case .no, .null: break
             }
         }
-        order(&result)
+        let kinds = order(&result)
         applyPage(to: &result, mayFillPage: mayFillPage)
-        return OverlayAnswer(
-            body: project(result), inexactReasons: reasons,
-            pendingRows: result.filter { !$0.pendingIDs.isEmpty }.map {
-                PendingRow(key: $0.values[table.primaryKey]?.text, writeIDs: $0.pendingIDs)
+        let shown = result.map(\.ordinal)
+        let answer = answer(showing: shown)
+        guard reasons.isEmpty, query.limit == nil, query.offset == nil, relatedAreEmpty, let kinds else {
+            return (answer, nil)
+        }
+        return (answer, ShownRows(order: shown, kinds: kinds))
+    }
+
+    /// The answer showing the rows at `shown` (indices in `rows`), in that order.
+    private mutating func answer(showing shown: [Int]) -> OverlayAnswer {
+        OverlayAnswer(
+            body: project(shown), inexactReasons: reasons,
+            pendingRows: shown.filter { !rows[$0].pendingIDs.isEmpty }.map {
+                PendingRow(key: rows[$0].values[table.primaryKey]?.text, writeIDs: rows[$0].pendingIDs)
             }, changedByPendingWrites: changedByPending)
+    }
+
+    /// The answer after writes that touched only the rows in ``touched``, derived from the rows
+    /// the last answer showed: each touched row is taken out, evaluated as ``evaluateRead()``
+    /// evaluates a written row, and put back in its place, by binary search. O(t log n)
+    /// comparisons for t touched rows, then the body written again (untouched rows are copies of
+    /// their cached text). The same answer ``evaluateRead()`` gives; `nil` when it cannot tell
+    /// that way: a reason met (an inexact answer takes the full read, so its reasons come in the
+    /// same order), or a row that does not keep to what the order needs.
+    func updatedAnswer(from shown: ShownRows) -> (answer: OverlayAnswer, shown: ShownRows)? {
+        guard reasons.isEmpty else { return nil }
+        let moved = Set(touched)
+        var order = shown.order.filter { !moved.contains($0) }
+        var kinds = shown.kinds
+        for index in moved.sorted() {
+            let row = rows[index]
+            guard !row.isDeleted else { continue }
+            guard !row.mayBeDeleted, !row.mayBeSkipped, !row.isOutside else { return nil }
+            if row.cachedIndex == nil || !row.changed.isEmpty {
+                switch truth(of: query.filters, on: row) {
+                case .yes: break
+                case .no, .null: continue
+                case .unknown: return nil
+                }
+            }
+            var (low, high) = (0, order.count)
+            if query.order.isEmpty {
+                // Rows in the order they came in, as the full read leaves them.
+                while low < high {
+                    let middle = (low + high) / 2
+                    if order[middle] < index { low = middle + 1 } else { high = middle }
+                }
+            } else {
+                for term in query.order {
+                    guard let value = row.values[term.column], let kind = orderKind(of: value, column: term.column)
+                    else { return nil }
+                    guard let kind else { continue }
+                    if let known = kinds[term.column], known != kind { return nil }
+                    kinds[term.column] = kind
+                }
+                while low < high {
+                    let middle = (low + high) / 2
+                    if precedes(rows[order[middle]], row) { low = middle + 1 } else { high = middle }
+                }
+            }
+            order.insert(index, at: low)
+        }
+        var evaluation = self
+        let answer = evaluation.answer(showing: order)
+        guard evaluation.reasons.isEmpty else { return nil }
+        return (answer, ShownRows(order: order, kinds: kinds))
     }
 
     // MARK: - Order
 
     /// Sorts by the read's `order` when a write may have moved a row; cached rows otherwise
-    /// keep the server's order.
-    mutating func order(_ result: inout [Row]) {
+    /// keep the server's order. Returns the kinds of value the order columns hold when every
+    /// row keeps to one per column and the rows are in order with ties by ordinal (what a later
+    /// answer can keep by moving rows alone), `nil` when it sorted every row.
+    mutating func order(_ result: inout [Row]) -> [String: OrderKind]? {
         let orderColumns = orderColumns
         func moved(_ row: Row) -> Bool { row.cachedIndex == nil || !row.changed.isDisjoint(with: orderColumns) }
-        guard !query.order.isEmpty, result.contains(where: moved) else { return }
-        if mergesMovedRows, cachedRowsFollowOrder, let merged = merged(result, moved: moved) {
-            result = merged
-            return
+        guard !query.order.isEmpty else { return [:] }
+        guard mergesMovedRows, cachedRowsFollowOrder else {
+            if result.contains(where: moved) { sortAll(&result) }
+            return nil
         }
+        guard result.contains(where: moved) else { return orderKinds }
+        if let (merged, kinds) = merged(result, moved: moved) {
+            result = merged
+            return kinds
+        }
+        sortAll(&result)
+        return nil
+    }
+
+    /// Sorts every row by the read's order, ties by ordinal; an unknown comparison makes the
+    /// answer inexact.
+    private mutating func sortAll(_ result: inout [Row]) {
         var unknown = false
         result.sort { a, b in
             switch compareByOrder(a, b) {
@@ -85,7 +171,7 @@ extension OverlayEvaluation {
     /// moved rows. The same order the full sort gives, which is unique: with every row holding
     /// one kind of value per order column no comparison is unknown, and ties go by ordinal.
     /// `nil` when a moved row breaks that (a missing column, another kind): then sort all.
-    private func merged(_ result: [Row], moved isMoved: (Row) -> Bool) -> [Row]? {
+    private func merged(_ result: [Row], moved isMoved: (Row) -> Bool) -> ([Row], [String: OrderKind])? {
         var staying: [Row] = []
         var moved: [Row] = []
         staying.reserveCapacity(result.count)
@@ -121,7 +207,7 @@ extension OverlayEvaluation {
             next = low
         }
         merged.append(contentsOf: staying[next...])
-        return merged
+        return (merged, kinds)
     }
 
     /// Whether `a` comes before `b`: by the read's order, then by ordinal.
@@ -219,9 +305,10 @@ extension OverlayEvaluation {
         if result.count > limit { result.removeLast(result.count - limit) }
     }
 
-    /// The rows as the read's `select` shows them, as JSON text. A cached row no write touched,
-    /// whose columns are the ones shown in the same order, is its text in the cached body.
-    mutating func project(_ result: [Row]) -> String {
+    /// The rows at `shown` (indices in `rows`) as the read's `select` shows them, as JSON text. A
+    /// cached row no write touched, whose columns are the ones shown in the same order, is its
+    /// text in the cached body.
+    mutating func project(_ shown: [Int]) -> String {
         var columns: [String]
         if let selected = query.columns {
             columns = selected
@@ -232,7 +319,7 @@ extension OverlayEvaluation {
         } else {
             note(.columnsUnknown)
             var seen: [String] = []
-            for row in result { for key in row.values.keys where !seen.contains(key) { seen.append(key) } }
+            for index in shown { for key in rows[index].values.keys where !seen.contains(key) { seen.append(key) } }
             columns = seen
         }
         var unique: Set<String> = []
@@ -243,8 +330,9 @@ extension OverlayEvaluation {
         out.reserveCapacity(cachedText.utf8.count + 128)
         cachedText.withUTF8 { cached in
             out.append(UInt8(ascii: "["))
-            for (index, row) in result.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
+            for (position, index) in shown.enumerated() {
+                if position > 0 { out.append(UInt8(ascii: ",")) }
+                let row = rows[index]
                 if let range = row.cachedRange, row.changed.isEmpty, row.values.keys == columns {
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: cached[range]))
                     continue

@@ -22,7 +22,7 @@ struct OverlayEvaluation {
         var isOutside = false
         /// Removed by a pending delete.
         var isDeleted = false
-        /// The order rows came in: the cached answer's, then inserts'.
+        /// The order rows came in: the cached answer's, then inserts'; also its index in `rows`.
         var ordinal: Int
         /// Columns that writes set.
         var changed: Set<String> = []
@@ -72,6 +72,9 @@ struct OverlayEvaluation {
     /// holding every order column with one kind of value per column: rows a write moves can then
     /// be merged into them instead of sorting every row.
     var cachedRowsFollowOrder = false
+    /// The rows writes touched, added or removed since this was last emptied (by index, in the
+    /// order met, repeats kept): what an answer derived from the last one re-evaluates.
+    var touched: [Int] = []
     /// Whether rows a write moved are merged into the cached order (when it allows) rather than
     /// every row sorted; tests turn it off to compare both.
     var mergesMovedRows = true
@@ -143,24 +146,30 @@ struct OverlayEvaluation {
         }
         holdsEveryRow = holdsWholeTable
         for answer in related { learn(from: answer) }
+        touched = []
         return nil
     }
 
     /// The answer of the state the writes applied so far left; the state itself does not change,
     /// so more writes can follow.
-    func answered() -> OverlayAnswer {
+    func answered() -> OverlayAnswer { answeredShowing().answer }
+
+    /// ``answered()``, and the rows it shows when a later answer can be derived from them
+    /// (``ShownRows``).
+    func answeredShowing() -> (answer: OverlayAnswer, shown: ShownRows?) {
         var evaluation = self
         var answer: OverlayAnswer
+        var shown: ShownRows?
         if !evaluation.changedRows && evaluation.hasCache {
             answer = OverlayAnswer(body: cachedBody, inexactReasons: evaluation.reasons)
         } else if !evaluation.hasCache && !evaluation.rows.contains(where: { !$0.isOutside && !$0.isDeleted }) {
             answer = OverlayAnswer(body: nil, inexactReasons: evaluation.reasons)
         } else {
-            answer = evaluation.evaluateRead()
+            (answer, shown) = evaluation.evaluateRead()
         }
         // Rows other answers hold may settle what this one could not.
         answer.wantsRelatedAnswers = relatedAreEmpty && !evaluation.reasons.isEmpty
-        return answer
+        return (answer, shown)
     }
 
     /// Takes the rows of another cached answer of the table: a row this answer lacks becomes an
@@ -304,6 +313,7 @@ struct OverlayEvaluation {
     }
 
     mutating func merge(_ typed: TypedChanges, into index: Int, by write: OverlayWrite) {
+        touched.append(index)
         let changes = typed.values
         let oldKey = rows[index].values[table.primaryKey]
         for column in changes.keys {
@@ -327,6 +337,7 @@ struct OverlayEvaluation {
     /// After a write whose filter could not be evaluated on a row: the columns it sets are no
     /// longer known there, so later filters and the read cannot take the old values for sure.
     mutating func forget(_ columns: [String], in index: Int) {
+        touched.append(index)
         for column in columns {
             rows[index].values[column] = nil
             rows[index].changed.insert(column)
@@ -368,6 +379,7 @@ struct OverlayEvaluation {
             let row = rows[index]
             switch truth(of: filters, on: row) {
             case .yes:
+                touched.append(index)
                 changedRows = true
                 if write.isPending { changedByPending = true }
                 rows[index].isDeleted = true
@@ -379,7 +391,10 @@ struct OverlayEvaluation {
                 // (An outside row matters only as one that could fill a full page.)
                 note(.deleteFilterUnknown)
                 rows[index].mayBeDeleted = true
-            case .unknown: rows[index].mayBeDeleted = true
+                touched.append(index)
+            case .unknown:
+                rows[index].mayBeDeleted = true
+                touched.append(index)
             case .no, .null: break
             }
         }
@@ -415,6 +430,8 @@ struct OverlayEvaluation {
     }
 
     mutating func add(_ row: Row) {
+        assert(row.ordinal == rows.count, "a row's ordinal is its index")
+        touched.append(rows.count)
         if let key = row.values[table.primaryKey] { positions[Self.keyText(key)] = rows.count }
         if row.cachedIndex != nil || row.isOutside { learnKinds(from: row.values) }
         rows.append(row)

@@ -54,6 +54,7 @@ final class OverlaySessions: Sendable {
             totals.withLock {
                 $0.appended += after.appended - before.appended
                 $0.rebuilt += after.rebuilt - before.rebuilt
+                $0.updated += after.updated - before.updated
             }
             return answer
         }
