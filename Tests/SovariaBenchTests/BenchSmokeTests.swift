@@ -75,8 +75,11 @@ import Testing
             })
         #expect(localFirst.contains { $0.operation.hasPrefix("observe") })
         for rows in ["1,000 rows", "10,000 rows"] {
-            for operation in ["parse (the overlay's parser)", "parse (JSONSerialization)", "SQLite SELECT of the rows"] {
-                #expect(localFirst.contains { $0.variant == rows && $0.operation.hasPrefix(operation) }, "\(rows): \(operation)")
+            for operation in ["parse (the overlay's parser)", "parse (JSONSerialization)", "SQLite SELECT of the rows"]
+            {
+                #expect(
+                    localFirst.contains { $0.variant == rows && $0.operation.hasPrefix(operation) },
+                    "\(rows): \(operation)")
             }
             #expect(
                 localFirst.contains {
