@@ -29,7 +29,7 @@ package enum JSONValue: Sendable, Hashable {
         case (.null, .null): return true
         case (.bool(let a), .bool(let b)): return a == b
         case (.number, .number): return numericValue == other.numericValue
-        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.string(let a), .string(let b)): return PostgRESTComparison.compareBytes(a, b) == .orderedSame
         case (.array(let a), .array(let b)):
             return a.count == b.count && zip(a, b).allSatisfy { $0.isEquivalent(to: $1) }
         case (.object(let a), .object(let b)):

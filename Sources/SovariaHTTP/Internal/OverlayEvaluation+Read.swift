@@ -16,23 +16,25 @@ extension OverlayEvaluation {
     /// an exact answer of a read without `limit` or `offset`, whose order (if any) the cached
     /// rows follow, with no related answers.
     mutating func evaluateRead() -> (answer: OverlayAnswer, shown: ShownRows?) {
-        var result: [Row] = []
+        // The rows shown, by index in `rows`: the rows themselves are never copied.
+        var result: [Int] = []
         result.reserveCapacity(rows.count)
         /// Whether a row past the cached page, held without a column the read filters on, may match.
         var mayFillPage = false
-        for row in rows where !row.isDeleted {
+        for index in rows.indices where !rows[index].isDeleted {
             // A cached row no write touched passed the server's own filters.
-            if row.cachedIndex != nil, row.changed.isEmpty, !row.mayBeDeleted {
-                result.append(row)
+            if rows[index].cachedIndex != nil, rows[index].changed.isEmpty, !rows[index].mayBeDeleted {
+                result.append(index)
                 continue
             }
+            let row = rows[index]
             if row.isOutside, row.changed.isEmpty, !row.mayBeDeleted {
                 // Left out by the server and untouched: it fails the filters, or lies past a
                 // full page, where it may now fill a gap. One another answer holds without a
                 // column the read filters on may or may not match: it may fill the gap.
                 if let limit = query.limit, cachedCount >= limit {
                     switch truth(of: query.filters, on: row) {
-                    case .yes: result.append(row)
+                    case .yes: result.append(index)
                     case .unknown: mayFillPage = true
                     case .no, .null: break
                     }
@@ -42,26 +44,25 @@ extension OverlayEvaluation {
             switch truth(of: query.filters, on: row) {
             case .yes where row.mayBeDeleted, .unknown where row.mayBeDeleted:
                 note(.rowMayBeDeleted)
-                result.append(row)
+                result.append(index)
             case .yes:
                 if row.mayBeSkipped {
                     note(.insertMayBeSkipped)
                 }
-                result.append(row)
+                result.append(index)
             case .unknown:
                 note(.filterOnWrittenRowUnknown)
-                result.append(row)
+                result.append(index)
             case .no, .null: break
             }
         }
         let kinds = order(&result)
         applyPage(to: &result, mayFillPage: mayFillPage)
-        let shown = result.map(\.ordinal)
-        let answer = answer(showing: shown)
+        let answer = answer(showing: result)
         guard reasons.isEmpty, query.limit == nil, query.offset == nil, relatedAreEmpty, let kinds else {
             return (answer, nil)
         }
-        return (answer, ShownRows(order: shown, kinds: kinds))
+        return (answer, ShownRows(order: result, kinds: kinds))
     }
 
     /// The answer showing the rows at `shown` (indices in `rows`), in that order.
@@ -130,9 +131,11 @@ extension OverlayEvaluation {
     /// keep the server's order. Returns the kinds of value the order columns hold when every
     /// row keeps to one per column and the rows are in order with ties by ordinal (what a later
     /// answer can keep by moving rows alone), `nil` when it sorted every row.
-    mutating func order(_ result: inout [Row]) -> [String: OrderKind]? {
+    mutating func order(_ result: inout [Int]) -> [String: OrderKind]? {
         let orderColumns = orderColumns
-        func moved(_ row: Row) -> Bool { row.cachedIndex == nil || !row.changed.isDisjoint(with: orderColumns) }
+        func moved(_ index: Int) -> Bool {
+            rows[index].cachedIndex == nil || !rows[index].changed.isDisjoint(with: orderColumns)
+        }
         guard !query.order.isEmpty else { return [:] }
         guard mergesMovedRows, cachedRowsFollowOrder else {
             if result.contains(where: moved) { sortAll(&result) }
@@ -149,16 +152,16 @@ extension OverlayEvaluation {
 
     /// Sorts every row by the read's order, ties by ordinal; an unknown comparison makes the
     /// answer inexact.
-    private mutating func sortAll(_ result: inout [Row]) {
+    private mutating func sortAll(_ result: inout [Int]) {
         var unknown = false
         result.sort { a, b in
-            switch compareByOrder(a, b) {
+            switch compareByOrder(rows[a], rows[b]) {
             case .orderedAscending?: return true
             case .orderedDescending?: return false
-            case .orderedSame?: return a.ordinal < b.ordinal
+            case .orderedSame?: return a < b
             case nil:
                 unknown = true
-                return a.ordinal < b.ordinal
+                return a < b
             }
         }
         if unknown {
@@ -171,39 +174,38 @@ extension OverlayEvaluation {
     /// moved rows. The same order the full sort gives, which is unique: with every row holding
     /// one kind of value per order column no comparison is unknown, and ties go by ordinal.
     /// `nil` when a moved row breaks that (a missing column, another kind): then sort all.
-    private func merged(_ result: [Row], moved isMoved: (Row) -> Bool) -> ([Row], [String: OrderKind])? {
-        var staying: [Row] = []
-        var moved: [Row] = []
+    private func merged(_ result: [Int], moved isMoved: (Int) -> Bool) -> ([Int], [String: OrderKind])? {
+        var staying: [Int] = []
+        var moved: [Int] = []
         staying.reserveCapacity(result.count)
         var kinds = orderKinds
-        for row in result {
-            guard isMoved(row) else {
-                staying.append(row)
+        for index in result {
+            guard isMoved(index) else {
+                staying.append(index)
                 continue
             }
             for term in query.order {
-                guard let value = row.values[term.column], let kind = orderKind(of: value, column: term.column) else {
-                    return nil
-                }
+                guard let value = rows[index].values[term.column], let kind = orderKind(of: value, column: term.column)
+                else { return nil }
                 guard let kind else { continue }
                 if let known = kinds[term.column], known != kind { return nil }
                 kinds[term.column] = kind
             }
-            moved.append(row)
+            moved.append(index)
         }
-        moved.sort(by: precedes)
-        var merged: [Row] = []
+        moved.sort { precedes(rows[$0], rows[$1]) }
+        var merged: [Int] = []
         merged.reserveCapacity(result.count)
         var next = 0
-        for row in moved {
-            // The first staying row that does not precede `row`.
+        for index in moved {
+            // The first staying row that does not precede the moved one.
             var (low, high) = (next, staying.count)
             while low < high {
                 let middle = (low + high) / 2
-                if precedes(staying[middle], row) { low = middle + 1 } else { high = middle }
+                if precedes(rows[staying[middle]], rows[index]) { low = middle + 1 } else { high = middle }
             }
             merged.append(contentsOf: staying[next..<low])
-            merged.append(row)
+            merged.append(index)
             next = low
         }
         merged.append(contentsOf: staying[next...])
@@ -233,34 +235,35 @@ extension OverlayEvaluation {
         }
     }
 
-    /// Whether the cached rows are in the read's order, and so ``cachedRowsFollowOrder``: every
-    /// row holds every order column, one kind of value per column, each row at or after the one
-    /// before it. Learns ``orderKinds`` on the way. O(n), once per cached answer.
-    mutating func cachedRowsAreInOrder() -> Bool {
-        guard !query.order.isEmpty else { return false }
+    /// The kinds of value the order columns hold when the cached rows are in the read's order
+    /// (``cachedRowsFollowOrder``): every row holds every order column, one kind of value per
+    /// column, each row at or after the one before it; `nil` otherwise. O(n), once per cached
+    /// answer.
+    func cachedOrderKinds() -> [String: OrderKind]? {
+        guard !query.order.isEmpty else { return nil }
         var kinds: [String: OrderKind] = [:]
-        for row in rows {
-            for term in query.order {
-                guard let value = row.values[term.column], let kind = orderKind(of: value, column: term.column) else {
-                    return false
-                }
+        for term in query.order {
+            var known: OrderKind?
+            for index in rows.indices {
+                guard let value = rows[index].values[term.column], let kind = orderKind(of: value, column: term.column)
+                else { return nil }
                 guard let kind else { continue }
-                if let known = kinds[term.column], known != kind { return false }
-                kinds[term.column] = kind
+                if let known, known != kind { return nil }
+                known = kind
             }
+            if let known { kinds[term.column] = known }
         }
         for index in rows.indices.dropFirst() {
             guard let order = compareByOrder(rows[index - 1], rows[index]), order != .orderedDescending else {
-                return false
+                return nil
             }
         }
-        orderKinds = kinds
-        return true
+        return kinds
     }
 
     /// `a` against `b` by the read's order terms; `nil` when a value is missing or not comparable.
     func compareByOrder(_ a: Row, _ b: Row) -> ComparisonResult? {
-        for term in query.order {
+        for (term, isNotText) in zip(query.order, orderIsNotText) {
             guard let left = a.values[term.column], let right = b.values[term.column] else { return nil }
             let order: ComparisonResult
             switch (left, right) {
@@ -268,7 +271,7 @@ extension OverlayEvaluation {
             case (.null, _): order = term.nullsFirst ? .orderedAscending : .orderedDescending
             case (_, .null): order = term.nullsFirst ? .orderedDescending : .orderedAscending
             default:
-                if comparison.nonTextColumns.contains(term.column), case .string = left, !left.isEquivalent(to: right) {
+                if isNotText, case .string = left, !left.isEquivalent(to: right) {
                     return nil  // a timestamp's or an enum's order is not its text's
                 }
                 guard let compared = comparison.compare(left, right) else { return nil }
@@ -286,15 +289,15 @@ extension OverlayEvaluation {
 
     /// `limit` and `offset`: the cached rows were one page; a page that was full and lost rows
     /// may take rows past it that the cache never saw.
-    mutating func applyPage(to result: inout [Row], mayFillPage: Bool) {
+    mutating func applyPage(to result: inout [Int], mayFillPage: Bool) {
         guard let limit = query.limit else { return }
         if query.order.isEmpty, rows.count > limit || cachedCount >= limit {
             note(.limitWithoutOrder)
         } else if hasCache, cachedCount >= limit, !holdsEveryRow || mayFillPage {
             if let edge = pageEdge {
-                let within = result.filter { row in
-                    if row.cachedIndex != nil, row.changed.isDisjoint(with: orderColumns) { return true }
-                    guard let order = compareByOrder(row, edge) else { return false }
+                let within = result.filter { index in
+                    if rows[index].cachedIndex != nil, rows[index].changed.isDisjoint(with: orderColumns) { return true }
+                    guard let order = compareByOrder(rows[index], edge) else { return false }
                     return order != .orderedDescending
                 }
                 if within.count < limit {

@@ -61,6 +61,10 @@ struct OverlayEvaluation {
     var nextOrdinal = 0
     /// What kind of value the server answers each column with, where known (``learnKinds(from:)``).
     var serverKinds: [String: ServerKind] = [:]
+    /// The last columns seen of which every one has a kind in ``serverKinds``.
+    var columnsWithKinds: [String] = []
+    /// For each of the read's order terms, whether its column's order is not its text's.
+    let orderIsNotText: [Bool]
 
     /// The table the read reads.
     let readTable: String?
@@ -97,6 +101,7 @@ struct OverlayEvaluation {
         self.comparison = comparison
         orderColumns = query.orderColumns
         filterColumns = query.filterColumns
+        orderIsNotText = query.order.map { comparison.nonTextColumns.contains($0.column) }
         defaults = table.defaults.compactMapValues { try? JSONParser.parse($0) }
         sameInEveryRow = table.sameInEveryRow.compactMapValues { try? JSONParser.parse($0) }
         var declared = JSONObject()
@@ -140,7 +145,10 @@ struct OverlayEvaluation {
             nextOrdinal = rows.count
             pageEdge = rows.last
             cachedColumns = rows.first?.values.keys
-            cachedRowsFollowOrder = cachedRowsAreInOrder()
+            if let kinds = cachedOrderKinds() {
+                cachedRowsFollowOrder = true
+                orderKinds = kinds
+            }
         } else {
             note(.nothingCached)
         }
@@ -445,6 +453,9 @@ struct OverlayEvaluation {
 
     /// Learns the kinds of the columns in `values`, a row the server sent or a declared value.
     mutating func learnKinds(from values: JSONObject) {
+        // Rows of one answer share their list of columns: once each has a kind, skip the rest.
+        guard values.keys != columnsWithKinds else { return }
+        defer { if values.keys.allSatisfy({ serverKinds[$0] != nil }) { columnsWithKinds = values.keys } }
         for column in values.keys where serverKinds[column] == nil {
             switch values[column] {
             case .number?: serverKinds[column] = .number

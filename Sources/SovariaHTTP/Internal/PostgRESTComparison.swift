@@ -87,7 +87,7 @@ struct PostgRESTComparison: Sendable {
     /// `value = operand`, the operand read as the value's type.
     private func equals(_ value: JSONValue, _ operand: String) -> Truth {
         switch value {
-        case .string(let text): return text.utf8.elementsEqual(operand.utf8) ? .yes : .no
+        case .string(let text): return Self.compareBytes(text, operand) == .orderedSame ? .yes : .no
         case .number, .bool:
             guard let order = compare(value, operand) else { return .unknown }
             return order == .orderedSame ? .yes : .no
@@ -129,8 +129,8 @@ struct PostgRESTComparison: Sendable {
         case (.bool(let a), .bool(let b)):
             return a == b ? .orderedSame : (a ? .orderedDescending : .orderedAscending)
         case (.string(let a), .string(let b)):
-            if a.utf8.elementsEqual(b.utf8) { return .orderedSame }
-            return textOrderIsBytes ? Self.compareBytes(a, b) : nil
+            if textOrderIsBytes { return Self.compareBytes(a, b) }
+            return a.utf8.elementsEqual(b.utf8) ? .orderedSame : nil
         default: return nil
         }
     }
@@ -140,6 +140,15 @@ struct PostgRESTComparison: Sendable {
     }
 
     static func compareBytes(_ a: String, _ b: String) -> ComparisonResult {
+        let fast = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y in
+                let common = min(x.count, y.count)
+                let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
+                if order != 0 { return order < 0 ? ComparisonResult.orderedAscending : .orderedDescending }
+                return x.count == y.count ? .orderedSame : (x.count < y.count ? .orderedAscending : .orderedDescending)
+            }
+        }
+        if let fast, let fast { return fast }
         for (x, y) in zip(a.utf8, b.utf8) where x != y { return x < y ? .orderedAscending : .orderedDescending }
         let (m, n) = (a.utf8.count, b.utf8.count)
         return m == n ? .orderedSame : (m < n ? .orderedAscending : .orderedDescending)
