@@ -296,7 +296,9 @@ extension OverlayEvaluation {
         } else if hasCache, cachedCount >= limit, !holdsEveryRow || mayFillPage {
             if let edge = pageEdge {
                 let within = result.filter { index in
-                    if rows[index].cachedIndex != nil, rows[index].changed.isDisjoint(with: orderColumns) { return true }
+                    if rows[index].cachedIndex != nil, rows[index].changed.isDisjoint(with: orderColumns) {
+                        return true
+                    }
                     guard let order = compareByOrder(rows[index], edge) else { return false }
                     return order != .orderedDescending
                 }
