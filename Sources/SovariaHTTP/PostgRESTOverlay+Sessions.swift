@@ -33,9 +33,9 @@ final class PostgRESTOverlaySession: OverlaySession {
     let rowCount: Int
 
     /// A parsed row's bytes besides its text: with ``bytesPerColumn``, a little over what glibc's
-    /// heap shows a session hold per row of a 4-column answer of 1,000 and 10,000 rows, about
-    /// 370–420 bytes with the text (`sovaria-bench --section local-first`).
-    static let bytesPerRow = 150
+    /// heap shows a session hold per row of a 4-column answer of 1,000 and 10,000 rows, 437 and
+    /// 483 bytes with the text (`sovaria-bench --section local-first`).
+    static let bytesPerRow = 200
     /// Each column's share of a parsed row.
     static let bytesPerColumn = 60
 
