@@ -60,13 +60,19 @@ public final class WriteQueue: Sendable {
     /// The index; see ``readIndex(_:)`` and ``changeIndex(_:_:)``.
     private let state: RankedMutex<QueueIndex>
     /// The queued writes as last read or written, while they are known to be the store's:
-    /// ``pending()`` answers from it without reading the store. Every ``commit(_:_:givingOut:appending:)``
-    /// moves `revision` at its start and at its end and drops the list, but for an append, which
-    /// it extends; a read keeps what it read only when no commit ran meanwhile.
+    /// ``pending()`` answers from it without reading the store. Every
+    /// ``commit(_:_:givingOut:appending:)`` moves `revision` at its start and at its end and
+    /// drops the list, but for an append, which it extends; every other change of the index
+    /// drops it too. A read keeps what it read only when the revision did not move meanwhile.
+    /// A lock of its own, a leaf: a read fills it outside the gate, which the index may not be.
     private let knownPending = Mutex(KnownPending())
 
+    /// The writes ``pending()`` knows, and the revision that tells a read whether a change ran
+    /// while it read the store.
     struct KnownPending {
+        /// Moved by every change; compared before and after a read of the store.
         var revision: UInt64 = 0
+        /// The queued writes, oldest first, or `nil` when they are not known.
         var writes: [QueuedWrite]?
     }
 
@@ -110,11 +116,20 @@ public final class WriteQueue: Sendable {
     }
 
     /// Changes the index: only inside the gate, after the store batch the change describes
-    /// succeeded (or, in ``commit(_:_:givingOut:)``, to the store's state after a failed one).
+    /// succeeded (or, in ``commit(_:_:givingOut:appending:)``, to the store's state after a failed
+    /// one). The writes ``pending()`` knows are dropped, but for the append a commit has just
+    /// added to them (`keepingKnownPending`).
     func changeIndex<Result: Sendable, Failure: Error>(
-        _ gated: borrowing GateToken<WriteQueue>, _ body: (inout QueueIndex) throws(Failure) -> Result
+        _ gated: borrowing GateToken<WriteQueue>, keepingKnownPending: Bool = false,
+        _ body: (inout QueueIndex) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        try state.withLock { (index: inout QueueIndex) throws(Failure) -> Result in try body(&index) }
+        if !keepingKnownPending {
+            knownPending.withLock { known in
+                known.revision &+= 1
+                known.writes = nil
+            }
+        }
+        return try state.withLock { (index: inout QueueIndex) throws(Failure) -> Result in try body(&index) }
     }
 
     /// How many writes are waiting: exact, kept in memory, costs no store call.
@@ -157,7 +172,7 @@ public final class WriteQueue: Sendable {
             try await commit(
                 gated, [.set(key: QueueKeys.queued(sequence, write.id), value: try QueueCoding.encode(write))],
                 givingOut: sequence, appending: write)
-            changeIndex(gated) { $0.appendQueued(.init(sequence: sequence, id: write.id)) }
+            changeIndex(gated, keepingKnownPending: true) { $0.appendQueued(.init(sequence: sequence, id: write.id)) }
             return write
         }
     }

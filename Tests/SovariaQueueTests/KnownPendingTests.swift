@@ -53,6 +53,21 @@ import Testing
         #expect(try await queue.pending().isEmpty)
     }
 
+    /// A write its key lost behind the queue's back (a store edited by hand) leaves the known
+    /// list when the queue finds it gone.
+    @Test func aWriteGoneFromTheStoreLeavesTheKnownList() async throws {
+        let store = MemoryOfflineStore()
+        let queue = try await WriteQueue(store: store)
+        let first = try await queue.enqueue(request(0))
+        try await queue.enqueue(request(1))
+        #expect(try await queue.pending().count == 2)
+        try await store.delete(QueueKeys.queued(first.sequence, first.id))
+        #expect(try await queue.recordFailure(first.id, message: "timed out") == nil, "gone from the store")
+        let pending = try await queue.pending()
+        let stored = try await queue.storedPending()
+        #expect(pending == stored && pending.count == 1 && queue.count == 1)
+    }
+
     /// A read of the store that an enqueue overtakes (it read before the write, returns after
     /// it) does not keep what it read: the next answer has the write.
     @Test func aReadOvertakenByAnEnqueueKeepsNothing() async throws {

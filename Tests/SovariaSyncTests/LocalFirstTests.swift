@@ -91,6 +91,25 @@ import Testing
         #expect(rig.offline.sessions.paths.made == 2, "parsed again after the shed")
     }
 
+    /// A read with a `Range` header shares its cached answer (one query) with the read without
+    /// it, but not its overlay session: the overlay cannot evaluate a page the query string does
+    /// not say, and that must not leak into the plain read's answers.
+    @Test func aReadWithARangeHeaderDoesNotLendItsSessionToThePlainRead() async throws {
+        let rig = try await Self.rig(.memory)
+        var ranged = Self.notes
+        ranged.headers["Range"] = "0-9"
+        rig.transport.answer(Self.rows(#"[{"id":"a","title":"A","done":false}]"#))
+        _ = try await rig.offline.read(ranged)
+        rig.transport.online = false
+        _ = try await rig.offline.write(Self.insert("b"))
+        #expect(try await !rig.offline.read(ranged, policy: .cacheOnly).isExact, "a page the overlay cannot read")
+        _ = try await rig.offline.write(Self.insert("c"))
+        let plain = try await rig.offline.read(Self.notes, policy: .cacheOnly)
+        #expect(try plain.isExact && Self.ids(plain) == ["a", "b", "c"])
+        let server = try await rig.offline.readThroughCache(Self.notes, policy: .cacheOnly, maxAge: nil)
+        #expect(try await rig.offline.overlaid(Self.notes, on: server, fresh: true) == plain)
+    }
+
     @Test(arguments: SyncEngine.all)
     func aMemoryWarningShedsOverlaySessionsToAQuarterKeepingTheOneAScreenShows(engine: SyncEngine) async throws {
         let pressure = ManualMemoryPressureSource()

@@ -364,4 +364,35 @@ extension OverlayEvaluation {
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    // MARK: - Filters
+
+    /// The AND of `filters` on `row`.
+    func truth(of filters: [PostgRESTQuery.Condition], on row: Row) -> Truth {
+        var result = Truth.yes
+        for filter in filters {
+            switch truth(of: filter, on: row) {
+            case .no, .null: return .no
+            case .unknown: result = .unknown
+            case .yes: break
+            }
+        }
+        return result
+    }
+
+    func truth(of filter: PostgRESTQuery.Condition, on row: Row) -> Truth {
+        if let value = row.values[filter.column] { return comparison.evaluate(filter, on: value) }
+        // A column the answer does not select: a cached row, unchanged in it, passed the same
+        // filter of the read on the server.
+        if row.cachedIndex != nil, !row.changed.contains(filter.column),
+            query.filters.contains(where: { $0.column == filter.column && $0.condition == filter.condition })
+        {
+            return .yes
+        }
+        return .unknown
+    }
+
+    mutating func note(_ reason: InexactReason) {
+        if !reasons.contains(reason) { reasons.append(reason) }
+    }
 }

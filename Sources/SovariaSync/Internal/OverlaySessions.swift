@@ -1,3 +1,4 @@
+import Foundation
 import Sovaria
 import SovariaCache
 import SovariaPlumbing
@@ -16,9 +17,33 @@ import Synchronization
 final class OverlaySessions: Sendable {
     /// A session and the inputs it was made from: it answers only for the same ones.
     struct Entry: Sendable {
+        /// The read, headers included (a `Range` header changes how it is evaluated).
+        let read: DataRequest
         let cachedBody: String?
         let related: [RelatedAnswer]
         let session: any OverlaySession
+
+        /// Whether the session answers `read` over `cachedBody` and `related`: the same read, and
+        /// the same bytes (`String`'s `==` would take text in another Unicode normalization for
+        /// the same, and the session copies rows out of the text it parsed).
+        func answers(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> Bool {
+            self.read == read && Self.sameBytes(self.cachedBody, cachedBody)
+                && self.related.count == related.count
+                && zip(self.related, related).allSatisfy { $0.read == $1.read && Self.sameBytes($0.body, $1.body) }
+        }
+
+        /// Whether both are the same UTF-8 bytes, or both `nil`.
+        static func sameBytes(_ a: String?, _ b: String?) -> Bool {
+            guard let a, let b else { return a == nil && b == nil }
+            guard a.utf8.count == b.utf8.count else { return false }
+            let compared = a.utf8.withContiguousStorageIfAvailable { x in
+                b.utf8.withContiguousStorageIfAvailable { y in
+                    x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0
+                }
+            }
+            if let compared, let compared { return compared }
+            return a.utf8.elementsEqual(b.utf8)
+        }
     }
 
     /// The most sessions kept: as many as the overlaid answers the controller memoizes.
@@ -47,7 +72,7 @@ final class OverlaySessions: Sendable {
         evaluator: any IncrementalOverlayEvaluator
     ) -> OverlayAnswer {
         let id = related.isEmpty ? key : key + Self.relatedSuffix
-        if let entry = entries.value(forKey: id), entry.cachedBody == cachedBody, entry.related == related {
+        if let entry = entries.value(forKey: id), entry.answers(read, cachedBody: cachedBody, related: related) {
             let before = entry.session.paths
             let answer = entry.session.answer(writes: writes)
             let after = entry.session.paths
@@ -62,7 +87,7 @@ final class OverlaySessions: Sendable {
         let answer = session.answer(writes: writes)
         totals.withLock { $0.made += 1 }
         entries.set(
-            Entry(cachedBody: cachedBody, related: related, session: session), forKey: id,
+            Entry(read: read, cachedBody: cachedBody, related: related, session: session), forKey: id,
             cost: session.estimatedBytes)
         return answer
     }
@@ -88,7 +113,9 @@ final class OverlaySessions: Sendable {
     func removeAll() { entries.removeAll() }
 
     /// How the answers were computed: sessions made (a cached answer parsed), answers that
-    /// applied only appended writes, answers that applied every write again.
+    /// applied only appended writes (and of those, answers derived from the last one), answers
+    /// that applied every write again. Counted around each session's answer: answers that run at
+    /// the same time may be counted twice (these are statistics, for tests and diagnostics).
     var paths: OverlayPaths { totals.withLock { $0 } }
 
     /// The queries whose sessions are kept, most recently used first (a read asked again with
