@@ -35,8 +35,9 @@ final class SmallDisk: Sendable {
     /// writing. The test's own store is closed by then, but a child that another test of this
     /// process forks holds a copy of every open descriptor from its fork until its exec (or, for
     /// the file cache's lock test, until it closes them): a few microseconds to a millisecond. So
-    /// a busy remount is tried again, up to 200 times (each try is a `mount` process, long enough
-    /// for such a child to move on; on a loaded machine 50 were once not enough); the error then
+    /// a busy remount is tried again, up to 2,000 times (each try is a `mount` process, a few
+    /// milliseconds, long enough for such a child to move on; on a loaded machine 50 and then 200
+    /// were once not enough, with no holder left by the time the error was written); the error then
     /// names what holds files on the disk: descriptors, and shared mappings (which keep a file
     /// open for writing after its descriptor is closed and show in no `fd` folder).
     func remount(readOnly: Bool) throws {
@@ -46,7 +47,7 @@ final class SmallDisk: Sendable {
             do {
                 try Self.run("/bin/mount", "-o", readOnly ? "remount,ro" : "remount,rw", folder.url.path)
                 return
-            } catch  where "\(error)".contains("busy") && attempt < 200 {
+            } catch  where "\(error)".contains("busy") && attempt < 2_000 {
                 continue
             } catch {
                 throw DiskBusy(failure: "\(error) (try \(attempt))", holders: Self.holders(of: folder.url.path))
