@@ -337,11 +337,14 @@ extension OverlayEvaluation {
             out.append(UInt8(ascii: "["))
             for (position, index) in shown.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
-                let row = rows[index]
-                if let range = row.cachedRange, row.changed.isEmpty, row.values.keys == columns {
+                // Fields read in place: copying the row would retain each of its parts.
+                if let range = rows[index].cachedRange, rows[index].changed.isEmpty,
+                    rows[index].values.keys == columns
+                {
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: cached[range]))
                     continue
                 }
+                let row = rows[index]
                 out.append(UInt8(ascii: "{"))
                 var first = true
                 for column in columns {

@@ -255,7 +255,7 @@ struct OverlayEvaluation {
                 note(.insertBodyNotObjects)
                 return
             }
-            if Set(objects.map { Set($0.keys) }).count > 1 {
+            if objects.count > 1, Set(objects.map { Set($0.keys) }).count > 1 {
                 note(.bulkInsertColumnsDiffer)
             }
             for object in objects {
@@ -277,7 +277,10 @@ struct OverlayEvaluation {
     enum Resolution { case none, mergeDuplicates, ignoreDuplicates }
 
     static func resolution(of request: DataRequest) -> Resolution {
-        let prefer = request.headers.first { $0.key.lowercased() == "prefer" }?.value ?? ""
+        guard
+            let prefer = request.headers.first(where: { $0.key.utf8.count == 6 && $0.key.lowercased() == "prefer" })?
+                .value, prefer.contains("resolution=")
+        else { return .none }
         let tokens = prefer.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         if tokens.contains("resolution=merge-duplicates") { return .mergeDuplicates }
         if tokens.contains("resolution=ignore-duplicates") { return .ignoreDuplicates }
@@ -415,6 +418,9 @@ struct OverlayEvaluation {
             let (_, keys) = keyFilter(in: filters)
         {
             let found = keys.map(positions(ofOperand:))
+            if found.count == 1, let only = found[0], only.count <= 1 {
+                return only.filter { !rows[$0].isDeleted }  // one key: no set to build
+            }
             // An operand whose rows are not sure (`1e0`): every row is a candidate, and its
             // filter's truth says which are unknown.
             if found.allSatisfy({ $0 != nil }) {

@@ -47,6 +47,10 @@ struct PostgRESTQuery: Sendable {
 
     /// `+` is a space, then `%XX` escapes, as a query string is read.
     static func decode(_ text: Substring) -> String {
+        // Most names and values have neither: no Foundation round trip for them.
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else {
+            return String(text)
+        }
         let spaced = text.replacingOccurrences(of: "+", with: " ")
         return spaced.removingPercentEncoding ?? spaced
     }
@@ -104,9 +108,12 @@ struct PostgRESTQuery: Sendable {
 
     /// A column name without alias, cast, JSON path or embedding.
     static func isPlainColumn(_ name: String) -> Bool {
-        !name.isEmpty && !name.contains(where: { ":()->!*".contains($0) })
-            && !["or", "and", "not"].contains(name)
+        !name.isEmpty && !name.utf8.contains(where: { notInAPlainColumn.contains($0) })
+            && name != "or" && name != "and" && name != "not"
     }
+
+    /// The bytes of aliases, casts, JSON paths and embedding: `:()->!*`.
+    private static let notInAPlainColumn = Set(":()->!*".utf8)
 
     static func condition(_ column: String, _ text: String) -> Condition? {
         var rest = Substring(text)
