@@ -172,15 +172,23 @@ final class SQLiteRows {
         sqlite3_close(handle)
     }
 
+    /// Column `index` of the current row as text, read by its length (a value may hold NUL),
+    /// or `nil` for SQL NULL.
+    private func text(_ index: Int32) -> String? {
+        guard let start = sqlite3_column_text(select, index) else { return nil }
+        let count = Int(sqlite3_column_bytes(select, index))
+        return String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self)
+    }
+
     /// Steps every row into Swift values, as an app reading them would; returns how many.
     func selectAll() throws -> Int {
         defer { sqlite3_reset(select) }
         var rows: [(String, String, Int64, String?)] = []
         while sqlite3_step(select) == SQLITE_ROW {
-            let id = String(cString: sqlite3_column_text(select, 0))
-            let name = String(cString: sqlite3_column_text(select, 1))
+            let id = text(0) ?? ""
+            let name = text(1) ?? ""
             let quantity = sqlite3_column_int64(select, 2)
-            let note = sqlite3_column_text(select, 3).map { String(cString: $0) }
+            let note = text(3)
             rows.append((id, name, quantity, note))
         }
         return rows.count

@@ -42,4 +42,21 @@ extension String {
         // `withUTF8` rethrows untyped errors: carry the typed one out in a `Result`.
         return try copy.withUTF8 { bytes in Result { () throws(Failure) in try body(bytes) } }.get()
     }
+
+    /// The order of the two strings' UTF-8 bytes, as `memcmp` then length give it: negative when
+    /// this one comes first, 0 when the bytes are the same, positive after. Not `String`'s `<`
+    /// or `==`, which compare by Unicode equivalence. One storage is equal at once (no compare).
+    package func compareUTF8Bytes(with other: String) -> Int {
+        withUTF8Bytes { mine in
+            other.withUTF8Bytes { theirs in
+                if mine.baseAddress == theirs.baseAddress, mine.count == theirs.count { return 0 }
+                let common = min(mine.count, theirs.count)
+                if common > 0, let a = mine.baseAddress, let b = theirs.baseAddress {
+                    let order = memcmp(a, b, common)
+                    if order != 0 { return Int(order) }
+                }
+                return mine.count - theirs.count
+            }
+        }
+    }
 }

@@ -59,6 +59,19 @@ import Testing
         bytes.withUnsafeBufferPointer { String(validatingUTF8Bytes: $0) }
     }
 
+    @Test func comparesByBytesNotByUnicodeEquivalence() {
+        let pairs: [(String, String, Int)] = [
+            ("", "", 0), ("a", "a", 0), ("a", "b", -1), ("b", "a", 1), ("a", "ab", -1), ("ab", "a", 1),
+            ("a\0b", "a\0c", -1), ("a\0", "a", 1), ("Z", "a", -1),
+            ("\u{E9}", "e\u{301}", 1),  // equal as Strings, two byte sequences (0xC3 > 0x65)
+        ]
+        for (a, b, sign) in pairs {
+            #expect(a.compareUTF8Bytes(with: b).signum() == sign, "\(Array(a.utf8)) against \(Array(b.utf8))")
+        }
+        let shared = String(repeating: "x", count: 100)
+        #expect(shared.compareUTF8Bytes(with: shared) == 0)
+    }
+
     @Test func acceptsValidUTF8AndRejectsEveryKindOfInvalidByte() {
         #expect(text([]) == "")
         #expect(text(Array("a\0é😀\u{FFFD}".utf8)).map { Array($0.utf8) } == Array("a\0é😀\u{FFFD}".utf8))

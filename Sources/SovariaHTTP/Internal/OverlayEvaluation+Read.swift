@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 import SovariaSync
 
 extension OverlayEvaluation {
@@ -331,9 +332,9 @@ extension OverlayEvaluation {
         columns.removeAll { !unique.insert($0).inserted }
         var missing: [String] = []
         var out: [UInt8] = []
-        var cachedText = cachedBody ?? ""
+        let cachedText = cachedBody ?? ""
         out.reserveCapacity(cachedText.utf8.count + 128)
-        cachedText.withUTF8 { cached in
+        cachedText.withUTF8Bytes { cached in
             out.append(UInt8(ascii: "["))
             for (position, index) in shown.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }

@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 
 /// SQL's three truth values, and a fourth for "the overlay cannot tell" (a column it does not
 /// know, an operand PostgreSQL would refuse, text order under an unknown collation).
@@ -140,18 +141,8 @@ struct PostgRESTComparison: Sendable {
     }
 
     static func compareBytes(_ a: String, _ b: String) -> ComparisonResult {
-        let fast = a.utf8.withContiguousStorageIfAvailable { x in
-            b.utf8.withContiguousStorageIfAvailable { y in
-                let common = min(x.count, y.count)
-                let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
-                if order != 0 { return order < 0 ? ComparisonResult.orderedAscending : .orderedDescending }
-                return x.count == y.count ? .orderedSame : (x.count < y.count ? .orderedAscending : .orderedDescending)
-            }
-        }
-        if let fast, let fast { return fast }
-        for (x, y) in zip(a.utf8, b.utf8) where x != y { return x < y ? .orderedAscending : .orderedDescending }
-        let (m, n) = (a.utf8.count, b.utf8.count)
-        return m == n ? .orderedSame : (m < n ? .orderedAscending : .orderedDescending)
+        let order = a.compareUTF8Bytes(with: b)
+        return order == 0 ? .orderedSame : (order < 0 ? .orderedAscending : .orderedDescending)
     }
 
     /// A numeric operand as PostgreSQL's `numeric` input reads one: surrounding spaces, a sign,

@@ -1,4 +1,3 @@
-import Foundation
 import Sovaria
 import SovariaCache
 import SovariaPlumbing
@@ -35,15 +34,7 @@ final class OverlaySessions: Sendable {
         /// Whether both are the same UTF-8 bytes, or both `nil`.
         static func sameBytes(_ a: String?, _ b: String?) -> Bool {
             guard let a, let b else { return a == nil && b == nil }
-            guard a.utf8.count == b.utf8.count else { return false }
-            let compared = a.utf8.withContiguousStorageIfAvailable { x in
-                b.utf8.withContiguousStorageIfAvailable { y in
-                    // One string's storage, as the memory layer hands out each time: no compare.
-                    x.isEmpty || x.baseAddress == y.baseAddress || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0
-                }
-            }
-            if let compared, let compared { return compared }
-            return a.utf8.elementsEqual(b.utf8)
+            return a.utf8.count == b.utf8.count && a.compareUTF8Bytes(with: b) == 0
         }
     }
 
