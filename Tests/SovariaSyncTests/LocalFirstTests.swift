@@ -58,6 +58,11 @@ import Testing
         let afterSync = try await rig.offline.read(Self.notes, policy: .cacheOnly)
         #expect(try Self.ids(afterSync) == ["a", "b"], "the refused write left the answer, the synced one stays")
         #expect(!afterSync.hasPendingWrites && afterSync.isExact)
+        // The write list changed under the session (one synced, one moved to the rejected list):
+        // its answer is still the fresh evaluation's.
+        let cached = try await rig.offline.readThroughCache(Self.notes, policy: .cacheOnly, maxAge: nil)
+        #expect(try await rig.offline.overlaid(Self.notes, on: cached, fresh: true) == afterSync)
+        #expect(rig.offline.sessions.paths.rebuilt > 0, "the session applied the writes again")
         #expect(try await rig.offline.rejectedWrites().map(\.write.id) == [queuedC.id])
 
         // The refetch after the sync has the synced row: the overlay no longer adds it.
