@@ -100,7 +100,7 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     func evaluation(of read: DataRequest) -> OverlayEvaluation {
         let table = read.table.flatMap { tables[$0] } ?? Table()
         var query = PostgRESTQuery(path: read.path)
-        if read.headers.keys.contains(where: { $0.lowercased() == "range" }) {
+        if read.header("Range") != nil {
             query.unsupported.append("a Range header (a page the query string does not say)")
         }
         return OverlayEvaluation(

@@ -71,8 +71,8 @@ public final class URLSessionTransport: SyncTransport {
     ///   URL, an answer that is not HTTP, or another failure.
     public func send(_ request: DataRequest) async throws -> DataResponse {
         var request = request
-        if !Self.isRead(request.method), Self.header("Idempotency-Key", in: request.headers) == nil {
-            request.headers["Idempotency-Key"] = WriteQueue.makeClientID()
+        if !Self.isRead(request.method), request.header(SovariaOffline.idempotencyHeader) == nil {
+            request.setHeader(SovariaOffline.idempotencyHeader, WriteQueue.makeClientID())
         }
         let token = try await tokens?.accessToken()
         // Taken before the request goes: a refresh of the same token that finishes while it is
@@ -119,9 +119,13 @@ public final class URLSessionTransport: SyncTransport {
             urlRequest.httpBody = Data(body.utf8)
             headers["Content-Type"] = "application/json"
         }
-        for (name, value) in request.headers {
-            // The request's own spelling wins over a default of another case.
-            for existing in headers.keys where existing.lowercased() == name.lowercased() { headers[existing] = nil }
+        // The request's own headers win over a default of any spelling; of two spellings in the
+        // request, the one `DataRequest.header(_:)` reads (the first by its bytes) is sent.
+        var sent: [String] = []
+        for (name, value) in request.headers.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
+        where !sent.contains(where: { DataRequest.sameHeaderName($0, name) }) {
+            sent.append(name)
+            for existing in headers.keys where DataRequest.sameHeaderName(existing, name) { headers[existing] = nil }
             headers[name] = value
         }
         for (name, value) in headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
@@ -139,10 +143,6 @@ public final class URLSessionTransport: SyncTransport {
     private static func isRead(_ method: String) -> Bool {
         let method = method.uppercased()
         return method == "GET" || method == "HEAD"
-    }
-
-    private static func header(_ name: String, in headers: [String: String]) -> String? {
-        headers.first { $0.key.lowercased() == name.lowercased() }?.value
     }
 }
 

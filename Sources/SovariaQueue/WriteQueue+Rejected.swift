@@ -121,22 +121,27 @@ extension WriteQueue {
         }
     }
 
-    /// Puts rejected write `rejectedID` back at the tail of the queue, for example after the
-    /// user fixed what the server refused: a new sequence, the same client id, its
-    /// ``QueuedWrite/queuedAt`` now and no failed attempts.
+    /// Puts rejected write `rejectedID` back at the tail of the queue as a new attempt, for
+    /// example after the user fixed what the server refused or the row it missed came back: a new
+    /// sequence, the new client id `newID`, its ``QueuedWrite/queuedAt`` now and no failed attempts.
     ///
-    /// The client id stays, since it is the same write; a server that stores its answers by
-    /// idempotency key may answer it with the stored rejection.
+    /// The client id is new because the old one was used for a request the server answered: a
+    /// server that stores its answers by idempotency key would replay the refusal. An
+    /// ``idempotencyHeader`` the request carried for the same reason is left out.
     ///
     /// - Important: One atomic store batch: the queue entry in, the rejected entry out.
     /// - Throws: ``WriteQueueError`` with ``WriteQueueError/Code/notFound`` when no rejected write
-    ///   has that id, or with ``WriteQueueError/Code/queueFull`` when ``maxQueued`` writes are
-    ///   waiting (it stays rejected).
+    ///   has that id, ``WriteQueueError/Code/invalidClientID`` for a bad or used `newID`, or
+    ///   ``WriteQueueError/Code/queueFull`` when ``maxQueued`` writes are waiting (it stays
+    ///   rejected).
     @discardableResult
-    public func requeue(_ rejectedID: String) async throws -> QueuedWrite {
-        try await gate.withGate { gated in
+    public func requeue(_ rejectedID: String, id newID: String = WriteQueue.makeClientID()) async throws -> QueuedWrite
+    {
+        try Self.checkClientID(newID)
+        return try await gate.withGate { gated in
             let (entry, waiting, sequence) = try readIndex { index in
-                (index.rejected.first { $0.id == rejectedID }, index.queued.count, try index.nextSequence())
+                if index.queued[newID] != nil { throw QueueErrors.badClientID(newID, "a queued write has it") }
+                return (index.rejected.first { $0.id == rejectedID }, index.queued.count, try index.nextSequence())
             }
             guard let entry else { throw QueueErrors.notRejected(rejectedID) }
             guard waiting < maxQueued else { throw QueueErrors.full(maxQueued) }
@@ -146,19 +151,20 @@ extension WriteQueue {
                 throw QueueErrors.notRejected(rejectedID)
             }
             let rejected = try QueueEntryReader().rejectedWrite(StoreEntry(key: rejectedKey, value: value))
+            var request = rejected.write.request
+            request.setHeader(Self.idempotencyHeader, nil)
             let write = QueuedWrite(
-                id: rejectedID, sequence: sequence, request: rejected.write.request,
-                queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
+                id: newID, sequence: sequence, request: request, queuedAt: QueueCoding.truncatedToMilliseconds(clock()))
             try await commit(
                 gated,
                 [
-                    .set(key: QueueKeys.queued(sequence, rejectedID), value: try QueueCoding.encode(write)),
+                    .set(key: QueueKeys.queued(sequence, newID), value: try QueueCoding.encode(write)),
                     .delete(key: rejectedKey),
                 ],
                 givingOut: sequence)
             changeIndex(gated) { index in
                 index.rejected.removeAll { $0.id == rejectedID }
-                index.appendQueued(.init(sequence: sequence, id: rejectedID))
+                index.appendQueued(.init(sequence: sequence, id: newID))
             }
             return write
         }

@@ -40,6 +40,8 @@ public final class WriteQueue: Sendable {
     /// How many rejected writes are kept: the newest 100; older ones are dropped in
     /// the batch that adds a newer one.
     public static let maxRejected = 100
+    /// The header that carries a write's client id on every try: `Idempotency-Key`.
+    public static let idempotencyHeader = "Idempotency-Key"
 
     /// The store the queue keeps its entries in.
     public let store: any OfflineStore

@@ -1,3 +1,5 @@
+import SovariaQueue
+
 /// What the server answered to a ``SyncTransport`` request: the status, the headers and the body.
 public struct DataResponse: Sendable, Hashable {
     /// The HTTP status code.
@@ -17,8 +19,7 @@ public struct DataResponse: Sendable, Hashable {
     /// The value of the header `name`, compared without case (`"etag"` finds `"ETag"`).
     public func header(_ name: String) -> String? {
         if let exact = headers[name] { return exact }
-        let lowered = name.lowercased()
-        return headers.first { $0.key.lowercased() == lowered }?.value
+        return headers.first { DataRequest.sameHeaderName($0.key, name) }?.value
     }
 
     /// Whether the status is 2xx.

@@ -39,10 +39,10 @@ extension SovariaOffline {
     func deliver(_ write: QueuedWrite) async throws -> Delivery {
         let rule = conflictRule(of: write.request.table)
         var request = write.request
-        let key = request.headers[Self.idempotencyHeader] ?? write.id
-        request.headers[Self.idempotencyHeader] = key
+        let key = request.header(Self.idempotencyHeader) ?? write.id
+        request.setHeader(Self.idempotencyHeader, key)
         let checked = Self.changesRows(request)
-        if checked { request.headers["Prefer"] = Self.askingForRows(request.headers["Prefer"]) }
+        if checked { request.setHeader("Prefer", Self.askingForRows(request.header("Prefer"))) }
         let response = try await transport.send(request)
         guard response.isSuccess else { return .answered(response) }
         guard checked, let touched = RowJSON.rowsTouched(response) else {
@@ -64,7 +64,7 @@ extension SovariaOffline {
                 case .clientWins:
                     var forced = request
                     forced.path = RowFilters.removing(versionColumn, from: request.path)
-                    forced.headers[Self.idempotencyHeader] = key + ":client-wins"
+                    forced.setHeader(Self.idempotencyHeader, key + ":client-wins")
                     let again = try await transport.send(forced)
                     guard again.isSuccess else { return .answered(again) }
                     if RowJSON.rowsTouched(again) != 0 {
@@ -80,15 +80,15 @@ extension SovariaOffline {
     /// The `GET` of the rows `write` targets, with its filters less the version and its headers
     /// less those of a write (a schema chosen for the write is chosen for the read).
     static func readingRow(of write: DataRequest, without versionColumn: String) -> DataRequest {
-        var headers: [String: String] = [:]
-        for (name, value) in write.headers {
+        var read = DataRequest(method: "GET", path: RowFilters.removing(versionColumn, from: write.path))
+        for (name, value) in write.headers.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
             switch name.lowercased() {
             case "prefer", "content-type", idempotencyHeader.lowercased(): continue
-            case "content-profile": headers["Accept-Profile"] = value
-            default: headers[name] = value
+            case "content-profile": read.setHeader("Accept-Profile", value)
+            default: read.setHeader(name, value)
             }
         }
-        return DataRequest(method: "GET", path: RowFilters.removing(versionColumn, from: write.path), headers: headers)
+        return read
     }
 
     /// An update or delete of a table: its answer can say how many rows it changed.
@@ -155,10 +155,16 @@ extension SovariaOffline {
     /// Remembers that `write`, now applied, replaced the version its filter expected with
     /// `newVersion`.
     func recordReplacedVersion(by write: QueuedWrite, newVersion: String?) {
-        let rule = conflictRule(of: write.request.table)
-        guard let newVersion, let table = write.request.table, let versionColumn = rule.versionColumn,
-            let expected = RowFilters.equalValue(of: versionColumn, in: write.request.path),
-            let key = RowFilters.equalValue(of: rule.keyColumn, in: write.request.path)
+        recordVersion(newVersion, replacingTheOneExpectedBy: write.request)
+    }
+
+    /// Remembers that the row `request` names by key is at `newVersion` now, past the version
+    /// `request`'s filter expected: a write of this device's replaced it, or a conflict showed it.
+    func recordVersion(_ newVersion: String?, replacingTheOneExpectedBy request: DataRequest) {
+        let rule = conflictRule(of: request.table)
+        guard let newVersion, let table = request.table, let versionColumn = rule.versionColumn,
+            let expected = RowFilters.equalValue(of: versionColumn, in: request.path),
+            let key = RowFilters.equalValue(of: rule.keyColumn, in: request.path)
         else { return }
         state.withLock { state in
             // A bound, not a cache: past it the oldest knowledge is of rows long refetched.
@@ -311,6 +317,9 @@ extension SovariaOffline {
                 if let version {
                     request.path = RowFilters.setting(versionColumn, equalTo: version, in: request.path)
                 }
+                // The app has seen the server's row: an edit made later against the cached row
+                // (still the version the conflicted write expected) expects the resolution's.
+                recordVersion(version, replacingTheOneExpectedBy: conflict.write.request)
             }
             let key = ConflictIndex.key(of: conflict.write.request, keyColumn: rule.keyColumn)
             let waiting = try await queue.pending().filter { write in

@@ -140,7 +140,7 @@ extension SovariaOffline {
     func overlayWrites(for request: DataRequest) async throws -> [OverlayWrite] {
         guard request.method.uppercased() == "GET", let table = request.table else { return [] }
         var synced = synced.writes(notIn: Self.cacheKey(of: request), table: table).map {
-            OverlayWrite(id: $0.id, request: $0.request, isPending: false)
+            OverlayWrite(id: $0.id, request: byKey($0.request), isPending: false)
         }
         // The common online case, an empty queue, reads nothing from the store.
         guard queue.count > 0 else { return synced }
@@ -152,8 +152,24 @@ extension SovariaOffline {
         // which cannot apply it and says so.
         return synced
             + pending.filter { $0.request.table == table || $0.request.table == nil }.map {
-                OverlayWrite(id: $0.id, request: $0.request, isPending: true)
+                OverlayWrite(id: $0.id, request: byKey($0.request), isPending: true)
             }
+    }
+
+    /// `write` as the overlay applies it: a write that names its row by key without the version
+    /// filter of the table's ``ConflictRule/versionColumn``. That filter is the conflict check's
+    /// (the library adds it and moves it past this device's own writes), not a filter of the
+    /// app's: the cached row still shows the version the device read, and a write expecting a
+    /// later one is still the device's own edit of that row. One that turns out to conflict
+    /// leaves the answer when it moves to the rejected list.
+    private func byKey(_ write: DataRequest) -> DataRequest {
+        let rule = conflictRule(of: write.table)
+        guard let versionColumn = rule.versionColumn, RowFilters.filters(on: versionColumn, in: write.path),
+            RowFilters.equalValue(of: rule.keyColumn, in: write.path) != nil
+        else { return write }
+        var applied = write
+        applied.path = RowFilters.removing(versionColumn, from: write.path)
+        return applied
     }
 
     /// The other cached answers of `request`'s table, from memory or the store.
@@ -223,10 +239,13 @@ extension SovariaOffline {
     /// the last error, the next retry.
     public var status: SyncStatus {
         state.withLock { state in
-            SyncStatus(
-                isOnline: state.online, pendingCount: queue.count, rejectedCount: queue.rejectedCount,
+            let pending = queue.count
+            return SyncStatus(
+                network: !state.triedNetwork ? .untried : state.online ? .reachable : .unreachable,
+                pendingCount: pending, rejectedCount: queue.rejectedCount,
                 isFlushing: state.flight != nil, lastSyncedAt: state.lastSyncedAt, lastError: state.lastError,
-                nextRetryAt: state.retryNotBefore, isPausedForAuthorization: state.pausedForAuthorization,
+                nextRetryAt: pending == 0 ? nil : state.retryNotBefore ?? (state.online ? nil : state.offlineRetryAt),
+                isPausedForAuthorization: state.pausedForAuthorization,
                 conflictCount: state.conflicts.count, waitingOnConflictCount: state.waitingOnConflicts)
         }
     }

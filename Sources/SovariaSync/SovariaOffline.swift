@@ -50,8 +50,9 @@ public final class SovariaOffline: Sendable {
     public static let maxQueued = WriteQueue.defaultMaxQueued
     /// Cached read results kept by default (``Configuration/maxCached``): 500.
     public static let maxCached = 500
-    /// The header that carries a queued write's client id on every try.
-    public static let idempotencyHeader = "Idempotency-Key"
+    /// The header that carries a queued write's client id on every try
+    /// (`SovariaQueue.WriteQueue.idempotencyHeader`).
+    public static let idempotencyHeader = WriteQueue.idempotencyHeader
 
     /// The store that keeps the queue, the rejected list and the cache.
     public let store: any OfflineStore
@@ -91,7 +92,12 @@ public final class SovariaOffline: Sendable {
     public let syncErrors: AsyncStream<SyncError>
 
     struct State {
+        /// `false` after a request failed for lack of network, until one reaches the server.
         var online = true
+        /// Whether any request was tried in this run.
+        var triedNetwork = false
+        /// Offline: the next periodic flush at the latest.
+        var offlineRetryAt: Date?
         var closed = false
         /// The running flush, shared by every trigger.
         var flight: Task<Int, any Error>?
@@ -161,7 +167,20 @@ public final class SovariaOffline: Sendable {
         // nothing back (it is reported when the app lists the rejected writes).
         let conflicts = ConflictIndex(
             (try? await queue.rejected()) ?? [], rules: configuration.conflictRules)
-        state.withLock { $0.conflicts = conflicts }
+        // Writes an earlier run left waiting for a conflict are counted at once, not at the first flush.
+        let waiting =
+            conflicts.isEmpty
+            ? 0
+            : ((try? await queue.pending()) ?? []).count { [configuration] write in
+                conflicts.holds(
+                    write.request,
+                    keyColumn: (write.request.table.flatMap { configuration.conflictRules[$0] } ?? ConflictRule())
+                        .keyColumn)
+            }
+        state.withLock { state in
+            state.conflicts = conflicts
+            state.waitingOnConflicts = waiting
+        }
         let ticket = configuration.timer.repeating(every: configuration.flushInterval) { [weak self] in
             await self?.timerFired()
         }
@@ -211,7 +230,8 @@ public final class SovariaOffline: Sendable {
         return try await queue.rejected()
     }
 
-    /// Puts a rejected write back at the end of the queue, with its client id.
+    /// Puts a rejected write back at the end of the queue as a new attempt, under a new client id
+    /// (the old one's answer may be stored by the server, which would replay it).
     ///
     /// A conflict (`RejectionReason.conflict`) is resolved with its own write instead:
     /// ``resolve(_:with:)`` sends it again against the server's row as the conflict found it,
@@ -276,6 +296,7 @@ public final class SovariaOffline: Sendable {
         let id = WriteQueue.makeClientID()
         let request = try await recordingVersion(request)
         // A write to a row in conflict waits with it, in the queue.
+        var noNetwork: SyncTransportError?
         if online, queue.count == 0, !isHeld(request) {
             do {
                 let write = QueuedWrite(id: id, sequence: 0, request: request, queuedAt: configuration.clock())
@@ -318,10 +339,11 @@ public final class SovariaOffline: Sendable {
                     if !Self.isRetryable(response.status) { return .sent(response) }
                 }
             } catch let error as SyncTransportError {
-                wentOffline(error)
+                noNetwork = error
             }
         }
         let queued = try await queue.enqueue(request, id: id)
+        if let noNetwork { wentOffline(noNetwork, leaving: queued) }
         if isHeld(request) {
             // It waits with a conflict: the status counts it at once, not at the next flush.
             state.withLock { $0.waitingOnConflicts += 1 }
@@ -419,7 +441,7 @@ public final class SovariaOffline: Sendable {
             do {
                 delivery = try await deliver(head)
             } catch let error as SyncTransportError {
-                wentOffline(error)
+                wentOffline(error, leaving: head)
                 return (synced, false, held)
             } catch {
                 try await retryLater(head, response: nil, message: "\(error)")
@@ -545,7 +567,7 @@ public final class SovariaOffline: Sendable {
             // The synced writes this fetch's answer will hold: every one synced before it starts.
             synced.fetchStarted(query)
             var conditional = request
-            if let etag { conditional.headers["If-None-Match"] = etag }
+            if let etag { conditional.setHeader("If-None-Match", etag) }
             let response: DataResponse
             do {
                 response = try await transport.send(conditional)
@@ -631,17 +653,22 @@ public final class SovariaOffline: Sendable {
     /// A request reached the server: after a time offline, that is a reconnect, which flushes.
     private func reachedServer(startingFlush: Bool = true) {
         let reconnected = state.withLock { state in
-            defer { state.online = true }
-            return !state.online
+            defer { (state.online, state.triedNetwork, state.offlineRetryAt) = (true, true, nil) }
+            if state.lastError?.kind == .offline { state.lastError = nil }
+            return !state.online || !state.triedNetwork
         }
         if reconnected { signals.statusChanged() }
         if reconnected, startingFlush, queue.count > 0 { _ = startFlush() }
     }
 
-    private func wentOffline(_ error: SyncTransportError) {
+    /// A request failed for lack of network; `head`, when given, is the queued write it left
+    /// waiting, which the status names as the reason (``SyncError/Kind/offline``).
+    func wentOffline(_ error: SyncTransportError, leaving head: QueuedWrite? = nil) {
+        let retryAt = configuration.clock().addingTimeInterval(configuration.flushInterval.timeInterval)
         let changed = state.withLock { state in
-            defer { state.online = false }
-            return state.online
+            defer { (state.online, state.triedNetwork, state.offlineRetryAt) = (false, true, retryAt) }
+            if let head { state.lastError = SyncError(kind: .offline, write: head, message: "\(error)") }
+            return state.online || !state.triedNetwork || head != nil
         }
         if changed { signals.statusChanged() }
     }

@@ -19,6 +19,10 @@ public struct SyncError: Error, Sendable, Hashable {
         /// The write at the head has failed `attempts` times since `since`: the queue is not
         /// moving, and says so instead of stalling silently.
         case stalled(attempts: Int, since: Date)
+        /// A flush could not reach the server for lack of network: the write stays at the head of
+        /// the queue until the network is back. Shown in ``SovariaOffline/status`` only, not
+        /// delivered by ``SovariaOffline/syncErrors``: it is a state, not news.
+        case offline
     }
 
     /// What happened.

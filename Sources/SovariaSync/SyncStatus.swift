@@ -3,8 +3,11 @@ import Foundation
 /// Where a controller's sync stands, from ``SovariaOffline/status`` and
 /// ``SovariaOffline/statusUpdates()``: what a screen shows as "offline, 3 waiting".
 public struct SyncStatus: Sendable, Hashable {
-    /// `false` after a request failed for lack of network; `true` after one reached the server.
-    public var isOnline: Bool
+    /// What the controller knows of the network: nothing yet, reachable, or not.
+    public var network: Network
+    /// `false` after a request failed for lack of network, until one reaches the server; `true`
+    /// otherwise, before anything was tried too (``network`` tells the two apart).
+    public var isOnline: Bool { network != .unreachable }
     /// Writes waiting in the queue.
     public var pendingCount: Int
     /// Writes the server refused, kept in the rejected list.
@@ -13,9 +16,13 @@ public struct SyncStatus: Sendable, Hashable {
     public var isFlushing: Bool
     /// When a queued write last synced (by the controller's clock), in this run.
     public var lastSyncedAt: Date?
-    /// The last sync error, until a write syncs again.
+    /// The last sync error, until a write syncs again; ``SyncError/Kind/offline`` while the last
+    /// flush could not reach the server.
     public var lastError: SyncError?
-    /// When the head write may be sent again after a retryable answer, if it must wait.
+    /// When the queue is tried again, while writes wait: after a retryable answer, when the head
+    /// may be sent again; offline, the next periodic flush at the latest
+    /// (``SovariaOffline/Configuration/flushInterval`` after the failed try), or at once when any
+    /// request reaches the server.
     public var nextRetryAt: Date?
     /// Whether the queue waits for ``SovariaOffline/flush()`` after a second 401.
     public var isPausedForAuthorization: Bool
@@ -25,4 +32,14 @@ public struct SyncStatus: Sendable, Hashable {
     /// Queued writes that wait because they touch a row in conflict: they go once the app
     /// resolves or drops it. Counted by the last flush.
     public var waitingOnConflictCount: Int = 0
+
+    /// What a controller knows of the network.
+    public enum Network: Sendable, Hashable {
+        /// Nothing was tried yet in this run.
+        case untried
+        /// The last request reached the server.
+        case reachable
+        /// The last request failed for lack of network.
+        case unreachable
+    }
 }

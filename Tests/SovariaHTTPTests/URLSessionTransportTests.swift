@@ -40,6 +40,26 @@ import Testing
         #expect(keys[2] == nil, "reads carry none")
     }
 
+    @Test func headerNamesInAnyCaseAreOneHeaderAndTheFirstSpellingByItsBytesIsSent() async throws {
+        let server = try await RESTServer.start()
+        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: TestTokens())
+        var keyed = insertNote("n1", title: "Lower-case key")
+        keyed.headers["idempotency-key"] = "app-key-2"
+        #expect(try await transport.send(keyed).status == 201)
+        #expect(try await server.requests().map(\.idempotencyKey) == ["app-key-2"], "the app's key, not a new one")
+        // Two spellings with two values: "Prefer" sorts before "prefer", so the server is asked
+        // for the rows every time, whatever order the dictionary holds them in.
+        for attempt in 0..<12 {
+            let rename = DataRequest(
+                method: "PATCH", path: "/rest/v1/notes?id=eq.n1",
+                headers: ["prefer": "return=minimal", "Prefer": "return=representation"],
+                body: #"{"title":"Renamed \#(attempt)"}"#)
+            #expect(rename.header("PREFER") == "return=representation")
+            let answer = try await transport.send(rename)
+            #expect(answer.status == 200 && answer.body.contains("Renamed \(attempt)"), "attempt \(attempt): \(answer)")
+        }
+    }
+
     @Test func postgrestRequestsEncodeTheirFilters() {
         let select = PostgREST.select(
             "notes", columns: "id,title", where: [.eq("title", "a b&c=d"), .in("id", ["x,1", "y"])], order: "id.desc",

@@ -17,6 +17,23 @@ import Testing
         #expect(DataRequest(method: "GET", path: "rest/v1/notes").table == nil)
     }
 
+    @Test func headerNamesCompareWithoutCaseAndSettingOneReplacesEverySpelling() {
+        var request = DataRequest(
+            method: "PATCH", path: "/rest/v1/notes?id=eq.1", headers: ["prefer": "return=minimal", "X-Other": "1"])
+        #expect(request.header("Prefer") == "return=minimal")
+        #expect(request.header("PREFER") == "return=minimal")
+        #expect(request.header("Prefe") == nil && request.header("preferr") == nil)
+        request.setHeader("Prefer", "return=representation")
+        #expect(request.headers == ["Prefer": "return=representation", "X-Other": "1"], "one spelling left")
+        request.setHeader("x-other", nil)
+        #expect(request.headers == ["Prefer": "return=representation"])
+        #expect(DataRequest.sameHeaderName("Content-Type", "content-type"))
+        #expect(!DataRequest.sameHeaderName("Content-Type", "Content-Typf"))
+        #expect(!DataRequest.sameHeaderName("é", "É"), "only ASCII letters fold, as HTTP's tokens are ASCII")
+        let both = DataRequest(method: "GET", path: "/", headers: ["range": "0-9", "Range": "10-19"])
+        #expect(both.header("range") == "10-19", "of two spellings, the first by its bytes")
+    }
+
     @Test func storedFormIsSortedJSONWithMillisecondDates() throws {
         let write = QueuedWrite(
             id: "id-1", sequence: 7, request: DataRequest(method: "POST", path: "/rest/v1/notes", body: "{}"),

@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test(arguments: QueueEngine.all)
-    func requeuePutsTheWriteAtTheTailWithANewSequenceAndTheSameID(engine: QueueEngine) async throws {
+    func requeuePutsTheWriteAtTheTailWithANewSequenceAndANewClientID(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
         let clock = TestClock()
         let spy = SpyStore(try engine.open(folder.url))
@@ -103,8 +103,9 @@ import Testing
         spy.reset()
         let requeued = try await queue.requeue(first.id)
         #expect(spy.batches.count == 1)
-        #expect(spy.batches.first?.map(\.key) == [QueueKeys.queued(4, first.id), QueueKeys.rejected(2, first.id)])
-        #expect(requeued.id == first.id && requeued.request == first.request)
+        #expect(spy.batches.first?.map(\.key) == [QueueKeys.queued(4, requeued.id), QueueKeys.rejected(2, first.id)])
+        #expect(requeued.id != first.id, "a new attempt: the old key's answer may be stored by the server")
+        #expect(requeued.request == first.request)
         #expect(requeued.sequence == 4 && requeued.attempts == 0 && requeued.lastError == nil)
         #expect(requeued.queuedAt == QueueCoding.truncatedToMilliseconds(clock.date))
         #expect(try await queue.pending() == [second, requeued], "at the tail: nothing overtakes")
@@ -125,6 +126,27 @@ import Testing
         let error = try await #require(throws: WriteQueueError.self) { try await queue.requeue(first.id) }
         #expect(error.code == .queueFull)
         #expect(try await queue.rejected().map(\.id) == [first.id])
+    }
+
+    @Test(arguments: QueueEngine.all)
+    func requeueLeavesOutTheRequestsOwnIdempotencyKeyAndRefusesAUsedClientID(engine: QueueEngine) async throws {
+        let folder = try TemporaryFolder()
+        let queue = try await WriteQueue(store: try engine.open(folder.url))
+        var keyed = request(0)
+        keyed.headers["idempotency-key"] = "app-key"
+        let first = try await queue.enqueue(keyed)
+        try await queue.reject(first.id, status: 409, message: "taken")
+        let waiting = try await queue.enqueue(request(1))
+        let used = try await #require(throws: WriteQueueError.self) {
+            try await queue.requeue(first.id, id: waiting.id)
+        }
+        #expect(used.code == .invalidClientID)
+        #expect(try await queue.rejected().map(\.id) == [first.id], "a refused requeue changes nothing")
+        let requeued = try await queue.requeue(first.id, id: "retry-1")
+        #expect(requeued.id == "retry-1")
+        #expect(requeued.request.header(WriteQueue.idempotencyHeader) == nil, "the old key would replay the refusal")
+        #expect(requeued.request.body == keyed.body)
+        #expect(try await queue.pending().map(\.id) == [waiting.id, "retry-1"])
     }
 
     @Test(arguments: QueueEngine.all)

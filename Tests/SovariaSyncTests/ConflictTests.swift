@@ -492,7 +492,7 @@ final class RecordingSwitch: SyncTransport {
     }
 
     private let inner: any SyncTransport
-    private let state = Mutex((offline: false, exchanges: [Exchange]()))
+    private let state = Mutex((offline: false, sendsLeft: Int?.none, exchanges: [Exchange]()))
 
     init(_ inner: any SyncTransport) { self.inner = inner }
 
@@ -501,8 +501,18 @@ final class RecordingSwitch: SyncTransport {
         set { state.withLock { $0.offline = newValue } }
     }
 
+    /// The network drops after `count` more requests reach the server.
+    func dropAfter(_ count: Int) { state.withLock { $0.sendsLeft = count } }
+
     func send(_ request: DataRequest) async throws -> DataResponse {
-        if isOffline { throw SyncTransportError.offline("switched off by the test") }
+        let offline = state.withLock { state in
+            if state.sendsLeft == 0 {
+                (state.offline, state.sendsLeft) = (true, nil)
+            }
+            state.sendsLeft? -= 1
+            return state.offline
+        }
+        if offline { throw SyncTransportError.offline("switched off by the test") }
         let response = try await inner.send(request)
         state.withLock { $0.exchanges.append(Exchange(request: request, response: response)) }
         return response

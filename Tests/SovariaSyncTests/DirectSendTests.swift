@@ -27,10 +27,11 @@ import Testing
         #expect(try await rig.offline.pendingWrites().isEmpty)
         #expect(rig.reported.map(\.kind) == [.rejected(rejected)])
         #expect(rig.offline.status.rejectedCount == 1 && rig.offline.status.lastError?.kind == .rejected(rejected))
-        // Kept as a refusal from the queue is: it can be requeued, and then it syncs.
-        try await rig.offline.requeue(rejected.id)
+        // Kept as a refusal from the queue is: it can be requeued (a new attempt, under a new key),
+        // and then it syncs.
+        let requeued = try await rig.offline.requeue(rejected.id)
         #expect(try await rig.offline.flush() == 1)
-        #expect(rig.transport.applied == [sentKey])
+        #expect(rig.transport.applied == [requeued.id] && requeued.id != sentKey)
     }
 
     @Test(arguments: SyncEngine.all)

@@ -251,7 +251,9 @@ import Testing
         rig.transport.answer(DataResponse(status: 503, headers: ["Retry-After": "30"]))
         #expect(try await rig.offline.flush() == 0)
         var last = seen
-        while last.nextRetryAt == nil || last.isFlushing { last = try #require(await updates.next()) }
+        while last.nextRetryAt == nil || last.isFlushing || !last.isOnline {
+            last = try #require(await updates.next())
+        }
         #expect(last.pendingCount == 1 && last.lastError != nil && last.isOnline)
         #expect(last.nextRetryAt == rig.clock.read().addingTimeInterval(30))
         rig.clock.advance(seconds: 31)

@@ -277,10 +277,7 @@ struct OverlayEvaluation {
     enum Resolution { case none, mergeDuplicates, ignoreDuplicates }
 
     static func resolution(of request: DataRequest) -> Resolution {
-        guard
-            let prefer = request.headers.first(where: { $0.key.utf8.count == 6 && $0.key.lowercased() == "prefer" })?
-                .value, prefer.contains("resolution=")
-        else { return .none }
+        guard let prefer = request.header("Prefer"), prefer.contains("resolution=") else { return .none }
         let tokens = prefer.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         if tokens.contains("resolution=merge-duplicates") { return .mergeDuplicates }
         if tokens.contains("resolution=ignore-duplicates") { return .ignoreDuplicates }

@@ -48,9 +48,7 @@ struct ConflictIndex: Sendable {
         if wholeTables.contains(table) { return true }
         guard let keys = rows[table], !keys.isEmpty else { return false }
         guard let key = Self.key(of: request, keyColumn: keyColumn) else {
-            let upsert = request.headers.contains {
-                $0.key.lowercased() == "prefer" && $0.value.contains("resolution=")
-            }
+            let upsert = request.header("Prefer")?.contains("resolution=") == true
             return request.method.uppercased() != "POST" || upsert
         }
         return keys[StoreKey.Bytes(key)] != nil
