@@ -51,7 +51,12 @@ public final class URLSessionTransport: SyncTransport {
     ) {
         self.baseURL = baseURL
         var configuration = configuration
-        if let apiKey { configuration.headers["apikey"] = apiKey }
+        if let apiKey {
+            for name in configuration.headers.keys where DataRequest.sameHeaderName(name, "apikey") {
+                configuration.headers[name] = nil
+            }
+            configuration.headers["apikey"] = apiKey
+        }
         self.configuration = configuration
         self.tokens = tokens
         let sessionConfiguration = URLSessionConfiguration.ephemeral
@@ -113,22 +118,20 @@ public final class URLSessionTransport: SyncTransport {
         urlRequest.httpMethod = request.method
         urlRequest.timeoutInterval = configuration.timeout.timeInterval
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        var headers = configuration.headers
-        if let token { headers["Authorization"] = "Bearer " + token }
-        if let body = request.body {
-            urlRequest.httpBody = Data(body.utf8)
-            headers["Content-Type"] = "application/json"
+        if let body = request.body { urlRequest.httpBody = Data(body.utf8) }
+        // Each layer wins over the ones before it, whatever the spelling; within a layer, the
+        // spelling `DataRequest.header(_:)` reads (the first by its bytes) is set last and wins.
+        let layers: [[String: String]] = [
+            configuration.headers, token.map { ["Authorization": "Bearer " + $0] } ?? [:],
+            request.body == nil ? [:] : ["Content-Type": "application/json"], request.headers,
+        ]
+        var headers = DataRequest(method: request.method, path: request.path)
+        for layer in layers {
+            for (name, value) in layer.sorted(by: { $1.key.utf8.lexicographicallyPrecedes($0.key.utf8) }) {
+                headers.setHeader(name, value)
+            }
         }
-        // The request's own headers win over a default of any spelling; of two spellings in the
-        // request, the one `DataRequest.header(_:)` reads (the first by its bytes) is sent.
-        var sent: [String] = []
-        for (name, value) in request.headers.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
-        where !sent.contains(where: { DataRequest.sameHeaderName($0, name) }) {
-            sent.append(name)
-            for existing in headers.keys where DataRequest.sameHeaderName(existing, name) { headers[existing] = nil }
-            headers[name] = value
-        }
-        for (name, value) in headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        for (name, value) in headers.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         return urlRequest
     }
 
