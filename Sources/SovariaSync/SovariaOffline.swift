@@ -167,19 +167,11 @@ public final class SovariaOffline: Sendable {
         // nothing back (it is reported when the app lists the rejected writes).
         let conflicts = ConflictIndex(
             (try? await queue.rejected()) ?? [], rules: configuration.conflictRules)
-        // Writes an earlier run left waiting for a conflict are counted at once, not at the first flush.
-        let waiting =
-            conflicts.isEmpty
-            ? 0
-            : ((try? await queue.pending()) ?? []).count { [configuration] write in
-                conflicts.holds(
-                    write.request,
-                    keyColumn: (write.request.table.flatMap { configuration.conflictRules[$0] } ?? ConflictRule())
-                        .keyColumn)
-            }
-        state.withLock { state in
-            state.conflicts = conflicts
-            state.waitingOnConflicts = waiting
+        state.withLock { $0.conflicts = conflicts }
+        // The writes an earlier run left waiting for a conflict count at once, not at the first flush.
+        if !conflicts.isEmpty, let pending = try? await queue.pending() {
+            let waiting = pending.count { isHeld($0.request) }
+            state.withLock { $0.waitingOnConflicts = waiting }
         }
         let ticket = configuration.timer.repeating(every: configuration.flushInterval) { [weak self] in
             await self?.timerFired()
