@@ -139,8 +139,9 @@ extension SovariaOffline {
     /// fetched, then those waiting in the queue, all of the request's table, oldest first.
     func overlayWrites(for request: DataRequest) async throws -> [OverlayWrite] {
         guard request.method.uppercased() == "GET", let table = request.table else { return [] }
+        let rule = conflictRule(of: table)
         var synced = synced.writes(notIn: Self.cacheKey(of: request), table: table).map {
-            OverlayWrite(id: $0.id, request: byKey($0.request), isPending: false)
+            OverlayWrite(id: $0.id, request: Self.byKey($0.request, rule), isPending: false)
         }
         // The common online case, an empty queue, reads nothing from the store.
         guard queue.count > 0 else { return synced }
@@ -152,20 +153,19 @@ extension SovariaOffline {
         // which cannot apply it and says so.
         return synced
             + pending.filter { $0.request.table == table || $0.request.table == nil }.map {
-                OverlayWrite(id: $0.id, request: byKey($0.request), isPending: true)
+                OverlayWrite(id: $0.id, request: Self.byKey($0.request, rule), isPending: true)
             }
     }
 
-    /// `write` as the overlay applies it: a write that names its row by key without the version
-    /// filter of the table's ``ConflictRule/versionColumn``. That filter is the conflict check's
+    /// `write` (to the table `rule` is of) as the overlay applies it: a write that names its row by
+    /// key without its filter on the rule's ``ConflictRule/versionColumn``. That filter is the conflict check's
     /// (the library adds it and moves it past this device's own writes), not a filter of the
     /// app's: the cached row still shows the version the device read, and a write expecting a
     /// later one is still the device's own edit of that row. One that turns out to conflict
     /// leaves the answer when it moves to the rejected list.
-    private func byKey(_ write: DataRequest) -> DataRequest {
-        let rule = conflictRule(of: write.table)
+    private static func byKey(_ write: DataRequest, _ rule: ConflictRule) -> DataRequest {
         guard let versionColumn = rule.versionColumn, RowFilters.filters(on: versionColumn, in: write.path),
-            RowFilters.equalValue(of: rule.keyColumn, in: write.path) != nil
+            RowFilters.equalValue(of: rule.keyColumn, in: write.path) != nil, write.table != nil
         else { return write }
         var applied = write
         applied.path = RowFilters.removing(versionColumn, from: write.path)
