@@ -352,35 +352,35 @@ import Testing
         }
         return (applied.count, noMatch.count, conflicted.count)
     }
+}
 
-    // MARK: - Rig
+// MARK: - Rig
 
-    /// A and B read `t1` at version 1 and rename it offline; A flushes first (version 2), then B.
-    private func twoDevicesEditingT1(
-        _ engine: TestEngine, policy: ConflictPolicy
-    ) async throws -> (RESTServer, Device, Device) {
-        let server = try await RESTServer.start()
-        try await seed(server, "tasks", #"{"id":"t1","title":"Original"}"#)
-        let a = try await Device(engine, server, versioned: policy)
-        let b = try await Device(engine, server, versioned: policy)
-        _ = try await a.offline.read(PostgREST.select("tasks", order: "id"))
-        _ = try await b.offline.read(PostgREST.select("tasks", order: "id"))
-        a.transport.isOffline = true
-        b.transport.isOffline = true
-        _ = try await b.queued(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"B's title"}"#))
-        _ = try await a.queued(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"A's title"}"#))
-        a.transport.isOffline = false
-        #expect(try await a.offline.flush() == 1)
-        b.transport.isOffline = false
-        _ = try await b.offline.flush()
-        return (server, a, b)
-    }
+/// A and B read `t1` at version 1 and rename it offline; A flushes first (version 2), then B.
+func twoDevicesEditingT1(
+    _ engine: TestEngine, policy: ConflictPolicy
+) async throws -> (RESTServer, Device, Device) {
+    let server = try await RESTServer.start()
+    try await seed(server, "tasks", #"{"id":"t1","title":"Original"}"#)
+    let a = try await Device(engine, server, versioned: policy)
+    let b = try await Device(engine, server, versioned: policy)
+    _ = try await a.offline.read(PostgREST.select("tasks", order: "id"))
+    _ = try await b.offline.read(PostgREST.select("tasks", order: "id"))
+    a.transport.isOffline = true
+    b.transport.isOffline = true
+    _ = try await b.queued(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"B's title"}"#))
+    _ = try await a.queued(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"A's title"}"#))
+    a.transport.isOffline = false
+    #expect(try await a.offline.flush() == 1)
+    b.transport.isOffline = false
+    _ = try await b.offline.flush()
+    return (server, a, b)
+}
 
-    private func seed(_ server: RESTServer, _ table: String, _ json: String) async throws {
-        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken())
-        let answer = try await transport.send(PostgREST.insert(into: table, json: json, returning: false))
-        try #require(answer.isSuccess, "seed: \(answer.status) \(answer.body)")
-    }
+func seed(_ server: RESTServer, _ table: String, _ json: String) async throws {
+    let transport = URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken())
+    let answer = try await transport.send(PostgREST.insert(into: table, json: json, returning: false))
+    try #require(answer.isSuccess, "seed: \(answer.status) \(answer.body)")
 }
 
 /// One device of Alice's: a controller on its own store, whose network the test switches off.

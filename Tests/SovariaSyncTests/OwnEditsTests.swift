@@ -207,27 +207,10 @@ import Testing
 
     // MARK: - Rig
 
-    /// A and B read `t1` at version 1 and rename it offline; A flushes first (version 2), then B,
-    /// whose rename is a conflict waiting for the app.
+    /// B's rename of `t1` is a conflict waiting for the app: A renamed it first (version 2).
     private func conflictOnT1(_ engine: TestEngine) async throws -> (RESTServer, Device) {
-        let server = try await RESTServer.start()
-        try await seed(server, "tasks", #"{"id":"t1","title":"Original"}"#)
-        let a = try await Device(engine, server, versioned: .reject)
-        let b = try await Device(engine, server, versioned: .reject)
-        _ = try await a.offline.read(PostgREST.select("tasks", order: "id"))
-        _ = try await b.offline.read(PostgREST.select("tasks", order: "id"))
-        b.transport.isOffline = true
-        _ = try await b.queued(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"B's title"}"#))
-        _ = try await a.sent(PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"A's title"}"#))
-        b.transport.isOffline = false
-        #expect(try await b.offline.flush() == 0)
+        let (server, _, b) = try await twoDevicesEditingT1(engine, policy: .reject)
         try #require(try await b.offline.conflicts().count == 1)
         return (server, b)
-    }
-
-    private func seed(_ server: RESTServer, _ table: String, _ json: String) async throws {
-        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken())
-        let answer = try await transport.send(PostgREST.insert(into: table, json: json, returning: false))
-        try #require(answer.isSuccess, "seed: \(answer.status) \(answer.body)")
     }
 }
