@@ -2,7 +2,7 @@
 #   make test   installs the missing system libraries, builds and runs every test
 #   make bench  builds sovaria-bench in release and runs it (about two minutes; bench-full: the full run)
 #   make reliability  the long fault battery (power cuts, I/O errors, kills; docs/RELIABILITY.md)
-#   make lint   checks formatting with the committed .swift-format
+#   make lint   checks formatting with the committed .swift-format, and that Linux-only calls are guarded
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-dev postgresql python3-psycopg strace tmux e2fsprogs zstd
@@ -91,8 +91,13 @@ docs:
 			--output-path .build/docs/$$module $(DOCC_FLAGS); \
 	done
 
+# Formatting, then Linux-only calls (a /proc or /sys path, Glibc, a Glibc-only function) outside an
+# `#if os(Linux)` / `#if canImport(Glibc)`: Apple platforms must still compile (the check's own
+# tests first).
 lint:
 	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks Examples Package.swift
+	python3 Tests/Lint/test_linux_only_calls.py
+	python3 Tests/Lint/linux-only-calls.py Sources Benchmarks
 
 format:
 	$(SWIFT) format format --in-place --recursive Sources Tests Benchmarks Examples Package.swift

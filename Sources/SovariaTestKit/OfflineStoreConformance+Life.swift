@@ -85,19 +85,14 @@ extension OfflineStoreConformance {
         ConformanceCheck(
             "descriptorsAreCloseOnExec",
             "Every file the store keeps open in its folder is close-on-exec: a child process the app starts does not "
-                + "keep the store's files open (where /proc/self/fd lists them)."
+                + "keep the store's files open (checked where the system lists a process's files: Linux, Apple "
+                + "platforms)."
         ) { context in
             let (store, folder) = try await context.makeStore()
             try await store.set("k", "v")
             _ = try await store.entries("", after: nil, limit: 10)
-            let root = folder.standardizedFileURL.resolvingSymlinksInPath().path + "/"
-            let files = FileManager.default
-            guard let descriptors = try? files.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
-            for name in descriptors {
-                guard let descriptor = Int32(name),
-                    let target = try? files.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name),
-                    target.hasPrefix(root)
-                else { continue }
+            let root = canonicalPath(folder.path) + "/"
+            for (descriptor, target) in openDescriptorPaths() where target.hasPrefix(root) {
                 let flags = fcntl(descriptor, F_GETFD)
                 try context.expect(
                     flags < 0 || flags & FD_CLOEXEC != 0,
@@ -106,4 +101,38 @@ extension OfflineStoreConformance {
             withExtendedLifetime(store) {}
         },
     ]
+}
+
+/// This process's open descriptors and the paths of the files they are open on, symbolic links
+/// resolved: on Linux from `/proc/self/fd`, on Apple platforms by `F_GETPATH` on each descriptor;
+/// none elsewhere.
+private func openDescriptorPaths() -> [(descriptor: Int32, path: String)] {
+    #if os(Linux)
+        let files = FileManager.default
+        let names = (try? files.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap { name in
+            guard let descriptor = Int32(name),
+                let target = try? files.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)
+            else { return nil }
+            return (descriptor, target)
+        }
+    #elseif canImport(Darwin)
+        var paths: [(descriptor: Int32, path: String)] = []
+        var buffer = [UInt8](repeating: 0, count: Int(MAXPATHLEN))
+        for descriptor in 0..<min(getdtablesize(), 1 << 16) {
+            let found = buffer.withUnsafeMutableBytes { fcntl(descriptor, F_GETPATH, $0.baseAddress!) }
+            guard found != -1 else { continue }
+            paths.append((descriptor, String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)))
+        }
+        return paths
+    #else
+        return []
+    #endif
+}
+
+/// `path` with every symbolic link resolved, as the system names an open file (`realpath`).
+private func canonicalPath(_ path: String) -> String {
+    guard let resolved = realpath(path, nil) else { return URL(fileURLWithPath: path).standardizedFileURL.path }
+    defer { free(resolved) }
+    return String(cString: resolved)
 }

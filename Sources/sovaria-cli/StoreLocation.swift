@@ -16,8 +16,15 @@ struct StoreLocation: CustomStringConvertible {
     /// The schemes this command opens: every engine and wrapper Sovaria has.
     static let schemes: [StoreScheme] = [.sqlite, .lmdb, .leveldb, .postgres, .encrypted]
 
-    /// Every form a URL may take, for the message of a bad one.
+    /// Every form a URL may take, for `sovaria help` (a bad URL's message points there).
     static let forms = StoreURL.forms
+
+    /// A usage failure for a refused URL: what is wrong on one line, and where the forms are.
+    static func failure(_ error: StoreURLError) -> CommandFailure {
+        CommandFailure(
+            .usage,
+            "`\(error.url)` is not a store URL sovaria can open: \(error.explanation). `sovaria help` lists the forms.")
+    }
 
     var url: StoreURL
     var engine: Engine
@@ -40,10 +47,12 @@ struct StoreLocation: CustomStringConvertible {
         do {
             url = try OfflineStores.parse(text, using: Self.schemes)
         } catch {
-            throw CommandFailure(.usage, "\(error)")
+            throw Self.failure(error)
         }
         guard let engine = Engine(rawValue: url.engine) else {
-            throw CommandFailure(.usage, "`\(url.engine)` is not an engine this command opens.\n\(Self.forms)")
+            throw CommandFailure(
+                .usage, "`\(url.engine)` is not an engine this command opens; `sovaria help` lists the store URL forms."
+            )
         }
         self.engine = engine
     }

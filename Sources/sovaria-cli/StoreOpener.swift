@@ -18,6 +18,16 @@ struct StoreOpener {
     }
 
     func open(_ location: StoreLocation, mustExist: Bool) async throws(CommandFailure) -> Opened {
+        // The key and every scheme first: a refused key creates no store (no plain one where an
+        // encrypted one was meant).
+        let secrets = location.isEncrypted ? try secrets(for: location) : StoreSecrets()
+        do {
+            try await OfflineStores.validate(location.url, using: StoreLocation.schemes, secrets: secrets)
+        } catch let error as StoreURLError {
+            throw StoreLocation.failure(error)
+        } catch {
+            throw CommandFailure(.usage, "Cannot use the key for \(location): \(error)")
+        }
         let engine = try await location.openEngine(mustExist: mustExist)
         // Engines such as PostgreSQL connect on first use: one small read turns a wrong address or
         // password into "cannot open" here, not into a failure halfway through the work.
@@ -27,7 +37,7 @@ struct StoreOpener {
             throw CommandFailure(.cannotOpen, "Cannot open \(location): \(error)")
         }
         guard !location.url.wrappers.isEmpty else { return Opened(store: engine, engine: engine, location: location) }
-        let store = try await wrapped(engine, at: location)
+        let store = try await wrapped(engine, at: location, secrets: secrets)
         // A raw key carries no check value: the first value that does not open says the key is wrong.
         do {
             // As bytes: a first value that is not UTF-8 is a value, not a reason to refuse the store.
@@ -46,17 +56,12 @@ struct StoreOpener {
         return Opened(store: store, engine: engine, location: location)
     }
 
-    /// The engine inside the URL's wrappers; for `encrypted+`, with the key from `--key-file` (or
-    /// the URL's `key-file=`) or a passphrase from the environment or the terminal.
+    /// The engine inside the URL's wrappers, with `secrets` (``secrets(for:)``).
     private func wrapped(
-        _ engine: any OfflineStore, at location: StoreLocation
+        _ engine: any OfflineStore, at location: StoreLocation, secrets: StoreSecrets
     ) async throws(CommandFailure)
         -> any OfflineStore
     {
-        var secrets = StoreSecrets()
-        if location.isEncrypted {
-            secrets = try self.secrets(for: location)
-        }
         do {
             return try await OfflineStores.wrap(
                 engine, as: location.url, using: StoreLocation.schemes, secrets: secrets)
@@ -67,6 +72,8 @@ struct StoreOpener {
         }
     }
 
+    /// For `encrypted+`: the key from `--key-file` (or the URL's `key-file=`), or a passphrase from
+    /// the environment or the terminal.
     private func secrets(for location: StoreLocation) throws(CommandFailure) -> StoreSecrets {
         if let keyFile = keyFile ?? location.url.options["key-file"] {
             guard let bytes = FileManager.default.contents(atPath: keyFile) else {

@@ -1,11 +1,44 @@
 import Foundation
 import Testing
 
+@testable import sovaria
+
 /// `sovaria bench` hands its arguments to the sovaria-bench built beside it.
 @Suite struct BenchCommandTests {
     @Test func runsTheBenchmarkBuiltBesideIt() async throws {
         let run = try await CommandRunner.run(["bench", "--help"])
         #expect(run.output.contains("usage: sovaria-bench") || run.errors.contains("usage: sovaria-bench"), "\(run)")
         #expect(run.errors.contains("debug build"), "a debug build says its figures are not comparable")
+    }
+
+    /// Where `/proc/self/exe` is not (Apple platforms without a bundle answer): the first argument
+    /// resolved as a shell would, by path or through `PATH`.
+    @Test func findsItsOwnFileFromTheNameItWasStartedBy() throws {
+        let folder = try Fixtures.Folder()
+        let bin = folder.file("bin")
+        try FileManager.default.createDirectory(atPath: bin + "/sovaria-dir", withIntermediateDirectories: true)
+        let tool = bin + "/sovaria"
+        try Data("#!/bin/sh\n".utf8).write(to: URL(fileURLWithPath: tool))
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tool)
+        let plain = folder.file("plain")
+        try Data().write(to: URL(fileURLWithPath: plain))
+
+        func found(_ name: String, in directory: String = "/", path: String) -> String? {
+            BenchCommand.executable(named: name, currentDirectory: directory, searchPath: path)?.path
+        }
+        #expect(found(tool, path: "") == tool, "an absolute path is itself")
+        #expect(found("bin/sovaria", in: folder.path, path: "") == tool, "a relative path from the current folder")
+        #expect(found("./bin/../bin/sovaria", in: folder.path, path: "") == tool)
+        #expect(found("sovaria", path: "/nonexistent:\(bin)") == tool, "the first PATH entry that has it")
+        #expect(found("sovaria", in: bin, path: "/nonexistent::") == tool, "an empty PATH entry is the current folder")
+        #expect(found("sovaria", path: "/nonexistent") == nil)
+        #expect(found("plain", path: folder.path) == nil, "a file that is not executable is not it")
+        #expect(found("sovaria-dir", path: bin) == nil, "a folder is not it")
+    }
+
+    @Test func findsItsOwnFile() {
+        let own = BenchCommand.ownExecutable()
+        #expect(own.lastPathComponent != "exe", "the program's file, not the kernel's link: \(own.path)")
+        #expect(FileManager.default.isExecutableFile(atPath: own.path), "\(own.path)")
     }
 }

@@ -92,6 +92,62 @@ import Testing
         #expect(invalid?.code == .invalidValue)
     }
 
+    /// An encrypted URL refused for any reason creates nothing: the engine's database is not
+    /// made when the wrapper is not registered (issue 47: `enc.sqlite` and its reserve file, in
+    /// plain text), nor when the key is missing or wrong.
+    @Test func aRefusedEncryptedURLCreatesNothing() async throws {
+        let shortKey = try TemporaryFolder()
+        try Data([1, 2, 3]).write(to: shortKey.child("short"))
+        var noPassphrase = StoreSecrets()
+        noPassphrase.environment = [:]
+        let refusals: [(text: String, schemes: [StoreScheme], secrets: StoreSecrets, reason: String)] = [
+            ("encrypted+sqlite:STORE", [.sqlite], noPassphrase, "the wrapper is not registered"),
+            ("encrypted+lmdb:STORE", [.lmdb, .sqlite], StoreSecrets(passphrase: "p"), "the wrapper is not registered"),
+            ("encrypted+sqlite:STORE", [.encrypted], StoreSecrets(passphrase: "p"), "the engine is not registered"),
+            ("encrypted+sqlite:STORE?durability=fast", Self.schemes, StoreSecrets(passphrase: "p"), "a bad option"),
+            ("encrypted+sqlite:STORE?table=t", Self.schemes, StoreSecrets(passphrase: "p"), "an unknown option"),
+            ("encrypted+sqlite:STORE", Self.schemes, noPassphrase, "no key"),
+            ("encrypted+sqlite:STORE", Self.schemes, StoreSecrets(key: [1, 2, 3]), "a key of 3 bytes"),
+            (
+                "encrypted+leveldb:STORE?key-file=\(shortKey.child("short").path)", Self.schemes, noPassphrase,
+                "a key file of 3 bytes"
+            ),
+            (
+                "encrypted+sqlite:STORE?key-file=\(shortKey.child("absent").path)", Self.schemes, noPassphrase,
+                "a key file that is not there"
+            ),
+            (
+                "encrypted+lmdb:STORE", Self.schemes, StoreSecrets(keyFile: shortKey.child("absent").path),
+                "a key file that is not there"
+            ),
+        ]
+        for refusal in refusals {
+            let folder = try TemporaryFolder()
+            let text = refusal.text.replacingOccurrences(of: "STORE", with: folder.url.path + "/enc.sqlite")
+            await #expect(throws: (any Error).self, "\(refusal.reason)") {
+                try await OfflineStores.open(text, using: refusal.schemes, secrets: refusal.secrets)
+            }
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == [],
+                "\(refusal.reason): \(text) created files")
+        }
+    }
+
+    /// Linked but not registered: the message says which registration is missing.
+    @Test func anEncryptedURLWithoutItsRegistrationNamesIt() async throws {
+        let folder = try TemporaryFolder()
+        let error = try #require(
+            await #expect(throws: StoreURLError.self) {
+                try await OfflineStores.open(
+                    "encrypted+sqlite:\(folder.url.path)/enc.sqlite", using: [.sqlite],
+                    secrets: StoreSecrets(passphrase: "p"))
+            })
+        #expect(error.reason == .notRegistered(product: "SovariaSodium"))
+        #expect(error.part == "encrypted")
+        #expect(error.description.contains("OfflineStores.register(.encrypted)"), "\(error)")
+        #expect(!error.description.contains("\n"), "one line, no table of forms: \(error)")
+    }
+
     @Test func aWrapperAroundAnEngineIsTheWrapperOfThatEngine() async throws {
         let folder = try TemporaryFolder()
         let store = try await OfflineStores.open(

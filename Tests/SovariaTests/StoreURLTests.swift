@@ -7,7 +7,7 @@ import Testing
 /// The store-URL grammar and the opener with `Sovaria` alone linked (issue 36): every form
 /// parses to its parts, the canonical text parses back to the same URL, and a bad URL is a typed
 /// error naming its bad part. Engines of other modules are not linked in this target's checks:
-/// they pass no scheme, so `sqlite:` says which product to add.
+/// they pass no scheme, so `sqlite:` says which registration is missing.
 @Suite struct StoreURLTests {
     struct Form: Sendable, CustomStringConvertible {
         let text: String
@@ -127,7 +127,15 @@ import Testing
         #expect(error.part == bad.part, "\(error)")
         #expect(error.url == bad.text)
         #expect(error.description.contains("`\(bad.part)`") || bad.reason == .missingScheme, "\(error)")
-        #expect(error.description.contains("Store URLs:"), "the message lists the forms: \(error)")
+        Self.expectOneLinePointingToTheForms(error)
+    }
+
+    /// A message is one line: it names the bad part and points to ``StoreURL/forms``, never
+    /// repeating the table of forms.
+    static func expectOneLinePointingToTheForms(_ error: StoreURLError) {
+        #expect(!error.description.contains("\n"), "one line: \(error)")
+        #expect(!error.description.contains("Store URLs:"), "the table is not repeated: \(error)")
+        #expect(error.description.contains("StoreURL.forms"), "points to the forms: \(error)")
     }
 
     /// Strings made of URL pieces, most of them wrong: parsing never crashes, and every error
@@ -173,11 +181,87 @@ import Testing
         ("leveldb:/tmp/x", "leveldb", "SovariaLevelDB"), ("postgres:host=db", "postgres", "SovariaPostgres"),
         ("encrypted+memory:", "encrypted", "SovariaSodium"),
     ])
-    func anEngineNotLinkedSaysWhichProductToAdd(text: String, part: String, product: String) async throws {
-        let error = await #expect(throws: StoreURLError.self) { try await OfflineStores.open(text) }
-        #expect(error?.reason == .notLinked(product: product), "\(String(describing: error))")
-        #expect(error?.part == part)
-        #expect(error?.description.contains(product) == true)
+    func anEngineNotRegisteredNamesTheMissingRegistration(text: String, part: String, product: String) async throws {
+        let error = try #require(await #expect(throws: StoreURLError.self) { try await OfflineStores.open(text) })
+        #expect(error.reason == .notRegistered(product: product), "\(error)")
+        #expect(error.part == part)
+        #expect(error.description.contains("is not registered"), "\(error)")
+        #expect(error.description.contains("OfflineStores.register(.\(part))"), "\(error)")
+        #expect(error.description.contains("import \(product)"), "\(error)")
+        #expect(!error.description.contains("does not link"), "the program may well link it: \(error)")
+        Self.expectOneLinePointingToTheForms(error)
+    }
+
+    /// A wrapper for the refusal checks: it takes `secret=right` and nothing else, and refuses
+    /// before anything opens.
+    static let sealed = StoreScheme.wrapper("sealed", product: "TestSealed", options: ["secret"]) { url, _ in
+        guard url.options["secret"] == "right" else {
+            throw StoreURLError(url: "\(url)", part: "sealed", reason: .missingKey)
+        }
+        return { store in store }
+    }
+
+    /// A URL refused for any of its schemes or options creates nothing: not the engine's folder,
+    /// not a store without its wrapper (issue 47: an unregistered `encrypted+` left a plaintext
+    /// store behind).
+    @Test(arguments: [
+        ("encrypted+file:STORE", StoreURLError.Reason.notRegistered(product: "SovariaSodium")),
+        ("checksummed+encrypted+file:STORE", .notRegistered(product: "SovariaSodium")),
+        ("checksummed+sqlite:STORE", .notRegistered(product: "SovariaSQLite")),
+        ("encrypted+lmdb:STORE", .notRegistered(product: "SovariaSodium")),
+        ("file:STORE?bogus=1", .unknownOption),
+        ("checksummed+file:STORE?durability=fast", .badDurability),
+        ("sealed+file:STORE", .missingKey),
+        ("sealed+file:STORE?secret=wrong", .missingKey),
+    ])
+    func aRefusedURLCreatesNothing(text: String, reason: StoreURLError.Reason) async throws {
+        let folder = try TemporaryFolder()
+        let url = text.replacingOccurrences(of: "STORE", with: folder.url.path + "/store")
+        let error = await #expect(throws: StoreURLError.self) {
+            try await OfflineStores.open(url, using: [Self.sealed])
+        }
+        #expect(error?.reason == reason, "\(String(describing: error))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == [], "\(url) created files")
+    }
+
+    /// The same for a URL made of its parts, which no parser checked, and for ``OfflineStores/validate(_:using:secrets:)``.
+    @Test func aRefusedURLMadeOfItsPartsCreatesNothing() async throws {
+        let folder = try TemporaryFolder()
+        let place = folder.url.path + "/store"
+        let refused: [(StoreURL, StoreURLError.Reason)] = [
+            (StoreURL(engine: "file", location: place, options: ["bogus": "1"]), .unknownOption),
+            (StoreURL(engine: "file", location: place, options: ["durability": "flushed"]), .unknownOption),
+            (StoreURL(engine: "file", location: place, wrappers: ["nonesuch"]), .unknownWrapper),
+            (StoreURL(engine: "file", location: place, wrappers: ["file"]), .unknownWrapper),
+            (StoreURL(engine: "sealed", location: place), .unknownEngine),
+            (
+                StoreURL(engine: "file", location: place, wrappers: ["encrypted"]),
+                .notRegistered(product: "SovariaSodium")
+            ),
+            (StoreURL(engine: "file"), .missingLocation),
+            (StoreURL(engine: "memory", location: place), .unexpectedLocation),
+        ]
+        for (url, reason) in refused {
+            let validated = await #expect(throws: StoreURLError.self) {
+                try await OfflineStores.validate(url, using: [Self.sealed])
+            }
+            #expect(validated?.reason == reason, "validate \(url): \(String(describing: validated))")
+            let opened = await #expect(throws: StoreURLError.self) {
+                try await OfflineStores.open(url, using: [Self.sealed])
+            }
+            #expect(opened?.reason == reason, "open \(url): \(String(describing: opened))")
+            let engine = await #expect(throws: StoreURLError.self) {
+                try await OfflineStores.openEngine(url, using: [Self.sealed])
+            }
+            #expect(engine?.reason == reason, "openEngine \(url): \(String(describing: engine))")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == [], "\(url) created files")
+        }
+        // The form is right: the same URLs without their bad part open.
+        try await OfflineStores.validate(
+            StoreURL(engine: "file", location: place, wrappers: ["sealed"], options: ["secret": "right"]),
+            using: [Self.sealed])
+        _ = try await OfflineStores.open("sealed+file:\(place)?secret=right", using: [Self.sealed])
+        #expect(FileManager.default.fileExists(atPath: place))
     }
 
     @Test func aFileFolderThatCannotBeMadeIsAnErrorNotMemory() async throws {

@@ -25,7 +25,7 @@ public enum OfflineStores {
 
     private static let registry = Mutex<[String: StoreScheme]>(
         Dictionary(
-            uniqueKeysWithValues: (StoreScheme.unlinked + [.memory, .file, .checksummed]).map { ($0.name, $0) }))
+            uniqueKeysWithValues: (StoreScheme.unregistered + [.memory, .file, .checksummed]).map { ($0.name, $0) }))
 
     /// Adds schemes every later ``open(_:using:secrets:)-(String,_,_)`` and ``StoreURL/init(_:)`` know (a
     /// scheme of the same name is replaced). Registering the same scheme again does nothing new.
@@ -46,11 +46,14 @@ public enum OfflineStores {
 
     /// Opens the store `text` names, with its wrappers.
     ///
+    /// Every scheme of the URL, its options and each wrapper's secrets are checked first (as
+    /// ``validate(_:using:secrets:)`` does): a URL refused for any of them opens and creates nothing.
+    ///
     /// - Parameters:
     ///   - text: the store URL (``StoreURL`` lists its forms).
     ///   - schemes: schemes for this call besides the registered ones.
     ///   - secrets: the key or passphrase of an `encrypted+` store whose URL names no key file.
-    /// - Throws: ``StoreURLError`` for a URL that is wrong or names an engine not linked;
+    /// - Throws: ``StoreURLError`` for a URL that is wrong or names a scheme not registered;
     ///   ``OfflineStoreError`` from the engine (a folder it cannot create, a wrong passphrase).
     public static func open(
         _ text: String, using schemes: [StoreScheme] = [], secrets: StoreSecrets = StoreSecrets()
@@ -58,11 +61,27 @@ public enum OfflineStores {
         try await open(parse(text, using: schemes), using: schemes, secrets: secrets)
     }
 
-    /// Opens the store `url` names, with its wrappers (the outermost first in ``StoreURL/wrappers``).
+    /// Opens the store `url` names, with its wrappers (the outermost first in ``StoreURL/wrappers``),
+    /// after the checks of ``validate(_:using:secrets:)``: a refused URL opens and creates nothing.
     public static func open(
         _ url: StoreURL, using schemes: [StoreScheme] = [], secrets: StoreSecrets = StoreSecrets()
     ) async throws -> any OfflineStore {
-        try await wrap(openEngine(url, using: schemes), as: url, using: schemes, secrets: secrets)
+        let resolved = try resolve(url, using: schemes)
+        let wraps = try await resolved.prepareWrappers(url, secrets: secrets)
+        return try await wrapped(resolved.openEngine(url), in: wraps)
+    }
+
+    /// Checks that `url` can be opened as far as can be known without opening it: every scheme,
+    /// wrappers included, is registered or in `schemes`; its options and location fit them; each
+    /// wrapper takes `secrets` (an `encrypted+` store has a key of 32 bytes, a readable key file or
+    /// a passphrase). Opens and creates nothing.
+    ///
+    /// - Throws: ``StoreURLError`` naming the part that is wrong, or the wrapper's own error (a
+    ///   key file that cannot be read, a key that is not 32 bytes).
+    public static func validate(
+        _ url: StoreURL, using schemes: [StoreScheme] = [], secrets: StoreSecrets = StoreSecrets()
+    ) async throws {
+        _ = try await resolve(url, using: schemes).prepareWrappers(url, secrets: secrets)
     }
 
     /// Puts `url`'s wrappers around `engine`, an engine ``openEngine(_:using:)`` opened for it.
@@ -70,25 +89,14 @@ public enum OfflineStores {
         _ engine: any OfflineStore, as url: StoreURL, using schemes: [StoreScheme] = [],
         secrets: StoreSecrets = StoreSecrets()
     ) async throws -> any OfflineStore {
-        let known = known(adding: schemes)
-        var store = engine
-        for name in url.wrappers.reversed() {
-            guard case .wrapper(let wrap) = try scheme(name, of: url, in: known).kind else {
-                throw StoreURLError(url: "\(url)", part: name, reason: .unknownWrapper)
-            }
-            store = try await wrap(store, url, secrets)
-        }
-        return store
+        try await wrapped(engine, in: resolve(url, using: schemes).prepareWrappers(url, secrets: secrets))
     }
 
     /// Opens the engine `url` names without its wrappers (what `sovaria verify` checks beneath
-    /// an encrypted store).
+    /// an encrypted store). Every scheme of the URL, wrappers included, and its options are
+    /// checked first; the wrappers' secrets are not (``validate(_:using:secrets:)`` checks them).
     public static func openEngine(_ url: StoreURL, using schemes: [StoreScheme] = []) async throws -> any OfflineStore {
-        let engine = try scheme(url.engine, of: url, in: known(adding: schemes))
-        guard case .engine(let open) = engine.kind else {
-            throw StoreURLError(url: "\(url)", part: url.engine, reason: .unknownEngine)
-        }
-        return try await open(url)
+        try await resolve(url, using: schemes).openEngine(url)
     }
 
     /// Opens the store named by `SOVARIA_STORE` in `environment`, else `fallback`.
@@ -110,16 +118,65 @@ public enum OfflineStores {
         return known
     }
 
-    private static func scheme(
-        _ name: String, of url: StoreURL, in known: [String: StoreScheme]
-    ) throws(StoreURLError) -> StoreScheme {
-        guard let scheme = known[name] else {
-            throw StoreURLError(
-                url: "\(url)", part: name, reason: url.engine == name ? .unknownEngine : .unknownWrapper)
+    /// The schemes of a URL, each found and registered, the URL's form checked against them.
+    private struct Resolved {
+        let openEngine: @Sendable (StoreURL) async throws -> any OfflineStore
+        /// Outermost first, as in ``StoreURL/wrappers``.
+        let prepares: [@Sendable (StoreURL, StoreSecrets) async throws -> StoreScheme.Wrap]
+
+        /// Each wrapper's check of `url` and `secrets`, outermost first; what puts each around the engine.
+        func prepareWrappers(_ url: StoreURL, secrets: StoreSecrets) async throws -> [StoreScheme.Wrap] {
+            var wraps: [StoreScheme.Wrap] = []
+            for prepare in prepares { wraps.append(try await prepare(url, secrets)) }
+            return wraps
         }
-        if case .unlinked = scheme.kind {
-            throw StoreURLError(url: "\(url)", part: name, reason: .notLinked(product: scheme.product))
+    }
+
+    /// `url`'s schemes found among the registered ones and `schemes`, and its options and location
+    /// checked against them (a URL made of its parts has met no parser). Nothing is opened.
+    private static func resolve(_ url: StoreURL, using schemes: [StoreScheme]) throws(StoreURLError) -> Resolved {
+        let known = known(adding: schemes)
+        func failure(_ part: String, _ reason: StoreURLError.Reason) -> StoreURLError {
+            StoreURLError(url: "\(url)", part: part, reason: reason)
         }
-        return scheme
+        func registered(_ name: String, isWrapper: Bool) throws(StoreURLError) -> StoreScheme {
+            guard let scheme = known[name], scheme.isWrapper == isWrapper else {
+                throw failure(name, isWrapper ? .unknownWrapper : .unknownEngine)
+            }
+            if case .unregistered = scheme.kind {
+                throw failure(name, .notRegistered(product: scheme.product))
+            }
+            return scheme
+        }
+        // In the order they are written: the outermost wrapper first, the engine last.
+        let wrappers = try url.wrappers.map { name throws(StoreURLError) in try registered(name, isWrapper: true) }
+        let engine = try registered(url.engine, isWrapper: false)
+        let allowed = wrappers.reduce(engine.options) { $0.union($1.options) }
+        if let option = url.options.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw failure(option, .unknownOption)
+        }
+        switch engine.location {
+        case .absent where !url.location.isEmpty: throw failure(url.location, .unexpectedLocation)
+        case .required where url.location.isEmpty: throw failure(url.engine + ":", .missingLocation)
+        default: break
+        }
+        guard case .engine(let open) = engine.kind else { throw failure(url.engine, .unknownEngine) }
+        return Resolved(
+            openEngine: open,
+            prepares: wrappers.map { wrapper in
+                guard case .wrapper(let prepare) = wrapper.kind else { preconditionFailure("resolved as a wrapper") }
+                return prepare
+            })
+    }
+
+    /// `engine` inside `wraps` (outermost first): the innermost is put on first.
+    private static func wrapped(
+        _ engine: any OfflineStore, in wraps: [StoreScheme.Wrap]
+    ) async throws
+        -> any OfflineStore
+    {
+        var store = engine
+        for wrap in wraps.reversed() { store = try await wrap(store) }
+        return store
     }
 }

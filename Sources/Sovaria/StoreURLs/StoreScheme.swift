@@ -25,16 +25,20 @@ public struct StoreScheme: Sendable {
         case optional
     }
 
+    /// What a wrapper's `prepare` hands back: puts the wrapper around the engine the rest of the URL
+    /// opened.
+    public typealias Wrap = @Sendable (any OfflineStore) async throws -> any OfflineStore
+
     enum Kind {
         case engine(@Sendable (StoreURL) async throws -> any OfflineStore)
-        case wrapper(@Sendable (any OfflineStore, StoreURL, StoreSecrets) async throws -> any OfflineStore)
-        /// A Sovaria scheme whose module is not linked: its form is known, it cannot open.
-        case unlinked(isWrapper: Bool)
+        case wrapper(@Sendable (StoreURL, StoreSecrets) async throws -> Wrap)
+        /// A Sovaria scheme not registered: its form is known, it cannot open.
+        case unregistered(isWrapper: Bool)
     }
 
     /// The name in the URL, lowercase.
     public let name: String
-    /// The library product that has it, for the message when it is not linked.
+    /// The library product that has it, for the message when it is not registered.
     public let product: String
     /// What comes after the colon (engines only).
     public let location: Location
@@ -47,7 +51,7 @@ public struct StoreScheme: Sendable {
         switch kind {
         case .engine: false
         case .wrapper: true
-        case .unlinked(let isWrapper): isWrapper
+        case .unregistered(let isWrapper): isWrapper
         }
     }
 
@@ -61,13 +65,37 @@ public struct StoreScheme: Sendable {
             name: name.lowercased(), product: product, location: location, options: options, kind: .engine(open))
     }
 
-    /// A wrapper: `wrap` puts it around the engine the rest of the URL opened.
+    /// A wrapper that checks its options and secrets before anything opens: `prepare` throws for a
+    /// URL or secrets it cannot use, else returns what puts the wrapper around the engine.
+    ///
+    /// ``OfflineStores`` prepares every wrapper of a URL before it opens the engine, so a refused
+    /// key or option leaves nothing behind: not a new, unwrapped store.
+    ///
+    /// ```swift
+    /// let sealed = StoreScheme.wrapper("sealed", product: "MySealing", options: ["key-id"]) { url, secrets in
+    ///     let key = try KeyRing.key(named: url.options["key-id"])  // throws before the engine opens
+    ///     return { store in SealedStore(wrapping: store, key: key) }
+    /// }
+    /// ```
+    public static func wrapper(
+        _ name: String, product: String, options: Set<String> = [],
+        prepare: @escaping @Sendable (StoreURL, StoreSecrets) async throws -> Wrap
+    ) -> StoreScheme {
+        StoreScheme(
+            name: name.lowercased(), product: product, location: .optional, options: options, kind: .wrapper(prepare))
+    }
+
+    /// A wrapper with nothing to check before the engine opens: `wrap` puts it around the engine
+    /// the rest of the URL opened.
     public static func wrapper(
         _ name: String, product: String, options: Set<String> = [],
         wrap: @escaping @Sendable (any OfflineStore, StoreURL, StoreSecrets) async throws -> any OfflineStore
     ) -> StoreScheme {
-        StoreScheme(
-            name: name.lowercased(), product: product, location: .optional, options: options, kind: .wrapper(wrap))
+        wrapper(
+            name, product: product, options: options,
+            prepare: { url, secrets in
+                { store in try await wrap(store, url, secrets) }
+            })
     }
 
     /// An empty ``MemoryOfflineStore``: `memory:`.
@@ -87,22 +115,24 @@ public struct StoreScheme: Sendable {
         ChecksummedOfflineStore(wrapping: store)
     }
 
-    /// Sovaria's schemes in other modules, known by form so a URL naming one parses and says
-    /// which product to add when it is not linked. Each module's own scheme has the same form.
-    static let unlinked: [StoreScheme] = [
+    /// Sovaria's schemes in other modules, known by form so a URL naming one parses and, until the
+    /// app registers it, says which registration is missing. Each module's own scheme has the same
+    /// form.
+    static let unregistered: [StoreScheme] = [
         StoreScheme(
             name: "sqlite", product: "SovariaSQLite", location: .required, options: [],
-            kind: .unlinked(isWrapper: false)),
+            kind: .unregistered(isWrapper: false)),
         StoreScheme(
-            name: "lmdb", product: "SovariaLMDB", location: .required, options: [], kind: .unlinked(isWrapper: false)),
+            name: "lmdb", product: "SovariaLMDB", location: .required, options: [],
+            kind: .unregistered(isWrapper: false)),
         StoreScheme(
             name: "leveldb", product: "SovariaLevelDB", location: .required, options: [],
-            kind: .unlinked(isWrapper: false)),
+            kind: .unregistered(isWrapper: false)),
         StoreScheme(
             name: "postgres", product: "SovariaPostgres", location: .optional, options: ["table"],
-            kind: .unlinked(isWrapper: false)),
+            kind: .unregistered(isWrapper: false)),
         StoreScheme(
             name: "encrypted", product: "SovariaSodium", location: .optional, options: ["key-file"],
-            kind: .unlinked(isWrapper: true)),
+            kind: .unregistered(isWrapper: true)),
     ]
 }

@@ -1,6 +1,7 @@
 /// A store URL that cannot be parsed or opened as written: which part is wrong, and why.
 ///
-/// Its description names the part and lists the forms a store URL takes (``StoreURL/forms``).
+/// Its description is one line: the URL, the part that is wrong and what to do, pointing to
+/// ``StoreURL/forms`` for the forms a store URL takes.
 /// Errors of the engine itself (a folder that cannot be created, a server that does not answer)
 /// are ``OfflineStoreError``s instead.
 public struct StoreURLError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -12,9 +13,9 @@ public struct StoreURLError: Error, Hashable, Sendable, CustomStringConvertible 
         case unknownEngine
         /// A wrapper (`NAME+ENGINE:`) that Sovaria does not have and the app did not register.
         case unknownWrapper
-        /// A Sovaria engine or wrapper whose module the app does not link (or did not pass to
-        /// ``OfflineStores``): add `product` to the target and register its scheme.
-        case notLinked(product: String)
+        /// A Sovaria engine or wrapper the app did not register (``OfflineStores/register(_:)``) nor
+        /// pass in `using:`; its scheme is in the library product `product`.
+        case notRegistered(product: String)
         /// An option the engine and its wrappers do not take.
         case unknownOption
         /// A `durability=` other than `synced` or `flushed`.
@@ -47,19 +48,21 @@ public struct StoreURLError: Error, Hashable, Sendable, CustomStringConvertible 
         self.reason = reason
     }
 
-    /// What is wrong, then every form a store URL takes.
+    /// What is wrong and what to do, on one line; the forms are in ``StoreURL/forms``.
     public var description: String {
-        "`\(url)` is not a store URL Sovaria can open: \(explanation).\n\(StoreURL.forms)"
+        "`\(url)` is not a store URL Sovaria can open: \(explanation) (StoreURL.forms lists the forms)."
     }
 
-    private var explanation: String {
+    /// What is wrong with ``part`` and what to do, without the URL: for a message of the caller's
+    /// own (the `sovaria` command points to its `help` for the forms).
+    public var explanation: String {
         switch reason {
         case .missingScheme: "it has no `ENGINE:` in front"
         case .unknownEngine: "`\(part)` is not an engine"
         case .unknownWrapper: "`\(part)` is not a wrapper (encrypted, checksummed)"
-        case .notLinked(let product):
-            "`\(part)` is in the \(product) product, which this program does not link: add \(product) to the target's "
-                + "dependencies and pass its scheme (OfflineStores.register(.\(part)))"
+        case .notRegistered(let product):
+            "`\(part)` is not registered: call `OfflineStores.register(.\(part))` at launch, or pass `using: "
+                + "[.\(part)]`; the scheme comes with `import \(product)` (the \(product) product)"
         case .unknownOption: "`\(part)` is not an option of this engine"
         case .badDurability: "durability `\(part)` is not synced or flushed"
         case .badOption: "the option `\(part)` needs one `=VALUE`, once"

@@ -143,23 +143,52 @@ final class LMDBEnvironment: Sendable {
 
     /// Marks the descriptors LMDB opened on `data.mdb` and `lock.mdb` close-on-exec. LMDB 0.9
     /// opens them without it, so a child the app starts (a `Process`) would keep them open for its
-    /// whole life (and, with them, the volume busy). `mdb_env_get_fd` gives the data file's; the others (the lock file, the data file's second
-    /// descriptor for meta pages) are found among this process's descriptors by their path. A
-    /// child forked between LMDB's open and this still gets them, as with any descriptor.
+    /// whole life (and, with them, the volume busy). `mdb_env_get_fd` gives the data file's; the
+    /// others (the lock file, the data file's second descriptor for meta pages) are found among this
+    /// process's descriptors by their path. A child forked between LMDB's open and this still gets
+    /// them, as with any descriptor.
     private static func closeOnExec(_ env: OpaquePointer, path: String) {
         var data: Int32 = -1
         if mdb_env_get_fd(env, &data) == MDB_SUCCESS, data >= 0 { _ = fcntl(data, F_SETFD, FD_CLOEXEC) }
+        let folder = canonicalPath(path) + "/"
+        for (descriptor, target) in openDescriptorPaths()
+        where target == folder + "data.mdb" || target == folder + "lock.mdb" {
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        }
+    }
+
+    /// This process's open descriptors and the paths of the files they are open on, symbolic links
+    /// resolved: on Linux from `/proc/self/fd`, on Apple platforms by `F_GETPATH` on each descriptor.
+    private static func openDescriptorPaths() -> [(descriptor: Int32, path: String)] {
         #if os(Linux)
-            let folder = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path + "/"
-            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            for name in descriptors {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return names.compactMap { name in
                 guard let descriptor = Int32(name),
-                    let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name),
-                    target == folder + "data.mdb" || target == folder + "lock.mdb"
-                else { continue }
-                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+                    let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)
+                else { return nil }
+                return (descriptor, target)
             }
+        #elseif canImport(Darwin)
+            var paths: [(descriptor: Int32, path: String)] = []
+            var buffer = [UInt8](repeating: 0, count: Int(MAXPATHLEN))
+            // Every descriptor number the process may hold (its RLIMIT_NOFILE), within reason.
+            for descriptor in 0..<min(getdtablesize(), 1 << 16) {
+                let found = buffer.withUnsafeMutableBytes { fcntl(descriptor, F_GETPATH, $0.baseAddress!) }
+                guard found != -1 else { continue }
+                paths.append((descriptor, String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)))
+            }
+            return paths
+        #else
+            return []
         #endif
+    }
+
+    /// `path` with every symbolic link resolved, as the system names an open file (`realpath`; on
+    /// Apple platforms `/var/…` is `/private/var/…`); `path` standardized when it cannot be resolved.
+    private static func canonicalPath(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return URL(fileURLWithPath: path).standardizedFileURL.path }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// Throws ``OfflineStoreError/Code/corrupt`` when `data.mdb` is shorter than the pages its newest
