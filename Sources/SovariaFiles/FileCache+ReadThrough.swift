@@ -19,8 +19,12 @@ extension FileCache {
     /// show(lease.url)
     /// ```
     ///
-    /// - Important: A download that fails throws its error to every caller waiting on it, once;
-    ///   the next call downloads anew. A cancelled caller stops waiting at once and throws
+    /// A cached file deleted behind the cache is dropped (as ``open(_:)`` does) and downloaded
+    /// again.
+    ///
+    /// - Important: A download that fails (`write` throws, or the commit does: a metadata store
+    ///   that cannot write) throws its error to every caller waiting on it, once, and caches
+    ///   nothing: the next call downloads anew. A cancelled caller stops waiting at once and throws
     ///   `CancellationError`, and the download goes on for the others; when every caller waiting
     ///   on it has been cancelled, the download is cancelled too (`write`'s task is). To replace a
     ///   cached file, call ``download(_:using:)``. `write` runs in a task of its own.
@@ -47,7 +51,8 @@ extension FileCache {
                     state.withLock { $0.counters.hits += 1 }
                     return lease
                 }
-            // Removed between the claim and the open: look again.
+            // No file: removed since the claim, or deleted behind the cache, and then its entry was
+            // dropped. Look again: the key is a miss now, or holds a newer download.
             }
         }
     }

@@ -11,9 +11,14 @@ extension FileCache {
     /// second old or more (at most one store write per file per second, however often the file
     /// is read). The lease's end is a use too, recorded by a write the end starts.
     ///
+    /// A file deleted behind the cache (the system purged its Caches folder) is a miss, and its
+    /// entry goes: from the index, from the total, and its metadata key from the store.
+    ///
     /// - Important: Costs a dictionary lookup and one open of the file (on the cache's blocking
     ///   queue); no store read. A use that cannot be recorded (the store failed) does not fail
     ///   the open: it stays pending.
+    /// - Throws: an ``OfflineStoreError`` (`.permissionDenied`, `.io` …) when the file is there but
+    ///   cannot be opened; the entry stays.
     public func open(_ key: String) async throws -> FileLease? {
         guard let found = claim(key) else {
             state.withLock { $0.counters.misses += 1 }
@@ -47,8 +52,9 @@ extension FileCache {
         }
     }
 
-    /// The second half of an open: the claimed file opened as a lease, or `nil` when it was removed
-    /// since the claim. Counts nothing in ``statistics``.
+    /// The second half of an open: the claimed file opened as a lease, or `nil` when there is no
+    /// file: removed since the claim, or deleted behind the cache, whose entry (bytes, key) is
+    /// then dropped (``dropMissingFile(_:)``). Counts nothing in ``statistics``.
     func openClaimed(_ found: ClaimedFile) async throws -> FileLease? {
         let (id, key) = (found.id, found.key)
         let path = folder.filePath(id)
@@ -56,12 +62,9 @@ extension FileCache {
         do {
             // The size of what was opened: a download of the same key may have replaced the file
             // since the lookup.
-            opened = try await work.runConcurrently {
-                FileHandle(forReadingAtPath: path).map { handle in
-                    var info = stat()
-                    return (
-                        handle, fstat(handle.fileDescriptor, &info) == 0 ? Int(info.st_size) : found.entry.sizeBytes
-                    )
+            opened = try await work.runConcurrently { [folder] in
+                try folder.openFile(id, key: key).map { opened in
+                    (FileHandle(fileDescriptor: opened.descriptor, closeOnDealloc: true), opened.sizeBytes)
                 }
             }
         } catch {
@@ -69,8 +72,8 @@ extension FileCache {
             throw error
         }
         guard let opened else {
-            // Removed between the lookup and the open.
             state.withLock { $0.index.releaseLease(id) }
+            try await dropMissingFile(found)
             return nil
         }
         let lease = FileLease(
@@ -86,6 +89,31 @@ extension FileCache {
             }
         }
         return lease
+    }
+
+    /// The claimed file is not in `files/`. If the entry is still the one claimed (no download
+    /// replaced it, no removal took it since) and its file is still missing, the entry goes from
+    /// the index, its bytes from the total, and its key from the store: the key is a miss from
+    /// now on, and a read-through downloads it. A removal, an eviction or a download since the
+    /// claim already changed the entry: nothing to do.
+    ///
+    /// A key the store fails to delete stays behind, naming no file: the next open drops it, and
+    /// until then it changes nothing (a new download's key has a newer use, which open keeps).
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled while it waits for the gate.
+    private func dropMissingFile(_ found: ClaimedFile) async throws {
+        let id = found.id
+        try await gate.withGate { gated in
+            guard let entry = state.withLock({ $0.index.entries[id] }), entry.generation == found.entry.generation
+            else { return }
+            let path = folder.filePath(id)
+            guard (try? await work.runConcurrently({ CacheFolder.status(path) == nil })) ?? false else { return }
+            state.withLock { state in
+                _ = state.index.remove(id)
+                state.pendingUses[id] = nil
+            }
+            try? await metadata.writeLearningOutcome([.delete(key: entry.metadataKey(id))])
+        }
     }
 
     /// Writes every use not recorded yet (leases that ended) to the metadata store now. Lease

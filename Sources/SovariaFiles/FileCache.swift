@@ -22,12 +22,18 @@ import Synchronization
 ///    ``recordPendingUses()`` writes the rest, for a planned shutdown.
 /// 4. ``FileCacheSize/unlimited`` turns eviction off; other negative bounds count as zero.
 /// 5. Downloads are atomic: written to `tmp/`, fsynced, renamed into `files/`, the folder
-///    fsynced, and only then recorded in the store. Temporary files a crash left are counted in
-///    the total until they are more than a day old, then deleted (at open and by passes).
+///    fsynced, and only then recorded in the store and the index. The file a download replaces
+///    keeps a second name in `tmp/` until then: a download whose metadata cannot be written
+///    throws, and the key keeps its old file (or nothing). Temporary files a crash left are
+///    counted in the total until they are more than a day old, then deleted (at open and by
+///    passes).
 /// 6. Opening reconciles the folder and the store: a file without metadata is adopted (size
 ///    from the file, last use now), metadata without a file is dropped. A store that lost the
 ///    metadata, or a new one given in place of a damaged one, is rebuilt from the folder; the
-///    cache never deletes its files because its index broke.
+///    cache never deletes its files because its index broke. A file deleted behind the open cache
+///    (the system purging a Caches folder, a user cleaning one) is noticed by the next open of
+///    its key: its entry, its bytes in the total and its metadata key go, the open is a miss,
+///    and ``open(_:orDownload:)`` downloads it again.
 /// 7. Opening lists key names and file names only (no value, no file read); a pass costs
 ///    O(evicted × log n) with an in-memory heap, never a walk of the folder.
 ///
@@ -162,7 +168,8 @@ public final class FileCache: Sendable {
         }
     }
 
-    /// Whether a file is cached under `key`; not a use.
+    /// Whether a file is cached under `key`; not a use. Reads the index only: a file deleted
+    /// behind the cache counts until an open of its key notices (rule 6).
     public func contains(_ key: String) -> Bool {
         let id = FileKeys.id(of: key)
         return state.withLock { $0.index.entries[id] != nil }

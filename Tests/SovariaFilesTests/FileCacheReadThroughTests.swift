@@ -124,28 +124,37 @@ import Testing
 }
 
 /// Waits, yielding, until `condition` holds: no clock, no sleep. Gives up with a recorded issue
-/// after ten million looks, so a defect fails the test instead of hanging the suite.
-private func waitUntil(
+/// after ten million looks, so a defect fails the test instead of hanging the suite; returns
+/// whether the state came.
+@discardableResult
+func waitUntil(
     _ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation
-) async {
+) async -> Bool {
     for _ in 0..<10_000_000 {
-        if condition() { return }
+        if condition() { return true }
         await Task.yield()
     }
     Issue.record("the awaited state never came", sourceLocation: sourceLocation)
+    return false
 }
 
-private struct DownloadFailed: Error {}
+struct DownloadFailed: Error {}
+
+/// What a download past its ``Downloads`` limit throws: a cache that downloads in a loop stops.
+struct TooManyDownloads: Error {}
 
 /// A download the test controls: each call waits at ``gate``, then writes ``body`` (or fails, for
-/// the first `failures` calls); counts the calls and the ones that saw their task cancelled.
-private final class Downloads: Sendable {
+/// the first `failures` calls, and for every call past `limit`); counts the calls and the ones
+/// that saw their task cancelled.
+final class Downloads: Sendable {
     let body: Data
     let gate = Gate()
+    private let limit: Int
     private let counts: Mutex<(calls: Int, cancelled: Int, failuresLeft: Int)>
 
-    init(body: Data, failures: Int = 0) {
+    init(body: Data, failures: Int = 0, limit: Int = .max) {
         self.body = body
+        self.limit = limit
         counts = Mutex((0, 0, failures))
     }
 
@@ -154,11 +163,12 @@ private final class Downloads: Sendable {
 
     var write: @Sendable (URL) async throws -> Void {
         { [self] destination in
-            let fails = counts.withLock { counts in
+            let (fails, calls) = counts.withLock { counts in
                 counts.calls += 1
                 defer { counts.failuresLeft = max(0, counts.failuresLeft - 1) }
-                return counts.failuresLeft > 0
+                return (counts.failuresLeft > 0, counts.calls)
             }
+            if calls > limit { throw TooManyDownloads() }
             await gate.wait()
             if Task.isCancelled {
                 counts.withLock { $0.cancelled += 1 }
@@ -171,7 +181,7 @@ private final class Downloads: Sendable {
 }
 
 /// Closed until ``open()``; a task cancelled while it waits stops waiting.
-private final class Gate: Sendable {
+final class Gate: Sendable {
     private let state = Mutex<(isOpen: Bool, waiters: [UInt64: CheckedContinuation<Void, Never>], next: UInt64)>(
         (false, [:], 0))
 

@@ -169,6 +169,38 @@ final class CacheFolder: Sendable {
         try POSIXFile.syncDirectory(filesPath)
     }
 
+    /// Opens the file of `id` for reading and returns its descriptor (the caller closes it) and
+    /// size, or `nil` when there is no such file.
+    func openFile(_ id: FileID, key: String) throws(OfflineStoreError) -> (descriptor: Int32, sizeBytes: Int)? {
+        let path = filePath(id)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            guard errno == ENOENT else { throw POSIXFile.error("Opening the cached file", path, key: key) }
+            return nil
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            let failure = POSIXFile.error("Reading the size of", path, key: key)
+            close(descriptor)
+            throw failure
+        }
+        return (descriptor, Int(info.st_size))
+    }
+
+    /// Gives the file of `id` a second name in `tmp/` (a hard link: no byte copied) and returns
+    /// it, or `nil` when there is no such file or the file system cannot link. A commit keeps the
+    /// file it replaces this way until the new one is recorded; a crash leaves the name as a
+    /// temporary file, counted and deleted after a day like any other.
+    func keepAside(_ id: FileID) -> String? {
+        let kept = newTemporaryPath(id)
+        return link(filePath(id), kept) == 0 ? kept : nil
+    }
+
+    /// Renames a file kept by ``keepAside(_:)`` back over the name of `id` and flushes `files/`.
+    func restore(_ kept: String, as id: FileID, key: String) throws(OfflineStoreError) {
+        try commit(kept, as: id, key: key)
+    }
+
     /// Removes the file at `path`; a file already gone is not an error.
     func remove(_ path: String) throws(OfflineStoreError) {
         try POSIXFile.removeFile(path, key: nil)

@@ -152,3 +152,10 @@ struct FileIndex {
     /// The heap's size, stale items included (for tests of the cost).
     var orderCount: Int { order.count }
 }
+
+extension FileIndex.Entry {
+    /// The metadata key this entry was last recorded under.
+    func metadataKey(_ id: FileID) -> String {
+        FileKeys.metadataKey(id: id, sizeBytes: sizeBytes, lastUseMillis: storedUseMillis)
+    }
+}
