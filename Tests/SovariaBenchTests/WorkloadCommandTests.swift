@@ -27,14 +27,25 @@ import Testing
 
     /// Runs `sovaria-bench` with `arguments` on a thread of its own; its standard output and status.
     static func bench(_ arguments: [String]) async throws -> (output: String, status: Int32) {
-        try await withCheckedThrowingContinuation { continuation in
+        let (output, _, status) = try await benchWithErrors(arguments)
+        return (output, status)
+    }
+
+    /// Runs `sovaria-bench` with `arguments` on a thread of its own; its standard output, its
+    /// standard error and its status.
+    static func benchWithErrors(_ arguments: [String]) async throws -> (output: String, errors: String, status: Int32) {
+        let errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID().uuidString).err")
+        defer { try? FileManager.default.removeItem(at: errorFile) }
+        return try await withCheckedThrowingContinuation { continuation in
             Thread {
                 continuation.resume(
                     with: Result {
-                        let process = try ChildProcess(BenchSmokeTests.executable.path, arguments, captureOutput: true)
+                        let process = try ChildProcess(
+                            BenchSmokeTests.executable.path, arguments, captureOutput: true, errorFile: errorFile.path)
                         let output = String(decoding: process.output?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
                         let status = process.waitBlocking()
-                        return (output, ChildProcess.succeeded(status) ? 0 : status)
+                        let errors = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+                        return (output, errors, ChildProcess.succeeded(status) ? 0 : status)
                     })
             }.start()
         }
@@ -145,6 +156,52 @@ import Testing
                     folder.child("work-\(command)").path,
                 ])
             #expect(status != 0, "\(command) ran on a damaged trace: \(output)")
+        }
+    }
+
+    /// libCacheSim's oracleGeneral records (24 bytes, little-endian: time, id, size, next access)
+    /// for `(time, id, size)`.
+    static func oracleGeneral(_ requests: [(UInt32, UInt64, UInt32)]) -> Data {
+        var bytes: [UInt8] = []
+        func little<T: FixedWidthInteger>(_ value: T) {
+            for shift in stride(from: 0, to: T.bitWidth, by: 8) {
+                bytes.append(UInt8(truncatingIfNeeded: value >> shift))
+            }
+        }
+        for (time, id, size) in requests {
+            little(time)
+            little(id)
+            little(size)
+            little(Int64(-1))
+        }
+        return Data(bytes)
+    }
+
+    /// An oracleGeneral trace whose last record is cut short (plain, and compressed with zstd)
+    /// stops both commands with an error naming the byte where the cut record starts.
+    @Test(arguments: ["plain", "zst"])
+    func aTruncatedOracleGeneralTraceStopsBothCommandsNamingTheOffset(form: String) async throws {
+        let folder = try TemporaryFolder()
+        let requests = (0..<40).map { (UInt32(100 + $0), UInt64($0 % 7), UInt32(500)) }
+        let plain = folder.child("cut.oracleGeneral")
+        try (Self.oracleGeneral(requests) + Data(repeating: 1, count: 13)).write(to: plain)
+        var trace = plain.path
+        if form == "zst" {
+            let zstd = Process()
+            zstd.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            zstd.arguments = ["zstd", "-q", plain.path, "-o", plain.path + ".zst"]
+            try zstd.run()
+            zstd.waitUntilExit()
+            try #require(zstd.terminationStatus == 0, "zstd must be installed: apt-get install zstd")
+            trace += ".zst"
+        }
+        let offset = requests.count * 24
+        for command in ["eviction-curve", "replay"] {
+            let arguments = command == "replay" ? ["replay", trace] : ["eviction-curve", "--trace", trace]
+            let (output, errors, status) = try await Self.benchWithErrors(
+                arguments + ["--store", "memory:", "--dir", folder.child("work-\(command)").path])
+            #expect(status != 0, "\(command) ran on a truncated trace: \(output)")
+            #expect(errors.contains("byte \(offset)"), "\(command): \(errors)")
         }
     }
 
