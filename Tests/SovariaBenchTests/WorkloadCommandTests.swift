@@ -205,6 +205,42 @@ import Testing
         }
     }
 
+    /// A trace with objects larger than a point's largest body (4 MiB) stores them capped: the
+    /// working set and the bounds count what is stored, and the report says how many requests were
+    /// capped, so the curve is never read as the uncapped trace's.
+    @Test func objectsOverTheBodyCapAreCountedAsStoredAndFlagged() async throws {
+        let folder = try TemporaryFolder()
+        let cap = 4 << 20
+        var lines: [String] = []
+        for second in 0..<40 {
+            let id = second % 8
+            lines.append("\(second),\(id),\(id < 2 ? cap + 3_000_000 : 1_000 + id)")
+        }
+        try lines.joined(separator: "\n").write(to: folder.child("big.csv"), atomically: true, encoding: .utf8)
+        let (output, status) = try await Self.bench([
+            "eviction-curve", "--trace", folder.child("big.csv").path, "--csv",
+            "time-col=1,obj-id-col=2,obj-size-col=3",
+            "--bounds", "50", "--store", "memory:", "--dir", folder.child("work").path, "--json",
+            folder.child("c.json").path,
+        ])
+        #expect(status == 0, "\(output)")
+        struct Curve: Decodable {
+            struct Point: Decodable { let boundBytes: Int }
+            let workingSetBytes: Int
+            let cappedRequests: Int
+            let cappedKeys: Int
+            let points: [Point]
+        }
+        let curve = try JSONDecoder().decode(Curve.self, from: Data(contentsOf: folder.child("c.json")))
+        let stored = 2 * cap + (2..<8).reduce(0) { $0 + 1_000 + $1 }
+        #expect(curve.workingSetBytes == stored)
+        #expect(curve.points.map(\.boundBytes) == [stored / 2])
+        #expect(curve.cappedRequests == 10 && curve.cappedKeys == 2)
+        #expect(output.contains("10 requests for 2 objects larger than 4 MiB"), "\(output)")
+        let (help, _) = try await Self.bench(["eviction-curve", "--help"])
+        #expect(help.contains("larger than 4 MiB"), "\(help)")
+    }
+
     @Test(arguments: [
         (
             "workload",
