@@ -35,6 +35,8 @@ struct Measurement: Codable, Sendable {
     var p95Nanoseconds: Double?
     var p999Nanoseconds: Double?
     var diskBytes: Int?
+    /// Workload rows: the operations the row's percentiles are taken over.
+    var operationCount: Int?
 }
 
 /// Times calls: a warm-up repeat, then `repeats` timed ones; reports the median repeat and the

@@ -241,6 +241,35 @@ import Testing
         #expect(help.contains("larger than 4 MiB"), "\(help)")
     }
 
+    /// After the per-workload rankings, one answer across the workloads that ran: the store to
+    /// pick for this mix by the metric asked, with its durability, under a title naming the
+    /// workloads; and a warning where a percentile rests on too few operations.
+    @Test func workloadRunsCloseWithARecommendationAndWarnAboutFewOperations() async throws {
+        let folder = try TemporaryFolder()
+        let (output, status) = try await Self.bench([
+            "workload", "a", "c", "--records", "100", "--operations", "60", "--store", "memory:", "--store",
+            "sqlite:\(folder.url.path)/w.sqlite?durability=flushed", "--store",
+            "lmdb:\(folder.url.path)/lmdb?durability=flushed", "--rank-by", "p99", "--c-replay", "/nonexistent",
+            "--dir", folder.child("work").path, "--markdown", folder.child("w.md").path,
+        ])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("## Workloads A, C: "), "the section is titled by the workloads that ran")
+        #expect(output.contains("Which engine for workloads A, C"), "\(output)")
+        let recommendation = output.split(separator: "\n").first {
+            $0.hasPrefix("Recommended for A + C, flushed writes, by p99: ")
+        }
+        #expect(
+            recommendation.map { $0.contains("sqlite") || $0.contains("lmdb") } == true,
+            "a persistent store recommended: \(output)")
+        #expect(recommendation?.contains("memory") == false, "memory keeps nothing: never the recommendation")
+        #expect(output.contains("The memory store keeps nothing across launches"), "\(output)")
+        #expect(output.contains("p99 rests on fewer than 100 operations"), "\(output)")
+        #expect(output.contains("A run flushed: all operations 60"), "\(output)")
+        let markdown = try String(contentsOf: folder.child("w.md"), encoding: .utf8)
+        #expect(markdown.contains("## Which engine for workloads A, C"))
+        #expect(markdown.contains("Recommended for A + C, flushed writes, by p99: "))
+    }
+
     @Test(arguments: [
         (
             "workload",
