@@ -74,6 +74,24 @@ struct Stopwatch {
     }
 }
 
+extension Stopwatch {
+    /// The latencies of `calls` timed calls of `body`, after one untimed call: the first run of a
+    /// path in the process is cold (code, caches and lazily built state), and a loop timed by hand
+    /// must not count it. `body` gets the call's index (0 is the untimed one) and returns the
+    /// nanoseconds it timed, so it can leave its own setup out.
+    static func latenciesAfterWarmUp(
+        calls: Int, _ body: (_ call: Int) async throws -> UInt64
+    ) async rethrows -> [Double] {
+        var latencies: [Double] = []
+        latencies.reserveCapacity(calls)
+        for call in 0...calls {
+            let elapsed = try await body(call)
+            if call > 0 { latencies.append(Double(elapsed)) }
+        }
+        return latencies
+    }
+}
+
 /// The raw timings of one measured operation.
 struct Sample {
     var perItemNanoseconds: [Double]
