@@ -120,7 +120,7 @@ package struct EvictionCurve: Sendable {
         for request in requests {
             second += 1
             let serverTime = Date(timeIntervalSince1970: 1_700_000_000 + second)
-            let bytes = min(request.bytes, filler.utf8.count)
+            let bytes = Self.storedBytes(request.bytes)
             let start = clock.now()
             let read = try await cache.read(request.key) { _ in
                 .response(body: String(filler.utf8.prefix(bytes))!, serverTime: serverTime, etag: nil)
@@ -148,6 +148,10 @@ package struct EvictionCurve: Sendable {
     /// The largest body a point fetches: 4 MiB of text that does not compress to nothing (LevelDB
     /// compresses its blocks).
     package static let maxBodyBytes = 4 << 20
+
+    /// The bytes a point stores (and its bound counts) for a request of `requestBytes`: at most
+    /// ``maxBodyBytes``. A working set meant to size bounds must add these, not the trace's sizes.
+    package static func storedBytes(_ requestBytes: Int) -> Int { min(requestBytes, maxBodyBytes) }
 
     static let filler: String = {
         var random = WorkloadRandom(seed: 0xC0FFEE)

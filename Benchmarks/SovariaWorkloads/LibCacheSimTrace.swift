@@ -102,13 +102,38 @@ package struct LibCacheSimCSVOptions: Sendable, Equatable {
 package enum LibCacheSimTraceError: Error, Equatable, Sendable {
     /// A system call on `path` failed.
     case io(operation: TraceFileError.Operation, path: String, errno: Int32)
-    /// `zstd -dc` could not run, or ended with `status` (a damaged file, or `zstd` not installed:
-    /// `apt-get install zstd`).
-    case decompressionFailed(path: String, status: Int32)
+    /// `zstd -dc` could not run (`status` -1), or ended with `status` after `decompressedBytes`
+    /// bytes of output (a damaged or cut file, or `zstd` not installed: `apt-get install zstd`).
+    case decompressionFailed(path: String, status: Int32, decompressedBytes: Int)
     /// A csv line (from 1) lacks a column or holds a value that is not a number.
     case badLine(line: Int, column: Int)
     /// libCacheSim csv options that do not parse; the option's name.
     case badOptions(String)
+    /// The oracleGeneral record starting at byte `offset` (of the decompressed stream, for a `.zst`
+    /// file) is cut short: only `bytes` of its 24 are there. The trace is damaged or was copied
+    /// in part.
+    case truncatedRecord(path: String, offset: Int, bytes: Int)
+}
+
+extension LibCacheSimTraceError: CustomStringConvertible {
+    /// What went wrong and where in the file, for a person (the caller names the file).
+    package var description: String {
+        switch self {
+        case .io(let operation, _, let errno):
+            "\(operation) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+        case .decompressionFailed(_, let status, _) where status == -1:
+            "zstd -dc could not run: install zstd (apt-get install zstd)"
+        case .decompressionFailed(_, let status, let bytes):
+            "zstd -dc failed (status \(status)) at byte \(bytes) of the decompressed trace: "
+                + "the file is damaged or incomplete"
+        case .badLine(let line, let column): "line \(line), column \(column): missing, or not a number"
+        case .badOptions(let name): "libCacheSim csv options: \(name) does not parse"
+        case .truncatedRecord(let path, let offset, let bytes):
+            "the oracleGeneral record at byte \(offset)"
+                + (path.hasSuffix(".zst") ? " of the decompressed trace" : "")
+                + " is cut short (\(bytes) of its 24 bytes): the trace is damaged or incomplete"
+        }
+    }
 }
 
 /// Reads a libCacheSim trace as ``TraceRecord``s, one request at a time: each request becomes
@@ -122,8 +147,9 @@ package enum LibCacheSimTraceError: Error, Equatable, Sendable {
 /// ```
 ///
 /// - Important: Not thread safe: one owner at a time. As a `Sequence`, a failure ends the
-///   iteration and is kept in ``failure``. A truncated last binary record is skipped and counted
-///   in ``ignoredTrailingBytes``; a csv file's last line needs no newline.
+///   iteration and is kept in ``failure``. A binary record cut short (a damaged or partly copied
+///   trace) throws ``LibCacheSimTraceError/truncatedRecord(path:offset:bytes:)`` after the
+///   requests before it; a csv file's last line needs no newline.
 package final class LibCacheSimTraceReader: Sequence, IteratorProtocol {
     /// The file read.
     package let path: String
@@ -133,8 +159,6 @@ package final class LibCacheSimTraceReader: Sequence, IteratorProtocol {
     package let keyPrefix: String
     /// The requests returned so far.
     package private(set) var requestCount = 0
-    /// The bytes of a truncated last oracleGeneral record that were skipped.
-    package private(set) var ignoredTrailingBytes = 0
     /// The error that ended a `for … in` iteration, if one did.
     package private(set) var failure: LibCacheSimTraceError?
 
@@ -181,7 +205,9 @@ package final class LibCacheSimTraceReader: Sequence, IteratorProtocol {
 
     private func nextOracleGeneral() throws(LibCacheSimTraceError) -> TraceRecord? {
         guard let record = try input.take(24) else {
-            ignoredTrailingBytes = input.remaining
+            guard input.remaining == 0 else {
+                throw .truncatedRecord(path: path, offset: requestCount * 24, bytes: input.remaining)
+            }
             return nil
         }
         func little<T: FixedWidthInteger>(_ offset: Int, _: T.Type) -> T {
@@ -235,6 +261,8 @@ private final class ChunkedInput {
     private var position = 0
     private var end = 0
     private var reachedEnd = false
+    /// Bytes read from the file or the decompressor so far.
+    private var totalRead = 0
 
     init(path: String, decompress: Bool) throws(LibCacheSimTraceError) {
         self.path = path
@@ -253,7 +281,7 @@ private final class ChunkedInput {
         do {
             try process.run()
         } catch {
-            throw .decompressionFailed(path: path, status: -1)
+            throw .decompressionFailed(path: path, status: -1, decompressedBytes: 0)
         }
         self.process = process
         descriptor = dup(pipe.fileHandleForReading.fileDescriptor)
@@ -316,6 +344,7 @@ private final class ChunkedInput {
                 throw .io(operation: .read, path: path, errno: errno)
             }
             end += count
+            totalRead += count
             if count == 0 {
                 reachedEnd = true
                 try finishProcess()
@@ -329,7 +358,7 @@ private final class ChunkedInput {
         process.waitUntilExit()
         self.process = nil
         if process.terminationStatus != 0 {
-            throw .decompressionFailed(path: path, status: process.terminationStatus)
+            throw .decompressionFailed(path: path, status: process.terminationStatus, decompressedBytes: totalRead)
         }
     }
 }

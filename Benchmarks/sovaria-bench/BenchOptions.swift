@@ -118,12 +118,21 @@ enum BenchError: Error, CustomStringConvertible {
     /// `--help`: the command's usage, printed to standard output.
     case help(String)
     case failed(String)
+    /// `eviction-curve`: the stores had different hits at these bounds (percent of the working
+    /// set). The curve depends on the cache's policy and the stream only, so one engine answered
+    /// wrongly: a defect.
+    case hitsDiffer(boundPercents: [Double])
 
     var description: String {
         switch self {
         case .usage(let message): "\(message)\n\(BenchOptions.usage)"
         case .help(let usage): usage
         case .failed(let message): message
+        case .hitsDiffer(let percents):
+            "eviction-curve: the stores' hits differ at "
+                + percents.map { String(format: "%g%%", $0) }.joined(separator: ", ")
+                + " of the working set. The curve is the query cache's policy on one stream and must be the same on "
+                + "every engine: one of them answered a read differently (a defect in it or in the cache)."
         }
     }
 }

@@ -71,7 +71,7 @@ struct CReplay {
                 p99Nanoseconds: line.p99Nanoseconds ?? 0, maxNanoseconds: line.maxNanoseconds ?? 0, spreadPercent: 0,
                 repeats: 1, note: (line.failures ?? 0) > 0 ? "\(line.failures ?? 0) failed" : nil,
                 p95Nanoseconds: line.p95Nanoseconds, p999Nanoseconds: line.p999Nanoseconds,
-                diskBytes: operation == "all" ? disk : nil)
+                diskBytes: operation == "all" ? disk : nil, operationCount: count)
         }
     }
 }

@@ -10,7 +10,11 @@ struct EvictionCurveCommand {
         usage: sovaria-bench eviction-curve [--store URL]... [options]
           The stream (default: YCSB's zipfian over --keys keys, --requests reads):
           --trace FILE      a trace instead (Sovaria's or libCacheSim's; each request for a key asks the
-                            cache for it, a miss fetches a body of the request's size)
+                            cache for it, a miss fetches a body of the request's size). A damaged trace (a
+                            record cut short) stops the command, naming its byte offset. Objects
+                            larger than 4 MiB (a point's largest body) are stored as 4 MiB: the working set
+                            and the bounds count the stored bytes, and the report says how many requests
+                            were capped (that curve is the capped trace's, not libCacheSim's on the trace)
         \(TraceSource.flags)
           --workload W      a … f or a workload file: its run phase's keys as the requests
           --distribution D  zipfian (default), scrambledzipfian, uniform, latest or hotspot
@@ -18,7 +22,9 @@ struct EvictionCurveCommand {
           --value-size N    each answer's bytes, or MIN-MAX (default 200-8000, fixed per key)
           --seed N          the stream's seed (default 1)
           The cache:
-          --bounds LIST     bounds in percent of the working set (default 1,2,5,10,20,50,100)
+          --bounds LIST     bounds in percent of the working set (default 1,2,5,10,20,50,100); the hits
+                            must be the same on every store (the curve is the policy's): when they are not,
+                            the command prints the tables and exits with status 2
           --store URL       a store for the cache, repeatable; its location is the base of one fresh
                             store per bound (default: memory, file, sqlite, lmdb, leveldb in --dir)
           --durability D    flushed (default) or synced, for the default stores
@@ -36,6 +42,11 @@ struct EvictionCurveCommand {
     var durability = Durability.flushed
     var output = BenchOutput()
     var folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-curve-\(getpid())")
+    /// Opens the store of one point. A test hands in its own stores here (one that answers wrongly
+    /// makes the stores' hits differ).
+    var openStore: @Sendable (StoreURL) async throws -> any OfflineStore = {
+        try await OfflineStores.open($0, using: WorkloadStore.schemes)
+    }
 
     static func parse(_ arguments: [String]) throws -> EvictionCurveCommand {
         var command = EvictionCurveCommand()
@@ -115,20 +126,27 @@ struct EvictionCurveCommand {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         progress.update("eviction-curve: measuring the working set")
+        // The bounds are percents of what the points store: a body over the cap is stored capped.
         var seen: Set<String> = []
+        var cappedKeys: Set<String> = []
         var workingSet = 0
         var requestCount = 0
+        var cappedRequests = 0
         let failure = TraceFailure()
         for request in try requests(failure) {
             requestCount += 1
-            if seen.insert(request.key).inserted { workingSet += request.bytes }
+            if request.bytes > EvictionCurve.maxBodyBytes {
+                cappedRequests += 1
+                cappedKeys.insert(request.key)
+            }
+            if seen.insert(request.key).inserted { workingSet += EvictionCurve.storedBytes(request.bytes) }
         }
         try failure.check(source?.path ?? "the stream")
         let bounds = boundPercents.map { max(4_096, Int(Double(workingSet) * $0 / 100)) }
         let stores = try WorkloadStore.selected(storeTexts, durability: durability, postgres: nil)
         var curve = EvictionCurveReport(
             machine: Machine.describe(options: BenchOptions()), requests: requestCount, keys: seen.count,
-            workingSetBytes: workingSet, points: [])
+            workingSetBytes: workingSet, cappedRequests: cappedRequests, cappedKeys: cappedKeys.count, points: [])
         for store in stores {
             progress.update("eviction-curve: \(store.label), eviction off")
             let off = try await point(store, boundBytes: nil, run: "off")
@@ -152,14 +170,19 @@ struct EvictionCurveCommand {
                 toFile: path, atomically: true, encoding: .utf8)
         }
         if let path = output.svgPath { try curve.svg().write(toFile: path, atomically: true, encoding: .utf8) }
+        // The one check that the curve is the policy's: after the figures, so they can be looked at.
+        guard curve.isEngineIndependent else { throw BenchError.hitsDiffer(boundPercents: curve.boundsWhereHitsDiffer) }
     }
 
     private func point(_ store: WorkloadStore, boundBytes: Int?, run: String) async throws -> EvictionCurvePoint {
         let url = store.url(forRun: "curve-\(run)", in: folder, freshForUser: true)
-        let curve = EvictionCurve { try await OfflineStores.open(url, using: WorkloadStore.schemes) }
+        let openStore = openStore
+        let curve = EvictionCurve { try await openStore(url) }
         let point = try await curve.point(try requests(), boundBytes: boundBytes)
         if url.engine != "memory", url.engine != "postgres" {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.location + suffix) }
+            for suffix in WorkloadStore.sqliteFileSuffixes {
+                try? FileManager.default.removeItem(atPath: url.location + suffix)
+            }
         }
         return point
     }

@@ -43,13 +43,31 @@ struct EvictionCurveReport: Codable {
     var machine: [String: String]
     var requests: Int
     var keys: Int
+    /// The bytes the distinct keys' bodies take as stored (each capped at
+    /// ``EvictionCurve/maxBodyBytes``): what the bounds are percents of.
     var workingSetBytes: Int
+    /// Requests, and distinct keys, whose size was over ``EvictionCurve/maxBodyBytes``: stored at
+    /// that size, so the curve is the one of the trace with its objects capped.
+    var cappedRequests = 0
+    var cappedKeys = 0
     var points: [Point]
 
-    /// Whether every store had the same hits at every bound: the curve depends on the policy and
-    /// the stream, not the engine.
-    var isEngineIndependent: Bool {
-        Dictionary(grouping: points, by: \.boundPercent).values.allSatisfy { Set($0.map(\.hits)).count == 1 }
+    /// The bounds (percent) at which the stores had different hits, ascending; empty when every
+    /// store had the same hits at every bound, as the curve depends on the policy and the stream,
+    /// not the engine.
+    var boundsWhereHitsDiffer: [Double] {
+        Dictionary(grouping: points, by: \.boundPercent).filter { Set($0.value.map(\.hits)).count > 1 }.keys.sorted()
+    }
+
+    var isEngineIndependent: Bool { boundsWhereHitsDiffer.isEmpty }
+
+    /// The line saying which requests were capped, or `nil` when none was.
+    var cappedNote: String? {
+        guard cappedRequests > 0 else { return nil }
+        let cap = "\(EvictionCurve.maxBodyBytes >> 20) MiB"
+        return "\(cappedRequests) requests for \(cappedKeys) objects larger than \(cap) were stored as \(cap) "
+            + "(a point's largest body): the working set and the bounds count the stored bytes, so this is the curve "
+            + "of the trace with its objects capped, not the one libCacheSim draws from the trace as it is."
     }
 
     func table(markdown: Bool) -> [String] {
@@ -58,6 +76,7 @@ struct EvictionCurveReport: Codable {
             "\(requests) requests for \(keys) keys, working set \(WorkloadReport.bytes(workingSetBytes)) · "
             + machine.keys.sorted().map { "\($0): \(machine[$0] ?? "")" }.joined(separator: " · ")
         lines += markdown ? ["# Eviction under one request stream", "", header, ""] : [header, ""]
+        if let cappedNote { lines += [cappedNote, ""] }
         let stores = points.reduce(into: [String]()) { if !$0.contains($1.store) { $0.append($1.store) } }
         let first = points.filter { $0.store == stores.first }
         lines += markdown ? ["## The curve (the same on every store)", ""] : ["The curve (the same on every store):"]
@@ -74,7 +93,9 @@ struct EvictionCurveReport: Codable {
         lines.append(
             isEngineIndependent
                 ? "Every store had the same hits at every bound."
-                : "The stores' hits differ at some bound: the curve should not depend on the engine (a defect).")
+                : "The stores' hits differ at "
+                    + boundsWhereHitsDiffer.map { String(format: "%g%%", $0) }.joined(separator: ", ")
+                    + ": the curve must not depend on the engine (a defect; the command fails).")
         lines.append("")
         lines += markdown ? ["## What eviction costs each store", ""] : ["What eviction costs each store:"]
         lines += WorkloadReport.render(

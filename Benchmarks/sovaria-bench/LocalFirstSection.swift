@@ -97,18 +97,19 @@ struct LocalFirstSection {
     }
 
     /// From a local write to the live query's next answer that shows it, with 10 writes pending
-    /// each time: between calls (untimed) the queue syncs and the list is fetched again.
+    /// each time: between calls (untimed) the queue syncs and the list is fetched again. The first
+    /// call is untimed: it is the process's first session evaluation of an appended write (the
+    /// repeated reads before it evaluate nothing new), cold.
     private func measureLiveQuery(
         _ offline: SovariaOffline, transport: ListServer, engine: String, calls: Int
     ) async throws -> Measurement {
         var answers = offline.observe(Self.list, policy: .cacheOnly).makeAsyncIterator()
         _ = try await answers.next()
-        var latencies: [Double] = []
-        for call in 0..<calls {
+        let latencies = try await Stopwatch.latenciesAfterWarmUp(calls: calls) { call in
             let start = Stopwatch.now()
             _ = try await offline.write(Self.write(call * 5 + 2))  // an insert: the answer changes
             guard try await answers.next() != nil else { throw BenchError.failed("the live query ended") }
-            latencies.append(Double(Stopwatch.now() - start))
+            let elapsed = Stopwatch.now() - start
             // Back to the same state, untimed: sync the write, fetch the list again, queue 10 writes.
             transport.isOffline = false
             _ = try await offline.flush()
@@ -116,6 +117,7 @@ struct LocalFirstSection {
             transport.isOffline = true
             for index in 0..<10 { _ = try await offline.write(Self.write(index)) }
             _ = try await answers.next()
+            return elapsed
         }
         let sample = Sample(
             perItemNanoseconds: [latencies.reduce(0, +) / Double(max(1, calls))], callLatencies: latencies)

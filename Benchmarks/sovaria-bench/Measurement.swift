@@ -35,6 +35,8 @@ struct Measurement: Codable, Sendable {
     var p95Nanoseconds: Double?
     var p999Nanoseconds: Double?
     var diskBytes: Int?
+    /// Workload rows: the operations the row's percentiles are taken over.
+    var operationCount: Int?
 }
 
 /// Times calls: a warm-up repeat, then `repeats` timed ones; reports the median repeat and the
@@ -69,6 +71,24 @@ struct Stopwatch {
             if round >= 0 { perItem.append(Double(total) / Double(max(1, calls * itemsPerCall))) }
         }
         return Sample(perItemNanoseconds: perItem, callLatencies: latencies)
+    }
+}
+
+extension Stopwatch {
+    /// The latencies of `calls` timed calls of `body`, after one untimed call: the first run of a
+    /// path in the process is cold (code, caches and lazily built state), and a loop timed by hand
+    /// must not count it. `body` gets the call's index (0 is the untimed one) and returns the
+    /// nanoseconds it timed, so it can leave its own setup out.
+    static func latenciesAfterWarmUp(
+        calls: Int, _ body: (_ call: Int) async throws -> UInt64
+    ) async rethrows -> [Double] {
+        var latencies: [Double] = []
+        latencies.reserveCapacity(calls)
+        for call in 0...calls {
+            let elapsed = try await body(call)
+            if call > 0 { latencies.append(Double(elapsed)) }
+        }
+        return latencies
     }
 }
 

@@ -79,7 +79,7 @@ struct Report: Codable {
         for section in BenchSection.allCases {
             let rows = measurements.filter { $0.section == section.rawValue }
             guard !rows.isEmpty else { continue }
-            lines.append("## \(section.title)")
+            lines.append("## \(section == .workload ? WorkloadReport.sectionTitle(rows) : section.title)")
             if section == .workload {
                 lines += WorkloadReport.table(rows, markdown: false) + [""]
                 continue
@@ -120,7 +120,7 @@ struct Report: Codable {
         for section in BenchSection.allCases {
             let rows = measurements.filter { $0.section == section.rawValue }
             guard !rows.isEmpty else { continue }
-            lines += ["## \(section.title)", ""]
+            lines += ["## \(section == .workload ? WorkloadReport.sectionTitle(rows) : section.title)", ""]
             if section == .workload {
                 lines += WorkloadReport.table(rows, markdown: true) + [""]
                 continue

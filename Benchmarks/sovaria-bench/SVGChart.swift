@@ -26,7 +26,8 @@ enum SVGChart {
         top = overview.bottom + 30
         for section in sections {
             let rows = report.measurements.filter { $0.section == section.rawValue }
-            body += chart(section.title, rows, top: top, subjects: subjects)
+            let title = section == .workload ? WorkloadReport.sectionTitle(rows) : section.title
+            body += chart(title, rows, top: top, subjects: subjects)
             top += 70 + Double(rows.count) * rowHeight + 40
         }
         let width = labelWidth + plotWidth + 120

@@ -82,7 +82,7 @@ enum WorkloadReport {
             }
             lines.append("")
         }
-        return lines
+        return lines + recommendation(rows, by: metric, markdown: markdown)
     }
 
     static func bytes(_ count: Int) -> String {

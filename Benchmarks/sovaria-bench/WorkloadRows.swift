@@ -13,6 +13,15 @@ enum WorkloadRows {
         "\(workload) \(phase) \(durability == .synced ? "synced" : "flushed")"
     }
 
+    /// The workload a row's variant names: `A run flushed` and a tool's `A run` are both `A` (a
+    /// workload file's name may hold spaces).
+    static func workload(ofVariant variant: String) -> String {
+        var words = variant.split(separator: " ", omittingEmptySubsequences: false)
+        if let last = words.last, last == "synced" || last == "flushed" { words.removeLast() }
+        if words.count > 1, let last = words.last, last == "run" || last == "load" { words.removeLast() }
+        return words.joined(separator: " ")
+    }
+
     /// The bench's name of an operation the C replayer names.
     static func operationName(fromC name: String) -> String {
         switch name {
@@ -57,6 +66,7 @@ enum WorkloadRows {
             opsPerSecond: mean > 0 ? 1e9 / mean : 0, nanosecondsPerOp: mean, p50Nanoseconds: Double(stats.latency.p50),
             p99Nanoseconds: Double(stats.latency.p99), maxNanoseconds: Double(stats.latency.max), spreadPercent: 0,
             repeats: 1, note: notes.isEmpty ? nil : notes.joined(separator: "; "),
-            p95Nanoseconds: Double(stats.latency.p95), p999Nanoseconds: Double(stats.latency.p999))
+            p95Nanoseconds: Double(stats.latency.p95), p999Nanoseconds: Double(stats.latency.p999),
+            operationCount: Int(stats.count))
     }
 }

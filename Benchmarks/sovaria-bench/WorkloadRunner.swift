@@ -31,9 +31,9 @@ struct WorkloadRunner {
                 result, subject: store.label, workload: name, durability: url.durability,
                 diskBytes: WorkloadStore.diskBytes(url))
             if store.isOwn, url.engine != "memory", url.engine != "postgres" {
-                try? FileManager.default.removeItem(atPath: url.location)
-                try? FileManager.default.removeItem(atPath: url.location + "-wal")
-                try? FileManager.default.removeItem(atPath: url.location + "-shm")
+                for suffix in WorkloadStore.sqliteFileSuffixes {
+                    try? FileManager.default.removeItem(atPath: url.location + suffix)
+                }
             }
             // The C replay runs one task, closed loop, the whole trace: it is compared with runs
             // like that only (a deadline would stop the Swift side part of the way).

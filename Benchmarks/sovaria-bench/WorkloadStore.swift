@@ -72,11 +72,17 @@ struct WorkloadStore {
         return fresh
     }
 
-    /// Bytes the store at `url` keeps on disk; `nil` for memory and PostgreSQL (a server's files).
+    /// The files of an SQLite store: the database at its path, and beside it the WAL, the WAL's
+    /// index and the full-disk reserve (1 MiB of zeros a batch of deletes gets back on a full disk,
+    /// as the file store keeps its `.reserve` inside its folder).
+    static let sqliteFileSuffixes = ["", "-wal", "-shm", "-reserve"]
+
+    /// Bytes the store at `url` keeps on disk, its full-disk reserve included; `nil` for memory
+    /// and PostgreSQL (a server's files).
     static func diskBytes(_ url: StoreURL) -> Int? {
         switch url.engine {
         case "memory", "postgres": return nil
-        case "sqlite": return ["", "-wal", "-shm"].compactMap { fileBytes(url.location + $0) }.reduce(0, +)
+        case "sqlite": return sqliteFileSuffixes.compactMap { fileBytes(url.location + $0) }.reduce(0, +)
         default: return folderBytes(url.location)
         }
     }

@@ -27,14 +27,25 @@ import Testing
 
     /// Runs `sovaria-bench` with `arguments` on a thread of its own; its standard output and status.
     static func bench(_ arguments: [String]) async throws -> (output: String, status: Int32) {
-        try await withCheckedThrowingContinuation { continuation in
+        let (output, _, status) = try await benchWithErrors(arguments)
+        return (output, status)
+    }
+
+    /// Runs `sovaria-bench` with `arguments` on a thread of its own; its standard output, its
+    /// standard error and its status.
+    static func benchWithErrors(_ arguments: [String]) async throws -> (output: String, errors: String, status: Int32) {
+        let errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID().uuidString).err")
+        defer { try? FileManager.default.removeItem(at: errorFile) }
+        return try await withCheckedThrowingContinuation { continuation in
             Thread {
                 continuation.resume(
                     with: Result {
-                        let process = try ChildProcess(BenchSmokeTests.executable.path, arguments, captureOutput: true)
+                        let process = try ChildProcess(
+                            BenchSmokeTests.executable.path, arguments, captureOutput: true, errorFile: errorFile.path)
                         let output = String(decoding: process.output?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
                         let status = process.waitBlocking()
-                        return (output, ChildProcess.succeeded(status) ? 0 : status)
+                        let errors = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+                        return (output, errors, ChildProcess.succeeded(status) ? 0 : status)
                     })
             }.start()
         }
@@ -146,6 +157,117 @@ import Testing
                 ])
             #expect(status != 0, "\(command) ran on a damaged trace: \(output)")
         }
+    }
+
+    /// libCacheSim's oracleGeneral records (24 bytes, little-endian: time, id, size, next access)
+    /// for `(time, id, size)`.
+    static func oracleGeneral(_ requests: [(UInt32, UInt64, UInt32)]) -> Data {
+        var bytes: [UInt8] = []
+        func little<T: FixedWidthInteger>(_ value: T) {
+            for shift in stride(from: 0, to: T.bitWidth, by: 8) {
+                bytes.append(UInt8(truncatingIfNeeded: value >> shift))
+            }
+        }
+        for (time, id, size) in requests {
+            little(time)
+            little(id)
+            little(size)
+            little(Int64(-1))
+        }
+        return Data(bytes)
+    }
+
+    /// An oracleGeneral trace whose last record is cut short (plain, and compressed with zstd)
+    /// stops both commands with an error naming the byte where the cut record starts.
+    @Test(arguments: ["plain", "zst"])
+    func aTruncatedOracleGeneralTraceStopsBothCommandsNamingTheOffset(form: String) async throws {
+        let folder = try TemporaryFolder()
+        let requests = (0..<40).map { (UInt32(100 + $0), UInt64($0 % 7), UInt32(500)) }
+        let plain = folder.child("cut.oracleGeneral")
+        try (Self.oracleGeneral(requests) + Data(repeating: 1, count: 13)).write(to: plain)
+        var trace = plain.path
+        if form == "zst" {
+            let zstd = Process()
+            zstd.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            zstd.arguments = ["zstd", "-q", plain.path, "-o", plain.path + ".zst"]
+            try zstd.run()
+            zstd.waitUntilExit()
+            try #require(zstd.terminationStatus == 0, "zstd must be installed: apt-get install zstd")
+            trace += ".zst"
+        }
+        let offset = requests.count * 24
+        for command in ["eviction-curve", "replay"] {
+            let arguments = command == "replay" ? ["replay", trace] : ["eviction-curve", "--trace", trace]
+            let (output, errors, status) = try await Self.benchWithErrors(
+                arguments + ["--store", "memory:", "--dir", folder.child("work-\(command)").path])
+            #expect(status != 0, "\(command) ran on a truncated trace: \(output)")
+            #expect(errors.contains("byte \(offset)"), "\(command): \(errors)")
+        }
+    }
+
+    /// A trace with objects larger than a point's largest body (4 MiB) stores them capped: the
+    /// working set and the bounds count what is stored, and the report says how many requests were
+    /// capped, so the curve is never read as the uncapped trace's.
+    @Test func objectsOverTheBodyCapAreCountedAsStoredAndFlagged() async throws {
+        let folder = try TemporaryFolder()
+        let cap = 4 << 20
+        var lines: [String] = []
+        for second in 0..<40 {
+            let id = second % 8
+            lines.append("\(second),\(id),\(id < 2 ? cap + 3_000_000 : 1_000 + id)")
+        }
+        try lines.joined(separator: "\n").write(to: folder.child("big.csv"), atomically: true, encoding: .utf8)
+        let (output, status) = try await Self.bench([
+            "eviction-curve", "--trace", folder.child("big.csv").path, "--csv",
+            "time-col=1,obj-id-col=2,obj-size-col=3",
+            "--bounds", "50", "--store", "memory:", "--dir", folder.child("work").path, "--json",
+            folder.child("c.json").path,
+        ])
+        #expect(status == 0, "\(output)")
+        struct Curve: Decodable {
+            struct Point: Decodable { let boundBytes: Int }
+            let workingSetBytes: Int
+            let cappedRequests: Int
+            let cappedKeys: Int
+            let points: [Point]
+        }
+        let curve = try JSONDecoder().decode(Curve.self, from: Data(contentsOf: folder.child("c.json")))
+        let stored = 2 * cap + (2..<8).reduce(0) { $0 + 1_000 + $1 }
+        #expect(curve.workingSetBytes == stored)
+        #expect(curve.points.map(\.boundBytes) == [stored / 2])
+        #expect(curve.cappedRequests == 10 && curve.cappedKeys == 2)
+        #expect(output.contains("10 requests for 2 objects larger than 4 MiB"), "\(output)")
+        let (help, _) = try await Self.bench(["eviction-curve", "--help"])
+        #expect(help.contains("larger than 4 MiB"), "\(help)")
+    }
+
+    /// After the per-workload rankings, one answer across the workloads that ran: the store to
+    /// pick for this mix by the metric asked, with its durability, under a title naming the
+    /// workloads; and a warning where a percentile rests on too few operations.
+    @Test func workloadRunsCloseWithARecommendationAndWarnAboutFewOperations() async throws {
+        let folder = try TemporaryFolder()
+        let (output, status) = try await Self.bench([
+            "workload", "a", "c", "--records", "100", "--operations", "60", "--store", "memory:", "--store",
+            "sqlite:\(folder.url.path)/w.sqlite?durability=flushed", "--store",
+            "lmdb:\(folder.url.path)/lmdb?durability=flushed", "--rank-by", "p99", "--c-replay", "/nonexistent",
+            "--dir", folder.child("work").path, "--markdown", folder.child("w.md").path,
+        ])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("## Workloads A, C: "), "the section is titled by the workloads that ran")
+        #expect(output.contains("Which engine for workloads A, C"), "\(output)")
+        let recommendation = output.split(separator: "\n").first {
+            $0.hasPrefix("Recommended for A + C, flushed writes, by p99: ")
+        }
+        #expect(
+            recommendation.map { $0.contains("sqlite") || $0.contains("lmdb") } == true,
+            "a persistent store recommended: \(output)")
+        #expect(recommendation?.contains("memory") == false, "memory keeps nothing: never the recommendation")
+        #expect(output.contains("The memory store keeps nothing across launches"), "\(output)")
+        #expect(output.contains("p99 rests on fewer than 100 operations"), "\(output)")
+        #expect(output.contains("A run flushed: all operations 60"), "\(output)")
+        let markdown = try String(contentsOf: folder.child("w.md"), encoding: .utf8)
+        #expect(markdown.contains("## Which engine for workloads A, C"))
+        #expect(markdown.contains("Recommended for A + C, flushed writes, by p99: "))
     }
 
     @Test(arguments: [

@@ -41,30 +41,90 @@ import Testing
         return records
     }
 
-    @Test func readsOracleGeneralAndSkipsATruncatedLastRecord() throws {
+    @Test func readsOracleGeneral() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.child("trace.oracleGeneral")
+        try Self.oracleGeneral(Self.requests).write(to: path)
+        let reader = try LibCacheSimTraceReader(path: path.path, format: .oracleGeneral)
+        #expect(try Self.readAll(reader) == Self.expected)
+        #expect(reader.requestCount == Self.requests.count)
+    }
+
+    /// A last record cut short is a damaged trace: its requests before it are returned, then the
+    /// error names where the cut record starts and how much of it is there.
+    @Test func aTruncatedLastRecordIsAnErrorNamingItsOffset() throws {
         let folder = try TemporaryFolder()
         let path = folder.child("trace.oracleGeneral")
         try (Self.oracleGeneral(Self.requests) + Data(repeating: 9, count: 10)).write(to: path)
         let reader = try LibCacheSimTraceReader(path: path.path, format: .oracleGeneral)
-        #expect(try Self.readAll(reader) == Self.expected)
-        #expect(reader.ignoredTrailingBytes == 10)
-        #expect(reader.requestCount == Self.requests.count)
+        for expected in Self.expected { #expect(try reader.nextRecord() == expected) }
+        let offset = Self.requests.count * 24
+        #expect(throws: LibCacheSimTraceError.truncatedRecord(path: path.path, offset: offset, bytes: 10)) {
+            try reader.nextRecord()
+        }
+        #expect(
+            "\(LibCacheSimTraceError.truncatedRecord(path: "t", offset: offset, bytes: 10))".contains("byte \(offset)"))
+        // As a sequence, the error ends the iteration and is kept.
+        let sequence = try LibCacheSimTraceReader(path: path.path, format: .oracleGeneral)
+        #expect(Array(sequence).count == Self.requests.count)
+        #expect(sequence.failure == .truncatedRecord(path: path.path, offset: offset, bytes: 10))
+    }
+
+    @Test func aTruncatedRecordInAZstdTraceIsAnErrorNamingItsOffset() throws {
+        let folder = try TemporaryFolder()
+        let plain = folder.child("trace.oracleGeneral")
+        try (Self.oracleGeneral(Self.requests) + Data(repeating: 9, count: 23)).write(to: plain)
+        try Self.compress(plain)
+        let reader = try LibCacheSimTraceReader(path: plain.path + ".zst", format: .oracleGeneral)
+        var count = 0
+        let error = #expect(throws: LibCacheSimTraceError.self) {
+            while try reader.nextRecord() != nil { count += 1 }
+        }
+        #expect(count == Self.requests.count)
+        #expect(error == .truncatedRecord(path: plain.path + ".zst", offset: Self.requests.count * 24, bytes: 23))
+    }
+
+    /// A `.zst` file cut part of the way is an error naming how far its decompressed trace got.
+    @Test func aCutZstdFileIsAnErrorNamingTheByteItStoppedAt() throws {
+        let folder = try TemporaryFolder()
+        let plain = folder.child("trace.oracleGeneral")
+        let many: [(UInt32, UInt64, UInt32)] = (0..<200_000).map { (UInt32($0), UInt64($0 &* 2_654_435_761), 1) }
+        try Self.oracleGeneral(many).write(to: plain)
+        try Self.compress(plain)
+        let compressed = try Data(contentsOf: URL(fileURLWithPath: plain.path + ".zst"))
+        try compressed.prefix(compressed.count / 2).write(to: URL(fileURLWithPath: plain.path + ".zst"))
+        let reader = try LibCacheSimTraceReader(path: plain.path + ".zst", format: .oracleGeneral)
+        var count = 0
+        let error = #expect(throws: LibCacheSimTraceError.self) {
+            while try reader.nextRecord() != nil { count += 1 }
+        }
+        guard case .decompressionFailed(_, let status, let bytes) = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        #expect(status > 0 && count < many.count && bytes >= count * 24)
+        #expect("\(error!)".contains("at byte \(bytes) "))
+    }
+
+    /// Compresses `file` to `file.zst` with the `zstd` command.
+    static func compress(_ file: URL) throws {
+        // `zstd` is a Debian package `make test` installs (DEB_PACKAGES): tests using it never skip.
+        let zstd = Process()
+        zstd.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        zstd.arguments = ["zstd", "-q", file.path, "-o", file.path + ".zst"]
+        try zstd.run()
+        zstd.waitUntilExit()
+        try #require(zstd.terminationStatus == 0, "zstd must be installed: apt-get install zstd")
     }
 
     @Test func readsAZstdCompressedOracleGeneralTrace() throws {
-        // `zstd` is a Debian package `make test` installs (DEB_PACKAGES): this test never skips.
         let folder = try TemporaryFolder()
         let plain = folder.child("trace.oracleGeneral")
         let many: [(UInt32, UInt64, UInt32)] = (0..<100_000).map { (index: Int) in
             (UInt32(1000 + index / 10), UInt64(index % 977), UInt32(index % 5000))
         }
         try Self.oracleGeneral(many).write(to: plain)
-        let zstd = Process()
-        zstd.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        zstd.arguments = ["zstd", "-q", plain.path, "-o", plain.path + ".zst"]
-        try zstd.run()
-        zstd.waitUntilExit()
-        try #require(zstd.terminationStatus == 0, "zstd must be installed: apt-get install zstd")
+        try Self.compress(plain)
         let reader = try LibCacheSimTraceReader(path: plain.path + ".zst", format: .oracleGeneral)
         var count = 0
         while let record = try reader.nextRecord() {
@@ -73,7 +133,7 @@ import Testing
             #expect(record.nanoseconds == UInt64(time - 1000) * 1_000_000_000)
             count += 1
         }
-        #expect(count == many.count && reader.ignoredTrailingBytes == 0)
+        #expect(count == many.count)
     }
 
     @Test func aDamagedZstdFileIsAnError() throws {
