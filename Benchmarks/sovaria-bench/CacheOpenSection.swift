@@ -115,10 +115,10 @@ struct CacheOpenSection {
         previous = nil
         var buffer = [UInt8](repeating: 0, count: 64 * 1_024)
         let floor = try await Stopwatch(repeats: options.repeats).measure(calls: 20) { _, _ in
-            let descriptor = Glibc.open(entryPath, O_RDONLY | O_CLOEXEC)
+            let descriptor = SystemCall.openFile(entryPath, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw BenchError.failed("file store: cannot open \(entryPath)") }
-            _ = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            Glibc.close(descriptor)
+            _ = buffer.withUnsafeMutableBytes { SystemCall.readFile(descriptor, into: $0) }
+            SystemCall.closeFile(descriptor)
         }
         var openRow = open.measurement(
             section: BenchSection.cacheOpen.rawValue, subject: "file", variant: "\(keys) keys, after a clean close",

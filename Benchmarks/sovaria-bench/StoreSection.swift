@@ -80,9 +80,9 @@ struct StoreSection {
     ) async throws
         -> Measurement
     {
-        let descriptor = Glibc.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let descriptor = SystemCall.openFile(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw BenchError.failed("file store: cannot open \(folder.path)") }
-        defer { Glibc.close(descriptor) }
+        defer { SystemCall.closeFile(descriptor) }
         let sample = try await stopwatch.measure(calls: 20_000) { _, _ in
             guard faccessat(descriptor, ".journal", F_OK, 0) != 0 else {
                 throw BenchError.failed("file store: a journal is left in \(folder.path)")
