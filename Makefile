@@ -60,7 +60,8 @@ build: deps
 	$(SWIFT) build
 
 # The offline story end to end: a notes app writes while the server is down, then syncs to
-# PostgreSQL behind Tests/Server/restserver.py, and shows a refused write kept (Examples/demo.sh).
+# PostgreSQL behind Tests/Server/restserver.py and shows a refused write kept; then two devices: an
+# edit of a deleted note kept as rejected, and a versioned task's conflict resolved (Examples/demo.sh).
 demo: deps
 	$(SWIFT) build --product sovaria-notes
 	Examples/demo.sh "$$($(SWIFT) build --show-bin-path)/sovaria-notes"
