@@ -12,9 +12,12 @@ BENCH_ARGS ?=
 .PHONY: test bench bench-full bench-quick c-baseline reliability lint format deps build docs demo
 
 # The C programs first: the workload tests run the C trace replayer beside the Swift stores.
+# The DocC catalogs' snippets are type-checked; the README's Swift blocks are built and run as the
+# one program they are, in a package made from the README's manifest (.build/readme-program).
 test: deps c-baseline
 	$(SWIFT) build --build-tests
 	python3 Tests/DocSnippets/check-snippets.py .build/debug
+	SWIFT=$(SWIFT) python3 Tests/DocSnippets/check-readme-program.py .build
 	$(SWIFT) test --skip-build
 
 # The long fault battery (docs/RELIABILITY.md): the same tests `make test` runs in a short
@@ -57,7 +60,8 @@ build: deps
 	$(SWIFT) build
 
 # The offline story end to end: a notes app writes while the server is down, then syncs to
-# PostgreSQL behind Tests/Server/restserver.py, and shows a refused write kept (Examples/demo.sh).
+# PostgreSQL behind Tests/Server/restserver.py and shows a refused write kept; then two devices: an
+# edit of a deleted note kept as rejected, and a versioned task's conflict resolved (Examples/demo.sh).
 demo: deps
 	$(SWIFT) build --product sovaria-notes
 	Examples/demo.sh "$$($(SWIFT) build --show-bin-path)/sovaria-notes"

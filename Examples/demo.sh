@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # `make demo`: Sovaria's offline story, end to end, with a real PostgreSQL behind a PostgREST-style
 # server (Tests/Server). Writes while the server is down, shows them pending, starts the server,
-# syncs, and shows a write the server refused (row-level security) kept in the rejected list; then
-# a second device renames a note offline that the first one deletes: the rename is not lost.
+# syncs, and shows a write the server refused (row-level security) kept in the rejected list. Then
+# two devices: a note renamed offline on the laptop is deleted on the phone (the rename matches no
+# row and is kept as rejected, not lost); and a task, whose version the server increments on every
+# update, is renamed on both: the laptop's edit is a conflict, shown with the server's row and
+# resolved with a merged title that the server takes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 notes=$1
@@ -18,18 +21,32 @@ cleanup() {
 trap cleanup EXIT
 
 conninfo=$(Tests/Server/pgcluster start "$cluster")
-psql -X -q -v ON_ERROR_STOP=1 "$conninfo" -f Tests/Server/schema.sql >/dev/null
+PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 "$conninfo" -f Tests/Server/schema.sql >/dev/null
+# A command line as one types it: arguments with spaces or quotes in double quotes.
+shown() {
+    local line="" argument
+    for argument in "$@"; do
+        case "$argument" in
+        *[[:space:]\'\"]*) line+=" \"${argument//\"/\\\"}\"" ;;
+        *) line+=" $argument" ;;
+        esac
+    done
+    echo "${line# }"
+}
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-app() { echo "\$ sovaria-notes $*"; "$notes" --store "$work/app" --server "http://127.0.0.1:$port" "$@"; echo; }
+app() { echo "\$ (phone) sovaria-notes $(shown "$@")"; "$notes" --store "$work/app" --server "http://127.0.0.1:$port" "$@"; echo; }
 # A second device; `laptop-offline` points it at a port nothing listens on.
-laptop() { echo "\$ (laptop) sovaria-notes $*"; "$notes" --store "$work/laptop" --server "http://127.0.0.1:$port" "$@"; echo; }
+laptop() { echo "\$ (laptop) sovaria-notes $(shown "$@")"; "$notes" --store "$work/laptop" --server "http://127.0.0.1:$port" "$@"; echo; }
 laptop-offline() {
-    echo "\$ (laptop, offline) sovaria-notes $*"
+    echo "\$ (laptop, offline) sovaria-notes $(shown "$@")"
     "$notes" --store "$work/laptop" --server "http://127.0.0.1:9" "$@"
     echo
 }
 
-echo "== The server is down: writes are queued on the device =="
+say() { echo; echo "== $* =="; }
+note() { echo "   # $*"; }
+
+say "The server is down: writes are queued on the phone"
 app add n1 "Buy milk"
 app add n2 "Call the plumber"
 app add n3 "Bob's note, written by Alice" --owner bob
@@ -37,7 +54,7 @@ app done n1
 app pending
 app list
 
-echo "== The server is back =="
+say "The server is back: the phone syncs"
 /usr/bin/python3 Tests/Server/restserver.py --conninfo "$conninfo" --port "$port" >/dev/null &
 server_pid=$!
 until curl -s "http://127.0.0.1:$port/_test/health" >/dev/null 2>&1; do sleep 0.1; done
@@ -47,9 +64,29 @@ app list
 echo "== In PostgreSQL =="
 psql -X -q "$conninfo" -c "SELECT id, owner, title, done FROM notes ORDER BY id"
 
-echo "== Two devices: the laptop renames n2 offline while this device deletes it =="
+say "An edit of a deleted row: the laptop renames note n2 offline while the phone deletes it"
 laptop list
 laptop-offline rename n2 "Call the plumber at 9"
 app delete n2
+note "Back online, the laptop's rename matches no row: it is kept as rejected, not counted as synced"
 laptop sync
 laptop rejected
+
+say "A conflict: both devices rename task t1, the laptop offline (tasks have a version column)"
+app task-add t1 "Pack the tent"
+note "The laptop reads the task: version 1. Its next edit of t1 will apply only to version 1"
+laptop tasks
+laptop-offline task-rename t1 "Pack the big tent"
+laptop-offline tasks
+note "Meanwhile the phone renames it too: the server's trigger makes it version 2"
+app task-rename t1 "Pack the tent and the stakes"
+note "Back online, the laptop's rename (for version 1) finds version 2: a conflict, not an overwrite"
+laptop sync
+laptop conflicts
+laptop tasks
+note "The laptop's user merges both titles; the merge is sent for version 2, the row's version now"
+laptop resolve t1 "Pack the big tent and the stakes"
+laptop tasks
+app tasks
+echo "== In PostgreSQL =="
+psql -X -q "$conninfo" -c "SELECT id, title, version FROM tasks ORDER BY id"

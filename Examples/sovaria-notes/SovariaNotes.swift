@@ -9,10 +9,16 @@ import SovariaSync
 /// A small notes app on Sovaria, for `make demo`: each run is one command against a store on disk
 /// and a PostgREST-style server, as Alice (`token-alice`).
 ///
+/// Notes have no version: an edit of a note deleted elsewhere is rejected as matching no row.
+/// Tasks have one (the server's trigger increments `version` on every update): an edit of a task
+/// changed elsewhere since this device read it is a conflict, kept until `resolve`.
+///
 /// ```
 /// sovaria-notes --store DIR --server URL add ID TITLE [--owner ROLE]
 /// sovaria-notes --store DIR --server URL done ID | rename ID TITLE | delete ID
 /// sovaria-notes --store DIR --server URL pending | sync | rejected | list
+/// sovaria-notes --store DIR --server URL task-add ID TITLE | task-rename ID TITLE | tasks
+/// sovaria-notes --store DIR --server URL conflicts | resolve ID TITLE
 /// ```
 @main
 enum SovariaNotes {
@@ -24,7 +30,8 @@ enum SovariaNotes {
         else {
             print(
                 "usage: sovaria-notes --store DIR --server URL add ID TITLE [--owner ROLE] | done ID | rename ID TITLE"
-                    + " | delete ID | pending | sync | rejected | list"
+                    + " | delete ID | pending | sync | rejected | list | task-add ID TITLE | task-rename ID TITLE"
+                    + " | tasks | conflicts | resolve ID TITLE"
             )
             exit(2)
         }
@@ -46,10 +53,18 @@ enum SovariaNotes {
                 var c = URLSessionTransport.Configuration(); c.timeout = .seconds(5); return c
             }())
         var configuration = SovariaOffline.Configuration()
-        // Read-your-writes: the notes written offline show in `list` at once. The test server's
-        // database orders text by its bytes (the C collation); `done` defaults to false.
+        // Read-your-writes: the notes and tasks written offline show in `list` and `tasks` at once.
+        // The test server's database orders text by its bytes (the C collation); `done` defaults
+        // to false, a new task's `version` to 1.
         configuration.overlay = PostgRESTOverlay(
-            tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
+            tables: [
+                "notes": .init(primaryKey: "id", defaults: ["done": "false"]),
+                "tasks": .init(primaryKey: "id", defaults: ["done": "false", "version": "1"]),
+            ],
+            textOrder: .bytes)
+        // A task edit records the version of the task as this device last read it, and applies
+        // only if the server's row still has it; otherwise it is a conflict the user resolves.
+        configuration.conflictRules["tasks"] = ConflictRule(versionColumn: "version", onConflict: .reject)
         let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
         offline.onSyncError = { error in
             guard case .rejected(let rejected) = error.kind else { return }
@@ -58,7 +73,9 @@ enum SovariaNotes {
             case .noMatchingRow:
                 print("  did not apply, the row is gone on the server: \(request.method) \(request.path)")
             case .conflict, .serverWon:
-                print("  did not apply, the row changed on the server: \(request.method) \(request.path)")
+                print(
+                    "  did not apply, the row changed on the server since this device read it:"
+                        + " \(request.method) \(request.path)")
             case .refused:
                 print("  refused by the server (\(rejected.status)): \(request.method) \(request.path)")
             }
@@ -135,8 +152,73 @@ enum SovariaNotes {
                     "  (may change once synced: \(read.read.inexactReasons.map(\.description).joined(separator: "; ")))"
                 )
             }
+        case "task-add":
+            guard arguments.count == 2 else { throw Usage("task-add ID TITLE") }
+            let task = NewTask(id: arguments[0], title: arguments[1])
+            report(
+                try await app.write(try PostgREST.insert(into: "tasks", value: task)), what: "task-add \(arguments[0])")
+        case "task-rename":
+            guard arguments.count == 2 else { throw Usage("task-rename ID TITLE") }
+            report(
+                try await app.write(
+                    try PostgREST.update("tasks", where: [.eq("id", arguments[0])], set: ["title": arguments[1]])),
+                what: "task-rename \(arguments[0])")
+        case "tasks":
+            try await listTasks(on: app)
+        case "conflicts":
+            let conflicts = try await app.conflicts()
+            print("\(conflicts.count) conflict(s) waiting for you:")
+            for conflict in conflicts {
+                let request = conflict.write.request
+                let server = conflict.serverRow.flatMap(TaskRow.init(json:))
+                print(
+                    "  task \(QueryFilter.value(of: "id", in: request.path) ?? "?"): this device wrote"
+                        + " \(request.body ?? "") on version \(QueryFilter.value(of: "version", in: request.path) ?? "?")"
+                )
+                print("      the server has \"\(server?.title ?? "?")\" at version \(server?.version ?? 0)")
+            }
+        case "resolve":
+            guard arguments.count == 2 else { throw Usage("resolve ID TITLE") }
+            let id = arguments[0]
+            guard
+                let conflict = try await app.conflicts().first(where: {
+                    QueryFilter.value(of: "id", in: $0.write.request.path) == id
+                })
+            else { throw Usage("resolve ID TITLE: no conflict on task \(id)") }
+            // The merged edit goes out expecting the version of the server's row the conflict
+            // holds, so it applies only if nobody changed the task again meanwhile.
+            let merged = try PostgREST.update("tasks", where: [.eq("id", id)], set: ["title": arguments[1]])
+            let resolution = try await app.resolve(conflict.id, with: merged)
+            print(
+                "resolve \(id): queued \(resolution.request.method) \(resolution.request.path) \(resolution.request.body ?? "")"
+            )
+            let synced = try await app.flush()
+            print(
+                "synced \(synced) write(s); \(try await app.pendingWrites().count) still pending,"
+                    + " \(try await app.conflicts().count) conflict(s) left")
         default:
             throw Usage("unknown command \(command)")
+        }
+    }
+
+    static func listTasks(on app: SovariaOffline) async throws {
+        let read: TypedRead<[TaskRow]>
+        do {
+            read = try await app.read(
+                PostgREST.select("tasks", columns: "id,title,version", order: "id"), as: [TaskRow].self, maxAge: .zero)
+        } catch SyncTransportError.offline {
+            print("tasks: offline, and none cached or written yet")
+            return
+        }
+        let origin = read.read.source == .network ? "from the server" : "from the cache, offline"
+        print("tasks (\(origin)):")
+        let waiting = Set(read.read.pendingRows.compactMap(\.key))
+        let conflicted = Set(read.read.conflictedRows.map(\.key))
+        for task in read.value ?? [] {
+            let mark =
+                conflicted.contains(task.id)
+                ? "   (conflict: needs you)" : waiting.contains(JSONText.string(task.id)) ? "   (waiting to sync)" : ""
+            print("  \(task.id)  v\(task.version)  \(task.title)\(mark)")
         }
     }
 
@@ -173,6 +255,33 @@ struct NewNote: Encodable {
     var id: String
     var title: String
     var owner: String?
+}
+
+/// A task as `tasks` shows it, and as a conflict holds the server's row.
+struct TaskRow: Decodable, Sendable {
+    var id: String
+    var title: String
+    var version: Int
+
+    init?(json: String) {
+        guard let row = try? JSONDecoder().decode(TaskRow.self, from: Data(json.utf8)) else { return nil }
+        self = row
+    }
+}
+
+/// A task as `task-add` writes it: the server starts its version at 1.
+struct NewTask: Encodable {
+    var id: String
+    var title: String
+}
+
+/// The value a request's query gives a column in an `eq.` filter (`id=eq.t1` gives `t1`).
+enum QueryFilter {
+    static func value(of column: String, in path: String) -> String? {
+        let value = URLComponents(string: path)?.queryItems?.first(where: { $0.name == column })?.value
+        guard let value, value.hasPrefix("eq.") else { return nil }
+        return String(value.dropFirst(3))
+    }
 }
 
 /// JSON text of a value, to match ``PendingRow/key``.

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Type-checks every ```swift block of the docs (README.md and each module's DocC catalog)
-against the package's built modules, so that a snippet that drifts from the API fails `make test`.
+"""Type-checks every ```swift block of each module's DocC catalog against the package's built
+modules, so that a snippet that drifts from the API fails `make test`. The README is one program,
+built and run whole by check-readme-program.py instead.
 
 Each block becomes the body of an `async throws` function whose parameters are the names the
 docs use without declaring them (`store`, `cache`, `offline`, … in CONTEXT below); a block that
@@ -130,7 +131,7 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[1])
-    docs = [os.path.join(ROOT, "README.md")] + sorted(
+    docs = sorted(
         glob.glob(os.path.join(ROOT, "Sources", "*", "*.docc", "**", "*.md"), recursive=True))
     out = os.path.join(build, "doc-snippets")
     os.makedirs(out, exist_ok=True)
