@@ -17,7 +17,7 @@ extension FileCache {
     /// - Important: Costs a dictionary lookup and one open of the file (on the cache's blocking
     ///   queue); no store read. A use that cannot be recorded (the store failed) does not fail
     ///   the open: it stays pending.
-    /// - Throws: an ``OfflineStoreError`` (`.permissionDenied`, `.io` …) when the file is there but
+    /// - Throws: an `OfflineStoreError` (`.permissionDenied`, `.io` …) when the file is there but
     ///   cannot be opened; the entry stays.
     public func open(_ key: String) async throws -> FileLease? {
         guard let found = claim(key) else {

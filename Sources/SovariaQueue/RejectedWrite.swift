@@ -3,7 +3,7 @@ import Foundation
 /// A write that did not apply on the server: refused (a 4xx other than 401, 408 and 429),
 /// matching no row, or in conflict with a row changed since it was read (``reason``). Kept in the
 /// ``WriteQueue``'s rejected list with the server's answer, so the app can show it, send it
-/// again (``WriteQueue/requeue(_:)``) or drop it (``WriteQueue/discard(_:)``).
+/// again (``WriteQueue/requeue(_:id:)``) or drop it (``WriteQueue/discard(_:)``).
 public struct RejectedWrite: Sendable, Hashable, Codable, Identifiable {
     /// The write's client id.
     public var id: String { write.id }
