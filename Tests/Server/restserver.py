@@ -294,8 +294,10 @@ class RestServer(ThreadingHTTPServer):
         return tables
 
     def connect(self) -> psycopg.Connection:
-        # One connection per request: simple, and correct across a PostgreSQL restart.
-        return psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5)
+        # One connection per request: simple, and correct across a PostgreSQL restart. A stopped
+        # server refuses at once; the timeout only bounds a connection a loaded machine is slow to
+        # accept (the whole suite on 2 cores once took over 5 s, and a read got a 503).
+        return psycopg.connect(self.conninfo, autocommit=True, connect_timeout=30)
 
 
 @dataclass
