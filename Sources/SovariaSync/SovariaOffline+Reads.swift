@@ -1,0 +1,47 @@
+import Foundation
+import Sovaria
+import SovariaCache
+import SovariaQueue
+
+extension SovariaOffline {
+    // MARK: - Reads
+
+    /// Answers `request` through the query cache, by `policy`; offline, from the last cached
+    /// result: the server's answer, before any overlay.
+    func readThroughCache(_ request: DataRequest, policy: ReadPolicy, maxAge: Duration?) async throws -> CacheRead {
+        try checkOpen()
+        let query = Self.cacheKey(of: request)
+        try await rememberTable(of: request, query: query)
+        let answer = try await cache.read(query, policy: policy, maxAge: maxAge) { [self] etag in
+            // The synced writes this fetch's answer will hold: every one synced before it starts.
+            synced.fetchStarted(query)
+            var conditional = request
+            if let etag { conditional.setHeader("If-None-Match", etag) }
+            let response: DataResponse
+            do {
+                response = try await transport.send(conditional)
+            } catch let error as SyncTransportError {
+                wentOffline(error)
+                throw error
+            }
+            reachedServer()
+            let serverTime = response.header("Date").flatMap(HTTPDate.parse) ?? configuration.clock()
+            guard response.status == 304 || response.isSuccess else { throw ServerError(response: response) }
+            if response.status == 304 { return .notModified(serverTime: serverTime) }
+            return .response(body: response.body, serverTime: serverTime, etag: response.header("ETag"))
+        }
+        if answer.source == .network { try await cache.evict(downToResponses: configuration.maxCached) }
+        return answer
+    }
+
+    /// The cache key of a read: its method and path with query.
+    static func cacheKey(of request: DataRequest) -> String {
+        request.method.uppercased() + " " + request.path
+    }
+
+    /// The table of the read a cache key names (`nil` for a path that names none).
+    static func table(ofCacheKey key: String) -> String? {
+        guard let space = key.firstIndex(of: " ") else { return nil }
+        return DataRequest(method: String(key[..<space]), path: String(key[key.index(after: space)...])).table
+    }
+}

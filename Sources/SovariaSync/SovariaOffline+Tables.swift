@@ -1,0 +1,54 @@
+import Foundation
+import Sovaria
+import SovariaPlumbing
+import SovariaQueue
+
+extension SovariaOffline {
+    // MARK: - Tables
+
+    /// Where the queries read from each table are listed: `sov:meta:tables:<table>:<hash>` holds
+    /// the query, so a write to the table finds its cached lists after a restart too.
+    static let tablesPrefix = "sov:meta:tables:"
+
+    func rememberTable(of request: DataRequest, query: String) async throws {
+        guard let table = request.table else { return }
+        let known = try await queriesByTable()
+        guard known[table]?.contains(query) != true else { return }
+        let hash = String(EntryChecksum.of(key: table, value: query), radix: 16)
+        try await store.set(Self.tablesPrefix + table + ":" + hash, query)
+        state.withLock { _ = $0.queriesByTable?[table, default: []].insert(query) }
+    }
+
+    func markTableStale(of request: DataRequest) async throws {
+        let known = try await queriesByTable()
+        guard !known.isEmpty, let table = request.table else { return }
+        for query in known[table] ?? [] { try await cache.markStale(query) }
+    }
+
+    /// The cached queries of `table`.
+    func cachedQueries(of table: String) async throws -> Set<String> {
+        try await queriesByTable()[table] ?? []
+    }
+
+    /// The cached queries of each table: from memory, or listed once from the store.
+    private func queriesByTable() async throws -> [String: Set<String>] {
+        if let known = state.withLock({ $0.queriesByTable }) { return known }
+        var listed: [String: Set<String>] = [:]
+        var after: String?
+        while true {
+            let page = try await store.entries(Self.tablesPrefix, after: after, limit: 1_000)
+            for entry in page {
+                let table = entry.key.dropFirst(Self.tablesPrefix.count).split(separator: ":").dropLast().joined(
+                    separator: ":")
+                listed[table, default: []].insert(entry.value)
+            }
+            guard page.count == 1_000, let last = page.last else { break }
+            after = last.key
+        }
+        return state.withLock { state in
+            if let known = state.queriesByTable { return known }
+            state.queriesByTable = listed
+            return listed
+        }
+    }
+}
