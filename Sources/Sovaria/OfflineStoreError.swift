@@ -110,10 +110,6 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
         /// An earlier failure (a full disk mid-write) left the open handle unable to write safely:
         /// reads still work; release every store on this path and open it again to write.
         public static let reopenRequired = Code("reopenRequired")
-        /// The write queue's own condition: the queue throws `WriteQueueError` with
-        /// `WriteQueueError.Code.queueFull` (module SovariaQueue), never an `OfflineStoreError`.
-        @available(*, deprecated, message: "the write queue throws WriteQueueError with code .queueFull")
-        public static let queueFull = Code("queueFull")
         /// A write was sent but its answer never came (a connection lost during the commit, a
         /// database failing over): it may or may not have been applied. Read its keys back once
         /// the store answers again to find out; the write queue, the rejected list and the file

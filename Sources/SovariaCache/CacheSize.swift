@@ -21,12 +21,6 @@ public enum CacheSize: Sendable, Hashable {
         self = byteCount == -1 ? .unlimited : .bytes(byteCount)
     }
 
-    /// The bound from an integer setting; renamed ``init(byteCount:)``.
-    @available(*, deprecated, renamed: "init(byteCount:)")
-    public init(seedValue: Int) {
-        self.init(byteCount: seedValue)
-    }
-
     /// The bound in bytes that eviction enforces, or `nil` for ``unlimited`` (and for
     /// `.bytes(-1)`, `CACHE_SIZE_UNLIMITED`).
     public var effectiveBytes: Int? {

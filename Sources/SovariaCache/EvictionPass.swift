@@ -12,8 +12,4 @@ public struct EvictionPass: Sendable, Hashable {
     public let ownBatches: Int
     /// Batches puts made during the pass deleted in their own store writes.
     public let batchesCarriedByPuts: Int
-
-    /// Responses deleted; renamed ``evictedResponses``.
-    @available(*, deprecated, renamed: "evictedResponses")
-    public var evictedLists: Int { evictedResponses }
 }

@@ -107,7 +107,7 @@ package final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Send
     }
 
     /// Ranked so that a type that takes it inside a lock of its own has the order checked in
-    /// debug builds (``QueryCache``: its state, then this).
+    /// debug builds (SovariaPlumbing/LockOrder.swift).
     @usableFromInline let list: RankedMutex<List>
     /// The most entries kept.
     package let countLimit: Int
@@ -115,8 +115,8 @@ package final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Send
     package let costLimit: Int
 
     /// Creates a cache holding at most `countLimit` entries and `costLimit` total cost, its lock
-    /// at `rank` in the lock order of the type that keeps it.
-    package init(countLimit: Int = .max, costLimit: Int = .max, rank: LockRank = LockRank(0, "MemoryCache")) {
+    /// at `rank` (SovariaPlumbing/LockOrder.swift).
+    package init(countLimit: Int = .max, costLimit: Int = .max, rank: LockRank = .standaloneMemoryCache) {
         self.countLimit = max(0, countLimit)
         self.costLimit = max(0, costLimit)
         list = RankedMutex(rank, List())

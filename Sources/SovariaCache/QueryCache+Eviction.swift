@@ -28,12 +28,6 @@ extension QueryCache {
         try await evictOldest(downToBytes: .max, maxResponses: max(maxResponses, 0))
     }
 
-    /// Evicts down to `maxLists` responses; renamed ``evict(downToResponses:)``.
-    @available(*, deprecated, renamed: "evict(downToResponses:)")
-    public func evict(downToLists maxLists: Int) async throws {
-        try await evict(downToResponses: maxLists)
-    }
-
     /// One eviction pass: the oldest unprotected responses go, ten per store batch, until the
     /// total is at most `target` bytes and at most `maxResponses` are left.
     ///

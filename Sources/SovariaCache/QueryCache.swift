@@ -55,16 +55,10 @@ public final class QueryCache: Sendable {
     // - `memory`: the memory layer, with a lock of its own so memory hits never wait for the
     //   index. It is changed only while `state` is held, so it never keeps an answer older than
     //   the index's; a memory hit reads it alone.
-    // Lock order: `state` (rank 1), then `memory` (rank 2); debug builds check it. `flights`,
-    // `readers` and a pass's `EvictionProgress` have locks of their own that are never held
-    // while another lock is taken.
+    // Lock order: SovariaPlumbing/LockOrder.swift (`state`, then `memory`). `flights`, `readers`
+    // and a pass's `EvictionProgress` are leaf locks.
 
-    /// The rank of ``state`` in the lock order: taken first.
-    static let stateRank = LockRank(1, "QueryCache.state")
-    /// The rank of the memory layer's lock: taken inside ``state`` or alone, never around it.
-    static let memoryRank = LockRank(2, "QueryCache.memory")
-
-    /// What the cache changes under one lock; see the order above.
+    /// What the cache changes under one lock.
     struct State {
         /// The responses in the store: their keys, the eviction order and the total.
         var index = CacheIndex(complete: false)
@@ -87,7 +81,7 @@ public final class QueryCache: Sendable {
     }
 
     let clock: @Sendable () -> Date
-    let state = RankedMutex(QueryCache.stateRank, State())
+    let state = RankedMutex(LockRank.queryCacheState, State())
     /// The in-memory layer, keyed by the query's hash id; costs are body bytes.
     let memory: MemoryCache<HexID, CachedResponse>
     let gate = AsyncGate<QueryCache>()
@@ -98,8 +92,7 @@ public final class QueryCache: Sendable {
     /// Opens the cache kept in `store` with the options in `configuration`, and starts
     /// loading its index from the key names behind the open.
     ///
-    /// Returns once responses of the first key layout (if any) are moved to the current one; the
-    /// index loads in a task of its own (``waitForBackgroundRefreshes()`` waits for it), and a
+    /// The index loads in a task of its own (``waitForBackgroundRefreshes()`` waits for it), and a
     /// read made meanwhile finds its response by its key. Puts, stale marks, removals and
     /// eviction wait for the load; if it fails, the next of them (or ``totalBytes``,
     /// ``responseCount``) loads again and throws its error. ``clearLocalData()`` does not need it.
@@ -109,9 +102,8 @@ public final class QueryCache: Sendable {
         clock = configuration.clock
         memory = MemoryCache(
             countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimitBytes,
-            rank: Self.memoryRank)
+            rank: .queryCacheMemory)
         observeMemoryPressure(configuration.memoryPressure)
-        try await Self.migrateLegacyResponses(in: store)
         runInBackground { try? await self.waitForIndex() }
     }
 
@@ -154,12 +146,6 @@ public final class QueryCache: Sendable {
             try await waitForIndex()
             return state.withLock { $0.index.entries.count }
         }
-    }
-
-    /// How many responses are cached; renamed ``responseCount``.
-    @available(*, deprecated, renamed: "responseCount")
-    public var listCount: Int {
-        get async throws { try await responseCount }
     }
 
     /// The cached response for `query` from memory or the store (copied up to memory), or `nil`.
@@ -395,30 +381,5 @@ public final class QueryCache: Sendable {
             try await store.write(Array(duplicates[start..<min(duplicates.count, start + 1_000)]))
         }
         return index
-    }
-
-    /// Moves the responses of the first key layout (time first,
-    /// ``CacheKeys/legacyResponsePrefix``) to the current one, 100 per batch, each set beside the
-    /// delete of its old key: a crash between the two leaves both, and the next open moves it
-    /// again. Keys of another shape under the old prefix, and responses whose value cannot be
-    /// read, stay. Reads no value on a store without old responses; with them, it reads each
-    /// one's value once, the first time.
-    private static func migrateLegacyResponses(in store: any OfflineStore) async throws {
-        let legacy = try await store.keys(CacheKeys.legacyResponsePrefix)
-        for start in stride(from: 0, to: legacy.count, by: 100) {
-            var writes: [StoreWrite] = []
-            for key in legacy[start..<min(legacy.count, start + 100)] {
-                guard let old = CacheKeys.parseLegacyResponseKey(key) else { continue }
-                // A value that cannot be read (damaged, or a failed read) stays where it is, for
-                // a later open to try again: one entry never keeps the cache from opening. (A
-                // key gone meanwhile has nothing to move.)
-                guard let value = try? await store.get(key) else { continue }
-                let entry = CacheIndex.Entry(
-                    serverTimeMillis: old.serverTimeMillis, sizeBytes: old.sizeBytes, generation: 0)
-                writes.append(.set(key: CacheKeys.responseKey(old.id, entry), value: value))
-                writes.append(.delete(key: key))
-            }
-            if !writes.isEmpty { try await store.write(writes) }
-        }
     }
 }

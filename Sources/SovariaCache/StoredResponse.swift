@@ -17,24 +17,20 @@ package struct StoredResponse: Sendable, Hashable {
     /// The cached response, when a plain value was given and it is a cache record.
     package let response: CachedResponse?
 
-    /// The response a query-cache store key names (of the current layout or of the first, which
-    /// an open migrates), or `nil` for any other key.
+    /// The response a query-cache store key names, or `nil` for any other key.
     ///
     /// - Parameters:
     ///   - key: A store key; only keys under the query cache's prefix give a response.
     ///   - value: The entry's value, to decode the response from; `nil` (or an encrypted value)
     ///     leaves ``response`` `nil`.
     package init?(key: String, value: String? = nil) {
-        guard let parsed = CacheKeys.parseResponseKey(key) ?? CacheKeys.parseLegacyResponseKey(key) else {
-            return nil
-        }
+        guard let parsed = CacheKeys.parseResponseKey(key) else { return nil }
         serverTime = CacheRecord.date(parsed.serverTimeMillis)
         sizeBytes = parsed.sizeBytes
         response = value.flatMap(CacheRecord.decode)
     }
 
     /// The prefix every response key of the query cache's current layout starts with: a store's
-    /// responses are ordered by their query's hash under it, not by time. (Responses of the first
-    /// layout, under `sov:cache:l:`, are moved here by the next open.)
+    /// responses are ordered by their query's hash under it, not by time.
     package static let keyPrefix = CacheKeys.responsePrefix
 }

@@ -83,13 +83,12 @@ public final class FileCache: Sendable {
     let work: BlockingWorkQueue
     let clock: @Sendable () -> Date
 
-    // Locks and their order: `flights` (rank 1), then `state` (rank 2). A caller joining a
-    // download looks for the cached file inside the flights' lock; nothing takes `flights` while
-    // holding `state`. `passBehind` and the gates nest with neither: a gate is held across
-    // suspensions, a lock only in one synchronous section.
+    // Lock order: SovariaPlumbing/LockOrder.swift (`flights`, then `state`: a caller joining a
+    // download looks for the cached file inside the flights' lock). `passBehind` is a leaf lock;
+    // a gate is held across suspensions, a lock only in one synchronous section.
 
     /// The downloads ``open(_:orDownload:)`` runs, one per key, and their waiters.
-    let flights = DownloadFlights(rank: LockRank(1, "FileCache.flights"))
+    let flights = DownloadFlights(rank: .fileCacheFlights)
     /// The index of the files and everything that changes with it.
     let state: RankedMutex<State>
     /// Every change to the metadata, and the index changes that go with it, pass through here;
@@ -135,7 +134,7 @@ public final class FileCache: Sendable {
         self.folder = folder
         let index = try await Self.reconcile(
             folder: folder, metadata: metadata, work: work, now: FileKeys.millis(clock()))
-        state = RankedMutex(LockRank(2, "FileCache.state"), State(index: index))
+        state = RankedMutex(LockRank.fileCacheState, State(index: index))
     }
 
     /// Opens the cache with the given bound and clock: the short form of

@@ -21,12 +21,6 @@ public enum FileCacheSize: Sendable, Hashable {
         self = byteCount == -1 ? .unlimited : .bytes(byteCount)
     }
 
-    /// The bound from an integer setting; renamed ``init(byteCount:)``.
-    @available(*, deprecated, renamed: "init(byteCount:)")
-    public init(seedValue: Int) {
-        self.init(byteCount: seedValue)
-    }
-
     /// The bound eviction enforces, in bytes, or `nil` when eviction is off (``unlimited`` and
     /// `.bytes(-1)`).
     public var effectiveBytes: Int? {

@@ -51,11 +51,10 @@ public final class WriteQueue: Sendable {
     let clock: @Sendable () -> Date
     /// Waits between read-backs after a write whose outcome the store could not tell.
     let pause: @Sendable (Duration) async throws -> Void
-    // State and locking: `gate` orders the changes, one at a time in call order; `state` (rank
-    // `stateRank`) guards the index of key names. Changing the index takes the gate's token
-    // (`changeIndex`), so it changes only inside the gate, after the store batch it describes
-    // succeeded; reading it (`readIndex`) takes no gate. No other lock is taken while `state` is
-    // held; the controller reads the queue while it holds its own state (a lower rank).
+    // State and locking: `gate` orders the changes, one at a time in call order; `state` guards
+    // the index of key names (its rank: SovariaPlumbing/LockOrder.swift). Changing the index takes
+    // the gate's token (`changeIndex`), so it changes only inside the gate, after the store batch
+    // it describes succeeded; reading it (`readIndex`) takes no gate.
 
     /// Orders the changes: one at a time, in call order.
     let gate = AsyncGate<WriteQueue>()
@@ -77,10 +76,6 @@ public final class WriteQueue: Sendable {
         /// The queued writes, oldest first, or `nil` when they are not known.
         var writes: [QueuedWrite]?
     }
-
-    /// The queue's lock in the package's lock order: taken last, inside the controller's state
-    /// (`SovariaOffline.stateRank`, 100), never around another lock.
-    package static let stateRank = LockRank(110, "WriteQueue.state")
 
     /// Opens the queue kept in `store`, from its key names alone.
     ///
@@ -107,7 +102,7 @@ public final class WriteQueue: Sendable {
         self.pause = pause
         let (loaded, repairs) = try await QueueIndex.load(from: store)
         if !repairs.isEmpty { try await store.write(repairs) }
-        state = RankedMutex(Self.stateRank, loaded)
+        state = RankedMutex(LockRank.writeQueueState, loaded)
     }
 
     /// Reads the index, from any task.

@@ -28,9 +28,6 @@ public struct LocalRead: Sendable, Hashable {
 
     /// Whether the answer is what the server will answer once the pending writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }
-    /// The reasons as sentences.
-    @available(*, deprecated, message: "match the cases of inexactReasons; each one's description is its sentence")
-    public var inexactReasonDescriptions: [String] { inexactReasons.map(\.description) }
     /// Whether pending writes changed the answer, a delete included (Firestore's
     /// `hasPendingWrites`).
     public var hasPendingWrites: Bool { changedByPendingWrites || !pendingRows.isEmpty }

@@ -73,10 +73,6 @@ public struct OverlayAnswer: Sendable, Hashable {
     /// Whether the answer is what the server will answer once the writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }
 
-    /// The reasons as sentences.
-    @available(*, deprecated, message: "match the cases of inexactReasons; each one's description is its sentence")
-    public var inexactReasonDescriptions: [String] { inexactReasons.map(\.description) }
-
     /// An answer.
     public init(
         body: String?, inexactReasons: [InexactReason] = [], pendingRows: [PendingRow] = [],

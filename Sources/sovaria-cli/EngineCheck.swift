@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 import SovariaLMDB
 import SovariaLevelDB
+import SovariaPostgres
 import SovariaSQLite
 
 /// `sovaria verify`'s checks of an engine's own structures, beyond reading every entry: what each
@@ -18,7 +19,7 @@ struct EngineCheck {
     /// batch and removes temporary files). Returns `false` when the store must not be opened: its
     /// journal is damaged and an open would drop it.
     mutating func checkFileFolderBeforeOpening(_ location: StoreLocation) -> Bool {
-        guard location.engine == .file else { return true }
+        guard location.engine == StoreScheme.file.name else { return true }
         let found: FileStoreFolderCheck
         do {
             found = try FileStoreFolderCheck(directory: URL(fileURLWithPath: location.place, isDirectory: true))
@@ -93,7 +94,7 @@ struct EngineCheck {
         case is FileOfflineStore:
             checks.append("every entry file's checksum (bound to its key's name) on read")
         default:
-            if location.engine == .postgres { checks.append("every row read from PostgreSQL") }
+            if location.engine == StoreScheme.postgres.name { checks.append("every row read from PostgreSQL") }
         }
     }
 
@@ -101,20 +102,20 @@ struct EngineCheck {
     static func advice(for location: StoreLocation) -> String {
         let migrate = "copy what still reads into a new store with `sovaria migrate --from \(location) --to NEW-URL`"
         switch location.engine {
-        case .sqlite:
+        case StoreScheme.sqlite.name:
             return migrate + " (delete the damaged keys first: migrate stops at them), or restore the file from a "
                 + "backup; sqlite3's `.recover` command salvages more rows than a read does."
-        case .lmdb:
+        case StoreScheme.lmdb.name:
             return migrate
                 + " (delete the damaged keys first), or restore the folder from a backup; LMDB has no repair."
-        case .leveldb:
+        case StoreScheme.leveldb.name:
             return "rebuild the store with LevelDB's repair (from Swift: LevelDBOfflineStore.repair(directory:); "
                 + "entries in damaged blocks are lost), run verify again, then " + migrate
                 + " if it still fails; or restore the folder from a backup."
-        case .file:
+        case StoreScheme.file.name:
             return "delete the damaged keys or write them again (the app fetches cached data anew), move stray files "
                 + "out of the folder, or restore it from a backup."
-        case .postgres, .memory:
+        default:
             return migrate + " (delete the damaged keys first), or restore a backup."
         }
     }

@@ -56,7 +56,7 @@ enum InspectCommand {
         }
         if parsed.has("json") {
             var members: [(String, JSONLine.Value)] = [
-                ("event", .string("inspect")), ("engine", .string(location.engine.rawValue)),
+                ("event", .string("inspect")), ("engine", .string(location.engine)),
                 ("encrypted", .bool(encrypted)), ("diskBytes", .integer(diskBytes)),
             ]
             for (index, name) in names.enumerated() {
@@ -73,8 +73,8 @@ enum InspectCommand {
             return
         }
         Terminal.print("store     \(location.text)")
-        Terminal.print("engine    \(location.engine.rawValue)\(encrypted ? ", encrypted (sizes as stored)" : "")")
-        if location.engine != .memory, location.engine != .postgres {
+        Terminal.print("engine    \(location.engine)\(encrypted ? ", encrypted (sizes as stored)" : "")")
+        if location.isOnDisk {
             Terminal.print("on disk   \(diskBytes) bytes")
         }
         Terminal.print("area       entries        bytes")

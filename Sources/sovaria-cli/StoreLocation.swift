@@ -9,12 +9,11 @@ import SovariaSodium
 /// A store named on the command line: a ``StoreURL`` (the library's grammar, ``StoreURL/forms``)
 /// of one of the engines this command links.
 struct StoreLocation: CustomStringConvertible {
-    enum Engine: String, CaseIterable {
-        case memory, file, sqlite, lmdb, leveldb, postgres
-    }
-
-    /// The schemes this command opens: every engine and wrapper Sovaria has.
+    /// The schemes this command opens besides `Sovaria`'s own: every engine and wrapper module it
+    /// links. The one list of engines the command knows; a new engine is added here only.
     static let schemes: [StoreScheme] = [.sqlite, .lmdb, .leveldb, .postgres, .encrypted]
+    /// Every engine scheme the command opens, `Sovaria`'s own included.
+    static let engines: [StoreScheme] = ([.memory, .file] + schemes).filter { !$0.isWrapper }
 
     /// Every form a URL may take, for `sovaria help` (a bad URL's message points there).
     static let forms = StoreURL.forms
@@ -27,7 +26,10 @@ struct StoreLocation: CustomStringConvertible {
     }
 
     var url: StoreURL
-    var engine: Engine
+    /// The engine's scheme.
+    let scheme: StoreScheme
+    /// The engine's name in the URL (`sqlite`).
+    var engine: String { scheme.name }
     /// The URL as given.
     let text: String
 
@@ -49,32 +51,33 @@ struct StoreLocation: CustomStringConvertible {
         } catch {
             throw Self.failure(error)
         }
-        guard let engine = Engine(rawValue: url.engine) else {
+        let name = url.engine
+        guard let scheme = Self.engines.first(where: { $0.name == name }) else {
             throw CommandFailure(
-                .usage, "`\(url.engine)` is not an engine this command opens; `sovaria help` lists the store URL forms."
+                .usage, "`\(name)` is not an engine this command opens; `sovaria help` lists the store URL forms."
             )
         }
-        self.engine = engine
+        self.scheme = scheme
     }
 
-    /// Whether the store's files are there already (always true for memory and PostgreSQL).
-    var exists: Bool {
-        switch engine {
-        case .memory, .postgres: true
-        case .file, .sqlite, .lmdb, .leveldb: FileManager.default.fileExists(atPath: place)
-        }
-    }
+    /// Whether the engine keeps its data in a file or folder on this machine (its URL names a path):
+    /// not memory, not PostgreSQL's conninfo.
+    var isOnDisk: Bool { scheme.location == .required }
 
-    /// The files the store keeps on disk, for `inspect`'s size.
+    /// Whether the store's files are there already (always true for a store not on disk).
+    var exists: Bool { !isOnDisk || FileManager.default.fileExists(atPath: place) }
+
+    /// The files the store keeps on disk, for `inspect`'s size: a folder's files, or a database file
+    /// and its SQLite-style `-wal` and `-shm` companions.
     var files: [URL] {
-        switch engine {
-        case .memory, .postgres: return []
-        case .sqlite: return ["", "-wal", "-shm"].map { URL(fileURLWithPath: place + $0) }
-        case .file, .lmdb, .leveldb:
-            let folder = URL(fileURLWithPath: place, isDirectory: true)
-            let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileSizeKey])
-            return (enumerator?.allObjects as? [URL]) ?? []
+        guard isOnDisk else { return [] }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: place, isDirectory: &isFolder), isFolder.boolValue else {
+            return ["", "-wal", "-shm"].map { URL(fileURLWithPath: place + $0) }
         }
+        let folder = URL(fileURLWithPath: place, isDirectory: true)
+        let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileSizeKey])
+        return (enumerator?.allObjects as? [URL]) ?? []
     }
 
     /// Opens the engine itself, without the encryption layer.

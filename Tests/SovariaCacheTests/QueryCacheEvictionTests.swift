@@ -544,11 +544,6 @@ final class Counter: Sendable {
         #expect(
             CacheKeys.responseKey(id, entry)
                 == "sov:cache:l2:c4e6508a85c9923e85014483d60d1be2:0001700000000250:0000000012")
-        let legacy = try #require(
-            CacheKeys.parseLegacyResponseKey("sov:cache:l:0001700000000250:0000000012:c4e6508a85c9923e85014483d60d1be2")
-        )
-        #expect(legacy.id == id && legacy.serverTimeMillis == 1_700_000_000_250 && legacy.sizeBytes == 12)
-        #expect(CacheKeys.parseLegacyResponseKey(CacheKeys.responseKey(id, entry)) == nil)
         #expect(
             CacheKeys.parseResponseKey("sov:cache:l:0001700000000250:0000000012:c4e6508a85c9923e85014483d60d1be2")
                 == nil)

@@ -15,15 +15,10 @@ import SovariaPlumbing
 /// any length maps to a short legal key and equal-looking identities (precomposed and
 /// decomposed "é") stay apart. The entry keeps the full identity, checked on every read, so a
 /// hash collision is a miss, never another query's data.
-///
-/// The first layout, `sov:cache:l:<time>:<size>:<id>` (``legacyResponsePrefix``), put the time
-/// first; an open moves such responses to this layout.
 enum CacheKeys {
     /// Every key of the query cache starts with this.
     static let areaPrefix = "sov:cache:"
     static let responsePrefix = "sov:cache:l2:"
-    /// The prefix of the first layout, time first, which an open migrates.
-    static let legacyResponsePrefix = "sov:cache:l:"
 
     static func id(of query: String) -> HexID {
         var first: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -52,25 +47,13 @@ enum CacheKeys {
     /// A response key has a fixed layout (prefix, 32 lowercase hex digits, `:`, 16 digits, `:`, 10
     /// digits), read here straight from its UTF-8 bytes: loading an index parses every key.
     static func parseResponseKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
-        parse(key, prefix: responsePrefix, idFirst: true)
-    }
-
-    /// ``parseResponseKey(_:)`` for the first layout, `sov:cache:l:<time>:<size>:<id>`.
-    static func parseLegacyResponseKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
-        parse(key, prefix: legacyResponsePrefix, idFirst: false)
-    }
-
-    private static func parse(
-        _ key: String, prefix: String, idFirst: Bool
-    ) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
         key.withUTF8Bytes { bytes -> (HexID, Int64, Int)? in
-            let start = prefix.utf8.count
-            let (idStart, timeStart) = idFirst ? (start, start + 33) : (start + 28, start)
+            let idStart = responsePrefix.utf8.count
+            let timeStart = idStart + 33
             let sizeStart = timeStart + 17
-            // The separators: after the id (or the size) and after the time.
-            let firstColon = idFirst ? timeStart - 1 : idStart - 1
-            guard bytes.count == start + 60, bytes[firstColon] == colon, bytes[sizeStart - 1] == colon,
-                bytes.starts(with: prefix.utf8)
+            // The separators: after the id and after the time.
+            guard bytes.count == idStart + 60, bytes[timeStart - 1] == colon, bytes[sizeStart - 1] == colon,
+                bytes.starts(with: responsePrefix.utf8)
             else { return nil }
             // Digits only: a key that would parse but not rebuild to itself could never be evicted.
             guard let millis = digits(bytes[timeStart..<(timeStart + 16)]),

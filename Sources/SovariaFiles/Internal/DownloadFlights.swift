@@ -41,8 +41,8 @@ final class DownloadFlights: Sendable {
 
     private let state: RankedMutex<State>
 
-    /// An empty table whose lock stands at `rank` in its cache's order: ``join(_:as:waiter:claim:start:)``
-    /// runs `claim` holding it, so `claim`'s locks must rank higher.
+    /// An empty table whose lock stands at `rank`: ``join(_:as:waiter:claim:start:)`` runs `claim`
+    /// holding it, so `claim`'s locks must rank higher (SovariaPlumbing/LockOrder.swift).
     init(rank: LockRank) {
         state = RankedMutex(rank, State())
     }

@@ -43,7 +43,7 @@ final class LMDBEnvironment: Sendable {
     /// Held by whoever runs a write transaction in this process: the write queue, or a caller's
     /// thread that found it free (``writeIfIdle(_:forceSync:)``), so an inline write never waits
     /// behind a queued one's commit. Helpers that write take the ``Writer`` it guards.
-    private let writer = RankedMutex(LockRank(1, "LMDBEnvironment.writer"), Writer())
+    private let writer = RankedMutex(LockRank.lmdbWriter, Writer())
 
     /// Proof that the code holding it holds ``writer``: made once, kept in the lock.
     struct Writer: ~Copyable {
@@ -83,10 +83,10 @@ final class LMDBEnvironment: Sendable {
         self.path = path
         self.options = options
         readTransactions = ReadTransactionPool(
-            capacity: min(32, options.maxReaders / 4), rank: LockRank(3, "LMDBEnvironment.readTransactions"))
+            capacity: min(32, options.maxReaders / 4), rank: .lmdbReadTransactions)
         LMDBFolder.removeAbandonedCopies(in: path)
         let (handles, cleared) = try Self.openHandles(path: path, options: options, mapSizeBytes: nil)
-        self.handles = LockedHandles(handles, rank: LockRank(2, "LMDBEnvironment.handles"))
+        self.handles = LockedHandles(handles, rank: .lmdbHandles)
         staleReadersCleared = cleared
         commits = GroupCommit(queue: writeQueue, maxSizePerCommit: Self.maxWritesPerGroup) { items in
             items.first?.environment.commitGroup(items) ?? []

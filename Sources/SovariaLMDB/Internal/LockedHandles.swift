@@ -20,7 +20,7 @@ final class LockedHandles: @unchecked Sendable {
     /// `nil` after a swap or a failed remap closed the environment (the next call reopens it).
     private var handles: Handles?
 
-    /// `handles` guarded by a lock at `rank` in the environment's order.
+    /// `handles` guarded by a lock at `rank` (SovariaPlumbing/LockOrder.swift).
     init(_ handles: Handles?, rank: LockRank) {
         self.handles = handles
         lock = ReadersWriterLock(rank: rank)

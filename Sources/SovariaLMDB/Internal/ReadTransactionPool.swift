@@ -23,7 +23,7 @@ final class ReadTransactionPool: Sendable {
     private let capacity: Int
 
     /// A pool keeping at most `capacity` idle transactions; more concurrent readers begin and abort their
-    /// own. Its lock stands at `rank` in the environment's order.
+    /// own. Its lock stands at `rank` (SovariaPlumbing/LockOrder.swift).
     init(capacity: Int, rank: LockRank) {
         self.capacity = max(1, capacity)
         idle = RankedMutex(rank, [])

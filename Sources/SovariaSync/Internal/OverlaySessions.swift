@@ -54,7 +54,7 @@ final class OverlaySessions: Sendable {
     /// Sessions kept up to `countLimit` and `byteLimit` (estimated bytes).
     init(countLimit: Int = maxCount, byteLimit: Int = maxBytes) {
         entries = MemoryCache(
-            countLimit: countLimit, costLimit: byteLimit, rank: LockRank(110, "SovariaOffline.sessions"))
+            countLimit: countLimit, costLimit: byteLimit, rank: .overlaySessions)
     }
 
     /// The answer of `evaluator` to `read` (whose query is `key`), from its session when one was
