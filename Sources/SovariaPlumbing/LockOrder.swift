@@ -26,7 +26,7 @@ extension LockRank {
 
     /// `SovariaOffline`'s fields that change after init: taken first.
     package static let offlineState = LockRank(100, "SovariaOffline.state")
-    /// The write queue's index: taken last, inside ``offlineState`` or alone.
+    /// The write queue's index: inside ``offlineState`` (to read its counts) or alone.
     package static let writeQueueState = LockRank(110, "WriteQueue.state")
     /// The overlay sessions' memory cache: taken alone.
     package static let overlaySessions = LockRank(120, "SovariaOffline.sessions")

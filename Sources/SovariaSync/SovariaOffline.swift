@@ -66,16 +66,13 @@ public final class SovariaOffline: Sendable {
     let cache: QueryCache
 
     // State and locking: `writeGate` passes the writes one at a time (a helper that must run
-    // inside it takes its token); `state` (rank `stateRank`) guards every field that changes
-    // after init. The one lock taken while `state` is held is the queue's (`WriteQueue.stateRank`,
-    // a higher rank), to read its counts; callbacks and signals run after `state` is released.
+    // inside it takes its token); `state` guards every field that changes after init. Its place in
+    // the lock order (the queue's lock may be taken inside it, to read its counts):
+    // SovariaPlumbing/LockOrder.swift. Callbacks and signals run after `state` is released.
     // `signals` and `synced` each keep a lock of their own that never holds another.
 
     /// Everything of the controller that changes after init.
-    let state = RankedMutex(SovariaOffline.stateRank, State())
-    /// The controller's lock in the package's lock order: taken before the queue's
-    /// (`WriteQueue.stateRank`), never inside it.
-    static let stateRank = LockRank(100, "SovariaOffline.state")
+    let state = RankedMutex(LockRank.offlineState, State())
     /// Tells live queries and status followers what changed.
     let signals = ChangeSignals()
     /// The writes synced in this run, kept for the answers fetched before them.
