@@ -131,7 +131,7 @@ enum SovariaNotes {
             do {
                 read = try await app.read(
                     PostgREST.select("notes", columns: "id,title,done", order: "id"), as: [Note].self, maxAge: .zero)
-            } catch SyncTransportError.offline {
+            } catch let error as SyncTransportError where error.code == .offline {
                 print("notes: offline, and none cached or written yet")
                 return
             }
@@ -206,7 +206,7 @@ enum SovariaNotes {
         do {
             read = try await app.read(
                 PostgREST.select("tasks", columns: "id,title,version", order: "id"), as: [TaskRow].self, maxAge: .zero)
-        } catch SyncTransportError.offline {
+        } catch let error as SyncTransportError where error.code == .offline {
             print("tasks: offline, and none cached or written yet")
             return
         }

@@ -24,10 +24,11 @@ import Synchronization
 /// - A `401` asks the token provider to refresh (once per request; concurrent 401s share one
 ///   refresh) and sends the request again with the new token; the second answer is returned
 ///   whatever it is, so the controller still sees a `401` that a refresh did not cure.
-/// - No network (not connected, cannot connect or find the host, DNS, connection lost, timed
-///   out, no data allowed) throws `SovariaSync.SyncTransportError.offline(_:)`, which the
-///   controller recognises; anything else throws ``URLSessionTransportError``. Every answer the
-///   server gave is returned, whatever its status.
+/// - Every failure throws `SovariaSync.SyncTransportError`: no network (not connected, cannot
+///   connect or find the host, DNS, connection lost, timed out, no data allowed) with code
+///   `offline`, which the controller recognises; a path that makes no http(s) URL with
+///   `invalidRequest`; an answer that is not HTTP with `invalidResponse`; anything else with
+///   `failed`. Every answer the server gave is returned, whatever its status.
 ///
 /// ```swift
 /// let transport = URLSessionTransport(
@@ -71,9 +72,10 @@ public final class URLSessionTransport: SyncTransport {
 
     /// Sends `request` and returns the server's answer, whatever its status.
     ///
-    /// - Throws: `SovariaSync.SyncTransportError.offline(_:)` when the request did not reach
-    ///   the server for lack of network; ``URLSessionTransportError`` for a path that makes no
-    ///   URL, an answer that is not HTTP, or another failure.
+    /// - Throws: `SovariaSync.SyncTransportError`: code `offline` when the request did not reach
+    ///   the server for lack of network; `invalidRequest` for a path that makes no http(s) URL,
+    ///   `invalidResponse` for an answer that is not HTTP, `failed` for another failure. The token
+    ///   provider's errors pass through as they are.
     public func send(_ request: DataRequest) async throws -> DataResponse {
         var request = request
         if !Self.isRead(request.method), request.header(SovariaOffline.idempotencyHeader) == nil {
@@ -98,10 +100,13 @@ public final class URLSessionTransport: SyncTransport {
         } catch let error as URLError where Self.offlineCodes.contains(error.code) {
             throw SyncTransportError.offline("\(request.method) \(request.path): \(error.localizedDescription)")
         } catch {
-            throw URLSessionTransportError.failed(request.method + " " + request.path, String(describing: error))
+            throw SyncTransportError(.failed, "\(request.method) \(request.path) failed: \(error)")
         }
         guard let http = response as? HTTPURLResponse else {
-            throw URLSessionTransportError.notHTTP(request.method + " " + request.path)
+            throw SyncTransportError(
+                .invalidResponse,
+                "\(request.method) \(request.path): the answer was not HTTP: check that the base URL points at the API."
+            )
         }
         var headers: [String: String] = [:]
         for (name, value) in http.allHeaderFields {
@@ -113,7 +118,10 @@ public final class URLSessionTransport: SyncTransport {
     private func makeURLRequest(_ request: DataRequest, token: String?) throws -> URLRequest {
         guard let url = URL(string: request.path, relativeTo: baseURL)?.absoluteURL,
             url.scheme == "http" || url.scheme == "https"
-        else { throw URLSessionTransportError.badPath(request.path) }
+        else {
+            throw SyncTransportError(
+                .invalidRequest, "The path \(request.path) does not make an http(s) URL with the base URL: check both.")
+        }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method
         urlRequest.timeoutInterval = configuration.timeout.timeInterval
@@ -159,24 +167,5 @@ extension URLSessionTransport {
 
         /// The defaults.
         public init() {}
-    }
-}
-
-/// What ``URLSessionTransport`` throws besides "offline".
-public enum URLSessionTransportError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The request's path does not make an HTTP(S) URL with the base URL.
-    case badPath(String)
-    /// The answer to the request (method and path) was not HTTP.
-    case notHTTP(String)
-    /// The request (method and path) failed for a reason other than the network.
-    case failed(String, String)
-
-    /// What went wrong and what to do.
-    public var description: String {
-        switch self {
-        case .badPath(let path): "The path \(path) does not make an http(s) URL with the base URL: check both."
-        case .notHTTP(let request): "\(request): the answer was not HTTP."
-        case .failed(let request, let reason): "\(request) failed: \(reason)"
-        }
     }
 }

@@ -90,7 +90,7 @@ extension SovariaOffline {
             let delivery: Delivery
             do {
                 delivery = try await deliver(head)
-            } catch let error as SyncTransportError {
+            } catch let error as SyncTransportError where error.code == .offline {
                 wentOffline(error, leaving: head)
                 return (synced, false, held)
             } catch {

@@ -24,16 +24,17 @@ extension SovariaOffline {
     ///   once the writes sync; an inexact one shows what is known and says why
     ///   (``LocalRead/inexactReasons``). Without an overlay, pending writes are not applied and
     ///   the answer says so.
-    /// - Throws: ``SyncTransportError/offline(_:)`` when offline with nothing cached and no
-    ///   pending write that answers the read; ``ServerError`` for an answer that is neither 2xx
-    ///   nor 304.
+    /// - Throws: ``SyncTransportError`` with ``SyncTransportError/Code/offline`` when offline with
+    ///   nothing cached and no pending write that answers the read; ``SovariaOfflineError`` with
+    ///   ``SovariaOfflineError/Code/unexpectedStatus`` for an answer that is neither 2xx nor 304;
+    ///   the transport's other errors as they are.
     public func read(
         _ request: DataRequest, policy: ReadPolicy = .cacheFirstThenNetwork, maxAge: Duration? = nil
     ) async throws -> LocalRead {
         let server: CacheRead
         do {
             server = try await readThroughCache(request, policy: policy, maxAge: maxAge)
-        } catch let error as SyncTransportError {
+        } catch let error as SyncTransportError where error.code == .offline {
             // Offline with nothing cached: rows written offline may still answer.
             let local = try await overlaid(request, on: nil)
             guard local.body != nil else { throw error }

@@ -20,13 +20,19 @@ extension SovariaOffline {
             let response: DataResponse
             do {
                 response = try await transport.send(conditional)
-            } catch let error as SyncTransportError {
+            } catch let error as SyncTransportError where error.code == .offline {
                 wentOffline(error)
                 throw error
             }
             reachedServer()
             let serverTime = response.header("Date").flatMap(HTTPDate.parse) ?? configuration.clock()
-            guard response.status == 304 || response.isSuccess else { throw ServerError(response: response) }
+            guard response.status == 304 || response.isSuccess else {
+                throw SovariaOfflineError(
+                    .unexpectedStatus,
+                    "\(request.method) \(request.path): the server answered \(response.status) (\(response.body)); "
+                        + "nothing was cached: check the request, or try again later for a 5xx.",
+                    response: response)
+            }
             if response.status == 304 { return .notModified(serverTime: serverTime) }
             return .response(body: response.body, serverTime: serverTime, etag: response.header("ETag"))
         }

@@ -79,7 +79,7 @@ extension SovariaOffline {
                     }
                     if !Self.isRetryable(response.status) { return .sent(response) }
                 }
-            } catch let error as SyncTransportError {
+            } catch let error as SyncTransportError where error.code == .offline {
                 noNetwork = error
             }
         }

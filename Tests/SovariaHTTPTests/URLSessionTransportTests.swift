@@ -18,11 +18,22 @@ import Testing
                 let response = try await transport.send(request)
                 Issue.record("a stopped server answered \(response.status)")
             } catch let error as SyncTransportError {
-                guard case .offline = error else { return }
+                #expect(error.code == .offline, "\(error)")
             } catch {
                 Issue.record("expected offline, got \(error)")
             }
         }
+    }
+
+    @Test func aPathThatMakesNoHTTPURLIsAnInvalidRequestAndSendsNothing() async throws {
+        let server = try await RESTServer.start()
+        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: TestTokens())
+        let error = await #expect(throws: SyncTransportError.self) {
+            try await transport.send(DataRequest(method: "GET", path: "ftp://example.com/rest/v1/notes"))
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.message.contains("ftp://example.com/rest/v1/notes") == true)
+        #expect(try await server.requests().isEmpty)
     }
 
     @Test func writesCarryAnIdempotencyKeyAndReadsNone() async throws {

@@ -18,6 +18,8 @@ final class ScriptedTransport: SyncTransport {
         var applied: [String] = []
         /// The next answer is lost after the server applied the write: the client sees no network.
         var loseNextAnswer = false
+        /// Thrown by every send, before the request reaches the server, while set.
+        var failure: SyncTransportError?
     }
 
     let state = Mutex(State())
@@ -25,6 +27,7 @@ final class ScriptedTransport: SyncTransport {
     func send(_ request: DataRequest) async throws -> DataResponse {
         try state.withLock { state in
             guard state.online else { throw SyncTransportError.offline("scripted: no network") }
+            if let failure = state.failure { throw failure }
             state.received.append(request)
             let answer = state.script.isEmpty ? state.defaultAnswer : state.script.removeFirst()
             if answer.isSuccess, request.method != "GET", let key = request.headers["Idempotency-Key"],
@@ -46,6 +49,7 @@ final class ScriptedTransport: SyncTransport {
     }
 
     func loseNextAnswer() { state.withLock { $0.loseNextAnswer = true } }
+    func fail(with failure: SyncTransportError?) { state.withLock { $0.failure = failure } }
     func answer(_ responses: DataResponse...) { state.withLock { $0.script += responses } }
     var received: [DataRequest] { state.withLock { $0.received } }
     var applied: [String] { state.withLock { $0.applied } }
