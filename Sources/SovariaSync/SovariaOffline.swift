@@ -33,11 +33,12 @@ import Synchronization
 ///   `false`), and ``Configuration/flushInterval`` while writes are pending; all share one running
 ///   flush.
 /// - Reads: ``read(_:policy:maxAge:)`` goes through the query cache, keyed by the request's method
-///   and path; offline, it answers from the last cached result. A synced write to a table
-///   (`/rest/v1/<table>`) marks that table's cached lists stale.
+///   and path; offline, it answers from the last cached result. A synced write to a table (as
+///   ``Configuration/api`` names tables) marks that table's cached lists stale.
 ///
 /// ```swift
-/// let offline = try await SovariaOffline(store: try SQLiteOfflineStore(fileURL: url), transport: api)
+/// let offline = try await SovariaOffline(
+///     store: try SQLiteOfflineStore(fileURL: url), transport: transport, configuration: .init(api: PostgREST()))
 /// let outcome = try await offline.write(DataRequest(method: "POST", path: "/rest/v1/notes", body: json))
 /// for await error in offline.syncErrors { show(error) }
 /// ```
@@ -140,7 +141,7 @@ public final class SovariaOffline: Sendable {
     /// Opens the controller on `store`: its queue (what an earlier run left is flushed by the first
     /// trigger), its rejected list and its cache.
     public init(
-        store: any OfflineStore, transport: any SyncTransport, configuration: Configuration = .init()
+        store: any OfflineStore, transport: any SyncTransport, configuration: Configuration
     )
         async throws
     {
@@ -154,19 +155,19 @@ public final class SovariaOffline: Sendable {
         cacheConfiguration.size = configuration.cacheSize
         cacheConfiguration.clock = configuration.clock
         cacheConfiguration.memoryPressure = configuration.memoryPressure
-        let (signals, synced) = (signals, synced)
+        let (signals, synced, api) = (signals, synced, configuration.api)
         cacheConfiguration.onEviction = { _ in signals.changed(table: nil) }
         cacheConfiguration.onStored = { query in
             // The answer now cached holds the writes synced before its fetch started.
             synced.stored(query)
-            signals.changed(table: Self.table(ofCacheKey: query))
+            signals.changed(table: Self.table(ofCacheKey: query, api: api))
         }
         cache = try await QueryCache(store: store, configuration: cacheConfiguration)
         (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
         // Before the timer's first flush: held rows must be known. A damaged rejected entry holds
         // nothing back (it is reported when the app lists the rejected writes).
         let conflicts = ConflictIndex(
-            (try? await queue.rejected()) ?? [], rules: configuration.conflictRules)
+            (try? await queue.rejected()) ?? [], rules: configuration.conflictRules, api: configuration.api)
         state.withLock { $0.conflicts = conflicts }
         // The writes an earlier run left waiting for a conflict count at once, not at the first flush.
         if !conflicts.isEmpty, let pending = try? await queue.pending() {
@@ -240,7 +241,7 @@ public final class SovariaOffline: Sendable {
             return try await resolve(rejectedID, with: conflict.write.request)
         }
         let write = try await writeGate.withGate { _ in try await queue.requeue(rejectedID) }
-        signals.changed(table: write.request.table)
+        signals.changed(table: api.table(of: write.request))
         return write
     }
 
@@ -274,7 +275,7 @@ public final class SovariaOffline: Sendable {
     ///   `OfflineStoreError`; ``SovariaOfflineError/Code/closed`` after ``close()``.
     public func write(_ request: DataRequest) async throws -> WriteOutcome {
         try checkOpen()
-        defer { signals.changed(table: request.table) }
+        defer { signals.changed(table: api.table(of: request)) }
         return try await writeGate.withGate { gated in try await sendOrQueue(request, gated) }
     }
 
@@ -450,7 +451,7 @@ public final class SovariaOffline: Sendable {
                 try await queue.remove(head.id, updating: try await followers(of: head, newVersion: newVersion))
                 state.withLock { $0.retryNotBefore = nil }
                 try await markTableStale(of: head.request)
-                signals.changed(table: head.request.table)
+                signals.changed(table: api.table(of: head.request))
                 synced += 1
             case .noMatch(let response), .conflict(let response, _, _):
                 var serverRow: String?
@@ -466,7 +467,7 @@ public final class SovariaOffline: Sendable {
                 }
                 if reason == .conflict { await reloadConflicts() }
                 state.withLock { $0.retryNotBefore = nil }
-                signals.changed(table: head.request.table)
+                signals.changed(table: api.table(of: head.request))
             case .retry(let response):
                 try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
                 return (synced, false, held)
@@ -487,7 +488,7 @@ public final class SovariaOffline: Sendable {
                     {
                         report(SyncError(kind: .rejected(rejected), write: head, message: response.body))
                     }
-                    signals.changed(table: head.request.table)
+                    signals.changed(table: api.table(of: head.request))
                 default:
                     try await retryLater(
                         head, response: response, message: "HTTP \(response.status): \(response.body)")
@@ -502,7 +503,8 @@ public final class SovariaOffline: Sendable {
         let conflicts = state.withLock { $0.conflicts }
         if conflicts.isEmpty { return (try await queue.head(), 0) }
         let (write, passedOver) = try await queue.firstPending { [self] write in
-            !conflicts.holds(write.request, keyColumn: conflictRule(of: write.request.table).keyColumn)
+            !conflicts.holds(
+                write.request, keyColumn: conflictRule(of: api.table(of: write.request)).keyColumn, api: api)
         }
         return (write, passedOver)
     }
@@ -583,9 +585,9 @@ public final class SovariaOffline: Sendable {
     }
 
     /// The table of the read a cache key names (`nil` for a path that names none).
-    static func table(ofCacheKey key: String) -> String? {
+    static func table(ofCacheKey key: String, api: any DataAPI) -> String? {
         guard let space = key.firstIndex(of: " ") else { return nil }
-        return DataRequest(method: String(key[..<space]), path: String(key[key.index(after: space)...])).table
+        return api.table(of: DataRequest(method: String(key[..<space]), path: String(key[key.index(after: space)...])))
     }
 
     // MARK: - Lifetime
@@ -679,7 +681,7 @@ public final class SovariaOffline: Sendable {
     static let tablesPrefix = "sov:meta:tables:"
 
     private func rememberTable(of request: DataRequest, query: String) async throws {
-        guard let table = request.table else { return }
+        guard let table = api.table(of: request) else { return }
         let known = try await queriesByTable()
         guard known[table]?.contains(query) != true else { return }
         let hash = String(EntryChecksum.of(key: table, value: query), radix: 16)
@@ -689,7 +691,7 @@ public final class SovariaOffline: Sendable {
 
     private func markTableStale(of request: DataRequest) async throws {
         let known = try await queriesByTable()
-        guard !known.isEmpty, let table = request.table else { return }
+        guard !known.isEmpty, let table = api.table(of: request) else { return }
         for query in known[table] ?? [] { try await cache.markStale(query) }
     }
 
