@@ -75,7 +75,8 @@ DOCC ?= $(shell command -v docc 2>/dev/null || { command -v xcrun >/dev/null 2>&
 DOCS_SCRATCH ?= .build/docs-scratch
 DOCS_SYMBOLS ?= .build/docs-symbols
 DOCC_FLAGS ?=
-DOC_MODULES := Sovaria SovariaCache SovariaQueue SovariaSync SovariaHTTP SovariaFiles SovariaObjects SovariaSodium \
+DOC_MODULES := Sovaria SovariaCache SovariaQueue SovariaSync SovariaPostgREST SovariaHTTP SovariaFiles SovariaObjects \
+	SovariaSodium \
 	SovariaSQLite SovariaLMDB SovariaLevelDB SovariaPostgres SovariaTestKit
 
 docs:

@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
         .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
         .library(name: "SovariaSync", targets: ["SovariaSync"]),
+        .library(name: "SovariaPostgREST", targets: ["SovariaPostgREST"]),
         .library(name: "SovariaHTTP", targets: ["SovariaHTTP"]),
         .library(name: "SovariaFiles", targets: ["SovariaFiles"]),
         .library(name: "SovariaObjects", targets: ["SovariaObjects"]),
@@ -71,8 +72,13 @@ let package = Package(
         .target(name: "SovariaQueue", dependencies: ["SovariaPlumbing", "Sovaria"]),
         // The offline controller (seed 003) over the cache and the queue; the network is a protocol.
         .target(name: "SovariaSync", dependencies: ["SovariaPlumbing", "Sovaria", "SovariaCache", "SovariaQueue"]),
-        // The HTTP transport (URLSession) and PostgREST's request conventions.
-        .target(name: "SovariaHTTP", dependencies: ["SovariaPlumbing", "SovariaSync", "SovariaCache", "SovariaQueue"]),
+        // Everything that knows PostgREST: the API adapter (paths, filters, headers), request
+        // builders, coders, and the overlay that evaluates PostgREST queries on cached answers.
+        .target(name: "SovariaPostgREST", dependencies: ["SovariaPlumbing", "SovariaQueue", "SovariaSync"]),
+        // The HTTP transport (URLSession) and its access tokens.
+        .target(
+            name: "SovariaHTTP",
+            dependencies: ["SovariaPlumbing", "SovariaSync", "SovariaCache", "SovariaQueue", "SovariaPostgREST"]),
         // The file cache (seed 000): files in a folder, their metadata in any `OfflineStore`.
         .target(name: "SovariaFiles", dependencies: ["SovariaPlumbing", "Sovaria"]),
         // Codable objects by id in any `OfflineStore`, their changes and an observable model (issue 39).
@@ -82,7 +88,7 @@ let package = Package(
             name: "sovaria-bench",
             dependencies: [
                 "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
-                "SovariaLevelDB", "SovariaSodium", "SovariaPostgres", "SovariaFiles", "SovariaHTTP",
+                "SovariaLevelDB", "SovariaSodium", "SovariaPostgres", "SovariaFiles", "SovariaHTTP", "SovariaPostgREST",
                 "SovariaObjects", "SovariaWorkloads", "SovariaPlumbing", "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
                 "CHeap",
                 // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
@@ -112,7 +118,10 @@ let package = Package(
         // `make demo`: a small notes app on Sovaria against the test server.
         .executableTarget(
             name: "sovaria-notes",
-            dependencies: ["Sovaria", "SovariaCache", "SovariaSQLite", "SovariaHTTP", "SovariaQueue", "SovariaSync"],
+            dependencies: [
+                "Sovaria", "SovariaCache", "SovariaSQLite", "SovariaHTTP", "SovariaPostgREST", "SovariaQueue",
+                "SovariaSync",
+            ],
             path: "Examples/sovaria-notes"
         ),
 
@@ -134,7 +143,7 @@ let package = Package(
             name: "sovaria-crash-writer",
             dependencies: [
                 "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres", "SovariaQueue",
-                "SovariaSync", "SovariaHTTP", "SovariaFiles", "SovariaSodium",
+                "SovariaSync", "SovariaHTTP", "SovariaPostgREST", "SovariaFiles", "SovariaSodium",
             ],
             path: "Tests/sovaria-crash-writer"
         ),
@@ -150,6 +159,7 @@ let package = Package(
             name: "SovariaCrashTests",
             dependencies: [
                 "sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaPostgres", "SovariaQueue", "SovariaSync",
+                "SovariaPostgREST",
                 "SovariaTestServers", "SovariaFiles",
             ]
         ),
@@ -167,17 +177,22 @@ let package = Package(
                 "SovariaTestEngines",
                 "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria", "SovariaTestKit", "SovariaSQLite",
                 "SovariaLMDB", "SovariaLevelDB", "SovariaSodium", "SovariaTestServers", "SovariaHTTP",
-                "SovariaPostgres",
+                "SovariaPostgREST", "SovariaPostgres",
             ]
         ),
         // The HTTP transport, end to end against PostgreSQL behind Tests/Server/restserver.py.
         .testTarget(
             name: "SovariaHTTPTests",
             dependencies: [
-                "SovariaHTTP", "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria", "SovariaTestKit",
-                "SovariaSQLite", "SovariaLevelDB", "SovariaLMDB", "SovariaSodium", "SovariaTestServers",
-                "sovaria-crash-writer",
+                "SovariaHTTP", "SovariaPostgREST", "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria",
+                "SovariaTestKit", "SovariaSQLite", "SovariaLevelDB", "SovariaLMDB", "SovariaSodium",
+                "SovariaTestServers", "sovaria-crash-writer",
             ]
+        ),
+        // The PostgREST adapter, builders, coders and overlay, without a server.
+        .testTarget(
+            name: "SovariaPostgRESTTests",
+            dependencies: ["SovariaPostgREST", "SovariaSync", "SovariaQueue", "Sovaria", "SovariaTestKit"]
         ),
         // Runs the benchmark executable (built because the target depends on it) in a quick mode.
         .testTarget(

@@ -1,7 +1,7 @@
 import CHeap
 import CSQLite
 import Foundation
-import SovariaHTTP
+import SovariaPostgREST
 import SovariaSync
 
 /// The bytes the C heap has in use, or `nil` where that is not known (no glibc).

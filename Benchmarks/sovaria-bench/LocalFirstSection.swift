@@ -1,6 +1,6 @@
 import Foundation
 import Sovaria
-import SovariaHTTP
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSQLite
 import SovariaSync
@@ -135,7 +135,7 @@ struct LocalFirstSection {
             engine == "memory"
             ? MemoryOfflineStore()
             : try SQLiteOfflineStore(fileURL: folder.appendingPathComponent("s.sqlite"), durability: .flushed)
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.overlay = overlay
         configuration.maxQueued = 10_000
         let transport = ListServer(body: count == rows ? body : Self.body(rows: count))

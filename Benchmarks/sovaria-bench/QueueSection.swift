@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import Synchronization
@@ -99,7 +100,7 @@ struct QueueSection {
     private func measureFlush(_ store: any OfflineStore, engine: String, variant: String) async throws -> Measurement {
         let calls = min(options.keyCount, options.pick(quick: 200, standard: 300, full: 1_000))
         let server = InstantServer()
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.maxQueued = .max
         configuration.timer = IdleTimer()
         let offline = try await SovariaOffline(store: store, transport: server, configuration: configuration)

@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 import SovariaCache
 import SovariaHTTP
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSQLite
 import SovariaSync
@@ -52,7 +53,7 @@ enum SovariaNotes {
             configuration: {
                 var c = URLSessionTransport.Configuration(); c.timeout = .seconds(5); return c
             }())
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         // Read-your-writes: the notes and tasks written offline show in `list` and `tasks` at once.
         // The test server's database orders text by its bytes (the C collation); `done` defaults
         // to false, a new task's `version` to 1.

@@ -1,10 +1,11 @@
-/// A request to the data API as the write queue stores it: method, path with query, headers
-/// and body, exactly as they will be sent.
+/// An HTTP request to the data API as the write queue stores it: method, path with query,
+/// headers and body, exactly as they will be sent. What the path means (which table, which row)
+/// is the API adapter's to say (`PostgREST` in SovariaPostgREST).
 ///
 /// ```swift
 /// let insert = DataRequest(
 ///     method: "POST", path: "/rest/v1/notes", headers: ["Prefer": "return=minimal"], body: #"{"title":"Hi"}"#)
-/// insert.table  // "notes"
+/// insert.header("prefer")  // "return=minimal"
 /// ```
 public struct DataRequest: Sendable, Hashable, Codable {
     /// The HTTP method: `"GET"`, `"POST"`, `"PATCH"`, `"DELETE"`, …
@@ -17,7 +18,7 @@ public struct DataRequest: Sendable, Hashable, Codable {
     /// with ``setHeader(_:_:)``, which replaces every spelling, so a request never carries two
     /// spellings of one header.
     public var headers: [String: String]
-    /// The body, if any (JSON for the data API).
+    /// The body, if any.
     public var body: String?
     /// What a controller does when this update or delete matches no row on the server; `nil`
     /// follows the table's rule (by default ``NoMatchPolicy/reject``). Kept with the queued
@@ -61,20 +62,5 @@ public struct DataRequest: Sendable, Hashable, Codable {
 
     private static func lowercasedASCII(_ byte: UInt8) -> UInt8 {
         (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
-    }
-
-    /// The table a PostgREST path names: `"notes"` for `"/rest/v1/notes?id=eq.7"`
-    /// (percent-decoded), `nil` for any other path, including a function call
-    /// (`"/rest/v1/rpc/…"`), which may change any table.
-    public var table: String? {
-        let prefix = "/rest/v1/".utf8
-        guard path.utf8.starts(with: prefix) else { return nil }
-        let rest = path.utf8.dropFirst(prefix.count)
-        let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
-        let name = String(Substring(rest[..<(end ?? rest.endIndex)]))
-        guard !name.isEmpty, name != "rpc" else { return nil }
-        // Percent-decoding goes through Foundation (microseconds on Linux): only when needed.
-        guard name.utf8.contains(UInt8(ascii: "%")) else { return name }
-        return name.removingPercentEncoding ?? name
     }
 }

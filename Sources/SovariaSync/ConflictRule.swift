@@ -9,7 +9,7 @@ import SovariaQueue
 /// of the row the app read and is sent with it in its filter (`id=eq.n1&version=eq.7`).
 ///
 /// ```swift
-/// var configuration = SovariaOffline.Configuration()
+/// var configuration = SovariaOffline.Configuration(api: PostgREST())
 /// configuration.conflictRules["notes"] = ConflictRule(versionColumn: "version", onConflict: .reject)
 /// ```
 public struct ConflictRule: Sendable, Hashable {

@@ -41,7 +41,8 @@ final class LiveQueryFollower {
 
     init(_ query: LiveQuery) {
         self.query = query
-        changes = query.offline.signals.follow(table: query.request.table ?? "").makeAsyncIterator()
+        changes = query.offline.signals.follow(table: query.offline.api.table(of: query.request) ?? "")
+            .makeAsyncIterator()
         reader = query.offline.cache.startReading(SovariaOffline.cacheKey(of: query.request))
     }
 

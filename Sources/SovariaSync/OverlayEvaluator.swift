@@ -4,7 +4,7 @@ import SovariaQueue
 /// table applied, by the rules of the API the writes are sent to.
 ///
 /// ``SovariaOffline`` stays transport-agnostic: it hands the evaluator the read, the cached body
-/// and the writes, and shows what comes back. `PostgRESTOverlay` (in SovariaHTTP) is the
+/// and the writes, and shows what comes back. `PostgRESTOverlay` (in SovariaPostgREST) is the
 /// evaluator for PostgREST; an app on another API plugs its own.
 ///
 /// - Important: Called from any task, often (every read and every live-query update): keep it

@@ -4,8 +4,12 @@ import SovariaCache
 import SovariaQueue
 
 extension SovariaOffline {
-    /// How a controller queues, retries and caches; every field has a default.
+    /// How a controller queues, retries and caches; every field but ``api`` has a default.
     public struct Configuration: Sendable {
+        /// The API adapter: how the controller reads the dialect of the data API it talks to
+        /// (tables, row filters, the headers that ask for changed rows). `PostgREST()` from
+        /// SovariaPostgREST for a PostgREST API.
+        public var api: any DataAPI
         /// Writes waiting at once; past this a new offline write throws `WriteQueueError` with
         /// code `.queueFull` (`OFFLINE_QUEUE_FULL`). Default: ``SovariaOffline/maxQueued``.
         public var maxQueued: Int = SovariaOffline.maxQueued
@@ -40,7 +44,7 @@ extension SovariaOffline {
         public var jitter: @Sendable () -> Double = { Double.random(in: 0...1) }
 
         /// Applies the pending writes of a read's table to its cached answer (read-your-writes):
-        /// `PostgRESTOverlay()` from SovariaHTTP for a PostgREST API. Default: `nil` (answers are
+        /// `PostgRESTOverlay()` from SovariaPostgREST for a PostgREST API. Default: `nil` (answers are
         /// the server's, and say that pending writes were not applied).
         public var overlay: (any OverlayEvaluator)?
         /// How each table's updates and deletes are checked against the server's rows, by table
@@ -49,16 +53,19 @@ extension SovariaOffline {
         /// rejected with `RejectionReason.noMatchingRow`, and no version is checked. Default: none.
         public var conflictRules: [String: ConflictRule] = [:]
         /// Makes the decoder of ``SovariaOffline/read(_:as:policy:maxAge:)`` and
-        /// ``SovariaOffline/observe(_:as:policy:maxAge:)``. Default: ``JSONCoding/makeDecoder()``
-        /// (PostgREST's JSON: ISO 8601 dates, with or without fractional seconds).
-        public var makeDecoder: @Sendable () -> JSONDecoder = { JSONCoding.makeDecoder() }
+        /// ``SovariaOffline/observe(_:as:policy:maxAge:)``. Default: the ``api``'s
+        /// ``DataAPI/makeDecoder()``.
+        public var makeDecoder: @Sendable () -> JSONDecoder
         /// Where the controller hears that the system runs short of memory: the query cache's
         /// memory layer sheds (`QueryCache.shedMemory(for:)`) and the local-first answers kept
         /// for repeated reads are dropped (they are computed again on the next read). `nil`
         /// turns this off. Default: `MemoryPressureSources.system`.
         public var memoryPressure: (any MemoryPressureSource)? = MemoryPressureSources.system
 
-        /// The defaults.
-        public init() {}
+        /// The defaults, for the API `api` speaks.
+        public init(api: any DataAPI) {
+            self.api = api
+            makeDecoder = { api.makeDecoder() }
+        }
     }
 }

@@ -21,6 +21,9 @@ extension SovariaOffline {
         case answered(DataResponse)
     }
 
+    /// The API adapter of the configuration.
+    var api: any DataAPI { configuration.api }
+
     /// The rule of `table`: the configured one, or the defaults.
     func conflictRule(of table: String?) -> ConflictRule {
         table.flatMap { configuration.conflictRules[$0] } ?? ConflictRule()
@@ -37,20 +40,20 @@ extension SovariaOffline {
     /// - Throws: ``SyncTransportError`` when a request did not reach the server; the transport's
     ///   other errors.
     func deliver(_ write: QueuedWrite) async throws -> Delivery {
-        let rule = conflictRule(of: write.request.table)
+        let rule = conflictRule(of: api.table(of: write.request))
         var request = write.request
         let key = request.header(Self.idempotencyHeader) ?? write.id
         request.setHeader(Self.idempotencyHeader, key)
-        let checked = Self.changesRows(request)
-        if checked { request.setHeader("Prefer", Self.askingForRows(request.header("Prefer"))) }
+        let checked = changesRows(request)
+        if checked { request = api.askingForRows(request) }
         let response = try await transport.send(request)
         guard response.isSuccess else { return .answered(response) }
-        guard checked, let touched = RowJSON.rowsTouched(response) else {
+        guard checked, let touched = api.rowsTouched(by: response) else {
             return .applied(response, sent: request, newVersion: nil)
         }
         if touched > 0 { return .applied(response, sent: request, newVersion: newVersion(in: response, rule)) }
-        if let versionColumn = rule.versionColumn, RowFilters.equalValue(of: versionColumn, in: request.path) != nil {
-            let current = try await transport.send(Self.readingRow(of: request, without: versionColumn))
+        if let versionColumn = rule.versionColumn, api.equalValue(of: versionColumn, in: request.path) != nil {
+            let current = try await transport.send(readingRow(of: request, without: versionColumn))
             guard current.isSuccess else {
                 // A 401 goes through the refresh and the write is sent again (its key replays the
                 // answer); a refusal to read the row is the write's refusal.
@@ -63,11 +66,11 @@ extension SovariaOffline {
                 case .serverWins: return .conflict(response, serverRow: RowJSON.text(row), reason: .serverWon)
                 case .clientWins:
                     var forced = request
-                    forced.path = RowFilters.removing(versionColumn, from: request.path)
+                    forced.path = api.removingFilters(on: versionColumn, from: request.path)
                     forced.setHeader(Self.idempotencyHeader, key + ":client-wins")
                     let again = try await transport.send(forced)
                     guard again.isSuccess else { return .answered(again) }
-                    if RowJSON.rowsTouched(again) != 0 {
+                    if api.rowsTouched(by: again) != 0 {
                         return .applied(again, sent: forced, newVersion: newVersion(in: again, rule))
                     }
                 }
@@ -78,31 +81,18 @@ extension SovariaOffline {
     }
 
     /// The `GET` of the rows `write` targets, with its filters less the version and its headers
-    /// less those of a write (a schema chosen for the write is chosen for the read).
-    static func readingRow(of write: DataRequest, without versionColumn: String) -> DataRequest {
-        var read = DataRequest(method: "GET", path: RowFilters.removing(versionColumn, from: write.path))
-        for (name, value) in write.headers.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-            switch name.lowercased() {
-            case "prefer", "content-type", idempotencyHeader.lowercased(): continue
-            case "content-profile": read.setHeader("Accept-Profile", value)
-            default: read.setHeader(name, value)
-            }
-        }
+    /// less those of a write (the adapter's ``DataAPI/readingRows(of:without:)``, less the
+    /// idempotency key).
+    func readingRow(of write: DataRequest, without versionColumn: String) -> DataRequest {
+        var read = api.readingRows(of: write, without: versionColumn)
+        read.setHeader(Self.idempotencyHeader, nil)
         return read
     }
 
     /// An update or delete of a table: its answer can say how many rows it changed.
-    static func changesRows(_ request: DataRequest) -> Bool {
+    func changesRows(_ request: DataRequest) -> Bool {
         let method = request.method.uppercased()
-        return (method == "PATCH" || method == "DELETE") && request.table != nil
-    }
-
-    /// `prefer` with `return=representation` in place of any other `return=`.
-    static func askingForRows(_ prefer: String?) -> String {
-        let kept = (prefer ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
-            !$0.isEmpty && !$0.utf8.starts(with: "return=".utf8)
-        }
-        return (kept + ["return=representation"]).joined(separator: ",")
+        return (method == "PATCH" || method == "DELETE") && api.table(of: request) != nil
     }
 
     private func newVersion(in response: DataResponse, _ rule: ConflictRule) -> String? {
@@ -114,10 +104,10 @@ extension SovariaOffline {
     /// update or delete of a table with a version column that names its row by key and has no
     /// version filter yet. Unchanged when no cached answer holds the row.
     func recordingVersion(_ request: DataRequest) async throws -> DataRequest {
-        guard Self.changesRows(request), let table = request.table, let rule = configuration.conflictRules[table],
+        guard changesRows(request), let table = api.table(of: request), let rule = configuration.conflictRules[table],
             let versionColumn = rule.versionColumn,
-            !RowFilters.filters(on: versionColumn, in: request.path),
-            let key = RowFilters.equalValue(of: rule.keyColumn, in: request.path)
+            !api.filters(on: versionColumn, in: request.path),
+            let key = api.equalValue(of: rule.keyColumn, in: request.path)
         else { return request }
         // The answer fetched last: by the server's time (whole seconds), then by the device's.
         var newest: (fetched: (Date, Date), version: String)?
@@ -125,7 +115,7 @@ extension SovariaOffline {
             guard let response = try await cache.cachedResponse(for: query),
                 newest.map({ (response.serverTime, response.fetchedAt) > $0.fetched }) ?? true,
                 let row = RowJSON.rows(response.body)?.first(where: {
-                    RowFilters.same(RowJSON.filterText($0[rule.keyColumn]), key)
+                    RowJSON.same(RowJSON.filterText($0[rule.keyColumn]), key)
                 }),
                 let version = RowJSON.filterText(row[versionColumn])
             else { continue }
@@ -134,7 +124,7 @@ extension SovariaOffline {
         guard let cached = newest?.version else { return request }
         let version = currentVersion(of: table, key: key, from: cached)
         var recorded = request
-        recorded.path = RowFilters.setting(versionColumn, equalTo: version, in: request.path)
+        recorded.path = api.settingFilter(on: versionColumn, equalTo: version, in: request.path)
         return recorded
     }
 
@@ -144,7 +134,7 @@ extension SovariaOffline {
             var current = version
             for _ in 0..<state.replacedVersions.count {
                 guard let next = state.replacedVersions[Self.rowVersionKey(table, key, current)],
-                    !RowFilters.same(next, current)
+                    !RowJSON.same(next, current)
                 else { break }
                 current = next
             }
@@ -161,10 +151,10 @@ extension SovariaOffline {
     /// Remembers that the row `request` names by key is at `newVersion` now, past the version
     /// `request`'s filter expected: a write of this device's replaced it, or a conflict showed it.
     func recordVersion(_ newVersion: String?, replacingTheOneExpectedBy request: DataRequest) {
-        let rule = conflictRule(of: request.table)
-        guard let newVersion, let table = request.table, let versionColumn = rule.versionColumn,
-            let expected = RowFilters.equalValue(of: versionColumn, in: request.path),
-            let key = RowFilters.equalValue(of: rule.keyColumn, in: request.path)
+        let rule = conflictRule(of: api.table(of: request))
+        guard let newVersion, let table = api.table(of: request), let versionColumn = rule.versionColumn,
+            let expected = api.equalValue(of: versionColumn, in: request.path),
+            let key = api.equalValue(of: rule.keyColumn, in: request.path)
         else { return }
         state.withLock { state in
             // A bound, not a cache: past it the oldest knowledge is of rows long refetched.
@@ -183,14 +173,14 @@ extension SovariaOffline {
     /// `write` expecting the row's version as this device's own writes left it, stored before it
     /// is sent (so a replay after a crash sends the same request under the same key).
     func expectingCurrentVersion(_ write: QueuedWrite) async throws -> QueuedWrite {
-        let rule = conflictRule(of: write.request.table)
-        guard let table = write.request.table, let versionColumn = rule.versionColumn,
-            let expected = RowFilters.equalValue(of: versionColumn, in: write.request.path),
-            let key = RowFilters.equalValue(of: rule.keyColumn, in: write.request.path)
+        let rule = conflictRule(of: api.table(of: write.request))
+        guard let table = api.table(of: write.request), let versionColumn = rule.versionColumn,
+            let expected = api.equalValue(of: versionColumn, in: write.request.path),
+            let key = api.equalValue(of: rule.keyColumn, in: write.request.path)
         else { return write }
         let current = currentVersion(of: table, key: key, from: expected)
-        guard !RowFilters.same(current, expected) else { return write }
-        let moved = Self.write(write, expecting: current, in: versionColumn)
+        guard !RowJSON.same(current, expected) else { return write }
+        let moved = self.write(write, expecting: current, in: versionColumn)
         try await queue.update([moved])
         return moved
     }
@@ -198,24 +188,24 @@ extension SovariaOffline {
     /// The queued writes after `head` to the same row that expected the version `head` expected,
     /// now expecting `newVersion`: they were made on top of `head`.
     func followers(of head: QueuedWrite, newVersion: String?) async throws -> [QueuedWrite] {
-        let rule = conflictRule(of: head.request.table)
+        let rule = conflictRule(of: api.table(of: head.request))
         guard let newVersion, let versionColumn = rule.versionColumn, queue.count > 1,
-            let expected = RowFilters.equalValue(of: versionColumn, in: head.request.path),
-            let key = RowFilters.equalValue(of: rule.keyColumn, in: head.request.path)
+            let expected = api.equalValue(of: versionColumn, in: head.request.path),
+            let key = api.equalValue(of: rule.keyColumn, in: head.request.path)
         else { return [] }
         return try await queue.pending().compactMap { write in
-            guard write.id != head.id, write.request.table == head.request.table,
-                RowFilters.same(RowFilters.equalValue(of: rule.keyColumn, in: write.request.path), key),
-                RowFilters.same(RowFilters.equalValue(of: versionColumn, in: write.request.path), expected)
+            guard write.id != head.id, api.table(of: write.request) == api.table(of: head.request),
+                RowJSON.same(api.equalValue(of: rule.keyColumn, in: write.request.path), key),
+                RowJSON.same(api.equalValue(of: versionColumn, in: write.request.path), expected)
             else { return nil }
-            return Self.write(write, expecting: newVersion, in: versionColumn)
+            return self.write(write, expecting: newVersion, in: versionColumn)
         }
     }
 
     /// `write` with its version filter on `column` set to `version`.
-    static func write(_ write: QueuedWrite, expecting version: String, in column: String) -> QueuedWrite {
+    func write(_ write: QueuedWrite, expecting version: String, in column: String) -> QueuedWrite {
         var request = write.request
-        request.path = RowFilters.setting(column, equalTo: version, in: request.path)
+        request.path = api.settingFilter(on: column, equalTo: version, in: request.path)
         return QueuedWrite(
             id: write.id, sequence: write.sequence, request: request, queuedAt: write.queuedAt,
             attempts: write.attempts, lastError: write.lastError)
@@ -224,7 +214,7 @@ extension SovariaOffline {
     /// Whether `request` must wait behind a conflict on its row.
     func isHeld(_ request: DataRequest) -> Bool {
         let conflicts = state.withLock { $0.conflicts }
-        return conflicts.holds(request, keyColumn: conflictRule(of: request.table).keyColumn)
+        return conflicts.holds(request, keyColumn: conflictRule(of: api.table(of: request)).keyColumn, api: api)
     }
 
     /// The ids of the conflicts waiting for the app: never dropped from the rejected list.
@@ -233,15 +223,15 @@ extension SovariaOffline {
     /// Holds `request`'s row before its conflict is stored, so that no write to the row slips
     /// past while the rejected list changes; ``reloadConflicts()`` then makes it exact.
     func holdProvisionally(_ request: DataRequest, id: String) {
-        let keyColumn = conflictRule(of: request.table).keyColumn
-        state.withLock { $0.conflicts.add(request, id: id, keyColumn: keyColumn) }
+        let keyColumn = conflictRule(of: api.table(of: request)).keyColumn
+        state.withLock { $0.conflicts.add(request, id: id, keyColumn: keyColumn, api: api) }
     }
 
     /// Reads the conflicts from the rejected list again (after it changed), one reload at a
     /// time. If the list cannot be read, the index keeps what it had.
     func reloadConflicts() async {
         try? await conflictReloads.withGate { _ in
-            let index = ConflictIndex(try await queue.rejected(), rules: configuration.conflictRules)
+            let index = ConflictIndex(try await queue.rejected(), rules: configuration.conflictRules, api: api)
             state.withLock { state in
                 state.conflicts = index
                 if index.isEmpty { state.waitingOnConflicts = 0 }
@@ -307,7 +297,7 @@ extension SovariaOffline {
                     .noSuchConflict, "No conflict waiting for the app has id \(conflictID): it was resolved or dropped."
                 )
             }
-            let rule = conflictRule(of: conflict.write.request.table)
+            let rule = conflictRule(of: api.table(of: conflict.write.request))
             var request = merged
             var version: String?
             if let versionColumn = rule.versionColumn, let serverRow = conflict.serverRow,
@@ -315,27 +305,27 @@ extension SovariaOffline {
             {
                 version = RowJSON.filterText(row[versionColumn])
                 if let version {
-                    request.path = RowFilters.setting(versionColumn, equalTo: version, in: request.path)
+                    request.path = api.settingFilter(on: versionColumn, equalTo: version, in: request.path)
                 }
                 // The app has seen the server's row: an edit made later against the cached row
                 // (still the version the conflicted write expected) expects the resolution's.
                 recordVersion(version, replacingTheOneExpectedBy: conflict.write.request)
             }
-            let key = ConflictIndex.key(of: conflict.write.request, keyColumn: rule.keyColumn)
+            let key = ConflictIndex.key(of: conflict.write.request, keyColumn: rule.keyColumn, api: api)
             let waiting = try await queue.pending().filter { write in
-                write.request.table == conflict.write.request.table
-                    && RowFilters.same(ConflictIndex.key(of: write.request, keyColumn: rule.keyColumn), key)
+                api.table(of: write.request) == api.table(of: conflict.write.request)
+                    && RowJSON.same(ConflictIndex.key(of: write.request, keyColumn: rule.keyColumn, api: api), key)
             }.map { write in
                 guard let version, let versionColumn = rule.versionColumn,
-                    RowFilters.equalValue(of: versionColumn, in: write.request.path) != nil
+                    api.equalValue(of: versionColumn, in: write.request.path) != nil
                 else { return write }
-                return Self.write(write, expecting: version, in: versionColumn)
+                return self.write(write, expecting: version, in: versionColumn)
             }
             return try await queue.resolve(
                 conflictID, with: request, id: WriteQueue.makeClientID(), moving: waiting)
         }
         await reloadConflicts()
-        signals.changed(table: resolution.request.table)
+        signals.changed(table: api.table(of: resolution.request))
         flushReleasedWrites()
         return resolution
     }

@@ -108,7 +108,7 @@ extension SovariaOffline {
                 try await queue.remove(head.id, updating: try await followers(of: head, newVersion: newVersion))
                 state.withLock { $0.retryNotBefore = nil }
                 try await markTableStale(of: head.request)
-                signals.changed(table: head.request.table)
+                signals.changed(table: api.table(of: head.request))
                 synced += 1
             case .noMatch(let response), .conflict(let response, _, _):
                 var serverRow: String?
@@ -124,7 +124,7 @@ extension SovariaOffline {
                 }
                 if reason == .conflict { await reloadConflicts() }
                 state.withLock { $0.retryNotBefore = nil }
-                signals.changed(table: head.request.table)
+                signals.changed(table: api.table(of: head.request))
             case .retry(let response):
                 try await retryLater(head, response: response, message: "HTTP \(response.status): \(response.body)")
                 return (synced, false, held)
@@ -145,7 +145,7 @@ extension SovariaOffline {
                     {
                         report(SyncError(kind: .rejected(rejected), write: head, message: response.body))
                     }
-                    signals.changed(table: head.request.table)
+                    signals.changed(table: api.table(of: head.request))
                 default:
                     try await retryLater(
                         head, response: response, message: "HTTP \(response.status): \(response.body)")
@@ -160,7 +160,8 @@ extension SovariaOffline {
         let conflicts = state.withLock { $0.conflicts }
         if conflicts.isEmpty { return (try await queue.head(), 0) }
         let (write, passedOver) = try await queue.firstPending { [self] write in
-            !conflicts.holds(write.request, keyColumn: conflictRule(of: write.request.table).keyColumn)
+            !conflicts.holds(
+                write.request, keyColumn: conflictRule(of: api.table(of: write.request)).keyColumn, api: api)
         }
         return (write, passedOver)
     }

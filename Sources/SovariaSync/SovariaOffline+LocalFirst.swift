@@ -82,7 +82,7 @@ extension SovariaOffline {
             }
         }
         if server?.response?.isStale == true,
-            let table = request.table, synced.writes(notIn: query, table: table).isEmpty
+            let table = api.table(of: request), synced.writes(notIn: query, table: table, api: api).isEmpty
         {
             // Marked stale by a sync this run does not know of (one before a restart): the write
             // may be missing from the answer until it is fetched again.
@@ -100,7 +100,7 @@ extension SovariaOffline {
 
     /// The rows of `body` (an answer to `request`) that a conflict waiting for the app holds.
     private func conflictedRows(of request: DataRequest, in body: String?) -> [ConflictedRow] {
-        guard let table = request.table, let body else { return [] }
+        guard let table = api.table(of: request), let body else { return [] }
         let held = state.withLock { $0.conflicts.keys(of: table) }
         guard !held.isEmpty, let rows = RowJSON.rows(body) else { return [] }
         let keyColumn = conflictRule(of: table).keyColumn
@@ -139,10 +139,10 @@ extension SovariaOffline {
     /// The writes the answer to `request` must show: those synced after its cached answer was
     /// fetched, then those waiting in the queue, all of the request's table, oldest first.
     func overlayWrites(for request: DataRequest) async throws -> [OverlayWrite] {
-        guard request.method.uppercased() == "GET", let table = request.table else { return [] }
+        guard request.method.uppercased() == "GET", let table = api.table(of: request) else { return [] }
         let rule = conflictRule(of: table)
-        var synced = synced.writes(notIn: Self.cacheKey(of: request), table: table).map {
-            OverlayWrite(id: $0.id, request: Self.byKey($0.request, rule), isPending: false)
+        var synced = synced.writes(notIn: Self.cacheKey(of: request), table: table, api: api).map {
+            OverlayWrite(id: $0.id, request: byKey($0.request, rule), isPending: false)
         }
         // The common online case, an empty queue, reads nothing from the store.
         guard queue.count > 0 else { return synced }
@@ -153,8 +153,8 @@ extension SovariaOffline {
         // A function call (RPC, no table) may change any table: it goes to the evaluator too,
         // which cannot apply it and says so.
         return synced
-            + pending.filter { $0.request.table == table || $0.request.table == nil }.map {
-                OverlayWrite(id: $0.id, request: Self.byKey($0.request, rule), isPending: true)
+            + pending.filter { api.table(of: $0.request) == table || api.table(of: $0.request) == nil }.map {
+                OverlayWrite(id: $0.id, request: byKey($0.request, rule), isPending: true)
             }
     }
 
@@ -164,18 +164,18 @@ extension SovariaOffline {
     /// app's: the cached row still shows the version the device read, and a write expecting a
     /// later one is still the device's own edit of that row. One that turns out to conflict
     /// leaves the answer when it moves to the rejected list.
-    private static func byKey(_ write: DataRequest, _ rule: ConflictRule) -> DataRequest {
-        guard let versionColumn = rule.versionColumn, RowFilters.filters(on: versionColumn, in: write.path),
-            RowFilters.equalValue(of: rule.keyColumn, in: write.path) != nil, write.table != nil
+    private func byKey(_ write: DataRequest, _ rule: ConflictRule) -> DataRequest {
+        guard let versionColumn = rule.versionColumn, api.filters(on: versionColumn, in: write.path),
+            api.equalValue(of: rule.keyColumn, in: write.path) != nil, api.table(of: write) != nil
         else { return write }
         var applied = write
-        applied.path = RowFilters.removing(versionColumn, from: write.path)
+        applied.path = api.removingFilters(on: versionColumn, from: write.path)
         return applied
     }
 
     /// The other cached answers of `request`'s table, from memory or the store.
     func relatedAnswers(of request: DataRequest) async throws -> [RelatedAnswer] {
-        guard let table = request.table else { return [] }
+        guard let table = api.table(of: request) else { return [] }
         let own = Self.cacheKey(of: request)
         let baseline = synced.baseline(of: own)
         var related: [RelatedAnswer] = []

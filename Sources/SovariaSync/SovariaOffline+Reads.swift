@@ -46,8 +46,8 @@ extension SovariaOffline {
     }
 
     /// The table of the read a cache key names (`nil` for a path that names none).
-    static func table(ofCacheKey key: String) -> String? {
+    static func table(ofCacheKey key: String, api: any DataAPI) -> String? {
         guard let space = key.firstIndex(of: " ") else { return nil }
-        return DataRequest(method: String(key[..<space]), path: String(key[key.index(after: space)...])).table
+        return api.table(of: DataRequest(method: String(key[..<space]), path: String(key[key.index(after: space)...])))
     }
 }

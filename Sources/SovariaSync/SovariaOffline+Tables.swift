@@ -11,7 +11,7 @@ extension SovariaOffline {
     static let tablesPrefix = "sov:meta:tables:"
 
     func rememberTable(of request: DataRequest, query: String) async throws {
-        guard let table = request.table else { return }
+        guard let table = api.table(of: request) else { return }
         let known = try await queriesByTable()
         guard known[table]?.contains(query) != true else { return }
         let hash = String(EntryChecksum.of(key: table, value: query), radix: 16)
@@ -21,7 +21,7 @@ extension SovariaOffline {
 
     func markTableStale(of request: DataRequest) async throws {
         let known = try await queriesByTable()
-        guard !known.isEmpty, let table = request.table else { return }
+        guard !known.isEmpty, let table = api.table(of: request) else { return }
         for query in known[table] ?? [] { try await cache.markStale(query) }
     }
 

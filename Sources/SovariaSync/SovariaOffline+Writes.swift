@@ -23,7 +23,7 @@ extension SovariaOffline {
     ///   `OfflineStoreError`; ``SovariaOfflineError/Code/closed`` after ``close()``.
     public func write(_ request: DataRequest) async throws -> WriteOutcome {
         try checkOpen()
-        defer { signals.changed(table: request.table) }
+        defer { signals.changed(table: api.table(of: request)) }
         return try await writeGate.withGate { gated in try await sendOrQueue(request, gated) }
     }
 
@@ -130,7 +130,7 @@ extension SovariaOffline {
             return try await resolve(rejectedID, with: conflict.write.request)
         }
         let write = try await writeGate.withGate { _ in try await queue.requeue(rejectedID) }
-        signals.changed(table: write.request.table)
+        signals.changed(table: api.table(of: write.request))
         return write
     }
 

@@ -33,11 +33,12 @@ import Synchronization
 ///   `false`), and ``Configuration/flushInterval`` while writes are pending; all share one running
 ///   flush.
 /// - Reads: ``read(_:policy:maxAge:)`` goes through the query cache, keyed by the request's method
-///   and path; offline, it answers from the last cached result. A synced write to a table
-///   (`/rest/v1/<table>`) marks that table's cached lists stale.
+///   and path; offline, it answers from the last cached result. A synced write to a table (as
+///   ``Configuration/api`` names tables) marks that table's cached lists stale.
 ///
 /// ```swift
-/// let offline = try await SovariaOffline(store: try SQLiteOfflineStore(fileURL: url), transport: api)
+/// let offline = try await SovariaOffline(
+///     store: try SQLiteOfflineStore(fileURL: url), transport: transport, configuration: .init(api: PostgREST()))
 /// let outcome = try await offline.write(DataRequest(method: "POST", path: "/rest/v1/notes", body: json))
 /// for await error in offline.syncErrors { show(error) }
 /// ```
@@ -137,7 +138,7 @@ public final class SovariaOffline: Sendable {
     /// Opens the controller on `store`: its queue (what an earlier run left is flushed by the first
     /// trigger), its rejected list and its cache.
     public init(
-        store: any OfflineStore, transport: any SyncTransport, configuration: Configuration = .init()
+        store: any OfflineStore, transport: any SyncTransport, configuration: Configuration
     )
         async throws
     {
@@ -151,19 +152,19 @@ public final class SovariaOffline: Sendable {
         cacheConfiguration.size = configuration.cacheSize
         cacheConfiguration.clock = configuration.clock
         cacheConfiguration.memoryPressure = configuration.memoryPressure
-        let (signals, synced) = (signals, synced)
+        let (signals, synced, api) = (signals, synced, configuration.api)
         cacheConfiguration.onEviction = { _ in signals.changed(table: nil) }
         cacheConfiguration.onStored = { query in
             // The answer now cached holds the writes synced before its fetch started.
             synced.stored(query)
-            signals.changed(table: Self.table(ofCacheKey: query))
+            signals.changed(table: Self.table(ofCacheKey: query, api: api))
         }
         cache = try await QueryCache(store: store, configuration: cacheConfiguration)
         (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
         // Before the timer's first flush: held rows must be known. A damaged rejected entry holds
         // nothing back (it is reported when the app lists the rejected writes).
         let conflicts = ConflictIndex(
-            (try? await queue.rejected()) ?? [], rules: configuration.conflictRules)
+            (try? await queue.rejected()) ?? [], rules: configuration.conflictRules, api: configuration.api)
         state.withLock { $0.conflicts = conflicts }
         // The writes an earlier run left waiting for a conflict count at once, not at the first flush.
         if !conflicts.isEmpty, let pending = try? await queue.pending() {

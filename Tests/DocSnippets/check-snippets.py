@@ -21,7 +21,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MODULES = [
-    "Foundation", "Observation", "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaHTTP",
+    "Foundation", "Observation", "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaPostgREST", "SovariaHTTP",
     "SovariaFiles", "SovariaObjects", "SovariaSodium", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres",
 ]
 C_MODULES = ["CSQLite", "CLMDB", "CLevelDB", "CSodium", "CLibPQ"]

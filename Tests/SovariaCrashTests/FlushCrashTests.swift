@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import Testing
@@ -43,7 +44,8 @@ import Testing
         // Restart: one more flush sends whatever the last kill left in the queue.
         let store = try CrashStores.open(engine, at: folder, durability: .synced)
         let server = LogServer(path: folder.appendingPathComponent("server.log").path)
-        let offline = try await SovariaOffline(store: store, transport: server)
+        let offline = try await SovariaOffline(
+            store: store, transport: server, configuration: .init(api: PostgREST()))
         _ = try await offline.flush()
         #expect(try await offline.pendingWrites().isEmpty)
         await offline.close()

@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 import SovariaHTTP
 import SovariaLMDB
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSQLite
 import SovariaSodium
@@ -58,7 +59,7 @@ import Testing
         try await server.control("POST", "/_test/release")
 
         // The app starts again on the same store, with the same rule.
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.timer = ManualTimer()
         configuration.conflictRules = ["tasks": ConflictRule(versionColumn: "version", onConflict: .reject)]

@@ -2,7 +2,7 @@ import Foundation
 import SovariaQueue
 import SovariaTestKit
 
-@testable import SovariaHTTP
+@testable import SovariaPostgREST
 
 /// One case of the overlay's differential test: the rows the server starts with, the reads
 /// cached online, the writes made offline. Values are drawn so that text, integers, booleans

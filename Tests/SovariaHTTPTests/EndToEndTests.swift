@@ -1,7 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaCache
-import SovariaHTTP
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import SovariaTestServers

@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 import SovariaHTTP
 import SovariaLevelDB
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSQLite
 import SovariaSync
@@ -75,7 +76,7 @@ struct HTTPRig {
         _ store: any OfflineStore, transport: any SyncTransport, timer: ManualTimer, clock: TestClock,
         errors: Recorder<SyncError>
     ) async throws -> SovariaOffline {
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.timer = timer
         configuration.clock = clock.read

@@ -12,6 +12,7 @@ import Synchronization
 import Testing
 
 @testable import SovariaHTTP
+@testable import SovariaPostgREST
 @testable import SovariaSync
 
 /// The overlay's specification is PostgreSQL itself: random reads cached online, random writes
@@ -182,7 +183,7 @@ import Testing
         try #require(seeded.isSuccess, "seed: \(seeded.status) \(seeded.body)")
 
         let folder = try TemporaryFolder()
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.overlay = Self.overlay
         configuration.timer = ManualTimer()

@@ -1,5 +1,6 @@
 import Foundation
 import SovariaHTTP
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import SovariaTestServers
@@ -83,6 +84,6 @@ import Testing
         let upsert = PostgREST.insert(into: "notes", json: "{}", upsert: true)
         #expect(upsert.headers["Prefer"] == "return=representation,resolution=merge-duplicates")
         #expect(PostgREST.delete(from: "notes", where: [.isNull("body")]).path == "/rest/v1/notes?body=is.null")
-        #expect(select.table == "notes")
+        #expect(PostgREST().table(of: select) == "notes")
     }
 }

@@ -5,18 +5,6 @@ import Testing
 @testable import SovariaQueue
 
 @Suite struct DataRequestTests {
-    @Test func tableIsThePostgRESTTableOfThePath() {
-        #expect(DataRequest(method: "GET", path: "/rest/v1/notes?id=eq.7").table == "notes")
-        #expect(DataRequest(method: "PATCH", path: "/rest/v1/notes").table == "notes")
-        #expect(DataRequest(method: "GET", path: "/rest/v1/notes/extra").table == "notes")
-        #expect(DataRequest(method: "GET", path: "/rest/v1/my%20notes?select=*").table == "my notes")
-        #expect(DataRequest(method: "POST", path: "/rest/v1/rpc/archive").table == nil, "a function, not a table")
-        #expect(DataRequest(method: "GET", path: "/rest/v1/").table == nil)
-        #expect(DataRequest(method: "GET", path: "/rest/v1/?x=1").table == nil)
-        #expect(DataRequest(method: "GET", path: "/auth/v1/user").table == nil)
-        #expect(DataRequest(method: "GET", path: "rest/v1/notes").table == nil)
-    }
-
     @Test func headerNamesCompareWithoutCaseAndSettingOneReplacesEverySpelling() {
         var request = DataRequest(
             method: "PATCH", path: "/rest/v1/notes?id=eq.1", headers: ["prefer": "return=minimal", "X-Other": "1"])

@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaHTTP
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import SovariaTestEngines
@@ -403,7 +404,7 @@ final class Device: Sendable {
     init(_ engine: TestEngine, _ server: RESTServer, rules: [String: ConflictRule]) async throws {
         folder = try TemporaryFolder()
         transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken()))
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = ManualTimer()
         configuration.memoryPressure = nil
         configuration.conflictRules = rules

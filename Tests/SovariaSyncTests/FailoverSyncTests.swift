@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPostgREST
 import SovariaPostgres
 import SovariaQueue
 import SovariaTestServers
@@ -44,7 +45,7 @@ import Testing
                 configuration: configuration)
             let transport = ScriptedTransport()
             transport.online = false
-            var settings = SovariaOffline.Configuration()
+            var settings = SovariaOffline.Configuration(api: PostgREST())
             settings.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
             settings.timer = ManualTimer()
             let offline = try await SovariaOffline(store: store, transport: transport, configuration: settings)

@@ -2,12 +2,12 @@ import Foundation
 import Observation
 import Sovaria
 import SovariaCache
-import SovariaHTTP
 import SovariaQueue
 import SovariaTestKit
 import SovariaTestServers
 import Testing
 
+@testable import SovariaPostgREST
 @testable import SovariaSync
 
 /// Local-first reads through the controller: pending writes overlaid on cached answers, what a
@@ -168,7 +168,7 @@ import Testing
         _ = try await rig.offline.write(
             PostgREST.update("notes", where: [.eq("id", "a")], json: #"{"done":true}"#))
         await rig.offline.close()
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.overlay = Self.overlay
         configuration.timer = ManualTimer()

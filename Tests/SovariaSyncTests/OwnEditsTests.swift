@@ -1,6 +1,6 @@
 import Foundation
 import Sovaria
-import SovariaHTTP
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import SovariaTestEngines

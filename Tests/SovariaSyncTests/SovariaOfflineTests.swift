@@ -3,6 +3,7 @@ import Sovaria
 import SovariaCache
 import SovariaLMDB
 import SovariaLevelDB
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSQLite
 import SovariaSodium
@@ -34,7 +35,7 @@ struct Rig {
     init(_ engine: SyncEngine, configure: (inout SovariaOffline.Configuration) -> Void = { _ in }) async throws {
         folder = try TemporaryFolder()
         store = try engine.open(folder.url)
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = timer
         configuration.clock = clock.read
         configuration.jitter = { 1 }
@@ -319,14 +320,16 @@ func insert(_ id: Int) -> DataRequest {
         transport.online = false
         var ids: [String] = []
         do {
-            let offline = try await SovariaOffline(store: try engine.open(folder.url), transport: transport)
+            let offline = try await SovariaOffline(
+                store: try engine.open(folder.url), transport: transport, configuration: .init(api: PostgREST()))
             for id in 1...3 {
                 if case .queued(let write) = try await offline.write(insert(id)) { ids.append(write.id) }
             }
             await offline.close()
         }
         transport.online = true
-        let reopened = try await SovariaOffline(store: try engine.open(folder.url), transport: transport)
+        let reopened = try await SovariaOffline(
+            store: try engine.open(folder.url), transport: transport, configuration: .init(api: PostgREST()))
         #expect(try await reopened.pendingWrites().map(\.id) == ids)
         #expect(try await reopened.flush() == 3)
         #expect(transport.applied == ids)

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPostgREST
 import SovariaQueue
 import SovariaTestKit
 import SovariaTestServers
@@ -60,7 +61,7 @@ final class HeldTransport: SyncTransport {
 
     @Test func aWriteCancelledWhileWaitingEndsWithCancellationAndTheOthersGoThroughInOrder() async throws {
         let transport = HeldTransport()
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.memoryPressure = nil  // the machine's own pressure must not shed caches mid-test
         configuration.timer = ManualTimer()
         let offline = try await SovariaOffline(

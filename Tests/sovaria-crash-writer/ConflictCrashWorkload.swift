@@ -1,5 +1,5 @@
 import Sovaria
-import SovariaHTTP
+import SovariaPostgREST
 import SovariaSync
 
 /// The crash writer's conflict mode (`conflict-http-<engine>`, with the test server's port as

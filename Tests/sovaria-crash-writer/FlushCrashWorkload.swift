@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import Synchronization
@@ -17,7 +18,7 @@ enum FlushCrashWorkload {
 
     static func run(_ store: any OfflineStore, folder: URL, first: Int) async throws -> Never {
         let server = LogServer(path: folder.appendingPathComponent("server.log").path, dieAfterApplying: 7)
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = NeverFiringTimer()
         let offline = try await SovariaOffline(store: store, transport: server, configuration: configuration)
         CrashWriter.acknowledge("ready")

@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaHTTP
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 
@@ -29,7 +30,7 @@ enum HTTPCrashWorkload {
     ) async throws -> Never {
         let transport = URLSessionTransport(
             baseURL: URL(string: "http://127.0.0.1:\(port)")!, tokens: FixedToken("token-alice"))
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = NeverFiringTimer()
         configuration.conflictRules = conflictRules
         let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)

@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaHTTP
+import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import Synchronization
@@ -39,7 +40,7 @@ enum QueueHistoryWorkload {
         let transport = SometimesOffline(
             URLSessionTransport(baseURL: URL(string: "http://127.0.0.1:\(port)")!, tokens: FixedToken("token-alice")),
             offline: !drain)
-        var configuration = SovariaOffline.Configuration()
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = NeverFiringTimer()
         configuration.maxQueued = .max
         // An hour passes between two readings: a retry delay the controller set (after a timeout,

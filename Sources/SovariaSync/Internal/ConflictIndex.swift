@@ -21,17 +21,18 @@ struct ConflictIndex: Sendable {
     init() {}
 
     /// The conflicts among `rejected` (newest first, as the rejected list reads).
-    init(_ rejected: [RejectedWrite], rules: [String: ConflictRule]) {
+    init(_ rejected: [RejectedWrite], rules: [String: ConflictRule], api: any DataAPI) {
         for entry in rejected.reversed() where entry.reason == .conflict {
-            add(entry.write.request, id: entry.id, keyColumn: rules[entry.write.request.table ?? ""]?.keyColumn ?? "id")
+            let keyColumn = rules[api.table(of: entry.write.request) ?? ""]?.keyColumn ?? "id"
+            add(entry.write.request, id: entry.id, keyColumn: keyColumn, api: api)
         }
     }
 
     /// Adds the conflict `id` of `request`.
-    mutating func add(_ request: DataRequest, id: String, keyColumn: String) {
+    mutating func add(_ request: DataRequest, id: String, keyColumn: String, api: any DataAPI) {
         ids.insert(id)
-        guard let table = request.table else { return }
-        if let key = RowFilters.equalValue(of: keyColumn, in: request.path) {
+        guard let table = api.table(of: request) else { return }
+        if let key = api.equalValue(of: keyColumn, in: request.path) {
             rows[table, default: [:]][StoreKey.Bytes(key), default: []].append(id)
         } else {
             wholeTables.insert(table)
@@ -40,15 +41,15 @@ struct ConflictIndex: Sendable {
 
     /// Whether `request` must wait for a conflict because it may touch a row in conflict: it names
     /// one by key; it is an update, delete or upsert whose filter names no row, on a table with a
-    /// conflict; or it is a PostgREST function call (`/rest/v1/rpc/…`, which may change any
+    /// conflict; or it is a function call (``DataAPI/callsFunction(_:)``, which may change any
     /// table) while any conflict waits. An insert that names no key makes a new row: it goes.
-    func holds(_ request: DataRequest, keyColumn: String) -> Bool {
+    func holds(_ request: DataRequest, keyColumn: String, api: any DataAPI) -> Bool {
         guard !isEmpty else { return false }
-        guard let table = request.table else { return request.path.utf8.starts(with: "/rest/v1/rpc/".utf8) }
+        guard let table = api.table(of: request) else { return api.callsFunction(request) }
         if wholeTables.contains(table) { return true }
         guard let keys = rows[table], !keys.isEmpty else { return false }
-        guard let key = Self.key(of: request, keyColumn: keyColumn) else {
-            let upsert = request.header("Prefer")?.contains("resolution=") == true
+        guard let key = Self.key(of: request, keyColumn: keyColumn, api: api) else {
+            let upsert = api.mergesDuplicates(request)
             return request.method.uppercased() != "POST" || upsert
         }
         return keys[StoreKey.Bytes(key)] != nil
@@ -59,8 +60,8 @@ struct ConflictIndex: Sendable {
 
     /// The row a write names: the key filter of an update or delete, the key field of an inserted
     /// object; `nil` when it names none (or inserts several rows).
-    static func key(of request: DataRequest, keyColumn: String) -> String? {
-        if let key = RowFilters.equalValue(of: keyColumn, in: request.path) { return key }
+    static func key(of request: DataRequest, keyColumn: String, api: any DataAPI) -> String? {
+        if let key = api.equalValue(of: keyColumn, in: request.path) { return key }
         guard request.method.uppercased() == "POST", let body = request.body,
             let row = RowJSON.rows("[" + body + "]")?.first
         else { return nil }

@@ -1,4 +1,5 @@
 import Foundation
+import SovariaQueue
 
 /// How long to wait before the next try of a write the server asked to try later.
 enum RetryDelay {

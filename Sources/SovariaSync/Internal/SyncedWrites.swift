@@ -49,11 +49,12 @@ final class SyncedWrites: Sendable {
         state.withLock { $0.baselines[query] ?? 0 }
     }
 
-    /// The writes of `table` synced after the cached answer of `query` was fetched, oldest first.
-    func writes(notIn query: String, table: String) -> [QueuedWrite] {
+    /// The writes of `table` (as `api` names tables) synced after the cached answer of `query` was
+    /// fetched, oldest first.
+    func writes(notIn query: String, table: String, api: any DataAPI) -> [QueuedWrite] {
         state.withLock { state in
             let baseline = state.baselines[query] ?? 0
-            return state.writes.filter { $0.number > baseline && $0.write.request.table == table }.map(\.write)
+            return state.writes.filter { $0.number > baseline && api.table(of: $0.write.request) == table }.map(\.write)
         }
     }
 

@@ -1,12 +1,10 @@
-import SovariaQueue
-
-/// What the server answered to a ``SyncTransport`` request: the status, the headers and the body.
+/// What the server answered to a ``DataRequest``: the status, the headers and the body.
 public struct DataResponse: Sendable, Hashable {
     /// The HTTP status code.
     public var status: Int
     /// The response headers; look names up with ``header(_:)``, which ignores case.
     public var headers: [String: String]
-    /// The body as text (PostgREST answers JSON).
+    /// The body as text.
     public var body: String
 
     /// A response.

@@ -86,6 +86,8 @@ struct OverlayEvaluation {
     var orderKinds: [String: OrderKind] = [:]
     /// The columns the read orders by.
     let orderColumns: Set<String>
+    /// The adapter that names the table of each write.
+    let api: PostgREST
     /// The columns the read filters on.
     let filterColumns: Set<String>
 
@@ -93,9 +95,11 @@ struct OverlayEvaluation {
     enum OrderKind { case number, boolean, string }
 
     init(
-        query: PostgRESTQuery, readTable: String?, table: PostgRESTOverlay.Table, comparison: PostgRESTComparison
+        query: PostgRESTQuery, api: PostgREST, readTable: String?, table: PostgRESTOverlay.Table,
+        comparison: PostgRESTComparison
     ) {
         self.query = query
+        self.api = api
         self.readTable = readTable
         self.table = table
         self.comparison = comparison
@@ -227,7 +231,7 @@ struct OverlayEvaluation {
         }
         let request = write.request
         let method = request.method.uppercased()
-        guard request.table == readTable else {
+        guard api.table(of: request) == readTable else {
             note(.writeOutsideTable(method: method, path: request.path))
             return
         }

@@ -2,14 +2,14 @@ import Foundation
 
 /// Reads and changes the `column=eq.value` filters of a PostgREST path's query, percent-encoded
 /// as `PostgREST` writes them.
-package enum RowFilters {
+enum RowFilters {
     /// RFC 3986's unreserved characters, and `,` `(` `)` `*`, which PostgREST reads as syntax
     /// (value lists, `select` columns) and which are safe in a query.
-    package static let allowed = CharacterSet(
+    static let allowed = CharacterSet(
         charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~,()*")
 
     /// `text` percent-encoded for a query.
-    package static func encode(_ text: String) -> String {
+    static func encode(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
@@ -64,52 +64,5 @@ package enum RowFilters {
         let name = item[..<equals].removingPercentEncoding ?? String(item[..<equals])
         let value = item[item.index(after: equals)...]
         return (name, value.removingPercentEncoding ?? String(value))
-    }
-}
-
-/// The rows of a PostgREST answer, read with `JSONSerialization` (only on the paths that need
-/// them: a write that may have matched nothing, a conflict).
-enum RowJSON {
-    /// The objects of a JSON array body; `nil` when the body is not an array of objects.
-    static func rows(_ body: String) -> [[String: Any]]? {
-        guard let data = body.data(using: .utf8),
-            let array = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) as? [Any]
-        else { return nil }
-        var rows: [[String: Any]] = []
-        for element in array {
-            guard let row = element as? [String: Any] else { return nil }
-            rows.append(row)
-        }
-        return rows
-    }
-
-    /// How a filter writes a scalar JSON value: a string as it is, a number in its shortest form.
-    static func filterText(_ value: Any?) -> String? {
-        switch value {
-        case let text as String: return text
-        case let number as NSNumber:
-            // Exact integers first: through a Double, one above 2^53 would round.
-            if let integer = Int64(exactly: number) { return String(integer) }
-            if let integer = UInt64(exactly: number) { return String(integer) }
-            return number.stringValue
-        default: return nil
-        }
-    }
-
-    /// `row` as JSON text with sorted keys.
-    static func text(_ row: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: row, options: [.sortedKeys]) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// The number of rows a write's answer says it touched: the length of its JSON array body, or
-    /// the total of `Content-Range` (`*/0`); `nil` when the answer does not say.
-    static func rowsTouched(_ response: DataResponse) -> Int? {
-        let trimmed = response.body.trimmingCharacters(in: .whitespacesAndNewlines)
-        if trimmed.utf8.first == UInt8(ascii: "["), let rows = rows(trimmed) { return rows.count }
-        if let range = response.header("Content-Range"), let slash = range.lastIndex(of: "/") {
-            return Int(range[range.index(after: slash)...])
-        }
-        return nil
     }
 }

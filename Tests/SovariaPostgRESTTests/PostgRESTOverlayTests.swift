@@ -3,7 +3,7 @@ import SovariaQueue
 import SovariaSync
 import Testing
 
-@testable import SovariaHTTP
+@testable import SovariaPostgREST
 
 /// The overlay's rules, one at a time, on hand-written answers; the differential test
 /// (``OverlayDifferentialTests``) checks them against PostgreSQL itself.

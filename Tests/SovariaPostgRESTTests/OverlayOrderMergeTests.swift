@@ -4,7 +4,7 @@ import SovariaSync
 import SovariaTestKit
 import Testing
 
-@testable import SovariaHTTP
+@testable import SovariaPostgREST
 
 /// Rows a write moved are merged into the cached order instead of sorting every row: on
 /// generated answers, orders (descending, nulls first or last, two columns) and writes (inserts,

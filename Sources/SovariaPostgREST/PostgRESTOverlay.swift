@@ -14,7 +14,7 @@ import SovariaSync
 ///   under ``TextOrder/bytes``.
 ///
 /// ```swift
-/// var configuration = SovariaOffline.Configuration()
+/// var configuration = SovariaOffline.Configuration(api: PostgREST())
 /// configuration.overlay = PostgRESTOverlay(
 ///     tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
 /// ```
@@ -79,11 +79,15 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     public var tables: [String: Table]
     /// How the database orders text. Default: ``TextOrder/unknown``.
     public var textOrder: TextOrder
+    /// The API adapter that names the table of a read and of each write; give the one the
+    /// controller has (`SovariaOffline.Configuration.api`). Default: `PostgREST()`.
+    public var api: PostgREST
 
-    /// An overlay for the tables in `tables`, with the database's text order.
-    public init(tables: [String: Table] = [:], textOrder: TextOrder = .unknown) {
+    /// An overlay for the tables in `tables`, with the database's text order, on the API `api`.
+    public init(tables: [String: Table] = [:], textOrder: TextOrder = .unknown, api: PostgREST = PostgREST()) {
         self.tables = tables
         self.textOrder = textOrder
+        self.api = api
     }
 
     /// Applies `writes` (oldest first) to `cachedBody` and evaluates `read` on the result; the
@@ -98,13 +102,14 @@ public struct PostgRESTOverlay: OverlayEvaluator {
 
     /// A fresh evaluation of `read`: its query parsed, its table's rules.
     func evaluation(of read: DataRequest) -> OverlayEvaluation {
-        let table = read.table.flatMap { tables[$0] } ?? Table()
+        let readTable = api.table(of: read)
+        let table = readTable.flatMap { tables[$0] } ?? Table()
         var query = PostgRESTQuery(path: read.path)
         if read.header("Range") != nil {
             query.unsupported.append("a Range header (a page the query string does not say)")
         }
         return OverlayEvaluation(
-            query: query, readTable: read.table, table: table,
+            query: query, api: api, readTable: readTable, table: table,
             comparison: PostgRESTComparison(
                 textOrderIsBytes: textOrder == .bytes, nonTextColumns: table.nonTextColumns))
     }

@@ -3,7 +3,7 @@ import SovariaQueue
 import SovariaSync
 import Testing
 
-@testable import SovariaHTTP
+@testable import SovariaPostgREST
 
 /// Issue 35, item 2: three answers the overlay called exact that PostgreSQL contradicts, each
 /// found by a directed case against a real server. Each answer here is either PostgreSQL's own

@@ -1,0 +1,91 @@
+import Foundation
+import SovariaQueue
+import SovariaSync
+
+extension PostgREST {
+    /// The table a path under ``pathPrefix`` names: `"notes"` for `"/rest/v1/notes?id=eq.7"`
+    /// (percent-decoded), `nil` for any other path, including a function call
+    /// (`"/rest/v1/rpc/…"`), which may change any table.
+    public func table(of request: DataRequest) -> String? {
+        let path = request.path.utf8
+        let prefix = pathPrefix.utf8
+        guard path.starts(with: prefix) else { return nil }
+        let rest = path.dropFirst(prefix.count)
+        let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        let name = String(Substring(rest[..<(end ?? rest.endIndex)]))
+        guard !name.isEmpty, name != "rpc" else { return nil }
+        // Percent-decoding goes through Foundation (microseconds on Linux): only when needed.
+        guard name.utf8.contains(UInt8(ascii: "%")) else { return name }
+        return name.removingPercentEncoding ?? name
+    }
+
+    /// Whether `request`'s path is a function call: `<prefix>rpc/…`.
+    public func callsFunction(_ request: DataRequest) -> Bool {
+        request.path.utf8.starts(with: (pathPrefix + "rpc/").utf8)
+    }
+
+    /// Whether `request` carries `Prefer: resolution=…` (`merge-duplicates` or `ignore-duplicates`).
+    public func mergesDuplicates(_ request: DataRequest) -> Bool {
+        request.header("Prefer")?.contains("resolution=") == true
+    }
+
+    /// The value of the filter `column=eq.<value>` in `path`, decoded; `nil` when there is none.
+    public func equalValue(of column: String, in path: String) -> String? {
+        RowFilters.equalValue(of: column, in: path)
+    }
+
+    /// Whether `path` filters on `column` (with any operator).
+    public func filters(on column: String, in path: String) -> Bool {
+        RowFilters.filters(on: column, in: path)
+    }
+
+    /// `path` without its filters on `column`.
+    public func removingFilters(on column: String, from path: String) -> String {
+        RowFilters.removing(column, from: path)
+    }
+
+    /// `path` with its filters on `column` replaced by `column=eq.<value>`, percent-encoded.
+    public func settingFilter(on column: String, equalTo value: String, in path: String) -> String {
+        RowFilters.setting(column, equalTo: value, in: path)
+    }
+
+    /// `request` with `return=representation` in place of any other `return=` in its `Prefer`
+    /// header.
+    public func askingForRows(_ request: DataRequest) -> DataRequest {
+        let kept = (request.header("Prefer") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.utf8.starts(with: "return=".utf8) }
+        var asking = request
+        asking.setHeader("Prefer", (kept + ["return=representation"]).joined(separator: ","))
+        return asking
+    }
+
+    /// The `GET` of the rows `write` targets, with its filters less those on `column` and its
+    /// headers less `Prefer` and `Content-Type` (a schema chosen for the write with
+    /// `Content-Profile` is chosen for the read with `Accept-Profile`).
+    public func readingRows(of write: DataRequest, without column: String) -> DataRequest {
+        var read = DataRequest(method: "GET", path: RowFilters.removing(column, from: write.path))
+        for (name, value) in write.headers.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            switch name.lowercased() {
+            case "prefer", "content-type": continue
+            case "content-profile": read.setHeader("Accept-Profile", value)
+            default: read.setHeader(name, value)
+            }
+        }
+        return read
+    }
+
+    /// The length of the answer's JSON array body, or the total of its `Content-Range`
+    /// (`*/0`); `nil` when the answer says neither.
+    public func rowsTouched(by response: DataResponse) -> Int? {
+        let trimmed = response.body.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.utf8.first == UInt8(ascii: "["), let rows = RowJSON.rows(trimmed) { return rows.count }
+        if let range = response.header("Content-Range"), let slash = range.lastIndex(of: "/") {
+            return Int(range[range.index(after: slash)...])
+        }
+        return nil
+    }
+
+    /// ``JSONCoding/makeDecoder()``: ISO 8601 dates, with or without fractional seconds.
+    public func makeDecoder() -> JSONDecoder { JSONCoding.makeDecoder() }
+}
