@@ -1,3 +1,5 @@
+import SovariaQueue
+
 /// An error of the offline controller itself: a stable ``Code`` to match on and a message that
 /// says what to do; a read the server answered with an error status carries the ``response``.
 /// The queue's errors pass through as `WriteQueueError` (a full queue) and the store's as
