@@ -17,12 +17,14 @@ let package = Package(
         .library(name: "SovariaSodium", targets: ["SovariaSodium"]),
         .library(name: "SovariaPostgres", targets: ["SovariaPostgres"]),
         .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
+        // Test equipment, not for apps: the throwaway PostgreSQL cluster and the REST test server,
+        // a product only so the Benchmarks package (Benchmarks/Package.swift) can start them too.
+        .library(name: "SovariaTestServers", targets: ["SovariaTestServers"]),
         .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
         .library(name: "SovariaSync", targets: ["SovariaSync"]),
         .library(name: "SovariaHTTP", targets: ["SovariaHTTP"]),
         .library(name: "SovariaFiles", targets: ["SovariaFiles"]),
         .library(name: "SovariaObjects", targets: ["SovariaObjects"]),
-        .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
         .executable(name: "sovaria", targets: ["sovaria"]),
     ],
     targets: [
@@ -78,27 +80,6 @@ let package = Package(
         // Codable objects by id in any `OfflineStore`, their changes and an observable model (issue 39).
         .target(name: "SovariaObjects", dependencies: ["SovariaPlumbing", "Sovaria"]),
 
-        .executableTarget(
-            name: "sovaria-bench",
-            dependencies: [
-                "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
-                "SovariaLevelDB", "SovariaSodium", "SovariaPostgres", "SovariaFiles", "SovariaHTTP",
-                "SovariaObjects", "SovariaWorkloads", "SovariaPlumbing", "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
-                "CHeap",
-                // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
-                "SovariaTestServers",
-            ],
-            path: "Benchmarks/sovaria-bench"
-        ),
-
-        // The C heap's bytes in use (glibc's mallinfo2), for the bench's memory rows.
-        .target(name: "CHeap", path: "Benchmarks/CHeap"),
-
-        // Workload generators (YCSB A–F, custom mixes), trace readers (Sovaria's own, libCacheSim's)
-        // and the replay driver, shared by sovaria-bench and the tests (issue 36).
-        .target(
-            name: "SovariaWorkloads", dependencies: ["Sovaria", "SovariaCache"], path: "Benchmarks/SovariaWorkloads"),
-
         // The `sovaria` command (issue 14): dump, load, migrate, inspect, verify and compact any store by URL.
         .executableTarget(
             name: "sovaria",
@@ -117,7 +98,8 @@ let package = Package(
         ),
 
         .testTarget(
-            name: "SovariaTests", dependencies: ["Sovaria", "SovariaPlumbing", "SovariaTestKit", "SovariaTestServers"]),
+            name: "SovariaTests",
+            dependencies: ["Sovaria", "SovariaPlumbing", "SovariaTestKit", "SovariaTestServers", "SovariaSQLite"]),
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
         // need a real server.
         .target(name: "SovariaTestServers", dependencies: ["SovariaSync"], path: "Tests/SovariaTestServers"),
@@ -179,11 +161,6 @@ let package = Package(
                 "sovaria-crash-writer",
             ]
         ),
-        // Runs the benchmark executable (built because the target depends on it) in a quick mode.
-        .testTarget(
-            name: "SovariaBenchTests",
-            dependencies: ["sovaria-bench", "Sovaria", "SovariaTestKit", "SovariaTestServers"]
-        ),
         // Runs the `sovaria` executable (built because the target depends on it) as a subprocess.
         .testTarget(
             name: "SovariaCLITests",
@@ -200,13 +177,6 @@ let package = Package(
             name: "SovariaObjectsTests",
             dependencies: [
                 "SovariaTestEngines", "SovariaObjects", "Sovaria", "SovariaTestKit", "SovariaTestServers",
-            ]
-        ),
-        .testTarget(
-            name: "SovariaWorkloadsTests",
-            dependencies: [
-                "SovariaWorkloads", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
-                "SovariaPostgres", "SovariaCache", "SovariaTestServers",
             ]
         ),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),

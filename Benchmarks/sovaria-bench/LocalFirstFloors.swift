@@ -1,7 +1,7 @@
+import CBenchSQLite
 import CHeap
-import CSQLite
 import Foundation
-import SovariaHTTP
+@_spi(Benchmarks) import SovariaHTTP
 import SovariaSync
 
 /// The bytes the C heap has in use, or `nil` where that is not known (no glibc).
@@ -23,7 +23,7 @@ extension LocalFirstSection {
             let body = Self.body(rows: count)
             let scaled = max(5, calls / 10 / (count / 1_000))
             let variant = "\(count.formatted(.number.grouping(.automatic))) rows"
-            let overlayParse = try await stopwatch.measure(calls: scaled) { _, _ in _ = try JSONParser.parse(body) }
+            let overlayParse = try await stopwatch.measure(calls: scaled) { _, _ in try JSONParserFloor.parse(body) }
             let foundationParse = try await stopwatch.measure(calls: scaled) { _, _ in
                 _ = try JSONSerialization.jsonObject(with: Data(body.utf8))
             }

@@ -3,12 +3,41 @@ import Testing
 
 @testable import sovaria
 
-/// `sovaria bench` hands its arguments to the sovaria-bench built beside it.
+/// `sovaria bench` hands its arguments to the sovaria-bench beside it, and without one says how to
+/// run the Benchmarks package (the library's build does not make sovaria-bench).
 @Suite struct BenchCommandTests {
-    @Test func runsTheBenchmarkBuiltBesideIt() async throws {
-        let run = try await CommandRunner.run(["bench", "--help"])
-        #expect(run.output.contains("usage: sovaria-bench") || run.errors.contains("usage: sovaria-bench"), "\(run)")
+    /// A copy of the built `sovaria` in `<folder>/debug/` (a debug build, as the path says), with a
+    /// stand-in `sovaria-bench` beside it when `withBench`: a script that prints its arguments.
+    static func copiedTool(in folder: Fixtures.Folder, withBench: Bool) throws -> String {
+        let bin = folder.file("debug")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: CommandRunner.executable, toPath: bin + "/sovaria")
+        if withBench {
+            let bench = bin + "/sovaria-bench"
+            try Data("#!/bin/sh\necho \"sovaria-bench ran with: $*\"\n".utf8).write(to: URL(fileURLWithPath: bench))
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bench)
+        }
+        return bin + "/sovaria"
+    }
+
+    @Test func runsTheBenchmarkBesideIt() async throws {
+        let folder = try Fixtures.Folder()
+        let tool = try Self.copiedTool(in: folder, withBench: true)
+        let run = try await CommandRunner.run(["bench", "--quick", "--section", "store"], program: tool)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.output.contains("sovaria-bench ran with: --quick --section store"), "\(run)")
         #expect(run.errors.contains("debug build"), "a debug build says its figures are not comparable")
+    }
+
+    @Test func saysHowToRunTheBenchmarkPackageWithoutOneBesideIt() async throws {
+        let folder = try Fixtures.Folder()
+        let tool = try Self.copiedTool(in: folder, withBench: false)
+        let run = try await CommandRunner.run(["bench", "--quick"], program: tool)
+        #expect(run.status == 1, "\(run)")
+        #expect(run.errors.contains("sovaria-bench is not next to this sovaria"), "\(run)")
+        #expect(run.errors.contains("make bench"), "\(run)")
+        #expect(
+            run.errors.contains("swift run -c release --package-path Benchmarks sovaria-bench --quick"), "\(run)")
     }
 
     /// Where `/proc/self/exe` is not (Apple platforms without a bundle answer): the first argument

@@ -1,5 +1,5 @@
 import Foundation
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import SovariaLMDB
 import SovariaLevelDB
 import SovariaSQLite
@@ -21,7 +21,7 @@ import Testing
             "/usr/bin/env",
             [
                 "cc", "-O2", "-std=c11", "-Wall", "-Werror", "-o", output,
-                packageRoot.appendingPathComponent("Benchmarks/c-baseline/sovaria_c_replay.c").path,
+                packageRoot.appendingPathComponent("c-baseline/sovaria_c_replay.c").path,
                 "-lsqlite3", "-llmdb", "-lleveldb", "-lm",
             ])
         guard status == 0 else { throw CompileFailure(message: errors) }
