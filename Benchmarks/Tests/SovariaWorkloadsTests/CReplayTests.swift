@@ -4,6 +4,7 @@ import SovariaLMDB
 import SovariaLevelDB
 import SovariaSQLite
 import SovariaTestKit
+import SovariaWorkloads
 import Testing
 
 /// `sovaria-c-replay` (Benchmarks/c-baseline/sovaria_c_replay.c) against the Swift engines: the

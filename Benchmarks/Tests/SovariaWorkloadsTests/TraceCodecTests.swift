@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Benchmarks) import Sovaria
 import SovariaTestKit
+import SovariaWorkloads
 import Testing
 
 @Suite struct TraceCodecTests {
