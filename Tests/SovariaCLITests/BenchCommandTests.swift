@@ -11,13 +11,32 @@ import Testing
     static func copiedTool(in folder: Fixtures.Folder, withBench: Bool) throws -> String {
         let bin = folder.file("debug")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: CommandRunner.executable, toPath: bin + "/sovaria")
+        try writeExecutable(try Data(contentsOf: URL(fileURLWithPath: CommandRunner.executable)), to: bin + "/sovaria")
         if withBench {
             let bench = bin + "/sovaria-bench"
-            try Data("#!/bin/sh\necho \"sovaria-bench ran with: $*\"\n".utf8).write(to: URL(fileURLWithPath: bench))
-            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bench)
+            try writeExecutable(Data("#!/bin/sh\necho \"sovaria-bench ran with: $*\"\n".utf8), to: bench)
         }
         return bin + "/sovaria"
+    }
+
+    /// Writes `bytes` to a new executable file at `path` through a descriptor opened close-on-exec:
+    /// a child another test starts meanwhile must not inherit it open for writing, or running the
+    /// file fails with "Text file busy" (ETXTBSY).
+    static func writeExecutable(_ bytes: Data, to path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+        let written = bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let count = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                guard count > 0 else { return false }
+                offset += count
+            }
+            return true
+        }
+        guard close(descriptor) == 0, written else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
     }
 
     @Test func runsTheBenchmarkBesideIt() async throws {
