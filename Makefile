@@ -1,5 +1,6 @@
 # Sovaria: one command to test, one to benchmark.
-#   make test   installs the missing system libraries, builds and runs every test
+#   make test   installs the missing system libraries, builds and runs every test (the library's,
+#               then the Benchmarks package's)
 #   make bench  builds sovaria-bench in release and runs it (about two minutes; bench-full: the full run)
 #   make reliability  the long fault battery (power cuts, I/O errors, kills; docs/RELIABILITY.md)
 #   make lint   checks formatting with the committed .swift-format, and that Linux-only calls are guarded
@@ -8,17 +9,22 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-dev postgresql python3-psycopg strace tmux e2fsprogs zstd
 BREW_PACKAGES := sqlite lmdb leveldb libsodium libpq postgresql@15
 BENCH_ARGS ?=
+# The benchmarks are a package of their own (Benchmarks/Package.swift, its build in Benchmarks/.build).
+BENCH_PACKAGE := --package-path Benchmarks
 
 .PHONY: test bench bench-full bench-quick c-baseline reliability lint format deps build docs demo
 
 # The C programs first: the workload tests run the C trace replayer beside the Swift stores.
 # The DocC catalogs' snippets are type-checked; the README's Swift blocks are built and run as the
 # one program they are, in a package made from the README's manifest (.build/readme-program).
+# Then the Benchmarks package's tests (the workloads, the trace reader, the bench's quick run).
 test: deps c-baseline
 	$(SWIFT) build --build-tests
+	$(SWIFT) build --build-tests $(BENCH_PACKAGE)
 	python3 Tests/DocSnippets/check-snippets.py .build/debug
 	SWIFT=$(SWIFT) python3 Tests/DocSnippets/check-readme-program.py .build
 	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build $(BENCH_PACKAGE)
 
 # The long fault battery (docs/RELIABILITY.md): the same tests `make test` runs in a short
 # version, with SOVARIA_RELIABILITY=full for their full trial counts (power cuts, I/O errors,
@@ -28,17 +34,17 @@ reliability: deps
 	SOVARIA_RELIABILITY=full $(SWIFT) test --skip-build --filter 'SovariaFaultTests|SovariaCrashTests|MigrateCommandTests|PostgresFailoverTests|FailoverSyncTests'
 
 bench: deps c-baseline
-	$(SWIFT) build -c release --product sovaria-bench
-	$(SWIFT) run -c release --skip-build sovaria-bench --c-baseline $(abspath $(C_BASELINE)) $(BENCH_ARGS)
+	$(SWIFT) build -c release $(BENCH_PACKAGE) --product sovaria-bench
+	$(SWIFT) run -c release --skip-build $(BENCH_PACKAGE) sovaria-bench --c-baseline $(abspath $(C_BASELINE)) $(BENCH_ARGS)
 
 # The full run (100,000 keys, 5 repeats, the full section workloads) the tables in docs/bench come
 # from: tens of minutes.
 bench-full: deps c-baseline
-	$(SWIFT) build -c release --product sovaria-bench
-	$(SWIFT) run -c release --skip-build sovaria-bench --full --c-baseline $(abspath $(C_BASELINE)) $(BENCH_ARGS)
+	$(SWIFT) build -c release $(BENCH_PACKAGE) --product sovaria-bench
+	$(SWIFT) run -c release --skip-build $(BENCH_PACKAGE) sovaria-bench --full --c-baseline $(abspath $(C_BASELINE)) $(BENCH_ARGS)
 
 bench-quick: deps c-baseline
-	$(SWIFT) run -c release sovaria-bench --quick --c-baseline $(abspath $(C_BASELINE)) $(BENCH_ARGS)
+	$(SWIFT) run -c release $(BENCH_PACKAGE) sovaria-bench --quick --c-baseline $(abspath $(C_BASELINE)) $(BENCH_ARGS)
 
 # The C baseline the bench compares each engine with (Benchmarks/c-baseline): the system C
 # compiler, libraries from pkg-config where it knows them (Debian ships no .pc for LevelDB). A
@@ -100,12 +106,14 @@ docs:
 # `#if os(Linux)` / `#if canImport(Glibc)`: Apple platforms must still compile (the check's own
 # tests first).
 lint:
-	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks Examples Package.swift
+	$(SWIFT) format lint --strict --recursive Sources Tests Examples Package.swift \
+		Benchmarks/Package.swift Benchmarks/sovaria-bench Benchmarks/SovariaWorkloads Benchmarks/Tests
 	python3 Tests/Lint/test_linux_only_calls.py
 	python3 Tests/Lint/linux-only-calls.py Sources Benchmarks
 
 format:
-	$(SWIFT) format format --in-place --recursive Sources Tests Benchmarks Examples Package.swift
+	$(SWIFT) format format --in-place --recursive Sources Tests Examples Package.swift \
+		Benchmarks/Package.swift Benchmarks/sovaria-bench Benchmarks/SovariaWorkloads Benchmarks/Tests
 
 # Installs the Debian/Ubuntu -dev packages that are missing when run as root; otherwise prints
 # the command to run (apt or brew) and stops.

@@ -3,28 +3,32 @@ import PackageDescription
 
 /// Sovaria: offline-first storage for Swift, one key/value protocol over several engines.
 ///
-/// Only the adapter modules import C. An app that wants SQLite links `Sovaria` and `SovariaSQLite`, and
-/// `SovariaCache` for the query cache.
+/// Only the engine modules import C. An app that wants SQLite links `Sovaria` and `SovariaSQLite`, and
+/// `SovariaCache` for the query cache. The benchmarks are a package of their own (`Benchmarks/Package.swift`).
 let package = Package(
     name: "Sovaria",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
+        // In layers, as the targets below: the protocol, the engines, the logic written once, sync,
+        // PostgREST, HTTP.
         .library(name: "Sovaria", targets: ["Sovaria"]),
-        .library(name: "SovariaCache", targets: ["SovariaCache"]),
         .library(name: "SovariaSQLite", targets: ["SovariaSQLite"]),
         .library(name: "SovariaLMDB", targets: ["SovariaLMDB"]),
         .library(name: "SovariaLevelDB", targets: ["SovariaLevelDB"]),
-        .library(name: "SovariaSodium", targets: ["SovariaSodium"]),
         .library(name: "SovariaPostgres", targets: ["SovariaPostgres"]),
+        .library(name: "SovariaSodium", targets: ["SovariaSodium"]),
         .library(name: "SovariaTestKit", targets: ["SovariaTestKit"]),
+        .library(name: "SovariaCache", targets: ["SovariaCache"]),
         .library(name: "SovariaQueue", targets: ["SovariaQueue"]),
+        .library(name: "SovariaFiles", targets: ["SovariaFiles"]),
+        .library(name: "SovariaObjects", targets: ["SovariaObjects"]),
         .library(name: "SovariaSync", targets: ["SovariaSync"]),
         .library(name: "SovariaPostgREST", targets: ["SovariaPostgREST"]),
         .library(name: "SovariaHTTP", targets: ["SovariaHTTP"]),
-        .library(name: "SovariaFiles", targets: ["SovariaFiles"]),
-        .library(name: "SovariaObjects", targets: ["SovariaObjects"]),
-        .executable(name: "sovaria-bench", targets: ["sovaria-bench"]),
         .executable(name: "sovaria", targets: ["sovaria"]),
+        // Test equipment, not for apps: the throwaway PostgreSQL cluster and the REST test server,
+        // a product only so the Benchmarks package (Benchmarks/Package.swift) can start them too.
+        .library(name: "SovariaTestServers", targets: ["SovariaTestServers"]),
     ],
     targets: [
         // System libraries, from the OS: `libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev`.
@@ -55,57 +59,40 @@ let package = Package(
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
 
-        // Plumbing the engines and layers share (locks, gates, group commit, hashing): package
-        // access only, and not a product, so none of it is part of the API.
+        // The layers, bottom up; no module reaches up.
+        // 0. Plumbing every layer shares (locks, gates, group commit, hashing, the lock order):
+        //    package access only, and not a product, so none of it is part of the API.
         .target(name: "SovariaPlumbing"),
+        // 1. The protocol, the memory and file stores, migration, store URLs.
         .target(name: "Sovaria", dependencies: ["SovariaPlumbing"]),
-        // The query cache: written against `OfflineStore` only, so it runs on every engine.
-        .target(name: "SovariaCache", dependencies: ["SovariaPlumbing", "Sovaria"]),
+        // 2. The engines: one module each, the only ones that import C.
         .target(name: "SovariaSQLite", dependencies: ["SovariaPlumbing", "Sovaria", "CSQLite"]),
         .target(name: "SovariaLMDB", dependencies: ["SovariaPlumbing", "Sovaria", "CLMDB"]),
         .target(name: "SovariaLevelDB", dependencies: ["SovariaPlumbing", "Sovaria", "CLevelDB"]),
-        .target(name: "SovariaSodium", dependencies: ["SovariaPlumbing", "Sovaria", "CSodium"]),
         // One table shared by many processes and machines, over libpq.
         .target(name: "SovariaPostgres", dependencies: ["SovariaPlumbing", "Sovaria", "CLibPQ"]),
+        // Encryption around any store.
+        .target(name: "SovariaSodium", dependencies: ["SovariaPlumbing", "Sovaria", "CSodium"]),
+        // The conformance suite every store runs.
         .target(name: "SovariaTestKit", dependencies: ["SovariaPlumbing", "Sovaria"]),
-        // The durable write queue and the rejected list (seed 003); sees only `OfflineStore`.
+        // 3. The logic written once, against `OfflineStore` only, so it runs on every engine: the
+        //    query cache, the durable write queue and the rejected list, the file cache, Codable objects.
+        .target(name: "SovariaCache", dependencies: ["SovariaPlumbing", "Sovaria"]),
         .target(name: "SovariaQueue", dependencies: ["SovariaPlumbing", "Sovaria"]),
-        // The offline controller (seed 003) over the cache and the queue; the network is a protocol.
+        .target(name: "SovariaFiles", dependencies: ["SovariaPlumbing", "Sovaria"]),
+        .target(name: "SovariaObjects", dependencies: ["SovariaPlumbing", "Sovaria"]),
+        // 4. Sync: the offline controller over the cache and the queue; the server's API and the
+        //    network are protocols (`DataAPI`, `SyncTransport`).
         .target(name: "SovariaSync", dependencies: ["SovariaPlumbing", "Sovaria", "SovariaCache", "SovariaQueue"]),
-        // Everything that knows PostgREST: the API adapter (paths, filters, headers), request
-        // builders, coders, and the overlay that evaluates PostgREST queries on cached answers.
+        // 5. Everything that knows PostgREST: the API adapter (paths, filters, headers), request
+        //    builders, coders, and the overlay that evaluates PostgREST queries on cached answers.
         .target(name: "SovariaPostgREST", dependencies: ["SovariaPlumbing", "SovariaQueue", "SovariaSync"]),
-        // The HTTP transport (URLSession) and its access tokens.
+        // 6. The HTTP transport (URLSession) and its access tokens.
         .target(
             name: "SovariaHTTP",
             dependencies: ["SovariaPlumbing", "SovariaSync", "SovariaCache", "SovariaQueue", "SovariaPostgREST"]),
-        // The file cache (seed 000): files in a folder, their metadata in any `OfflineStore`.
-        .target(name: "SovariaFiles", dependencies: ["SovariaPlumbing", "Sovaria"]),
-        // Codable objects by id in any `OfflineStore`, their changes and an observable model (issue 39).
-        .target(name: "SovariaObjects", dependencies: ["SovariaPlumbing", "Sovaria"]),
 
-        .executableTarget(
-            name: "sovaria-bench",
-            dependencies: [
-                "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSync", "SovariaSQLite", "SovariaLMDB",
-                "SovariaLevelDB", "SovariaSodium", "SovariaPostgres", "SovariaFiles", "SovariaHTTP", "SovariaPostgREST",
-                "SovariaObjects", "SovariaWorkloads", "SovariaPlumbing", "CSQLite", "CLMDB", "CLevelDB", "CLibPQ",
-                "CHeap",
-                // Starts the throwaway PostgreSQL cluster the postgres engine is measured on.
-                "SovariaTestServers",
-            ],
-            path: "Benchmarks/sovaria-bench"
-        ),
-
-        // The C heap's bytes in use (glibc's mallinfo2), for the bench's memory rows.
-        .target(name: "CHeap", path: "Benchmarks/CHeap"),
-
-        // Workload generators (YCSB A–F, custom mixes), trace readers (Sovaria's own, libCacheSim's)
-        // and the replay driver, shared by sovaria-bench and the tests (issue 36).
-        .target(
-            name: "SovariaWorkloads", dependencies: ["Sovaria", "SovariaCache"], path: "Benchmarks/SovariaWorkloads"),
-
-        // The `sovaria` command (issue 14): dump, load, migrate, inspect, verify and compact any store by URL.
+        // The `sovaria` command: dump, load, migrate, inspect, verify and compact any store by URL.
         .executableTarget(
             name: "sovaria",
             dependencies: [
@@ -126,7 +113,8 @@ let package = Package(
         ),
 
         .testTarget(
-            name: "SovariaTests", dependencies: ["Sovaria", "SovariaPlumbing", "SovariaTestKit", "SovariaTestServers"]),
+            name: "SovariaTests",
+            dependencies: ["Sovaria", "SovariaPlumbing", "SovariaTestKit", "SovariaTestServers", "SovariaSQLite"]),
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
         // need a real server.
         .target(name: "SovariaTestServers", dependencies: ["SovariaSync"], path: "Tests/SovariaTestServers"),
@@ -194,11 +182,6 @@ let package = Package(
             name: "SovariaPostgRESTTests",
             dependencies: ["SovariaPostgREST", "SovariaSync", "SovariaQueue", "Sovaria", "SovariaTestKit"]
         ),
-        // Runs the benchmark executable (built because the target depends on it) in a quick mode.
-        .testTarget(
-            name: "SovariaBenchTests",
-            dependencies: ["sovaria-bench", "Sovaria", "SovariaTestKit", "SovariaTestServers"]
-        ),
         // Runs the `sovaria` executable (built because the target depends on it) as a subprocess.
         .testTarget(
             name: "SovariaCLITests",
@@ -215,13 +198,6 @@ let package = Package(
             name: "SovariaObjectsTests",
             dependencies: [
                 "SovariaTestEngines", "SovariaObjects", "Sovaria", "SovariaTestKit", "SovariaTestServers",
-            ]
-        ),
-        .testTarget(
-            name: "SovariaWorkloadsTests",
-            dependencies: [
-                "SovariaWorkloads", "Sovaria", "SovariaTestKit", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB",
-                "SovariaPostgres", "SovariaCache", "SovariaTestServers",
             ]
         ),
         .testTarget(name: "SovariaSQLiteTests", dependencies: ["SovariaSQLite", "SovariaTestKit"]),

@@ -1,4 +1,4 @@
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 
 /// The store call a ``TraceOperation`` becomes; a ``WorkloadResult`` reports each on its own.
 package enum OperationKind: Int, CaseIterable, Sendable, Comparable {

@@ -1,4 +1,4 @@
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 
 /// Runs a stream of ``TraceRecord``s on a store and measures each operation: the replay driver
 /// behind `sovaria-bench workload` and `replay`.

@@ -1,4 +1,4 @@
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 
 /// What one phase of a replay did: per operation kind, and in total.
 package struct PhaseResult: Sendable {

@@ -1,4 +1,4 @@
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 
 /// When the records of a generated stream are due.
 package enum WorkloadTiming: Sendable, Equatable {

@@ -1,6 +1,5 @@
 import Foundation
-import Sovaria
-import SovariaPlumbing
+@_spi(Benchmarks) import Sovaria
 import SovariaWorkloads
 
 /// What the tools themselves cost, measured on the same trace as the stores: the replay driver
@@ -55,7 +54,7 @@ enum DriverCost {
 
     /// What making the Strings of a scan's entries costs by itself, where `trace` scans: the mean
     /// page (scan limits, and the sizes its inserts and updates wrote) times the time of
-    /// `String(validatingUTF8Bytes:)` (the UTF-8 check and copy every engine's read makes, and the C
+    /// `UTF8BytesFloor.string(_:)` (the UTF-8 check and copy every engine's read makes, and the C
     /// library's does not) on a key and a value of those sizes, measured here.
     static func scanFloor(trace: String, name: String) throws -> Measurement? {
         var scans = 0
@@ -83,8 +82,8 @@ enum DriverCost {
         var kept = 0
         let start = Stopwatch.now()
         for _ in 0..<rounds {
-            key.withUnsafeBufferPointer { kept &+= String(validatingUTF8Bytes: $0)?.utf8.count ?? 0 }
-            value.withUnsafeBufferPointer { kept &+= String(validatingUTF8Bytes: $0)?.utf8.count ?? 0 }
+            key.withUnsafeBufferPointer { kept &+= UTF8BytesFloor.string($0)?.utf8.count ?? 0 }
+            value.withUnsafeBufferPointer { kept &+= UTF8BytesFloor.string($0)?.utf8.count ?? 0 }
         }
         let perEntry = Double(Stopwatch.now() - start) / Double(rounds)
         precondition(kept > 0)

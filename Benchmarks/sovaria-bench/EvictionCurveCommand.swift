@@ -1,5 +1,5 @@
 import Foundation
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import SovariaWorkloads
 
 /// `sovaria-bench eviction-curve`: the query cache on each store, fed one request stream at

@@ -1,7 +1,7 @@
+import CBenchSQLite
 import CHeap
-import CSQLite
 import Foundation
-import SovariaPostgREST
+@_spi(Benchmarks) import SovariaPostgREST
 import SovariaSync
 
 /// The bytes the C heap has in use, or `nil` where that is not known (no glibc).
@@ -23,7 +23,7 @@ extension LocalFirstSection {
             let body = Self.body(rows: count)
             let scaled = max(5, calls / 10 / (count / 1_000))
             let variant = "\(count.formatted(.number.grouping(.automatic))) rows"
-            let overlayParse = try await stopwatch.measure(calls: scaled) { _, _ in _ = try JSONParser.parse(body) }
+            let overlayParse = try await stopwatch.measure(calls: scaled) { _, _ in try JSONParserFloor.parse(body) }
             let foundationParse = try await stopwatch.measure(calls: scaled) { _, _ in
                 _ = try JSONSerialization.jsonObject(with: Data(body.utf8))
             }
@@ -110,8 +110,8 @@ extension LocalFirstSection {
     private func sessionMemory(body: String, rows count: Int) -> String {
         let write = [OverlayWrite(id: "w", request: Self.write(0, rows: count), isPending: true)]
         let before = heapInUse()
-        let session = Self.overlay.session(Self.list, cachedBody: body, related: [])
-        _ = session.answer(writes: write)
+        let session = OverlaySessionProbe(Self.overlay, read: Self.list, cachedBody: body)
+        session.answer(writes: write)
         let after = heapInUse()
         var measured = "not measured"
         if let before, let after { measured = "\(max(0, after - before) / count) B measured (heap in use)" }

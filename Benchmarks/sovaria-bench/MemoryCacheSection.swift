@@ -1,6 +1,6 @@
 import Foundation
 import Sovaria
-import SovariaCache
+@_spi(Benchmarks) import SovariaCache
 
 /// Section 5: the memory LRU layer against `NSCache` holding the same entries, and the query
 /// cache's memory layer on each engine before and after a simulated memory warning.
@@ -23,7 +23,7 @@ struct MemoryCacheSection {
         let stopwatch = Stopwatch(repeats: 1)
         let section = BenchSection.memoryCache.rawValue
 
-        let memory = MemoryCache<String, String>(countLimit: count, costLimit: .max)
+        let memory = StringMemoryCache(countLimit: count, costLimit: .max)
         for key in keys { memory.set(key, forKey: key, cost: 1) }
         let nsCache = NSCache<NSString, Box>()
         nsCache.countLimit = count

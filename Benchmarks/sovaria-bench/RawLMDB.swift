@@ -1,5 +1,5 @@
 /// Registered in BenchEngines as the raw baseline of "lmdb".
-import CLMDB
+import CBenchLMDB
 import Foundation
 import Sovaria
 

@@ -1,5 +1,5 @@
 /// Registered in BenchEngines as the raw baseline of "leveldb".
-import CLevelDB
+import CBenchLevelDB
 import Foundation
 import Sovaria
 

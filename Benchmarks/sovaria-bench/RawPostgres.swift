@@ -1,5 +1,5 @@
 /// Registered in BenchEngines as the raw baseline of "postgres".
-import CLibPQ
+import CBenchLibPQ
 import Foundation
 import Sovaria
 

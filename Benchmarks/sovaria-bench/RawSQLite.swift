@@ -1,5 +1,5 @@
 /// Registered in BenchEngines as the raw baseline of "sqlite".
-import CSQLite
+import CBenchSQLite
 import Foundation
 import Sovaria
 

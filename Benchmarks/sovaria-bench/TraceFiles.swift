@@ -1,5 +1,5 @@
 import Foundation
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import SovariaWorkloads
 
 /// Trace files the bench writes: a workload's stream, written once, replayed by every store and

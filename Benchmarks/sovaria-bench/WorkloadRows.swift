@@ -1,5 +1,5 @@
 import Foundation
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import SovariaWorkloads
 
 /// A replay's results as the bench's rows: one per phase and operation kind, and one for all of

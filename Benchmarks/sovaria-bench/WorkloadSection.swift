@@ -19,7 +19,7 @@ struct WorkloadSection {
             spec.name = core.name
             return spec
         }
-        var stores = ["memory", "file", "sqlite", "lmdb", "leveldb"].filter { options.runs(engine: $0) }.map {
+        var stores = WorkloadStore.localEngines.filter { options.runs(engine: $0) }.map {
             WorkloadStore(url: StoreURL(engine: $0, durability: .flushed), isOwn: true)
         }
         if options.runs(engine: "postgres"), let conninfo = try? BenchPostgres.conninfo() {

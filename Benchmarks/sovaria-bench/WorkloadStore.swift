@@ -12,6 +12,13 @@ struct WorkloadStore {
     /// The schemes the bench opens: every engine and wrapper Sovaria has.
     static let schemes: [StoreScheme] = [.sqlite, .lmdb, .leveldb, .postgres, .encrypted]
 
+    /// The engines the bench makes its own stores on, from the scheme registry: the built-in ones
+    /// and every engine whose place is a folder or file on this machine, not a server's conninfo
+    /// (`memory`, `file`, `sqlite`, `lmdb`, `leveldb`). PostgreSQL needs the bench's server, so the
+    /// callers add it apart.
+    static let localEngines: [String] = ([StoreScheme.memory, .file] + schemes)
+        .filter { !$0.isWrapper && $0.location != .optional }.map(\.name)
+
     /// The row subject: the engine, inside its wrappers (`encrypted(sqlite)`).
     let label: String
     let url: StoreURL
@@ -43,7 +50,7 @@ struct WorkloadStore {
                 }
             }
         }
-        var stores = ["memory", "file", "sqlite", "lmdb", "leveldb"].map {
+        var stores = localEngines.map {
             WorkloadStore(url: StoreURL(engine: $0, durability: durability), isOwn: true)
         }
         if let postgres {

@@ -66,9 +66,9 @@ public final class RecordingOfflineStore: OfflineStore {
         /// Records are written to the file when this many bytes are buffered. Not public because
         /// no one has needed to tune it: 256 KiB.
         var bufferBytes = 256 << 10
-        /// Buffered records are written at the first call this long after the last write. Package,
-        /// so a test can keep them buffered however slow its machine is.
-        package var flushIntervalNanoseconds: UInt64 = 1_000_000_000
+        /// Buffered records are written at the first call this long after the last write. SPI, so
+        /// a test can keep them buffered however slow its machine is. Default: one second.
+        @_spi(Benchmarks) public var flushIntervalNanoseconds: UInt64 = 1_000_000_000
 
         /// The defaults.
         public init() {}
@@ -233,7 +233,7 @@ public final class RecordingOfflineStore: OfflineStore {
     /// `key` with everything after its namespace replaced by 16 lowercase hex digits of the rest's
     /// FNV-1a 64 hash. The namespace ends at the second `:` (with fewer, at the last `:`; with
     /// none it is empty); a key that is only its namespace is kept as it is.
-    package static func hashedKey(_ key: String) -> String {
+    @_spi(Benchmarks) public static func hashedKey(_ key: String) -> String {
         var colons = 0
         var namespaceEnd = key.utf8.startIndex
         for index in key.utf8.indices where key.utf8[index] == UInt8(ascii: ":") {

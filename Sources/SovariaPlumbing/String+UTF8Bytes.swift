@@ -12,7 +12,7 @@ extension String {
     /// the rest of a short key's work. `String(decoding:as:)` on a buffer is
     /// specialized and fast, but repairs bad bytes instead of failing; the text it returns is
     /// valid exactly when its bytes equal the input, which one `memcmp` checks.
-    package init?(validatingUTF8Bytes bytes: UnsafeBufferPointer<UInt8>) {
+    @usableFromInline package init?(validatingUTF8Bytes bytes: UnsafeBufferPointer<UInt8>) {
         let text = String(decoding: bytes, as: UTF8.self)
         guard text.utf8.count == bytes.count else { return nil }
         let same = text.withUTF8Bytes { decoded in

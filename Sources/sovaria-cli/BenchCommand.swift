@@ -1,10 +1,12 @@
 import Foundation
 
-/// `sovaria bench [ARGUMENTS…]`: runs `sovaria-bench` (the benchmark product) from the folder this
-/// `sovaria` was built into, with the arguments given (`--quick`, `--full`, `--postgres CONNINFO`…).
+/// `sovaria bench [ARGUMENTS…]`: runs `sovaria-bench` from the folder this `sovaria` is in, with the
+/// arguments given (`--quick`, `--full`, `--postgres CONNINFO`…).
 ///
-/// `make bench` builds both in release and is the documented way; this is the same program for an
-/// operator who has the binaries only.
+/// The bench is a package of its own (`Benchmarks/Package.swift`) that the library's build does not
+/// make: `make bench` builds and runs it in release and is the documented way; this is the same
+/// program for an operator who has put both binaries in one folder. Without one beside it, the
+/// command says how to build and run the bench package.
 enum BenchCommand {
     static let usage = "sovaria bench [--quick | --full] [sovaria-bench options…]"
 
@@ -14,8 +16,10 @@ enum BenchCommand {
         guard FileManager.default.isExecutableFile(atPath: bench) else {
             throw CommandFailure(
                 .other,
-                "sovaria-bench is not next to this sovaria (\(bench)). Run `make bench`, or build it with "
-                    + "`swift build -c release --product sovaria-bench`.")
+                "sovaria-bench is not next to this sovaria (\(bench)). The benchmark is a package of its own: "
+                    + "run `make bench` from the source folder, or "
+                    + "`swift run -c release --package-path Benchmarks sovaria-bench \(arguments.joined(separator: " "))`."
+            )
         }
         if executable.path.contains("/debug/") {
             Terminal.printError("sovaria: note: this is a debug build; figures are only comparable from `make bench`.")

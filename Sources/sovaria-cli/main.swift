@@ -21,8 +21,8 @@ let help = """
 
     Exit status: 0 done, 1 other failure, 2 usage, 3 store cannot be opened, 4 verify found a
     difference, 5 target full, 6 interrupted (run again with --resume), 7 wrong key or passphrase.
-    Benchmarks: `make bench` builds and runs sovaria-bench in release; `sovaria bench` runs the one
-    built next to this sovaria.
+    Benchmarks: `make bench` builds and runs sovaria-bench (the Benchmarks package) in release;
+    `sovaria bench` runs the one next to this sovaria.
     """
 
 let arguments = CommandLine.arguments.dropFirst()

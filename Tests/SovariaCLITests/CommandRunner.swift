@@ -19,14 +19,16 @@ struct CommandRunner {
             .appendingPathComponent("sovaria").path
     }
 
-    /// Runs `sovaria arguments…` to its end; standard input is `inputFile` or /dev/null.
+    /// Runs `sovaria arguments…` to its end; standard input is `inputFile` or /dev/null. `program`
+    /// is the `sovaria` to run: the built one unless a test copies it elsewhere.
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], inputFile: String? = nil
+        _ arguments: [String], environment: [String: String] = [:], inputFile: String? = nil,
+        program: String = executable
     )
         async throws -> Run
     {
         try await PostgresCluster.onThread {
-            let child = try start(arguments, environment: environment, inputFile: inputFile)
+            let child = try start(arguments, environment: environment, inputFile: inputFile, program: program)
             let output = child.process.output?.readDataToEndOfFile() ?? Data()
             return finish(child, output: output)
         }
@@ -39,7 +41,8 @@ struct CommandRunner {
     }
 
     static func start(
-        _ arguments: [String], environment: [String: String] = [:], inputFile: String? = nil
+        _ arguments: [String], environment: [String: String] = [:], inputFile: String? = nil,
+        program: String = executable
     ) throws
         -> Started
     {
@@ -48,7 +51,7 @@ struct CommandRunner {
         var shellEnvironment = environment
         shellEnvironment["SOVARIA_TEST_INPUT"] = inputFile ?? "/dev/null"
         let process = try ChildProcess(
-            "/bin/sh", ["-c", #"exec "$0" "$@" < "$SOVARIA_TEST_INPUT""#, executable] + arguments,
+            "/bin/sh", ["-c", #"exec "$0" "$@" < "$SOVARIA_TEST_INPUT""#, program] + arguments,
             environment: shellEnvironment, captureOutput: true, errorFile: errorFile)
         return Started(process: process, errorFile: errorFile)
     }

@@ -1,4 +1,4 @@
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import Synchronization
 
 /// A trace record and its position in the trace (counting from 0, phase marks included): the

@@ -1,4 +1,4 @@
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 
 /// One task of a replay: takes chunks from the shared source, runs each record on the store and
 /// counts it in its own statistics (merged by the driver when the phase ends, so recording

@@ -6,8 +6,8 @@
     import Darwin
 #endif
 
-/// The trace file format (`.sovtrace`): what ``TraceWriter`` writes and ``TraceReader`` reads, and
-/// what the C replayer (`Benchmarks/c-baseline/sovaria_c_replay.c`) reads too.
+/// The trace file format (`.sovtrace`): what ``TraceWriter`` writes and the Benchmarks package's
+/// `TraceReader` reads, and what the C replayer (`Benchmarks/c-baseline/sovaria_c_replay.c`) reads too.
 ///
 /// A header of 16 bytes:
 /// - the ASCII magic `SOVTRACE` (8 bytes);
@@ -45,27 +45,27 @@
 /// says how many bytes it ignored; a bad header, an unknown opcode or a malformed record is a
 /// ``TraceFileError`` naming the byte offset.
 ///
-/// Not public for the reason ``TraceOperation`` is not: the format is a tool's.
-package enum TraceCodec {
+/// SPI, not API, for the reason ``TraceOperation`` is: the format is a tool's.
+@_spi(Benchmarks) public enum TraceCodec {
     /// `SOVTRACE`.
-    package static let magic: [UInt8] = Array("SOVTRACE".utf8)
+    public static let magic: [UInt8] = Array("SOVTRACE".utf8)
     /// The version this code writes and reads.
-    package static let version: UInt32 = 1
+    public static let version: UInt32 = 1
     /// The header's size in bytes.
-    package static let headerBytes = 16
-    /// Flag bit 0: keys are hashed.
+    public static let headerBytes = 16
     /// The largest value size, scan limit, string length or batch count a trace may hold
     /// (64 MiB): a larger one is a damaged record, refused where it is read, never allocated.
-    package static let maxCount: UInt64 = 64 << 20
-    package static let keysHashedFlag: UInt32 = 1
+    public static let maxCount: UInt64 = 64 << 20
+    /// Flag bit 0: keys are hashed.
+    public static let keysHashedFlag: UInt32 = 1
 
     /// The opcodes of the format.
-    package enum Opcode: UInt8 {
+    public enum Opcode: UInt8 {
         case read = 1, update, insert, delete, scan, readModifyWrite, keys, batch, compact, phase, fetch
     }
 
     /// The 16 header bytes.
-    package static func header(keysHashed: Bool) -> [UInt8] {
+    public static func header(keysHashed: Bool) -> [UInt8] {
         var bytes = magic
         appendLittleEndian(version, to: &bytes)
         appendLittleEndian(keysHashed ? keysHashedFlag : 0, to: &bytes)
@@ -78,7 +78,7 @@ package enum TraceCodec {
 
     /// Appends `value` as a uvarint.
     @inline(__always)
-    package static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
+    public static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
         var value = value
         while value >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
@@ -89,7 +89,7 @@ package enum TraceCodec {
 
     /// `count` as a trace holds it: 0 when negative, ``maxCount`` when larger.
     @inline(__always)
-    package static func clamped(_ count: Int) -> UInt64 {
+    public static func clamped(_ count: Int) -> UInt64 {
         UInt64(min(max(count, 0), Int(maxCount)))
     }
 
@@ -106,7 +106,7 @@ package enum TraceCodec {
     ///
     /// - Precondition: a batch holds only updates, inserts and deletes (a programming error
     ///   otherwise: no reader could read it back).
-    package static func append(
+    public static func append(
         _ operation: TraceOperation, deltaNanoseconds: UInt64, to bytes: inout [UInt8]
     ) {
         func sized(_ opcode: Opcode, _ key: String, _ size: Int) {
@@ -173,7 +173,7 @@ extension TraceOperation {
 }
 
 /// Why a trace file could not be read or written.
-package enum TraceFileError: Error, Equatable, Sendable, CustomStringConvertible {
+@_spi(Benchmarks) public enum TraceFileError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The file does not start with the 16-byte header (`SOVTRACE`, version, flags); `offset` is
     /// the first byte that is wrong (the file's size when it is shorter than the header).
     case badHeader(offset: Int)
@@ -189,18 +189,19 @@ package enum TraceFileError: Error, Equatable, Sendable, CustomStringConvertible
     case io(operation: Operation, path: String, errno: Int32)
 
     /// The field of a record that broke the format.
-    package enum Field: String, Sendable {
+    public enum Field: String, Sendable {
         case varint, batchEntry, phase, hasAfter
         /// A value size, scan limit, string length or batch count past ``TraceCodec/maxCount``.
         case tooLarge
     }
 
     /// The system call that failed.
-    package enum Operation: String, Sendable {
+    public enum Operation: String, Sendable {
         case open, read, write, close, rename, remove, spawn
     }
 
-    package var description: String {
+    /// What went wrong and where, for a message.
+    public var description: String {
         switch self {
         case .badHeader(let offset): "not a Sovaria trace (bad header at byte \(offset))"
         case .unsupportedVersion(let version, let offset):
@@ -224,9 +225,9 @@ package enum TraceFileError: Error, Equatable, Sendable, CustomStringConvertible
 ///
 /// - Important: Not thread safe: one owner at a time (``RecordingOfflineStore`` keeps its writer
 ///   under its lock). After a failed ``flush()`` the buffered records are dropped.
-package final class TraceWriter {
+@_spi(Benchmarks) public final class TraceWriter {
     /// The file written, for messages.
-    package let path: String
+    public let path: String
     private var descriptor: Int32
     private var buffer: [UInt8]
     private let bufferBytes: Int
@@ -241,7 +242,7 @@ package final class TraceWriter {
     ///   - startNanoseconds: the time the trace began on the records' clock: the first record's
     ///     delta is counted from it. Default: 0.
     ///   - bufferBytes: how much is kept before a write. Default: 1 MiB.
-    package init(
+    public init(
         path: String, keysHashed: Bool = false, startNanoseconds: UInt64 = 0, bufferBytes: Int = 1 << 20
     ) throws(TraceFileError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -264,13 +265,13 @@ package final class TraceWriter {
 
     /// The file's size once everything appended is written: the header, the records written and
     /// those in the buffer.
-    package var byteCount: Int { flushedBytes + buffer.count }
+    public var byteCount: Int { flushedBytes + buffer.count }
 
     /// Appends `record`; writes the buffer when it is full.
     ///
     /// `record.nanoseconds` is the time on the trace's clock; a time before the previous
     /// record's is written as 0 nanoseconds after it.
-    package func append(_ record: TraceRecord) throws(TraceFileError) {
+    public func append(_ record: TraceRecord) throws(TraceFileError) {
         let delta = record.nanoseconds >= lastNanoseconds ? record.nanoseconds - lastNanoseconds : 0
         lastNanoseconds = max(lastNanoseconds, record.nanoseconds)
         TraceCodec.append(record.operation, deltaNanoseconds: delta, to: &buffer)
@@ -278,7 +279,7 @@ package final class TraceWriter {
     }
 
     /// Hands the buffered bytes to the file (a `write`, no `fsync`).
-    package func flush() throws(TraceFileError) {
+    public func flush() throws(TraceFileError) {
         guard !buffer.isEmpty, descriptor >= 0 else { return }
         defer { buffer.removeAll(keepingCapacity: true) }
         let code: Int32? = buffer.withUnsafeBytes { bytes in
@@ -298,7 +299,7 @@ package final class TraceWriter {
     }
 
     /// Writes what is buffered and closes the file; the writer takes no more records.
-    package func close() throws(TraceFileError) {
+    public func close() throws(TraceFileError) {
         guard descriptor >= 0 else { return }
         defer {
             _ = closeDescriptor(descriptor)

@@ -3,11 +3,11 @@
 /// C baseline's replayer) run.
 ///
 /// Values are not kept, only their sizes: a replay writes `valueBytes` bytes made by
-/// ``TraceValue``, the same bytes in Swift and in C.
+/// the Benchmarks package's `TraceValue`, the same bytes in Swift and in C.
 ///
-/// Not public because the trace file is a tool's format (`sovaria-bench`), not an API: the
-/// recording wrapper is the public way to make one.
-package enum TraceOperation: Equatable, Sendable {
+/// SPI (`@_spi(Benchmarks)`), not API, because the trace file is a tool's format (`sovaria-bench`
+/// reads it, in the Benchmarks package): the recording wrapper is the public way to make one.
+@_spi(Benchmarks) public enum TraceOperation: Equatable, Sendable {
     /// `get(key)`.
     case read(key: String)
     /// `set(key, value)` of a key the stream wrote before.
@@ -35,7 +35,7 @@ package enum TraceOperation: Equatable, Sendable {
 }
 
 /// A part of a trace reported on its own.
-package enum TracePhase: UInt8, Sendable, CaseIterable {
+@_spi(Benchmarks) public enum TracePhase: UInt8, Sendable, CaseIterable {
     /// Filling the store before the measured part (YCSB's load phase).
     case load = 1
     /// The measured operations.
@@ -43,25 +43,15 @@ package enum TracePhase: UInt8, Sendable, CaseIterable {
 }
 
 /// One operation of a trace and when it was made.
-package struct TraceRecord: Equatable, Sendable {
+@_spi(Benchmarks) public struct TraceRecord: Equatable, Sendable {
     /// Nanoseconds since the trace's first record (an open-loop replay keeps this timing).
-    package var nanoseconds: UInt64
-    package var operation: TraceOperation
+    public var nanoseconds: UInt64
+    /// The call.
+    public var operation: TraceOperation
 
-    package init(nanoseconds: UInt64, operation: TraceOperation) {
+    /// A record of `operation`, made `nanoseconds` after the trace's first record.
+    public init(nanoseconds: UInt64, operation: TraceOperation) {
         self.nanoseconds = nanoseconds
         self.operation = operation
-    }
-}
-
-/// The bytes a replay writes for a value: the same in Swift and in the C replayer, so every
-/// engine stores identical bytes, and different from one write to the next (SQLite may skip a
-/// row rewritten with the bytes it holds, which would flatter it).
-package enum TraceValue {
-    /// `count` bytes of `a`…`z` repeated, starting at letter `index % 26`, where `index` is the
-    /// write's position in its trace (its record's, counting from 0; a batch's writes share it).
-    package static func bytes(count: Int, index: UInt64) -> [UInt8] {
-        let start = Int(index % 26)
-        return (0..<count).map { UInt8(ascii: "a") + UInt8((start + $0) % 26) }
     }
 }

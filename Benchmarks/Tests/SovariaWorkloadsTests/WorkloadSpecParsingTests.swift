@@ -1,3 +1,4 @@
+@_spi(Benchmarks) import Sovaria
 import Testing
 
 @testable import SovariaWorkloads

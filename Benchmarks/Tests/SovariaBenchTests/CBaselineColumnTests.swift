@@ -109,7 +109,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let program = folder.appendingPathComponent("sovaria-c-baseline").path
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Benchmarks/c-baseline/sovaria_c_baseline.c").path
+            .deletingLastPathComponent().appendingPathComponent("c-baseline/sovaria_c_baseline.c").path
         _ = try await PostgresCluster.onThread {
             try ChildProcess.run(
                 "/usr/bin/env",

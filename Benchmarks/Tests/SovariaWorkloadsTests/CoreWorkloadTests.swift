@@ -1,4 +1,4 @@
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import Testing
 
 @testable import SovariaWorkloads

@@ -1,9 +1,10 @@
 import Foundation
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import SovariaLMDB
 import SovariaLevelDB
 import SovariaSQLite
 import SovariaTestKit
+import SovariaWorkloads
 import Testing
 
 /// `sovaria-c-replay` (Benchmarks/c-baseline/sovaria_c_replay.c) against the Swift engines: the
@@ -21,7 +22,7 @@ import Testing
             "/usr/bin/env",
             [
                 "cc", "-O2", "-std=c11", "-Wall", "-Werror", "-o", output,
-                packageRoot.appendingPathComponent("Benchmarks/c-baseline/sovaria_c_replay.c").path,
+                packageRoot.appendingPathComponent("c-baseline/sovaria_c_replay.c").path,
                 "-lsqlite3", "-llmdb", "-lleveldb", "-lm",
             ])
         guard status == 0 else { throw CompileFailure(message: errors) }

@@ -51,9 +51,12 @@ import Testing
         }
     }
 
-    /// The C trace replayer `make test` builds (`make c-baseline`) before the tests run.
+    /// The C trace replayer `make test` builds (`make c-baseline`) before the tests run, in the
+    /// library's `.build` (this file is Benchmarks/Tests/SovariaBenchTests/ under it).
     static func cReplay() throws -> String {
-        let path = FileManager.default.currentDirectoryPath + "/.build/sovaria-c-replay"
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let path = root.appendingPathComponent(".build/sovaria-c-replay").path
         try #require(
             FileManager.default.isExecutableFile(atPath: path),
             "\(path) is missing: `make test` builds it with `make c-baseline` (a C compiler and the -dev packages)")

@@ -20,9 +20,16 @@ import Testing
         let measurements: [Row]
     }
 
+    /// The `sovaria-bench` built beside this test binary.
     static var executable: URL {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("sovaria-bench")
+        #if os(Linux)
+            let folder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        #else
+            // Apple platforms: the test bundle (`….xctest`) sits in the products folder.
+            let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") } ?? Bundle.main
+            let folder = bundle.bundleURL.deletingLastPathComponent()
+        #endif
+        return folder.appendingPathComponent("sovaria-bench")
     }
 
     @Test func quickRunCoversEverySectionAndWritesEveryFormat() async throws {

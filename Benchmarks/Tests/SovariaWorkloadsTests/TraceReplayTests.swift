@@ -1,5 +1,5 @@
 import Foundation
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import SovariaLMDB
 import SovariaSQLite
 import SovariaTestKit

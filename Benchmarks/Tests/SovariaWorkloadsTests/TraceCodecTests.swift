@@ -1,6 +1,7 @@
 import Foundation
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import SovariaTestKit
+import SovariaWorkloads
 import Testing
 
 @Suite struct TraceCodecTests {

@@ -1,3 +1,5 @@
+@_spi(Benchmarks) import Sovaria
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)

@@ -1,4 +1,4 @@
-import Sovaria
+@_spi(Benchmarks) import Sovaria
 import Synchronization
 
 @testable import SovariaWorkloads
