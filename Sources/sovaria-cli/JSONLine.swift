@@ -1,3 +1,5 @@
+import SovariaPlumbing
+
 /// Writes the JSON Lines `sovaria` prints: `dump`'s entries and `--json` events.
 ///
 /// Hand-written rather than `JSONEncoder` so the format is exactly the documented one, whatever
@@ -35,26 +37,7 @@ enum JSONLine {
         return line
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     static func appendString(_ text: String, to line: inout [UInt8]) {
-        line.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x08: line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0..<0x20:
-                line.append(contentsOf: "\\u00".utf8)
-                line.append(hexDigits[Int(byte >> 4)])
-                line.append(hexDigits[Int(byte & 0xF)])
-            default: line.append(byte)
-            }
-        }
-        line.append(UInt8(ascii: "\""))
+        JSONStringWriter.append(text, to: &line)
     }
 }

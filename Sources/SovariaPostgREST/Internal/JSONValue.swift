@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 
 /// A JSON value as the overlay reads and writes rows: numbers keep the text the server wrote
 /// (so an answer passed through unchanged is the server's, digit for digit), objects keep their
@@ -78,27 +79,40 @@ package struct JSONObject: Sendable, Hashable {
     func has(_ key: String) -> Bool { keys.contains(key) }
 }
 
-/// Reads JSON text into ``JSONValue``s (RFC 8259; a duplicate key keeps its last value, as
-/// PostgreSQL's `jsonb` does). Package-visible for the bench, whose local-first floor is this parse.
+/// Reads JSON text into ``JSONValue``s through the shared `JSONLexer` (RFC 8259; a duplicate
+/// key keeps its last value, as PostgreSQL's `jsonb` does). Package-visible for the bench, whose
+/// local-first floor is this parse.
 package struct JSONParser {
     package struct Failure: Error, CustomStringConvertible {
         package let description: String
     }
 
-    private let bytes: [UInt8]
-    private var position = 0
+    private var lexer: JSONLexer
+
+    private init(lexer: JSONLexer) { self.lexer = lexer }
 
     /// The value `text` holds, or a ``Failure`` saying where it is not JSON.
     package static func parse(_ text: String) throws -> JSONValue {
-        var parser = JSONParser(bytes: Array(text.utf8))
-        parser.skipSpace()
-        let value = try parser.value(depth: 0)
-        parser.skipSpace()
-        guard parser.position == parser.bytes.count else { throw parser.failure("text after the value") }
-        return value
+        try read(text) { parser in
+            parser.lexer.skipWhitespace()
+            return try parser.value(depth: 0)
+        }
     }
 
-    private init(bytes: [UInt8]) { self.bytes = bytes }
+    /// Runs `body` over `text`, then requires nothing but space after what it read.
+    private static func read<Value>(_ text: String, _ body: (inout JSONParser) throws -> Value) throws -> Value {
+        do {
+            return try JSONLexer.withLexer(over: text) { lexer in
+                var parser = JSONParser(lexer: lexer)
+                let value = try body(&parser)
+                parser.lexer.skipWhitespace()
+                guard parser.lexer.isAtEnd else { throw parser.lexer.failure("text after the value") }
+                return value
+            }
+        } catch let failure as JSONLexer.Failure {
+            throw Failure(description: "not JSON at byte \(failure.offset): \(failure.problem)")
+        }
+    }
 
     /// One element of a top-level array, with where its text lies.
     struct Element {
@@ -113,99 +127,61 @@ package struct JSONParser {
     /// The elements of the array `text` holds, each with its byte range; `nil` when `text` is
     /// JSON but not an array. Throws a ``Failure`` when it is not JSON.
     static func elements(of text: String) throws -> [Element]? {
-        var parser = JSONParser(bytes: Array(text.utf8))
-        parser.skipSpace()
-        guard parser.position < parser.bytes.count, parser.bytes[parser.position] == UInt8(ascii: "[") else {
-            _ = try parse(text)
-            return nil
-        }
-        parser.position += 1
-        var elements: [Element] = []
-        parser.skipSpace()
-        if parser.position < parser.bytes.count, parser.bytes[parser.position] == UInt8(ascii: "]") {
-            parser.position += 1
-        } else {
-            while true {
-                parser.skipSpace()
-                let start = parser.position
+        try read(text) { parser in
+            parser.lexer.skipWhitespace()
+            guard parser.lexer.peek() == UInt8(ascii: "[") else {
+                _ = try parser.value(depth: 0)
+                return nil
+            }
+            var elements: [Element] = []
+            guard try !parser.lexer.beginArray() else { return elements }
+            repeat {
+                let start = parser.lexer.position
                 parser.repeatsKeys = false
                 let value = try parser.value(depth: 1)
-                elements.append(Element(value: value, range: start..<parser.position, repeatsKeys: parser.repeatsKeys))
-                parser.skipSpace()
-                guard parser.position < parser.bytes.count else { throw parser.failure("an array is not closed") }
-                let byte = parser.bytes[parser.position]
-                parser.position += 1
-                if byte == UInt8(ascii: "]") { break }
-                guard byte == UInt8(ascii: ",") else { throw parser.failure("expected , or ]") }
-            }
+                elements.append(
+                    Element(value: value, range: start..<parser.lexer.position, repeatsKeys: parser.repeatsKeys))
+            } while try !parser.lexer.endOfElement()
+            return elements
         }
-        parser.skipSpace()
-        guard parser.position == parser.bytes.count else { throw parser.failure("text after the value") }
-        return elements
     }
 
     /// Whether an object read since this was last cleared repeated a key.
     private var repeatsKeys = false
 
-    private func failure(_ what: String) -> Failure { Failure(description: "not JSON at byte \(position): \(what)") }
-
-    private mutating func skipSpace() {
-        while position < bytes.count {
-            switch bytes[position] {
-            case 0x20, 0x09, 0x0A, 0x0D: position += 1
-            default: return
-            }
-        }
-    }
-
     private mutating func value(depth: Int) throws -> JSONValue {
-        guard depth < 512 else { throw failure("nested too deep") }
-        guard position < bytes.count else { throw failure("a value is missing") }
-        switch bytes[position] {
+        guard depth < 512 else { throw lexer.failure("nested too deep") }
+        switch lexer.peek() {
         case UInt8(ascii: "{"): return .object(try object(depth: depth))
         case UInt8(ascii: "["):
-            position += 1
             var items: [JSONValue] = []
-            skipSpace()
-            if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
-                position += 1
-                return .array(items)
-            }
-            while true {
-                skipSpace()
+            guard try !lexer.beginArray() else { return .array(items) }
+            repeat {
                 items.append(try value(depth: depth + 1))
-                skipSpace()
-                guard position < bytes.count else { throw failure("an array is not closed") }
-                let byte = bytes[position]
-                position += 1
-                if byte == UInt8(ascii: "]") { return .array(items) }
-                guard byte == UInt8(ascii: ",") else { throw failure("expected , or ]") }
-            }
-        case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "t"): return try literal("true", .bool(true))
-        case UInt8(ascii: "f"): return try literal("false", .bool(false))
-        case UInt8(ascii: "n"): return try literal("null", .null)
-        default: return try number()
+            } while try !lexer.endOfElement()
+            return .array(items)
+        case UInt8(ascii: "\""): return .string(try lexer.string())
+        case UInt8(ascii: "t"):
+            try lexer.expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try lexer.expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try lexer.expectLiteral("null")
+            return .null
+        default:
+            let number = try lexer.number()
+            return .number(String(decoding: UnsafeBufferPointer(rebasing: lexer.input[number.text]), as: UTF8.self))
         }
     }
 
     private mutating func object(depth: Int) throws -> JSONObject {
-        position += 1
+        guard try !lexer.beginObject() else { return JSONObject() }
         var keys: [String] = []
         var values: [JSONValue] = []
-        skipSpace()
-        if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
-            position += 1
-            return JSONObject()
-        }
-        while true {
-            skipSpace()
-            guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw failure("expected a key") }
-            let key = try string()
-            skipSpace()
-            guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw failure("expected :") }
-            position += 1
-            skipSpace()
+        repeat {
+            let key = try lexer.key()
             let value = try value(depth: depth + 1)
             if let index = keys.firstIndex(of: key) {
                 repeatsKeys = true  // the last value is kept, in the first one's place
@@ -214,13 +190,7 @@ package struct JSONParser {
                 keys.append(key)
                 values.append(value)
             }
-            skipSpace()
-            guard position < bytes.count else { throw failure("an object is not closed") }
-            let byte = bytes[position]
-            position += 1
-            if byte == UInt8(ascii: "}") { break }
-            guard byte == UInt8(ascii: ",") else { throw failure("expected , or }") }
-        }
+        } while try !lexer.endOfMember()
         // Rows of one answer share one array of keys.
         if keys == lastKeys {
             keys = lastKeys
@@ -232,112 +202,6 @@ package struct JSONParser {
 
     /// The keys of the last object read, which the next one shares when its keys are the same.
     private var lastKeys: [String] = []
-
-    private mutating func literal(_ word: String, _ value: JSONValue) throws -> JSONValue {
-        let end = position + word.utf8.count
-        guard end <= bytes.count, bytes[position..<end].elementsEqual(word.utf8) else { throw failure("unknown word") }
-        position = end
-        return value
-    }
-
-    private mutating func number() throws -> JSONValue {
-        let start = position
-        func digits() -> Bool {
-            let from = position
-            while position < bytes.count, (0x30...0x39).contains(bytes[position]) { position += 1 }
-            return position > from
-        }
-        if position < bytes.count, bytes[position] == UInt8(ascii: "-") { position += 1 }
-        let integerStart = position
-        guard digits() else { throw failure("not a number") }
-        guard bytes[integerStart] != UInt8(ascii: "0") || position == integerStart + 1 else {
-            throw failure("a number with a leading zero")
-        }
-        if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
-            position += 1
-            guard digits() else { throw failure("no digits after the point") }
-        }
-        if position < bytes.count, bytes[position] | 0x20 == UInt8(ascii: "e") {
-            position += 1
-            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
-                position += 1
-            }
-            guard digits() else { throw failure("no digits in the exponent") }
-        }
-        return .number(String(decoding: bytes[start..<position], as: UTF8.self))
-    }
-
-    private mutating func string() throws -> String {
-        position += 1
-        var scalars = String.UnicodeScalarView()
-        var runStart = position
-        var text = ""
-        while true {
-            guard position < bytes.count else { throw failure("a string is not closed") }
-            let byte = bytes[position]
-            if byte == UInt8(ascii: "\"") {
-                text += String(decoding: bytes[runStart..<position], as: UTF8.self)
-                position += 1
-                return text
-            }
-            guard byte >= 0x20 else { throw failure("a control character in a string") }
-            guard byte == UInt8(ascii: "\\") else {
-                position += 1
-                continue
-            }
-            text += String(decoding: bytes[runStart..<position], as: UTF8.self)
-            position += 1
-            guard position < bytes.count else { throw failure("a string is not closed") }
-            let escape = bytes[position]
-            position += 1
-            scalars.removeAll()
-            switch escape {
-            case UInt8(ascii: "\""): text += "\""
-            case UInt8(ascii: "\\"): text += "\\"
-            case UInt8(ascii: "/"): text += "/"
-            case UInt8(ascii: "b"): text += "\u{8}"
-            case UInt8(ascii: "f"): text += "\u{C}"
-            case UInt8(ascii: "n"): text += "\n"
-            case UInt8(ascii: "r"): text += "\r"
-            case UInt8(ascii: "t"): text += "\t"
-            case UInt8(ascii: "u"):
-                var code = try hex4()
-                if (0xD800..<0xDC00).contains(code), position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"),
-                    bytes[position + 1] == UInt8(ascii: "u")
-                {
-                    position += 2
-                    let low = try hex4()
-                    guard (0xDC00..<0xE000).contains(low) else { throw failure("a lone surrogate") }
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                }
-                guard let scalar = Unicode.Scalar(code) else { throw failure("a lone surrogate") }
-                scalars.append(scalar)
-                text += String(scalars)
-            default: throw failure("an unknown escape")
-            }
-            runStart = position
-        }
-    }
-
-    private mutating func hex4() throws -> UInt32 {
-        guard position + 4 <= bytes.count else { throw failure("a short \\u escape") }
-        var code: UInt32 = 0
-        for byte in bytes[position..<position + 4] {
-            guard let digit = Self.hexDigit(byte) else { throw failure("a bad \\u escape") }
-            code = code << 4 | digit
-        }
-        position += 4
-        return code
-    }
-
-    private static func hexDigit(_ byte: UInt8) -> UInt32? {
-        switch byte {
-        case 0x30...0x39: UInt32(byte - 0x30)
-        case 0x41...0x46: UInt32(byte - 0x41 + 10)
-        case 0x61...0x66: UInt32(byte - 0x61 + 10)
-        default: nil
-        }
-    }
 }
 
 extension JSONValue {
@@ -374,25 +238,8 @@ extension JSONValue {
         }
     }
 
-    /// Appends `value` as a JSON string: quotes, backslashes and control characters escaped,
-    /// everything else as its UTF-8 bytes.
+    /// Appends `value` as a JSON string, as `JSONStringWriter` writes it.
     static func writeString(_ value: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-            case 0x09: out.append(contentsOf: #"\t"#.utf8)
-            case 0..<0x20:
-                let digits = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: #"\u00"#.utf8)
-                out.append(digits[Int(byte >> 4)])
-                out.append(digits[Int(byte & 0x0F)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        JSONStringWriter.append(value, to: &out)
     }
 }

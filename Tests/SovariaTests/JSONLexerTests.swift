@@ -1,0 +1,138 @@
+import SovariaPlumbing
+import Testing
+
+/// The shared JSON lexer on its own: each token kind, what it refuses and where it says so.
+@Suite struct JSONLexerTests {
+    /// Runs `body` over `text` and returns its result, or the failure it threw.
+    static func lex<Value>(_ text: String, _ body: (inout JSONLexer) throws -> Value) -> Result<Value, JSONLexer.Failure>
+    {
+        JSONLexer.withLexer(over: text) { lexer in
+            do {
+                return .success(try body(&lexer))
+            } catch let failure as JSONLexer.Failure {
+                return .failure(failure)
+            } catch {
+                Issue.record("not a JSONLexer.Failure: \(error)")
+                return .failure(JSONLexer.Failure(offset: -1, problem: "\(error)"))
+            }
+        }
+    }
+
+    @Test func readsEveryEscapeAndJoinsSurrogatePairs() throws {
+        let text = #""a\"b\\c\/d\be\ff\ng\rh\ti\u00e9\u00E9\ud83d\ude00 plain é""#
+        let value = try Self.lex(text) { try $0.string() }.get()
+        #expect(value == "a\"b\\c/d\u{8}e\u{C}f\ng\rh\ti\u{E9}\u{E9}\u{1F600} plain é")
+    }
+
+    @Test func aStringWithoutEscapesIsItsBytes() throws {
+        #expect(try Self.lex(#""héllo wörld""#) { try $0.string() }.get() == "héllo wörld")
+        #expect(try Self.lex(#""""#) { try $0.string() }.get() == "")
+    }
+
+    @Test(
+        arguments: [
+            (#""\ud800""#, 7, "a high surrogate without a low one"),
+            (#""\ud800\u0041""#, 13, "a high surrogate without a low one"),
+            (#""\udc00""#, 7, "a low surrogate without a high one"),
+            (#""\x""#, 2, "unknown escape"),
+            (#""\u12g4""#, 5, #"a \u escape needs four hex digits"#),
+            ("\"a\u{1}\"", 2, "a control character must be escaped in a string"),
+        ])
+    func refusesBadStringsWithTheirOffset(text: String, offset: Int, problem: String) {
+        let result = Self.lex(text) { try $0.string() }
+        guard case .failure(let failure) = result else {
+            Issue.record("\(text) was read")
+            return
+        }
+        #expect(failure.offset == offset, "\(text)")
+        #expect(failure.problem == problem, "\(text)")
+    }
+
+    @Test func aCutOffTextSaysSo() {
+        guard case .failure(let failure) = Self.lex(#""abc"#, { try $0.string() }) else {
+            Issue.record("an open string was read")
+            return
+        }
+        #expect(failure.offset == 4)
+        #expect(failure.problem == "the string does not end (the text ends)")
+        #expect(failure.description == "invalid JSON at byte 4: the string does not end (the text ends)")
+    }
+
+    @Test(arguments: ["0", "-0", "7", "-12", "1.5", "0.25", "1e3", "1E+3", "2.5e-7", "-1.0e10"])
+    func readsNumbersWhole(text: String) throws {
+        let (range, end) = try Self.lex(text) { lexer in (try lexer.number().text, lexer.position) }.get()
+        #expect(range == 0..<text.utf8.count)
+        #expect(end == text.utf8.count)
+    }
+
+    @Test(arguments: ["01", "-", "1.", "1.e3", "1e", "1e+", "+1", ".5", "-a"])
+    func refusesMalformedNumbers(text: String) {
+        let result = Self.lex(text) { lexer in
+            _ = try lexer.number()
+            guard lexer.isAtEnd else { throw lexer.failure("text after the number") }
+        }
+        #expect(throws: JSONLexer.Failure.self, "\(text)") { try result.get() }
+    }
+
+    @Test func numbersAreIntegersOnlyWhenExact() throws {
+        func integer(_ text: String) throws -> Int64? {
+            try Self.lex(text) { lexer in try lexer.number().exactInteger(in: lexer.input, as: Int64.self) }.get()
+        }
+        #expect(try integer("7") == 7)
+        #expect(try integer("7.0") == 7)
+        #expect(try integer("70e-1") == 7)
+        #expect(try integer("-0") == 0)
+        #expect(try integer("-9223372036854775808") == .min)
+        #expect(try integer("9223372036854775808") == nil)
+        #expect(try integer("1.5") == nil)
+        #expect(try integer("1e400") == nil)
+    }
+
+    @Test func skipsAnyValueAndRefusesDeepNesting() throws {
+        let value = #" {"a": [1, -2.5e3, "x\"y", {"b": null}, true, false, []], "c": {}} "#
+        let end = try Self.lex(value) { lexer in
+            try lexer.skipValue(depth: 1, maxDepth: 4)
+            lexer.skipWhitespace()
+            return lexer.isAtEnd
+        }.get()
+        #expect(end)
+        let deep = String(repeating: "[", count: 5) + String(repeating: "]", count: 5)
+        #expect(throws: JSONLexer.Failure.self) { try Self.lex(deep) { try $0.skipValue(depth: 1, maxDepth: 4) }.get() }
+        #expect(throws: Never.self) { try Self.lex(deep) { try $0.skipValue(depth: 1, maxDepth: 5) }.get() }
+    }
+
+    @Test func objectsAndArraysStepByMember() throws {
+        let pairs = try Self.lex(#"{ "a" : 1 , "b":[ 2 , 3 ] }"#) { lexer -> [String] in
+            var keys: [String] = []
+            guard try !lexer.beginObject() else { return keys }
+            repeat {
+                keys.append(try lexer.key())
+                try lexer.skipValue(depth: 1, maxDepth: 8)
+            } while try !lexer.endOfMember()
+            return keys
+        }.get()
+        #expect(pairs == ["a", "b"])
+        #expect(throws: JSONLexer.Failure.self) { try Self.lex(#"{"a" 1}"#) { _ = try $0.beginObject(); _ = try $0.key() }.get() }
+        #expect(throws: JSONLexer.Failure.self) {
+            try Self.lex("[1 2]") { lexer in
+                _ = try lexer.beginArray()
+                _ = try lexer.number()
+                _ = try lexer.endOfElement()
+            }.get()
+        }
+    }
+
+    @Test func everyPrefixOfAValueFailsWithoutTrapping() {
+        let value = #"{"k":["é\n",-1.5e-3,{"n":null,"t":true,"f":false}],"u":"\ud83d\ude00"}"#
+        let bytes = Array(value.utf8)
+        for length in 0..<bytes.count {
+            let prefix = String(decoding: bytes[..<length], as: UTF8.self)
+            let result = Self.lex(prefix) { lexer in
+                try lexer.skipValue(depth: 1, maxDepth: 8)
+                guard lexer.isAtEnd else { throw lexer.failure("text after the value") }
+            }
+            #expect(throws: JSONLexer.Failure.self, "\(length) bytes") { try result.get() }
+        }
+        #expect(throws: Never.self) { try Self.lex(value) { try $0.skipValue(depth: 1, maxDepth: 8) }.get() }
+    }
+}
