@@ -42,7 +42,9 @@ package struct JSONLexer {
     /// Runs `body` with a lexer over `text`'s UTF-8 bytes (contiguous, so no copy when `text` is
     /// native).
     @inlinable
-    package static func withLexer<Value>(over text: String, _ body: (inout JSONLexer) throws -> Value) rethrows
+    package static func withLexer<Value>(
+        over text: String, _ body: (inout JSONLexer) throws -> Value
+    ) rethrows
         -> Value
     {
         var text = text
@@ -315,7 +317,9 @@ package struct JSONLexer {
         /// The value when it is a whole number that `Value` holds exactly (`7`, `-0`, `7.0`,
         /// `70e-1`), else `nil`: nothing is rounded or clamped.
         @inlinable
-        package func exactInteger<Value: FixedWidthInteger>(in input: UnsafeBufferPointer<UInt8>, as _: Value.Type)
+        package func exactInteger<Value: FixedWidthInteger>(
+            in input: UnsafeBufferPointer<UInt8>, as _: Value.Type
+        )
             -> Value?
         {
             let digitCount = integerPart.count + fraction.count

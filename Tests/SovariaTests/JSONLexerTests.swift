@@ -4,8 +4,9 @@ import Testing
 /// The shared JSON lexer on its own: each token kind, what it refuses and where it says so.
 @Suite struct JSONLexerTests {
     /// Runs `body` over `text` and returns its result, or the failure it threw.
-    static func lex<Value>(_ text: String, _ body: (inout JSONLexer) throws -> Value) -> Result<Value, JSONLexer.Failure>
-    {
+    static func lex<Value>(
+        _ text: String, _ body: (inout JSONLexer) throws -> Value
+    ) -> Result<Value, JSONLexer.Failure> {
         JSONLexer.withLexer(over: text) { lexer in
             do {
                 return .success(try body(&lexer))
@@ -112,7 +113,11 @@ import Testing
             return keys
         }.get()
         #expect(pairs == ["a", "b"])
-        #expect(throws: JSONLexer.Failure.self) { try Self.lex(#"{"a" 1}"#) { _ = try $0.beginObject(); _ = try $0.key() }.get() }
+        #expect(throws: JSONLexer.Failure.self) {
+            try Self.lex(#"{"a" 1}"#) {
+                _ = try $0.beginObject(); _ = try $0.key()
+            }.get()
+        }
         #expect(throws: JSONLexer.Failure.self) {
             try Self.lex("[1 2]") { lexer in
                 _ = try lexer.beginArray()
