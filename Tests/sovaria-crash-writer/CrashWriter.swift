@@ -20,6 +20,7 @@ import Sovaria
 @main
 enum CrashWriter {
     static func main() async {
+        exitWhenOrphaned()
         let arguments = CommandLine.arguments
         guard arguments.count == 5, let first = Int(arguments[4]) else {
             FileHandle.standardError.write(Data("usage: sovaria-crash-writer ENGINE PATH synced|flushed FIRST\n".utf8))
@@ -133,4 +134,22 @@ enum CrashWriter {
 
     /// The file `acknowledge(_:)` opens before each line, if any.
     static let acknowledgementGate = ProcessInfo.processInfo.environment["SOVARIA_CRASH_ACK_GATE"]
+
+    /// Exits once the test process that started this writer is gone, so a test run killed
+    /// midway leaves no writer behind looping forever: the tests stop their writers with
+    /// SIGKILL, and nobody would stop those of a run that died first.
+    ///
+    /// A parent that dies hands its children to init (or a subreaper), which changes
+    /// `getppid()`; a background thread looks once a second. The parent is the one named by
+    /// `SOVARIA_CRASH_PARENT` if set (a parent that may die before this process starts to
+    /// watch), else the one this process has at start.
+    static func exitWhenOrphaned() {
+        let named = ProcessInfo.processInfo.environment["SOVARIA_CRASH_PARENT"].flatMap { pid_t($0) }
+        let parent = named ?? getppid()
+        Thread.detachNewThread {
+            while getppid() == parent { Thread.sleep(forTimeInterval: 1) }
+            // `_exit`, not `exit`: no atexit handler runs while the main thread is mid-write.
+            _exit(3)
+        }
+    }
 }
