@@ -15,7 +15,8 @@ import Testing
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/bin/sh")
         shell.arguments = [
-            "-c", #"SOVARIA_CRASH_PARENT=$$ "$0" batches-file "$1" flushed 100000000 2>/dev/null & echo $!"#, CrashChild.executable.path,
+            "-c", #"SOVARIA_CRASH_PARENT=$$ "$0" batches-file "$1" flushed 100000000 2>/dev/null & echo $!"#,
+            CrashChild.executable.path,
             folder.path,
         ]
         let output = Pipe()
