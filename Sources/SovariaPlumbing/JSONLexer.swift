@@ -83,6 +83,13 @@ package struct JSONLexer {
         }
     }
 
+    /// Steps over trailing space, then throws "text after the `what`" unless the text ends there.
+    @inlinable
+    package mutating func expectEnd(after what: String) throws {
+        skipWhitespace()
+        guard position == input.count else { throw failure("text after the \(what)") }
+    }
+
     /// Steps over `byte`, or throws "expected `what`".
     @inlinable
     package mutating func expect(_ byte: UInt8, _ what: String) throws {

@@ -105,8 +105,7 @@ package struct JSONParser {
             return try JSONLexer.withLexer(over: text) { lexer in
                 var parser = JSONParser(lexer: lexer)
                 let value = try body(&parser)
-                parser.lexer.skipWhitespace()
-                guard parser.lexer.isAtEnd else { throw parser.lexer.failure("text after the value") }
+                try parser.lexer.expectEnd(after: "value")
                 return value
             }
         } catch let failure as JSONLexer.Failure {

@@ -39,8 +39,7 @@ struct QueueJSONReader {
             return try JSONLexer.withLexer(over: text) { lexer in
                 var reader = Self(lexer: lexer)
                 let value = try body(&reader)
-                reader.lexer.skipWhitespace()
-                guard reader.lexer.isAtEnd else { throw reader.failure("text after the object") }
+                try reader.lexer.expectEnd(after: "object")
                 return value
             }
         } catch let failure as JSONLexer.Failure {
