@@ -1,7 +1,7 @@
 import Foundation
 @_spi(Benchmarks) import Sovaria
 import SovariaSQLite
-import SovariaTestKit
+@_spi(Benchmarks) import SovariaTestKit
 import Testing
 
 /// The recorder as a store: it conforms around any store, passes the wrapped store's traits through,
@@ -52,27 +52,6 @@ import Testing
         #expect(RecordingOfflineStore.hashedKey("sov:cache:a") != RecordingOfflineStore.hashedKey("sov:cache:b"))
     }
 
-    // MARK: - A session of calls
-
-    /// The calls of a small app session (the Benchmarks package's `RecordedTraceTests` checks the
-    /// operations each is recorded as).
-    static func runSession(on store: any OfflineStore) async throws {
-        try await store.set("sov:cache:feed", "0123456789")
-        _ = try await store.get("sov:cache:feed")
-        _ = try await store.withValue("sov:cache:feed") { $0.count }
-        _ = try await store.get("sov:cache:missing")
-        try await store.write([
-            .set(key: "sov:queue:0001", value: "é"), .set(key: "sov:queue:0002", value: ""),
-            .delete(key: "sov:cache:feed"),
-        ])
-        _ = try await store.keys("sov:queue:")
-        _ = try await store.entries("sov:queue:", after: nil, limit: 1)
-        _ = try await store.entries("sov:queue:", after: "sov:queue:0001", limit: 10)
-        try await store.delete("sov:queue:0001")
-        try? await store.set("", "refused")  // an invalid key: refused by the store, recorded anyway
-        try await store.compact()
-    }
-
     // MARK: - Recording never fails a call
 
     @Test func aTraceThatCannotBeCreatedStopsRecordingAndCallsGoOn() async throws {
@@ -81,7 +60,7 @@ import Testing
         let path = folder.child("file").appendingPathComponent("calls.sovtrace")
         let store = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: path)
         #expect(store.recordingState == .stopped(.creatingFailed(path: path.path, errno: ENOTDIR)))
-        try await Self.runSession(on: store)
+        try await RecordedSession.run(on: store)
         #expect(try await store.get("sov:queue:0002") == "")
     }
 
@@ -92,7 +71,7 @@ import Testing
         try FileManager.default.createSymbolicLink(atPath: path.path, withDestinationPath: "/dev/full")
         let store = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: path)
         #expect(store.recordingState == .stopped(.writingFailed(path: path.path, errno: ENOSPC)))
-        try await Self.runSession(on: store)
+        try await RecordedSession.run(on: store)
         #expect(try await store.keys("sov:queue:") == ["sov:queue:0002"])
     }
 

@@ -2,24 +2,12 @@ import Foundation
 import SovariaTestServers
 import Testing
 
+@testable import sovaria_bench
+
 /// Runs `sovaria-bench --quick` (smaller still) so the benchmark cannot rot: every section must
 /// produce rows, the raw and encrypted baselines must yield ratios, and every output file must
 /// be written.
 @Suite struct BenchSmokeTests {
-    struct Report: Decodable {
-        struct Row: Decodable {
-            let section: String
-            let subject: String
-            let variant: String
-            let operation: String
-            let nanosecondsPerOp: Double
-            let ratio: Double?
-            let note: String?
-        }
-        let machine: [String: String]
-        let measurements: [Row]
-    }
-
     /// The `sovaria-bench` built beside this test binary.
     static var executable: URL {
         #if os(Linux)

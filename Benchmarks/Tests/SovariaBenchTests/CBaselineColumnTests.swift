@@ -2,26 +2,13 @@ import Foundation
 import SovariaTestServers
 import Testing
 
+@testable import sovaria_bench
+
 /// The store section's C column (issue 15): `sovaria-bench --c-baseline PROGRAM` runs the program
 /// next to each engine and prints every adapter's ratio against it before the ratio against the
 /// Swift raw baseline; without the program it says so and goes on. Times are never asserted: a
 /// fake program prints fixed times, and the ratios must be the row's own p50 over them.
 @Suite struct CBaselineColumnTests {
-    struct Report: Decodable {
-        struct Row: Decodable {
-            let subject: String
-            let variant: String
-            let operation: String
-            let p50Nanoseconds: Double
-            let ratio: Double?
-            let baseline: String?
-            let cRatio: Double?
-            let cBaseline: String?
-            let note: String?
-        }
-        let measurements: [Row]
-    }
-
     /// The p50 every line of the fake program reports, in nanoseconds.
     static let fakeP50 = 1_000.0
 

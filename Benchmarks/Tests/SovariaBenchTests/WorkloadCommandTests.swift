@@ -4,27 +4,12 @@ import SovariaTestKit
 import SovariaTestServers
 import Testing
 
+@testable import sovaria_bench
+
 /// `sovaria-bench workload`, `replay` and `eviction-curve` run as a user runs them (issue 36): on
 /// store URLs, with the C library on the same trace when it is built, writing every format, and
 /// `--help` naming every flag.
 @Suite struct WorkloadCommandTests {
-    struct Report: Decodable {
-        struct Row: Decodable {
-            let section: String
-            let subject: String
-            let variant: String
-            let operation: String
-            let opsPerSecond: Double
-            let p50Nanoseconds: Double
-            let p95Nanoseconds: Double?
-            let p999Nanoseconds: Double?
-            let diskBytes: Int?
-            let cRatio: Double?
-        }
-        let machine: [String: String]
-        let measurements: [Row]
-    }
-
     /// Runs `sovaria-bench` with `arguments` on a thread of its own; its standard output and status.
     static func bench(_ arguments: [String]) async throws -> (output: String, status: Int32) {
         let (output, _, status) = try await benchWithErrors(arguments)

@@ -1,6 +1,6 @@
 import Foundation
 @_spi(Benchmarks) import Sovaria
-import SovariaTestKit
+@_spi(Benchmarks) import SovariaTestKit
 import SovariaWorkloads
 import Testing
 
@@ -8,40 +8,6 @@ import Testing
 /// and limits at the trace's cap, buffering, hashed keys, and rotation. (The recorder's tests that
 /// need no reader are the library's `RecordingOfflineStoreTests`.)
 @Suite struct RecordedTraceTests {
-    /// The calls of a small app session, and the operations each must be recorded as.
-    static func runSession(on store: any OfflineStore) async throws -> [TraceOperation] {
-        try await store.set("sov:cache:feed", "0123456789")
-        _ = try await store.get("sov:cache:feed")
-        _ = try await store.withValue("sov:cache:feed") { $0.count }
-        _ = try await store.get("sov:cache:missing")
-        try await store.write([
-            .set(key: "sov:queue:0001", value: "é"), .set(key: "sov:queue:0002", value: ""),
-            .delete(key: "sov:cache:feed"),
-        ])
-        _ = try await store.keys("sov:queue:")
-        _ = try await store.entries("sov:queue:", after: nil, limit: 1)
-        _ = try await store.entries("sov:queue:", after: "sov:queue:0001", limit: 10)
-        try await store.delete("sov:queue:0001")
-        try? await store.set("", "refused")  // an invalid key: refused by the store, recorded anyway
-        try await store.compact()
-        return [
-            .update(key: "sov:cache:feed", valueBytes: 10),
-            .read(key: "sov:cache:feed"),
-            .read(key: "sov:cache:feed"),
-            .read(key: "sov:cache:missing"),
-            .batch([
-                .update(key: "sov:queue:0001", valueBytes: 2), .update(key: "sov:queue:0002", valueBytes: 0),
-                .delete(key: "sov:cache:feed"),
-            ]),
-            .keys(prefix: "sov:queue:"),
-            .scan(prefix: "sov:queue:", after: nil, limit: 1),
-            .scan(prefix: "sov:queue:", after: "sov:queue:0001", limit: 10),
-            .delete(key: "sov:queue:0001"),
-            .update(key: "", valueBytes: 7),
-            .compact,
-        ]
-    }
-
     static func records(_ url: URL) throws -> (TraceReader, [TraceRecord]) {
         let reader = try TraceReader(path: url.path)
         var records: [TraceRecord] = []
@@ -53,7 +19,7 @@ import Testing
         let folder = try TemporaryFolder()
         let inner = MemoryOfflineStore()
         let store = RecordingOfflineStore(wrapping: inner, traceFile: folder.child("calls.sovtrace"))
-        let expected = try await Self.runSession(on: store)
+        let expected = try await RecordedSession.run(on: store)
         #expect(try await inner.get("sov:queue:0002") == "")  // the calls reached the store
         #expect(store.recordingState == .recording)
         store.stopRecording()
@@ -105,7 +71,7 @@ import Testing
         configuration.hashesKeys = true
         let store = RecordingOfflineStore(
             wrapping: MemoryOfflineStore(), traceFile: folder.child("calls.sovtrace"), configuration: configuration)
-        let calls = try await Self.runSession(on: store)
+        let calls = try await RecordedSession.run(on: store)
         store.stopRecording()
         let (reader, records) = try Self.records(folder.child("calls.sovtrace"))
         #expect(reader.keysHashed)
