@@ -110,8 +110,8 @@ extension LocalFirstSection {
     private func sessionMemory(body: String, rows count: Int) -> String {
         let write = [OverlayWrite(id: "w", request: Self.write(0, rows: count), isPending: true)]
         let before = heapInUse()
-        let session = OverlaySessionProbe(Self.overlay, read: Self.list, cachedBody: body)
-        session.answer(writes: write)
+        let session = Self.overlay.session(Self.list, cachedBody: body, related: [])
+        _ = session.answer(writes: write)
         let after = heapInUse()
         var measured = "not measured"
         if let before, let after { measured = "\(max(0, after - before) / count) B measured (heap in use)" }

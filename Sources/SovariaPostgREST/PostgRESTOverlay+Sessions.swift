@@ -1,10 +1,11 @@
 import SovariaQueue
 import SovariaSync
 
-extension PostgRESTOverlay: IncrementalOverlayEvaluator {
-    /// A session answering `read` over `cachedBody` and `related`: the cached answer parsed once,
-    /// each write appended later applied alone.
-    package func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
-        PostgRESTOverlaySession(evaluation(of: read), cachedBody: cachedBody, related: related)
+extension PostgRESTOverlay {
+    /// A session answering `read` over `cachedBody` and `related`: the cached answer parsed
+    /// once, each write appended later applied alone to the rows the earlier ones left, and the
+    /// answer derived from the last one by moving the rows that write touched when it can.
+    public func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
+        PostgRESTOverlaySession(cachedAnswer(of: read, cachedBody: cachedBody, related: related))
     }
 }

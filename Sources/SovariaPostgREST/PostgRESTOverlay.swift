@@ -96,21 +96,24 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     public func answer(
         _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer] = []
     ) -> OverlayAnswer {
-        var evaluation = evaluation(of: read)
-        return evaluation.answer(cachedBody: cachedBody, writes: writes, related: related)
+        cachedAnswer(of: read, cachedBody: cachedBody, related: related).answer(writes: writes)
     }
 
-    /// A fresh evaluation of `read`: its query parsed, its table's rules.
-    func evaluation(of read: DataRequest) -> OverlayEvaluation {
+    /// `read` over `cachedBody` and `related`, parsed: its query, its table's rules, the rows.
+    /// `mergesMovedRows: false` sorts every row where a write moved one (tests compare both).
+    func cachedAnswer(
+        of read: DataRequest, cachedBody: String?, related: [RelatedAnswer], mergesMovedRows: Bool = true
+    ) -> OverlayCachedAnswer {
         let readTable = api.table(of: read)
         let table = readTable.flatMap { tables[$0] } ?? Table()
         var query = PostgRESTQuery(path: read.path)
         if read.header("Range") != nil {
             query.unsupported.append("a Range header (a page the query string does not say)")
         }
-        return OverlayEvaluation(
+        return OverlayCachedAnswer(
             query: query, api: api, readTable: readTable, table: table,
             comparison: PostgRESTComparison(
-                textOrderIsBytes: textOrder == .bytes, nonTextColumns: table.nonTextColumns))
+                textOrderIsBytes: textOrder == .bytes, nonTextColumns: table.nonTextColumns),
+            cachedBody: cachedBody, related: related, mergesMovedRows: mergesMovedRows)
     }
 }

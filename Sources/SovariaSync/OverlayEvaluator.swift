@@ -3,9 +3,11 @@ import SovariaQueue
 /// Computes a local-first answer: a read's cached server answer with the pending writes of its
 /// table applied, by the rules of the API the writes are sent to.
 ///
-/// ``SovariaOffline`` stays transport-agnostic: it hands the evaluator the read, the cached body
-/// and the writes, and shows what comes back. `PostgRESTOverlay` (in SovariaPostgREST) is the
-/// evaluator for PostgREST; an app on another API plugs its own.
+/// ``SovariaOffline`` stays transport-agnostic: for each read it asks the evaluator for a
+/// ``OverlaySession`` over the cached body, keeps it (bounded, shed under memory pressure), and
+/// asks it for the answer with the writes as they are. `PostgRESTOverlay` (in SovariaPostgREST)
+/// is the evaluator for PostgREST; an app on another API plugs its own. An evaluator that only
+/// implements ``answer(_:cachedBody:writes:related:)`` gets a session that asks it afresh.
 ///
 /// - Important: Called from any task, often (every read and every live-query update): keep it
 ///   pure and fast. Never present a guess as exact: when a write or a read feature is beyond
@@ -20,6 +22,21 @@ public protocol OverlayEvaluator: Sendable {
     func answer(
         _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]
     ) -> OverlayAnswer
+
+    /// A session answering `read` over `cachedBody` and `related`, which stay the same for its
+    /// life; the controller asks it for each answer as the writes change.
+    ///
+    /// By default, a session that calls ``answer(_:cachedBody:writes:related:)``. Implement it
+    /// to keep what the session read between answers (the cached answer parsed once, the state
+    /// the writes left).
+    func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession
+}
+
+extension OverlayEvaluator {
+    /// A session that asks ``answer(_:cachedBody:writes:related:)`` for every answer.
+    public func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
+        FreshOverlaySession(evaluator: self, read: read, cachedBody: cachedBody, related: related)
+    }
 }
 
 /// Another cached server answer of the same table: the rows it holds are rows the server has.

@@ -59,28 +59,13 @@ extension SovariaOffline {
     }
 
     /// The server's answer in `server` (`nil`: nothing cached) with the overlay of its table's
-    /// writes; `fresh` computes it afresh, past the memo and the overlay's session (for tests).
+    /// writes; `fresh` computes it afresh, past the overlay's sessions (for tests).
     func overlaid(_ request: DataRequest, on server: CacheRead?, fresh: Bool = false) async throws -> LocalRead {
         var answer = LocalRead(
             body: server?.response?.body, response: server?.response, source: server?.source ?? .none,
             isRefreshing: server?.isRefreshing ?? false, inexactReasons: [], pendingRows: [])
-        // Read before the writes: a change while the answer is computed leaves the memo stale.
-        let version = signals.version
         let query = Self.cacheKey(of: request)
-        let local: OverlayAnswer?
-        if fresh {
-            local = try await overlay(request, on: server?.response?.body, fresh: true)
-        } else if let memo = state.withLock({ $0.overlays[query] }), memo.version == version,
-            memo.server == server?.response
-        {
-            local = memo.answer
-        } else {
-            local = try await overlay(request, on: server?.response?.body)
-            state.withLock { state in
-                if state.overlays.count >= Self.maxOverlaysKept { state.overlays.removeAll() }
-                state.overlays[query] = OverlayMemo(version: version, server: server?.response, answer: local)
-            }
-        }
+        let local = try await overlay(request, on: server?.response?.body, fresh: fresh)
         if server?.response?.isStale == true,
             let table = api.table(of: request), synced.writes(notIn: query, table: table, api: api).isEmpty
         {
@@ -111,24 +96,36 @@ extension SovariaOffline {
     }
 
     /// The overlay of the writes of `request`'s table on `cachedBody`, or `nil` when no write
-    /// applies. An evaluator that keeps sessions answers from the session of the read (the
-    /// cached answer parsed once, only new writes applied); `fresh` asks it afresh instead, the
-    /// answer tests compare the session's with.
+    /// applies, from the read's session (the cached answer parsed once, only new writes applied):
+    /// its latest answer when nothing changed since it was asked (the same change version), so a
+    /// repeated read reads no write. `fresh` asks the evaluator afresh instead, the answer tests
+    /// compare the session's with.
     func overlay(
         _ request: DataRequest, on cachedBody: String?, fresh: Bool = false
     ) async throws -> OverlayAnswer? {
+        let key = Self.cacheKey(of: request)
+        // Read before the writes: a change while the answer is computed leaves it stale.
+        let version = signals.version
+        if !fresh, configuration.overlay != nil,
+            let kept = sessions.answer(request, key: key, withRelated: false, cachedBody: cachedBody, at: version)
+        {
+            guard kept.wantsRelatedAnswers else { return kept }
+            if let asked = sessions.answer(request, key: key, withRelated: true, cachedBody: cachedBody, at: version) {
+                return asked
+            }
+        }
         let writes = try await overlayWrites(for: request)
         guard !writes.isEmpty else { return nil }
         guard let overlay = configuration.overlay else {
             return OverlayAnswer(body: cachedBody, inexactReasons: [.noOverlayEvaluator])
         }
-        let key = Self.cacheKey(of: request)
         func answer(related: [RelatedAnswer]) -> OverlayAnswer {
-            guard !fresh, let incremental = overlay as? any IncrementalOverlayEvaluator else {
+            guard !fresh else {
                 return overlay.answer(request, cachedBody: cachedBody, writes: writes, related: related)
             }
             return sessions.answer(
-                request, key: key, cachedBody: cachedBody, related: related, writes: writes, evaluator: incremental)
+                request, key: key, cachedBody: cachedBody, related: related, writes: writes, version: version,
+                evaluator: overlay)
         }
         let local = answer(related: [])
         guard local.wantsRelatedAnswers else { return local }

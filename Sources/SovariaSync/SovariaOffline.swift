@@ -78,7 +78,8 @@ public final class SovariaOffline: Sendable {
     let signals = ChangeSignals()
     /// The writes synced in this run, kept for the answers fetched before them.
     let synced = SyncedWrites()
-    /// The overlay's sessions: each cached answer parsed once, each new write applied alone.
+    /// The overlay's sessions and their latest answers: each cached answer parsed once, each new
+    /// write applied alone, a read repeated while nothing changed answered as it was.
     let sessions: OverlaySessions
     /// Passes ``write(_:)``, ``requeue(_:)``, ``resolve(_:with:)`` and ``clear()`` one at a time.
     let writeGate = AsyncGate<SovariaOffline>()
@@ -110,9 +111,7 @@ public final class SovariaOffline: Sendable {
         var queriesByTable: [String: Set<String>]?
         var lastSyncedAt: Date?
         var lastError: SyncError?
-        /// The last overlaid answer of each query, while nothing changed since.
-        var overlays: [String: OverlayMemo] = [:]
-        /// Drops `overlays` when memory runs short.
+        /// Sheds the overlay's sessions when memory runs short.
         var memoryPressure: MemoryPressureObservation?
         /// The rows unresolved conflicts hold, from the rejected list.
         var conflicts = ConflictIndex()
@@ -123,17 +122,6 @@ public final class SovariaOffline: Sendable {
         /// the row as it is now, not as the cache still shows it.
         var replacedVersions: [StoreKey.Bytes: String] = [:]
     }
-
-    /// An overlaid answer, the change version and the server answer it was computed from.
-    struct OverlayMemo {
-        let version: UInt64
-        let server: CachedResponse?
-        /// `nil`: no write applies.
-        let answer: OverlayAnswer?
-    }
-
-    /// Overlaid answers kept for reads repeated while nothing changes; past this all go.
-    static let maxOverlaysKept = 200
 
     /// Opens the controller on `store`: its queue (what an earlier run left is flushed by the first
     /// trigger), its rejected list and its cache.
@@ -181,11 +169,10 @@ public final class SovariaOffline: Sendable {
         state.withLock { $0.memoryPressure = observation }
     }
 
-    /// Gives back what the overlay keeps in memory for `level`: the memoized answers, and the
-    /// sessions as ``OverlaySessions/shed(for:keeping:)`` says (those of queries a live reader
-    /// shows stay on a warning).
+    /// Gives back what the overlay keeps in memory for `level`: its sessions and their answers,
+    /// as ``OverlaySessions/shed(for:keeping:)`` says (those of queries a live reader shows stay
+    /// on a warning).
     func shedOverlays(for level: MemoryPressure) {
-        state.withLock { $0.overlays.removeAll() }
         let cache = cache
         sessions.shed(for: level) { cache.isBeingRead($0) }
     }

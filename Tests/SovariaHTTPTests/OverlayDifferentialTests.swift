@@ -13,7 +13,7 @@ import Testing
 
 @testable import SovariaHTTP
 @testable import SovariaPostgREST
-@testable import SovariaSync
+@_spi(Diagnostics) @testable import SovariaSync
 
 /// The overlay's specification is PostgreSQL itself: random reads cached online, random writes
 /// made offline, each read answered by the overlay; then the flush, and the same reads asked of

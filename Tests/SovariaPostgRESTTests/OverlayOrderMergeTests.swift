@@ -1,6 +1,6 @@
 import Foundation
 import SovariaQueue
-import SovariaSync
+@_spi(Diagnostics) import SovariaSync
 import SovariaTestKit
 import Testing
 
@@ -30,11 +30,10 @@ import Testing
             let writes = (0..<Int.random(in: 1...8, using: &random)).map { number in
                 OverlayWrite(id: "w\(number)", request: Self.write(seeds: seeds.count, using: &random), isPending: true)
             }
-            var merging = Self.overlay.evaluation(of: read)
-            var sorting = Self.overlay.evaluation(of: read)
-            sorting.mergesMovedRows = false
-            let byMerge = merging.answer(cachedBody: cached, writes: writes, related: [])
-            let bySort = sorting.answer(cachedBody: cached, writes: writes, related: [])
+            let merging = Self.overlay.cachedAnswer(of: read, cachedBody: cached, related: [])
+            let sorting = Self.overlay.cachedAnswer(of: read, cachedBody: cached, related: [], mergesMovedRows: false)
+            let byMerge = merging.answer(writes: writes)
+            let bySort = sorting.answer(writes: writes)
             #expect(byMerge == bySort, "case \(index), order=\(order)\n  cached: \(cached)\n  writes: \(writes)")
             if merging.cachedRowsFollowOrder { merged += 1 }
         }

@@ -5,8 +5,10 @@ import SovariaQueue
 import Synchronization
 
 /// The overlay sessions of a controller, one per read (and one more for a read asked again with
-/// its table's other answers): each keeps its cached answer parsed and the state its writes left,
-/// so the next answer after one more write applies that write alone.
+/// its table's other answers), each with its latest answer: the one place an overlaid answer is
+/// kept. A read repeated while nothing changed (the same change version) takes the latest
+/// answer without reading the writes; one whose writes are the same takes it without asking the
+/// session; otherwise the session answers (a PostgREST one applies the new writes alone).
 ///
 /// Bounded like the query cache's memory layer, least recently used first: at most
 /// ``maxCount`` sessions and ``maxBytes`` of cached text and parsed rows. Shed under memory
@@ -14,21 +16,63 @@ import Synchronization
 /// live reader shows), a critical event keeps none. A session that went is made again from the
 /// cached answer next time; no answer changes.
 final class OverlaySessions: Sendable {
-    /// A session and the inputs it was made from: it answers only for the same ones.
-    struct Entry: Sendable {
+    /// A session, the inputs it was made from (it answers only for the same ones), and its
+    /// latest answer.
+    final class Entry: Sendable {
         /// The read, headers included (a `Range` header changes how it is evaluated).
         let read: DataRequest
         let cachedBody: String?
         let related: [RelatedAnswer]
         let session: any OverlaySession
+        /// The latest answer, the writes it applied and the change version it was asked at.
+        private let latest = Mutex<Latest?>(nil)
+
+        struct Latest {
+            let version: UInt64
+            let writes: [OverlayWrite]
+            let answer: OverlayAnswer
+        }
+
+        init(read: DataRequest, cachedBody: String?, related: [RelatedAnswer], session: any OverlaySession) {
+            self.read = read
+            self.cachedBody = cachedBody
+            self.related = related
+            self.session = session
+        }
 
         /// Whether the session answers `read` over `cachedBody` and `related`: the same read, and
         /// the same bytes (`String`'s `==` would take text in another Unicode normalization for
         /// the same, and the session copies rows out of the text it parsed).
         func answers(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> Bool {
-            self.read == read && Self.sameBytes(self.cachedBody, cachedBody)
+            answers(read, cachedBody: cachedBody)
                 && self.related.count == related.count
                 && zip(self.related, related).allSatisfy { $0.read == $1.read && Self.sameBytes($0.body, $1.body) }
+        }
+
+        /// Whether the session answers `read` over `cachedBody`, whatever its related answers.
+        func answers(_ read: DataRequest, cachedBody: String?) -> Bool {
+            self.read == read && Self.sameBytes(self.cachedBody, cachedBody)
+        }
+
+        /// The latest answer when it was asked at `version`.
+        func answer(at version: UInt64) -> OverlayAnswer? {
+            latest.withLock { $0?.version == version ? $0?.answer : nil }
+        }
+
+        /// The answer with `writes`: the latest one when it applied the same writes, else the
+        /// session's, kept as the latest unless one asked at a later version is.
+        func answer(writes: [OverlayWrite], version: UInt64) -> OverlayAnswer {
+            let kept = latest.withLock { latest -> OverlayAnswer? in
+                guard let known = latest, known.writes == writes else { return nil }
+                if version > known.version { latest = Latest(version: version, writes: writes, answer: known.answer) }
+                return known.answer
+            }
+            if let kept { return kept }
+            let answer = session.answer(writes: writes)
+            latest.withLock { latest in
+                if version >= latest?.version ?? 0 { latest = Latest(version: version, writes: writes, answer: answer) }
+            }
+            return answer
         }
 
         /// Whether both are the same UTF-8 bytes, or both `nil`.
@@ -38,8 +82,8 @@ final class OverlaySessions: Sendable {
         }
     }
 
-    /// The most sessions kept: as many as the overlaid answers the controller memoizes.
-    static let maxCount = SovariaOffline.maxOverlaysKept
+    /// The most sessions kept.
+    static let maxCount = 200
     /// The most bytes kept (estimated): four times the query cache's default memory layer
     /// (16 MiB of text), as parsed rows cost several times their text.
     static let maxBytes = 64 << 20
@@ -57,16 +101,29 @@ final class OverlaySessions: Sendable {
             countLimit: countLimit, costLimit: byteLimit, rank: .overlaySessions)
     }
 
-    /// The answer of `evaluator` to `read` (whose query is `key`), from its session when one was
-    /// made from the same cached answer and related answers, else from a new one, kept.
+    /// The latest answer to `read` (whose query is `key`; asked again with related answers when
+    /// `withRelated`) over `cachedBody`, when it was asked at change `version`: nothing that
+    /// answer depends on changed since.
+    func answer(
+        _ read: DataRequest, key: String, withRelated: Bool, cachedBody: String?, at version: UInt64
+    ) -> OverlayAnswer? {
+        guard let entry = entries.value(forKey: withRelated ? key + Self.relatedSuffix : key),
+            entry.answers(read, cachedBody: cachedBody)
+        else { return nil }
+        return entry.answer(at: version)
+    }
+
+    /// The answer of `evaluator` to `read` (whose query is `key`) with `writes`, from its session
+    /// when one was made from the same cached answer and related answers, else from a new one,
+    /// kept; the answer is kept as the session's latest, asked at change `version`.
     func answer(
         _ read: DataRequest, key: String, cachedBody: String?, related: [RelatedAnswer], writes: [OverlayWrite],
-        evaluator: any IncrementalOverlayEvaluator
+        version: UInt64, evaluator: any OverlayEvaluator
     ) -> OverlayAnswer {
         let id = related.isEmpty ? key : key + Self.relatedSuffix
         if let entry = entries.value(forKey: id), entry.answers(read, cachedBody: cachedBody, related: related) {
             let before = entry.session.paths
-            let answer = entry.session.answer(writes: writes)
+            let answer = entry.answer(writes: writes, version: version)
             let after = entry.session.paths
             totals.withLock {
                 $0.appended += after.appended - before.appended
@@ -76,11 +133,10 @@ final class OverlaySessions: Sendable {
             return answer
         }
         let session = evaluator.session(read, cachedBody: cachedBody, related: related)
-        let answer = session.answer(writes: writes)
+        let entry = Entry(read: read, cachedBody: cachedBody, related: related, session: session)
+        let answer = entry.answer(writes: writes, version: version)
         totals.withLock { $0.made += 1 }
-        entries.set(
-            Entry(read: read, cachedBody: cachedBody, related: related, session: session), forKey: id,
-            cost: session.estimatedBytes)
+        entries.set(entry, forKey: id, cost: session.estimatedBytes)
         return answer
     }
 

@@ -2,17 +2,14 @@ import Foundation
 import SovariaQueue
 import SovariaSync
 
-/// One overlay: the cached rows, the writes applied to them in order, then the read's query.
-/// Every doubt becomes a reason, in the order met; an answer without reasons is exact.
-struct OverlayEvaluation {
-    let query: PostgRESTQuery
-    let table: PostgRESTOverlay.Table
-    let comparison: PostgRESTComparison
-    let defaults: [String: JSONValue]
-    let sameInEveryRow: [String: JSONValue]
+/// The rows of a cached answer after the writes applied so far, in order: what a session
+/// advances, one write at a time. Every doubt becomes a reason, in the order met.
+struct OverlayRows {
+    /// The read over its cached answer, which the writes apply to.
+    let cached: OverlayCachedAnswer
 
     /// A row as the overlay knows it.
-    struct Row {
+    struct Row: Sendable {
         var values: JSONObject
         /// Its place in the cached answer, or `nil` for a row written offline or known from
         /// another answer.
@@ -38,192 +35,33 @@ struct OverlayEvaluation {
         var cachedRange: Range<Int>?
     }
 
-    var rows: [Row] = []
+    var rows: [Row]
     /// Where each row is in `rows`, by primary key (``keyText(_:)``): writes by key find their row
     /// without a scan.
-    var positions: [String: Int] = [:]
-    var reasons: [InexactReason] = []
-    var hasCache = false
-    var cachedCount = 0
+    var positions: [String: Int]
+    var reasons: [InexactReason]
     /// Whether any write touched, added or removed a row.
     var changedRows = false
     /// Whether a pending (not yet synced) write did.
     var changedByPending = false
-    /// Whether the rows held (the cached answer's and those other answers add) are every row of
-    /// the table the user sees: a row not held does not exist.
-    var holdsEveryRow = false
-    /// The last cached row as the server sent it: the edge of a full page.
-    var pageEdge: Row?
-    /// The columns of the cached rows, in the server's order (`nil` with no cached row).
-    var cachedColumns: [String]?
     /// Keys of cached rows that pending deletes removed.
     var deletedKeys: [JSONValue] = []
-    var nextOrdinal = 0
-    /// What kind of value the server answers each column with, where known (``learnKinds(from:)``).
-    var serverKinds: [String: ServerKind] = [:]
-    /// The last columns seen of which every one has a kind in ``serverKinds``.
-    var columnsWithKinds: [String] = []
-    /// For each of the read's order terms, whether its column's order is not its text's.
-    let orderIsNotText: [Bool]
-
-    /// The table the read reads.
-    let readTable: String?
-    /// The server's cached answer, as it came.
-    var cachedBody: String?
-    /// Whether the evaluation had no related answers (it may want them).
-    var relatedAreEmpty = true
-    /// Whether the cached rows are in the read's order by ``compareByOrder(_:_:)``, every row
-    /// holding every order column with one kind of value per column: rows a write moves can then
-    /// be merged into them instead of sorting every row.
-    var cachedRowsFollowOrder = false
     /// The rows writes touched, added or removed since this was last emptied (by index, in the
     /// order met, repeats kept): what an answer derived from the last one re-evaluates.
     var touched: [Int] = []
-    /// Whether rows a write moved are merged into the cached order (when it allows) rather than
-    /// every row sorted; tests turn it off to compare both.
-    var mergesMovedRows = true
-    /// The kind of value each order column holds in the cached rows, where one is not `null`.
-    var orderKinds: [String: OrderKind] = [:]
-    /// The columns the read orders by.
-    let orderColumns: Set<String>
-    /// The adapter that names the table of each write.
-    let api: PostgREST
-    /// The columns the read filters on.
-    let filterColumns: Set<String>
 
-    /// A kind of value whose values always compare with each other.
-    enum OrderKind { case number, boolean, string }
-
-    init(
-        query: PostgRESTQuery, api: PostgREST, readTable: String?, table: PostgRESTOverlay.Table,
-        comparison: PostgRESTComparison
-    ) {
-        self.query = query
-        self.api = api
-        self.readTable = readTable
-        self.table = table
-        self.comparison = comparison
-        orderColumns = query.orderColumns
-        filterColumns = query.filterColumns
-        orderIsNotText = query.order.map { comparison.nonTextColumns.contains($0.column) }
-        defaults = table.defaults.compactMapValues { try? JSONParser.parse($0) }
-        sameInEveryRow = table.sameInEveryRow.compactMapValues { try? JSONParser.parse($0) }
-        var declared = JSONObject()
-        for (column, value) in defaults.merging(sameInEveryRow, uniquingKeysWith: { first, _ in first }) {
-            declared[column] = value
-        }
-        learnKinds(from: declared)
+    /// The rows of `cached` before any write.
+    init(_ cached: OverlayCachedAnswer) {
+        self.cached = cached
+        rows = cached.rows
+        positions = cached.positions
+        reasons = cached.reasons
     }
 
-    /// The whole evaluation: ``load(cachedBody:related:)``, every write, ``answered()``.
-    mutating func answer(cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]) -> OverlayAnswer {
-        if let early = load(cachedBody: cachedBody, related: related) { return early }
-        for write in writes { apply(write) }
-        return answered()
-    }
-
-    /// Reads the cached answer and the related ones: the state writes apply to. Returns the
-    /// answer when it is settled before any write (the read uses a feature the overlay does not
-    /// evaluate, or the cached answer is not rows).
-    mutating func load(cachedBody: String?, related: [RelatedAnswer]) -> OverlayAnswer? {
-        self.cachedBody = cachedBody
-        relatedAreEmpty = related.isEmpty
-        for part in query.unsupported { note(.unsupportedReadFeature(part)) }
-        guard query.unsupported.isEmpty else { return OverlayAnswer(body: cachedBody, inexactReasons: reasons) }
-        if let cachedBody {
-            guard let elements = try? JSONParser.elements(of: cachedBody) else {
-                note(.cachedAnswerNotRows)
-                return OverlayAnswer(body: cachedBody, inexactReasons: reasons)
-            }
-            for element in elements {
-                guard case .object(let object) = element.value else {
-                    note(.cachedAnswerNotRows)
-                    return OverlayAnswer(body: cachedBody, inexactReasons: reasons)
-                }
-                var row = Row(values: object, cachedIndex: rows.count, ordinal: rows.count)
-                if !element.repeatsKeys { row.cachedRange = element.range }
-                add(row)
-            }
-            hasCache = true
-            cachedCount = rows.count
-            nextOrdinal = rows.count
-            pageEdge = rows.last
-            cachedColumns = rows.first?.values.keys
-            if let kinds = cachedOrderKinds() {
-                cachedRowsFollowOrder = true
-                orderKinds = kinds
-            }
-        } else {
-            note(.nothingCached)
-        }
-        holdsEveryRow = holdsWholeTable
-        for answer in related { learn(from: answer) }
-        touched = []
-        return nil
-    }
-
-    /// The answer of the state the writes applied so far left; the state itself does not change,
-    /// so more writes can follow.
-    func answered() -> OverlayAnswer { answeredShowing().answer }
-
-    /// ``answered()``, and the rows it shows when a later answer can be derived from them
-    /// (``ShownRows``).
-    func answeredShowing() -> (answer: OverlayAnswer, shown: ShownRows?) {
-        var evaluation = self
-        var answer: OverlayAnswer
-        var shown: ShownRows?
-        if !evaluation.changedRows && evaluation.hasCache {
-            answer = OverlayAnswer(body: cachedBody, inexactReasons: evaluation.reasons)
-        } else if !evaluation.hasCache && !evaluation.rows.contains(where: { !$0.isOutside && !$0.isDeleted }) {
-            answer = OverlayAnswer(body: nil, inexactReasons: evaluation.reasons)
-        } else {
-            (answer, shown) = evaluation.evaluateRead()
-        }
-        // Rows other answers hold may settle what this one could not.
-        answer.wantsRelatedAnswers = relatedAreEmpty && !evaluation.reasons.isEmpty
-        return (answer, shown)
-    }
-
-    /// Takes the rows of another cached answer of the table: a row this answer lacks becomes an
-    /// outside row, and columns this answer does not select fill in (for the filters of writes).
-    /// An answer without filters, offset or a full page holds every row of the table.
-    mutating func learn(from related: RelatedAnswer) {
-        guard hasCache, cachedColumns?.contains(table.primaryKey) != false,
-            case .array(let items)? = try? JSONParser.parse(related.body)
-        else { return }
-        let other = PostgRESTQuery(path: related.read.path)
-        guard other.unsupported.isEmpty else { return }
-        var holdsKeys = true
-        for item in items {
-            guard case .object(let object) = item, let key = object[table.primaryKey] else {
-                holdsKeys = false
-                continue
-            }
-            learnKinds(from: object)
-            if let index = position(of: key) {
-                for column in object.keys where !rows[index].values.has(column) {
-                    rows[index].values[column] = object[column]
-                }
-            } else {
-                var row = Row(values: object, cachedIndex: nil, ordinal: nextOrdinal)
-                for (column, value) in sameInEveryRow where !row.values.has(column) { row.values[column] = value }
-                row.isOutside = true
-                nextOrdinal += 1
-                add(row)
-            }
-        }
-        if holdsKeys, other.filters.isEmpty, (other.offset ?? 0) == 0, other.limit.map({ items.count < $0 }) != false {
-            holdsEveryRow = true
-        }
-    }
+    private var table: PostgRESTOverlay.Table { cached.table }
+    private var query: PostgRESTQuery { cached.query }
 
     // MARK: - Writes
-
-    /// Whether the cached answer holds every row of the table the user sees: no filter, no
-    /// offset, and fewer rows than a limit. A key it lacks is then a key the server lacks.
-    var holdsWholeTable: Bool {
-        hasCache && query.filters.isEmpty && (query.offset ?? 0) == 0 && query.limit.map { cachedCount < $0 } != false
-    }
 
     mutating func apply(_ write: OverlayWrite) {
         if let offset = query.offset, offset > 0 {
@@ -231,7 +69,7 @@ struct OverlayEvaluation {
         }
         let request = write.request
         let method = request.method.uppercased()
-        guard api.table(of: request) == readTable else {
+        guard cached.api.table(of: request) == cached.readTable else {
             note(.writeOutsideTable(method: method, path: request.path))
             return
         }
@@ -291,7 +129,7 @@ struct OverlayEvaluation {
     mutating func insert(_ typed: TypedChanges, resolution: Resolution, by write: OverlayWrite) {
         let object = typed.values
         let key = object[table.primaryKey]
-        if resolution != .none, cachedCount > 0, cachedColumns?.contains(table.primaryKey) == false {
+        if resolution != .none, cached.cachedCount > 0, cached.cachedColumns?.contains(table.primaryKey) == false {
             note(.upsertTargetUnknown(primaryKey: table.primaryKey))
         }
         if let key, let index = position(of: key) {
@@ -303,18 +141,17 @@ struct OverlayEvaluation {
             return
         }
         if key == nil { note(.insertWithoutKey(primaryKey: table.primaryKey)) }
-        var row = Row(values: object, cachedIndex: nil, ordinal: nextOrdinal, changed: Set(object.keys))
-        nextOrdinal += 1
+        var row = Row(values: object, cachedIndex: nil, ordinal: rows.count, changed: Set(object.keys))
         if write.isPending { row.pendingIDs = [write.id] }
-        switch holdsEveryRow ? .none : resolution {
+        switch cached.holdsEveryRow ? .none : resolution {
         case .none:
             // A new row: the table's defaults fill what it does not set. (A key the server holds
             // outside the cache is refused, and the write leaves the answer when it is.)
-            for (column, value) in defaults where !row.values.has(column) { row.values[column] = value }
+            for (column, value) in cached.defaults where !row.values.has(column) { row.values[column] = value }
         case .mergeDuplicates:
             // The server may hold the key outside the cache: columns the upsert does not set are
             // then the server's, so they stay unknown (but for those the same in every row).
-            for (column, value) in sameInEveryRow where !row.values.has(column) { row.values[column] = value }
+            for (column, value) in cached.sameInEveryRow where !row.values.has(column) { row.values[column] = value }
         case .ignoreDuplicates:
             row.mayBeSkipped = true
         }
@@ -361,16 +198,17 @@ struct OverlayEvaluation {
         where filters: [PostgRESTQuery.Condition], with typed: TypedChanges, by write: OverlayWrite
     ) {
         let changes = typed.values
+        let (filterColumns, orderColumns) = (cached.filterColumns, cached.orderColumns)
         // A change to columns the read neither shows, filters nor orders on cannot change it.
         let visible = query.columns.map { Set($0).union(filterColumns).union(orderColumns) }
         let isVisible = visible.map { !$0.isDisjoint(with: changes.keys) } ?? true
         // Rows the answer left out do not match the read (or lie past a full page): setting a
         // column the read filters (or orders) on could bring them in.
         var entering = filterColumns
-        if let limit = query.limit, cachedCount >= limit { entering.formUnion(orderColumns) }
+        if let limit = query.limit, cached.cachedCount >= limit { entering.formUnion(orderColumns) }
         let mayEnter = !entering.isDisjoint(with: changes.keys)
         for index in candidates(for: filters) {
-            switch truth(of: filters, on: rows[index]) {
+            switch cached.truth(of: filters, on: rows[index]) {
             case .yes: merge(typed, into: index, by: write)
             case .unknown where isVisible && (!rows[index].isOutside || mayEnter):
                 note(.updateFilterUnknown)
@@ -379,7 +217,7 @@ struct OverlayEvaluation {
             case .no, .null: break
             }
         }
-        guard isVisible, !holdsEveryRow, !reachesOnlyKnownRows(filters) else { return }
+        guard isVisible, !cached.holdsEveryRow, !reachesOnlyKnownRows(filters) else { return }
         let moved = entering.intersection(changes.keys).sorted()
         if !moved.isEmpty {
             note(.updateMayBringRowsIn(columns: moved))
@@ -389,7 +227,7 @@ struct OverlayEvaluation {
     mutating func delete(where filters: [PostgRESTQuery.Condition], by write: OverlayWrite) {
         for index in candidates(for: filters) {
             let row = rows[index]
-            switch truth(of: filters, on: row) {
+            switch cached.truth(of: filters, on: row) {
             case .yes:
                 touched.append(index)
                 changedRows = true
@@ -399,7 +237,7 @@ struct OverlayEvaluation {
                     deletedKeys.append(key)
                     positions[Self.keyText(key)] = nil
                 }
-            case .unknown where !row.isOutside || query.limit.map({ cachedCount >= $0 }) == true:
+            case .unknown where !row.isOutside || query.limit.map({ cached.cachedCount >= $0 }) == true:
                 // (An outside row matters only as one that could fill a full page.)
                 note(.deleteFilterUnknown)
                 rows[index].mayBeDeleted = true
@@ -415,7 +253,7 @@ struct OverlayEvaluation {
     /// The rows `filters` can match: those a key filter names, when every row has its key;
     /// otherwise every row not deleted.
     func candidates(for filters: [PostgRESTQuery.Condition]) -> [Int] {
-        if cachedColumns?.contains(table.primaryKey) != false, !table.nonTextColumns.contains(table.primaryKey),
+        if cached.cachedColumns?.contains(table.primaryKey) != false, !table.nonTextColumns.contains(table.primaryKey),
             let (_, keys) = keyFilter(in: filters)
         {
             let found = keys.map(positions(ofOperand:))
@@ -444,11 +282,11 @@ struct OverlayEvaluation {
         return found
     }
 
+    /// Adds a row a write inserted.
     mutating func add(_ row: Row) {
         assert(row.ordinal == rows.count, "a row's ordinal is its index")
         touched.append(rows.count)
         if let key = row.values[table.primaryKey] { positions[Self.keyText(key)] = rows.count }
-        if row.cachedIndex != nil || row.isOutside { learnKinds(from: row.values) }
         rows.append(row)
     }
 
@@ -483,7 +321,54 @@ struct OverlayEvaluation {
         guard let (byKey, keys) = keyFilter(in: filters) else { return false }
         return keys.allSatisfy { operand in
             positions(ofOperand: operand).map { !$0.isEmpty } == true
-                || deletedKeys.contains { comparison.evaluate(byKey.with(operand: operand), on: $0) == .yes }
+                || deletedKeys.contains { cached.comparison.evaluate(byKey.with(operand: operand), on: $0) == .yes }
         }
+    }
+
+    mutating func note(_ reason: InexactReason) {
+        if !reasons.contains(reason) { reasons.append(reason) }
+    }
+
+    // MARK: - Column types
+
+    /// A write's values, read as the server will store them, and the columns whose stored value
+    /// is not sure.
+    struct TypedChanges {
+        var values: JSONObject
+        var unsure: [String] = []
+    }
+
+    /// `object`'s strings in columns the server answers with numbers or booleans, read as
+    /// PostgreSQL reads them (`"10"` is 10, `" 007"` is 7, `"true"` and `"t"` are true); a string
+    /// it might read otherwise or refuse (`"1.5"` in a column that may be an integer one, `"ten"`),
+    /// or one that reads as a number or a boolean in a column no row shows, leaves the column
+    /// unsure, and the answer inexact.
+    mutating func typed(_ object: JSONObject) -> TypedChanges {
+        var typed = TypedChanges(values: object)
+        for column in object.keys where !table.nonTextColumns.contains(column) {
+            guard case .string(let text)? = object[column] else { continue }
+            switch cached.serverKinds[column] {
+            case .string?: continue
+            case nil:
+                // No row says what the column holds: a string that reads as a number or a boolean
+                // is that in a column of that type, and text in a text column.
+                guard PostgRESTComparison.decimal(text) != nil || PostgRESTComparison.boolean(text) != nil else {
+                    continue
+                }
+            case .number?:
+                if PostgRESTComparison.isWholeNumber(text), let number = PostgRESTComparison.decimal(text) {
+                    typed.values[column] = .number(number.description)
+                    continue
+                }
+            case .boolean?:
+                if let flag = PostgRESTComparison.boolean(text) {
+                    typed.values[column] = .bool(flag)
+                    continue
+                }
+            }
+            typed.unsure.append(column)
+            note(.stringInTypedColumn(column))
+        }
+        return typed
     }
 }

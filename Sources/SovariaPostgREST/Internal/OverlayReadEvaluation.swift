@@ -2,13 +2,60 @@ import Foundation
 import SovariaPlumbing
 import SovariaSync
 
-extension OverlayEvaluation {
+/// One answer: the read's query evaluated over the rows after the writes (``OverlayRows``).
+/// The rows do not change; the doubts the read meets join their reasons, in the order met.
+struct OverlayReadEvaluation {
+    /// The read over its cached answer.
+    let cached: OverlayCachedAnswer
+    /// The rows after the writes.
+    let rows: [OverlayRows.Row]
+    /// The rows the writes touched since the last answer (``OverlayRows/touched``).
+    let touched: [Int]
+    /// Whether any write touched, added or removed a row.
+    let changedRows: Bool
+    /// Whether a pending write changed the rows.
+    let changedByPending: Bool
+    /// The writes' reasons, then the read's.
+    var reasons: [InexactReason]
+
+    /// The evaluation of the read over `written`.
+    init(_ written: OverlayRows) {
+        cached = written.cached
+        rows = written.rows
+        touched = written.touched
+        changedByPending = written.changedByPending
+        reasons = written.reasons
+        changedRows = written.changedRows
+    }
+
+    private var query: PostgRESTQuery { cached.query }
+
     /// The rows an exact answer shows, in its order (by index in `rows`), and the kinds of value
     /// its order columns hold: the next answer, after writes that touched a few rows, moves
     /// those rows alone (``updatedAnswer(from:)``).
     struct ShownRows {
         var order: [Int]
-        var kinds: [String: OrderKind]
+        var kinds: [String: OverlayCachedAnswer.OrderKind]
+    }
+
+    /// The answer of the rows after the writes, and the rows it shows when a later answer can
+    /// be derived from them (``ShownRows``).
+    static func answer(_ written: OverlayRows) -> (answer: OverlayAnswer, shown: ShownRows?) {
+        var evaluation = OverlayReadEvaluation(written)
+        var answer: OverlayAnswer
+        var shown: ShownRows?
+        if !evaluation.changedRows && evaluation.cached.hasCache {
+            answer = OverlayAnswer(body: evaluation.cached.cachedBody, inexactReasons: evaluation.reasons)
+        } else if !evaluation.cached.hasCache
+            && !evaluation.rows.contains(where: { !$0.isOutside && !$0.isDeleted })
+        {
+            answer = OverlayAnswer(body: nil, inexactReasons: evaluation.reasons)
+        } else {
+            (answer, shown) = evaluation.evaluateRead()
+        }
+        // Rows other answers hold may settle what this one could not.
+        answer.wantsRelatedAnswers = evaluation.cached.relatedAreEmpty && !evaluation.reasons.isEmpty
+        return (answer, shown)
     }
 
     // MARK: - The read
@@ -16,7 +63,7 @@ extension OverlayEvaluation {
     /// The read over every row; also the rows it shows, when a later answer can start from them:
     /// an exact answer of a read without `limit` or `offset`, whose order (if any) the cached
     /// rows follow, with no related answers.
-    mutating func evaluateRead() -> (answer: OverlayAnswer, shown: ShownRows?) {
+    private mutating func evaluateRead() -> (answer: OverlayAnswer, shown: ShownRows?) {
         // The rows shown, by index in `rows`: the rows themselves are never copied.
         var result: [Int] = []
         result.reserveCapacity(rows.count)
@@ -33,8 +80,8 @@ extension OverlayEvaluation {
                 // Left out by the server and untouched: it fails the filters, or lies past a
                 // full page, where it may now fill a gap. One another answer holds without a
                 // column the read filters on may or may not match: it may fill the gap.
-                if let limit = query.limit, cachedCount >= limit {
-                    switch truth(of: query.filters, on: row) {
+                if let limit = query.limit, cached.cachedCount >= limit {
+                    switch cached.truth(of: query.filters, on: row) {
                     case .yes: result.append(index)
                     case .unknown: mayFillPage = true
                     case .no, .null: break
@@ -42,7 +89,7 @@ extension OverlayEvaluation {
                 }
                 continue
             }
-            switch truth(of: query.filters, on: row) {
+            switch cached.truth(of: query.filters, on: row) {
             case .yes where row.mayBeDeleted, .unknown where row.mayBeDeleted:
                 note(.rowMayBeDeleted)
                 result.append(index)
@@ -60,7 +107,7 @@ extension OverlayEvaluation {
         let kinds = order(&result)
         applyPage(to: &result, mayFillPage: mayFillPage)
         let answer = answer(showing: result)
-        guard reasons.isEmpty, query.limit == nil, query.offset == nil, relatedAreEmpty, let kinds else {
+        guard reasons.isEmpty, query.limit == nil, query.offset == nil, cached.relatedAreEmpty, let kinds else {
             return (answer, nil)
         }
         return (answer, ShownRows(order: result, kinds: kinds))
@@ -71,7 +118,7 @@ extension OverlayEvaluation {
         OverlayAnswer(
             body: project(shown), inexactReasons: reasons,
             pendingRows: shown.filter { !rows[$0].pendingIDs.isEmpty }.map {
-                PendingRow(key: rows[$0].values[table.primaryKey]?.text, writeIDs: rows[$0].pendingIDs)
+                PendingRow(key: rows[$0].values[cached.table.primaryKey]?.text, writeIDs: rows[$0].pendingIDs)
             }, changedByPendingWrites: changedByPending)
     }
 
@@ -92,7 +139,7 @@ extension OverlayEvaluation {
             guard !row.isDeleted else { continue }
             guard !row.mayBeDeleted, !row.mayBeSkipped, !row.isOutside else { return nil }
             if row.cachedIndex == nil || !row.changed.isEmpty {
-                switch truth(of: query.filters, on: row) {
+                switch cached.truth(of: query.filters, on: row) {
                 case .yes: break
                 case .no, .null: continue
                 case .unknown: return nil
@@ -107,7 +154,8 @@ extension OverlayEvaluation {
                 }
             } else {
                 for term in query.order {
-                    guard let value = row.values[term.column], let kind = orderKind(of: value, column: term.column)
+                    guard let value = row.values[term.column],
+                        let kind = cached.orderKind(of: value, column: term.column)
                     else { return nil }
                     guard let kind else { continue }
                     if let known = kinds[term.column], known != kind { return nil }
@@ -115,7 +163,7 @@ extension OverlayEvaluation {
                 }
                 while low < high {
                     let middle = (low + high) / 2
-                    if precedes(rows[order[middle]], row) { low = middle + 1 } else { high = middle }
+                    if cached.precedes(rows[order[middle]], row) { low = middle + 1 } else { high = middle }
                 }
             }
             order.insert(index, at: low)
@@ -132,17 +180,17 @@ extension OverlayEvaluation {
     /// keep the server's order. Returns the kinds of value the order columns hold when every
     /// row keeps to one per column and the rows are in order with ties by ordinal (what a later
     /// answer can keep by moving rows alone), `nil` when it sorted every row.
-    mutating func order(_ result: inout [Int]) -> [String: OrderKind]? {
-        let orderColumns = orderColumns
+    private mutating func order(_ result: inout [Int]) -> [String: OverlayCachedAnswer.OrderKind]? {
+        let orderColumns = cached.orderColumns
         func moved(_ index: Int) -> Bool {
             rows[index].cachedIndex == nil || !rows[index].changed.isDisjoint(with: orderColumns)
         }
         guard !query.order.isEmpty else { return [:] }
-        guard mergesMovedRows, cachedRowsFollowOrder else {
+        guard cached.mergesMovedRows, cached.cachedRowsFollowOrder else {
             if result.contains(where: moved) { sortAll(&result) }
             return nil
         }
-        guard result.contains(where: moved) else { return orderKinds }
+        guard result.contains(where: moved) else { return cached.orderKinds }
         if let (merged, kinds) = merged(result, moved: moved) {
             result = merged
             return kinds
@@ -156,7 +204,7 @@ extension OverlayEvaluation {
     private mutating func sortAll(_ result: inout [Int]) {
         var unknown = false
         result.sort { a, b in
-            switch compareByOrder(rows[a], rows[b]) {
+            switch cached.compareByOrder(rows[a], rows[b]) {
             case .orderedAscending?: return true
             case .orderedDescending?: return false
             case .orderedSame?: return a < b
@@ -175,18 +223,21 @@ extension OverlayEvaluation {
     /// moved rows. The same order the full sort gives, which is unique: with every row holding
     /// one kind of value per order column no comparison is unknown, and ties go by ordinal.
     /// `nil` when a moved row breaks that (a missing column, another kind): then sort all.
-    private func merged(_ result: [Int], moved isMoved: (Int) -> Bool) -> ([Int], [String: OrderKind])? {
+    private func merged(
+        _ result: [Int], moved isMoved: (Int) -> Bool
+    ) -> ([Int], [String: OverlayCachedAnswer.OrderKind])? {
         var staying: [Int] = []
         var moved: [Int] = []
         staying.reserveCapacity(result.count)
-        var kinds = orderKinds
+        var kinds = cached.orderKinds
         for index in result {
             guard isMoved(index) else {
                 staying.append(index)
                 continue
             }
             for term in query.order {
-                guard let value = rows[index].values[term.column], let kind = orderKind(of: value, column: term.column)
+                guard let value = rows[index].values[term.column],
+                    let kind = cached.orderKind(of: value, column: term.column)
                 else { return nil }
                 guard let kind else { continue }
                 if let known = kinds[term.column], known != kind { return nil }
@@ -194,7 +245,7 @@ extension OverlayEvaluation {
             }
             moved.append(index)
         }
-        moved.sort { precedes(rows[$0], rows[$1]) }
+        moved.sort { cached.precedes(rows[$0], rows[$1]) }
         var merged: [Int] = []
         merged.reserveCapacity(result.count)
         var next = 0
@@ -203,7 +254,7 @@ extension OverlayEvaluation {
             var (low, high) = (next, staying.count)
             while low < high {
                 let middle = (low + high) / 2
-                if precedes(rows[staying[middle]], rows[index]) { low = middle + 1 } else { high = middle }
+                if cached.precedes(rows[staying[middle]], rows[index]) { low = middle + 1 } else { high = middle }
             }
             merged.append(contentsOf: staying[next..<low])
             merged.append(index)
@@ -213,94 +264,21 @@ extension OverlayEvaluation {
         return (merged, kinds)
     }
 
-    /// Whether `a` comes before `b`: by the read's order, then by ordinal.
-    private func precedes(_ a: Row, _ b: Row) -> Bool {
-        switch compareByOrder(a, b) {
-        case .orderedAscending?: true
-        case .orderedDescending?: false
-        case .orderedSame?, nil: a.ordinal < b.ordinal
-        }
-    }
-
-    /// The kind of an order column's value when two values of it always compare: `.some(nil)`
-    /// for `null` (it compares with anything), `nil` for a value that may not compare (an array,
-    /// an object, text under an unknown text order or in a column whose order is not its text's).
-    private func orderKind(of value: JSONValue, column: String) -> OrderKind?? {
-        switch value {
-        case .null: .some(nil)
-        case .bool: .boolean
-        case .number: value.numericValue == nil ? nil : .number
-        case .string:
-            comparison.textOrderIsBytes && !comparison.nonTextColumns.contains(column) ? .string : nil
-        case .array, .object: nil
-        }
-    }
-
-    /// The kinds of value the order columns hold when the cached rows are in the read's order
-    /// (``cachedRowsFollowOrder``): every row holds every order column, one kind of value per
-    /// column, each row at or after the one before it; `nil` otherwise. O(n), once per cached
-    /// answer.
-    func cachedOrderKinds() -> [String: OrderKind]? {
-        guard !query.order.isEmpty else { return nil }
-        var kinds: [String: OrderKind] = [:]
-        for term in query.order {
-            var known: OrderKind?
-            for index in rows.indices {
-                guard let value = rows[index].values[term.column], let kind = orderKind(of: value, column: term.column)
-                else { return nil }
-                guard let kind else { continue }
-                if let known, known != kind { return nil }
-                known = kind
-            }
-            if let known { kinds[term.column] = known }
-        }
-        for index in rows.indices.dropFirst() {
-            guard let order = compareByOrder(rows[index - 1], rows[index]), order != .orderedDescending else {
-                return nil
-            }
-        }
-        return kinds
-    }
-
-    /// `a` against `b` by the read's order terms; `nil` when a value is missing or not comparable.
-    func compareByOrder(_ a: Row, _ b: Row) -> ComparisonResult? {
-        for (term, isNotText) in zip(query.order, orderIsNotText) {
-            guard let left = a.values[term.column], let right = b.values[term.column] else { return nil }
-            let order: ComparisonResult
-            switch (left, right) {
-            case (.null, .null): continue
-            case (.null, _): order = term.nullsFirst ? .orderedAscending : .orderedDescending
-            case (_, .null): order = term.nullsFirst ? .orderedDescending : .orderedAscending
-            default:
-                if isNotText, case .string = left, !left.isEquivalent(to: right) {
-                    return nil  // a timestamp's or an enum's order is not its text's
-                }
-                guard let compared = comparison.compare(left, right) else { return nil }
-                if compared == .orderedSame { continue }
-                order =
-                    term.descending
-                    ? (compared == .orderedAscending ? .orderedDescending : .orderedAscending) : compared
-            }
-            return order
-        }
-        return .orderedSame
-    }
-
     // MARK: - Page and columns
 
     /// `limit` and `offset`: the cached rows were one page; a page that was full and lost rows
     /// may take rows past it that the cache never saw.
-    mutating func applyPage(to result: inout [Int], mayFillPage: Bool) {
+    private mutating func applyPage(to result: inout [Int], mayFillPage: Bool) {
         guard let limit = query.limit else { return }
-        if query.order.isEmpty, rows.count > limit || cachedCount >= limit {
+        if query.order.isEmpty, rows.count > limit || cached.cachedCount >= limit {
             note(.limitWithoutOrder)
-        } else if hasCache, cachedCount >= limit, !holdsEveryRow || mayFillPage {
-            if let edge = pageEdge {
+        } else if cached.hasCache, cached.cachedCount >= limit, !cached.holdsEveryRow || mayFillPage {
+            if let edge = cached.pageEdge {
                 let within = result.filter { index in
-                    if rows[index].cachedIndex != nil, rows[index].changed.isDisjoint(with: orderColumns) {
+                    if rows[index].cachedIndex != nil, rows[index].changed.isDisjoint(with: cached.orderColumns) {
                         return true
                     }
-                    guard let order = compareByOrder(rows[index], edge) else { return false }
+                    guard let order = cached.compareByOrder(rows[index], edge) else { return false }
                     return order != .orderedDescending
                 }
                 if within.count < limit {
@@ -314,13 +292,13 @@ extension OverlayEvaluation {
     /// The rows at `shown` (indices in `rows`) as the read's `select` shows them, as JSON text. A
     /// cached row no write touched, whose columns are the ones shown in the same order, is its
     /// text in the cached body.
-    mutating func project(_ shown: [Int]) -> String {
+    private mutating func project(_ shown: [Int]) -> String {
         var columns: [String]
         if let selected = query.columns {
             columns = selected
-        } else if let cachedColumns {
+        } else if let cachedColumns = cached.cachedColumns {
             columns = cachedColumns
-        } else if let all = table.columns {
+        } else if let all = cached.table.columns {
             columns = all
         } else {
             note(.columnsUnknown)
@@ -332,7 +310,7 @@ extension OverlayEvaluation {
         columns.removeAll { !unique.insert($0).inserted }
         var missing: [String] = []
         var out: [UInt8] = []
-        let cachedText = cachedBody ?? ""
+        let cachedText = cached.cachedBody ?? ""
         out.reserveCapacity(cachedText.utf8.count + 128)
         cachedText.withUTF8Bytes { cached in
             out.append(UInt8(ascii: "["))
@@ -367,33 +345,6 @@ extension OverlayEvaluation {
             note(.columnsNotSet(missing))
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    // MARK: - Filters
-
-    /// The AND of `filters` on `row`.
-    func truth(of filters: [PostgRESTQuery.Condition], on row: Row) -> Truth {
-        var result = Truth.yes
-        for filter in filters {
-            switch truth(of: filter, on: row) {
-            case .no, .null: return .no
-            case .unknown: result = .unknown
-            case .yes: break
-            }
-        }
-        return result
-    }
-
-    func truth(of filter: PostgRESTQuery.Condition, on row: Row) -> Truth {
-        if let value = row.values[filter.column] { return comparison.evaluate(filter, on: value) }
-        // A column the answer does not select: a cached row, unchanged in it, passed the same
-        // filter of the read on the server.
-        if row.cachedIndex != nil, !row.changed.contains(filter.column),
-            query.filters.contains(where: { $0.column == filter.column && $0.condition == filter.condition })
-        {
-            return .yes
-        }
-        return .unknown
     }
 
     mutating func note(_ reason: InexactReason) {

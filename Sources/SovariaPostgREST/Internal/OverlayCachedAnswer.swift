@@ -1,0 +1,354 @@
+import Foundation
+import SovariaQueue
+import SovariaSync
+
+/// A read over its cached answer, parsed once: the read's query and its table's rules, the
+/// cached rows and those the table's other cached answers add, and what they tell (the kind of
+/// value each column holds, whether the rows are every row the user sees, whether they follow
+/// the read's order). Read-only once made: a session keeps one and starts every
+/// ``OverlayRows`` from it.
+final class OverlayCachedAnswer: Sendable {
+    let query: PostgRESTQuery
+    let table: PostgRESTOverlay.Table
+    let comparison: PostgRESTComparison
+    /// The adapter that names the table of each write.
+    let api: PostgREST
+    /// The table the read reads.
+    let readTable: String?
+    let defaults: [String: JSONValue]
+    let sameInEveryRow: [String: JSONValue]
+    /// The columns the read orders by.
+    let orderColumns: Set<String>
+    /// The columns the read filters on.
+    let filterColumns: Set<String>
+    /// For each of the read's order terms, whether its column's order is not its text's.
+    let orderIsNotText: [Bool]
+    /// Whether rows a write moved are merged into the cached order (when it allows) rather than
+    /// every row sorted. Default: `true`; tests make answers without it to compare both.
+    let mergesMovedRows: Bool
+
+    /// The server's cached answer, as it came.
+    let cachedBody: String?
+    /// The bytes of the related answers' bodies.
+    let relatedBytes: Int
+    /// The answer when it is settled before any write applies (the read uses a feature the
+    /// overlay does not evaluate, or the cached answer is not rows); `nil` otherwise.
+    let settled: OverlayAnswer?
+    /// The rows before any write: the cached answer's, in its order, then those other answers
+    /// add (outside rows).
+    let rows: [OverlayRows.Row]
+    /// Where each row is in `rows`, by primary key (``OverlayRows/keyText(_:)``).
+    let positions: [String: Int]
+    /// The reasons met reading the cached answer.
+    let reasons: [InexactReason]
+    let hasCache: Bool
+    let cachedCount: Int
+    /// The last cached row as the server sent it: the edge of a full page.
+    let pageEdge: OverlayRows.Row?
+    /// The columns of the cached rows, in the server's order (`nil` with no cached row).
+    let cachedColumns: [String]?
+    /// Whether the rows held (the cached answer's and those other answers add) are every row of
+    /// the table the user sees: a row not held does not exist.
+    let holdsEveryRow: Bool
+    /// Whether the evaluation had no related answers (it may want them).
+    let relatedAreEmpty: Bool
+    /// Whether the cached rows are in the read's order by ``compareByOrder(_:_:)``, every row
+    /// holding every order column with one kind of value per column: rows a write moves can then
+    /// be merged into them instead of sorting every row.
+    let cachedRowsFollowOrder: Bool
+    /// The kind of value each order column holds in the cached rows, where one is not `null`.
+    let orderKinds: [String: OrderKind]
+    /// What kind of value the server answers each column with, where a row it sent (or a
+    /// default) shows one.
+    let serverKinds: [String: ServerKind]
+
+    /// A kind of value whose values always compare with each other.
+    enum OrderKind { case number, boolean, string }
+
+    /// The kind of JSON value the server answers a column with.
+    enum ServerKind { case number, boolean, string }
+
+    /// `query` (of the read of `readTable`, under `table`'s rules) over `cachedBody`, with the
+    /// rows of `related` answers (the table's other cached answers) for what it leaves out.
+    init(
+        query: PostgRESTQuery, api: PostgREST, readTable: String?, table: PostgRESTOverlay.Table,
+        comparison: PostgRESTComparison, cachedBody: String?, related: [RelatedAnswer], mergesMovedRows: Bool = true
+    ) {
+        self.query = query
+        self.api = api
+        self.readTable = readTable
+        self.table = table
+        self.comparison = comparison
+        self.mergesMovedRows = mergesMovedRows
+        self.cachedBody = cachedBody
+        orderColumns = query.orderColumns
+        filterColumns = query.filterColumns
+        orderIsNotText = query.order.map { comparison.nonTextColumns.contains($0.column) }
+        defaults = table.defaults.compactMapValues { try? JSONParser.parse($0) }
+        sameInEveryRow = table.sameInEveryRow.compactMapValues { try? JSONParser.parse($0) }
+        relatedAreEmpty = related.isEmpty
+        relatedBytes = related.reduce(0) { $0 + $1.body.utf8.count }
+
+        var loader = Loader(primaryKey: table.primaryKey)
+        var declared = JSONObject()
+        for (column, value) in defaults.merging(sameInEveryRow, uniquingKeysWith: { first, _ in first }) {
+            declared[column] = value
+        }
+        loader.learnKinds(from: declared)
+        var settled: OverlayAnswer?
+        var hasCache = false
+        for part in query.unsupported { loader.note(.unsupportedReadFeature(part)) }
+        if !query.unsupported.isEmpty {
+            settled = OverlayAnswer(body: cachedBody, inexactReasons: loader.reasons)
+        } else if let cachedBody {
+            if let elements = try? JSONParser.elements(of: cachedBody) {
+                for element in elements {
+                    guard case .object(let object) = element.value else {
+                        loader.note(.cachedAnswerNotRows)
+                        settled = OverlayAnswer(body: cachedBody, inexactReasons: loader.reasons)
+                        break
+                    }
+                    var row = OverlayRows.Row(
+                        values: object, cachedIndex: loader.rows.count, ordinal: loader.rows.count)
+                    if !element.repeatsKeys { row.cachedRange = element.range }
+                    loader.add(row)
+                }
+                hasCache = settled == nil
+            } else {
+                loader.note(.cachedAnswerNotRows)
+                settled = OverlayAnswer(body: cachedBody, inexactReasons: loader.reasons)
+            }
+        } else {
+            loader.note(.nothingCached)
+        }
+        self.settled = settled
+        self.hasCache = hasCache
+        cachedCount = hasCache ? loader.rows.count : 0
+        pageEdge = hasCache ? loader.rows.last : nil
+        cachedColumns = hasCache ? loader.rows.first?.values.keys : nil
+        var kinds: [String: OrderKind]?
+        var holdsEvery = false
+        if settled == nil, hasCache {
+            kinds = Self.cachedOrderKinds(
+                of: loader.rows, query: query, comparison: comparison, orderIsNotText: orderIsNotText)
+            holdsEvery =
+                query.filters.isEmpty && (query.offset ?? 0) == 0 && query.limit.map { loader.rows.count < $0 } != false
+            for answer in related {
+                if loader.learn(from: answer, sameInEveryRow: sameInEveryRow, cachedColumns: cachedColumns) {
+                    holdsEvery = true
+                }
+            }
+        }
+        cachedRowsFollowOrder = kinds != nil
+        orderKinds = kinds ?? [:]
+        holdsEveryRow = holdsEvery
+        rows = loader.rows
+        positions = loader.positions
+        reasons = loader.reasons
+        serverKinds = loader.serverKinds
+    }
+
+    /// The answer with `writes` (oldest first) applied, evaluated afresh.
+    func answer(writes: [OverlayWrite]) -> OverlayAnswer {
+        if let settled { return settled }
+        var written = OverlayRows(self)
+        for write in writes { written.apply(write) }
+        return OverlayReadEvaluation.answer(written).answer
+    }
+
+    /// The rows, their positions by key, the reasons and the column kinds as the cached answer
+    /// and the related ones are read.
+    private struct Loader {
+        let primaryKey: String
+        var rows: [OverlayRows.Row] = []
+        var positions: [String: Int] = [:]
+        var reasons: [InexactReason] = []
+        var serverKinds: [String: ServerKind] = [:]
+        /// The last columns seen of which every one has a kind in ``serverKinds``.
+        var columnsWithKinds: [String] = []
+
+        init(primaryKey: String) { self.primaryKey = primaryKey }
+
+        mutating func note(_ reason: InexactReason) {
+            if !reasons.contains(reason) { reasons.append(reason) }
+        }
+
+        mutating func add(_ row: OverlayRows.Row) {
+            assert(row.ordinal == rows.count, "a row's ordinal is its index")
+            if let key = row.values[primaryKey] { positions[OverlayRows.keyText(key)] = rows.count }
+            learnKinds(from: row.values)
+            rows.append(row)
+        }
+
+        func position(of key: JSONValue) -> Int? {
+            positions[OverlayRows.keyText(key)].flatMap { rows[$0].isDeleted ? nil : $0 }
+        }
+
+        /// Learns the kinds of the columns in `values`, a row the server sent or a declared value.
+        mutating func learnKinds(from values: JSONObject) {
+            // Rows of one answer share their list of columns: once each has a kind, skip the rest.
+            guard values.keys != columnsWithKinds else { return }
+            defer { if values.keys.allSatisfy({ serverKinds[$0] != nil }) { columnsWithKinds = values.keys } }
+            for column in values.keys where serverKinds[column] == nil {
+                switch values[column] {
+                case .number?: serverKinds[column] = .number
+                case .bool?: serverKinds[column] = .boolean
+                case .string?: serverKinds[column] = .string
+                default: break
+                }
+            }
+        }
+
+        /// Takes the rows of another cached answer of the table: a row this answer lacks becomes
+        /// an outside row, and columns this answer does not select fill in (for the filters of
+        /// writes). Returns whether the other answer holds every row of the table: no filters,
+        /// offset or full page.
+        mutating func learn(
+            from related: RelatedAnswer, sameInEveryRow: [String: JSONValue], cachedColumns: [String]?
+        ) -> Bool {
+            guard cachedColumns?.contains(primaryKey) != false,
+                case .array(let items)? = try? JSONParser.parse(related.body)
+            else { return false }
+            let other = PostgRESTQuery(path: related.read.path)
+            guard other.unsupported.isEmpty else { return false }
+            var holdsKeys = true
+            for item in items {
+                guard case .object(let object) = item, let key = object[primaryKey] else {
+                    holdsKeys = false
+                    continue
+                }
+                learnKinds(from: object)
+                if let index = position(of: key) {
+                    for column in object.keys where !rows[index].values.has(column) {
+                        rows[index].values[column] = object[column]
+                    }
+                } else {
+                    var row = OverlayRows.Row(values: object, cachedIndex: nil, ordinal: rows.count)
+                    for (column, value) in sameInEveryRow where !row.values.has(column) { row.values[column] = value }
+                    row.isOutside = true
+                    add(row)
+                }
+            }
+            return holdsKeys && other.filters.isEmpty && (other.offset ?? 0) == 0
+                && other.limit.map({ items.count < $0 }) != false
+        }
+    }
+
+    // MARK: - The read's query
+
+    /// The kinds of value the order columns hold when the cached rows are in the read's order
+    /// (``cachedRowsFollowOrder``): every row holds every order column, one kind of value per
+    /// column, each row at or after the one before it; `nil` otherwise. O(n), once per cached
+    /// answer.
+    private static func cachedOrderKinds(
+        of rows: [OverlayRows.Row], query: PostgRESTQuery, comparison: PostgRESTComparison, orderIsNotText: [Bool]
+    ) -> [String: OrderKind]? {
+        guard !query.order.isEmpty else { return nil }
+        var kinds: [String: OrderKind] = [:]
+        for term in query.order {
+            var known: OrderKind?
+            for index in rows.indices {
+                guard let value = rows[index].values[term.column],
+                    let kind = orderKind(of: value, column: term.column, comparison: comparison)
+                else { return nil }
+                guard let kind else { continue }
+                if let known, known != kind { return nil }
+                known = kind
+            }
+            if let known { kinds[term.column] = known }
+        }
+        for index in rows.indices.dropFirst() {
+            guard
+                let order = compareByOrder(
+                    rows[index - 1], rows[index], query: query, comparison: comparison, orderIsNotText: orderIsNotText),
+                order != .orderedDescending
+            else {
+                return nil
+            }
+        }
+        return kinds
+    }
+
+    /// The kind of an order column's value when two values of it always compare: `.some(nil)`
+    /// for `null` (it compares with anything), `nil` for a value that may not compare (an array,
+    /// an object, text under an unknown text order or in a column whose order is not its text's).
+    func orderKind(of value: JSONValue, column: String) -> OrderKind?? {
+        Self.orderKind(of: value, column: column, comparison: comparison)
+    }
+
+    private static func orderKind(of value: JSONValue, column: String, comparison: PostgRESTComparison) -> OrderKind?? {
+        switch value {
+        case .null: .some(nil)
+        case .bool: .boolean
+        case .number: value.numericValue == nil ? nil : .number
+        case .string:
+            comparison.textOrderIsBytes && !comparison.nonTextColumns.contains(column) ? .string : nil
+        case .array, .object: nil
+        }
+    }
+
+    /// `a` against `b` by the read's order terms; `nil` when a value is missing or not comparable.
+    func compareByOrder(_ a: OverlayRows.Row, _ b: OverlayRows.Row) -> ComparisonResult? {
+        Self.compareByOrder(a, b, query: query, comparison: comparison, orderIsNotText: orderIsNotText)
+    }
+
+    private static func compareByOrder(
+        _ a: OverlayRows.Row, _ b: OverlayRows.Row, query: PostgRESTQuery, comparison: PostgRESTComparison,
+        orderIsNotText: [Bool]
+    ) -> ComparisonResult? {
+        for (term, isNotText) in zip(query.order, orderIsNotText) {
+            guard let left = a.values[term.column], let right = b.values[term.column] else { return nil }
+            let order: ComparisonResult
+            switch (left, right) {
+            case (.null, .null): continue
+            case (.null, _): order = term.nullsFirst ? .orderedAscending : .orderedDescending
+            case (_, .null): order = term.nullsFirst ? .orderedDescending : .orderedAscending
+            default:
+                if isNotText, case .string = left, !left.isEquivalent(to: right) {
+                    return nil  // a timestamp's or an enum's order is not its text's
+                }
+                guard let compared = comparison.compare(left, right) else { return nil }
+                if compared == .orderedSame { continue }
+                order =
+                    term.descending
+                    ? (compared == .orderedAscending ? .orderedDescending : .orderedAscending) : compared
+            }
+            return order
+        }
+        return .orderedSame
+    }
+
+    /// Whether `a` comes before `b`: by the read's order, then by ordinal.
+    func precedes(_ a: OverlayRows.Row, _ b: OverlayRows.Row) -> Bool {
+        switch compareByOrder(a, b) {
+        case .orderedAscending?: true
+        case .orderedDescending?: false
+        case .orderedSame?, nil: a.ordinal < b.ordinal
+        }
+    }
+
+    /// The AND of `filters` on `row`.
+    func truth(of filters: [PostgRESTQuery.Condition], on row: OverlayRows.Row) -> Truth {
+        var result = Truth.yes
+        for filter in filters {
+            switch truth(of: filter, on: row) {
+            case .no, .null: return .no
+            case .unknown: result = .unknown
+            case .yes: break
+            }
+        }
+        return result
+    }
+
+    func truth(of filter: PostgRESTQuery.Condition, on row: OverlayRows.Row) -> Truth {
+        if let value = row.values[filter.column] { return comparison.evaluate(filter, on: value) }
+        // A column the answer does not select: a cached row, unchanged in it, passed the same
+        // filter of the read on the server.
+        if row.cachedIndex != nil, !row.changed.contains(filter.column),
+            query.filters.contains(where: { $0.column == filter.column && $0.condition == filter.condition })
+        {
+            return .yes
+        }
+        return .unknown
+    }
+}
