@@ -64,10 +64,9 @@ extension SovariaOffline {
         var answer = LocalRead(
             body: server?.response?.body, response: server?.response, source: server?.source ?? .none,
             isRefreshing: server?.isRefreshing ?? false, inexactReasons: [], pendingRows: [])
-        let query = Self.cacheKey(of: request)
         let local = try await overlay(request, on: server?.response?.body, fresh: fresh)
-        if server?.response?.isStale == true,
-            let table = api.table(of: request), synced.writes(notIn: query, table: table, api: api).isEmpty
+        if server?.response?.isStale == true, let table = api.table(of: request),
+            synced.writes(notIn: Self.cacheKey(of: request), table: table, api: api).isEmpty
         {
             // Marked stale by a sync this run does not know of (one before a restart): the write
             // may be missing from the answer until it is fetched again.
