@@ -23,14 +23,10 @@ public struct TestEngine: Sendable, CustomStringConvertible {
     /// The engine's name in test output: the scheme's (`memory`, `file`, `sqlite`, `lmdb`,
     /// `leveldb`, `postgres`), inside its wrappers' (`encrypted(sqlite)`).
     public let name: String
+    /// The scheme part of its store URL: the scheme's name after its wrappers' (`encrypted+sqlite`).
+    public let urlScheme: String
     /// Opens a store of this engine in the folder.
     public let open: @Sendable (URL) async throws -> any OfflineStore
-
-    /// An engine named `name` that opens its stores with `open`.
-    public init(name: String, open: @escaping @Sendable (URL) async throws -> any OfflineStore) {
-        self.name = name
-        self.open = open
-    }
 
     /// The engine `scheme` inside `wrappers` (outermost first), each store opened by
     /// `OfflineStores` at the URL of `scheme` with `durability`, the location `location` gives for
@@ -47,6 +43,7 @@ public struct TestEngine: Sendable, CustomStringConvertible {
         let schemes = wrappers + [scheme]
         let location = location ?? { folder in scheme.location == .required ? folder.path : "" }
         self.name = wrappers.reversed().reduce(scheme.name) { inner, wrapper in "\(wrapper.name)(\(inner))" }
+        self.urlScheme = schemes.map(\.name).joined(separator: "+")
         self.open = { folder in
             let url = StoreURL(
                 engine: scheme.name, location: try location(folder), durability: durability,
@@ -120,6 +117,11 @@ public struct TestEngine: Sendable, CustomStringConvertible {
             .postgres, durability: durability, location: { _ in try SharedPostgresDatabase.conninfo() },
             options: { ["table": PostgresCluster.tableName(for: $0)] })
     }
+
+    /// The names of the engines of ``standard(durability:sqliteFile:including:secrets:)`` whose store
+    /// is in a folder on this machine, so another process can reopen it: all but memory, which lives
+    /// and dies with one process. The crash and fault batteries and the command tests run on these.
+    public static let onDisk: [String] = standard().map(\.name).filter { $0 != memory.name }
 
     /// One key for the run: a reopened encrypted store must read what the first one wrote.
     public static let runSecrets = StoreSecrets(
