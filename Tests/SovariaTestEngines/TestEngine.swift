@@ -13,8 +13,9 @@ import Synchronization
 /// The `StoreScheme` registry is the one list of engines: a test engine is a scheme (inside its
 /// wrappers), and its store for a folder is the one `OfflineStores.open(_:using:secrets:)` opens at
 /// the store URL for that folder, the durability in the URL. Adding an engine is adding its scheme
-/// and one line in ``standard(durability:sqliteFile:including:)``, the list every layer's tests,
-/// the HTTP rig and the crash and fault batteries take theirs from.
+/// and one line in ``standard(durability:sqliteFile:including:secrets:)`` (a
+/// `TestEngine(.scheme, durability: durability)`), the list every layer's tests, the HTTP rig, the
+/// command tests and the crash and fault batteries (``onDisk``) take theirs from.
 ///
 /// Opened again on the same folder, a store reopens the same data: the memory engine is the
 /// registry's `memory` scheme keyed by folder (``SharedMemoryStores/scheme``), and an encrypted
