@@ -114,7 +114,10 @@ let package = Package(
 
         .testTarget(
             name: "SovariaTests",
-            dependencies: ["Sovaria", "SovariaPlumbing", "SovariaTestKit", "SovariaTestServers", "SovariaSQLite"]),
+            dependencies: [
+                "Sovaria", "SovariaPlumbing", "SovariaTestKit", "SovariaTestServers", "SovariaSQLite",
+                "SovariaTestEngines",
+            ]),
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
         // need a real server.
         .target(name: "SovariaTestServers", dependencies: ["SovariaSync"], path: "Tests/SovariaTestServers"),
@@ -148,7 +151,7 @@ let package = Package(
             dependencies: [
                 "sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaPostgres", "SovariaQueue", "SovariaSync",
                 "SovariaPostgREST",
-                "SovariaTestServers", "SovariaFiles",
+                "SovariaTestServers", "SovariaFiles", "SovariaTestEngines",
             ]
         ),
         .testTarget(
@@ -175,6 +178,7 @@ let package = Package(
                 "SovariaHTTP", "SovariaPostgREST", "SovariaSync", "SovariaCache", "SovariaQueue", "Sovaria",
                 "SovariaTestKit", "SovariaSQLite", "SovariaLevelDB", "SovariaLMDB", "SovariaSodium",
                 "SovariaTestServers", "sovaria-crash-writer",
+                "SovariaTestEngines",
             ]
         ),
         // The PostgREST adapter, builders, coders and overlay, without a server.
@@ -185,7 +189,9 @@ let package = Package(
         // Runs the `sovaria` executable (built because the target depends on it) as a subprocess.
         .testTarget(
             name: "SovariaCLITests",
-            dependencies: ["sovaria", "Sovaria", "SovariaCache", "SovariaSQLite", "SovariaTestServers"]),
+            dependencies: [
+                "sovaria", "Sovaria", "SovariaCache", "SovariaSQLite", "SovariaTestServers", "SovariaTestEngines",
+            ]),
         .testTarget(
             name: "SovariaFilesTests",
             dependencies: [
@@ -216,7 +222,7 @@ let package = Package(
                 "SovariaQueue", "SovariaCache", "SovariaFiles", "SovariaSodium",
                 // The child that reads damaged stores (`read-<engine>`), so a crash in a C library ends it, not the run,
                 // and the I/O-error and bulk-input workloads.
-                "sovaria-crash-writer",
+                "sovaria-crash-writer", "SovariaTestEngines",
             ]
         ),
         .testTarget(

@@ -58,9 +58,4 @@ enum BenchPostgres {
     static func freshTableName() -> String {
         "bench_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
     }
-
-    /// The adapter on the benchmark's server.
-    static func open(_ folder: URL, _ durability: Durability) throws -> any OfflineStore {
-        try PostgresOfflineStore(connection: try conninfo(), table: try table(for: folder), durability: durability)
-    }
 }

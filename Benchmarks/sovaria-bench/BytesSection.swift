@@ -66,7 +66,7 @@ struct BytesSection {
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        return try await body(try engine.open(folder, .flushed))
+        return try await body(try await engine.open(folder, .flushed))
     }
 
     /// Six rows for one engine and size: set and get on each path, (b) and (c) with their ratio to (a).

@@ -10,8 +10,8 @@ import Foundation
 /// XChaCha20-Poly1305, what the encryption wrapper adds).
 /// When the program is not given or cannot run, the bench says so once and goes on without it.
 struct CBaseline {
-    /// The engines the program measures, by the bench's engine names.
-    static let engines: Set<String> = ["file", "sqlite", "lmdb", "leveldb", "postgres"]
+    /// The engines the program measures, by the bench's engine names: every persistent one.
+    static let engines = Set(BenchEngines.plain.filter(\.persistent).map(\.name))
     /// The subject of the C rows of `engine`.
     static func subject(_ engine: String) -> String { "C " + engine }
     /// The subject of the encryption rows.

@@ -22,7 +22,7 @@ struct CacheOpenSection {
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             // Kept alive only for the memory engine, which has nothing to reopen.
-            var keeper: (any OfflineStore)? = try engine.open(folder, .flushed)
+            var keeper: (any OfflineStore)? = try await engine.open(folder, .flushed)
             if let store = keeper {
                 let cache = try await QueryCache(store: store, size: .unlimited)
                 for list in 0..<lists {
@@ -41,7 +41,7 @@ struct CacheOpenSection {
                     previous = nil  // its index is freed here, not in the next timed call
                 }
             ) { _, _ in
-                let store = try keeper ?? engine.open(folder, .flushed)
+                let store = if let keeper { keeper } else { try await engine.open(folder, .flushed) }
                 let cache = try await QueryCache(store: store, size: .unlimited)
                 guard try await cache.cachedResponse(for: "/rest/v1/items?id=eq.7") != nil else {
                     throw BenchError.failed("\(engine.name): the first cached read missed")
@@ -51,7 +51,7 @@ struct CacheOpenSection {
             _ = try await previous?.responseCount
             previous = nil
             let loaded = try await Stopwatch(repeats: options.repeats).measure(calls: 1) { _, _ in
-                let store = try keeper ?? engine.open(folder, .flushed)
+                let store = if let keeper { keeper } else { try await engine.open(folder, .flushed) }
                 _ = try await QueryCache(store: store, size: .unlimited).responseCount
             }
             for (sample, operation) in [(firstRead, "open + first read"), (loaded, "open + index loaded")] {

@@ -17,7 +17,7 @@ struct CallerSection {
             progress.update("caller: \(engine.name)")
             let folder = options.folder.appendingPathComponent("caller-\(engine.name)", isDirectory: true)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let store = try engine.open(folder, .flushed)
+            let store = try await engine.open(folder, .flushed)
             for batch in workload.batches {
                 try await store.write(batch.map { .set(key: workload.keys[$0], value: workload.values[0]) })
             }

@@ -40,7 +40,7 @@ struct EvictionSection {
             let folder = options.folder.appendingPathComponent("evict-\(engine.name)", isDirectory: true)
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let store = try engine.open(folder.appendingPathComponent("cache"), .flushed)
+            let store = try await engine.open(folder.appendingPathComponent("cache"), .flushed)
             let cache = try await QueryCache(store: store, size: .bytes(boundBytes), memoryCountLimit: 0)
             let puts = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) { _, call in
                 try await cache.put(
@@ -51,7 +51,7 @@ struct EvictionSection {
             await cache.waitForBackgroundRefreshes()
             // The same puts into a cache without a bound: what eviction costs the puts it runs behind.
             let unbounded = try await QueryCache(
-                store: try engine.open(folder.appendingPathComponent("unbounded"), .flushed), size: .unlimited,
+                store: try await engine.open(folder.appendingPathComponent("unbounded"), .flushed), size: .unlimited,
                 memoryCountLimit: 0)
             let putsWithoutEviction = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) {
                 _, call in
@@ -59,7 +59,7 @@ struct EvictionSection {
                     "/rest/v1/items?page=\(call)", body: String(filler.utf8.prefix(sizes[call]))!,
                     serverTime: Date(timeIntervalSince1970: 1_700_000_000 + Double(call)))
             }
-            let plainStore = try engine.open(folder.appendingPathComponent("plain"), .flushed)
+            let plainStore = try await engine.open(folder.appendingPathComponent("plain"), .flushed)
             let plainSets = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) { _, call in
                 try await plainStore.set(Self.plainKey(call), String(filler.utf8.prefix(sizes[call]))!)
             }
@@ -137,7 +137,7 @@ struct EvictionSection {
     func readMisses(
         engine: BenchEngine, folder: URL, readers: Int, sizes: [Int], filler: String
     ) async throws -> Measurement {
-        let cache = try await QueryCache(store: try engine.open(folder, .flushed), size: .bytes(boundBytes))
+        let cache = try await QueryCache(store: try await engine.open(folder, .flushed), size: .bytes(boundBytes))
         let reads = try await Stopwatch(repeats: 1).measure(calls: sizes.count, warmUp: false) { _, call in
             let query = "/rest/v1/items?select=id,title,body,updated_at&order=updated_at.desc&page=\(call)"
             let answer = FetchResult.response(

@@ -56,7 +56,7 @@ struct FileCacheSection {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let cache = try await FileCache(
             directory: folder.appendingPathComponent("cache"),
-            metadata: try engine.open(folder.appendingPathComponent("meta"), .flushed), size: .unlimited)
+            metadata: try await engine.open(folder.appendingPathComponent("meta"), .flushed), size: .unlimited)
         var rows: [Measurement] = []
         for (bytes, calls) in downloadSizes {
             progress.update("file cache: \(engine.name), \(calls) downloads of \(Self.describe(bytes))")
@@ -79,13 +79,13 @@ struct FileCacheSection {
     private func measureOpen(_ engine: BenchEngine, cacheFolder: URL, folder: URL) async throws -> Measurement {
         progress.update("file cache: \(engine.name), adopting \(openFiles) files")
         let metadataFolder = folder.appendingPathComponent("open-meta")
-        let keeper = try engine.open(metadataFolder, .flushed)
+        let keeper = try await engine.open(metadataFolder, .flushed)
         let adopted = try await FileCache(directory: cacheFolder, metadata: keeper, size: .unlimited)
         guard adopted.fileCount == openFiles else { throw BenchError.failed("\(engine.name): adopted too few") }
         _ = consume adopted
         progress.update("file cache: \(engine.name), opening \(openFiles) files")
         let sample = try await Stopwatch(repeats: options.repeats).measure(calls: 1) { _, _ in
-            let store = engine.persistent ? try engine.open(metadataFolder, .flushed) : keeper
+            let store = engine.persistent ? try await engine.open(metadataFolder, .flushed) : keeper
             let cache = try await FileCache(directory: cacheFolder, metadata: store, size: .unlimited)
             guard cache.fileCount == openFiles else { throw BenchError.failed("\(engine.name): open miscounted") }
         }
@@ -102,7 +102,7 @@ struct FileCacheSection {
         progress.update("file cache: \(engine.name), one pass over \(passFiles) files")
         let clock = Mutex(Date())
         let metadataFolder = folder.appendingPathComponent("pass-meta")
-        let store = try engine.open(metadataFolder, .flushed)
+        let store = try await engine.open(metadataFolder, .flushed)
         var bound = 0
         do {
             let adopted = try await FileCache(directory: cacheFolder, metadata: store, size: .unlimited)
@@ -140,7 +140,7 @@ struct FileCacheSection {
             let step = Mutex(0)
             let cache = try await FileCache(
                 directory: run.appendingPathComponent("cache"),
-                metadata: try engine.open(run.appendingPathComponent("meta"), .flushed), size: size,
+                metadata: try await engine.open(run.appendingPathComponent("meta"), .flushed), size: size,
                 clock: { Date(timeIntervalSince1970: 1_800_000_000 + Double(step.withLock { $0 })) })
             let body = Data((0..<Self.latencyBodyBytes).map { UInt8(truncatingIfNeeded: $0 &* 7) })
             samples[size] = try await Stopwatch(repeats: 1).measure(calls: latencyDownloads, warmUp: false) { _, call in

@@ -88,7 +88,7 @@ struct MemoryCacheSection {
         let pressure = ManualMemoryPressureSource()
         var configuration = QueryCache.Configuration(memoryCountLimit: 1_000)
         configuration.memoryPressure = pressure
-        let cache = try await QueryCache(store: try engine.open(folder, .flushed), configuration: configuration)
+        let cache = try await QueryCache(store: try await engine.open(folder, .flushed), configuration: configuration)
         let body = String(repeating: "x", count: 4_096)
         let queries = (0..<1_000).map { "/rest/v1/items?page=\($0)" }
         for (index, query) in queries.enumerated() {

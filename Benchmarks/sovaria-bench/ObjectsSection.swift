@@ -31,7 +31,7 @@ struct ObjectsSection {
             let folder = options.folder.appendingPathComponent("objects-\(engine.name)", isDirectory: true)
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let store = try engine.open(folder, .flushed)
+            let store = try await engine.open(folder, .flushed)
             let items = (0..<count).map {
                 Item(
                     id: String(format: "item-%06d", $0), title: "Item number \($0)", rank: $0, views: $0 * 7,

@@ -33,7 +33,7 @@ struct QueueSection {
                 let folder = options.folder.appendingPathComponent("queue-\(engine.name)-\(durability)")
                 try? FileManager.default.removeItem(at: folder)
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                let store = try engine.open(folder, durability)
+                let store = try await engine.open(folder, durability)
                 let enqueueAndDrain = try await measureEnqueueAndDrain(
                     store, engine: engine.name, variant: variant, durability)
                 rows += enqueueAndDrain

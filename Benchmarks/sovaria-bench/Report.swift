@@ -66,7 +66,7 @@ struct Report: Codable {
         for wrapper in ["encrypted(", "checksummed("] where subject.hasPrefix(wrapper) && subject.hasSuffix(")") {
             return String(subject.dropFirst(wrapper.count).dropLast())
         }
-        if ["sqlite", "lmdb", "leveldb", "postgres"].contains(subject) { return "raw " + subject }
+        if BenchEngines.plain.contains(where: { $0.name == subject && $0.raw != nil }) { return "raw " + subject }
         return nil
     }
 

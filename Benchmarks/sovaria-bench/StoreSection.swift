@@ -30,7 +30,7 @@ struct StoreSection {
                     progress: progress)
                 do {
                     let folder = try freshFolder("\(engine.name)-\(durability)")
-                    let store = try engine.open(folder, durability)
+                    let store = try await engine.open(folder, durability)
                     var measured = try await operations.run(
                         StoreSubject(store, workload), name: engine.name, variant: variant)
                     if workload !== self.workload {

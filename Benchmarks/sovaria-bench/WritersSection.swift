@@ -26,7 +26,7 @@ struct WritersSection {
                 try? FileManager.default.removeItem(at: folder)
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(at: folder) }
-                let store = try engine.open(folder, .synced)
+                let store = try await engine.open(folder, .synced)
                 let value = String(repeating: "v", count: 256)
                 let latencies = Latencies()
                 let perWriter = max(1, total / writers)

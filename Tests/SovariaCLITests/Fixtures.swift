@@ -1,4 +1,5 @@
 import Foundation
+import SovariaTestEngines
 
 /// Stores and data for the command tests.
 enum Fixtures {
@@ -16,8 +17,9 @@ enum Fixtures {
         func file(_ name: String) -> String { path + "/" + name }
     }
 
-    /// The local engines a separate process can reopen (memory: lives and dies with one process).
-    static let engines = ["file", "sqlite", "lmdb", "leveldb", "encrypted+sqlite"]
+    /// The URL schemes of the package's engines a separate process can reopen (memory: lives and
+    /// dies with one process), encrypted SQLite included.
+    static let engines = TestEngine.standard(including: .encrypted).map(\.urlScheme).filter { $0 != "memory" }
 
     /// A store URL of `engine` in `folder`.
     static func url(_ engine: String, in folder: Folder, name: String) -> String {

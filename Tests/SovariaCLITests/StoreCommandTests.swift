@@ -1,4 +1,5 @@
 import Foundation
+import SovariaTestEngines
 import Testing
 
 /// `load`, `compact` and `verify` on plain stores.
@@ -68,7 +69,7 @@ import Testing
         #expect(run.errors.contains("read 1 entries"))
     }
 
-    @Test(arguments: ["file", "sqlite", "lmdb", "leveldb"])
+    @Test(arguments: TestEngine.onDisk)
     func compactAndVerifyKeepEveryEntry(engine: String) async throws {
         let folder = try Fixtures.Folder()
         let store = Fixtures.url(engine, in: folder, name: "store")

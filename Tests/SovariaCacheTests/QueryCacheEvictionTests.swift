@@ -42,7 +42,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func countsOnlyResponseBodies(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         try await store.set("sov:queue:0001", String(repeating: "q", count: 50_000))
         let cache = try await QueryCache(store: store, size: .unlimited)
         let longQuery = "/rest/v1/notes?" + String(repeating: "and=(title.eq.é)&", count: 200)
@@ -61,7 +61,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func checksAfterEvery32ndResponseOrALargeOneAndNeverOnReads(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
+        let cache = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(4_096))
         try await fill(cache, count: 31, bytes: 200)
         #expect(try await cache.totalBytes == 31 * 200, "no check before the 32nd response")
         #expect(cache.evictionPasses.isEmpty)
@@ -71,7 +71,7 @@ import Testing
         #expect(try await cachedQueries(cache, 0..<32) == Array((32 - 4_096 / 200)..<32))
 
         // Over the bound again (a smaller bound at reopen), reads never start a pass.
-        let smaller = try await QueryCache(store: try engine.open(folder.url), size: .bytes(1))
+        let smaller = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(1))
         for index in 0..<32 { _ = try await smaller.cachedResponse(for: "q\(index)") }
         _ = try await smaller.read("q31", policy: .cacheOnly) { _ in .notModified(serverTime: .now) }
         #expect(smaller.evictionPasses.isEmpty)
@@ -86,7 +86,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func evictsTheResponsesTheServerSentLongestAgoTenPerBatch(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(10_000))
         // Server times are not insertion order: q0 is newest, q39 oldest.
         try await fill(cache, count: 32, bytes: 1_000, times: (0..<32).map { 100 - $0 })
@@ -103,7 +103,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func evictsToFiftyMillionBytesBelowALargeBound(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(60_000_000))
+        let cache = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(60_000_000))
         try await fill(cache, count: 61, bytes: 1_000_000)
         #expect(cache.evictionPasses.count == 1)
         #expect(try await cache.totalBytes == 10_000_000, "stops as soon as the total is 50 MB below the bound")
@@ -113,7 +113,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func aStaleResponseKeepsItsPlace(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(6_000))
+        let cache = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(6_000))
         try await fill(cache, count: 5, bytes: 1_000)
         try await cache.markStale("q0")  // oldest
         try await cache.markStale("q4")  // newest
@@ -121,7 +121,7 @@ import Testing
         try await cache.put("q5", body: body(4_096), serverTime: serverTime(5))
         await cache.waitForBackgroundRefreshes()
         #expect(try await cachedQueries(cache, 0..<6) == [4, 5], "stale or not, oldest first by server time")
-        let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(6_000))
+        let reopened = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(6_000))
         #expect(try await reopened.cachedResponse(for: "q4")?.isStale == true)
         #expect(try await reopened.totalBytes == 5_096)
     }
@@ -129,7 +129,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func unlimitedNeverEvicts(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+        let cache = try await QueryCache(store: try await engine.open(folder.url), size: .unlimited)
         try await fill(cache, count: 40, bytes: 5_000)
         #expect(try await cache.totalBytes == 200_000)
         #expect(cache.evictionPasses.isEmpty)
@@ -138,7 +138,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func responsesShownByLiveReadersAreKept(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(10_000))
+        let cache = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(10_000))
         try await fill(cache, count: 5, bytes: 2_000)
         let readers = [cache.startReading("q0"), cache.startReading("q1"), cache.startReading("q1")]
         try await cache.put("q5", body: body(4_096), serverTime: serverTime(5))
@@ -156,7 +156,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func aDroppedLiveReaderStopsProtectingItsResponse(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url), size: .bytes(10_000))
+        let cache = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(10_000))
         try await fill(cache, count: 5, bytes: 2_000)
         var reader: LiveReader? = cache.startReading("q0")
         try await cache.put("q5", body: body(4_096), serverTime: serverTime(5))
@@ -173,10 +173,10 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func pastFiveHundredShownResponsesANeededOneCanGo(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+        let cache = try await QueryCache(store: try await engine.open(folder.url), size: .unlimited)
         try await fill(cache, count: 502, bytes: 10)
         // 501 live lists; q0's reader started first, so it is the one left unprotected.
-        let bounded = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
+        let bounded = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(4_096))
         let readers = (0..<501).map { bounded.startReading("q\($0)") }
         try await bounded.put("big", body: body(4_096), serverTime: serverTime(1_000))
         await bounded.waitForBackgroundRefreshes()
@@ -199,7 +199,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func aReaderStartingDuringAPassIsNotProtected(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         try await fill(cache, count: 31, bytes: 1_000, times: (0..<31).map { $0 })
         // When the pass writes its first batch, a reader starts on q20, which the pass reaches later.
@@ -215,7 +215,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func aPutReturnsWithoutWaitingForThePassItStarts(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         try await fill(cache, count: 31, bytes: 1_000)
         // The pass's first batch of deletes waits until the test lets it go, after the put returned.
@@ -301,7 +301,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func aPutDuringAPassDeletesItsNextTenResponsesInTheSameWrite(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         let (passRelease, release) = AsyncStream<Void>.makeStream()
         let put = try await putWaitingBehindAHeldPass(cache, spy, release: passRelease)
@@ -334,7 +334,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func aPutWhoseCarriedDeletesFailIsStoredAloneAndThePassDeletesThem(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         let refused = Counter()
         spy.beforeWrite.withLock { hook in
@@ -355,14 +355,14 @@ import Testing
         #expect(pass.batchesCarriedByPuts == 0)
         #expect(try await cache.totalBytes <= 4_096, "the pass deleted the lists the put could not")
         #expect(try await cachedQueries(cache, 0..<33) == [29, 30, 31, 32])
-        let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
+        let reopened = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(4_096))
         #expect(try await reopened.responseCount == 4)
     }
 
     @Test(arguments: CacheEngine.all)
     func aPassEndsWhenItFirstReachesItsTargetAndLaterPutsCarryNothing(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         try await fill(cache, count: 14, bytes: 1_000)
         let (passRelease, release) = AsyncStream<Void>.makeStream()
@@ -396,13 +396,13 @@ import Testing
     func theTotalIsRightAfterAReopen(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         do {
-            let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+            let cache = try await QueryCache(store: try await engine.open(folder.url), size: .unlimited)
             try await fill(cache, count: 20, bytes: 333)
             try await cache.put("q3", body: body(1_000), serverTime: serverTime(50))
             await cache.waitForBackgroundRefreshes()
             try await cache.remove("q4")
         }
-        let reopened = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+        let reopened = try await QueryCache(store: try await engine.open(folder.url), size: .unlimited)
         #expect(try await reopened.totalBytes == 18 * 333 + 1_000)
         #expect(try await reopened.responseCount == 19)
     }
@@ -410,7 +410,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func theTotalIsRightAfterACrashInAPass(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(4_096))
         try await fill(cache, count: 31, bytes: 1_000)
         let deletesSeen = Counter()
@@ -422,7 +422,7 @@ import Testing
         await cache.waitForBackgroundRefreshes()
         spy.beforeEvictionBatch(nil)
         #expect(deletesSeen.increment() == 3, "the pass stopped at the failed batch")
-        let reopened = try await QueryCache(store: try engine.open(folder.url), size: .bytes(4_096))
+        let reopened = try await QueryCache(store: try await engine.open(folder.url), size: .bytes(4_096))
         var bodies = 0
         for entry in try await spy.inner.entries("sov:cache:l2:", after: nil, limit: 1_000) {
             bodies += try #require(try await reopened.cachedResponse(for: queryOf(entry.value))).sizeBytes
@@ -435,10 +435,10 @@ import Testing
     func openingReadsNoBodies(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         do {
-            let cache = try await QueryCache(store: try engine.open(folder.url), size: .unlimited)
+            let cache = try await QueryCache(store: try await engine.open(folder.url), size: .unlimited)
             try await fill(cache, count: 300, bytes: 100)
         }
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let reopened = try await QueryCache(store: spy, size: .unlimited)
         #expect(try await reopened.responseCount == 300)
         let log = spy.log.withLock { $0 }
@@ -449,7 +449,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func aPassCostsInProportionToWhatItEvicts(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let cache = try await QueryCache(store: spy, size: .bytes(2_000_000))
         try await fill(cache, count: 1_000, bytes: 1_999)
         spy.reset()
@@ -465,7 +465,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func clearingLocalDataGivesEverythingBack(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         try await store.set("sov:queue:1", "kept")
         let cache = try await QueryCache(store: store, size: .unlimited)
         try await fill(cache, count: 1_200, bytes: 50)

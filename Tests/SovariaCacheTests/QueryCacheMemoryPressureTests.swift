@@ -20,7 +20,7 @@ import Testing
     ) async throws -> QueryCache {
         var configuration = QueryCache.Configuration(memoryCountLimit: count, memoryCostLimitBytes: 1_000_000)
         configuration.memoryPressure = pressure
-        let cache = try await QueryCache(store: try engine.open(folder.url), configuration: configuration)
+        let cache = try await QueryCache(store: try await engine.open(folder.url), configuration: configuration)
         for index in 0..<count {
             try await cache.put(
                 query(index), body: body(index), serverTime: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)))

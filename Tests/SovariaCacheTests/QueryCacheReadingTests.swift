@@ -36,7 +36,7 @@ import Testing
     func cacheFirstThenNetworkFetchesOnlyOnAMissOrWhenExpired(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let clock = TestClock()
-        let cache = try await QueryCache(store: try engine.open(folder.url), clock: clock.function)
+        let cache = try await QueryCache(store: try await engine.open(folder.url), clock: clock.function)
         let server = Server { call, _ in Self.fresh("answer \(call)") }
         let first = try await cache.read("q", maxAge: .seconds(60), fetch: server.fetch)
         #expect(first.source == .network && first.response?.body == "answer 1")
@@ -54,7 +54,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func aFailedFetchFallsBackToTheCachedAnswer(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url))
+        let cache = try await QueryCache(store: try await engine.open(folder.url))
         try await cache.put("q", body: "cached", serverTime: serverTime(1))
         try await cache.markStale("q")
         let offline = Server { _, _ in throw URLError(.notConnectedToInternet) }
@@ -66,7 +66,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func cacheOnlyNeverFetchesAndNetworkOnlyAlwaysDoes(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url))
+        let cache = try await QueryCache(store: try await engine.open(folder.url))
         let server = Server { call, _ in Self.fresh("answer \(call)") }
         let miss = try await cache.read("q", policy: .cacheOnly, fetch: server.fetch)
         #expect(miss.response == nil && miss.source == .none && server.count == 0)
@@ -82,7 +82,7 @@ import Testing
     func staleWhileRevalidateAnswersAtOnceAndRefreshesBehind(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
         let clock = TestClock()
-        let cache = try await QueryCache(store: try engine.open(folder.url), clock: clock.function)
+        let cache = try await QueryCache(store: try await engine.open(folder.url), clock: clock.function)
         let server = Server { call, _ in Self.fresh("answer \(call)", at: call) }
         let first = try await cache.read("q", policy: .staleWhileRevalidate, maxAge: .seconds(10), fetch: server.fetch)
         #expect(first.source == .network && !first.isRefreshing)
@@ -98,7 +98,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func revalidatesWithTheCachedETag(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url))
+        let cache = try await QueryCache(store: try await engine.open(folder.url))
         let server = Server { call, etag in
             etag == "\"v1\"" ? .notModified(serverTime: serverTime(call * 100)) : Self.fresh("body", etag: "\"v1\"")
         }
@@ -114,7 +114,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func fiftyConcurrentReadersOfAMissingQueryCauseOneFetch(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url))
+        let cache = try await QueryCache(store: try await engine.open(folder.url))
         let server = Server { call, _ in Self.fresh("answer \(call)") }
         try await withThrowingTaskGroup(of: String?.self) { group in
             for _ in 0..<50 { group.addTask { try await cache.read("q", fetch: server.fetch).response?.body } }
@@ -126,7 +126,7 @@ import Testing
     @Test(.timeLimit(.minutes(10)), arguments: CacheEngine.all)
     func readersSharingAFetchAreAnsweredBeforeTheEvictionPassItStartedEnds(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let clock = TestClock()
         let cache = try await QueryCache(store: spy, size: .bytes(10_000), clock: clock.function)
         for index in 0..<4 { try await cache.put("q\(index)", body: body(2_000), serverTime: serverTime(index)) }
@@ -171,7 +171,7 @@ import Testing
     @Test(arguments: CacheEngine.all)
     func anyIdentityIsAcceptedAndNeverConfused(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         let cache = try await QueryCache(store: store)
         let long = "/rest/v1/orders?select=*,items(*)&" + String(repeating: "status=in.(open,paid)&", count: 100)
         let precomposed = "/rest/v1/cafes?name=eq.caf\u{E9}"
@@ -210,7 +210,7 @@ import Testing
         by write: @escaping @Sendable (QueryCache) async throws -> Void
     ) async throws -> (cache: QueryCache, folder: TemporaryFolder) {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let cache = try await QueryCache(store: spy)
         try await cache.put("q", body: "first", serverTime: serverTime(1))
         if markedStale { try await cache.markStale("q") }
@@ -280,7 +280,7 @@ import Testing
     @Test(.timeLimit(.minutes(10)), arguments: CacheEngine.all)
     func aNetworkOnlyReadIsAnsweredByAFetchThatStartedAfterIt(engine: CacheEngine) async throws {
         let folder = try TemporaryFolder()
-        let cache = try await QueryCache(store: try engine.open(folder.url))
+        let cache = try await QueryCache(store: try await engine.open(folder.url))
         let (release, letFirstGo) = AsyncStream<Void>.makeStream()
         let calls = Counter()
         let fetch: @Sendable (String?) async throws -> FetchResult = { _ in

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestEngines
 import Testing
 
 @testable import SovariaFiles
@@ -30,7 +31,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["file", "sqlite", "leveldb", "lmdb"])
+    @Test(arguments: TestEngine.onDisk)
     func killedMidDownloadOrMidPassLeavesNoHalfFileAndTheTotalsRight(engine: String) async throws {
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("sovaria-files-crash-\(UUID().uuidString)")
@@ -115,7 +116,7 @@ import Testing
         engine: String, folder: URL, versions: [String: Set<Int>], round: Int
     ) async throws -> [String: Int] {
         let (cacheFolder, metadataFolder) = FileCacheCrashWorkload.folders(folder)
-        let store = try CrashStores.open(engine, at: metadataFolder, durability: .synced)
+        let store = try await CrashStores.open(engine, at: metadataFolder, durability: .synced)
         let cache = try await FileCache(
             directory: cacheFolder, metadata: store, size: .bytes(FileCacheCrashWorkload.boundBytes))
         let files = try Self.sizes(in: cacheFolder.appendingPathComponent("files"))

@@ -3,6 +3,7 @@ import Sovaria
 import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
+import SovariaTestEngines
 import Testing
 
 @testable import sovaria_crash_writer
@@ -14,7 +15,7 @@ import Testing
 @Suite(.serialized) struct FlushCrashTests {
     static let rounds = 8
 
-    @Test(arguments: ["file", "sqlite", "leveldb", "lmdb"])
+    @Test(arguments: TestEngine.onDisk)
     func noAcknowledgedWriteIsLostDuplicatedOrReordered(engine: String) async throws {
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("sovaria-flush-crash-\(UUID().uuidString)")
@@ -42,7 +43,7 @@ import Testing
             if let enqueuing { inFlight.append(enqueuing) }
         }
         // Restart: one more flush sends whatever the last kill left in the queue.
-        let store = try CrashStores.open(engine, at: folder, durability: .synced)
+        let store = try await CrashStores.open(engine, at: folder, durability: .synced)
         let server = LogServer(path: folder.appendingPathComponent("server.log").path)
         let offline = try await SovariaOffline(
             store: store, transport: server, configuration: .init(api: PostgREST()))

@@ -20,7 +20,7 @@ import Testing
                 killAfterAcknowledgements: killAfter)
             acknowledged.formUnion(acks)
             #expect(acks.sets.count + acks.batches.count >= killAfter, "round \(round): child stopped early")
-            let store = try CrashStores.open("postgres", location: conninfo, durability: .synced)
+            let store = try await CrashStores.open("postgres", location: conninfo, durability: .synced)
             try await CrashSafetyTests.verify(store, acknowledged: acknowledged, round: round)
         }
     }
@@ -42,7 +42,7 @@ import Testing
         let long = try await writer
         #expect(long.sets.count + long.batches.count >= 1_500, "the writer stopped early")
         acknowledged.formUnion(long)
-        let store = try CrashStores.open("postgres", location: conninfo, durability: .synced)
+        let store = try await CrashStores.open("postgres", location: conninfo, durability: .synced)
         try await CrashSafetyTests.verify(store, acknowledged: acknowledged, round: 0)
         #expect(try await store.keys("sov:crash:n:").count >= acknowledged.sets.count)
     }

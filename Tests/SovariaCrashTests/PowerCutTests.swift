@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestEngines
 import SovariaTestServers
 import Synchronization
 import Testing
@@ -39,13 +40,13 @@ import Testing
     /// The engines cut with `.synced`: each engine and, in the full run, the encryption wrapper
     /// over each (in the short run over LMDB only).
     static var syncedEngines: [String] {
-        let engines = ["file", "sqlite", "lmdb", "leveldb"].flatMap { engine in
+        let engines = TestEngine.onDisk.flatMap { engine in
             isFull || engine == "lmdb" ? [engine, CrashStores.encryptedPrefix + engine] : [engine]
         }
         return engines.filter(isSelected)
     }
     /// The engines of the negative control.
-    static var flushedEngines: [String] { ["file", "sqlite", "lmdb", "leveldb"].filter(isSelected) }
+    static var flushedEngines: [String] { TestEngine.onDisk.filter(isSelected) }
     /// `SOVARIA_POWERCUT_ENGINES=leveldb,encrypted-lmdb` runs only those engines (to rerun one).
     static func isSelected(_ engine: String) -> Bool {
         guard let list = ProcessInfo.processInfo.environment["SOVARIA_POWERCUT_ENGINES"] else { return true }
@@ -175,7 +176,7 @@ import Testing
         let findingsBefore = ledger.findings.problems
         var opened = true
         do {
-            let store = try CrashStores.open(engine, at: URL(fileURLWithPath: path), durability: .synced)
+            let store = try await CrashStores.open(engine, at: URL(fileURLWithPath: path), durability: .synced)
             if queueCut {
                 try await ledger.checkQueue(store, after: acks.queue, cut: cut)
             } else {

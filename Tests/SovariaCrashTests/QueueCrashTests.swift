@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaQueue
+import SovariaTestEngines
 import Testing
 
 @testable import sovaria_crash_writer
@@ -14,7 +15,7 @@ import Testing
 @Suite(.serialized) struct QueueCrashTests {
     static let rounds = 10
 
-    @Test(arguments: ["file", "sqlite", "leveldb", "lmdb"])
+    @Test(arguments: TestEngine.onDisk)
     func acknowledgedEnqueuesSurviveKill9InOrderAndOnce(engine: String) async throws {
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("sovaria-queue-crash-\(UUID().uuidString)")
@@ -72,7 +73,7 @@ import Testing
     /// Every pending write of the queue on `folder`, read by a queue opened after the kill (and
     /// released before the next round's child opens the folder).
     private func reopenedQueue(engine: String, at folder: URL) async throws -> [QueuedWrite] {
-        let store = try CrashStores.open(engine, at: folder, durability: .synced)
+        let store = try await CrashStores.open(engine, at: folder, durability: .synced)
         let queue = try await WriteQueue(store: store, maxQueued: .max)
         let pending = try await queue.pending()
         #expect(queue.count == pending.count)

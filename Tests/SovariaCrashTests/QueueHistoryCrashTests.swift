@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaQueue
+import SovariaTestEngines
 import SovariaTestServers
 import Testing
 
@@ -24,7 +25,7 @@ import Testing
     static let rounds = isFull ? 125 : 2
 
     /// The rounds of kills, the drain, and the checks of the server's log (see the suite).
-    @Test(arguments: ["file", "sqlite", "leveldb", "lmdb"])
+    @Test(arguments: TestEngine.onDisk)
     func theServersHistoryHasNoLostDuplicatedOrReorderedWrite(engine: String) async throws {
         let server = try await RESTServer.start()
         let folder = FileManager.default.temporaryDirectory

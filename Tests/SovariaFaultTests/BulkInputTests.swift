@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestEngines
 import SovariaTestKit
 import SovariaTestServers
 import Testing
@@ -19,7 +20,7 @@ import Testing
     static let batchSize = FaultTrials.count(short: 2_000, full: 100_000)
 
     /// The three steps on one engine, its memory, and the store reopened here (see the suite).
-    @Test(arguments: ["file", "sqlite", "lmdb", "leveldb", "encrypted-lmdb"])
+    @Test(arguments: TestEngine.onDisk + ["encrypted-lmdb"])
     func largeValuesAndBatchesAreWholeOrRefusedWithBoundedMemory(engine: String) async throws {
         let folder = try TemporaryFolder()
         let store = folder.child("store")
@@ -36,7 +37,7 @@ import Testing
         #expect(peakKiB > 0 && peakKiB < boundKiB, "\(engine): peak resident \(peakKiB) KiB, bound \(boundKiB) KiB")
         print("bulk-input \(engine): \(Self.largeMebibytes) MiB value, \(Self.batchSize) writes, peak \(peakKiB) KiB")
 
-        let reopened = try CrashStores.open(engine, location: store.path, durability: .synced)
+        let reopened = try await CrashStores.open(engine, location: store.path, durability: .synced)
         let large = try await reopened.get(BulkInputWorkload.largeKey)
         #expect(large == BulkInputWorkload.largeValue(mebibytes: Self.largeMebibytes), "\(engine): the large value")
         #expect(try await reopened.keys("sov:bulk:").count == Self.batchSize + 1, "\(engine): the batch, whole")

@@ -4,6 +4,7 @@ import SovariaCache
 import SovariaFiles
 import SovariaQueue
 import SovariaSodium
+import SovariaTestEngines
 import SovariaTestKit
 import Testing
 
@@ -16,7 +17,7 @@ import Testing
 /// again without repair (LevelDB after a reopen, as ``OfflineStoreError/Code/reopenRequired``
 /// asks).
 @Suite struct FullDiskStackTests {
-    static let engines = ["file", "sqlite", "lmdb", "leveldb", "encrypted(file)", "encrypted(lmdb)"]
+    static let engines = TestEngine.onDisk + ["encrypted(file)", "encrypted(lmdb)"]
 
     /// A full disk while enqueueing never loses a queued write, and a failed enqueue is not half
     /// written: the queue holds exactly the acknowledged writes, in order, before and after a reopen.
@@ -203,9 +204,9 @@ struct FaultStores: Sendable {
 
     /// A new store on ``folder``; the previous one must be released first.
     func open() async throws -> any OfflineStore {
-        guard let key else { return try CrashStores.open(engine, at: folder, durability: .synced) }
+        guard let key else { return try await CrashStores.open(engine, at: folder, durability: .synced) }
         let inner = String(engine.dropFirst("encrypted(".count).dropLast())
         return EncryptedOfflineStore(
-            wrapping: try CrashStores.open(inner, at: folder, durability: .synced), key: key)
+            wrapping: try await CrashStores.open(inner, at: folder, durability: .synced), key: key)
     }
 }

@@ -85,7 +85,7 @@ import Testing
     private func checkReopens(
         _ folder: URL, _ engine: String, _ outcome: SyscallInjection.Outcome, _ name: String
     ) async throws {
-        let store = try CrashStores.open(engine, location: folder.path, durability: .synced)
+        let store = try await CrashStores.open(engine, location: folder.path, durability: .synced)
         try await AcknowledgedWrites.verify(store, sets: outcome.sets, batches: outcome.batches, name)
         try await store.set("sov:after", "reopened")
         #expect(try await store.get("sov:after") == "reopened", "\(name): a write after reopening")

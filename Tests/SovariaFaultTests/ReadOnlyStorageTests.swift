@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestEngines
 import SovariaTestKit
 import SovariaTestServers
 import Testing
@@ -21,13 +22,13 @@ import Testing
     }
 
     /// A store written, made read-only, opened (and a new one beside it), made writable, opened again.
-    @Test(arguments: ["file", "sqlite", "lmdb", "leveldb"], Lock.allCases)
+    @Test(arguments: TestEngine.onDisk, Lock.allCases)
     func readOnlyStorageIsATypedErrorAndComesBack(engine: String, lock: Lock) async throws {
         let disk = try SmallDisk(sizeBytes: 8 << 20)
         let parent = disk.child("parent")
         let folder = parent.appendingPathComponent("store")
         do {
-            let store = try CrashStores.open(engine, at: folder, durability: .synced)
+            let store = try await CrashStores.open(engine, at: folder, durability: .synced)
             try await store.set("sov:k", "kept")
         }
         try makeReadOnly(lock, disk: disk, folder: parent, true)
@@ -52,7 +53,7 @@ import Testing
                 let what = "\(engine), \(lock), \(target.lastPathComponent)"
                 do {
                     // LMDB writes its files in place: an immutable folder does not stop it.
-                    let store = try CrashStores.open(engine, at: target, durability: .synced)
+                    let store = try await CrashStores.open(engine, at: target, durability: .synced)
                     try await store.set("sov:k", "changed")
                     #expect(try await store.get("sov:k") == "changed", "\(what): opened, wrote, and lost it")
                     #expect(lock == .immutableFolder && target == folder, "\(what): wrote on read-only storage")
@@ -67,7 +68,7 @@ import Testing
         }
 
         try makeReadOnly(lock, disk: disk, folder: parent, false)
-        let store = try CrashStores.open(engine, at: folder, durability: .synced)
+        let store = try await CrashStores.open(engine, at: folder, durability: .synced)
         #expect(try await store.get("sov:k") == "kept")
         try await store.set("sov:k", "changed")
         #expect(try await store.get("sov:k") == "changed")

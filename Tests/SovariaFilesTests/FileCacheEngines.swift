@@ -40,11 +40,11 @@ struct CacheBench {
         self.engine = engine
     }
 
-    func metadata() throws -> any OfflineStore { try engine.open(metadataFolder) }
+    func metadata() async throws -> any OfflineStore { try await engine.open(metadataFolder) }
 
     func open(_ size: FileCacheSize, store: (any OfflineStore)? = nil) async throws -> FileCache {
-        try await FileCache(
-            directory: directory, metadata: try store ?? metadata(), size: size, clock: clock.function)
+        let metadata = if let store { store } else { try await metadata() }
+        return try await FileCache(directory: directory, metadata: metadata, size: size, clock: clock.function)
     }
 
     /// The files in `files/`, by name, with their sizes.

@@ -12,7 +12,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func aDownloadPastTheBoundEvictsLeastRecentlyUsedDownToNinetyPercent(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let cache = try await bench.open(.bytes(10_000), store: store)
         for number in 0..<10 {
             try await put(cache, "photo \(number)", 1_000, tag: number)
@@ -53,7 +53,7 @@ import Testing
             }
         }
         bench.clock.advance(by: 60)
-        let spy = SpyStore(try bench.metadata())
+        let spy = SpyStore(try await bench.metadata())
         let cache = try await bench.open(.bytes(2_000), store: spy)
         #expect(cache.totalBytes == 15_000, "a lower bound takes effect at the next download")
         #expect(cache.folder.listings.withLock { $0 } == 2, "open lists files/ and tmp/ once")

@@ -46,7 +46,7 @@ import Testing
         engine: MetadataEngine
     ) async throws {
         let bench = try CacheBench(engine)
-        let store = FailingWritesStore(try bench.metadata())
+        let store = FailingWritesStore(try await bench.metadata())
         let cache = try await bench.open(.unlimited, store: store)
         store.failNextWrite(ofKeysStartingWith: FileKeys.prefix)
         let downloads = Downloads(body: body(4, 900), limit: 2)
@@ -82,7 +82,7 @@ import Testing
 
     private func failedCommitOfANewKeyCachesNothing(_ engine: MetadataEngine, _ commit: Commit) async throws {
         let bench = try CacheBench(engine)
-        let store = FailingWritesStore(try bench.metadata())
+        let store = FailingWritesStore(try await bench.metadata())
         let cache = try await bench.open(.unlimited, store: store)
         store.failNextWrite(ofKeysStartingWith: FileKeys.prefix)
         let error = await #expect(throws: OfflineStoreError.self) {
@@ -103,7 +103,7 @@ import Testing
 
     private func failedReplacementKeepsTheOldFile(_ engine: MetadataEngine, _ commit: Commit) async throws {
         let bench = try CacheBench(engine)
-        let store = FailingWritesStore(try bench.metadata())
+        let store = FailingWritesStore(try await bench.metadata())
         do {
             let cache = try await bench.open(.unlimited, store: store)
             try await put(cache, "k", 300, tag: 1)

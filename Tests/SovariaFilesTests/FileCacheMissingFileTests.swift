@@ -10,7 +10,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func aFileDeletedBehindTheCacheIsDownloadedAgainByTheReadThrough(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let cache = try await bench.open(.unlimited, store: store)
         try await put(cache, "k", 400, tag: 1)
         try await put(cache, "other", 250, tag: 5)
@@ -40,7 +40,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func openOfAFileDeletedBehindTheCacheMissesAndDropsItsEntry(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         do {
             let cache = try await bench.open(.bytes(1_000), store: store)
             try await put(cache, "a", 400, tag: 1)
@@ -75,7 +75,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func removeAndEvictionOfAFileDeletedBehindTheCacheSucceed(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let cache = try await bench.open(.bytes(1_000), store: store)
         try await put(cache, "gone", 300, tag: 1)
         try await put(cache, "evicted", 400, tag: 2)

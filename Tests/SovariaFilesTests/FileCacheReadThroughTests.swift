@@ -38,7 +38,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func aCallWhileTheDownloadIsBeingRecordedInTheStoreJoinsIt(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let store = HeldWritesStore(try bench.metadata())
+        let store = HeldWritesStore(try await bench.metadata())
         let cache = try await bench.open(.unlimited, store: store)
         let downloads = Downloads(body: body(3, 2_000))
         downloads.gate.open()

@@ -22,7 +22,7 @@ import Testing
             lease.end()  // a lease's end is a use too
             await cache.waitForPendingWork()
         }
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let recorded = try await bench.metadataKeys(store)
         let useOfA = recorded.first { $0.id == fileID("a") }?.lastUseMillis
         #expect(useOfA == 1_800_000_075_000, "the lease's end, recorded by the write it started")
@@ -37,7 +37,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func readsRecordAUseAtMostOncePerFilePerSecond(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let spy = SpyStore(try bench.metadata())
+        let spy = SpyStore(try await bench.metadata())
         let cache = try await bench.open(.unlimited, store: spy)
         try await put(cache, "photo", 2_000)
         bench.clock.advance(by: 5)
@@ -70,7 +70,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func aMissAndAHitAreCountedAndOpenReadsNoValue(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let spy = SpyStore(try bench.metadata())
+        let spy = SpyStore(try await bench.metadata())
         let cache = try await bench.open(.unlimited, store: spy)
         try await put(cache, "https://example.com/a%20b/é?x=1&y=/..", 300)
         #expect(try await cache.open("https://example.com/a%20b/e\u{301}?x=1&y=/..") == nil, "bytes, not characters")
@@ -84,7 +84,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func aLeaseReadsItsFileAfterARemoveAndANewDownload(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let cache = try await bench.open(.unlimited, store: store)
         try await put(cache, "doc", 5_000, tag: 1)
         let first = try #require(try await cache.open("doc"))
@@ -105,7 +105,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func removeAllDeletesEveryFileAndKey(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let cache = try await bench.open(.unlimited, store: store)
         for number in 0..<5 { try await put(cache, "f\(number)", 100 * (number + 1)) }
         #expect(cache.totalBytes == 1_500)

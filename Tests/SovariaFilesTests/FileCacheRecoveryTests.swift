@@ -14,7 +14,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func aFailedDownloadLeavesNothingAndKeepsTheOldFile(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let cache = try await bench.open(.unlimited, store: store)
         try await put(cache, "photo", 1_000, tag: 1)
         await #expect(throws: DownloadFailed.self) {
@@ -102,7 +102,7 @@ import Testing
             try await put(cache, "file lost", 200, tag: 2)
             try await put(cache, "metadata lost", 300, tag: 3)
         }
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let files = bench.directory.appendingPathComponent("files")
         try FileManager.default.removeItem(at: files.appendingPathComponent(fileID("file lost")))
         let lostKey = try #require(try await store.keys("sov:file:" + fileID("metadata lost")).first)
@@ -135,7 +135,7 @@ import Testing
             for number in 0..<5 { try await put(cache, "photo \(number)", 100 + number, tag: number) }
         }
         // The metadata is lost (a new store in place of a damaged one).
-        let fresh = try engine.open(bench.folder.child("meta-new"))
+        let fresh = try await engine.open(bench.folder.child("meta-new"))
         let cache = try await bench.open(.bytes(1_000_000), store: fresh)
         #expect(cache.fileCount == 5)
         #expect(cache.totalBytes == 510)
@@ -153,7 +153,7 @@ import Testing
             let cache = try await bench.open(.unlimited)
             try await put(cache, "a", 100)
         }
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let id = FileKeys.id(of: "a")
         // What a store without atomic batches can keep after a crash inside a use record.
         try await store.set(FileKeys.metadataKey(id: id, sizeBytes: 100, lastUseMillis: 1_900_000_000_000), "{}")
@@ -168,14 +168,14 @@ import Testing
     func metadataWhoseValuesCannotBeReadLosesNothing(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
         do {
-            let sealed = EncryptedOfflineStore(wrapping: try bench.metadata(), key: try EncryptionKey.random())
+            let sealed = EncryptedOfflineStore(wrapping: try await bench.metadata(), key: try EncryptionKey.random())
             let cache = try await bench.open(.unlimited, store: sealed)
             for number in 0..<3 {
                 try await put(cache, "p\(number)", 100, tag: number)
                 bench.clock.advance(by: 60)
             }
         }
-        let wrongKey = EncryptedOfflineStore(wrapping: try bench.metadata(), key: try EncryptionKey.random())
+        let wrongKey = EncryptedOfflineStore(wrapping: try await bench.metadata(), key: try EncryptionKey.random())
         await #expect(throws: OfflineStoreError.self) {
             _ = try await wrongKey.entries("sov:file:", after: nil, limit: 1)
         }
@@ -195,7 +195,7 @@ import Testing
             let cache = try await bench.open(.unlimited)
             for number in 0..<20 { try await put(cache, "p\(number)", 10) }
         }
-        let spy = SpyStore(try bench.metadata())
+        let spy = SpyStore(try await bench.metadata())
         let cache = try await bench.open(.unlimited, store: spy)
         #expect(cache.fileCount == 20)
         spy.log.withLock { log in
@@ -207,7 +207,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func concurrentDownloadsAndReadsKeepTheTotalRight(engine: MetadataEngine) async throws {
         let bench = try CacheBench(engine)
-        let store = try bench.metadata()
+        let store = try await bench.metadata()
         let cache = try await bench.open(.bytes(20_000), store: store)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for number in 0..<40 {

@@ -7,9 +7,12 @@ import SovariaQueue
 import SovariaSQLite
 import SovariaSodium
 import SovariaSync
+import SovariaTestEngines
 import SovariaTestKit
 import SovariaTestServers
 import Testing
+
+@testable import sovaria_crash_writer
 
 #if canImport(Glibc)
     import Glibc
@@ -19,21 +22,15 @@ import Testing
 /// the row changed) and the write's move to the conflicts: after the restart the write is in
 /// exactly one place. On every embedded engine the crash writer opens, and the encrypted store.
 @Suite(.serialized) struct ConflictCrashTests {
-    /// The crash writer's layouts (Tests/sovaria-crash-writer/CrashStores.swift).
-    static let engines: [HTTPEngine] =
-        HTTPEngine.all + [
-            HTTPEngine(name: "file") { FileOfflineStore(directory: $0, durability: .flushed) },
-            HTTPEngine(name: "lmdb") { try LMDBOfflineStore(directory: $0, durability: .flushed) },
-            HTTPEngine(name: "encrypted-sqlite") {
-                EncryptedOfflineStore(
-                    wrapping: try SQLiteOfflineStore(
-                        fileURL: $0.appendingPathComponent("store.sqlite"), durability: .flushed),
-                    key: try EncryptionKey(bytes: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }))
-            },
-        ]
+    /// The package's engines the crash writer opens (Tests/sovaria-crash-writer/CrashStores.swift),
+    /// in its layouts and with its encryption key. Not memory: the child writes the store and this
+    /// process reopens it.
+    static let engines = TestEngine.standard(
+        durability: .flushed, including: .encrypted, secrets: StoreSecrets(key: CrashStores.testKeyBytes)
+    ).filter { $0.name != "memory" }
 
     @Test(arguments: engines)
-    func aKillBeforeAConflictWasRecordedLeavesTheWriteInExactlyOnePlace(_ engine: HTTPEngine) async throws {
+    func aKillBeforeAConflictWasRecordedLeavesTheWriteInExactlyOnePlace(_ engine: TestEngine) async throws {
         let server = try await RESTServer.start()
         let transport = URLSessionTransport(baseURL: server.baseURL, apiKey: "test-anon-key", tokens: TestTokens())
         let folder = try TemporaryFolder()
@@ -64,7 +61,7 @@ import Testing
         configuration.timer = ManualTimer()
         configuration.conflictRules = ["tasks": ConflictRule(versionColumn: "version", onConflict: .reject)]
         let offline = try await SovariaOffline(
-            store: try engine.open(appFolder), transport: transport, configuration: configuration)
+            store: try await engine.open(appFolder), transport: transport, configuration: configuration)
         let pending = try await offline.pendingWrites()
         #expect(pending.count == 1, "the write is still queued, and nowhere else")
         #expect(try await offline.rejectedWrites().isEmpty)

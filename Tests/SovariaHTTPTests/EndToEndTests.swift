@@ -142,7 +142,7 @@ import Testing
 
         // The app starts again on the same store.
         let offline = try await HTTPRig.controller(
-            rig.engine.open(appFolder), transport: rig.transport, timer: rig.timer, clock: rig.clock,
+            await rig.engine.open(appFolder), transport: rig.transport, timer: rig.timer, clock: rig.clock,
             errors: rig.errors)
         let pending = try await offline.pendingWrites()
         #expect(pending.count == 1, "the write the server applied is still queued")

@@ -6,24 +6,19 @@ import SovariaPostgREST
 import SovariaQueue
 import SovariaSQLite
 import SovariaSync
+import SovariaTestEngines
 import SovariaTestKit
 import SovariaTestServers
 import Synchronization
 
-/// The stores each end-to-end test runs on: SQLite and one other engine.
-struct HTTPEngine: Sendable, CustomStringConvertible {
-    let name: String
-    let open: @Sendable (URL) throws -> any OfflineStore
-    var description: String { name }
+/// The stores each end-to-end test runs on: SQLite and one other engine, from the package's one
+/// engine list. A subset: the HTTP path is the same on every engine, and each test starts a server.
+/// With `.flushed` and SQLite's file `store.sqlite`, the layouts are the crash writer's
+/// (Tests/sovaria-crash-writer/CrashStores.swift), so a killed child's store opens again here.
+typealias HTTPEngine = TestEngine
 
-    static let all: [HTTPEngine] = [
-        // The crash writer's layout (Tests/sovaria-crash-writer/CrashStores.swift), so a killed
-        // child's store opens again here.
-        HTTPEngine(name: "sqlite") {
-            try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("store.sqlite"), durability: .flushed)
-        },
-        HTTPEngine(name: "leveldb") { try LevelDBOfflineStore(directory: $0, durability: .flushed) },
-    ]
+extension TestEngine {
+    static let all = standard(durability: .flushed).filter { ["sqlite", "leveldb"].contains($0.name) }
 }
 
 /// Alice's session: `token-alice`, and after each refresh a new spelling of it
@@ -69,7 +64,7 @@ struct HTTPRig {
         self.engine = engine
         transport = URLSessionTransport(baseURL: server.baseURL, apiKey: "test-anon-key", tokens: tokens)
         offline = try await Self.controller(
-            engine.open(folder.url), transport: transport, timer: timer, clock: clock, errors: errors)
+            await engine.open(folder.url), transport: transport, timer: timer, clock: clock, errors: errors)
     }
 
     static func controller(

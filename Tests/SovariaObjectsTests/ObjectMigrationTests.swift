@@ -37,10 +37,10 @@ import Testing
     @Test(arguments: ObjectEngine.all)
     func aMigrationRunsOnceAndStoresTheVersionWithTheObjectsInOneBatch(engine: ObjectEngine) async throws {
         let folder = try TemporaryFolder()
-        try await Self.writeVersion1(try engine.open(folder.url), count: 5)
-        try await ObjectStore<NoteV1>(store: try engine.open(folder.url), collection: "notes") { $0.id }
+        try await Self.writeVersion1(try await engine.open(folder.url), count: 5)
+        try await ObjectStore<NoteV1>(store: try await engine.open(folder.url), collection: "notes") { $0.id }
             .insert(NoteV1(id: "z", name: "drop me"))
-        let spy = FailingStore(try engine.open(folder.url))
+        let spy = FailingStore(try await engine.open(folder.url))
         let renaming = Renaming()
         let notes = try await ObjectStore<Note>.open(
             store: spy, collection: "notes", version: 2, migrate: renaming.transform)
@@ -51,7 +51,7 @@ import Testing
         #expect(try await notes.objects().map(\.title) == (0..<5).map { "name \($0)" }, "z was removed")
         let again = Renaming()
         _ = try await ObjectStore<Note>.open(
-            store: try engine.open(folder.url), collection: "notes", version: 2, migrate: again.transform)
+            store: try await engine.open(folder.url), collection: "notes", version: 2, migrate: again.transform)
         #expect(again.calls.withLock { $0 }.isEmpty, "at version 2 already")
     }
 
@@ -81,15 +81,15 @@ import Testing
     @Test(arguments: ObjectEngine.all)
     func aCrashMidwayResumesAndTransformsEachObjectOnce(engine: ObjectEngine) async throws {
         let folder = try TemporaryFolder()
-        try await Self.writeVersion1(try engine.open(folder.url), count: 25)
+        try await Self.writeVersion1(try await engine.open(folder.url), count: 25)
         let renaming = Renaming()
         let crashing = ObjectStore<Note>(
-            store: FailingStore(try engine.open(folder.url), allowedBatches: 1), collection: "notes")
+            store: FailingStore(try await engine.open(folder.url), allowedBatches: 1), collection: "notes")
         await #expect(throws: OfflineStoreError.self) {
             try await crashing.migrate(toVersion: 2, pageSize: 10, renaming.transform)
         }
         #expect(renaming.calls.withLock { $0.count } == 20, "the first page written, the second lost")
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         #expect(try await store.get("sov:meta:objects:notes") == "1", "the version is written last")
         #expect(try await store.get("sov:meta:objects:notes:migration") == "1:2:n009")
         let resumed = ObjectStore<Note>(store: store, collection: "notes")
@@ -104,7 +104,7 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func aNewerStoredVersionIsRefusedAndNothingChanges(engine: ObjectEngine) async throws {
-        let store = try engine.open(try TemporaryFolder().url)
+        let store = try await engine.open(try TemporaryFolder().url)
         try await Self.writeVersion1(store, count: 2)
         let error = await #expect(throws: ObjectStoreError.self) {
             try await ObjectStore<Note>.open(store: store, collection: "notes", version: 0) { _, _ in nil }

@@ -11,12 +11,12 @@ import Testing
     @Test(arguments: ObjectEngine.all)
     func insertedObjectsReadBackByIDAndAfterAReopen(engine: ObjectEngine) async throws {
         let folder = try TemporaryFolder()
-        let notes = ObjectStore<Note>(store: try engine.open(folder.url), collection: "notes")
+        let notes = ObjectStore<Note>(store: try await engine.open(folder.url), collection: "notes")
         let note = Note(id: "n1", title: "Milk é\u{0}", stars: 3)
         try await notes.insert(note)
         #expect(try await notes.object("n1") == note)
         #expect(try await notes.object("missing") == nil)
-        let reopened = ObjectStore<Note>(store: try engine.open(folder.url), collection: "notes")
+        let reopened = ObjectStore<Note>(store: try await engine.open(folder.url), collection: "notes")
         #expect(try await reopened.object("n1") == note)
     }
 
@@ -35,7 +35,7 @@ import Testing
     @Test(arguments: ObjectEngine.all)
     func objectsAreTheCodersBytesUnderPrefixAndID(engine: ObjectEngine) async throws {
         let folder = try TemporaryFolder()
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         let notes = ObjectStore<Note>(store: store, collection: "notes", coder: JSONObjectCoder(sortsKeys: true))
         let note = Note(id: "a/b c", stars: 7)
         let encoder = JSONEncoder()
@@ -48,7 +48,7 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func insertReplacesTheObjectWithTheSameID(engine: ObjectEngine) async throws {
-        let notes = ObjectStore<Note>(store: try engine.open(try TemporaryFolder().url), collection: "notes")
+        let notes = ObjectStore<Note>(store: try await engine.open(try TemporaryFolder().url), collection: "notes")
         try await notes.insert(Note(id: "a", title: "first"))
         try await notes.insert(Note(id: "a", title: "second"))
         #expect(try await notes.objects() == [Note(id: "a", title: "second")])
@@ -56,7 +56,7 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func removeByIDOrObjectAndAMissingIDIsNotAnError(engine: ObjectEngine) async throws {
-        let notes = ObjectStore<Note>(store: try engine.open(try TemporaryFolder().url), collection: "notes")
+        let notes = ObjectStore<Note>(store: try await engine.open(try TemporaryFolder().url), collection: "notes")
         try await notes.insert(contentsOf: [Note(id: "a"), Note(id: "b"), Note(id: "c")])
         try await notes.remove("a")
         try await notes.remove(Note(id: "b", title: "another title, same id"))
@@ -66,7 +66,7 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func insertAndRemoveContentsOfAreOneBatchEach(engine: ObjectEngine) async throws {
-        let spy = FailingStore(try engine.open(try TemporaryFolder().url))
+        let spy = FailingStore(try await engine.open(try TemporaryFolder().url))
         let notes = ObjectStore<Note>(store: spy, collection: "notes")
         try await notes.insert(contentsOf: (0..<50).map { Note(id: "n\($0)") })
         #expect(spy.batches.count == 1 && spy.batches[0].count == 50)
@@ -77,7 +77,7 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func aBatchWithAnInvalidIDChangesNothing(engine: ObjectEngine) async throws {
-        let store = try engine.open(try TemporaryFolder().url)
+        let store = try await engine.open(try TemporaryFolder().url)
         let notes = ObjectStore<Note>(store: store, collection: "notes")
         let longest = String(repeating: "x", count: notes.maxIDByteCount)
         #expect(notes.maxIDByteCount == 511 - "sov:objects:notes:".utf8.count)
@@ -95,7 +95,7 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func removeAllRemovesThisCollectionOnlyAndKeepsItsVersion(engine: ObjectEngine) async throws {
-        let store = try engine.open(try TemporaryFolder().url)
+        let store = try await engine.open(try TemporaryFolder().url)
         let notes = try await ObjectStore<Note>.open(store: store, collection: "notes", version: 1) { _, data in data }
         let others = ObjectStore<Note>(store: store, collection: "notes2")
         try await notes.insert(contentsOf: (0..<30).map { Note(id: "n\($0)") })
@@ -108,7 +108,7 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func objectsAndPagesFollowTheIDsBytesAndTheCursor(engine: ObjectEngine) async throws {
-        let notes = ObjectStore<Note>(store: try engine.open(try TemporaryFolder().url), collection: "notes")
+        let notes = ObjectStore<Note>(store: try await engine.open(try TemporaryFolder().url), collection: "notes")
         let ids = ["b", "a", "é", "Z", "e\u{301}", "a0"] + (10..<29).map { "n\($0)" }
         try await notes.insert(contentsOf: ids.map { Note(id: $0) })
         let byteOrder = ids.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }

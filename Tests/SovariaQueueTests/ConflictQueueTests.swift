@@ -12,7 +12,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func removeUpdatingChangesTheFollowersInTheBatchThatRemovesTheWrite(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy)
         let head = try await queue.enqueue(request(1, method: "PATCH"))
         let follower = try await queue.enqueue(request(2, method: "PATCH"))
@@ -25,14 +25,14 @@ import Testing
         #expect(try await queue.remove(head.id, updating: [updated]))
         #expect(spy.batches.count == 1, "one batch")
         #expect(try await queue.pending() == [updated, other])
-        #expect(try await WriteQueue(store: try engine.open(folder.url)).pending() == [updated, other])
+        #expect(try await WriteQueue(store: try await engine.open(folder.url)).pending() == [updated, other])
         #expect(try await queue.remove(head.id, updating: [updated]) == false, "gone already: nothing written")
     }
 
     @Test(arguments: QueueEngine.all)
     func resolveReplacesTheConflictAndMovesTheWaitingWritesBehindTheResolution(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy)
         let conflicted = try await queue.enqueue(request(1, method: "PATCH"))
         let waiting = try await queue.enqueue(request(1, method: "DELETE"))
@@ -51,7 +51,7 @@ import Testing
         let pending = try await queue.pending()
         #expect(pending.map(\.id) == [unrelated.id, resolution.id, waiting.id], "the waiting write follows")
         #expect(pending.last?.request == waiting.request && pending.last?.sequence ?? 0 > resolution.sequence)
-        let reopened = try await WriteQueue(store: try engine.open(folder.url))
+        let reopened = try await WriteQueue(store: try await engine.open(folder.url))
         #expect(try await reopened.pending() == pending)
         await #expect(throws: WriteQueueError.self) {
             try await queue.resolve(conflicted.id, with: merged, id: "resolution-2", moving: [])
@@ -61,7 +61,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func aRejectionSparesTheGivenEntriesWhenTheListIsFull(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let queue = try await WriteQueue(store: try engine.open(folder.url))
+        let queue = try await WriteQueue(store: try await engine.open(folder.url))
         let conflict = try await queue.enqueue(request(0, method: "PATCH"))
         try await queue.reject(conflict.id, status: 200, message: "changed", reason: .conflict, serverRow: "{}")
         var refused: [String] = []
@@ -82,7 +82,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func reasonsAndServerRowsSurviveAReopen(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let queue = try await WriteQueue(store: try engine.open(folder.url))
+        let queue = try await WriteQueue(store: try await engine.open(folder.url))
         var ids: [String] = []
         for (number, reason) in [RejectionReason.refused, .noMatchingRow, .conflict, .serverWon].enumerated() {
             let write = try await queue.enqueue(request(number, method: "PATCH"))
@@ -92,7 +92,7 @@ import Testing
         }
         let unqueued = try await queue.rejectUnqueued(
             request(9), id: "direct", status: 200, message: "gone", reason: .noMatchingRow)
-        let reopened = try await WriteQueue(store: try engine.open(folder.url)).rejected()
+        let reopened = try await WriteQueue(store: try await engine.open(folder.url)).rejected()
         #expect(reopened.map(\.reason) == [.noMatchingRow, .serverWon, .conflict, .noMatchingRow, .refused])
         #expect(reopened.map(\.serverRow) == [nil, "{}", "{}", "{}", nil])
         #expect(reopened.first == unqueued)

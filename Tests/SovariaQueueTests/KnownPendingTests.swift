@@ -12,7 +12,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func pendingIsReadOnceThenKeptThroughAppendsAndIsTheStoresAfterEveryChange(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy)
         for number in 0..<4 { try await queue.enqueue(request(number)) }
 

@@ -12,7 +12,7 @@ import Testing
     func rejectMovesTheWriteToTheRejectedListInOneBatch(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
         let clock = TestClock()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy, clock: clock.function)
         let first = try await queue.enqueue(request(0))
         let second = try await queue.enqueue(request(1))
@@ -31,14 +31,14 @@ import Testing
         #expect(try await queue.pending() == [second])
         #expect(queue.count == 1 && queue.rejectedCount == 1)
         #expect(try await queue.reject(first.id, status: 409, message: "again") == nil, "no longer queued")
-        #expect(try await WriteQueue(store: try engine.open(folder.url)).rejected() == [rejected])
+        #expect(try await WriteQueue(store: try await engine.open(folder.url)).rejected() == [rejected])
     }
 
     @Test(arguments: QueueEngine.all)
     func rejectUnqueuedAddsAWriteSentElsewhereToTheRejectedListInOneBatch(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
         let clock = TestClock()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy, clock: clock.function)
         let waiting = try await queue.enqueue(request(0))
         let id = WriteQueue.makeClientID()
@@ -54,13 +54,13 @@ import Testing
             try await queue.rejectUnqueued(request(2), id: waiting.id, status: 400, message: "bad")
         }
         #expect(taken.code == .invalidClientID)
-        #expect(try await WriteQueue(store: try engine.open(folder.url)).rejected() == [rejected])
+        #expect(try await WriteQueue(store: try await engine.open(folder.url)).rejected() == [rejected])
     }
 
     @Test(arguments: QueueEngine.all)
     func rejectedListKeepsTheNewest100NewestFirst(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let clock = TestClock()
         var ids: [String] = []
         do {
@@ -82,7 +82,7 @@ import Testing
             }
             #expect(queue.rejectedCount == 100)
         }
-        let rejected = try await WriteQueue(store: try engine.open(folder.url)).rejected()
+        let rejected = try await WriteQueue(store: try await engine.open(folder.url)).rejected()
         #expect(rejected.map(\.id) == Array(ids.suffix(100).reversed()))
         #expect(rejected.first?.message == "refused 104")
         #expect(rejected.map(\.rejectedAt) == rejected.map(\.rejectedAt).sorted(by: >))
@@ -93,7 +93,7 @@ import Testing
     func requeuePutsTheWriteAtTheTailWithANewSequenceAndANewClientID(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
         let clock = TestClock()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy, clock: clock.function)
         let first = try await queue.enqueue(request(0))
         try await queue.recordFailure(first.id, message: "timeout")
@@ -113,13 +113,13 @@ import Testing
 
         let missing = try await #require(throws: WriteQueueError.self) { try await queue.requeue(first.id) }
         #expect(missing.code == .notFound)
-        #expect(try await WriteQueue(store: try engine.open(folder.url)).pending() == [second, requeued])
+        #expect(try await WriteQueue(store: try await engine.open(folder.url)).pending() == [second, requeued])
     }
 
     @Test(arguments: QueueEngine.all)
     func requeueIntoAFullQueueThrowsQueueFullAndKeepsTheRejectedWrite(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let queue = try await WriteQueue(store: try engine.open(folder.url), maxQueued: 1)
+        let queue = try await WriteQueue(store: try await engine.open(folder.url), maxQueued: 1)
         let first = try await queue.enqueue(request(0))
         try await queue.reject(first.id, status: 400, message: "bad")
         try await queue.enqueue(request(1))
@@ -131,7 +131,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func requeueLeavesOutTheRequestsOwnIdempotencyKeyAndRefusesAUsedClientID(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let queue = try await WriteQueue(store: try engine.open(folder.url))
+        let queue = try await WriteQueue(store: try await engine.open(folder.url))
         var keyed = request(0)
         keyed.headers["idempotency-key"] = "app-key"
         let first = try await queue.enqueue(keyed)
@@ -152,7 +152,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func discardForgetsOneRejectedWrite(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy)
         var ids: [String] = []
         for number in 0..<3 {
@@ -165,13 +165,14 @@ import Testing
         #expect(spy.batches.count == 1)
         #expect(try await queue.discard(ids[1]) == false)
         #expect(try await queue.rejected().map(\.id) == [ids[2], ids[0]])
-        #expect(try await WriteQueue(store: try engine.open(folder.url)).rejected().map(\.id) == [ids[2], ids[0]])
+        #expect(
+            try await WriteQueue(store: try await engine.open(folder.url)).rejected().map(\.id) == [ids[2], ids[0]])
     }
 
     @Test(arguments: QueueEngine.all)
     func undecodableRejectedValueIsCorruptNamingItsKey(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         let queue = try await WriteQueue(store: store)
         let write = try await queue.enqueue(request(0))
         try await queue.reject(write.id, status: 400, message: "no")

@@ -14,7 +14,7 @@ import Testing
         let clock = TestClock()
         var acknowledged: [QueuedWrite] = []
         do {
-            let spy = SpyStore(try engine.open(folder.url))
+            let spy = SpyStore(try await engine.open(folder.url))
             let queue = try await WriteQueue(store: spy, clock: clock.function)
             for number in 0..<12 {
                 spy.reset()
@@ -24,7 +24,7 @@ import Testing
             }
             #expect(queue.count == 12)
         }
-        let reopened = try await WriteQueue(store: try engine.open(folder.url))
+        let reopened = try await WriteQueue(store: try await engine.open(folder.url))
         let pending = try await reopened.pending()
         #expect(pending == acknowledged, "ids, sequences, requests and dates, oldest first")
         #expect(pending.map(number) == Array(0..<12))
@@ -39,34 +39,34 @@ import Testing
     func sequencesKeepGrowingAcrossReopenAfterEveryWriteWasRemoved(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
         do {
-            let queue = try await WriteQueue(store: try engine.open(folder.url))
+            let queue = try await WriteQueue(store: try await engine.open(folder.url))
             for number in 0..<3 { try await queue.enqueue(request(number)) }
             for write in try await queue.pending() { #expect(try await queue.remove(write.id)) }
             #expect(queue.count == 0)
             #expect(try await queue.head() == nil)
         }
         do {
-            let queue = try await WriteQueue(store: try engine.open(folder.url))
+            let queue = try await WriteQueue(store: try await engine.open(folder.url))
             #expect(try await queue.enqueue(request(3)).sequence == 4)
             try await queue.clear()
         }
         do {
-            let queue = try await WriteQueue(store: try engine.open(folder.url))
+            let queue = try await WriteQueue(store: try await engine.open(folder.url))
             let write = try await queue.enqueue(request(4))
             #expect(write.sequence == 5, "clear() keeps the sequence too")
             try await queue.reject(write.id, status: 400, message: "no")  // the rejection takes 6
             #expect(try await queue.discard(write.id))
         }
-        let queue = try await WriteQueue(store: try engine.open(folder.url))
+        let queue = try await WriteQueue(store: try await engine.open(folder.url))
         #expect(try await queue.enqueue(request(5)).sequence == 7)
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         #expect(try await store.keys("sov:meta:queue:") == ["sov:meta:queue:sequence:00000000000000000006"])
     }
 
     @Test(arguments: QueueEngine.all)
     func keysAreSequencesInByteOrderAndValuesSortedJSON(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         let queue = try await WriteQueue(store: store, clock: { Date(timeIntervalSince1970: 1_800_000_000.5) })
         var writes: [QueuedWrite] = []
         for number in 0..<11 { writes.append(try await queue.enqueue(request(number))) }
@@ -82,7 +82,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func enqueuePastMaxQueuedThrowsQueueFullAndWritesNothing(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy, maxQueued: 3)
         for number in 0..<3 { try await queue.enqueue(request(number)) }
         spy.reset()
@@ -96,7 +96,8 @@ import Testing
         #expect(try await queue.enqueue(request(3)).sequence == 4, "the refused write used no sequence")
 
         for bound in [0, -5] {
-            let small = try await WriteQueue(store: try engine.open(folder.child("small\(bound)")), maxQueued: bound)
+            let small = try await WriteQueue(
+                store: try await engine.open(folder.child("small\(bound)")), maxQueued: bound)
             #expect(small.maxQueued == 1)
             try await small.enqueue(request(0))
             await #expect(throws: WriteQueueError.self) { try await small.enqueue(request(1)) }
@@ -108,7 +109,7 @@ import Testing
     func recordFailureCountsAttemptsKeepsTheLastErrorAndThePlace(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
         do {
-            let queue = try await WriteQueue(store: try engine.open(folder.url))
+            let queue = try await WriteQueue(store: try await engine.open(folder.url))
             let first = try await queue.enqueue(request(0))
             try await queue.enqueue(request(1))
             #expect(try await queue.recordFailure(first.id, message: "timeout")?.attempts == 1)
@@ -117,7 +118,7 @@ import Testing
             #expect(updated.sequence == first.sequence && updated.queuedAt == first.queuedAt)
             #expect(try await queue.recordFailure("no-such-id", message: "x") == nil)
         }
-        let pending = try await WriteQueue(store: try engine.open(folder.url)).pending()
+        let pending = try await WriteQueue(store: try await engine.open(folder.url)).pending()
         #expect(pending.map(\.attempts) == [2, 0])
         #expect(pending.map(\.lastError) == ["503 Service Unavailable", nil])
     }
@@ -125,7 +126,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func removeTakesOneWriteOutAndIgnoresUnknownIDs(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy)
         let writes = [try await queue.enqueue(request(0)), try await queue.enqueue(request(1))]
         spy.reset()
@@ -148,7 +149,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func clearForgetsTheQueueAndTheRejectedListInOneBatch(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy)
         for number in 0..<4 { try await queue.enqueue(request(number)) }
         try await queue.reject(try #require(try await queue.head()).id, status: 422, message: "invalid")
@@ -160,7 +161,7 @@ import Testing
         #expect(try await queue.pending().isEmpty)
         #expect(try await queue.rejected().isEmpty)
         #expect(try await spy.keys("sov:") == ["sov:cache:l:other", "sov:meta:queue:sequence:00000000000000000005"])
-        let reopened = try await WriteQueue(store: try engine.open(folder.url))
+        let reopened = try await WriteQueue(store: try await engine.open(folder.url))
         #expect(reopened.count == 0 && reopened.rejectedCount == 0)
     }
 
@@ -168,11 +169,11 @@ import Testing
     func openingReadsKeyNamesOnly(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
         do {
-            let queue = try await WriteQueue(store: try engine.open(folder.url))
+            let queue = try await WriteQueue(store: try await engine.open(folder.url))
             for number in 0..<50 { try await queue.enqueue(request(number)) }
             for _ in 0..<5 { try await queue.reject(try #require(try await queue.head()).id, status: 409, message: "") }
         }
-        let spy = SpyStore(try engine.open(folder.url))
+        let spy = SpyStore(try await engine.open(folder.url))
         let queue = try await WriteQueue(store: spy)
         let log = spy.log.withLock { $0 }
         #expect(log.gets.isEmpty && log.entriesPrefixes.isEmpty && log.batches.isEmpty)
@@ -186,7 +187,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func undecodableValueIsCorruptNamingItsKeyAndCanBeRemoved(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         let queue = try await WriteQueue(store: store)
         let good = try await queue.enqueue(request(0))
         let bad = try await queue.enqueue(request(1))
@@ -212,7 +213,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func aForeignKeyUnderTheQueuePrefixStopsTheOpenAsCorrupt(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let store = try engine.open(folder.url)
+        let store = try await engine.open(folder.url)
         try await store.set("sov:queue:0000000001", "{}")
         let error = try await #require(throws: OfflineStoreError.self) { try await WriteQueue(store: store) }
         #expect(error.code == .corrupt && error.key == "sov:queue:0000000001")
@@ -225,7 +226,7 @@ import Testing
     @Test(arguments: QueueEngine.all)
     func concurrentEnqueuesGetDistinctGrowingSequencesAndAllLand(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let queue = try await WriteQueue(store: try engine.open(folder.url))
+        let queue = try await WriteQueue(store: try await engine.open(folder.url))
         let writes = try await withThrowingTaskGroup(of: QueuedWrite.self) { group in
             for number in 0..<64 { group.addTask { try await queue.enqueue(request(number)) } }
             return try await group.reduce(into: [QueuedWrite]()) { $0.append($1) }
@@ -236,14 +237,14 @@ import Testing
         let pending = try await queue.pending()
         #expect(pending == writes.sorted { $0.sequence < $1.sequence })
         // Each task's write got a sequence above every write acknowledged before it started.
-        let reopened = try await WriteQueue(store: try engine.open(folder.url))
+        let reopened = try await WriteQueue(store: try await engine.open(folder.url))
         #expect(try await reopened.pending() == pending)
     }
 
     @Test(arguments: QueueEngine.all)
     func concurrentChangesAndReadsStayConsistent(engine: QueueEngine) async throws {
         let folder = try TemporaryFolder()
-        let queue = try await WriteQueue(store: try engine.open(folder.url), maxQueued: 10_000)
+        let queue = try await WriteQueue(store: try await engine.open(folder.url), maxQueued: 10_000)
         for number in 0..<40 { try await queue.enqueue(request(number)) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { for number in 40..<80 { try await queue.enqueue(request(number)) } }

@@ -411,7 +411,7 @@ final class Device: Sendable {
         configuration.overlay = PostgRESTOverlay(
             tables: ["tasks": .init(primaryKey: "id"), "notes": .init(primaryKey: "id")], textOrder: .bytes)
         offline = try await SovariaOffline(
-            store: try engine.open(folder.url), transport: transport, configuration: configuration)
+            store: try await engine.open(folder.url), transport: transport, configuration: configuration)
         let errors = errors
         offline.onSyncError = { error in errors.append(error) }
     }

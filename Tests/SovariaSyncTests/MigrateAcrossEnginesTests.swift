@@ -43,8 +43,8 @@ import Testing
     func migrateKeepsEveryByteOfStringAndBinaryValues(_ pair: Pair) async throws {
         let sourceFolder = try TemporaryFolder()
         let targetFolder = try TemporaryFolder()
-        let source = try pair.source.open(sourceFolder.url)
-        let target = try pair.target.open(targetFolder.url)
+        let source = try await pair.source.open(sourceFolder.url)
+        let target = try await pair.target.open(targetFolder.url)
         try await source.write(
             Self.strings.map { .set(key: $0.key, value: $0.value) }
                 + Self.bytes.map { .setData(key: $0.key, data: $0.data) })
@@ -65,8 +65,8 @@ import Testing
     func migrateKeepsAValueOfTheGuaranteedMaximumSize(_ pair: Pair) async throws {
         let sourceFolder = try TemporaryFolder()
         let targetFolder = try TemporaryFolder()
-        let source = try pair.source.open(sourceFolder.url)
-        let target = try pair.target.open(targetFolder.url)
+        let source = try await pair.source.open(sourceFolder.url)
+        let target = try await pair.target.open(targetFolder.url)
         let big = Self.randomBytes(count: StoreValue.maxGuaranteedByteCount, seed: 64)
         try await source.set("sov:big", data: big)
         try await source.set("sov:small", data: Data([0xFF]))

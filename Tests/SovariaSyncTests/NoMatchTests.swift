@@ -209,13 +209,13 @@ import Testing
         configuration.timer = ManualTimer()
         configuration.conflictRules["tasks"] = ConflictRule(versionColumn: "version")
         var offline = try await SovariaOffline(
-            store: try engine.open(folder.url), transport: transport, configuration: configuration)
+            store: try await engine.open(folder.url), transport: transport, configuration: configuration)
         transport.answer(DataResponse(status: 200, body: "[]"), DataResponse(status: 200, body: #"[{"id":"t1"}]"#))
         _ = try await offline.write(
             DataRequest(method: "PATCH", path: "/rest/v1/tasks?id=eq.t1&version=eq.1", body: "{}"))
         await offline.close()
         offline = try await SovariaOffline(
-            store: try engine.open(folder.url), transport: transport, configuration: configuration)
+            store: try await engine.open(folder.url), transport: transport, configuration: configuration)
         #expect(offline.status.conflictCount == 1)
         guard
             case .queued = try await offline.write(

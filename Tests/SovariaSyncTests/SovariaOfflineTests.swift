@@ -34,7 +34,7 @@ struct Rig {
 
     init(_ engine: SyncEngine, configure: (inout SovariaOffline.Configuration) -> Void = { _ in }) async throws {
         folder = try TemporaryFolder()
-        store = try engine.open(folder.url)
+        store = try await engine.open(folder.url)
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = timer
         configuration.clock = clock.read
@@ -321,7 +321,7 @@ func insert(_ id: Int) -> DataRequest {
         var ids: [String] = []
         do {
             let offline = try await SovariaOffline(
-                store: try engine.open(folder.url), transport: transport, configuration: .init(api: PostgREST()))
+                store: try await engine.open(folder.url), transport: transport, configuration: .init(api: PostgREST()))
             for id in 1...3 {
                 if case .queued(let write) = try await offline.write(insert(id)) { ids.append(write.id) }
             }
@@ -329,7 +329,7 @@ func insert(_ id: Int) -> DataRequest {
         }
         transport.online = true
         let reopened = try await SovariaOffline(
-            store: try engine.open(folder.url), transport: transport, configuration: .init(api: PostgREST()))
+            store: try await engine.open(folder.url), transport: transport, configuration: .init(api: PostgREST()))
         #expect(try await reopened.pendingWrites().map(\.id) == ids)
         #expect(try await reopened.flush() == 3)
         #expect(transport.applied == ids)

@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestEngines
 import SovariaTestKit
 import Testing
 
@@ -171,10 +172,11 @@ import Testing
         }
     }
 
-    static let inners: [String] = ["memory", "file"]
+    /// The engines the wrapper is damaged around: the package's one engine list.
+    static let inners = TestEngine.standard()
 
-    static func inner(_ name: String, in folder: TemporaryFolder) -> any OfflineStore {
-        name == "memory" ? MemoryOfflineStore() : FileOfflineStore(directory: folder.child("store"))
+    static func inner(_ engine: TestEngine, in folder: TemporaryFolder) async throws -> any OfflineStore {
+        try await engine.open(folder.child("store"))
     }
 
     /// `true` when `body` throws `.corrupt` from the checksum naming `key`; records an issue
@@ -196,7 +198,7 @@ import Testing
     }
 
     @Test(arguments: inners)
-    func getThrowsForEveryDamagedValueAndReturnsEveryOther(_ innerName: String) async throws {
+    func getThrowsForEveryDamagedValueAndReturnsEveryOther(_ innerName: TestEngine) async throws {
         let folder = try TemporaryFolder()
         let setup = try await DamagedStore.make(Self.inner(innerName, in: folder))
         #expect(setup.damaged.count == 15)
@@ -214,7 +216,7 @@ import Testing
     }
 
     @Test(arguments: inners)
-    func entriesThrowsForEveryDamagedValueAndReturnsEveryOther(_ innerName: String) async throws {
+    func entriesThrowsForEveryDamagedValueAndReturnsEveryOther(_ innerName: TestEngine) async throws {
         let folder = try TemporaryFolder()
         let setup = try await DamagedStore.make(Self.inner(innerName, in: folder))
         // One entry a page: each page is either the original entry or `.corrupt` naming its key.

@@ -10,7 +10,7 @@ enum BatchWriterWorkload {
 
     static func run(engine: String, location: String, durability: Durability, count: Int) async {
         do {
-            let store = try CrashStores.open(engine, location: location, durability: durability)
+            let store = try await CrashStores.open(engine, location: location, durability: durability)
             for index in 1...max(1, count) {
                 let value = value(index)
                 try await store.write([

@@ -42,7 +42,7 @@ enum BulkInputWorkload {
     static func run(engine: String, location: String, durability: Durability, mebibytes: Int) async -> Never {
         let batchSize = Int(ProcessInfo.processInfo.environment["SOVARIA_BULK_BATCH"] ?? "") ?? 100_000
         do {
-            let store = try CrashStores.open(engine, location: location, durability: durability)
+            let store = try await CrashStores.open(engine, location: location, durability: durability)
             try await step("large") {
                 let large = largeValue(mebibytes: mebibytes)
                 try await store.set(largeKey, large)

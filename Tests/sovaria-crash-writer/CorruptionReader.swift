@@ -26,11 +26,11 @@ enum CorruptionReader {
         do {
             if engine.hasPrefix(checksummedPrefix) {
                 store = ChecksummedOfflineStore(
-                    wrapping: try CrashStores.open(
+                    wrapping: try await CrashStores.open(
                         String(engine.dropFirst(checksummedPrefix.count)), at: URL(fileURLWithPath: path),
                         durability: .synced))
             } else {
-                store = try CrashStores.open(engine, at: URL(fileURLWithPath: path), durability: .synced)
+                store = try await CrashStores.open(engine, at: URL(fileURLWithPath: path), durability: .synced)
             }
         } catch {
             print(line("open-error", error))

@@ -40,7 +40,7 @@ enum CrashWriter {
                     durability: durability, count: first)
             }
             if engine.hasPrefix(QueueHistoryWorkload.enginePrefix) {
-                let store = try CrashStores.open(
+                let store = try await CrashStores.open(
                     String(engine.dropFirst(QueueHistoryWorkload.enginePrefix.count)), location: arguments[2],
                     durability: durability)
                 try await QueueHistoryWorkload.run(store, port: first)
@@ -57,25 +57,25 @@ enum CrashWriter {
                     durability: durability, first: first)
             }
             if engine.hasPrefix(QueueCrashWorkload.enginePrefix) {
-                let store = try CrashStores.open(
+                let store = try await CrashStores.open(
                     String(engine.dropFirst(QueueCrashWorkload.enginePrefix.count)),
                     at: URL(fileURLWithPath: arguments[2]), durability: durability)
                 try await QueueCrashWorkload.run(store, first: first)
             }
             if engine.hasPrefix(FlushCrashWorkload.enginePrefix) {
                 let folder = URL(fileURLWithPath: arguments[2])
-                let store = try CrashStores.open(
+                let store = try await CrashStores.open(
                     String(engine.dropFirst(FlushCrashWorkload.enginePrefix.count)), at: folder, durability: durability)
                 try await FlushCrashWorkload.run(store, folder: folder, first: first)
             }
             if engine.hasPrefix(ConflictCrashWorkload.enginePrefix) {
-                let store = try CrashStores.open(
+                let store = try await CrashStores.open(
                     String(engine.dropFirst(ConflictCrashWorkload.enginePrefix.count)), location: arguments[2],
                     durability: durability)
                 try await ConflictCrashWorkload.run(store, port: first)
             }
             if engine.hasPrefix(HTTPCrashWorkload.enginePrefix) {
-                let store = try CrashStores.open(
+                let store = try await CrashStores.open(
                     String(engine.dropFirst(HTTPCrashWorkload.enginePrefix.count)), location: arguments[2],
                     durability: durability)
                 try await HTTPCrashWorkload.run(store, port: first)
@@ -85,7 +85,7 @@ enum CrashWriter {
                     engine: String(engine.dropFirst(FileCacheCrashWorkload.enginePrefix.count)),
                     folder: URL(fileURLWithPath: arguments[2]), durability: durability, first: first)
             }
-            let store = try CrashStores.open(engine, location: arguments[2], durability: durability)
+            let store = try await CrashStores.open(engine, location: arguments[2], durability: durability)
             acknowledge("ready")
             // `SOVARIA_CRASH_WRITERS` tasks write at once (group commit joins their writes), each
             // from its own million indexes; every line is one write(2), whole.

@@ -73,7 +73,7 @@ enum FileCacheCrashWorkload {
         let (cacheFolder, metadataFolder) = folders(folder)
         try FileManager.default.createDirectory(at: metadataFolder, withIntermediateDirectories: true)
         let prefix = [passKillPrefix, batchKillPrefix, replacementKillPrefix].first { engine.hasPrefix($0) }
-        var store = try CrashStores.open(
+        var store = try await CrashStores.open(
             String(engine.dropFirst(prefix?.count ?? 0)), at: metadataFolder, durability: durability)
         var replacementKiller: ReplacementKillingStore?
         if prefix == replacementKillPrefix {

@@ -26,7 +26,7 @@ enum IOErrorWorkload {
     static func run(engine: String, location: String, durability: Durability, first: Int) async -> Never {
         let store: any OfflineStore
         do {
-            store = try CrashStores.open(engine, location: location, durability: durability)
+            store = try await CrashStores.open(engine, location: location, durability: durability)
         } catch {
             report(error, "open-failed")
             say("done")
