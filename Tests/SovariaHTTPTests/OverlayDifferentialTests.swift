@@ -1,11 +1,8 @@
 import Foundation
 import Sovaria
-import SovariaLMDB
-import SovariaLevelDB
 import SovariaQueue
-import SovariaSQLite
-import SovariaSodium
 import SovariaSync
+import SovariaTestEngines
 import SovariaTestKit
 import SovariaTestServers
 import Synchronization
@@ -23,31 +20,23 @@ import Testing
     /// A store for one case, and how many cases the engine runs (the overlay is the same code on
     /// every engine: most cases run on memory, a few on each other one).
     struct Engine: Sendable, CustomStringConvertible {
-        let name: String
+        let engine: TestEngine
         let cases: Int
         /// Whether each case's first read is the list of every row, as most apps have: the other
         /// reads then learn every row from it. Without it, many more answers are inexact (rows
         /// no answer holds), and only their correctness is checked.
         var withListScreen = true
-        let open: @Sendable (URL) throws -> any OfflineStore
+        var name: String { engine.name }
         var description: String { withListScreen ? name : name + " without a list screen" }
 
-        static let all: [Engine] = [
-            Engine(name: "memory", cases: 300) { _ in MemoryOfflineStore() },
-            Engine(name: "memory", cases: 100, withListScreen: false) { _ in MemoryOfflineStore() },
-            Engine(name: "file", cases: 25) { FileOfflineStore(directory: $0, durability: .flushed) },
-            Engine(name: "sqlite", cases: 25) {
-                try SQLiteOfflineStore(fileURL: $0.appendingPathComponent("s.sqlite"), durability: .flushed)
-            },
-            Engine(name: "lmdb", cases: 25) { try LMDBOfflineStore(directory: $0, durability: .flushed) },
-            Engine(name: "leveldb", cases: 25) { try LevelDBOfflineStore(directory: $0, durability: .flushed) },
-            Engine(name: "encrypted sqlite", cases: 25) {
-                EncryptedOfflineStore(
-                    wrapping: try SQLiteOfflineStore(
-                        fileURL: $0.appendingPathComponent("e.sqlite"), durability: .flushed),
-                    key: try EncryptionKey.random())
-            },
-        ]
+        /// The standard engines and encrypted SQLite: memory runs most cases, with and without a
+        /// list screen.
+        static let all: [Engine] = TestEngine.standard(durability: .flushed, including: .encrypted).flatMap {
+            engine in
+            engine.name == TestEngine.memory.name
+                ? [Engine(engine: engine, cases: 300), Engine(engine: engine, cases: 100, withListScreen: false)]
+                : [Engine(engine: engine, cases: 25)]
+        }
     }
 
     @Test(arguments: Engine.all)
@@ -188,7 +177,7 @@ import Testing
         configuration.overlay = Self.overlay
         configuration.timer = ManualTimer()
         let offline = try await SovariaOffline(
-            store: try engine.open(folder.url), transport: transport, configuration: configuration)
+            store: try await engine.engine.open(folder.url), transport: transport, configuration: configuration)
         for read in generated.reads { _ = try await offline.read(read) }
 
         transport.isOffline = true
