@@ -137,7 +137,7 @@ extension FileCacheCrashWorkload {
     /// key is written while the old file still has its second name in `tmp/`. The workload marks
     /// each replacement's call (``beginReplacement()``, ``endReplacement()``); nothing else writes
     /// metadata meanwhile (the pass before it is over, a lease ends in the step it opened in).
-    final class ReplacementKillingStore: OfflineStore {
+    final class ReplacementKillingStore: BatchInterceptingStore {
         /// Where in a replacement's commit the process dies.
         enum Point: CaseIterable {
             /// The old key is deleted; the old file has its name and no key.
@@ -148,7 +148,7 @@ extension FileCacheCrashWorkload {
             case afterNewKey
         }
 
-        private let inner: any OfflineStore
+        let inner: any OfflineStore
         private let point: Point
         /// Replacements still to begin before the one killed in, and the batches that one wrote so
         /// far (`nil` outside it).
@@ -182,16 +182,6 @@ extension FileCacheCrashWorkload {
                     "a replacement wrote \(batches) metadata batches: the old key's deletion and the new key expected")
             }
         }
-
-        func get(_ key: String) async throws -> String? { try await inner.get(key) }
-        func set(_ key: String, _ value: String) async throws { try await write([.set(key: key, value: value)]) }
-        func delete(_ key: String) async throws { try await write([.delete(key: key)]) }
-        func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
-        func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
-            try await inner.entries(prefix, after: after, limit: limit)
-        }
-        func compact() async throws { try await inner.compact() }
-        var capabilities: StoreCapabilities { inner.capabilities }
 
         func write(_ batch: [StoreWrite]) async throws {
             // A replacement writes two batches: the old key's deletion, then the new key.

@@ -10,8 +10,8 @@ import Synchronization
 /// metadata batch: the `countdown`-th batch of deletions only (an eviction pass's, whose files
 /// are already gone) or of any kind, before or after the batch reaches the store. A kill from
 /// outside rarely lands inside a pass, which is short beside a download; this one always does.
-final class SelfKillingStore: OfflineStore {
-    private let inner: any OfflineStore
+final class SelfKillingStore: BatchInterceptingStore {
+    let inner: any OfflineStore
     private let countdown: Mutex<Int>
     private let deletionsOnly: Bool
     private let afterWrite: Bool
@@ -22,16 +22,6 @@ final class SelfKillingStore: OfflineStore {
         self.deletionsOnly = deletionsOnly
         self.afterWrite = afterWrite
     }
-
-    func get(_ key: String) async throws -> String? { try await inner.get(key) }
-    func set(_ key: String, _ value: String) async throws { try await write([.set(key: key, value: value)]) }
-    func delete(_ key: String) async throws { try await write([.delete(key: key)]) }
-    func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
-    func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
-        try await inner.entries(prefix, after: after, limit: limit)
-    }
-    func compact() async throws { try await inner.compact() }
-    var capabilities: StoreCapabilities { inner.capabilities }
 
     func write(_ batch: [StoreWrite]) async throws {
         let isDeletions = batch.allSatisfy { if case .delete = $0 { true } else { false } }
