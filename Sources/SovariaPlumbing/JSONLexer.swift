@@ -405,3 +405,28 @@ package struct JSONLexer {
         return start..<position
     }
 }
+
+/// A reader of one kind of JSON text over the lexer (the overlay's value parser, the queue's
+/// record reader): ``readWhole(_:endingAfter:_:)`` runs one over a whole text.
+package protocol JSONLexerReader {
+    /// The lexer it reads through.
+    var lexer: JSONLexer { get set }
+    /// A reader at the lexer's position.
+    init(lexer: JSONLexer)
+}
+
+extension JSONLexerReader {
+    /// Runs `body` with a reader over `text`, then requires nothing but space after what it read
+    /// (`what`, for the message); throws ``JSONLexer/Failure``.
+    @inlinable
+    package static func readWhole<Value>(
+        _ text: String, endingAfter what: String, _ body: (inout Self) throws -> Value
+    ) throws -> Value {
+        try JSONLexer.withLexer(over: text) { lexer in
+            var reader = Self(lexer: lexer)
+            let value = try body(&reader)
+            try reader.lexer.expectEnd(after: what)
+            return value
+        }
+    }
+}

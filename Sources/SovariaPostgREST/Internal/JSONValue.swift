@@ -82,14 +82,14 @@ package struct JSONObject: Sendable, Hashable {
 /// Reads JSON text into ``JSONValue``s through the shared `JSONLexer` (RFC 8259; a duplicate
 /// key keeps its last value, as PostgreSQL's `jsonb` does). Package-visible for the bench, whose
 /// local-first floor is this parse.
-package struct JSONParser {
+package struct JSONParser: JSONLexerReader {
     package struct Failure: Error, CustomStringConvertible {
         package let description: String
     }
 
-    private var lexer: JSONLexer
+    package var lexer: JSONLexer
 
-    private init(lexer: JSONLexer) { self.lexer = lexer }
+    package init(lexer: JSONLexer) { self.lexer = lexer }
 
     /// The value `text` holds, or a ``Failure`` saying where it is not JSON.
     package static func parse(_ text: String) throws -> JSONValue {
@@ -102,12 +102,7 @@ package struct JSONParser {
     /// Runs `body` over `text`, then requires nothing but space after what it read.
     private static func read<Value>(_ text: String, _ body: (inout JSONParser) throws -> Value) throws -> Value {
         do {
-            return try JSONLexer.withLexer(over: text) { lexer in
-                var parser = JSONParser(lexer: lexer)
-                let value = try body(&parser)
-                try parser.lexer.expectEnd(after: "value")
-                return value
-            }
+            return try readWhole(text, endingAfter: "value", body)
         } catch let failure as JSONLexer.Failure {
             throw Failure(description: "not JSON at byte \(failure.offset): \(failure.problem)")
         }

@@ -19,12 +19,12 @@ struct QueueJSONError: Error, CustomStringConvertible {
 /// ``QueueJSONError`` on anything else: bad syntax, a missing or repeated field, a wrong type, a
 /// number out of range, a lone surrogate, text after the object. Never traps: every read checks
 /// the end of the input first.
-struct QueueJSONReader {
+struct QueueJSONReader: JSONLexerReader {
     /// Nested arrays or objects deeper than this in an unknown field are refused rather than
     /// risking the stack.
     static let maxDepth = 64
 
-    private var lexer: JSONLexer
+    var lexer: JSONLexer
 
     static func queuedWrite(from text: String) throws -> QueuedWrite {
         try read(text) { try $0.queuedWrite() }
@@ -36,12 +36,7 @@ struct QueueJSONReader {
 
     private static func read<Value>(_ text: String, _ body: (inout Self) throws -> Value) throws -> Value {
         do {
-            return try JSONLexer.withLexer(over: text) { lexer in
-                var reader = Self(lexer: lexer)
-                let value = try body(&reader)
-                try reader.lexer.expectEnd(after: "object")
-                return value
-            }
+            return try readWhole(text, endingAfter: "object", body)
         } catch let failure as JSONLexer.Failure {
             throw QueueJSONError(offset: failure.offset, problem: failure.problem)
         }
