@@ -1,50 +1,38 @@
 import Foundation
+import SovariaTestServers
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The writer outlives no test run: when the process that started it dies (a `swift test`
 /// killed midway), it exits on its own instead of writing forever in the background.
 @Suite struct OrphanedWriterTests {
-    /// A shell starts a writer of 100 million batches in the background and exits at once,
-    /// leaving the writer an orphan. The writer holds the pipe's write end as its output, so the
-    /// read below ends only when the writer has exited.
+    /// A writer of 100 million batches told that its parent is a process that has already exited
+    /// (`SOVARIA_CRASH_PARENT`): what an orphan sees, its parent id no longer the one it started
+    /// with. It must exit on its own, with status 3.
+    ///
+    /// The writer is this process's own child, waited for with `waitpid`: no pipe whose end of
+    /// file another test's child could hold back.
     @Test(.timeLimit(.minutes(1)))
-    func aWriterWhoseParentDiedExits() async throws {
+    func aWriterWhoseParentIsGoneExits() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sovaria-orphan-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.arguments = [
-            "-c", #"SOVARIA_CRASH_PARENT=$$ "$0" batches-file "$1" flushed 100000000 2>/dev/null & echo $!"#,
-            CrashChild.executable.path,
-            folder.path,
-        ]
-        let output = Pipe()
-        shell.standardOutput = output
-        try shell.run()
-        let reader = output.fileHandleForReading
-        // The shell's one line: the writer's process id.
-        let pid = try await Self.blocking { Int32(String(decoding: reader.availableData, as: UTF8.self).trimmed) }
-        let writer = try #require(pid)
-        // The writer prints nothing for batches: the end of file means it has exited. Should the
-        // time limit cancel the test first, the writer is killed, which ends the read.
-        let rest = try await withTaskCancellationHandler {
-            try await Self.blocking { reader.readDataToEndOfFile() }
+        let gone = try ChildProcess("/bin/true", [], captureOutput: false)
+        try #require(ChildProcess.succeeded(try await gone.wait()))
+        let writer = try ChildProcess(
+            CrashChild.executable.path, ["batches-file", folder.path, "flushed", "100000000"],
+            environment: ["SOVARIA_CRASH_PARENT": String(gone.pid), "SWIFT_BACKTRACE": "enable=no"],
+            captureOutput: false)
+        // Should the time limit cancel the test first, the writer is killed, which ends the wait.
+        let status = try await withTaskCancellationHandler {
+            try await writer.wait()
         } onCancel: {
-            kill(writer, SIGKILL)
+            writer.send(SIGKILL)
         }
-        #expect(!Task.isCancelled, "the orphaned writer \(writer) did not exit on its own")
-        #expect(rest.isEmpty)
+        #expect(!ChildProcess.killed(status, by: SIGKILL), "the orphaned writer did not exit on its own")
+        #expect(status & 0x7F == 0 && (status >> 8) & 0xFF == 3, "status \(status)")
     }
-
-    /// Runs a blocking read on a thread of its own, off Swift's cooperative threads.
-    static func blocking<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async throws -> Value {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: body()) }.start()
-        }
-    }
-}
-
-extension String {
-    fileprivate var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
 }
