@@ -17,7 +17,8 @@ BENCH_PACKAGE := --package-path Benchmarks
 # The C programs first: the workload tests run the C trace replayer beside the Swift stores.
 # The DocC catalogs' snippets are type-checked; the README's Swift blocks are built and run as the
 # one program they are, in a package made from the README's manifest (.build/readme-program).
-# Then the Benchmarks package's tests (the workloads, the trace reader, the bench's quick run).
+# Then the Benchmarks package's tests (the workloads, the trace reader, the bench's quick run), and
+# the test server's own check, which covers the change feed's SQL (Tests/Server/selftest.py).
 test: deps c-baseline
 	$(SWIFT) build --build-tests
 	$(SWIFT) build --build-tests $(BENCH_PACKAGE)
@@ -25,6 +26,7 @@ test: deps c-baseline
 	SWIFT=$(SWIFT) python3 Tests/DocSnippets/check-readme-program.py .build
 	$(SWIFT) test --skip-build
 	$(SWIFT) test --skip-build $(BENCH_PACKAGE)
+	python3 Tests/Server/selftest.py
 
 # The long fault battery (docs/RELIABILITY.md): the same tests `make test` runs in a short
 # version, with SOVARIA_RELIABILITY=full for their full trial counts (power cuts, I/O errors,

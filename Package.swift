@@ -86,7 +86,10 @@ let package = Package(
         .target(name: "SovariaSync", dependencies: ["SovariaPlumbing", "Sovaria", "SovariaCache", "SovariaQueue"]),
         // 5. Everything that knows PostgREST: the API adapter (paths, filters, headers), request
         //    builders, coders, and the overlay that evaluates PostgREST queries on cached answers.
-        .target(name: "SovariaPostgREST", dependencies: ["SovariaPlumbing", "SovariaQueue", "SovariaSync"]),
+        .target(
+            name: "SovariaPostgREST", dependencies: ["SovariaPlumbing", "SovariaQueue", "SovariaSync"],
+            // The change feed's SQL, which a user applies to their database (Tests/Server applies it too).
+            exclude: ["ChangeFeed.sql"]),
         // 6. The HTTP transport (URLSession) and its access tokens.
         .target(
             name: "SovariaHTTP",

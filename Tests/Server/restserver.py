@@ -19,8 +19,11 @@ import argparse
 import difflib
 import hashlib
 import json
+import os
 import re
+import select
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -254,6 +257,21 @@ def parse_prefer(headers: list[str]) -> dict[str, str]:
     return prefs
 
 
+FEED_VIEW = "sovaria_feed"   # Sources/SovariaPostgREST/ChangeFeed.sql
+MAX_FEED_WAIT = 60.0
+
+
+def feed_wait(table: str, prefs: dict[str, str]) -> float | None:
+    """`Prefer: wait=N` on a read of the change feed: how long to hold an empty answer."""
+    if table != FEED_VIEW or "wait" not in prefs:
+        return None
+    try:
+        wait = float(prefs["wait"])
+    except ValueError:
+        raise bad_param("Prefer", f"wait={prefs['wait']}") from None
+    return max(0.0, min(wait, MAX_FEED_WAIT))
+
+
 def invalid_json() -> ApiError:
     return ApiError(400, "PGRST102", "Empty or invalid json")
 
@@ -481,7 +499,33 @@ class Handler(BaseHTTPRequestHandler):
                 raise invalid_json() from None
         if method in ("GET", "HEAD"):
             key = None  # Idempotency-Key only matters on writes
+            wait = feed_wait(table, prefs)
+            if wait is not None:
+                return self.long_poll(role, table, query, wait, entry)
+        return self.transact(method, role, table, info, query, payload, prefs, key, entry, body)
 
+    def long_poll(self, role: str, table: str, query: Query, wait: float,
+                  entry: dict[str, Any]) -> Reply:
+        """The change feed's extension: an empty answer is held until a change is committed (a
+        NOTIFY on `sovaria_changes`) or `wait` seconds pass, then read again. Says so with
+        `Preference-Applied: wait=N`, which a client without it never sees."""
+        deadline = time.monotonic() + wait
+        with psycopg.connect(self.server.conninfo, autocommit=True) as listener:
+            listener.execute("LISTEN sovaria_changes")  # before the first read: no change missed
+            while True:
+                reply = self.transact("GET", role, table, None, query, None, {}, None, entry, b"")
+                left = deadline - time.monotonic()
+                if reply.status != 200 or reply.body != b"[]" or left <= 0:
+                    break
+                readable, _, _ = select.select([listener.fileno()], [], [], left)
+                if readable:
+                    listener.execute("SELECT 1")  # takes the notifications in
+        reply.headers["Preference-Applied"] = f"wait={wait:g}"
+        return reply
+
+    def transact(self, method: str, role: str, table: str, info: dict[str, list[str]] | None,
+                 query: Query, payload: Any, prefs: dict[str, str], key: str | None,
+                 entry: dict[str, Any], body: bytes) -> Reply:
         try:
             with self.server.connect() as conn, conn.transaction():
                 if key is not None:
@@ -701,7 +745,8 @@ class Handler(BaseHTTPRequestHandler):
             return ok
         if (method, path) == ("POST", "/_test/reset"):
             with self.server.connect() as conn:
-                conn.execute("TRUNCATE public.notes, public.lists, public.items, public.tasks, public.idempotency_keys")
+                conn.execute("TRUNCATE public.notes, public.lists, public.items, public.tasks, public.idempotency_keys,"
+                             " public.sovaria_changes")
             state.clear()
             return ok
         if (method, path) == ("GET", "/_test/requests"):
@@ -724,9 +769,11 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.setup:
-        schema = (Path(__file__).resolve().parent / "schema.sql").read_text()
-        with psycopg.connect(args.conninfo, autocommit=True) as conn:
-            conn.execute(schema)
+        # psql, not psycopg: schema.sql includes the change feed's SQL with `\\ir`.
+        schema = Path(__file__).resolve().parent / "schema.sql"
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", args.conninfo, "-f", str(schema)],
+                       check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, PGOPTIONS="-c client_min_messages=warning"))
     server = RestServer(args.port, args.conninfo, args.verbose)
 
     def stop(signum: int, frame: Any) -> None:

@@ -151,3 +151,7 @@ CREATE POLICY tasks_all ON public.tasks FOR ALL TO authenticated
 DROP POLICY IF EXISTS items_all ON public.items;
 CREATE POLICY items_all ON public.items FOR ALL TO authenticated
     USING (owner = current_user) WITH CHECK (owner = current_user);
+
+-- The change feed, as a user applies it to their database, then what the tests publish to it.
+\ir ../../Sources/SovariaPostgREST/ChangeFeed.sql
+\ir publish.sql

@@ -325,11 +325,84 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     r = api.call("GET", "/rest/v1/notes?id=eq.n1", token=ALICE)
     check("PostgreSQL restarted: served again", r.status == 200 and ids(r) == ["n1"], r)
 
+    # --- the change feed (Sources/SovariaPostgREST/ChangeFeed.sql)
+    def feed(after: int, token: str = ALICE, headers: dict[str, str] | None = None) -> Response:
+        return api.call("GET", f"/rest/v1/sovaria_feed?table=eq.notes&position=gt.{after}&order=position",
+                        token=token, headers=headers)
+
+    def naive(after: int) -> Response:  # the log read by position alone, as every log-based feed first did
+        return api.call("GET", f"/rest/v1/sovaria_changes?table=eq.notes&position=gt.{after}&order=position",
+                        token=ALICE)
+
+    api.call("POST", "/_test/reset")
+    with psycopg.connect(db) as first, psycopg.connect(db) as second:
+        first.execute("SET ROLE alice")
+        second.execute("SET ROLE alice")
+        first.execute("INSERT INTO lists (id, name) VALUES ('l-feed', 'x')")  # takes its id first
+        first.execute("INSERT INTO notes (id, title) VALUES ('f1', 'first')")
+        second.execute("INSERT INTO notes (id, title) VALUES ('f2', 'second')")
+        second.commit()
+        seen_naive = naive(0).json()
+        seen_feed = feed(0).json()
+        first.commit()
+    check("out of order: the feed holds back a commit while an older transaction runs",
+          seen_feed == [], seen_feed)
+    checkpoint = max(row["position"] for row in seen_naive) if seen_naive else 0
+    check("... a reader of positions alone sees the later one and skips the earlier for good",
+          [row["key"] for row in seen_naive] == ["f2"] and naive(checkpoint).json() == [], seen_naive)
+    rows = feed(0).json()
+    check("... the feed serves both once both committed, the earlier first",
+          [(row["key"], row["op"]) for row in rows] == [("f1", "upsert"), ("f2", "upsert")]
+          and rows[0]["row"]["title"] == "first", rows)
+    last = rows[-1]["position"]
+    with psycopg.connect(db, autocommit=True) as admin:
+        admin.execute("UPDATE notes SET owner = 'bob' WHERE id = 'f1'")
+    check("a row given to bob leaves alice's feed as a delete",
+          [(row["key"], row["op"]) for row in feed(last).json()] == [("f1", "delete")], feed(last))
+    check("... and reaches bob's as an upsert, with nothing of alice's",
+          [(row["key"], row["op"]) for row in feed(0, BOB).json()] == [("f1", "upsert")], feed(0, BOB))
+    r = feed(0, token="")
+    check("no token: the feed is refused (401)", r.status == 401, r)
+
+    started = time.monotonic()
+    r = feed(10**18, headers={"Prefer": "wait=1"})
+    check("long poll: an empty answer is held for the wait, and says it was",
+          r.status == 200 and r.json() == [] and r.header("Preference-Applied") == "wait=1"
+          and time.monotonic() - started >= 0.9, (r, r.header("Preference-Applied")))
+    r = feed(10**18)
+    check("... and without Prefer: wait, answered at once without the header",
+          r.status == 200 and r.header("Preference-Applied") is None, r)
+    latest = max(row["position"] for row in feed(0).json())
+    waiter: dict[str, Response] = {}
+    thread = threading.Thread(target=lambda: waiter.setdefault(
+        "r", feed(latest, headers={"Prefer": "wait=30"})))
+    thread.start()
+    api.call("POST", "/rest/v1/notes", {"id": "f3", "title": "woken"}, token=ALICE)
+    thread.join(35)
+    r = waiter.get("r")
+    check("... and a commit wakes it with the change",
+          r is not None and [row["key"] for row in r.json()] == ["f3"], r)
+
+    with psycopg.connect(db, autocommit=True) as admin:
+        admin.execute("UPDATE sovaria_changes SET changed_at = changed_at - interval '2 days'")
+        trimmed = admin.execute("SELECT sovaria_trim_changes('1 day')").fetchone()[0]
+    rows = feed(0).json()
+    check("trimming leaves a 'trimmed' row a reader from before it meets first",
+          trimmed >= 4 and [row["op"] for row in rows] == ["trimmed"], (trimmed, rows))
+    check("... and none for a reader past it", feed(rows[0]["position"]).json() == [])
+    with psycopg.connect(db, autocommit=True) as admin:
+        admin.execute("INSERT INTO notes (id, owner, title) VALUES ('f4', 'alice', 'after')")
+        admin.execute("UPDATE sovaria_changes SET changed_at = changed_at - interval '2 days'")
+        admin.execute("SELECT sovaria_trim_changes('1 day')")
+    rows = feed(0).json()
+    check("... a second trim keeps one 'trimmed' row per table, at the highest position it took",
+          [row["op"] for row in rows] == ["trimmed"] and rows[0]["position"] > latest, rows)
+
     # --- reset
     api.call("POST", "/_test/reset")
     check("/_test/reset empties the tables, the keys and the log",
           count("SELECT (SELECT count(*) FROM notes) + (SELECT count(*) FROM lists)"
-                " + (SELECT count(*) FROM idempotency_keys)") == 0
+                " + (SELECT count(*) FROM idempotency_keys) + (SELECT count(*) FROM sovaria_changes)") == 0
           and api.call("GET", "/_test/requests").json() == [])
 
 

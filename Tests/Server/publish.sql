@@ -1,0 +1,10 @@
+-- What the tests publish to the change feed (Sources/SovariaPostgREST/ChangeFeed.sql, applied
+-- before this file): every table a test syncs, each row visible to its owner. Test equipment.
+SELECT sovaria_publish('public.notes', key_column => 'id', visibility_column => 'owner');
+SELECT sovaria_publish('public.lists', key_column => 'id', visibility_column => 'owner');
+SELECT sovaria_publish('public.items', key_column => 'id', visibility_column => 'owner');
+SELECT sovaria_publish('public.tasks', key_column => 'id', visibility_column => 'owner');
+GRANT SELECT ON public.sovaria_changes, public.sovaria_feed TO authenticated;
+REVOKE ALL ON public.sovaria_changes, public.sovaria_feed FROM anon;
+-- For POST /_test/reset only.
+GRANT TRUNCATE ON public.sovaria_changes TO authenticator;
