@@ -96,7 +96,7 @@ extension SovariaOffline {
 
     /// The overlay of the writes of `request`'s table on `cachedBody`, or `nil` when no write
     /// applies, from the read's session (the cached answer parsed once, only new writes applied):
-    /// its latest answer when nothing changed since it was asked (the same change version), so a
+    /// what was kept when nothing changed since it was asked (the same change version), so a
     /// repeated read reads no write. `fresh` asks the evaluator afresh instead, the answer tests
     /// compare the session's with.
     func overlay(
@@ -105,16 +105,23 @@ extension SovariaOffline {
         let key = Self.cacheKey(of: request)
         // Read before the writes: a change while the answer is computed leaves it stale.
         let version = signals.version
-        if !fresh, configuration.overlay != nil,
-            let kept = sessions.answer(request, key: key, withRelated: false, cachedBody: cachedBody, at: version)
+        if !fresh, let kept = sessions.kept(request, key: key, withRelated: false, cachedBody: cachedBody, at: version)
         {
-            guard kept.wantsRelatedAnswers else { return kept }
-            if let asked = sessions.answer(request, key: key, withRelated: true, cachedBody: cachedBody, at: version) {
-                return asked
+            guard case .answer(let local) = kept else { return nil }
+            guard local.wantsRelatedAnswers else { return local }
+            switch sessions.kept(request, key: key, withRelated: true, cachedBody: cachedBody, at: version) {
+            case .answer(let asked): return asked
+            case .nothing: return local  // the table had no other answer to ask with
+            case nil: break
             }
         }
         let writes = try await overlayWrites(for: request)
-        guard !writes.isEmpty else { return nil }
+        guard !writes.isEmpty else {
+            if !fresh {
+                sessions.keepNothing(request, key: key, withRelated: false, cachedBody: cachedBody, at: version)
+            }
+            return nil
+        }
         guard let overlay = configuration.overlay else {
             return OverlayAnswer(body: cachedBody, inexactReasons: [.noOverlayEvaluator])
         }
@@ -129,7 +136,13 @@ extension SovariaOffline {
         let local = answer(related: [])
         guard local.wantsRelatedAnswers else { return local }
         let related = try await relatedAnswers(of: request)
-        return related.isEmpty ? local : answer(related: related)
+        guard !related.isEmpty else {
+            if !fresh {
+                sessions.keepNothing(request, key: key, withRelated: true, cachedBody: cachedBody, at: version)
+            }
+            return local
+        }
+        return answer(related: related)
     }
 
     /// The writes the answer to `request` must show: those synced after its cached answer was

@@ -148,6 +148,30 @@ import Testing
         #expect(rig.offline.sessions.paths.made == 4 + 3, "the three shed sessions parsed again")
     }
 
+    /// A read no write applies to (the pending write is another table's) is kept like an
+    /// overlaid answer: repeated at the same change version, it reads no write. A write to its
+    /// table moves the version, and the read shows the write.
+    @Test func aReadNoWriteAppliesToIsKeptUntilAChange() async throws {
+        let rig = try await Self.rig(.memory)
+        rig.transport.answer(Self.rows(#"[{"id":"a","title":"A","done":false}]"#))
+        _ = try await rig.offline.read(Self.notes)
+        rig.transport.online = false
+        _ = try await rig.offline.write(
+            PostgREST.insert(into: "lists", json: #"{"id":"l","name":"L"}"#, returning: false))
+        let first = try await rig.offline.read(Self.notes)
+        #expect(try Self.ids(first) == ["a"] && !first.hasPendingWrites)
+        let kept = rig.offline.sessions.kept(
+            Self.notes, key: SovariaOffline.cacheKey(of: Self.notes), withRelated: false,
+            cachedBody: first.response?.body, at: rig.offline.signals.version)
+        guard case .nothing = kept else {
+            Issue.record("kept: \(String(describing: kept))")
+            return
+        }
+        _ = try await rig.offline.write(Self.insert("b"))
+        let second = try await rig.offline.read(Self.notes)
+        #expect(try Self.ids(second) == ["a", "b"] && second.hasPendingWrites)
+    }
+
     @Test(arguments: SyncEngine.all)
     func withNothingCachedPendingInsertsAnswerAnOfflineRead(engine: SyncEngine) async throws {
         let rig = try await Self.rig(engine)
