@@ -23,7 +23,8 @@
 --
 -- Retention. `sovaria_trim_changes(keep)` deletes the changes older than `keep` and leaves, per
 -- table, one `trimmed` row at the highest position it deleted: a reader whose checkpoint is below
--- it reads that row first and knows it must fetch the table's answers again.
+-- it reads that row first and knows it must fetch the table's answers again. A TRUNCATE of a
+-- published table leaves a `trimmed` row too.
 
 CREATE TABLE IF NOT EXISTS sovaria_changes (
     position   bigint PRIMARY KEY,
@@ -66,7 +67,32 @@ BEGIN
             USING base + number, TG_TABLE_NAME::text, new_row ->> key_column, 'upsert', new_row,
                   new_row ->> visibility_column;
     END IF;
-    -- Numbers the transaction's changes: a local setting ends with the transaction.
+    -- Numbers the transaction's changes: a local setting ends with the transaction. Past 2^22 a
+    -- position would reach the next transaction id's: refuse the write instead.
+    IF number < 1 OR number >= 4194304 THEN
+        RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    PERFORM set_config('sovaria.change_number', number::text, true);
+    PERFORM pg_notify('sovaria_changes', TG_TABLE_NAME);
+    RETURN NULL;
+END
+$$;
+
+-- A TRUNCATE of a published table logs no row: it leaves a `trimmed` row, so every reader
+-- fetches the table's answers again.
+CREATE OR REPLACE FUNCTION sovaria_record_truncate() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    log regclass := TG_ARGV[2]::regclass;
+    number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int + 1;
+BEGIN
+    IF number < 1 OR number >= 4194304 THEN
+        RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    EXECUTE format('INSERT INTO %s (position, "table", key, op) VALUES ($1, $2, $3, $4)', log)
+        USING pg_current_xact_id()::text::bigint * 4194304 + number, TG_TABLE_NAME::text, '', 'trimmed';
     PERFORM set_config('sovaria.change_number', number::text, true);
     PERFORM pg_notify('sovaria_changes', TG_TABLE_NAME);
     RETURN NULL;
@@ -78,14 +104,19 @@ CREATE OR REPLACE FUNCTION sovaria_publish(tab regclass, key_column text, visibi
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     trigger_name text := 'sovaria_changes_' || (SELECT relname FROM pg_class WHERE oid = tab);
+    log text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
 BEGIN
     EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trigger_name, tab);
+    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trigger_name || '_truncate', tab);
     EXECUTE format(
         'CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
         'EXECUTE FUNCTION sovaria_record_change(%L, %L, %L)',
-        trigger_name, tab, key_column, coalesce(visibility_column, ''),
-        (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
-            JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass));
+        trigger_name, tab, key_column, coalesce(visibility_column, ''), log);
+    EXECUTE format(
+        'CREATE TRIGGER %I AFTER TRUNCATE ON %s FOR EACH STATEMENT '
+        'EXECUTE FUNCTION sovaria_record_truncate(%L, %L, %L)',
+        trigger_name || '_truncate', tab, key_column, coalesce(visibility_column, ''), log);
 END
 $$;
 
@@ -123,3 +154,9 @@ ALTER TABLE sovaria_changes ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS sovaria_changes_select ON sovaria_changes;
 CREATE POLICY sovaria_changes_select ON sovaria_changes FOR SELECT
     USING (visible_to IS NULL OR visible_to = current_user);
+
+-- Publishing and trimming are the schema owner's: PostgREST would offer every function a role may
+-- run as /rpc/…, and a table published by an API user with no visibility column would show its
+-- rows to everyone.
+REVOKE EXECUTE ON FUNCTION sovaria_publish(regclass, text, text), sovaria_trim_changes(interval),
+    sovaria_record_change(), sovaria_record_truncate() FROM PUBLIC;

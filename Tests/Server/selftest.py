@@ -383,6 +383,33 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     check("... and a commit wakes it with the change",
           r is not None and [row["key"] for row in r.json()] == ["f3"], r)
 
+    # A commit held back behind an older transaction that ends without writing a published
+    # table, so nothing notifies when it ends: the waiting read still gets the change. (Should
+    # the waiter read only after the older transaction ended, it gets the change at once: this
+    # check can pass without the held-back path on a very slow machine, never fail by timing.)
+    latest = max(row["position"] for row in feed(0).json())
+    with psycopg.connect(db) as older:
+        older.execute("SELECT pg_current_xact_id()")  # takes an id older than the write below
+        thread = threading.Thread(target=lambda: waiter.__setitem__(
+            "held", feed(latest, headers={"Prefer": "wait=30"})))
+        thread.start()
+        api.call("POST", "/rest/v1/notes", {"id": "f5", "title": "held back"}, token=ALICE)
+        time.sleep(0.5)  # the waiter is woken by the commit and finds it held back
+        older.rollback()
+    thread.join(35)
+    r = waiter.get("held")
+    check("... and a change held back behind an older transaction arrives when that one ends",
+          r is not None and [row["key"] for row in r.json()] == ["f5"], r)
+
+    with psycopg.connect(db, autocommit=True) as admin:
+        admin.execute("TRUNCATE lists CASCADE")
+    rows = api.call("GET", "/rest/v1/sovaria_feed?table=eq.lists&order=position", token=ALICE).json()
+    check("a TRUNCATE of a published table leaves a 'trimmed' row",
+          [row["op"] for row in rows or []][-1:] == ["trimmed"], rows)
+    check("API users cannot run the feed's functions (no EXECUTE for PUBLIC)",
+          count("SELECT count(*) FROM information_schema.routine_privileges WHERE routine_name LIKE 'sovaria%%'"
+                " AND grantee IN ('PUBLIC', 'authenticated', 'alice', 'anon')") == 0)
+
     with psycopg.connect(db, autocommit=True) as admin:
         admin.execute("UPDATE sovaria_changes SET changed_at = changed_at - interval '2 days'")
         trimmed = admin.execute("SELECT sovaria_trim_changes('1 day')").fetchone()[0]
