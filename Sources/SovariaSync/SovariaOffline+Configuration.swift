@@ -62,6 +62,21 @@ extension SovariaOffline {
         /// turns this off. Default: `MemoryPressureSources.system`.
         public var memoryPressure: (any MemoryPressureSource)? = MemoryPressureSources.system
 
+        /// Where the changes other devices make come from: `PostgRESTChangeFeed` from
+        /// SovariaPostgREST for the log `ChangeFeed.sql` keeps. With ``followedTables``, the
+        /// controller follows it while online and brings the cached answers up to date without
+        /// fetching them (<doc:ChangesFromOtherDevices>). Default: `nil`.
+        public var changeFeed: (any ChangeFeed)?
+        /// The tables whose changes the controller follows on its own, every ``feedPollInterval``
+        /// (``SovariaOffline/pullChanges(of:wait:)`` pulls any table on demand). Default: none.
+        public var followedTables: [String] = []
+        /// How often the followed tables' feeds are read. Default: 1 second.
+        public var feedPollInterval: Duration = .seconds(1)
+        /// How long a caught-up read may wait at the server for a change, when the feed offers
+        /// that (a long poll): a change then arrives as it commits, not at the next poll.
+        /// Default: 20 seconds.
+        public var feedWait: Duration = .seconds(20)
+
         /// The defaults, for the API `api` speaks.
         public init(api: any DataAPI) {
             self.api = api

@@ -256,7 +256,8 @@ extension SovariaOffline {
                 isFlushing: state.flight != nil, lastSyncedAt: state.lastSyncedAt, lastError: state.lastError,
                 nextRetryAt: pending == 0 ? nil : state.retryNotBefore ?? (state.online ? nil : state.offlineRetryAt),
                 isPausedForAuthorization: state.pausedForAuthorization,
-                conflictCount: state.conflicts.count, waitingOnConflictCount: state.waitingOnConflicts)
+                conflictCount: state.conflicts.count, waitingOnConflictCount: state.waitingOnConflicts,
+                changeFeeds: state.feeds)
         }
     }
 

@@ -12,6 +12,7 @@ extension SovariaOffline {
         try checkOpen()
         let query = Self.cacheKey(of: request)
         try await rememberTable(of: request, query: query)
+        let feedAppliesBefore = feedApplies(of: request)
         let answer = try await cache.read(query, policy: policy, maxAge: maxAge) { [self] etag in
             // The synced writes this fetch's answer will hold: every one synced before it starts.
             synced.fetchStarted(query)
@@ -36,7 +37,12 @@ extension SovariaOffline {
             if response.status == 304 { return .notModified(serverTime: serverTime) }
             return .response(body: response.body, serverTime: serverTime, etag: response.header("ETag"))
         }
-        if answer.source == .network { try await cache.evict(downToResponses: configuration.maxCached) }
+        if answer.source == .network {
+            // Changes from the feed applied while the fetch ran may be missing from its answer:
+            // the next network read fetches it again.
+            if feedApplies(of: request) != feedAppliesBefore { try await cache.markStale(query) }
+            try await cache.evict(downToResponses: configuration.maxCached)
+        }
         return answer
     }
 

@@ -87,6 +87,10 @@ public final class SovariaOffline: Sendable {
     /// rejected list last.
     let conflictReloads = AsyncGate<ConflictIndex>()
     let errors: AsyncStream<SyncError>.Continuation
+    /// Passes ``pullChanges(of:wait:)`` one at a time: a checkpoint is read and moved by one pull.
+    let feedGate = AsyncGate<ChangeFeedPull>()
+    /// Where ``changeFeedErrors`` come from.
+    let feedErrors = AsyncStream.makeStream(of: ChangeFeedError.self)
     /// Every sync error, as it happens. One stream per controller: iterate it from one task.
     public let syncErrors: AsyncStream<SyncError>
 
@@ -121,6 +125,18 @@ public final class SovariaOffline: Sendable {
         /// write left, so a write made against a cached row this device already changed expects
         /// the row as it is now, not as the cache still shows it.
         var replacedVersions: [StoreKey.Bytes: String] = [:]
+        /// Each followed table's feed: checkpoint, caught up, errors (``SyncStatus/changeFeeds``).
+        var feeds: [String: ChangeFeedStatus] = [:]
+        /// Whether each table's feed offered to wait for a change at its last page.
+        var feedOffersWaiting: [String: Bool] = [:]
+        /// Pages applied per table in this run.
+        var feedApplies: [String: Int] = [:]
+        /// The timer's pull is running: the next tick does not start another.
+        var feedFollowing = false
+        /// After failed pulls: none before this; and how many failed in a row.
+        var feedRetryAt: Date?
+        var feedFailures = 0
+        var feedTimer: SyncTimerTicket?
     }
 
     /// Opens the controller on `store`: its queue (what an earlier run left is flushed by the first
@@ -163,6 +179,12 @@ public final class SovariaOffline: Sendable {
             await self?.timerFired()
         }
         state.withLock { $0.timer = ticket }
+        if configuration.changeFeed != nil, !configuration.followedTables.isEmpty {
+            let following = configuration.timer.repeating(every: configuration.feedPollInterval) { [weak self] in
+                await self?.feedTimerFired()
+            }
+            state.withLock { $0.feedTimer = following }
+        }
         let observation = try? configuration.memoryPressure?.observe { [weak self] level in
             self?.shedOverlays(for: level)
         }
@@ -178,8 +200,11 @@ public final class SovariaOffline: Sendable {
     }
 
     deinit {
-        state.withLock { $0.timer }?.cancel()
+        let (timer, feedTimer) = state.withLock { ($0.timer, $0.feedTimer) }
+        timer?.cancel()
+        feedTimer?.cancel()
         errors.finish()
+        feedErrors.continuation.finish()
     }
 
     // MARK: - State
@@ -223,13 +248,15 @@ public final class SovariaOffline: Sendable {
     /// Stops the timer and waits for a running flush; later calls throw
     /// ``SovariaOfflineError/Code/closed``.
     public func close() async {
-        let (ticket, flight) = state.withLock { state in
+        let (ticket, feedTicket, flight) = state.withLock { state in
             state.closed = true
-            return (state.timer, state.flight)
+            return (state.timer, state.feedTimer, state.flight)
         }
         ticket?.cancel()
+        feedTicket?.cancel()
         _ = try? await flight?.value
         errors.finish()
+        feedErrors.continuation.finish()
         signals.finish()
     }
 

@@ -32,6 +32,9 @@ public struct SyncStatus: Sendable, Hashable {
     /// Queued writes that wait because they touch a row in conflict: they go once the app
     /// resolves or drops it. Counted by the last flush.
     public var waitingOnConflictCount: Int = 0
+    /// Where the feed of each table pulled in this run stands (``SovariaOffline/pullChanges(of:wait:)``):
+    /// its checkpoint, whether it caught up, its must-refetch count and last error.
+    public var changeFeeds: [String: ChangeFeedStatus] = [:]
 
     /// What a controller knows of the network.
     public enum Network: Sendable, Hashable {

@@ -32,9 +32,19 @@ struct Rig {
     let offline: SovariaOffline
     let errors = Recorder<SyncError>()
 
-    init(_ engine: SyncEngine, configure: (inout SovariaOffline.Configuration) -> Void = { _ in }) async throws {
+    /// Makes the store a controller uses of the one its engine opened.
+    struct Wrap {
+        let make: (any OfflineStore) -> any OfflineStore
+    }
+
+    /// A controller on `engine`'s store (through `wrap`, if given), configured by `configure`.
+    init(
+        _ engine: SyncEngine, wrap: Wrap? = nil,
+        configure: (inout SovariaOffline.Configuration) -> Void = { _ in }
+    ) async throws {
         folder = try TemporaryFolder()
-        store = try await engine.open(folder.url)
+        let opened = try await engine.open(folder.url)
+        store = wrap?.make(opened) ?? opened
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = timer
         configuration.clock = clock.read

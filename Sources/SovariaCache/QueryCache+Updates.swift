@@ -1,0 +1,81 @@
+import Foundation
+import Sovaria
+import SovariaPlumbing
+
+/// What ``QueryCache/update(_:alongWith:)`` does to one cached response.
+public enum CachedResponseUpdate: Sendable, Hashable {
+    /// The cached response `base` is now `body`: brought up to date without a fetch (by changes
+    /// the server reported). It keeps its server time, so its place in eviction order, and its
+    /// fetch time; its `ETag` goes, as it named the body the server sent. If the cached response
+    /// is no longer `base` (a fetch stored another meanwhile), it is marked stale instead: `body`
+    /// was computed from an answer that is gone, and the new one may lack the changes.
+    case replaceBody(base: CachedResponse, body: String)
+    /// The response to `query` is stale: readers fetch it again.
+    case markStale(query: String)
+
+    /// The query it is about.
+    public var query: String {
+        switch self {
+        case .replaceBody(let base, _): base.query
+        case .markStale(let query): query
+        }
+    }
+}
+
+extension QueryCache {
+    /// Applies `updates` to the cached responses and writes `extra` in the **same store batch**,
+    /// after them: a checkpoint written with the changes it covers is never ahead of them (on a
+    /// store without atomic batches, a crash can leave the changes without the checkpoint, never
+    /// the reverse). An update of a query not cached (evicted meanwhile) is skipped; returns the
+    /// queries changed.
+    ///
+    /// No `QueryCache.Configuration.onStored` call: the bodies were not fetched.
+    ///
+    /// - Throws: the store's error; then nothing was changed.
+    @discardableResult
+    public func update(_ updates: [CachedResponseUpdate], alongWith extra: [StoreWrite]) async throws -> [String] {
+        try await gate.withGate { gated in
+            try await loadIndexIfNeeded(gated)
+            var writes: [StoreWrite] = []
+            var changed: [(id: HexID, was: CacheIndex.Entry, response: CachedResponse)] = []
+            for update in updates {
+                let query = update.query
+                let id = CacheKeys.id(of: query)
+                // From the store, under the index's key: the memory layer may hold an older answer.
+                guard let entry = state.withLock({ $0.index.entries[id] }),
+                    let text = try await store.get(CacheKeys.responseKey(id, entry)),
+                    let current = CacheRecord.decode(text), current.query.utf8.elementsEqual(query.utf8)
+                else { continue }
+                let key = CacheKeys.responseKey(id, entry)
+                switch update {
+                case .replaceBody(let base, let body) where current == base:
+                    let response = CachedResponse(
+                        query: query, body: body, serverTime: current.serverTime, fetchedAt: current.fetchedAt,
+                        isStale: current.isStale)
+                    let moved = CacheKeys.responseKey(
+                        id, .init(serverTimeMillis: entry.serverTimeMillis, sizeBytes: response.sizeBytes, generation: 0))
+                    writes.append(.set(key: moved, value: CacheRecord.encode(response)))
+                    if moved != key { writes.append(.delete(key: key)) }
+                    changed.append((id, entry, response))
+                case .replaceBody, .markStale:
+                    guard !current.isStale else { continue }
+                    let stale = current.with(stale: true)
+                    writes.append(.set(key: key, value: CacheRecord.encode(stale)))
+                    changed.append((id, entry, stale))
+                }
+            }
+            guard !writes.isEmpty || !extra.isEmpty else { return [] }
+            try await store.write(writes + extra)
+            for (id, was, response) in changed {
+                // A reader must not take the answer of a fetch that finished before the change.
+                flights.forgetFinished(id)
+                state.withLock { state in
+                    guard state.index.entries[id] == was else { return }
+                    state.index.upsert(id, serverTimeMillis: was.serverTimeMillis, sizeBytes: response.sizeBytes)
+                    memory.set(response, forKey: id, cost: response.sizeBytes)
+                }
+            }
+            return changed.map(\.response.query)
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import SovariaPlumbing
+import SovariaQueue
+import SovariaSync
+
+/// The change feed `ChangeFeed.sql` keeps in PostgreSQL, read through PostgREST with a plain
+/// `GET`: `<prefix>sovaria_feed?table=eq.<table>&position=gt.<N>&order=position&limit=500`.
+///
+/// The view serves a change only once no transaction that could still log an earlier one runs,
+/// so positions are in commit order and a checkpoint never skips a change; row-level security
+/// shows each user only the changes of rows they may read (a row leaving their sight is a
+/// delete for them). A `trimmed` row, met when the checkpoint is older than the log keeps,
+/// makes the page a must-refetch. When the server answers `Preference-Applied: wait=…` it
+/// holds an empty answer until a change comes (`Prefer: wait=S`, a long poll): Sovaria's test
+/// server does; PostgREST answers at once, and the controller polls.
+///
+/// ```swift
+/// var configuration = SovariaOffline.Configuration(api: PostgREST())
+/// configuration.overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+/// configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"])
+/// configuration.followedTables = ["notes"]
+/// ```
+public struct PostgRESTChangeFeed: ChangeFeed {
+    /// The network the feed is read through (the controller's own transport, for its tokens).
+    public let transport: any SyncTransport
+    /// The API's path prefix and dialect.
+    public var api: PostgREST
+    /// The primary key column of each table (what a delete names a row by); any other table's
+    /// is `id`.
+    public var keyColumns: [String: String]
+    /// The view the feed is read from. Default: `sovaria_feed`.
+    public var view: String
+    /// The most changes a page holds. Default: 500.
+    public var pageSize: Int
+
+    /// The feed read through `transport`, for tables keyed by `keyColumns`.
+    public init(
+        transport: any SyncTransport, api: PostgREST = PostgREST(), keyColumns: [String: String] = [:],
+        view: String = "sovaria_feed", pageSize: Int = 500
+    ) {
+        self.transport = transport
+        self.api = api
+        self.keyColumns = keyColumns
+        self.view = view
+        self.pageSize = max(1, pageSize)
+    }
+
+    /// The request of a page of `table`'s changes after `position`, waiting up to `wait`.
+    public func request(of table: String, after position: Int64?, wait: Duration?) -> DataRequest {
+        var filters: [PostgREST.Filter] = [.eq("table", table)]
+        if let position { filters.append(.gt("position", String(position))) }
+        var request = api.select(view, columns: "*", where: filters, order: "position", limit: pageSize)
+        if let wait { request.setHeader("Prefer", "wait=\(max(0, Int(wait.components.seconds)))") }
+        return request
+    }
+
+    /// One page of `table`'s changes after `position`.
+    ///
+    /// - Throws: ``ChangeFeedError`` with `unexpectedStatus` for an answer that is not 2xx,
+    ///   `malformedChange` for a body that is not an array of changes; the transport's errors.
+    public func changes(of table: String, after position: Int64?, wait: Duration?) async throws -> ChangeFeedPage {
+        let response = try await transport.send(request(of: table, after: position, wait: wait))
+        guard response.isSuccess else {
+            throw ChangeFeedError(
+                .unexpectedStatus, table: table, "the feed answered \(response.status): \(response.body.prefix(500))")
+        }
+        let offersWaiting = response.header("Preference-Applied")?.contains("wait=") == true
+        guard case .array(let items) = try? JSONParser.parse(response.body) else {
+            throw ChangeFeedError(
+                .malformedChange, table: table, "the feed's answer is not a JSON array: \(response.body.prefix(200))")
+        }
+        var changes: [RowChange] = []
+        var last: Int64?
+        var mustRefetch = false
+        for item in items {
+            let change = try Self.change(item, table: table)
+            last = change.position
+            if let change = change.change {
+                changes.append(change)
+            } else {
+                mustRefetch = true
+            }
+        }
+        return ChangeFeedPage(
+            changes: changes, position: last, mustRefetch: mustRefetch, hasMore: items.count >= pageSize,
+            offersWaiting: offersWaiting)
+    }
+
+    /// The change `item` holds (`nil` for a `trimmed` marker), at its position.
+    private static func change(_ item: JSONValue, table: String) throws -> (position: Int64, change: RowChange?) {
+        func malformed(_ why: String) -> ChangeFeedError {
+            ChangeFeedError(.malformedChange, table: table, "\(why): \(item.text.prefix(300))")
+        }
+        guard case .object(let object) = item else { throw malformed("a change that is not an object") }
+        guard case .number(let number)? = object["position"], let position = Int64(number) else {
+            throw malformed("a change without an integer position")
+        }
+        guard case .string(let changed)? = object["table"] else { throw malformed("a change without a table") }
+        guard case .string(let operation)? = object["op"] else { throw malformed("a change without an op") }
+        if operation == "trimmed" { return (position, nil) }
+        guard case .string(let key)? = object["key"] else { throw malformed("a change without a key") }
+        switch operation {
+        case "upsert":
+            guard case .object? = object["row"], let row = object["row"] else {
+                throw malformed("an upsert without its row")
+            }
+            return (position, RowChange(position: position, table: changed, key: key, operation: .upsert(row: row.text)))
+        case "delete":
+            return (position, RowChange(position: position, table: changed, key: key, operation: .delete))
+        default:
+            throw malformed("an unknown op \"\(operation)\"")
+        }
+    }
+
+    /// `change` as the write that has its effect: an upsert of the whole row (`POST` with
+    /// `Prefer: resolution=merge-duplicates`), or a `DELETE` of its key.
+    public func write(for change: RowChange) -> DataRequest {
+        switch change.operation {
+        case .upsert(let row):
+            api.insert(into: change.table, json: row, returning: false, upsert: true)
+        case .delete:
+            api.delete(from: change.table, where: [.eq(keyColumns[change.table] ?? "id", change.key)])
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import SovariaQueue
+
+/// A source of the changes made to a table's rows on the server, by any device, in the order
+/// they committed: what ``SovariaOffline/pullChanges(of:wait:)`` applies to the cached answers.
+///
+/// `SovariaPostgREST.PostgRESTChangeFeed` reads the log that `ChangeFeed.sql` keeps in
+/// PostgreSQL; another source (a realtime channel, a sync service) plugs in here.
+///
+/// - Important: A feed serves a change only once no earlier one can still appear: positions grow
+///   in commit order, and a reader that resumes after its checkpoint misses nothing.
+public protocol ChangeFeed: Sendable {
+    /// The changes of `table` after `position` (`nil`: from the start of what is kept), oldest
+    /// first, at most a page of them. `wait`: how long the server may hold an empty answer
+    /// until a change comes, when it offers that (``ChangeFeedPage/offersWaiting``).
+    ///
+    /// - Throws: ``ChangeFeedError`` for an answer that is not a feed page; the transport's
+    ///   errors as they are (`SyncTransportError` with `offline` when there is no network).
+    func changes(of table: String, after position: Int64?, wait: Duration?) async throws -> ChangeFeedPage
+
+    /// `change` as the write that has its effect, in the API's own dialect: what the controller's
+    /// ``SovariaOffline/Configuration/overlay`` applies to a cached answer to bring it up to date
+    /// (for PostgREST: an upsert of the row, or a delete by its key).
+    func write(for change: RowChange) -> DataRequest
+}
+
+/// One change of one row, as the feed serves it.
+public struct RowChange: Sendable, Hashable {
+    /// What became of the row.
+    public enum Operation: Sendable, Hashable {
+        /// The row is now `row` (a JSON object with every column): inserted, updated, or newly
+        /// visible to this user.
+        case upsert(row: String)
+        /// The row is gone: deleted, or no longer visible to this user.
+        case delete
+    }
+
+    /// Where the change is in the feed: later changes have greater positions.
+    public var position: Int64
+    /// The table.
+    public var table: String
+    /// The row's primary key, as text.
+    public var key: String
+    /// What became of the row.
+    public var operation: Operation
+
+    /// A change at `position` of the row `key` of `table`.
+    public init(position: Int64, table: String, key: String, operation: Operation) {
+        self.position = position
+        self.table = table
+        self.key = key
+        self.operation = operation
+    }
+}
+
+/// A page of a feed: its changes, oldest first, and where the reader stands after them.
+public struct ChangeFeedPage: Sendable, Hashable {
+    /// The changes, oldest first.
+    public var changes: [RowChange]
+    /// The position the reader resumes after: the last change's, or the last marker's when the
+    /// page ends with one; `nil` when the page is empty (the reader stays where it was).
+    public var position: Int64?
+    /// Whether changes the reader had not read were dropped from the log (trimmed past its
+    /// retention, or the table truncated): every cached answer of the table must be fetched
+    /// again. ElectricSQL's `must-refetch`, CouchDB's and RxDB's resync.
+    public var mustRefetch: Bool
+    /// Whether the page was full: more changes may follow at once.
+    public var hasMore: Bool
+    /// Whether the server offers to hold an empty answer until a change comes (a long poll).
+    public var offersWaiting: Bool
+
+    /// A page of `changes` leaving the reader at `position`.
+    public init(
+        changes: [RowChange], position: Int64?, mustRefetch: Bool = false, hasMore: Bool = false,
+        offersWaiting: Bool = false
+    ) {
+        self.changes = changes
+        self.position = position
+        self.mustRefetch = mustRefetch
+        self.hasMore = hasMore
+        self.offersWaiting = offersWaiting
+    }
+}
+
+/// A feed's answer that cannot be applied: nothing of it was applied, the table's checkpoint
+/// stays where it was, and its cached answers are marked stale (a network read fetches them).
+public struct ChangeFeedError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was wrong.
+    public enum Code: Sendable, Hashable {
+        /// A change that is not one: not a JSON object, a field missing or of the wrong type, an
+        /// unknown operation, an upsert whose row is not a JSON object.
+        case malformedChange
+        /// A change at or before the position asked after, or before the one ahead of it: the
+        /// log is not in commit order, and applying it could skip a change.
+        case positionWentBack
+        /// A change of another table than the one asked for.
+        case unexpectedTable
+        /// The server answered neither 2xx nor a page (an error status).
+        case unexpectedStatus
+        /// The controller has no ``SovariaOffline/Configuration/changeFeed``.
+        case noFeed
+    }
+
+    /// What was wrong.
+    public let code: Code
+    /// The table whose feed it is.
+    public let table: String
+    /// What was wrong, in words, with the offending text.
+    public let message: String
+
+    /// An error of `code` on `table`'s feed.
+    public init(_ code: Code, table: String, _ message: String) {
+        self.code = code
+        self.table = table
+        self.message = message
+    }
+
+    /// The code, the table and the message.
+    public var description: String { "ChangeFeedError(\(code), \(table)): \(message)" }
+}
+
+/// What one ``SovariaOffline/pullChanges(of:wait:)`` did.
+public struct ChangeFeedPull: Sendable, Hashable {
+    /// The changes read and applied.
+    public var changes: Int
+    /// The cached answers brought up to date in place (no fetch).
+    public var updatedAnswers: Int
+    /// The cached answers marked stale: they could not be brought up to date exactly (a page
+    /// with a `limit` that lost a row, embedded resources, a must-refetch).
+    public var staleAnswers: Int
+    /// The table's checkpoint after the pull.
+    public var position: Int64?
+    /// Whether the feed said the cached answers must be fetched again.
+    public var mustRefetch: Bool
+    /// Whether more changes are waiting (the page was full).
+    public var hasMore: Bool
+}
+
+/// Where the following of one table's feed stands: part of ``SyncStatus``.
+public struct ChangeFeedStatus: Sendable, Hashable {
+    /// The checkpoint: the position of the last change applied (`nil`: none yet).
+    public var position: Int64?
+    /// Whether the last pull found the table caught up (its page was not full).
+    public var isCaughtUp: Bool
+    /// How many times the feed said the table's cached answers must be fetched again.
+    public var mustRefetchCount: Int
+    /// The last error of the table's feed, until a pull succeeds.
+    public var lastError: ChangeFeedError?
+}

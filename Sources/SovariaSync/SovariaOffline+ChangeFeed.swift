@@ -1,0 +1,215 @@
+import Foundation
+import Sovaria
+import SovariaCache
+import SovariaQueue
+
+extension SovariaOffline {
+    // MARK: - Changes from other devices
+
+    /// Where each table's checkpoint is kept: `sov:meta:feed:<table>` holds the position of the
+    /// last change applied, as decimal text.
+    static let feedPrefix = "sov:meta:feed:"
+
+    /// Reads one page of `table`'s changes after its checkpoint from ``Configuration/changeFeed``
+    /// and brings the table's cached answers up to date without fetching them: each answer the
+    /// ``Configuration/overlay`` evaluates exactly with the changes applied (rows replaced or
+    /// removed by key, new rows placed by the answer's filter and order, only its columns kept)
+    /// is stored so; any other (a `limit` page that lost a row, embedded resources, no overlay)
+    /// is marked stale, and one a live query shows is fetched again at once. The checkpoint is
+    /// written in the same store batch as the answers, after them: a crash never skips a change,
+    /// and a change applied twice changes nothing. Pending writes still apply on top at every
+    /// read.
+    ///
+    /// `wait`: how long the server may hold an empty answer for a change, when the feed offers
+    /// that. The controller pulls the ``Configuration/followedTables`` on its own while online;
+    /// call this to catch up now (after a launch, a pull to refresh).
+    ///
+    /// ```swift
+    /// let pulled = try await offline.pullChanges(of: "notes")
+    /// if pulled.hasMore { try await offline.pullChanges(of: "notes") }
+    /// ```
+    ///
+    /// - Throws: ``ChangeFeedError`` for a page that cannot be applied (a malformed change, a
+    ///   position going back, another table): nothing of it is applied, the checkpoint stays,
+    ///   the table's cached answers are marked stale, and the error is in ``status`` and
+    ///   ``changeFeedErrors``; ``ChangeFeedError/Code/noFeed`` without a feed. The transport's
+    ///   errors as they are (`SyncTransportError` `offline`: ``online`` turns `false`).
+    @discardableResult
+    public func pullChanges(of table: String, wait: Duration? = nil) async throws -> ChangeFeedPull {
+        try checkOpen()
+        guard let feed = configuration.changeFeed else {
+            throw ChangeFeedError(.noFeed, table: table, "This controller has no change feed: set Configuration.changeFeed.")
+        }
+        return try await feedGate.withGate { _ in
+            let checkpoint = try await feedCheckpoint(of: table)
+            let page: ChangeFeedPage
+            do {
+                page = try await feed.changes(of: table, after: checkpoint, wait: wait)
+                try Self.check(page, of: table, after: checkpoint)
+            } catch let error as SyncTransportError where error.code == .offline {
+                wentOffline(error)
+                throw error
+            } catch let error as ChangeFeedError {
+                reachedServer()
+                try await feedFailed(table, error)
+                throw error
+            }
+            reachedServer()
+            let pulled = try await apply(page, of: table, after: checkpoint, feed: feed)
+            state.withLock { state in
+                state.feedOffersWaiting[table] = page.offersWaiting
+                var status = state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
+                status.position = pulled.position
+                status.isCaughtUp = !page.hasMore
+                status.mustRefetchCount += page.mustRefetch ? 1 : 0
+                status.lastError = nil
+                state.feeds[table] = status
+            }
+            signals.statusChanged()
+            return pulled
+        }
+    }
+
+    /// Every feed error, as it happens: a page that could not be applied. One stream per
+    /// controller: iterate it from one task.
+    public var changeFeedErrors: AsyncStream<ChangeFeedError> { feedErrors.stream }
+
+    /// The position of the last change of `table` applied, from the store (`nil`: none yet).
+    public func feedCheckpoint(of table: String) async throws -> Int64? {
+        guard let text = try await store.get(Self.feedPrefix + table) else { return nil }
+        return Int64(text)
+    }
+
+    /// Checks that `page` is `table`'s, in order, after `checkpoint`.
+    private static func check(_ page: ChangeFeedPage, of table: String, after checkpoint: Int64?) throws {
+        var last = checkpoint
+        for change in page.changes {
+            guard change.table == table else {
+                throw ChangeFeedError(
+                    .unexpectedTable, table: table, "a change of \"\(change.table)\" in the feed of \"\(table)\"")
+            }
+            if let last, change.position <= last {
+                throw ChangeFeedError(
+                    .positionWentBack, table: table,
+                    "the change at \(change.position) (row \(change.key)) comes after position \(last)")
+            }
+            last = change.position
+        }
+        if let position = page.position, let last, position < last {
+            throw ChangeFeedError(.positionWentBack, table: table, "the page ends at \(position), before \(last)")
+        }
+    }
+
+    /// Applies `page` to `table`'s cached answers and moves the checkpoint from `checkpoint`, in one
+    /// store batch.
+    private func apply(
+        _ page: ChangeFeedPage, of table: String, after checkpoint: Int64?, feed: any ChangeFeed
+    ) async throws -> ChangeFeedPull {
+        let writes = page.changes.map {
+            OverlayWrite(id: "feed:\($0.position)", request: feed.write(for: $0), isPending: false)
+        }
+        var updates: [CachedResponseUpdate] = []
+        var refetch: [DataRequest] = []
+        if !page.changes.isEmpty || page.mustRefetch {
+            for query in try await cachedQueries(of: table).sorted() where query.utf8.starts(with: "GET ".utf8) {
+                guard let cached = try await cache.cachedResponse(for: query) else { continue }
+                let read = DataRequest(method: "GET", path: String(query.dropFirst(4)))
+                if !page.mustRefetch, !cached.isStale, let overlay = configuration.overlay {
+                    let answer = overlay.answer(read, cachedBody: cached.body, writes: writes, related: [])
+                    if answer.inexactReasons.isEmpty, !answer.wantsRelatedAnswers, let body = answer.body {
+                        if body != cached.body { updates.append(.replaceBody(base: cached, body: body)) }
+                        continue
+                    }
+                }
+                if !cached.isStale { updates.append(.markStale(query: query)) }
+                if cache.isBeingRead(query) { refetch.append(read) }
+            }
+        }
+        let position = page.position ?? page.changes.last?.position
+        let moveCheckpoint: [StoreWrite] = position.map { [.set(key: Self.feedPrefix + table, value: String($0))] } ?? []
+        let changed = try await cache.update(updates, alongWith: moveCheckpoint)
+        state.withLock { $0.feedApplies[table, default: 0] += 1 }
+        if !changed.isEmpty { signals.changed(table: table) }
+        for read in refetch { refetchBehind(read) }
+        let stale = updates.count { if case .markStale = $0 { true } else { false } }
+        return ChangeFeedPull(
+            changes: page.changes.count, updatedAnswers: updates.count - stale, staleAnswers: stale,
+            position: position ?? checkpoint, mustRefetch: page.mustRefetch,
+            hasMore: page.hasMore)
+    }
+
+    /// A page of `table` could not be applied: its cached answers go stale (what a live query
+    /// shows is fetched again), the error is kept in the status and delivered.
+    private func feedFailed(_ table: String, _ error: ChangeFeedError) async throws {
+        state.withLock { state in
+            var status = state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
+            status.lastError = error
+            state.feeds[table] = status
+        }
+        feedErrors.continuation.yield(error)
+        signals.statusChanged()
+        let queries = try await cachedQueries(of: table).sorted().filter { $0.utf8.starts(with: "GET ".utf8) }
+        let changed = try await cache.update(queries.map { .markStale(query: $0) }, alongWith: [])
+        if !changed.isEmpty { signals.changed(table: table) }
+        for query in queries where cache.isBeingRead(query) {
+            refetchBehind(DataRequest(method: "GET", path: String(query.dropFirst(4))))
+        }
+    }
+
+    /// Fetches `read` again behind the caller's answer (one fetch per query at a time: the
+    /// cache's single flight); its answer reaches live queries as a change of the table.
+    private func refetchBehind(_ read: DataRequest) {
+        Task { _ = try? await self.readThroughCache(read, policy: .networkOnly, maxAge: nil) }
+    }
+
+    /// How many pages of `table` were applied in this run: a fetch that saw it change while it
+    /// ran may lack what they brought.
+    func feedApplies(of request: DataRequest) -> Int {
+        guard let table = api.table(of: request) else { return 0 }
+        return state.withLock { $0.feedApplies[table] ?? 0 }
+    }
+
+    /// The timer's pull of the followed tables: each at once, a caught-up one that the feed offers
+    /// waiting for with ``Configuration/feedWait``. Skipped offline until the flush's retry time, and
+    /// after an error until the backoff passes; a table whose page could not be applied waits for
+    /// a ``pullChanges(of:wait:)`` call.
+    func feedTimerFired() async {
+        let now = configuration.clock()
+        let (skip, tables) = state.withLock { state -> (Bool, [String]) in
+            if state.closed || state.feedFollowing { return (true, []) }
+            if let retry = state.feedRetryAt, retry > now { return (true, []) }
+            if !state.online, let retry = state.offlineRetryAt, retry > now { return (true, []) }
+            state.feedFollowing = true
+            let stopped = Set(state.feeds.filter { $0.value.lastError != nil }.keys)
+            return (false, configuration.followedTables.filter { !stopped.contains($0) })
+        }
+        guard !skip else { return }
+        defer { state.withLock { $0.feedFollowing = false } }
+        await withTaskGroup(of: Bool.self) { group in
+            for table in tables {
+                group.addTask {
+                    let waits = self.state.withLock { $0.feedOffersWaiting[table] == true && $0.feeds[table]?.isCaughtUp == true }
+                    do {
+                        try await self.pullChanges(of: table, wait: waits ? self.configuration.feedWait : nil)
+                        return true
+                    } catch {
+                        return false
+                    }
+                }
+            }
+            var failed = false
+            for await succeeded in group where !succeeded { failed = true }
+            let delay = configuration.retryBaseDelay.timeInterval
+            state.withLock { state in
+                guard failed else {
+                    (state.feedRetryAt, state.feedFailures) = (nil, 0)
+                    return
+                }
+                state.feedFailures += 1
+                let backoff = min(
+                    configuration.retryMaxDelay.timeInterval, delay * pow(2, Double(min(state.feedFailures - 1, 30))))
+                state.feedRetryAt = now.addingTimeInterval(backoff * (0.5 + configuration.jitter() / 2))
+            }
+        }
+    }
+}

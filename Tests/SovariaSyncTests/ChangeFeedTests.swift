@@ -1,0 +1,326 @@
+import Foundation
+import Sovaria
+import SovariaCache
+import SovariaQueue
+import SovariaTestKit
+import SovariaTestServers
+import Synchronization
+import Testing
+
+@testable import SovariaPostgREST
+@_spi(Diagnostics) @testable import SovariaSync
+
+/// Changes from other devices through the controller: a PostgREST change feed (its answers
+/// scripted, as `ChangeFeed.sql` serves them) brought into the cached answers without fetching
+/// them. The real server's feed is checked in SovariaHTTPTests (`ChangeFeedEndToEndTests`).
+@Suite struct ChangeFeedTests {
+    static let all = PostgREST.select("notes", columns: "id,title,done", order: "id")
+    static let open = PostgREST.select("notes", columns: "id,title", where: [.eq("done", "false")], order: "title")
+    static let firstTwo = PostgREST.select("notes", columns: "id,title,done", order: "id", limit: 2)
+    static let server = #"[{"id":"n1","title":"Milk","done":false},{"id":"n2","title":"Bread","done":true},"#
+        + #"{"id":"n3","title":"Eggs","done":false}]"#
+
+    /// A controller whose feed is read from `feedServer`; the lists come from `rig.transport`.
+    struct FeedRig {
+        let rig: Rig
+        let feedServer = ScriptedTransport()
+        var offline: SovariaOffline { rig.offline }
+
+        init(_ engine: SyncEngine, store wrap: Rig.Wrap? = nil, followed: [String] = [])
+            async throws
+        {
+            let feedServer = feedServer
+            rig = try await Rig(engine, wrap: wrap) { configuration in
+                configuration.overlay = PostgRESTOverlay(
+                    tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
+                configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer, keyColumns: ["notes": "id"])
+                configuration.followedTables = followed
+            }
+        }
+
+        /// Caches the three reads from the server's rows.
+        func cacheTheLists() async throws {
+            rig.transport.answer(
+                DataResponse(status: 200, body: ChangeFeedTests.server),
+                DataResponse(
+                    status: 200,
+                    body: #"[{"id":"n3","title":"Eggs"},{"id":"n1","title":"Milk"}]"#),
+                DataResponse(
+                    status: 200,
+                    body: #"[{"id":"n1","title":"Milk","done":false},{"id":"n2","title":"Bread","done":true}]"#))
+            for read in [ChangeFeedTests.all, ChangeFeedTests.open, ChangeFeedTests.firstTwo] {
+                _ = try await offline.read(read, policy: .networkOnly)
+            }
+        }
+
+        /// The feed's next answer: `rows`, JSON objects of the view's columns.
+        func feed(_ rows: String..., headers: [String: String] = [:]) {
+            feedServer.answer(DataResponse(status: 200, headers: headers, body: "[" + rows.joined(separator: ",") + "]"))
+        }
+    }
+
+    static func upsert(_ position: Int, _ row: String) -> String {
+        let id = row.split(separator: "\"")[3]
+        return #"{"position":\#(position),"table":"notes","key":"\#(id)","op":"upsert","row":\#(row)}"#
+    }
+
+    static func delete(_ position: Int, _ id: String) -> String {
+        #"{"position":\#(position),"table":"notes","key":"\#(id)","op":"delete","row":null}"#
+    }
+
+    /// The three changes another device made: a new note, a rename, a delete.
+    static let threeChanges = [
+        upsert(10, #"{"id":"n4","title":"Apples","done":false,"owner":"alice"}"#),
+        upsert(11, #"{"id":"n3","title":"Brown eggs","done":false,"owner":"alice"}"#),
+        delete(12, "n1"),
+    ]
+
+    static func cached(_ offline: SovariaOffline, _ read: DataRequest) async throws -> CachedResponse? {
+        try await offline.cache.cachedResponse(for: SovariaOffline.cacheKey(of: read))
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func anotherDevicesInsertUpdateAndDeleteReachTheCachedAnswersWithoutAFetch(_ engine: SyncEngine) async throws {
+        let rig = try await FeedRig(engine)
+        try await rig.cacheTheLists()
+        let fetches = rig.rig.transport.received.count
+        rig.feed(Self.threeChanges[0], Self.threeChanges[1], Self.threeChanges[2])
+
+        let pulled = try await rig.offline.pullChanges(of: "notes")
+        #expect(pulled.changes == 3 && pulled.position == 12 && !pulled.mustRefetch && !pulled.hasMore)
+        #expect(pulled.updatedAnswers == 2 && pulled.staleAnswers == 1, "\(pulled)")
+        let all = try await Self.cached(rig.offline, Self.all)
+        #expect(
+            all?.body == #"[{"id":"n2","title":"Bread","done":true},{"id":"n3","title":"Brown eggs","done":false},"#
+                + #"{"id":"n4","title":"Apples","done":false}]"#, "the owner column is not selected")
+        #expect(all?.isStale == false)
+        let open = try await Self.cached(rig.offline, Self.open)
+        #expect(open?.body == #"[{"id":"n4","title":"Apples"},{"id":"n3","title":"Brown eggs"}]"#, "by title")
+        #expect(try await Self.cached(rig.offline, Self.firstTwo)?.isStale == true, "a limit page lost a row")
+        #expect(rig.rig.transport.received.count == fetches, "no list was fetched")
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 12)
+        #expect(rig.offline.status.changeFeeds["notes"]?.position == 12)
+        #expect(rig.offline.status.changeFeeds["notes"]?.isCaughtUp == true)
+        let read = try await rig.offline.read(Self.all, policy: .cacheOnly)
+        #expect(read.isExact && read.body == all?.body)
+
+        // The stale page is fetched on its next network-policy read, and only it.
+        rig.rig.transport.answer(
+            DataResponse(status: 200, body: #"[{"id":"n2","title":"Bread","done":true},"#
+                + #"{"id":"n3","title":"Brown eggs","done":false}]"#))
+        let page = try await rig.offline.read(Self.firstTwo)
+        #expect(page.source == .network && rig.rig.transport.received.count == fetches + 1)
+        let asked = rig.feedServer.received.map(\.path)
+        #expect(asked == ["/rest/v1/sovaria_feed?select=*&table=eq.notes&order=position&limit=500"], "\(asked)")
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func thePullResumesAfterItsCheckpointAndAPageAppliedTwiceChangesNothing(_ engine: SyncEngine) async throws {
+        let rig = try await FeedRig(engine)
+        try await rig.cacheTheLists()
+        rig.feed(Self.threeChanges[0], Self.threeChanges[1], Self.threeChanges[2])
+        try await rig.offline.pullChanges(of: "notes")
+        let once = try await Self.cached(rig.offline, Self.all)?.body
+        rig.feed()
+        try await rig.offline.pullChanges(of: "notes")
+        #expect(rig.feedServer.received.last?.path.contains("position=gt.12") == true, "after the checkpoint")
+
+        // A crash between the answers and the checkpoint (a store without atomic batches): the
+        // page comes again, and changes nothing.
+        try await rig.rig.store.delete(SovariaOffline.feedPrefix + "notes")
+        rig.feed(Self.threeChanges[0], Self.threeChanges[1], Self.threeChanges[2])
+        let again = try await rig.offline.pullChanges(of: "notes")
+        #expect(again.updatedAnswers == 0 && again.position == 12)
+        #expect(try await Self.cached(rig.offline, Self.all)?.body == once)
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func theCheckpointIsWrittenInTheSameBatchAsTheAnswersAfterThem(_ engine: SyncEngine) async throws {
+        let batches = BatchLog()
+        let rig = try await FeedRig(engine, store: Rig.Wrap { BatchLogStore(inner: $0, log: batches) })
+        try await rig.cacheTheLists()
+        rig.feed(Self.threeChanges[0], Self.threeChanges[1], Self.threeChanges[2])
+        batches.reset()
+        try await rig.offline.pullChanges(of: "notes")
+        let written = batches.all
+        #expect(written.count == 1, "one store batch: \(written)")
+        #expect(written.first?.last == SovariaOffline.feedPrefix + "notes", "the checkpoint last")
+        #expect(written.first?.contains { $0.hasPrefix("sov:cache:") } == true)
+
+        // A batch that fails changes nothing: the answers and the checkpoint stay.
+        let before = try await Self.cached(rig.offline, Self.all)
+        rig.feed(Self.delete(13, "n2"))
+        batches.failNext()
+        await #expect(throws: StoreFailure.self) { try await rig.offline.pullChanges(of: "notes") }
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 12)
+        #expect(try await Self.cached(rig.offline, Self.all) == before)
+        rig.feed(Self.delete(13, "n2"))
+        #expect(try await rig.offline.pullChanges(of: "notes").position == 13, "the same page, again")
+        #expect(try await Self.cached(rig.offline, Self.all)?.body.contains("n2") == false)
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func aMalformedChangeIsATypedErrorAndNothingOfItsPageIsApplied(_ engine: SyncEngine) async throws {
+        let rig = try await FeedRig(engine)
+        try await rig.cacheTheLists()
+        let before = try await Self.cached(rig.offline, Self.all)?.body
+        let errors = Task { await rig.offline.changeFeedErrors.first { _ in true } }
+        rig.feed(Self.threeChanges[0], #"{"position":"eleven","table":"notes","key":"n3","op":"upsert"}"#)
+        await #expect(throws: ChangeFeedError.self) { try await rig.offline.pullChanges(of: "notes") }
+        #expect(try await Self.cached(rig.offline, Self.all)?.body == before, "nothing applied half")
+        #expect(try await Self.cached(rig.offline, Self.all)?.isStale == true, "the answers went stale")
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == nil)
+        #expect(rig.offline.status.changeFeeds["notes"]?.lastError?.code == .malformedChange)
+        #expect(await errors.value?.code == .malformedChange)
+        #expect(try await rig.offline.read(Self.all, policy: .cacheOnly).isExact == false)
+    }
+
+    @Test(arguments: [
+        ("a position going back", [upsert(10, #"{"id":"n4","title":"A","done":false}"#), delete(9, "n1")],
+         ChangeFeedError.Code.positionWentBack),
+        ("an unknown op", [#"{"position":5,"table":"notes","key":"n1","op":"merge","row":null}"#], .malformedChange),
+        ("an upsert without a row", [#"{"position":5,"table":"notes","key":"n1","op":"upsert","row":null}"#],
+         .malformedChange),
+        ("another table", [#"{"position":5,"table":"lists","key":"l1","op":"delete","row":null}"#], .unexpectedTable),
+    ])
+    func aPageThatCannotBeAppliedIsRefused(_ name: String, _ rows: [String], _ code: ChangeFeedError.Code)
+        async throws
+    {
+        let rig = try await FeedRig(.memory)
+        try await rig.cacheTheLists()
+        rig.feedServer.answer(DataResponse(status: 200, body: "[" + rows.joined(separator: ",") + "]"))
+        do {
+            try await rig.offline.pullChanges(of: "notes")
+            Issue.record("\(name) was applied")
+        } catch let error as ChangeFeedError {
+            #expect(error.code == code && error.table == "notes", "\(name): \(error)")
+        }
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == nil)
+        #expect(try await Self.cached(rig.offline, Self.all)?.body == Self.server)
+    }
+
+    @Test func anErrorStatusOrABodyThatIsNoArrayIsATypedError() async throws {
+        let rig = try await FeedRig(.memory)
+        rig.feedServer.answer(DataResponse(status: 404, body: #"{"message":"relation sovaria_feed does not exist"}"#))
+        await #expect(throws: ChangeFeedError(.unexpectedStatus, table: "notes", "")) {
+            do { try await rig.offline.pullChanges(of: "notes") } catch let error as ChangeFeedError {
+                throw ChangeFeedError(error.code, table: error.table, "")
+            }
+        }
+        rig.feedServer.answer(DataResponse(status: 200, body: #"{"not":"a page"}"#))
+        await #expect(throws: ChangeFeedError.self) { try await rig.offline.pullChanges(of: "notes") }
+        let noFeed = try await Rig(.memory)
+        await #expect(throws: ChangeFeedError.self) { try await noFeed.offline.pullChanges(of: "notes") }
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func aMustRefetchMarksEveryAnswerStaleAndALiveQueryFetchesOnce(_ engine: SyncEngine) async throws {
+        let rig = try await FeedRig(engine)
+        try await rig.cacheTheLists()
+        var answers = rig.offline.observe(Self.all, policy: .cacheOnly).makeAsyncIterator()
+        _ = try await answers.next()
+        let fetches = rig.rig.transport.received.count
+        let refetched = #"[{"id":"n2","title":"Bread","done":true}]"#
+        rig.rig.transport.answer(DataResponse(status: 200, body: refetched))
+        rig.feed(#"{"position":40,"table":"notes","key":"","op":"trimmed","row":null}"#)
+
+        let pulled = try await rig.offline.pullChanges(of: "notes")
+        #expect(pulled.mustRefetch && pulled.staleAnswers == 3 && pulled.position == 40)
+        var shown = try await answers.next()
+        if shown?.body != refetched { shown = try await answers.next() }  // the stale mark, then the fetch
+        #expect(shown?.body == refetched && shown?.isExact == true)
+        await rig.offline.cache.waitForBackgroundRefreshes()
+        let gets = rig.rig.transport.received.dropFirst(fetches).filter { $0.method == "GET" }
+        #expect(gets.map(\.path) == [Self.all.path], "only the shown answer, once")
+        #expect(try await Self.cached(rig.offline, Self.open)?.isStale == true)
+        #expect(rig.offline.status.changeFeeds["notes"]?.mustRefetchCount == 1)
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func aLiveQueryAnswersOnceForABatchAndPendingWritesStillApplyOnTop(_ engine: SyncEngine) async throws {
+        let rig = try await FeedRig(engine)
+        try await rig.cacheTheLists()
+        rig.rig.transport.online = false
+        _ = try await rig.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "n2")], json: #"{"title":"Rye bread"}"#))
+        // The lists' server stays off: the write stays pending (the feed reaching its server
+        // starts a flush, which finds no network).
+        var answers = rig.offline.observe(Self.all, policy: .cacheOnly).makeAsyncIterator()
+        let first = try await answers.next()
+        #expect(first?.body?.contains("Rye bread") == true)
+        rig.feed(Self.threeChanges[0], Self.threeChanges[1], Self.threeChanges[2])
+        try await rig.offline.pullChanges(of: "notes")
+        let next = try await answers.next()
+        #expect(try LocalFirstTests.ids(#require(next)) == ["n2", "n3", "n4"], "the whole batch in one answer")
+        #expect(next?.body?.contains("Rye bread") == true && next?.body?.contains("Brown eggs") == true)
+        #expect(next?.hasPendingWrites == true && next?.isExact == true)
+    }
+
+    @Test func theTimerFollowsTheTablesWaitsWhenOfferedAndBacksOffWithoutNetwork() async throws {
+        let rig = try await FeedRig(.memory, followed: ["notes"])
+        try await rig.cacheTheLists()
+        rig.feed(Self.threeChanges[0], headers: ["Preference-Applied": "wait=20"])
+        await rig.rig.timer.fire()
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 10)
+        #expect(rig.feedServer.received.last?.header("Prefer") == nil, "not caught up before its first page")
+        rig.feed(headers: ["Preference-Applied": "wait=20"])
+        await rig.rig.timer.fire()
+        #expect(rig.feedServer.received.last?.header("Prefer") == "wait=20", "caught up, and the server offers it")
+
+        rig.feedServer.online = false
+        await rig.rig.timer.fire()
+        let tries = rig.feedServer.received.count
+        #expect(!rig.offline.online)
+        rig.feedServer.online = true
+        await rig.rig.timer.fire()
+        #expect(rig.feedServer.received.count == tries, "no pull before the retry time")
+        rig.rig.clock.advance(seconds: 31)
+        rig.feed(Self.threeChanges[1])
+        await rig.rig.timer.fire()
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 11 && rig.offline.online)
+    }
+}
+
+/// The keys of each batch a store wrote; can fail the next one.
+final class BatchLog: Sendable {
+    private let state = Mutex((batches: [[String]](), failNext: false))
+    func reset() { state.withLock { $0.batches = [] } }
+    func failNext() { state.withLock { $0.failNext = true } }
+    var all: [[String]] { state.withLock { $0.batches } }
+    /// Records `batch`, or throws when asked to fail it.
+    func record(_ batch: [StoreWrite]) throws {
+        try state.withLock { state in
+            if state.failNext {
+                state.failNext = false
+                throw StoreFailure()
+            }
+            state.batches.append(batch.map(\.key))
+        }
+    }
+}
+
+/// The failure ``BatchLog/failNext()`` makes.
+struct StoreFailure: Error {}
+
+/// A store that logs its batches in a ``BatchLog`` (a `set` or `delete` is a batch of one).
+final class BatchLogStore: OfflineStore {
+    let inner: any OfflineStore
+    let log: BatchLog
+    init(inner: any OfflineStore, log: BatchLog) {
+        self.inner = inner
+        self.log = log
+    }
+    func get(_ key: String) async throws -> String? { try await inner.get(key) }
+    func set(_ key: String, _ value: String) async throws { try await write([.set(key: key, value: value)]) }
+    func delete(_ key: String) async throws { try await write([.delete(key: key)]) }
+    func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
+    func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
+        try await inner.entries(prefix, after: after, limit: limit)
+    }
+    func write(_ batch: [StoreWrite]) async throws {
+        try log.record(batch)
+        try await inner.write(batch)
+    }
+    func compact() async throws { try await inner.compact() }
+    var capabilities: StoreCapabilities { inner.capabilities }
+}
