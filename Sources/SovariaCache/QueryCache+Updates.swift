@@ -48,7 +48,7 @@ extension QueryCache {
                 else { continue }
                 let key = CacheKeys.responseKey(id, entry)
                 switch update {
-                case .replaceBody(let base, let body) where current == base:
+                case .replaceBody(let base, let body) where Self.sameRecord(current, base):
                     let response = CachedResponse(
                         query: query, body: body, serverTime: current.serverTime, fetchedAt: current.fetchedAt,
                         isStale: current.isStale)
@@ -77,5 +77,13 @@ extension QueryCache {
             }
             return changed.map(\.response.query)
         }
+    }
+
+    /// Whether `a` and `b` are the same cached response as the store keeps it (times to the
+    /// millisecond: one read from memory holds the clock's full precision).
+    private static func sameRecord(_ a: CachedResponse, _ b: CachedResponse) -> Bool {
+        a.body == b.body && a.etag == b.etag && a.isStale == b.isStale
+            && CacheRecord.millis(a.serverTime) == CacheRecord.millis(b.serverTime)
+            && CacheRecord.millis(a.fetchedAt) == CacheRecord.millis(b.fetchedAt)
     }
 }

@@ -1,0 +1,139 @@
+import Foundation
+import Sovaria
+import SovariaCache
+import SovariaHTTP
+import SovariaPostgREST
+import SovariaQueue
+import SovariaSync
+import SovariaTestEngines
+import SovariaTestKit
+import SovariaTestServers
+import Testing
+
+/// Changes from other devices against the real PostgreSQL: the log `ChangeFeed.sql` keeps, read
+/// through the test server by `PostgRESTChangeFeed`. Device A writes through its controller;
+/// device B (the same user, another store) follows the feed and never fetches its lists.
+@Suite(.serialized) struct ChangeFeedEndToEndTests {
+    static let byTitle = PostgREST.select("notes", columns: "id,title,done", order: "title")
+    static let open = PostgREST.select("notes", columns: "id,title", where: [.eq("done", "false")], order: "id")
+    static let firstTwo = PostgREST.select("notes", columns: "id,title", order: "id", limit: 2)
+    static let reads = [byTitle, open, firstTwo]
+
+    /// Device B: a controller following `notes`, with the overlay that brings answers up to date.
+    static func follower(_ rig: HTTPRig, _ engine: HTTPEngine, folder: TemporaryFolder) async throws -> SovariaOffline {
+        let transport = URLSessionTransport(baseURL: rig.server.baseURL, apiKey: "test-anon-key", tokens: TestTokens())
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.memoryPressure = nil
+        configuration.timer = ManualTimer()
+        configuration.overlay = PostgRESTOverlay(
+            tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
+        configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"])
+        return try await SovariaOffline(
+            store: try await engine.open(folder.url), transport: transport, configuration: configuration)
+    }
+
+    /// Pulls until the feed has nothing more.
+    static func catchUp(_ offline: SovariaOffline) async throws -> [ChangeFeedPull] {
+        var pulls: [ChangeFeedPull] = []
+        repeat { pulls.append(try await offline.pullChanges(of: "notes")) } while pulls.last?.hasMore == true
+        return pulls
+    }
+
+    /// The server's own answer to `read` for alice, parsed.
+    static func serverAnswer(_ rig: HTTPRig, _ read: DataRequest) async throws -> NSArray? {
+        let response = try await rig.transport.send(read)
+        return try JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? NSArray
+    }
+
+    static func parsed(_ body: String?) throws -> NSArray? {
+        guard let body else { return nil }
+        return try JSONSerialization.jsonObject(with: Data(body.utf8)) as? NSArray
+    }
+
+    @Test(arguments: HTTPEngine.all)
+    func aDevicesInsertUpdateAndDeleteReachAnotherDeviceWithoutItFetchingItsLists(_ engine: HTTPEngine)
+        async throws
+    {
+        let rig = try await HTTPRig(engine)
+        for (id, title) in [("n1", "Milk"), ("n2", "Bread"), ("n3", "Eggs")] {
+            _ = try await rig.offline.write(insertNote(id, title: title))
+        }
+        let folder = try TemporaryFolder()
+        let device = try await Self.follower(rig, engine, folder: folder)
+        _ = try await Self.catchUp(device)  // the inserts before the lists were fetched: nothing changes
+        for read in Self.reads { _ = try await device.read(read, policy: .networkOnly) }
+        let before = try await rig.server.requests().count
+
+        _ = try await rig.offline.write(insertNote("n4", title: "Apples"))
+        _ = try await rig.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "n2")], json: #"{"title":"Rye bread","done":true}"#))
+        _ = try await rig.offline.write(PostgREST.delete(from: "notes", where: [.eq("id", "n1")]))
+        let pulls = try await Self.catchUp(device)
+        #expect(pulls.reduce(0) { $0 + $1.changes } == 3, "\(pulls)")
+
+        let asked = try await rig.server.requests().dropFirst(before).filter { $0.method == "GET" }.map(\.path)
+        #expect(asked.allSatisfy { $0.hasPrefix("/rest/v1/sovaria_feed?") }, "only feed reads: \(asked)")
+        for read in [Self.byTitle, Self.open] {
+            let local = try await device.read(read, policy: .cacheOnly)
+            #expect(local.isExact && local.source != .network, "\(local.inexactReasons) \(pulls)")
+            #expect(try Self.parsed(local.body) == (try await Self.serverAnswer(rig, read)), "\(read.path)")
+        }
+        // The page lost its first row: stale, then fetched once by a network-policy read.
+        let page = try await device.read(Self.firstTwo)
+        #expect(page.source == .network)
+        #expect(try Self.parsed(page.body) == (try await Self.serverAnswer(rig, Self.firstTwo)))
+        await device.close()
+    }
+
+    @Test(arguments: HTTPEngine.all)
+    func bobsChangesNeverReachAliceAndARowGivenToBobLeavesHerAnswers(_ engine: HTTPEngine) async throws {
+        let rig = try await HTTPRig(engine)
+        _ = try await rig.offline.write(insertNote("n1", title: "Alice's"))
+        _ = try await rig.offline.write(insertNote("n2", title: "Alice's, then Bob's"))
+        let folder = try TemporaryFolder()
+        let device = try await Self.follower(rig, engine, folder: folder)
+        _ = try await Self.catchUp(device)
+        _ = try await device.read(Self.byTitle, policy: .networkOnly)
+
+        _ = try await rig.server.query("INSERT INTO notes (id, owner, title) VALUES ('b1', 'bob', 'Bob''s')")
+        _ = try await rig.server.query("UPDATE notes SET owner = 'bob' WHERE id = 'n2'")
+        let pulls = try await Self.catchUp(device)
+        #expect(pulls.reduce(0) { $0 + $1.changes } == 1, "n2's delete for alice, nothing of b1: \(pulls)")
+        let local = try await device.read(Self.byTitle, policy: .cacheOnly)
+        let ids = try LocalFirstIDs.ids(local.body)
+        #expect(ids == ["n1"] && local.isExact)
+        #expect(try Self.parsed(local.body) == (try await Self.serverAnswer(rig, Self.byTitle)))
+        await device.close()
+    }
+
+    @Test(arguments: HTTPEngine.all)
+    func aCheckpointPastTheRetentionMustRefetch(_ engine: HTTPEngine) async throws {
+        let rig = try await HTTPRig(engine)
+        _ = try await rig.offline.write(insertNote("n1", title: "Kept"))
+        let folder = try TemporaryFolder()
+        let device = try await Self.follower(rig, engine, folder: folder)
+        _ = try await Self.catchUp(device)
+        _ = try await device.read(Self.byTitle, policy: .networkOnly)
+        _ = try await rig.offline.write(insertNote("n2", title: "Trimmed away"))
+        _ = try await rig.server.query("SELECT sovaria_trim_changes('0 seconds')")
+
+        let pulls = try await Self.catchUp(device)
+        #expect(pulls.contains { $0.mustRefetch && $0.staleAnswers == 1 }, "\(pulls)")
+        #expect(device.status.changeFeeds["notes"]?.mustRefetchCount == 1)
+        let local = try await device.read(Self.byTitle, policy: .cacheOnly)
+        #expect(!local.isExact, "stale until fetched")
+        let fetched = try await device.read(Self.byTitle)
+        let ids = try LocalFirstIDs.ids(fetched.body)
+        #expect(fetched.source == .network && ids == ["n1", "n2"])
+        await device.close()
+    }
+}
+
+/// The ids of a JSON array of rows.
+enum LocalFirstIDs {
+    static func ids(_ body: String?) throws -> [String] {
+        struct Row: Decodable { var id: String }
+        guard let body else { return [] }
+        return try JSONDecoder().decode([Row].self, from: Data(body.utf8)).map(\.id)
+    }
+}
