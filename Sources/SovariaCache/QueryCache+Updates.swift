@@ -53,7 +53,8 @@ extension QueryCache {
                         query: query, body: body, serverTime: current.serverTime, fetchedAt: current.fetchedAt,
                         isStale: current.isStale)
                     let moved = CacheKeys.responseKey(
-                        id, .init(serverTimeMillis: entry.serverTimeMillis, sizeBytes: response.sizeBytes, generation: 0))
+                        id,
+                        .init(serverTimeMillis: entry.serverTimeMillis, sizeBytes: response.sizeBytes, generation: 0))
                     writes.append(.set(key: moved, value: CacheRecord.encode(response)))
                     if moved != key { writes.append(.delete(key: key)) }
                     changed.append((id, entry, response))

@@ -103,7 +103,9 @@ public struct PostgRESTChangeFeed: ChangeFeed {
             guard case .object? = object["row"], let row = object["row"] else {
                 throw malformed("an upsert without its row")
             }
-            return (position, RowChange(position: position, table: changed, key: key, operation: .upsert(row: row.text)))
+            return (
+                position, RowChange(position: position, table: changed, key: key, operation: .upsert(row: row.text))
+            )
         case "delete":
             return (position, RowChange(position: position, table: changed, key: key, operation: .delete))
         default:

@@ -38,7 +38,8 @@ extension SovariaOffline {
     public func pullChanges(of table: String, wait: Duration? = nil) async throws -> ChangeFeedPull {
         try checkOpen()
         guard let feed = configuration.changeFeed else {
-            throw ChangeFeedError(.noFeed, table: table, "This controller has no change feed: set Configuration.changeFeed.")
+            throw ChangeFeedError(
+                .noFeed, table: table, "This controller has no change feed: set Configuration.changeFeed.")
         }
         return try await feedGate.withGate { _ in
             let checkpoint = try await feedCheckpoint(of: table)
@@ -58,7 +59,8 @@ extension SovariaOffline {
             let pulled = try await apply(page, of: table, after: checkpoint, feed: feed)
             state.withLock { state in
                 state.feedOffersWaiting[table] = page.offersWaiting
-                var status = state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
+                var status =
+                    state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
                 status.position = pulled.position
                 status.isCaughtUp = !page.hasMore
                 status.mustRefetchCount += page.mustRefetch ? 1 : 0
@@ -126,7 +128,8 @@ extension SovariaOffline {
             }
         }
         let position = page.position ?? page.changes.last?.position
-        let moveCheckpoint: [StoreWrite] = position.map { [.set(key: Self.feedPrefix + table, value: String($0))] } ?? []
+        let moveCheckpoint: [StoreWrite] =
+            position.map { [.set(key: Self.feedPrefix + table, value: String($0))] } ?? []
         let changed = try await cache.update(updates, alongWith: moveCheckpoint)
         state.withLock { $0.feedApplies[table, default: 0] += 1 }
         if !changed.isEmpty { signals.changed(table: table) }
@@ -188,7 +191,9 @@ extension SovariaOffline {
         await withTaskGroup(of: Bool.self) { group in
             for table in tables {
                 group.addTask {
-                    let waits = self.state.withLock { $0.feedOffersWaiting[table] == true && $0.feeds[table]?.isCaughtUp == true }
+                    let waits = self.state.withLock {
+                        $0.feedOffersWaiting[table] == true && $0.feeds[table]?.isCaughtUp == true
+                    }
                     do {
                         try await self.pullChanges(of: table, wait: waits ? self.configuration.feedWait : nil)
                         return true

@@ -10,7 +10,9 @@ import Testing
 /// effect), stale marks, and the writes that ride in the same batch.
 @Suite(.sharedPostgresDatabase) struct QueryCacheUpdateTests {
     @Test(arguments: CacheEngine.all)
-    func aReplacedBodyKeepsItsPlaceInEvictionOrderDropsItsETagAndRidesWithTheExtraWrites(engine: CacheEngine)
+    func aReplacedBodyKeepsItsPlaceInEvictionOrderDropsItsETagAndRidesWithTheExtraWrites(
+        engine: CacheEngine
+    )
         async throws
     {
         let folder = try TemporaryFolder()

@@ -51,7 +51,9 @@ import Testing
     }
 
     @Test(arguments: HTTPEngine.all)
-    func aDevicesInsertUpdateAndDeleteReachAnotherDeviceWithoutItFetchingItsLists(_ engine: HTTPEngine)
+    func aDevicesInsertUpdateAndDeleteReachAnotherDeviceWithoutItFetchingItsLists(
+        _ engine: HTTPEngine
+    )
         async throws
     {
         let rig = try await HTTPRig(engine)

@@ -17,7 +17,8 @@ import Testing
     static let all = PostgREST.select("notes", columns: "id,title,done", order: "id")
     static let open = PostgREST.select("notes", columns: "id,title", where: [.eq("done", "false")], order: "title")
     static let firstTwo = PostgREST.select("notes", columns: "id,title,done", order: "id", limit: 2)
-    static let server = #"[{"id":"n1","title":"Milk","done":false},{"id":"n2","title":"Bread","done":true},"#
+    static let server =
+        #"[{"id":"n1","title":"Milk","done":false},{"id":"n2","title":"Bread","done":true},"#
         + #"{"id":"n3","title":"Eggs","done":false}]"#
 
     /// A controller whose feed is read from `feedServer`; the lists come from `rig.transport`.
@@ -26,7 +27,9 @@ import Testing
         let feedServer = ScriptedTransport()
         var offline: SovariaOffline { rig.offline }
 
-        init(_ engine: SyncEngine, store wrap: Rig.Wrap? = nil, followed: [String] = [])
+        init(
+            _ engine: SyncEngine, store wrap: Rig.Wrap? = nil, followed: [String] = []
+        )
             async throws
         {
             let feedServer = feedServer
@@ -55,7 +58,8 @@ import Testing
 
         /// The feed's next answer: `rows`, JSON objects of the view's columns.
         func feed(_ rows: String..., headers: [String: String] = [:]) {
-            feedServer.answer(DataResponse(status: 200, headers: headers, body: "[" + rows.joined(separator: ",") + "]"))
+            feedServer.answer(
+                DataResponse(status: 200, headers: headers, body: "[" + rows.joined(separator: ",") + "]"))
         }
     }
 
@@ -106,8 +110,10 @@ import Testing
 
         // The stale page is fetched on its next network-policy read, and only it.
         rig.rig.transport.answer(
-            DataResponse(status: 200, body: #"[{"id":"n2","title":"Bread","done":true},"#
-                + #"{"id":"n3","title":"Brown eggs","done":false}]"#))
+            DataResponse(
+                status: 200,
+                body: #"[{"id":"n2","title":"Bread","done":true},"#
+                    + #"{"id":"n3","title":"Brown eggs","done":false}]"#))
         let page = try await rig.offline.read(Self.firstTwo)
         #expect(page.source == .network && rig.rig.transport.received.count == fetches + 1)
         let asked = rig.feedServer.received.map(\.path)
@@ -176,14 +182,20 @@ import Testing
     }
 
     @Test(arguments: [
-        ("a position going back", [upsert(10, #"{"id":"n4","title":"A","done":false}"#), delete(9, "n1")],
-         ChangeFeedError.Code.positionWentBack),
+        (
+            "a position going back", [upsert(10, #"{"id":"n4","title":"A","done":false}"#), delete(9, "n1")],
+            ChangeFeedError.Code.positionWentBack
+        ),
         ("an unknown op", [#"{"position":5,"table":"notes","key":"n1","op":"merge","row":null}"#], .malformedChange),
-        ("an upsert without a row", [#"{"position":5,"table":"notes","key":"n1","op":"upsert","row":null}"#],
-         .malformedChange),
+        (
+            "an upsert without a row", [#"{"position":5,"table":"notes","key":"n1","op":"upsert","row":null}"#],
+            .malformedChange
+        ),
         ("another table", [#"{"position":5,"table":"lists","key":"l1","op":"delete","row":null}"#], .unexpectedTable),
     ])
-    func aPageThatCannotBeAppliedIsRefused(_ name: String, _ rows: [String], _ code: ChangeFeedError.Code)
+    func aPageThatCannotBeAppliedIsRefused(
+        _ name: String, _ rows: [String], _ code: ChangeFeedError.Code
+    )
         async throws
     {
         let rig = try await FeedRig(.memory)
