@@ -55,7 +55,7 @@ public struct PostgRESTChangeFeed: ChangeFeed {
 
     /// One page of `table`'s changes after `position`.
     ///
-    /// - Throws: ``ChangeFeedError`` with `unexpectedStatus` for an answer that is not 2xx,
+    /// - Throws: `ChangeFeedError` with `unexpectedStatus` for an answer that is not 2xx,
     ///   `malformedChange` for a body that is not an array of changes; the transport's errors.
     public func changes(of table: String, after position: Int64?, wait: Duration?) async throws -> ChangeFeedPage {
         let response = try await transport.send(request(of: table, after: position, wait: wait))
