@@ -13,6 +13,10 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
     /// The cached answer was marked stale by a sync of an earlier run: a write synced then may
     /// not show until the answer is fetched again.
     case staleAfterEarlierSync
+    /// The change feed marked the cached answer stale: changes on the server could not be
+    /// applied to it exactly (<doc:ChangesFromOtherDevices>); it is fetched again at its next
+    /// network-policy read.
+    case staleAfterServerChanges
     /// Writes wait for the read's table, but no ``OverlayEvaluator`` is configured
     /// (``SovariaOffline/Configuration/overlay``): they are not applied.
     case noOverlayEvaluator
@@ -93,6 +97,8 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .staleAfterEarlierSync:
             "the cached answer is stale: a write synced before this run may not show until it is fetched again"
+        case .staleAfterServerChanges:
+            "the cached answer is stale: changes on the server could not be applied to it, it is fetched again next"
         case .noOverlayEvaluator: "pending writes are not applied: no overlay evaluator is configured"
         case .unsupportedReadFeature(let feature): "the read uses \(feature), which the overlay does not evaluate"
         case .cachedAnswerNotRows: "the cached answer is not a JSON array of rows"

@@ -43,6 +43,8 @@ extension SovariaOffline {
         }
         return try await feedGate.withGate { _ in
             let checkpoint = try await feedCheckpoint(of: table)
+            // The writes synced before the feed is read: a page that reaches the log's end holds them.
+            let syncedBefore = synced.count
             let page: ChangeFeedPage
             do {
                 page = try await feed.changes(of: table, after: checkpoint, wait: wait)
@@ -56,7 +58,7 @@ extension SovariaOffline {
                 throw error
             }
             reachedServer()
-            let pulled = try await apply(page, of: table, after: checkpoint, feed: feed)
+            let pulled = try await apply(page, of: table, after: checkpoint, syncedBefore: syncedBefore, feed: feed)
             state.withLock { state in
                 state.feedOffersWaiting[table] = page.offersWaiting
                 var status =
@@ -82,6 +84,13 @@ extension SovariaOffline {
         return Int64(text)
     }
 
+    /// Whether a change feed follows `table`: it is one of the ``Configuration/followedTables``,
+    /// was pulled in this run, or has a checkpoint.
+    func isFollowingFeed(of table: String) async throws -> Bool {
+        if configuration.followedTables.contains(table) || state.withLock({ $0.feeds[table] != nil }) { return true }
+        return try await feedCheckpoint(of: table) != nil
+    }
+
     /// Checks that `page` is `table`'s, in order, after `checkpoint`.
     private static func check(_ page: ChangeFeedPage, of table: String, after checkpoint: Int64?) throws {
         var last = checkpoint
@@ -105,32 +114,54 @@ extension SovariaOffline {
     /// Applies `page` to `table`'s cached answers and moves the checkpoint from `checkpoint`, in one
     /// store batch.
     private func apply(
-        _ page: ChangeFeedPage, of table: String, after checkpoint: Int64?, feed: any ChangeFeed
+        _ page: ChangeFeedPage, of table: String, after checkpoint: Int64?, syncedBefore: UInt64,
+        feed: any ChangeFeed
     ) async throws -> ChangeFeedPull {
         let writes = page.changes.map {
             OverlayWrite(id: "feed:\($0.position)", request: feed.write(for: $0), isPending: false)
         }
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
-        if !page.changes.isEmpty || page.mustRefetch {
-            for query in try await cachedQueries(of: table).sorted() where query.utf8.starts(with: "GET ".utf8) {
-                guard let cached = try await cache.cachedResponse(for: query) else { continue }
-                let read = DataRequest(method: "GET", path: String(query.dropFirst(4)))
-                if !page.mustRefetch, !cached.isStale, let overlay = configuration.overlay {
-                    let answer = overlay.answer(read, cachedBody: cached.body, writes: writes, related: [])
-                    if answer.inexactReasons.isEmpty, !answer.wantsRelatedAnswers, let body = answer.body {
-                        if body != cached.body { updates.append(.replaceBody(base: cached, body: body)) }
-                        continue
-                    }
-                }
-                if !cached.isStale { updates.append(.markStale(query: query)) }
-                if cache.isBeingRead(query) { refetch.append(read) }
+        var current: [String] = []
+        for query in try await cachedQueries(of: table).sorted() where query.utf8.starts(with: "GET ".utf8) {
+            guard let cached = try await cache.cachedResponse(for: query) else { continue }
+            guard !page.changes.isEmpty || page.mustRefetch else {
+                if !cached.isStale { current.append(query) }
+                continue
             }
+            let read = DataRequest(method: "GET", path: String(query.dropFirst(4)))
+            if !page.mustRefetch, !cached.isStale, let overlay = configuration.overlay {
+                let answer = overlay.answer(read, cachedBody: cached.body, writes: writes, related: [])
+                if answer.inexactReasons.isEmpty, !answer.wantsRelatedAnswers, let body = answer.body {
+                    if body != cached.body { updates.append(.replaceBody(base: cached, body: body)) }
+                    current.append(query)
+                    continue
+                }
+            }
+            if !cached.isStale { updates.append(.markStale(query: query)) }
+            if cache.isBeingRead(query) { refetch.append(read) }
         }
         let position = page.position ?? page.changes.last?.position
         let moveCheckpoint: [StoreWrite] =
             position.map { [.set(key: Self.feedPrefix + table, value: String($0))] } ?? []
         let changed = try await cache.update(updates, alongWith: moveCheckpoint)
+        if !page.changes.isEmpty || page.mustRefetch {
+            // Every answer the page was not applied to misses its changes until it is fetched.
+            let applied = Set(current)
+            synced.markedStaleByFeed(
+                try await cachedQueries(of: table).filter { $0.utf8.starts(with: "GET ".utf8) && !applied.contains($0) }
+            )
+        }
+        if !page.hasMore {
+            // Read to the log's end: the answers brought up to date hold every write synced
+            // before the read (its echo, or a later change of its row), and stop applying them.
+            // One whose update turned into a stale mark (a fetch replaced it) is left alone.
+            var held: [String] = []
+            for query in current where try await cache.cachedResponse(for: query)?.isStale == false {
+                held.append(query)
+            }
+            synced.caughtUp(held, since: syncedBefore)
+        }
         state.withLock { $0.feedApplies[table, default: 0] += 1 }
         if !changed.isEmpty { signals.changed(table: table) }
         for read in refetch { refetchBehind(read) }
@@ -153,6 +184,7 @@ extension SovariaOffline {
         signals.statusChanged()
         let queries = try await cachedQueries(of: table).sorted().filter { $0.utf8.starts(with: "GET ".utf8) }
         let changed = try await cache.update(queries.map { .markStale(query: $0) }, alongWith: [])
+        synced.markedStaleByFeed(queries)
         if !changed.isEmpty { signals.changed(table: table) }
         for query in queries where cache.isBeingRead(query) {
             refetchBehind(DataRequest(method: "GET", path: String(query.dropFirst(4))))

@@ -65,7 +65,9 @@ extension SovariaOffline {
             body: server?.response?.body, response: server?.response, source: server?.source ?? .none,
             isRefreshing: server?.isRefreshing ?? false, inexactReasons: [], pendingRows: [])
         let local = try await overlay(request, on: server?.response?.body, fresh: fresh)
-        if server?.response?.isStale == true, let table = api.table(of: request),
+        if server?.response?.isStale == true, synced.isStaleAfterFeed(Self.cacheKey(of: request)) {
+            answer.inexactReasons = [.staleAfterServerChanges]
+        } else if server?.response?.isStale == true, let table = api.table(of: request),
             synced.writes(notIn: Self.cacheKey(of: request), table: table, api: api).isEmpty
         {
             // Marked stale by a sync this run does not know of (one before a restart): the write

@@ -19,9 +19,14 @@ extension SovariaOffline {
         state.withLock { _ = $0.queriesByTable?[table, default: []].insert(query) }
     }
 
+    /// Marks the cached answers of `request`'s table stale after one of this run's writes to it
+    /// synced (the synced write overlays them until they are fetched again), unless a change
+    /// feed follows the table (``isFollowingFeed(of:)``): then the feed brings the write's echo, with
+    /// what the server added to the row, into the answers in place.
     func markTableStale(of request: DataRequest) async throws {
         let known = try await queriesByTable()
         guard !known.isEmpty, let table = api.table(of: request) else { return }
+        if configuration.changeFeed != nil, try await isFollowingFeed(of: table) { return }
         for query in known[table] ?? [] { try await cache.markStale(query) }
     }
 

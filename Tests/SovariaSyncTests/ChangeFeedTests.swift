@@ -268,6 +268,46 @@ import Testing
         #expect(next?.hasPendingWrites == true && next?.isExact == true)
     }
 
+    @Test(arguments: SyncEngine.all)
+    func theEchoOfAnOwnSyncedWriteDoesNotFlickerAndALaterChangeByAnotherDeviceWins(
+        _ engine: SyncEngine
+    )
+        async throws
+    {
+        let rig = try await FeedRig(engine)
+        try await rig.cacheTheLists()
+        rig.feed()
+        try await rig.offline.pullChanges(of: "notes")  // the device follows the table
+        rig.rig.transport.answer(DataResponse(status: 200, body: #"[{"id":"n2","title":"Mine","done":true}]"#))
+        _ = try await rig.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "n2")], json: #"{"title":"Mine"}"#))
+        #expect(try await rig.offline.read(Self.all, policy: .cacheOnly).body?.contains("Mine") == true)
+
+        rig.feed(Self.upsert(20, #"{"id":"n2","title":"Mine","done":true}"#))  // the echo
+        try await rig.offline.pullChanges(of: "notes")
+        let echoed = try await rig.offline.read(Self.all, policy: .cacheOnly)
+        #expect(echoed.body?.contains("Mine") == true && echoed.isExact)
+
+        rig.feed(Self.upsert(21, #"{"id":"n2","title":"Theirs","done":true}"#))  // another device, later
+        try await rig.offline.pullChanges(of: "notes")
+        let later = try await rig.offline.read(Self.all, policy: .cacheOnly)
+        #expect(later.body?.contains("Theirs") == true && later.body?.contains("Mine") == false, "\(later.body ?? "")")
+        #expect(later.isExact)
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func anAnswerTheFeedMarkedStaleIsNeverCalledExactEvenWithSyncedWrites(_ engine: SyncEngine) async throws {
+        let rig = try await FeedRig(engine)
+        try await rig.cacheTheLists()
+        rig.rig.transport.answer(DataResponse(status: 201))
+        _ = try await rig.offline.write(
+            PostgREST.insert(into: "notes", json: #"{"id":"n9","title":"Synced","done":false}"#, returning: false))
+        rig.feed(Self.delete(30, "n1"))  // the limit page loses a row: stale
+        try await rig.offline.pullChanges(of: "notes")
+        let page = try await rig.offline.read(Self.firstTwo, policy: .cacheOnly)
+        #expect(!page.isExact && page.inexactReasons.contains(.staleAfterServerChanges), "\(page.inexactReasons)")
+    }
+
     @Test func theTimerFollowsTheTablesWaitsWhenOfferedAndBacksOffWithoutNetwork() async throws {
         let rig = try await FeedRig(.memory, followed: ["notes"])
         try await rig.cacheTheLists()

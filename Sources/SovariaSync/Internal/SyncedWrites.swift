@@ -16,6 +16,8 @@ final class SyncedWrites: Sendable {
         var baselines: [String: UInt64] = [:]
         /// The sync count when each running fetch started, until its answer is stored.
         var started: [String: UInt64] = [:]
+        /// The queries a change feed marked stale in this run, until an answer is fetched.
+        var staleAfterFeed: Set<String> = []
     }
 
     /// Synced writes kept; past this the oldest go (their answers may then flicker once).
@@ -39,9 +41,34 @@ final class SyncedWrites: Sendable {
     /// The answer of `query` was stored: it holds the writes synced before its fetch started.
     func stored(_ query: String) {
         state.withLock { state in
+            state.staleAfterFeed.remove(query)
             guard let started = state.started.removeValue(forKey: query) else { return }
             state.baselines[query] = max(state.baselines[query] ?? 0, started)
         }
+    }
+
+    /// How many writes synced so far in this run: a change feed that caught up after reading
+    /// from this count on holds them all (``caughtUp(_:since:)``).
+    var count: UInt64 { state.withLock { $0.count } }
+
+    /// The answers of `queries` were brought up to date by a change feed that read the log to
+    /// its end after `count` writes had synced: they hold those writes (their echoes, or later
+    /// changes of their rows), so the overlay applies them no more.
+    func caughtUp(_ queries: [String], since count: UInt64) {
+        state.withLock { state in
+            for query in queries { state.baselines[query] = max(state.baselines[query] ?? 0, count) }
+        }
+    }
+
+    /// A change feed marked the cached answer of each of `queries` stale.
+    func markedStaleByFeed(_ queries: [String]) {
+        state.withLock { $0.staleAfterFeed.formUnion(queries) }
+    }
+
+    /// Whether a change feed marked the cached answer of `query` stale, and no answer was
+    /// fetched since.
+    func isStaleAfterFeed(_ query: String) -> Bool {
+        state.withLock { $0.staleAfterFeed.contains(query) }
     }
 
     /// The sync count the cached answer of `query` holds (0: fetched before this run).
