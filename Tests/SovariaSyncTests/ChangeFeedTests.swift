@@ -338,6 +338,8 @@ final class BatchLog: Sendable {
     private let state = Mutex((batches: [[String]](), failNext: false))
     func reset() { state.withLock { $0.batches = [] } }
     func failNext() { state.withLock { $0.failNext = true } }
+    /// Takes back a ``failNext()`` no batch used.
+    func clearFailure() { state.withLock { $0.failNext = false } }
     var all: [[String]] { state.withLock { $0.batches } }
     /// Records `batch`, or throws when asked to fail it.
     func record(_ batch: [StoreWrite]) throws {
