@@ -12,6 +12,7 @@ enum BenchSection: String, CaseIterable {
     case objects
     case workload
     case bytes
+    case changeFeed = "change-feed"
 
     static var allNames: [String] { allCases.map(\.rawValue) }
 
@@ -29,6 +30,9 @@ enum BenchSection: String, CaseIterable {
         case .objects: "Codable objects: ObjectStore against JSONEncoder/Decoder and the byte API by hand, same engine"
         case .workload:
             "YCSB workloads A–F (and traces): every store on one operation stream, the C library on the same"
+        case .changeFeed:
+            "Change feed: 100 cached answers brought up to date by the feed against refetching them; a page "
+                + "per engine beside the store's batch; a live query after another device's write"
         case .bytes:
             "Byte values: set(data:)/data() against a same-length string and against base64 in a string, same run"
         }

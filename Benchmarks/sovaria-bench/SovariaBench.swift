@@ -86,6 +86,9 @@ enum SovariaBench {
         if options.runs(.bytes) {
             report.measurements += try await BytesSection(options: options, progress: progress).run()
         }
+        if options.runs(.changeFeed) {
+            report.measurements += try await ChangeFeedSection(options: options, progress: progress).run()
+        }
         progress.finish()
         await BenchPostgres.stop()
         report.computeRatios()

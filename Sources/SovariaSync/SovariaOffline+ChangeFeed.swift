@@ -58,9 +58,10 @@ extension SovariaOffline {
                 throw error
             }
             reachedServer()
-            let pulled = try await apply(page, of: table, after: checkpoint, syncedBefore: syncedBefore, feed: feed)
+            let (pulled, changedAnswers, refetch) = try await apply(
+                page, of: table, after: checkpoint, syncedBefore: syncedBefore, feed: feed)
             state.withLock { state in
-                state.feedOffersWaiting[table] = page.offersWaiting
+                if wait != nil || page.offersWaiting { state.feedOffersWaiting[table] = page.offersWaiting }
                 var status =
                     state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
                 status.position = pulled.position
@@ -69,7 +70,10 @@ extension SovariaOffline {
                 status.lastError = nil
                 state.feeds[table] = status
             }
+            // The status first: a live query that wakes on the answers finds it current.
             signals.statusChanged()
+            if changedAnswers { signals.changed(table: table) }
+            for read in refetch { refetchBehind(read) }
             return pulled
         }
     }
@@ -112,11 +116,12 @@ extension SovariaOffline {
     }
 
     /// Applies `page` to `table`'s cached answers and moves the checkpoint from `checkpoint`, in one
-    /// store batch.
+    /// store batch; returns what it did, whether an answer changed, and the reads a live query
+    /// shows that must be fetched again (the caller signals and fetches once the status is set).
     private func apply(
         _ page: ChangeFeedPage, of table: String, after checkpoint: Int64?, syncedBefore: UInt64,
         feed: any ChangeFeed
-    ) async throws -> ChangeFeedPull {
+    ) async throws -> (pull: ChangeFeedPull, changedAnswers: Bool, refetch: [DataRequest]) {
         let writes = page.changes.map {
             OverlayWrite(id: "feed:\($0.position)", request: feed.write(for: $0), isPending: false)
         }
@@ -162,14 +167,13 @@ extension SovariaOffline {
             }
             synced.caughtUp(held, since: syncedBefore)
         }
-        state.withLock { $0.feedApplies[table, default: 0] += 1 }
-        if !changed.isEmpty { signals.changed(table: table) }
-        for read in refetch { refetchBehind(read) }
+        if !page.changes.isEmpty || page.mustRefetch { state.withLock { $0.feedApplies[table, default: 0] += 1 } }
         let stale = updates.count { if case .markStale = $0 { true } else { false } }
-        return ChangeFeedPull(
+        let pull = ChangeFeedPull(
             changes: page.changes.count, updatedAnswers: updates.count - stale, staleAnswers: stale,
             position: position ?? checkpoint, mustRefetch: page.mustRefetch,
             hasMore: page.hasMore)
+        return (pull, !changed.isEmpty, refetch)
     }
 
     /// A page of `table` could not be applied: its cached answers go stale (what a live query
@@ -197,15 +201,16 @@ extension SovariaOffline {
         Task { _ = try? await self.readThroughCache(read, policy: .networkOnly, maxAge: nil) }
     }
 
-    /// How many pages of `table` were applied in this run: a fetch that saw it change while it
-    /// ran may lack what they brought.
+    /// How many pages of `table` with changes were applied in this run: a fetch that saw it
+    /// change while it ran may lack what they brought.
     func feedApplies(of request: DataRequest) -> Int {
         guard let table = api.table(of: request) else { return 0 }
         return state.withLock { $0.feedApplies[table] ?? 0 }
     }
 
-    /// The timer's pull of the followed tables: each at once, a caught-up one that the feed offers
-    /// waiting for with ``Configuration/feedWait``. Skipped offline until the flush's retry time, and
+    /// The timer's pull of the followed tables: each at once, to the log's end; a caught-up one
+    /// that the feed offers waiting for with ``Configuration/feedWait``, again after each wait
+    /// that brought changes. Skipped offline until the flush's retry time, and
     /// after an error until the backoff passes; a table whose page could not be applied waits for
     /// a ``pullChanges(of:wait:)`` call.
     func feedTimerFired() async {
@@ -223,12 +228,20 @@ extension SovariaOffline {
         await withTaskGroup(of: Bool.self) { group in
             for table in tables {
                 group.addTask {
-                    let waits = self.state.withLock {
-                        $0.feedOffersWaiting[table] == true && $0.feeds[table]?.isCaughtUp == true
-                    }
                     do {
-                        try await self.pullChanges(of: table, wait: waits ? self.configuration.feedWait : nil)
-                        return true
+                        while true {
+                            let waits =
+                                self.configuration.feedWait > .zero
+                                && self.state.withLock {
+                                    // Asked until a page asked to wait comes back without it.
+                                    $0.feedOffersWaiting[table] != false && $0.feeds[table]?.isCaughtUp == true
+                                }
+                            let pulled = try await self.pullChanges(
+                                of: table, wait: waits ? self.configuration.feedWait : nil)
+                            // On at once while pages are full, and while a wait brings changes (the
+                            // next one waits again): a long poll follows the table between ticks.
+                            guard pulled.hasMore || (waits && pulled.changes > 0) else { return true }
+                        }
                     } catch {
                         return false
                     }

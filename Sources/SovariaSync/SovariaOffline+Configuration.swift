@@ -73,7 +73,8 @@ extension SovariaOffline {
         /// How often the followed tables' feeds are read. Default: 1 second.
         public var feedPollInterval: Duration = .seconds(1)
         /// How long a caught-up read may wait at the server for a change, when the feed offers
-        /// that (a long poll): a change then arrives as it commits, not at the next poll.
+        /// that (a long poll): a change then arrives as it commits, not at the next poll, and the
+        /// controller waits again at once after each change. `.zero`: never wait (poll).
         /// Default: 20 seconds.
         public var feedWait: Duration = .seconds(20)
 

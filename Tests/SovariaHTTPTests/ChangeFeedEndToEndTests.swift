@@ -20,7 +20,10 @@ import Testing
     static let reads = [byTitle, open, firstTwo]
 
     /// Device B: a controller following `notes`, with the overlay that brings answers up to date.
-    static func follower(_ rig: HTTPRig, _ engine: HTTPEngine, folder: TemporaryFolder) async throws -> SovariaOffline {
+    /// With `following`, it follows `notes` on its own (a real timer, long-polling).
+    static func follower(
+        _ rig: HTTPRig, _ engine: HTTPEngine, folder: TemporaryFolder, following: Bool = false
+    ) async throws -> SovariaOffline {
         let transport = URLSessionTransport(baseURL: rig.server.baseURL, apiKey: "test-anon-key", tokens: TestTokens())
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.memoryPressure = nil
@@ -28,6 +31,11 @@ import Testing
         configuration.overlay = PostgRESTOverlay(
             tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
         configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"])
+        if following {
+            configuration.timer = TaskSyncTimer()
+            configuration.followedTables = ["notes"]
+            configuration.feedPollInterval = .milliseconds(50)
+        }
         return try await SovariaOffline(
             store: try await engine.open(folder.url), transport: transport, configuration: configuration)
     }
@@ -84,6 +92,30 @@ import Testing
         let page = try await device.read(Self.firstTwo)
         #expect(page.source == .network)
         #expect(try Self.parsed(page.body) == (try await Self.serverAnswer(rig, Self.firstTwo)))
+        await device.close()
+    }
+
+    @Test(arguments: HTTPEngine.all)
+    func aLiveQueryFollowingTheFeedShowsAnotherDevicesWriteWithoutAFetch(_ engine: HTTPEngine) async throws {
+        let rig = try await HTTPRig(engine)
+        _ = try await rig.offline.write(insertNote("n1", title: "Before"))
+        let folder = try TemporaryFolder()
+        let device = try await Self.follower(rig, engine, folder: folder, following: true)
+        var answers = device.observe(Self.byTitle).makeAsyncIterator()
+        while let answer = try await answers.next(), answer.body?.contains("Before") != true {}
+        let before = try await rig.server.requests().count
+
+        _ = try await rig.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"title":"After"}"#))
+        var shown: LocalRead?
+        while let answer = try await answers.next() {
+            shown = answer
+            if answer.body?.contains("After") == true { break }
+        }
+        #expect(shown?.isExact == true && shown?.body?.contains("Before") == false)
+        let asked = try await rig.server.requests().dropFirst(before).filter { $0.method == "GET" }.map(\.path)
+        #expect(asked.allSatisfy { $0.hasPrefix("/rest/v1/sovaria_feed?") }, "only feed reads: \(asked)")
+        #expect(device.status.changeFeeds["notes"]?.isCaughtUp == true)
         await device.close()
     }
 

@@ -1,0 +1,222 @@
+import Foundation
+import Sovaria
+import SovariaPostgREST
+import SovariaQueue
+import SovariaSync
+import Synchronization
+
+/// The change feed: 100 cached answers of a 1,000-row table (each the 10 rows of one `qty`)
+/// brought up to date by the feed against fetching them again, with a server in the process
+/// (what the client costs; a real server adds its own time and a round trip per request).
+/// - Bytes and time after 10 changed rows: the feed's page against the 100 answers refetched.
+/// - Catch-up after 10,000 changes while offline: pages of 500 against the 100 answers.
+/// - A page of 500 changes applied to the 100 answers, per engine, beside the store's own batch
+///   of the same writes.
+/// - A live query's answer after another device's commit, over the test server and PostgreSQL
+///   (`ChangeFeedLatency.swift`), long-polled and polled every second.
+struct ChangeFeedSection {
+    let options: BenchOptions
+    let progress: Progress
+
+    static let rowCount = 1_000
+    static let answerCount = 100
+
+    /// The cached answers: the rows of each `qty`.
+    static let reads = (0..<answerCount).map {
+        PostgREST.select("items", where: [.eq("qty", String($0))], order: "id")
+    }
+
+    static let overlay = PostgRESTOverlay(
+        tables: ["items": .init(primaryKey: "id", columns: ["id", "name", "qty", "note"])], textOrder: .bytes)
+
+    func run() async throws -> [Measurement] {
+        var rows: [Measurement] = []
+        progress.update("change feed: bytes and catch-up")
+        rows += try await measureAgainstRefetch()
+        for engine in BenchEngines.plain where engine.scheme.name != "postgres" && options.runs(engine: engine.name) {
+            progress.update("change feed: a page of 500 on \(engine.name)")
+            rows += try await measureApply(on: engine)
+        }
+        if options.runs(engine: "test-server") {
+            progress.update("change feed: a live query after another device's commit")
+            rows += try await ChangeFeedLatency(options: options).run()
+        }
+        return rows
+    }
+
+    /// A controller following `items` on `store`, served by `server`, its 100 answers cached.
+    static func device(_ store: any OfflineStore, _ server: FeedBenchServer) async throws -> SovariaOffline {
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.overlay = overlay
+        configuration.memoryPressure = nil
+        configuration.changeFeed = PostgRESTChangeFeed(transport: server, keyColumns: ["items": "id"])
+        let offline = try await SovariaOffline(store: store, transport: server, configuration: configuration)
+        for read in reads { _ = try await offline.read(read, policy: .networkOnly) }
+        while try await offline.pullChanges(of: "items").hasMore {}
+        return offline
+    }
+
+    /// After 10 changed rows, and after 10,000: the feed's bytes and time against refetching the
+    /// 100 answers, on the memory store (the client's cost alone).
+    private func measureAgainstRefetch() async throws -> [Measurement] {
+        let section = BenchSection.changeFeed.rawValue
+        let calls = options.pick(quick: 5, standard: 20, full: 50)
+        var rows: [Measurement] = []
+        for changed in [10, 10_000] {
+            let server = FeedBenchServer(rows: Self.rowCount)
+            let offline = try await Self.device(MemoryOfflineStore(), server)
+            var feedBytes = 0
+            var changedBytes = 0
+            let feed = try await Stopwatch(repeats: max(2, options.repeats)).measure(
+                calls: changed == 10 ? calls : max(2, calls / 10),
+                prepare: { _ in },
+                { _, _ in
+                    changedBytes = server.change(count: changed)
+                    server.resetBytes()
+                    while try await offline.pullChanges(of: "items").hasMore {}
+                    feedBytes = server.bytesServed
+                })
+            server.resetBytes()
+            let refetch = try await Stopwatch(repeats: max(2, options.repeats)).measure(
+                calls: max(2, calls / 5)
+            ) { _, _ in
+                for read in Self.reads { _ = try await offline.read(read, policy: .networkOnly) }
+            }
+            await offline.close()
+            let variant = "100 answers of 1,000 rows, \(changed.formatted()) changed rows"
+            var feedRow = feed.measurement(
+                section: section, subject: "memory", variant: variant, operation: "feed: pull to the end")
+            let refetchRow = refetch.measurement(
+                section: section, subject: "memory", variant: variant, operation: "refetch the 100 answers")
+            feedRow.ratio = feedRow.p50Nanoseconds / max(1, refetchRow.p50Nanoseconds)
+            feedRow.baseline = "refetching the 100 answers"
+            feedRow.note =
+                "\(feedBytes.formatted()) B from the feed, \(changedBytes.formatted()) B of changed rows "
+                + "(\(String(format: "%.2f", Double(feedBytes) / Double(max(1, changedBytes))))x), "
+                + "\(Self.listBytes(server).formatted()) B to refetch"
+            rows += [feedRow, refetchRow]
+        }
+        return rows
+    }
+
+    /// The bytes of the 100 answers as the server sends them now.
+    static func listBytes(_ server: FeedBenchServer) -> Int {
+        reads.reduce(0) { $0 + server.answer($1.path).utf8.count }
+    }
+
+    /// A page of 500 changes (one per row, 5 in each answer) applied to the 100 answers, beside
+    /// the store's own batch of the 100 answers' records.
+    private func measureApply(on engine: BenchEngine) async throws -> [Measurement] {
+        let section = BenchSection.changeFeed.rawValue
+        let calls = options.pick(quick: 3, standard: 10, full: 30)
+        let folder = options.folder.appendingPathComponent("feed-\(engine.name)", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = FeedBenchServer(rows: Self.rowCount)
+        let offline = try await Self.device(
+            try await engine.open(folder.appendingPathComponent("device", isDirectory: true), .flushed), server)
+        let apply = try await Stopwatch(repeats: max(2, options.repeats)).measure(
+            calls: calls, prepare: { _ in }
+        ) { _, _ in
+            _ = server.change(count: 500)
+            let pulled = try await offline.pullChanges(of: "items")
+            guard pulled.changes == 500, pulled.updatedAnswers == Self.answerCount else {
+                throw BenchError.failed("a page of 500 updated \(pulled.updatedAnswers) answers")
+            }
+        }
+        await offline.close()
+        // The store's floor: one batch of 100 records the size of the answers, and the checkpoint.
+        let store = try await engine.open(folder.appendingPathComponent("batch", isDirectory: true), .flushed)
+        let record = String(repeating: "x", count: Self.listBytes(server) / Self.answerCount + 120)
+        let batch = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: calls) { _, call in
+            try await store.write(
+                (0..<Self.answerCount).map { .set(key: "sov:cache:r:\($0)", value: record + String(call)) }
+                    + [.set(key: "sov:meta:feed:items", value: String(call))])
+        }
+        var row = apply.measurement(
+            section: section, subject: engine.name, variant: "500 changes, 100 answers, flushed",
+            operation: "pull: apply a page")
+        let floor = batch.measurement(
+            section: section, subject: engine.name, variant: "500 changes, 100 answers, flushed",
+            operation: "the store's batch of 101 records")
+        row.ratio = row.p50Nanoseconds / max(1, floor.p50Nanoseconds)
+        row.baseline = "the store's batch of the same records"
+        return [row, floor]
+    }
+}
+
+/// A server in the process: the table `items` and its change log, the 100 answers and the feed
+/// (`sovaria_feed`, as `ChangeFeed.sql` serves it through PostgREST); counts the bytes it sends.
+final class FeedBenchServer: SyncTransport {
+    private struct State {
+        var names: [String]
+        var log: [(position: Int64, row: Int)] = []
+        var version = 0
+        var bytes = 0
+    }
+
+    private let state: Mutex<State>
+    let rowCount: Int
+
+    init(rows: Int) {
+        rowCount = rows
+        state = Mutex(State(names: (0..<rows).map { "Item \($0)" }))
+    }
+
+    /// The bytes sent since ``resetBytes()``.
+    var bytesServed: Int { state.withLock { $0.bytes } }
+    func resetBytes() { state.withLock { $0.bytes = 0 } }
+
+    /// Changes the names of `count` rows (spread over every answer), each logged; returns the
+    /// bytes of the changed rows' JSON.
+    func change(count: Int) -> Int {
+        state.withLock { state in
+            state.version += 1
+            var bytes = 0
+            for index in 0..<count {
+                let row = (index * 37 + state.version) % rowCount
+                state.names[row] = "Item \(row) v\(state.version)"
+                state.log.append((Int64(state.log.count + 1), row))
+                bytes += Self.json(row, state.names[row]).utf8.count
+            }
+            return bytes
+        }
+    }
+
+    static func json(_ row: Int, _ name: String) -> String {
+        let note = row % 3 == 0 ? "null" : #""note \#(row)""#
+        return #"{"id":"\#(String(format: "r%05d", row))","name":"\#(name)","qty":\#(row % 100),"note":\#(note)}"#
+    }
+
+    /// The answer to `GET path` now.
+    func answer(_ path: String) -> String {
+        state.withLock { body(path, $0) }
+    }
+
+    func send(_ request: DataRequest) async throws -> DataResponse {
+        state.withLock { state in
+            let text = body(request.path, state)
+            state.bytes += text.utf8.count
+            return DataResponse(status: 200, body: text)
+        }
+    }
+
+    private func body(_ path: String, _ state: State) -> String {
+        let query = Dictionary(
+            (URLComponents(string: path)?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        if path.hasPrefix("/rest/v1/sovaria_feed") {
+            let after = Int64(query["position"]?.dropFirst("gt.".count) ?? "") ?? 0
+            let limit = Int(query["limit"] ?? "") ?? 500
+            let start = Int(after)  // positions are 1, 2, 3, …
+            let page = state.log.dropFirst(start).prefix(limit).map { entry in
+                let id = String(format: "r%05d", entry.row)
+                return #"{"position":\#(entry.position),"table":"items","key":"\#(id)","op":"upsert","row":"#
+                    + Self.json(entry.row, state.names[entry.row]) + "}"
+            }
+            return "[" + page.joined(separator: ",") + "]"
+        }
+        let qty = Int(query["qty"]?.dropFirst("eq.".count) ?? "") ?? 0
+        let rows = stride(from: qty, to: rowCount, by: 100).map { Self.json($0, state.names[$0]) }
+        return "[" + rows.joined(separator: ",") + "]"
+    }
+}
