@@ -197,7 +197,7 @@ extension SovariaOffline {
 
     /// Fetches `read` again behind the caller's answer (one fetch per query at a time: the
     /// cache's single flight); its answer reaches live queries as a change of the table.
-    private func refetchBehind(_ read: DataRequest) {
+    func refetchBehind(_ read: DataRequest) {
         Task { _ = try? await self.readThroughCache(read, policy: .networkOnly, maxAge: nil) }
     }
 

@@ -40,7 +40,13 @@ extension SovariaOffline {
         if answer.source == .network {
             // Changes from the feed applied while the fetch ran may be missing from its answer:
             // the next network read fetches it again.
-            if feedApplies(of: request) != feedAppliesBefore { try await cache.markStale(query) }
+            if feedApplies(of: request) != feedAppliesBefore {
+                try await cache.markStale(query)
+                synced.markedStaleByFeed([query])
+                // A live query shows it: fetched again behind this answer (the feed keeps it from
+                // then on), not left stale until the app reads from the network.
+                if cache.isBeingRead(query) { refetchBehind(DataRequest(method: "GET", path: request.path)) }
+            }
             try await cache.evict(downToResponses: configuration.maxCached)
         }
         return answer

@@ -120,9 +120,14 @@ struct OverlayRows {
 
     static func resolution(of request: DataRequest) -> Resolution {
         guard let prefer = request.header("Prefer"), prefer.contains("resolution=") else { return .none }
-        let tokens = prefer.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        if tokens.contains("resolution=merge-duplicates") { return .mergeDuplicates }
-        if tokens.contains("resolution=ignore-duplicates") { return .ignoreDuplicates }
+        // By hand, not `trimmingCharacters(in:)`: a change feed's page asks this of every write
+        // for every cached answer, and Foundation's trim cost most of that.
+        for token in prefer.utf8.split(separator: UInt8(ascii: ",")) {
+            let trimmed = token.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+                .reversed().drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }.reversed()
+            if trimmed.elementsEqual("resolution=merge-duplicates".utf8) { return .mergeDuplicates }
+            if trimmed.elementsEqual("resolution=ignore-duplicates".utf8) { return .ignoreDuplicates }
+        }
         return .none
     }
 
