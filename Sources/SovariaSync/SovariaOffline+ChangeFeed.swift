@@ -122,8 +122,11 @@ extension SovariaOffline {
         _ page: ChangeFeedPage, of table: String, after checkpoint: Int64?, syncedBefore: UInt64,
         feed: any ChangeFeed
     ) async throws -> (pull: ChangeFeedPull, changedAnswers: Bool, refetch: [DataRequest]) {
-        let writes = page.changes.map {
-            OverlayWrite(id: "feed:\($0.position)", request: feed.write(for: $0), isPending: false)
+        // A change holds its row's whole new state: only the last one of each row matters.
+        var last: [String: Int] = [:]
+        for (index, change) in page.changes.enumerated() { last[change.key] = index }
+        let writes = page.changes.enumerated().filter { last[$0.element.key] == $0.offset }.map {
+            OverlayWrite(id: "feed:\($0.element.position)", request: feed.write(for: $0.element), isPending: false)
         }
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []

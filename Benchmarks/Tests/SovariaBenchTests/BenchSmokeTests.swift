@@ -51,7 +51,7 @@ import Testing
         #expect(
             sections == [
                 "store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache", "local-first",
-                "concurrent-writers", "objects", "workload", "bytes",
+                "concurrent-writers", "objects", "workload", "bytes", "change-feed",
             ])
         let workloads = report.measurements.filter { $0.section == "workload" && $0.operation == "all operations" }
         for letter in ["A", "B", "C", "D", "E", "F"] {

@@ -119,7 +119,7 @@ struct OverlayRows {
     enum Resolution { case none, mergeDuplicates, ignoreDuplicates }
 
     static func resolution(of request: DataRequest) -> Resolution {
-        guard let prefer = request.header("Prefer"), prefer.contains("resolution=") else { return .none }
+        guard let prefer = request.header("Prefer") else { return .none }
         // By hand, not `trimmingCharacters(in:)`: a change feed's page asks this of every write
         // for every cached answer, and Foundation's trim cost most of that.
         for token in prefer.utf8.split(separator: UInt8(ascii: ",")) {
