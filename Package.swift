@@ -122,8 +122,9 @@ let package = Package(
                 "SovariaTestEngines",
             ]),
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
-        // need a real server.
-        .target(name: "SovariaTestServers", dependencies: ["SovariaSync"], path: "Tests/SovariaTestServers"),
+        // need a real server, and a libpq session a test holds a transaction open on.
+        .target(
+            name: "SovariaTestServers", dependencies: ["SovariaSync", "CLibPQ"], path: "Tests/SovariaTestServers"),
         // The engines every layer's tests run on, listed once (TestEngine.standard).
         .target(
             name: "SovariaTestEngines",

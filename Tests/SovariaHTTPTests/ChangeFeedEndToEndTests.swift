@@ -20,9 +20,11 @@ import Testing
     static let reads = [byTitle, open, firstTwo]
 
     /// Device B: a controller following `notes`, with the overlay that brings answers up to date.
-    /// With `following`, it follows `notes` on its own (a real timer, long-polling).
+    /// With `following`, it follows `notes` on its own (a real timer, long-polling); `view` is
+    /// where it reads the log.
     static func follower(
-        _ rig: HTTPRig, _ engine: HTTPEngine, folder: TemporaryFolder, following: Bool = false
+        _ rig: HTTPRig, _ engine: HTTPEngine, folder: TemporaryFolder, following: Bool = false,
+        view: String = "sovaria_feed"
     ) async throws -> SovariaOffline {
         let transport = URLSessionTransport(baseURL: rig.server.baseURL, apiKey: "test-anon-key", tokens: TestTokens())
         var configuration = SovariaOffline.Configuration(api: PostgREST())
@@ -30,7 +32,7 @@ import Testing
         configuration.timer = ManualTimer()
         configuration.overlay = PostgRESTOverlay(
             tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
-        configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"])
+        configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"], view: view)
         if following {
             configuration.timer = TaskSyncTimer()
             configuration.followedTables = ["notes"]
@@ -138,6 +140,44 @@ import Testing
         #expect(ids == ["n1"] && local.isExact)
         #expect(try Self.parsed(local.body) == (try await Self.serverAnswer(rig, Self.byTitle)))
         await device.close()
+    }
+
+    /// The first transaction takes its position before the second and commits after it. A
+    /// device reading `sovaria_feed` gets both; one reading the log by position alone (the table
+    /// `sovaria_changes` itself, as every log-based feed first did) moves its checkpoint past the
+    /// first while it is uncommitted and never gets it: the test this reader must fail.
+    @Test(arguments: HTTPEngine.all)
+    func twoTransactionsCommittedOutOfOrderBothReachTheDevice(_ engine: HTTPEngine) async throws {
+        let rig = try await HTTPRig(engine)
+        let folders = (try TemporaryFolder(), try TemporaryFolder())
+        let device = try await Self.follower(rig, engine, folder: folders.0)
+        let naive = try await Self.follower(rig, engine, folder: folders.1, view: "sovaria_changes")
+        for follower in [device, naive] { _ = try await follower.read(Self.byTitle, policy: .networkOnly) }
+        let first = try PostgresSession(conninfo: rig.server.conninfo)
+        let second = try PostgresSession(conninfo: rig.server.conninfo)
+
+        // The first takes its transaction id (the position's high part) with a write elsewhere.
+        try first.execute(
+            "BEGIN; SET LOCAL ROLE alice; INSERT INTO lists (id, name) VALUES ('l-first', 'List');"
+                + " INSERT INTO notes (id, title) VALUES ('f1', 'First')")
+        try second.execute(
+            "BEGIN; SET LOCAL ROLE alice; INSERT INTO notes (id, title) VALUES ('f2', 'Second'); COMMIT")
+        let between = try await Self.catchUp(device)
+        #expect(between.reduce(0) { $0 + $1.changes } == 0, "held back while the first runs: \(between)")
+        let naiveBetween = try await Self.catchUp(naive)
+        #expect(naiveBetween.reduce(0) { $0 + $1.changes } == 1, "the naive reader takes the second: \(naiveBetween)")
+        try first.execute("COMMIT")
+
+        let after = try await Self.catchUp(device)
+        #expect(after.reduce(0) { $0 + $1.changes } == 2, "\(after)")
+        let local = try await device.read(Self.byTitle, policy: .cacheOnly)
+        #expect(try LocalFirstIDs.ids(local.body) == ["f1", "f2"] && local.isExact)
+        #expect(try Self.parsed(local.body) == (try await Self.serverAnswer(rig, Self.byTitle)))
+        _ = try await Self.catchUp(naive)
+        let skipped = try await naive.read(Self.byTitle, policy: .cacheOnly)
+        #expect(try LocalFirstIDs.ids(skipped.body) == ["f2"], "the naive reader skipped the first for good")
+        await device.close()
+        await naive.close()
     }
 
     @Test(arguments: HTTPEngine.all)

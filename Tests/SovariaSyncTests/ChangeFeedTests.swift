@@ -117,7 +117,9 @@ import Testing
         let page = try await rig.offline.read(Self.firstTwo)
         #expect(page.source == .network && rig.rig.transport.received.count == fetches + 1)
         let asked = rig.feedServer.received.map(\.path)
-        #expect(asked == ["/rest/v1/sovaria_feed?select=*&table=eq.notes&order=position&limit=500"], "\(asked)")
+        #expect(
+            asked == ["/rest/v1/sovaria_feed?select=position,key,op,row&table=eq.notes&order=position&limit=500"],
+            "\(asked)")
     }
 
     @Test(arguments: SyncEngine.all)
