@@ -5,7 +5,8 @@
 # two devices: a note renamed offline on the laptop is deleted on the phone (the rename matches no
 # row and is kept as rejected, not lost); and a task, whose version the server increments on every
 # update, is renamed on both: the laptop's edit is a conflict, shown with the server's row and
-# resolved with a merged title that the server takes.
+# resolved with a merged title that the server takes. Last, the phone's live list follows the
+# server's change feed, and the laptop's edit appears in it without the list being fetched again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 notes=$1
@@ -90,3 +91,16 @@ laptop tasks
 app tasks
 echo "== In PostgreSQL =="
 psql -X -q "$conninfo" -c "SELECT id, title, version FROM tasks ORDER BY id"
+
+say "Changes from other devices: the phone's live list follows the server's change feed"
+echo "\$ (phone) sovaria-notes watch --until \"Buy oat milk\" &"
+"$notes" --store "$work/app" --server "http://127.0.0.1:$port" watch --until "Buy oat milk" >"$work/watch.out" 2>&1 &
+watch_pid=$!
+# Until the phone has fetched its list once (a demo may wait; the tests inject their clocks).
+until grep -q "fetched from the server" "$work/watch.out" || ! kill -0 "$watch_pid" 2>/dev/null; do sleep 0.1; done
+laptop rename n1 "Buy oat milk"
+note "The phone's live list, as it printed it: the rename came through the feed, no list was fetched again"
+for _ in $(seq 300); do kill -0 "$watch_pid" 2>/dev/null || break; sleep 0.1; done
+kill "$watch_pid" 2>/dev/null || true
+wait "$watch_pid" || true
+sed 's/^/   /' "$work/watch.out"

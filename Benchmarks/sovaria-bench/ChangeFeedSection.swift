@@ -176,7 +176,7 @@ final class FeedBenchServer: SyncTransport {
             for index in 0..<count {
                 let row = (index * 37 + state.version) % rowCount
                 state.names[row] = "Item \(row) v\(state.version)"
-                state.log.append((Int64(state.log.count + 1), row))
+                state.log.append((Self.position(state.log.count), row))
                 bytes += Self.json(row, state.names[row]).utf8.count
             }
             return bytes
@@ -187,6 +187,10 @@ final class FeedBenchServer: SyncTransport {
         let note = row % 3 == 0 ? "null" : #""note \#(row)""#
         return #"{"id":"\#(String(format: "r%05d", row))","name":"\#(name)","qty":\#(row % 100),"note":\#(note)}"#
     }
+
+    /// The position of the `index`-th change: as `ChangeFeed.sql` numbers it, a transaction id
+    /// (here one per change, from 100 million on) times 2^22, so the feed's bytes are the real ones.
+    static func position(_ index: Int) -> Int64 { Int64(100_000_000 + index) << 22 }
 
     /// The answer to `GET path` now.
     func answer(_ path: String) -> String {
@@ -205,12 +209,15 @@ final class FeedBenchServer: SyncTransport {
         let query = Dictionary(
             (URLComponents(string: path)?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
         if path.hasPrefix("/rest/v1/sovaria_feed") {
-            let after = Int64(query["position"]?.dropFirst("gt.".count) ?? "") ?? 0
+            let after = Int64(query["position"]?.dropFirst("gt.".count) ?? "")
             let limit = Int(query["limit"] ?? "") ?? 500
-            let start = Int(after)  // positions are 1, 2, 3, …
+            let start = after.map { Int(($0 >> 22) - 99_999_999) } ?? 0
+            // The columns asked for, as PostgREST would (`*` has the table too).
+            let table = query["select"].map { $0 == "*" || $0.split(separator: ",").contains("table") } ?? true
             let page = state.log.dropFirst(start).prefix(limit).map { entry in
                 let id = String(format: "r%05d", entry.row)
-                return #"{"position":\#(entry.position),"table":"items","key":"\#(id)","op":"upsert","row":"#
+                return
+                    #"{"position":\#(entry.position),\#(table ? #""table":"items","# : "")"key":"\#(id)","op":"upsert","row":"#
                     + Self.json(entry.row, state.names[entry.row]) + "}"
             }
             return "[" + page.joined(separator: ",") + "]"

@@ -20,7 +20,11 @@ import SovariaSync
 /// sovaria-notes --store DIR --server URL pending | sync | rejected | list
 /// sovaria-notes --store DIR --server URL task-add ID TITLE | task-rename ID TITLE | tasks
 /// sovaria-notes --store DIR --server URL conflicts | resolve ID TITLE
+/// sovaria-notes --store DIR --server URL watch --until TITLE
 /// ```
+///
+/// `watch` is a live list: it follows the server's change feed (`ChangeFeed.sql`) and prints the
+/// notes each time another device's change reaches them, without fetching the list again.
 @main
 enum SovariaNotes {
     static func main() async {
@@ -32,12 +36,12 @@ enum SovariaNotes {
             print(
                 "usage: sovaria-notes --store DIR --server URL add ID TITLE [--owner ROLE] | done ID | rename ID TITLE"
                     + " | delete ID | pending | sync | rejected | list | task-add ID TITLE | task-rename ID TITLE"
-                    + " | tasks | conflicts | resolve ID TITLE"
+                    + " | tasks | conflicts | resolve ID TITLE | watch --until TITLE"
             )
             exit(2)
         }
         do {
-            let app = try await open(store: store, server: server)
+            let app = try await open(store: store, server: server, following: command == "watch")
             try await run(command, Array(arguments.dropFirst()), on: app)
             await app.close()
         } catch {
@@ -46,7 +50,7 @@ enum SovariaNotes {
         }
     }
 
-    static func open(store folder: String, server: URL) async throws -> SovariaOffline {
+    static func open(store folder: String, server: URL, following: Bool) async throws -> SovariaOffline {
         let store = try SQLiteOfflineStore(fileURL: URL(fileURLWithPath: folder).appendingPathComponent("notes.sqlite"))
         let transport = URLSessionTransport(
             baseURL: server, tokens: AliceToken(),
@@ -66,6 +70,12 @@ enum SovariaNotes {
         // A task edit records the version of the task as this device last read it, and applies
         // only if the server's row still has it; otherwise it is a conflict the user resolves.
         configuration.conflictRules["tasks"] = ConflictRule(versionColumn: "version", onConflict: .reject)
+        // `watch` follows the notes' change feed: the server holds each read until a change
+        // commits (a long poll), and the overlay brings the cached list up to date with it.
+        if following {
+            configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"])
+            configuration.followedTables = ["notes"]
+        }
         let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
         offline.onSyncError = { error in
             guard case .rejected(let rejected) = error.kind else { return }
@@ -130,8 +140,7 @@ enum SovariaNotes {
         case "list":
             let read: TypedRead<[Note]>
             do {
-                read = try await app.read(
-                    PostgREST.select("notes", columns: "id,title,done", order: "id"), as: [Note].self, maxAge: .zero)
+                read = try await app.read(Self.notes, as: [Note].self, maxAge: .zero)
             } catch let error as SyncTransportError where error.code == .offline {
                 print("notes: offline, and none cached or written yet")
                 return
@@ -197,10 +206,32 @@ enum SovariaNotes {
             print(
                 "synced \(synced) write(s); \(try await app.pendingWrites().count) still pending,"
                     + " \(try await app.conflicts().count) conflict(s) left")
+        case "watch":
+            guard let until = option("--until", in: &arguments), arguments.isEmpty else {
+                throw Usage("watch --until TITLE")
+            }
+            var answers = 0
+            var fetches = 0
+            for try await answer in app.observe(Self.notes, as: [Note].self) {
+                answers += 1
+                let how: String
+                if answer.read.source == .network {
+                    fetches += 1
+                    how = "fetched from the server"
+                } else {
+                    how = answers == 1 ? "from the cache" : "changed by the feed, not fetched"
+                }
+                print("live list (\(how); lists fetched so far: \(fetches)):")
+                for note in answer.value ?? [] { print("  [\(note.done ? "x" : " ")] \(note.id)  \(note.title)") }
+                if answer.value?.contains(where: { $0.title == until }) == true { break }
+            }
         default:
             throw Usage("unknown command \(command)")
         }
     }
+
+    /// The notes list `list` and `watch` show.
+    static let notes = PostgREST.select("notes", columns: "id,title,done", order: "id")
 
     static func listTasks(on app: SovariaOffline) async throws {
         let read: TypedRead<[TaskRow]>

@@ -87,8 +87,8 @@ enum CrashChild {
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
                 if callInFlight { callNanoseconds = now - callStarted }
-                // A set is followed by a batch call; the queue and file-cache modes announce their calls.
-                let callStarts = ["set", "enqueuing", "removing", "flushing", "downloading", "evicting"]
+                // A set is followed by a batch call; the queue, file-cache and feed modes announce their calls.
+                let callStarts = ["set", "enqueuing", "removing", "flushing", "downloading", "evicting", "pulling"]
                 callInFlight = callStarts.contains(String(parts[0]))
                 if callInFlight { callStarted = now }
             }

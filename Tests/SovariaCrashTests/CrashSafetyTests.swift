@@ -106,7 +106,7 @@ struct Acknowledged: Sendable {
     /// Calls acknowledged.
     var count: Int {
         sets.count + batches.count
-            + queue.filter { ["queued", "sent", "removed", "downloaded", "evicted"].contains($0.kind) }.count
+            + queue.filter { ["queued", "sent", "removed", "downloaded", "evicted", "pulled"].contains($0.kind) }.count
     }
 
     mutating func formUnion(_ other: Acknowledged) {

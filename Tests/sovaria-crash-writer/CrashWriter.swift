@@ -10,7 +10,8 @@ import Sovaria
 /// workload instead (``QueueCrashWorkload``), one of `flush-<engine>` the controller's
 /// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
 /// (``HTTPCrashWorkload``, FIRST being the test server's port), one of `conflict-http-<engine>` a
-/// flush killed before its update that matched no row became a conflict (``ConflictCrashWorkload``), and one of `files-<engine>` the
+/// flush killed before its update that matched no row became a conflict (``ConflictCrashWorkload``), one of `feed-<engine>`
+/// change-feed pages applied to cached answers (``FeedCrashWorkload``), and one of `files-<engine>` the
 /// file cache's (``FileCacheCrashWorkload``); one of `read-<engine>` reads a damaged store
 /// (``CorruptionReader``, FIRST being the number of keys); one of `io-<engine>` is a short run for
 /// `strace --inject` (``IOErrorWorkload``), one of `bulk-<engine>` large inputs
@@ -67,6 +68,12 @@ enum CrashWriter {
                 let store = try await CrashStores.open(
                     String(engine.dropFirst(FlushCrashWorkload.enginePrefix.count)), at: folder, durability: durability)
                 try await FlushCrashWorkload.run(store, folder: folder, first: first)
+            }
+            if engine.hasPrefix(FeedCrashWorkload.enginePrefix) {
+                let store = try await CrashStores.open(
+                    String(engine.dropFirst(FeedCrashWorkload.enginePrefix.count)),
+                    at: URL(fileURLWithPath: arguments[2]), durability: durability)
+                try await FeedCrashWorkload.run(store, first: first)
             }
             if engine.hasPrefix(ConflictCrashWorkload.enginePrefix) {
                 let store = try await CrashStores.open(
