@@ -96,8 +96,11 @@ say "Changes from other devices: the phone's live list follows the server's chan
 echo "\$ (phone) sovaria-notes watch --until \"Buy oat milk\" &"
 "$notes" --store "$work/app" --server "http://127.0.0.1:$port" watch --until "Buy oat milk" >"$work/watch.out" 2>&1 &
 watch_pid=$!
-# Until the phone has fetched its list once (a demo may wait; the tests inject their clocks).
-until grep -q "fetched from the server" "$work/watch.out" || ! kill -0 "$watch_pid" 2>/dev/null; do sleep 0.1; done
+# Until the phone shows its list (a demo may wait; the tests inject their clocks).
+for _ in $(seq 100); do
+    grep -q "live list" "$work/watch.out" || ! kill -0 "$watch_pid" 2>/dev/null && break
+    sleep 0.1
+done
 laptop rename n1 "Buy oat milk"
 note "The phone's live list, as it printed it: the rename came through the feed, no list was fetched again"
 for _ in $(seq 300); do kill -0 "$watch_pid" 2>/dev/null || break; sleep 0.1; done

@@ -75,6 +75,7 @@ enum SovariaNotes {
         if following {
             configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"])
             configuration.followedTables = ["notes"]
+            configuration.feedWait = .seconds(4)  // below the transport's 5-second timeout
         }
         let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
         offline.onSyncError = { error in
@@ -223,6 +224,7 @@ enum SovariaNotes {
                 }
                 print("live list (\(how); lists fetched so far: \(fetches)):")
                 for note in answer.value ?? [] { print("  [\(note.done ? "x" : " ")] \(note.id)  \(note.title)") }
+                fflush(nil)  // each answer as it comes, also when the output is a file
                 if answer.value?.contains(where: { $0.title == until }) == true { break }
             }
         default:

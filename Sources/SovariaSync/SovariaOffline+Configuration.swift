@@ -74,7 +74,9 @@ extension SovariaOffline {
         public var feedPollInterval: Duration = .seconds(1)
         /// How long a caught-up read may wait at the server for a change, when the feed offers
         /// that (a long poll): a change then arrives as it commits, not at the next poll, and the
-        /// controller waits again at once after each change. `.zero`: never wait (poll).
+        /// controller waits again at once after each change. `.zero`: never wait (poll). Keep it
+        /// below the transport's timeout (`URLSessionTransport`'s is 30 seconds): a wait the
+        /// transport cuts short fails as a timeout, and the controller backs off.
         /// Default: 20 seconds.
         public var feedWait: Duration = .seconds(20)
 

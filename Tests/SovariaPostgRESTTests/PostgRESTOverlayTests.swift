@@ -78,6 +78,26 @@ import Testing
         #expect(answer.isExact && answer.pendingRows == [PendingRow(key: #""b""#, writeIDs: ["w1"])])
     }
 
+    /// `Prefer` as a person or a proxy writes it: spaces and tabs around each token, the
+    /// resolution anywhere in the list; a token that only starts like one is not one.
+    @Test(
+        arguments: [
+            (" return=minimal , \tresolution=merge-duplicates\t", "blueberry"),
+            ("resolution=merge-duplicates,return=minimal", "blueberry"),
+            ("resolution=merge-duplicates-please", nil),
+            ("", nil),
+        ] as [(String, String?)])
+    func theResolutionIsReadFromAnyTokenOfPrefer(prefer: String, merged: String?) throws {
+        var upsert = PostgREST.insert(into: "items", json: #"{"id":"b","name":"blueberry"}"#)
+        upsert.headers["Prefer"] = prefer
+        let answer = overlay.answer(read("select=id,name"), cachedBody: Self.cached, writes: pending(upsert))
+        if let merged {
+            #expect(answer.isExact && answer.body?.contains(merged) == true, "\(answer.body ?? "")")
+        } else {
+            #expect(answer.inexactReasons.contains { if case .insertKeyTaken = $0 { true } else { false } })
+        }
+    }
+
     @Test func aDeleteFromAFullPageIsInexactAndFromAPartPageIsExact() throws {
         let delete = PostgREST.delete(from: "items", where: [.eq("id", "a")])
         let full = overlay.answer(

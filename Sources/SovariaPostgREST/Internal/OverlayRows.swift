@@ -119,17 +119,31 @@ struct OverlayRows {
     enum Resolution { case none, mergeDuplicates, ignoreDuplicates }
 
     static func resolution(of request: DataRequest) -> Resolution {
-        guard let prefer = request.header("Prefer") else { return .none }
-        // By hand, not `trimmingCharacters(in:)`: a change feed's page asks this of every write
-        // for every cached answer, and Foundation's trim cost most of that.
-        for token in prefer.utf8.split(separator: UInt8(ascii: ",")) {
-            let trimmed = token.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-                .reversed().drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }.reversed()
-            if trimmed.elementsEqual("resolution=merge-duplicates".utf8) { return .mergeDuplicates }
-            if trimmed.elementsEqual("resolution=ignore-duplicates".utf8) { return .ignoreDuplicates }
+        guard var prefer = request.header("Prefer") else { return .none }
+        // Over the bytes by hand: a change feed's page asks this of every write for every cached
+        // answer, and Foundation's trim, then `split` over the UTF-8 view, cost most of that.
+        return prefer.withUTF8 { bytes in
+            var start = 0
+            while start < bytes.count {
+                var end = start
+                while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+                var low = start
+                var high = end
+                while low < high, bytes[low] == UInt8(ascii: " ") || bytes[low] == UInt8(ascii: "\t") { low += 1 }
+                while high > low, bytes[high - 1] == UInt8(ascii: " ") || bytes[high - 1] == UInt8(ascii: "\t") {
+                    high -= 1
+                }
+                let token = UnsafeBufferPointer(rebasing: bytes[low..<high])
+                if token.elementsEqual(mergeDuplicates) { return .mergeDuplicates }
+                if token.elementsEqual(ignoreDuplicates) { return .ignoreDuplicates }
+                start = end + 1
+            }
+            return .none
         }
-        return .none
     }
+
+    private static let mergeDuplicates = Array("resolution=merge-duplicates".utf8)
+    private static let ignoreDuplicates = Array("resolution=ignore-duplicates".utf8)
 
     mutating func insert(_ typed: TypedChanges, resolution: Resolution, by write: OverlayWrite) {
         let object = typed.values
