@@ -34,7 +34,7 @@ struct ChangeFeedSection {
         progress.update("change feed: bytes and catch-up")
         rows += try await measureAgainstRefetch()
         for engine in BenchEngines.plain where engine.scheme.name != "postgres" && options.runs(engine: engine.name) {
-            progress.update("change feed: a page of 500 on \(engine.name)")
+            progress.update("change feed: a page on \(engine.name)")
             rows += try await measureApply(on: engine)
         }
         if options.runs(engine: "test-server") {
@@ -56,13 +56,13 @@ struct ChangeFeedSection {
         return offline
     }
 
-    /// After 10 changed rows, and after 10,000: the feed's bytes and time against refetching the
-    /// 100 answers, on the memory store (the client's cost alone).
+    /// After 10 changed rows, and after 10,000 (1,000 in a quick run): the feed's bytes and time
+    /// against refetching the 100 answers, on the memory store (the client's cost alone).
     private func measureAgainstRefetch() async throws -> [Measurement] {
         let section = BenchSection.changeFeed.rawValue
         let calls = options.pick(quick: 5, standard: 20, full: 50)
         var rows: [Measurement] = []
-        for changed in [10, 10_000] {
+        for changed in [10, options.pick(quick: 1_000, standard: 10_000, full: 10_000)] {
             let server = FeedBenchServer(rows: Self.rowCount)
             let offline = try await Self.device(MemoryOfflineStore(), server)
             var feedBytes = 0
@@ -104,11 +104,12 @@ struct ChangeFeedSection {
         reads.reduce(0) { $0 + server.answer($1.path).utf8.count }
     }
 
-    /// A page of 500 changes (one per row, 5 in each answer) applied to the 100 answers, beside
-    /// the store's own batch of the 100 answers' records.
+    /// A page of 500 changes (100 in a quick run; one per row, each answer touched) applied to
+    /// the 100 answers, beside the store's own batch of the 100 answers' records.
     private func measureApply(on engine: BenchEngine) async throws -> [Measurement] {
         let section = BenchSection.changeFeed.rawValue
         let calls = options.pick(quick: 3, standard: 10, full: 30)
+        let changes = options.pick(quick: 100, standard: 500, full: 500)
         let folder = options.folder.appendingPathComponent("feed-\(engine.name)", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -118,10 +119,10 @@ struct ChangeFeedSection {
         let apply = try await Stopwatch(repeats: max(2, options.repeats)).measure(
             calls: calls, prepare: { _ in }
         ) { _, _ in
-            _ = server.change(count: 500)
+            _ = server.change(count: changes)
             let pulled = try await offline.pullChanges(of: "items")
-            guard pulled.changes == 500, pulled.updatedAnswers == Self.answerCount else {
-                throw BenchError.failed("a page of 500 updated \(pulled.updatedAnswers) answers")
+            guard pulled.changes == changes, pulled.updatedAnswers == Self.answerCount else {
+                throw BenchError.failed("a page of \(changes) updated \(pulled.updatedAnswers) answers")
             }
         }
         await offline.close()
@@ -134,10 +135,10 @@ struct ChangeFeedSection {
                     + [.set(key: "sov:meta:feed:items", value: String(call))])
         }
         var row = apply.measurement(
-            section: section, subject: engine.name, variant: "500 changes, 100 answers, flushed",
+            section: section, subject: engine.name, variant: "\(changes) changes, 100 answers, flushed",
             operation: "pull: apply a page")
         let floor = batch.measurement(
-            section: section, subject: engine.name, variant: "500 changes, 100 answers, flushed",
+            section: section, subject: engine.name, variant: "\(changes) changes, 100 answers, flushed",
             operation: "the store's batch of 101 records")
         row.ratio = row.p50Nanoseconds / max(1, floor.p50Nanoseconds)
         row.baseline = "the store's batch of the same records"
