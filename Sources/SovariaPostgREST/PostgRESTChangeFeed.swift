@@ -11,7 +11,10 @@ import SovariaSync
 /// delete for them). A `trimmed` row, met when the checkpoint is older than the log keeps,
 /// makes the page a must-refetch. When the server answers `Preference-Applied: wait=…` it
 /// holds an empty answer until a change comes (`Prefer: wait=S`, a long poll): Sovaria's test
-/// server does; PostgREST answers at once, and the controller polls.
+/// server does; PostgREST answers at once, and the controller polls. A read that does not wait
+/// asks `Prefer: count=exact`, and the total in `Content-Range` says how far behind the reader
+/// is (``ChangeFeedStatus/behindBy``): a count of the changes after the checkpoint, on the
+/// log's index.
 ///
 /// ```swift
 /// var configuration = SovariaOffline.Configuration(api: PostgREST())
@@ -51,7 +54,13 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         // Not the `table` column: the filter names it, and it would cost every change ~16 bytes.
         var request = api.select(
             view, columns: "position,key,op,row", where: filters, order: "position", limit: pageSize)
-        if let wait { request.setHeader("Prefer", "wait=\(max(0, Int(wait.components.seconds)))") }
+        // A wait is asked for once caught up; until then, the count of the changes still waiting
+        // (PostgREST's `Content-Range: 0-499/N`), for the status's `behindBy`.
+        if let wait {
+            request.setHeader("Prefer", "wait=\(max(0, Int(wait.components.seconds)))")
+        } else {
+            request.setHeader("Prefer", "count=exact")
+        }
         return request
     }
 
@@ -84,7 +93,14 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         }
         return ChangeFeedPage(
             changes: changes, position: last, mustRefetch: mustRefetch, hasMore: items.count >= pageSize,
-            offersWaiting: offersWaiting)
+            offersWaiting: offersWaiting,
+            remaining: Self.total(response.header("Content-Range")).map { $0 - items.count })
+    }
+
+    /// The total of a `Content-Range: 0-499/N` (or `*/N`) header; `nil` without one or for `/*`.
+    static func total(_ contentRange: String?) -> Int? {
+        guard let contentRange, let slash = contentRange.lastIndex(of: "/") else { return nil }
+        return Int(contentRange[contentRange.index(after: slash)...]).map { max(0, $0) }
     }
 
     /// The change `item` holds (`nil` for a `trimmed` marker), at its position.

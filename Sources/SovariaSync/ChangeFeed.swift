@@ -67,17 +67,20 @@ public struct ChangeFeedPage: Sendable, Hashable {
     public var hasMore: Bool
     /// Whether the server offers to hold an empty answer until a change comes (a long poll).
     public var offersWaiting: Bool
+    /// How many changes the feed holds after this page, when it says (`nil`: it does not).
+    public var remaining: Int?
 
     /// A page of `changes` leaving the reader at `position`.
     public init(
         changes: [RowChange], position: Int64?, mustRefetch: Bool = false, hasMore: Bool = false,
-        offersWaiting: Bool = false
+        offersWaiting: Bool = false, remaining: Int? = nil
     ) {
         self.changes = changes
         self.position = position
         self.mustRefetch = mustRefetch
         self.hasMore = hasMore
         self.offersWaiting = offersWaiting
+        self.remaining = remaining
     }
 }
 
@@ -141,6 +144,9 @@ public struct ChangeFeedStatus: Sendable, Hashable {
     public var position: Int64?
     /// Whether the last pull found the table caught up (its page was not full).
     public var isCaughtUp: Bool
+    /// How many changes wait after the checkpoint, as of the last pull: 0 once caught up; `nil`
+    /// while behind on a feed that does not count them (``ChangeFeedPage/remaining``).
+    public var behindBy: Int?
     /// How many times the feed said the table's cached answers must be fetched again.
     public var mustRefetchCount: Int
     /// The last error of the table's feed, until a pull succeeds.

@@ -66,6 +66,7 @@ extension SovariaOffline {
                     state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
                 status.position = pulled.position
                 status.isCaughtUp = !page.hasMore
+                status.behindBy = page.hasMore ? page.remaining : 0
                 status.mustRefetchCount += page.mustRefetch ? 1 : 0
                 status.lastError = nil
                 state.feeds[table] = status

@@ -544,7 +544,7 @@ class Handler(BaseHTTPRequestHandler):
                 conn.execute("SELECT set_config('request.jwt.claims', %s, true)",
                              [json.dumps({"role": role})])
                 if method in ("GET", "HEAD"):
-                    reply = self.read(conn, table, query)
+                    reply = self.read(conn, table, query, count=prefs.get("count") == "exact")
                 else:
                     reply = self.write(conn, method, table, info, query, payload, prefs)
                 if key is not None:
@@ -585,17 +585,28 @@ class Handler(BaseHTTPRequestHandler):
         return Reply(status, bytes(stored_body or b""),
                      {**(headers or {}), "Idempotent-Replayed": "true"})
 
-    def read(self, conn: psycopg.Connection, table: str, query: Query) -> Reply:
+    def read(self, conn: psycopg.Connection, table: str, query: Query, count: bool = False) -> Reply:
+        """The rows, with `Content-Range: first-last/*`; with `Prefer: count=exact`, the total
+        of the rows the filters match in place of `*`, and 206 when the answer holds fewer (as
+        PostgREST answers)."""
         statement = sql.SQL("SELECT {cols} FROM {table}").format(
             cols=query.select, table=sql.Identifier(SCHEMA, table))
         statement = self.tail(statement, query)
-        text, count = conn.execute(
+        text, rows = conn.execute(
             sql.SQL("SELECT coalesce(json_agg(_t), '[]')::text, count(*) FROM ({}) _t")
             .format(statement), query.params).fetchone()
         first = query.offset or 0
-        content_range = f"{first}-{first + count - 1}/*" if count else "*/*"
-        return Reply(200, text.encode(), {"Content-Type": JSON_TYPE,
-                                          "Content-Range": content_range})
+        total = "*"
+        status = 200
+        if count:
+            matched = self.tail(sql.SQL("SELECT 1 FROM {table}").format(table=sql.Identifier(SCHEMA, table)),
+                                query, reads=False)
+            total = conn.execute(sql.SQL("SELECT count(*) FROM ({}) _c").format(matched),
+                                 query.params).fetchone()[0]
+            status = 206 if first + rows < total else 200
+        content_range = f"{first}-{first + rows - 1}/{total}" if rows else f"*/{total}"
+        return Reply(status, text.encode(), {"Content-Type": JSON_TYPE,
+                                             "Content-Range": content_range})
 
     @staticmethod
     def tail(statement: sql.Composable, query: Query, reads: bool = True) -> sql.Composable:

@@ -363,6 +363,17 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
           [(row["key"], row["op"]) for row in feed(0, BOB).json()] == [("f1", "upsert")], feed(0, BOB))
     r = feed(0, token="")
     check("no token: the feed is refused (401)", r.status == 401, r)
+    total = len(feed(0).json())
+    r = api.call("GET", "/rest/v1/sovaria_feed?table=eq.notes&position=gt.0&order=position&limit=1",
+                 token=ALICE, headers={"Prefer": "count=exact"})
+    check("Prefer: count=exact: 206 and the total in Content-Range, as PostgREST answers",
+          total == 3 and r.status == 206 and r.header("Content-Range") == f"0-0/{total}"
+          and len(r.json()) == 1, (total, r, r.header("Content-Range")))
+    r = api.call("GET", "/rest/v1/sovaria_feed?table=eq.notes&position=gt.0&order=position",
+                 token=ALICE, headers={"Prefer": "count=exact"})
+    check("... 200 when the answer holds them all",
+          r.status == 200 and r.header("Content-Range") == f"0-{total - 1}/{total}",
+          (r, r.header("Content-Range")))
 
     started = time.monotonic()
     r = feed(10**18, headers={"Prefer": "wait=1"})

@@ -24,7 +24,7 @@ import Testing
     /// where it reads the log.
     static func follower(
         _ rig: HTTPRig, _ engine: HTTPEngine, folder: TemporaryFolder, following: Bool = false,
-        view: String = "sovaria_feed"
+        view: String = "sovaria_feed", pageSize: Int = 500
     ) async throws -> SovariaOffline {
         let transport = URLSessionTransport(baseURL: rig.server.baseURL, apiKey: "test-anon-key", tokens: TestTokens())
         var configuration = SovariaOffline.Configuration(api: PostgREST())
@@ -32,7 +32,8 @@ import Testing
         configuration.timer = ManualTimer()
         configuration.overlay = PostgRESTOverlay(
             tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
-        configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"], view: view)
+        configuration.changeFeed = PostgRESTChangeFeed(
+            transport: transport, keyColumns: ["notes": "id"], view: view, pageSize: pageSize)
         if following {
             configuration.timer = TaskSyncTimer()
             configuration.followedTables = ["notes"]
@@ -178,6 +179,24 @@ import Testing
         #expect(try LocalFirstIDs.ids(skipped.body) == ["f2"], "the naive reader skipped the first for good")
         await device.close()
         await naive.close()
+    }
+
+    /// The server counts the changes after each page (`Prefer: count=exact`): the status says
+    /// how far behind the device is, page by page.
+    @Test func theStatusSaysHowFarBehindTheDeviceIs() async throws {
+        let engine = HTTPEngine.all[0]
+        let rig = try await HTTPRig(engine)
+        for index in 1...5 { _ = try await rig.offline.write(insertNote("n\(index)", title: "Note \(index)")) }
+        let folder = try TemporaryFolder()
+        let device = try await Self.follower(rig, engine, folder: folder, pageSize: 2)
+        var behind: [Int?] = []
+        var pulled: ChangeFeedPull
+        repeat {
+            pulled = try await device.pullChanges(of: "notes")
+            behind.append(device.status.changeFeeds["notes"]?.behindBy)
+        } while pulled.hasMore
+        #expect(behind == [3, 1, 0])
+        await device.close()
     }
 
     @Test(arguments: HTTPEngine.all)

@@ -28,7 +28,7 @@ import Testing
         var offline: SovariaOffline { rig.offline }
 
         init(
-            _ engine: SyncEngine, store wrap: Rig.Wrap? = nil, followed: [String] = []
+            _ engine: SyncEngine, store wrap: Rig.Wrap? = nil, followed: [String] = [], pageSize: Int = 500
         )
             async throws
         {
@@ -36,7 +36,8 @@ import Testing
             rig = try await Rig(engine, wrap: wrap) { configuration in
                 configuration.overlay = PostgRESTOverlay(
                     tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
-                configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer, keyColumns: ["notes": "id"])
+                configuration.changeFeed = PostgRESTChangeFeed(
+                    transport: feedServer, keyColumns: ["notes": "id"], pageSize: pageSize)
                 configuration.followedTables = followed
             }
         }
@@ -213,6 +214,29 @@ import Testing
         #expect(try await Self.cached(rig.offline, Self.all)?.body == Self.server)
     }
 
+    /// A read that does not wait asks the server to count what is left; the status says how far
+    /// behind the device is, `nil` while behind on a server that does not count, 0 once caught up.
+    @Test func theStatusSaysHowFarBehindTheFeedIs() async throws {
+        let rig = try await FeedRig(.memory, pageSize: 2)
+        rig.feed(
+            Self.upsert(1, #"{"id":"n1","title":"A"}"#), Self.upsert(2, #"{"id":"n2","title":"B"}"#),
+            headers: ["Content-Range": "0-1/5"])
+        try await rig.offline.pullChanges(of: "notes")
+        #expect(rig.feedServer.received.last?.header("Prefer") == "count=exact")
+        #expect(rig.offline.status.changeFeeds["notes"]?.behindBy == 3)
+        rig.feed(
+            Self.upsert(3, #"{"id":"n3","title":"C"}"#), Self.upsert(4, #"{"id":"n4","title":"D"}"#),
+            headers: ["Content-Range": "0-1/*"])
+        try await rig.offline.pullChanges(of: "notes")
+        #expect(rig.offline.status.changeFeeds["notes"]?.behindBy == nil, "the server did not count")
+        #expect(rig.offline.status.changeFeeds["notes"]?.isCaughtUp == false)
+        rig.feed(Self.upsert(5, #"{"id":"n5","title":"E"}"#))
+        try await rig.offline.pullChanges(of: "notes", wait: .seconds(3))
+        #expect(rig.feedServer.received.last?.header("Prefer") == "wait=3", "a wait asks no count")
+        #expect(rig.offline.status.changeFeeds["notes"]?.behindBy == 0)
+        #expect(rig.offline.status.changeFeeds["notes"]?.isCaughtUp == true)
+    }
+
     @Test func anErrorStatusOrABodyThatIsNoArrayIsATypedError() async throws {
         let rig = try await FeedRig(.memory)
         rig.feedServer.answer(DataResponse(status: 404, body: #"{"message":"relation sovaria_feed does not exist"}"#))
@@ -316,7 +340,8 @@ import Testing
         rig.feed(Self.threeChanges[0], headers: ["Preference-Applied": "wait=20"])
         await rig.rig.timer.fire()
         #expect(try await rig.offline.feedCheckpoint(of: "notes") == 10)
-        #expect(rig.feedServer.received.last?.header("Prefer") == nil, "not caught up before its first page")
+        #expect(
+            rig.feedServer.received.last?.header("Prefer") == "count=exact", "no wait before its first page: a count")
         rig.feed(headers: ["Preference-Applied": "wait=20"])
         await rig.rig.timer.fire()
         #expect(rig.feedServer.received.last?.header("Prefer") == "wait=20", "caught up, and the server offers it")
