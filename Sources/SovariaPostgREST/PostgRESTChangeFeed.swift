@@ -138,6 +138,32 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         }
     }
 
+    /// The position of `table`'s latest change the view serves: `GET
+    /// <prefix>sovaria_feed?select=position&table=eq.<table>&order=position.desc&limit=1`.
+    ///
+    /// - Throws: as ``changes(of:after:wait:)``.
+    public func latestPosition(of table: String) async throws -> Int64? {
+        let request = api.select(
+            view, columns: "position", where: [.eq("table", table)], order: "position.desc", limit: 1)
+        let response = try await transport.send(request)
+        guard response.isSuccess else {
+            throw ChangeFeedError(
+                .unexpectedStatus, table: table, "the feed answered \(response.status): \(response.body.prefix(500))")
+        }
+        guard case .array(let items) = try? JSONParser.parse(response.body) else {
+            throw ChangeFeedError(
+                .malformedChange, table: table, "the feed's answer is not a JSON array: \(response.body.prefix(200))")
+        }
+        guard let item = items.first else { return nil }
+        guard case .object(let object) = item, case .number(let number)? = object["position"],
+            let position = Int64(number)
+        else {
+            throw ChangeFeedError(
+                .malformedChange, table: table, "a latest position that is not an integer: \(item.text)")
+        }
+        return position
+    }
+
     /// `change` as the write that has its effect: an upsert of the whole row (`POST` with
     /// `Prefer: resolution=merge-duplicates`), or a `DELETE` of its key.
     public func write(for change: RowChange) -> DataRequest {

@@ -21,6 +21,18 @@ public protocol ChangeFeed: Sendable {
     /// ``SovariaOffline/Configuration/overlay`` applies to a cached answer to bring it up to date
     /// (for PostgREST: an upsert of the row, or a delete by its key).
     func write(for change: RowChange) -> DataRequest
+
+    /// The position of `table`'s latest change the feed serves now (`nil`: none, or the feed
+    /// cannot say): where a reader that skips the backlog resumes
+    /// (``SovariaOffline/Configuration/feedRefetchPast``).
+    ///
+    /// - Throws: as ``changes(of:after:wait:)``.
+    func latestPosition(of table: String) async throws -> Int64?
+}
+
+extension ChangeFeed {
+    /// `nil`: a feed that cannot say where it ends is always applied change by change.
+    public func latestPosition(of table: String) async throws -> Int64? { nil }
 }
 
 /// One change of one row, as the feed serves it.
@@ -136,6 +148,10 @@ public struct ChangeFeedPull: Sendable, Hashable {
     public var mustRefetch: Bool
     /// Whether more changes are waiting (the page was full).
     public var hasMore: Bool
+    /// The changes skipped, not applied: the backlog was past
+    /// ``SovariaOffline/Configuration/feedRefetchPast``, and the table's cached answers were
+    /// marked stale instead (counted in ``staleAnswers``).
+    public var skippedChanges = 0
 }
 
 /// Where the following of one table's feed stands: part of ``SyncStatus``.

@@ -45,10 +45,23 @@ extension SovariaOffline {
             let checkpoint = try await feedCheckpoint(of: table)
             // The writes synced before the feed is read: a page that reaches the log's end holds them.
             let syncedBefore = synced.count
-            let page: ChangeFeedPage
+            var page: ChangeFeedPage
+            var skipped = 0
             do {
                 page = try await feed.changes(of: table, after: checkpoint, wait: wait)
                 try Self.check(page, of: table, after: checkpoint)
+                // A backlog past the limit: its answers are fetched again rather than brought up
+                // to date change by change (a must-refetch the controller chose).
+                if let limit = configuration.feedRefetchPast, page.hasMore, let remaining = page.remaining,
+                    page.changes.count + remaining > limit,
+                    let latest = try await feed.latestPosition(of: table),
+                    latest > (page.position ?? checkpoint ?? .min)
+                {
+                    skipped = page.changes.count + remaining
+                    page = ChangeFeedPage(
+                        changes: [], position: latest, mustRefetch: true, offersWaiting: page.offersWaiting,
+                        remaining: 0)
+                }
             } catch let error as SyncTransportError where error.code == .offline {
                 wentOffline(error)
                 throw error
@@ -58,8 +71,12 @@ extension SovariaOffline {
                 throw error
             }
             reachedServer()
-            let (pulled, changedAnswers, refetch) = try await apply(
+            var (pulled, changedAnswers, refetch) = try await apply(
                 page, of: table, after: checkpoint, syncedBefore: syncedBefore, feed: feed)
+            if skipped > 0 {
+                pulled.mustRefetch = false
+                pulled.skippedChanges = skipped
+            }
             state.withLock { state in
                 if wait != nil || page.offersWaiting { state.feedOffersWaiting[table] = page.offersWaiting }
                 var status =
@@ -67,7 +84,7 @@ extension SovariaOffline {
                 status.position = pulled.position
                 status.isCaughtUp = !page.hasMore
                 status.behindBy = page.hasMore ? page.remaining : 0
-                status.mustRefetchCount += page.mustRefetch ? 1 : 0
+                status.mustRefetchCount += pulled.mustRefetch ? 1 : 0
                 status.lastError = nil
                 state.feeds[table] = status
             }

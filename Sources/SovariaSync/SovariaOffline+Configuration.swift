@@ -79,6 +79,14 @@ extension SovariaOffline {
         /// transport cuts short fails as a timeout, and the controller backs off.
         /// Default: 20 seconds.
         public var feedWait: Duration = .seconds(20)
+        /// How many changes behind a table may be before its backlog is skipped: its cached
+        /// answers are marked stale (fetched again at their next network read, at once if a live
+        /// query shows them) and its checkpoint moves to the feed's latest position. Applying a
+        /// change costs a few microseconds per cached answer of its table; past this, fetching
+        /// the answers costs less. Needs a feed that counts what is left and says where it ends
+        /// (``ChangeFeedPage/remaining``, ``ChangeFeed/latestPosition(of:)``). `nil`: always apply.
+        /// Default: 5,000.
+        public var feedRefetchPast: Int? = 5_000
 
         /// The defaults, for the API `api` speaks.
         public init(api: any DataAPI) {

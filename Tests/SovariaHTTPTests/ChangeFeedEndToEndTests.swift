@@ -24,7 +24,7 @@ import Testing
     /// where it reads the log.
     static func follower(
         _ rig: HTTPRig, _ engine: HTTPEngine, folder: TemporaryFolder, following: Bool = false,
-        view: String = "sovaria_feed", pageSize: Int = 500
+        view: String = "sovaria_feed", pageSize: Int = 500, refetchPast: Int? = 5_000
     ) async throws -> SovariaOffline {
         let transport = URLSessionTransport(baseURL: rig.server.baseURL, apiKey: "test-anon-key", tokens: TestTokens())
         var configuration = SovariaOffline.Configuration(api: PostgREST())
@@ -34,6 +34,7 @@ import Testing
             tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
         configuration.changeFeed = PostgRESTChangeFeed(
             transport: transport, keyColumns: ["notes": "id"], view: view, pageSize: pageSize)
+        configuration.feedRefetchPast = refetchPast
         if following {
             configuration.timer = TaskSyncTimer()
             configuration.followedTables = ["notes"]
@@ -196,6 +197,29 @@ import Testing
             behind.append(device.status.changeFeeds["notes"]?.behindBy)
         } while pulled.hasMore
         #expect(behind == [3, 1, 0])
+        await device.close()
+    }
+
+    /// Five changes behind with a limit of three: the device asks for one page and the latest
+    /// position, applies nothing, and fetches its list again at its next read.
+    @Test(arguments: HTTPEngine.all)
+    func aBacklogPastTheLimitIsSkippedAndTheListFetchedAgain(_ engine: HTTPEngine) async throws {
+        let rig = try await HTTPRig(engine)
+        let folder = try TemporaryFolder()
+        let device = try await Self.follower(rig, engine, folder: folder, pageSize: 2, refetchPast: 3)
+        _ = try await device.read(Self.byTitle, policy: .networkOnly)
+        for index in 1...5 { _ = try await rig.offline.write(insertNote("n\(index)", title: "Note \(index)")) }
+        let before = try await rig.server.requests().count
+
+        let pulled = try await device.pullChanges(of: "notes")
+        #expect(pulled.skippedChanges == 5 && pulled.changes == 0 && !pulled.hasMore, "\(pulled)")
+        let latest = try await rig.server.query(#"SELECT max(position) FROM sovaria_changes WHERE "table" = 'notes'"#)
+        #expect(try await device.feedCheckpoint(of: "notes").map(String.init) == latest.first)
+        let asked = try await rig.server.requests().dropFirst(before).map(\.path)
+        #expect(asked.count == 2 && asked.allSatisfy { $0.hasPrefix("/rest/v1/sovaria_feed?") }, "\(asked)")
+        let fetched = try await device.read(Self.byTitle)
+        #expect(fetched.source == .network && fetched.isExact)
+        #expect(try Self.parsed(fetched.body) == (try await Self.serverAnswer(rig, Self.byTitle)))
         await device.close()
     }
 

@@ -28,7 +28,8 @@ import Testing
         var offline: SovariaOffline { rig.offline }
 
         init(
-            _ engine: SyncEngine, store wrap: Rig.Wrap? = nil, followed: [String] = [], pageSize: Int = 500
+            _ engine: SyncEngine, store wrap: Rig.Wrap? = nil, followed: [String] = [], pageSize: Int = 500,
+            refetchPast: Int? = 5_000
         )
             async throws
         {
@@ -39,6 +40,7 @@ import Testing
                 configuration.changeFeed = PostgRESTChangeFeed(
                     transport: feedServer, keyColumns: ["notes": "id"], pageSize: pageSize)
                 configuration.followedTables = followed
+                configuration.feedRefetchPast = refetchPast
             }
         }
 
@@ -235,6 +237,46 @@ import Testing
         #expect(rig.feedServer.received.last?.header("Prefer") == "wait=3", "a wait asks no count")
         #expect(rig.offline.status.changeFeeds["notes"]?.behindBy == 0)
         #expect(rig.offline.status.changeFeeds["notes"]?.isCaughtUp == true)
+    }
+
+    /// A backlog past `feedRefetchPast` (as the server counts it) is skipped: no change of the
+    /// page is applied, every answer of the table goes stale, and the checkpoint moves to the
+    /// feed's latest position. A backlog at the limit is applied; so is one on a feed that cannot
+    /// say where it ends.
+    @Test func aBacklogPastTheLimitIsSkippedAndItsAnswersFetchedAgain() async throws {
+        let rig = try await FeedRig(.memory, pageSize: 2, refetchPast: 4)
+        try await rig.cacheTheLists()
+        rig.feed(
+            Self.upsert(10, #"{"id":"n4","title":"Apples","done":false}"#),
+            Self.upsert(11, #"{"id":"n5","title":"Pears","done":false}"#), headers: ["Content-Range": "0-1/4"])
+        let applied = try await rig.offline.pullChanges(of: "notes")
+        #expect(applied.changes == 2 && applied.skippedChanges == 0, "at the limit: applied")
+        let fetches = rig.rig.transport.received.count
+
+        rig.feed(
+            Self.upsert(12, #"{"id":"n6","title":"Plums","done":false}"#),
+            Self.upsert(13, #"{"id":"n7","title":"Figs","done":false}"#), headers: ["Content-Range": "0-1/9"])
+        rig.feed(#"{"position":40}"#)
+        let skipped = try await rig.offline.pullChanges(of: "notes")
+        #expect(skipped.skippedChanges == 9 && skipped.changes == 0 && !skipped.hasMore && !skipped.mustRefetch)
+        #expect(
+            rig.feedServer.received.last?.path
+                == "/rest/v1/sovaria_feed?select=position&table=eq.notes&order=position.desc&limit=1")
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 40)
+        let status = rig.offline.status.changeFeeds["notes"]
+        #expect(status?.isCaughtUp == true && status?.behindBy == 0 && status?.mustRefetchCount == 0)
+        for read in [Self.all, Self.open, Self.firstTwo] {
+            #expect(try await Self.cached(rig.offline, read)?.isStale == true, "\(read.path)")
+            let local = try await rig.offline.read(read, policy: .cacheOnly)
+            #expect(local.inexactReasons.contains(.staleAfterServerChanges) && local.body?.contains("Plums") == false)
+        }
+        #expect(rig.rig.transport.received.count == fetches, "stale, fetched at their next network read")
+
+        let unbounded = try await FeedRig(.memory, pageSize: 2, refetchPast: nil)
+        unbounded.feed(
+            Self.upsert(1, #"{"id":"n4","title":"Apples"}"#), Self.upsert(2, #"{"id":"n5","title":"Pears"}"#),
+            headers: ["Content-Range": "0-1/900"])
+        #expect(try await unbounded.offline.pullChanges(of: "notes").changes == 2, "no limit: applied")
     }
 
     @Test func anErrorStatusOrABodyThatIsNoArrayIsATypedError() async throws {
