@@ -15,7 +15,8 @@ import Testing
 /// answers; a server in the process keeps the table and its log (in commit order, as
 /// `ChangeFeed.sql` serves it) and answers a fixed set of queries by its own code. At quiet
 /// moments, every answer a device calls exact equals the server's; at the end, after each device
-/// has synced and caught up, every answer does.
+/// has synced and caught up, every answer does. Two of the devices skip backlogs past a limit
+/// (their answers fetched again), one applies every change.
 @Suite struct ChangeFeedConvergenceTests {
     /// The fixed queries: every column by key; a filter ordered by text; a page; `select=*` with a
     /// numeric filter.
@@ -35,8 +36,10 @@ import Testing
         let server = FeedServer()
         for index in 0..<6 { server.change("s\(index)", &random) }
         var devices: [FeedDevice] = []
-        for engine in [SyncEngine.memory, .sqlite(.flushed), .lmdb(.flushed)] {
-            devices.append(try await FeedDevice(engine, server: server, seed: random.next()))
+        // One device applies every change; the others skip backlogs past 4 and 7 (pages of 3).
+        for (engine, refetchPast) in [(SyncEngine.memory, nil), (.sqlite(.flushed), 4), (.lmdb(.flushed), 7)] {
+            devices.append(
+                try await FeedDevice(engine, server: server, seed: random.next(), refetchPast: refetchPast))
         }
         var exactChecks = 0
         for step in 0..<240 {
@@ -83,6 +86,7 @@ import Testing
             await device.offline.close()
         }
         #expect(exactChecks > 0 && fromTheFeed > 0, "the run checked answers the feed kept exact")
+        #expect(server.skips > 0, "a device skipped a backlog (5 to 15 times a seed when written)")
     }
 
     /// With the faults off: the device syncs, catches up, and each answer it calls exact (with
@@ -138,15 +142,21 @@ final class FeedDevice: @unchecked Sendable {
     let folder: TemporaryFolder
     private(set) var offline: SovariaOffline
 
-    init(_ engine: SyncEngine, server: FeedServer, seed: UInt64) async throws {
+    /// A backlog past `refetchPast` changes is skipped (`nil`: every change is applied).
+    let refetchPast: Int?
+
+    init(_ engine: SyncEngine, server: FeedServer, seed: UInt64, refetchPast: Int?) async throws {
         name = engine.name
         folder = try TemporaryFolder()
         store = BatchLogStore(inner: try await engine.open(folder.url), log: batches)
         transport = FaultyTransport(server: server, seed: seed)
-        offline = try await Self.controller(store, transport)
+        self.refetchPast = refetchPast
+        offline = try await Self.controller(store, transport, refetchPast: refetchPast)
     }
 
-    static func controller(_ store: any OfflineStore, _ transport: FaultyTransport) async throws -> SovariaOffline {
+    static func controller(
+        _ store: any OfflineStore, _ transport: FaultyTransport, refetchPast: Int?
+    ) async throws -> SovariaOffline {
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = ManualTimer()
         configuration.memoryPressure = nil
@@ -154,13 +164,14 @@ final class FeedDevice: @unchecked Sendable {
         configuration.overlay = ChangeFeedConvergenceTests.overlay
         configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"], pageSize: 3)
         configuration.followedTables = ["notes"]
+        configuration.feedRefetchPast = refetchPast
         return try await SovariaOffline(store: store, transport: transport, configuration: configuration)
     }
 
     /// The app starts again: a new controller on the same store (what it kept in memory is gone).
     func restart() async throws {
         await offline.close()
-        offline = try await Self.controller(store, transport)
+        offline = try await Self.controller(store, transport, refetchPast: refetchPast)
     }
 }
 
@@ -228,6 +239,10 @@ final class FeedServer: @unchecked Sendable {
     private var rows: [String: Row] = [:]
     private var log: [(position: Int64, key: String, row: Row?)] = []
     private var responses: [String: DataResponse] = [:]
+    private var latestAsked = 0
+
+    /// How many times a device asked for the latest position (to skip a backlog).
+    var skips: Int { lock.withLock { latestAsked } }
 
     /// A random row's JSON for `id`.
     static func row(id: String, _ random: inout SplitMix64) -> String {
@@ -279,14 +294,22 @@ final class FeedServer: @unchecked Sendable {
         let key = query["id"].map { String($0.dropFirst("eq.".count)) }
         let body = request.body.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         switch (request.method, components.path) {
+        case ("GET", "/rest/v1/sovaria_feed") where query["order"] == "position.desc":
+            latestAsked += 1
+            return DataResponse(status: 200, body: log.last.map { #"[{"position":\#($0.position)}]"# } ?? "[]")
         case ("GET", "/rest/v1/sovaria_feed"):
             let after = query["position"].flatMap { Int64($0.dropFirst("gt.".count)) } ?? 0
             let limit = Int(query["limit"] ?? "") ?? 500
-            let page = log.filter { $0.position > after }.prefix(limit).map { entry in
+            let waiting = log.filter { $0.position > after }
+            let page = waiting.prefix(limit).map { entry in
                 let change = entry.row.map { #""op":"upsert","row":\#($0.json)"# } ?? #""op":"delete","row":null"#
                 return #"{"position":\#(entry.position),"table":"notes","key":"\#(entry.key)",\#(change)}"#
             }
-            return DataResponse(status: 200, body: "[" + page.joined(separator: ",") + "]")
+            var headers: [String: String] = [:]
+            if request.header("Prefer")?.contains("count=exact") == true {  // as PostgREST counts
+                headers["Content-Range"] = page.isEmpty ? "*/\(waiting.count)" : "0-\(page.count - 1)/\(waiting.count)"
+            }
+            return DataResponse(status: 200, headers: headers, body: "[" + page.joined(separator: ",") + "]")
         case ("GET", "/rest/v1/notes"):
             return DataResponse(status: 200, body: select(request.path))
         case ("POST", "/rest/v1/notes"):
