@@ -154,6 +154,7 @@ let package = Package(
             name: "SovariaCrashTests",
             dependencies: [
                 "sovaria-crash-writer", "Sovaria", "SovariaSQLite", "SovariaPostgres", "SovariaQueue", "SovariaSync",
+                "SovariaCache",
                 "SovariaPostgREST",
                 "SovariaTestServers", "SovariaFiles", "SovariaTestEngines",
             ]

@@ -17,10 +17,15 @@ public struct CachedResponse: Sendable, Hashable {
     public let etag: String?
     /// Whether a local write has made it out of date; it keeps its place in eviction order.
     public let isStale: Bool
+    /// The change-feed position it is current to: it holds every change of its table at or
+    /// before it (the server said so with the read, or the feed brought it there). `nil`: not
+    /// known. A feed page applies to it only the changes after it.
+    public let position: Int64?
 
     /// Creates a response.
     public init(
-        query: String, body: String, serverTime: Date, fetchedAt: Date, etag: String? = nil, isStale: Bool = false
+        query: String, body: String, serverTime: Date, fetchedAt: Date, etag: String? = nil, isStale: Bool = false,
+        position: Int64? = nil
     ) {
         self.query = query
         self.body = body
@@ -28,6 +33,7 @@ public struct CachedResponse: Sendable, Hashable {
         self.fetchedAt = fetchedAt
         self.etag = etag
         self.isStale = isStale
+        self.position = position
     }
 
     /// The UTF-8 length of ``body``, what the bound counts.
@@ -42,6 +48,7 @@ public struct CachedResponse: Sendable, Hashable {
 
     func with(stale: Bool) -> CachedResponse {
         CachedResponse(
-            query: query, body: body, serverTime: serverTime, fetchedAt: fetchedAt, etag: etag, isStale: stale)
+            query: query, body: body, serverTime: serverTime, fetchedAt: fetchedAt, etag: etag, isStale: stale,
+            position: position)
     }
 }

@@ -95,8 +95,9 @@ extension QueryCache {
         try await flights.run(id, sharing: sharing) {
             let stored: (response: CachedResponse, needsSizeCheck: Bool)
             switch try await fetch(cached?.etag) {
-            case .response(let body, let serverTime, let etag):
-                stored = try await self.write(query, id: id, body: body, serverTime: serverTime, etag: etag)
+            case .response(let body, let serverTime, let etag, let position):
+                stored = try await self.write(
+                    query, id: id, body: body, serverTime: serverTime, etag: etag, position: position)
             case .notModified(let serverTime):
                 guard let cached else {
                     throw OfflineStoreError(
@@ -105,7 +106,8 @@ extension QueryCache {
                             + "when the ETag passed to the fetch is nil.")
                 }
                 stored = try await self.write(
-                    query, id: id, body: cached.body, serverTime: serverTime, etag: cached.etag)
+                    query, id: id, body: cached.body, serverTime: serverTime, etag: cached.etag,
+                    position: cached.position)
             }
             if stored.needsSizeCheck { self.checkSizeBehindAnswer() }
             return stored.response

@@ -9,14 +9,15 @@ public enum CachedResponseUpdate: Sendable, Hashable {
     /// fetch time; its `ETag` goes, as it named the body the server sent. If the cached response
     /// is no longer `base` (a fetch stored another meanwhile), it is marked stale instead: `body`
     /// was computed from an answer that is gone, and the new one may lack the changes.
-    case replaceBody(base: CachedResponse, body: String)
+    /// `position`: the change-feed position it is now current to (`nil`: it keeps its own).
+    case replaceBody(base: CachedResponse, body: String, position: Int64? = nil)
     /// The response to `query` is stale: readers fetch it again.
     case markStale(query: String)
 
     /// The query it is about.
     public var query: String {
         switch self {
-        case .replaceBody(let base, _): base.query
+        case .replaceBody(let base, _, _): base.query
         case .markStale(let query): query
         }
     }
@@ -48,10 +49,10 @@ extension QueryCache {
                 else { continue }
                 let key = CacheKeys.responseKey(id, entry)
                 switch update {
-                case .replaceBody(let base, let body) where Self.sameRecord(current, base):
+                case .replaceBody(let base, let body, let position) where Self.sameRecord(current, base):
                     let response = CachedResponse(
                         query: query, body: body, serverTime: current.serverTime, fetchedAt: current.fetchedAt,
-                        isStale: current.isStale)
+                        isStale: current.isStale, position: position ?? current.position)
                     let moved = CacheKeys.responseKey(
                         id,
                         .init(serverTimeMillis: entry.serverTimeMillis, sizeBytes: response.sizeBytes, generation: 0))
@@ -83,7 +84,7 @@ extension QueryCache {
     /// Whether `a` and `b` are the same cached response as the store keeps it (times to the
     /// millisecond: one read from memory holds the clock's full precision).
     private static func sameRecord(_ a: CachedResponse, _ b: CachedResponse) -> Bool {
-        a.body == b.body && a.etag == b.etag && a.isStale == b.isStale
+        a.body == b.body && a.etag == b.etag && a.isStale == b.isStale && a.position == b.position
             && CacheRecord.millis(a.serverTime) == CacheRecord.millis(b.serverTime)
             && CacheRecord.millis(a.fetchedAt) == CacheRecord.millis(b.fetchedAt)
     }

@@ -127,6 +127,24 @@ CREATE OR REPLACE VIEW sovaria_feed WITH (security_invoker = true) AS
     FROM sovaria_changes
     WHERE position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
 
+-- The position a read is current to: every change at or below it belongs to a transaction that
+-- ended before the reader's snapshot, so the read holds it (it may hold later ones too). A device
+-- applies to that answer only the feed's changes after it: an older one would set a row back.
+CREATE OR REPLACE FUNCTION sovaria_position() RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304 - 1
+$$;
+
+-- For PostgREST's `db-pre-request` (set it to "sovaria_pre_request", or call this from your own
+-- pre-request function): every answer gets a `Sovaria-Position` header. It runs before the read,
+-- in its transaction: the read's snapshot is as new or newer, so the position holds. A function
+-- of yours that sets `response.headers` later in the request replaces it.
+CREATE OR REPLACE FUNCTION sovaria_pre_request() RETURNS void
+LANGUAGE sql STABLE AS $$
+    SELECT set_config('response.headers',
+        json_build_array(json_build_object('Sovaria-Position', sovaria_position()::text))::text, true)
+$$;
+
 -- Deletes the served changes older than `keep`, leaving per table a `trimmed` row at the highest
 -- position deleted (the earlier `trimmed` row included, so it is never lost). Returns the number
 -- of changes deleted.
@@ -155,7 +173,8 @@ DROP POLICY IF EXISTS sovaria_changes_select ON sovaria_changes;
 CREATE POLICY sovaria_changes_select ON sovaria_changes FOR SELECT
     USING (visible_to IS NULL OR visible_to = current_user);
 
--- Publishing and trimming are the schema owner's: PostgREST would offer every function a role may
+-- Publishing and trimming are the schema owner's (the position and the pre-request function are
+-- read-only, and every API role runs them): PostgREST would offer every function a role may
 -- run as /rpc/…, and a table published by an API user with no visibility column would show its
 -- rows to everyone.
 REVOKE EXECUTE ON FUNCTION sovaria_publish(regclass, text, text), sovaria_trim_changes(interval),

@@ -164,6 +164,12 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         return position
     }
 
+    /// The position a read is current to: the `Sovaria-Position` header `ChangeFeed.sql`'s
+    /// `sovaria_pre_request()` adds to every answer when PostgREST runs it (`db-pre-request`).
+    public func position(of response: DataResponse) -> Int64? {
+        response.header("Sovaria-Position").flatMap { Int64(String($0.filter { $0 != " " && $0 != "\t" })) }
+    }
+
     /// `change` as the write that has its effect: an upsert of the whole row (`POST` with
     /// `Prefer: resolution=merge-duplicates`), or a `DELETE` of its key.
     public func write(for change: RowChange) -> DataRequest {

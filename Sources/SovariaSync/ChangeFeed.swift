@@ -28,11 +28,20 @@ public protocol ChangeFeed: Sendable {
     ///
     /// - Throws: as ``changes(of:after:wait:)``.
     func latestPosition(of table: String) async throws -> Int64?
+
+    /// The position a read's answer is current to, when the server says (`nil`: it does not):
+    /// the answer holds every change at or before it, and a page applies to it only the later
+    /// ones (``SovariaCache/CachedResponse/position``). Without it, a page applied while the feed
+    /// catches up can set a row in a newer answer back, until a later page brings it forward.
+    func position(of response: DataResponse) -> Int64?
 }
 
 extension ChangeFeed {
     /// `nil`: a feed that cannot say where it ends is always applied change by change.
     public func latestPosition(of table: String) async throws -> Int64? { nil }
+
+    /// `nil`: the server does not say which changes a read holds.
+    public func position(of response: DataResponse) -> Int64? { nil }
 }
 
 /// One change of one row, as the feed serves it.

@@ -144,8 +144,13 @@ extension SovariaOffline {
         var last: [String: Int] = [:]
         for (index, change) in page.changes.enumerated() { last[change.key] = index }
         let writes = page.changes.enumerated().filter { last[$0.element.key] == $0.offset }.map {
-            OverlayWrite(id: "feed:\($0.element.position)", request: feed.write(for: $0.element), isPending: false)
+            (
+                position: $0.element.position,
+                write: OverlayWrite(
+                    id: "feed:\($0.element.position)", request: feed.write(for: $0.element), isPending: false)
+            )
         }
+        let position = page.position ?? page.changes.last?.position
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
         var current: [String] = []
@@ -156,10 +161,19 @@ extension SovariaOffline {
                 continue
             }
             let read = DataRequest(method: "GET", path: String(query.dropFirst(4)))
+            // Only the changes after the position the answer is current to: an older one would
+            // set a row it holds newer back.
+            let fresh = cached.position.map { held in writes.filter { $0.position > held } } ?? writes
+            if !page.mustRefetch, !cached.isStale, fresh.isEmpty {
+                current.append(query)
+                continue
+            }
             if !page.mustRefetch, !cached.isStale, let overlay = configuration.overlay {
-                let answer = overlay.answer(read, cachedBody: cached.body, writes: writes, related: [])
+                let answer = overlay.answer(read, cachedBody: cached.body, writes: fresh.map(\.write), related: [])
                 if answer.inexactReasons.isEmpty, !answer.wantsRelatedAnswers, let body = answer.body {
-                    if body != cached.body { updates.append(.replaceBody(base: cached, body: body)) }
+                    if body != cached.body {
+                        updates.append(.replaceBody(base: cached, body: body, position: position))
+                    }
                     current.append(query)
                     continue
                 }
@@ -167,7 +181,6 @@ extension SovariaOffline {
             if !cached.isStale { updates.append(.markStale(query: query)) }
             if cache.isBeingRead(query) { refetch.append(read) }
         }
-        let position = page.position ?? page.changes.last?.position
         let moveCheckpoint: [StoreWrite] =
             position.map { [.set(key: Self.feedPrefix + table, value: String($0))] } ?? []
         let changed = try await cache.update(updates, alongWith: moveCheckpoint)

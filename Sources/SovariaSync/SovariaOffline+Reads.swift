@@ -35,12 +35,17 @@ extension SovariaOffline {
                     response: response)
             }
             if response.status == 304 { return .notModified(serverTime: serverTime) }
-            return .response(body: response.body, serverTime: serverTime, etag: response.header("ETag"))
+            return .response(
+                body: response.body, serverTime: serverTime, etag: response.header("ETag"),
+                position: configuration.changeFeed?.position(of: response))
         }
         if answer.source == .network {
             // Changes from the feed applied while the fetch ran may be missing from its answer:
-            // the next network read fetches it again.
-            if feedApplies(of: request) != feedAppliesBefore {
+            // the next network read fetches it again. Not when the server said the answer is
+            // current to the checkpoint the feed reached, or past it: it holds them.
+            if feedApplies(of: request) != feedAppliesBefore,
+                try await !holdsTheFeed(answer.response, of: request)
+            {
                 try await cache.markStale(query)
                 synced.markedStaleByFeed([query])
                 // A live query shows it: fetched again behind this answer (the feed keeps it from
@@ -50,6 +55,14 @@ extension SovariaOffline {
             try await cache.evict(downToResponses: configuration.maxCached)
         }
         return answer
+    }
+
+    /// Whether `response` is current to its table's checkpoint or past it, as the server said.
+    private func holdsTheFeed(_ response: CachedResponse?, of request: DataRequest) async throws -> Bool {
+        guard let position = response?.position, let table = api.table(of: request),
+            let checkpoint = try await feedCheckpoint(of: table)
+        else { return false }
+        return position >= checkpoint
     }
 
     /// The cache key of a read: its method and path with query.

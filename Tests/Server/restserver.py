@@ -285,10 +285,11 @@ class RestServer(ThreadingHTTPServer):
     # thread waiting for the next request, and SIGTERM must stop the server at once.
     block_on_close = False
 
-    def __init__(self, port: int, conninfo: str, verbose: bool) -> None:
+    def __init__(self, port: int, conninfo: str, verbose: bool, pre_request: str | None = None) -> None:
         super().__init__(("127.0.0.1", port), Handler)
         self.conninfo = psycopg.conninfo.make_conninfo(conninfo, user="authenticator")
         self.verbose = verbose
+        self.pre_request = pre_request
         self.state = TestState()
         self.tables = self.load_schema_cache()
 
@@ -543,10 +544,17 @@ class Handler(BaseHTTPRequestHandler):
                 conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
                 conn.execute("SELECT set_config('request.jwt.claims', %s, true)",
                              [json.dumps({"role": role})])
+                if self.server.pre_request:  # PostgREST's db-pre-request
+                    conn.execute(sql.SQL("SELECT {}()").format(
+                        sql.Identifier(*self.server.pre_request.split("."))))
                 if method in ("GET", "HEAD"):
                     reply = self.read(conn, table, query, count=prefs.get("count") == "exact")
                 else:
                     reply = self.write(conn, method, table, info, query, payload, prefs)
+                # Headers the request's SQL set, as PostgREST adds them: a JSON array of objects.
+                extra = conn.execute("SELECT current_setting('response.headers', true)").fetchone()[0]
+                for header in json.loads(extra) if extra else []:
+                    reply.headers.update({str(name): str(value) for name, value in header.items()})
                 if key is not None:
                     conn.execute("RESET ROLE")
                     conn.execute(
@@ -785,6 +793,8 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     parser.add_argument("--setup", action="store_true", help="apply schema.sql first")
     parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    parser.add_argument("--db-pre-request", metavar="FUNCTION",
+                        help="run FUNCTION() before each request, as PostgREST's db-pre-request")
     args = parser.parse_args()
 
     if args.setup:
@@ -793,7 +803,7 @@ def main() -> int:
         subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", args.conninfo, "-f", str(schema)],
                        check=True, stdout=subprocess.DEVNULL,
                        env=dict(os.environ, PGOPTIONS="-c client_min_messages=warning"))
-    server = RestServer(args.port, args.conninfo, args.verbose)
+    server = RestServer(args.port, args.conninfo, args.verbose, args.db_pre_request)
 
     def stop(signum: int, frame: Any) -> None:
         # shutdown() waits for serve_forever() to return: call it off the main thread.

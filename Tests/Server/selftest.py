@@ -363,6 +363,20 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
           [(row["key"], row["op"]) for row in feed(0, BOB).json()] == [("f1", "upsert")], feed(0, BOB))
     r = feed(0, token="")
     check("no token: the feed is refused (401)", r.status == 401, r)
+    served = max(row["position"] for row in feed(0).json())
+    r = api.call("GET", "/rest/v1/notes?select=id", token=ALICE)
+    check("db-pre-request sovaria_pre_request: an answer says the position it is current to",
+          (r.header("Sovaria-Position") or "").isdigit() and int(r.header("Sovaria-Position")) >= served,
+          (r.header("Sovaria-Position"), served))
+    with psycopg.connect(db) as running:
+        running.execute("INSERT INTO lists (id, name) VALUES ('l-open', 'x')")  # a transaction left open
+        held = int(api.call("GET", "/rest/v1/notes?select=id", token=ALICE).header("Sovaria-Position") or 0)
+        api.call("POST", "/rest/v1/lists", {"id": "l-after", "name": "after the open one"}, token=ALICE)
+        logged = api.call("GET", "/rest/v1/sovaria_changes?table=eq.lists&order=position", token=ALICE).json()
+        check("... below a transaction still running, and held there while it runs",
+              int(api.call("GET", "/rest/v1/notes?select=id", token=ALICE).header("Sovaria-Position") or -1)
+              == held and held < max(row["position"] for row in logged), (held, logged))
+        running.rollback()
     total = len(feed(0).json())
     r = api.call("GET", "/rest/v1/sovaria_feed?table=eq.notes&position=gt.0&order=position&limit=1",
                  token=ALICE, headers={"Prefer": "count=exact"})
@@ -417,8 +431,9 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     rows = api.call("GET", "/rest/v1/sovaria_feed?table=eq.lists&order=position", token=ALICE).json()
     check("a TRUNCATE of a published table leaves a 'trimmed' row",
           [row["op"] for row in rows or []][-1:] == ["trimmed"], rows)
-    check("API users cannot run the feed's functions (no EXECUTE for PUBLIC)",
+    check("API users cannot run the feed's functions but the read-only position (no EXECUTE for PUBLIC)",
           count("SELECT count(*) FROM information_schema.routine_privileges WHERE routine_name LIKE 'sovaria%%'"
+                " AND routine_name NOT IN ('sovaria_position', 'sovaria_pre_request')"
                 " AND grantee IN ('PUBLIC', 'authenticated', 'alice', 'anon')") == 0)
 
     with psycopg.connect(db, autocommit=True) as admin:
@@ -455,7 +470,8 @@ def main() -> int:
         db = subprocess.run([str(HERE / "pgcluster"), "start", str(cluster)], check=True,
                             capture_output=True, text=True).stdout.strip()
         server = subprocess.Popen(
-            [sys.executable, str(HERE / "restserver.py"), "--conninfo", db, "--setup"]
+            [sys.executable, str(HERE / "restserver.py"), "--conninfo", db, "--setup",
+             "--db-pre-request", "sovaria_pre_request"]
             + (["--verbose"] if verbose else []),
             stdout=subprocess.PIPE, text=True)
         line = server.stdout.readline() if server.stdout else ""

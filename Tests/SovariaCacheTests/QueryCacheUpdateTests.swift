@@ -51,4 +51,35 @@ import Testing
         let now = try await cache.cachedResponse(for: "q")
         #expect(now?.body == "[1,2]" && now?.isStale == true, "the fetched body stays, marked stale")
     }
+
+    /// The position a fetch's server gave is stored with the answer, survives a reopen, moves with
+    /// a replaced body that names one and stays with one that does not; a 304 keeps it; a record
+    /// without one (as every record was before positions) reads as `nil`.
+    @Test(arguments: CacheEngine.all)
+    func thePositionAnAnswerIsCurrentToIsKeptAndMoved(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
+        let cache = try await QueryCache(store: store)
+        let fetched = try await cache.read("q", policy: .networkOnly) { _ in
+            .response(body: "[1]", serverTime: serverTime(1), etag: "\"e\"", position: 40)
+        }
+        #expect(fetched.response?.position == 40)
+        let revalidated = try await cache.read("q", policy: .networkOnly) { _ in .notModified(serverTime: serverTime(2))
+        }
+        #expect(revalidated.response?.position == 40, "a 304 keeps it")
+        #expect(try await QueryCache(store: store).cachedResponse(for: "q")?.position == 40, "stored")
+
+        let base = try #require(try await cache.cachedResponse(for: "q"))
+        try await cache.update([.replaceBody(base: base, body: "[1,2]", position: 55)], alongWith: [])
+        let moved = try #require(try await cache.cachedResponse(for: "q"))
+        #expect(moved.position == 55 && moved.body == "[1,2]")
+        try await cache.update([.replaceBody(base: moved, body: "[1,2,3]")], alongWith: [])
+        #expect(try await cache.cachedResponse(for: "q")?.position == 55, "kept without a new one")
+
+        let unknown = CachedResponse(query: "p", body: "[]", serverTime: serverTime(3), fetchedAt: serverTime(3))
+        let record = CacheRecord.encode(unknown)
+        #expect(record.prefix { $0 != "\n" }.split(separator: " ").count == 6, "no field without a position")
+        #expect(CacheRecord.decode(record) == unknown)
+        #expect(CacheRecord.decode(record.replacingOccurrences(of: " 1\n", with: " 1 x\n")) == nil, "a bad one")
+    }
 }

@@ -165,7 +165,7 @@ import Testing
             child.send(SIGKILL)
         }
         if let message = failure.message.withLock({ $0 }) { throw CrashChild.Failure(description: message) }
-        ledger.countEnd(of: acks, cut: cut)
+        ledger.countEnd(of: acks, cut: cut, mapped: engine.hasSuffix(StoreScheme.lmdb.name))
         let beforeReplay = try await PostgresCluster.onThread {
             try disk.unmount()
             defer { try? disk.mount() }

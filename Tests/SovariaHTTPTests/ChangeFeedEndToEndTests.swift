@@ -223,6 +223,35 @@ import Testing
         await device.close()
     }
 
+    /// The test server runs `sovaria_pre_request` as PostgREST's `db-pre-request`: a fetched
+    /// answer records the position it is current to, and the pages a device reads while it is
+    /// behind do not set back a row that answer holds newer.
+    @Test(arguments: HTTPEngine.all)
+    func aFetchedAnswerIsNotSetBackByThePagesBehindIt(_ engine: HTTPEngine) async throws {
+        let rig = try await HTTPRig(engine)
+        let folder = try TemporaryFolder()
+        let device = try await Self.follower(rig, engine, folder: folder, pageSize: 1, refetchPast: nil)
+        _ = try await rig.offline.write(insertNote("n1", title: "First"))
+        _ = try await rig.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"title":"Second"}"#))
+        let fetched = try await device.read(Self.byTitle, policy: .networkOnly)
+        let latest = try await rig.server.query(#"SELECT max(position) FROM sovaria_changes WHERE "table" = 'notes'"#)
+        let position = fetched.response?.position
+        let logged = try #require(latest.first.flatMap { Int64($0) })
+        #expect((position ?? 0) >= logged, "\(position as Any) \(latest)")
+        #expect(fetched.body?.contains("Second") == true)
+
+        let first = try await device.pullChanges(of: "notes")  // the insert alone: older than the answer
+        #expect(first.changes == 1 && first.hasMore)
+        let local = try await device.read(Self.byTitle, policy: .cacheOnly)
+        #expect(local.body?.contains("Second") == true && local.isExact, "not set back to the insert's title")
+        _ = try await Self.catchUp(device)
+        #expect(
+            try Self.parsed(try await device.read(Self.byTitle, policy: .cacheOnly).body)
+                == (try await Self.serverAnswer(rig, Self.byTitle)))
+        await device.close()
+    }
+
     @Test(arguments: HTTPEngine.all)
     func aCheckpointPastTheRetentionMustRefetch(_ engine: HTTPEngine) async throws {
         let rig = try await HTTPRig(engine)

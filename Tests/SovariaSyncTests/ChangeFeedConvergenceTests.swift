@@ -310,8 +310,10 @@ final class FeedServer: @unchecked Sendable {
                 headers["Content-Range"] = page.isEmpty ? "*/\(waiting.count)" : "0-\(page.count - 1)/\(waiting.count)"
             }
             return DataResponse(status: 200, headers: headers, body: "[" + page.joined(separator: ",") + "]")
-        case ("GET", "/rest/v1/notes"):
-            return DataResponse(status: 200, body: select(request.path))
+        case ("GET", "/rest/v1/notes"):  // with the position it is current to, as sovaria_pre_request says
+            return DataResponse(
+                status: 200, headers: log.last.map { ["Sovaria-Position": String($0.position)] } ?? [:],
+                body: select(request.path))
         case ("POST", "/rest/v1/notes"):
             guard let body, let id = body["id"] as? String, rows[id] == nil else {
                 return DataResponse(status: 409, body: #"{"code":"23505","message":"duplicate key"}"#)

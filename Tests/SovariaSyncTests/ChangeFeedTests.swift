@@ -125,6 +125,34 @@ import Testing
             "\(asked)")
     }
 
+    /// An answer the server said is current to a position takes only the later changes: a page
+    /// the feed serves while it catches up does not set back a row the answer holds newer, and a
+    /// change applied moves the answer's position.
+    @Test(arguments: SyncEngine.all)
+    func aPageAppliesToAnAnswerOnlyTheChangesAfterThePositionItIsCurrentTo(_ engine: SyncEngine) async throws {
+        let rig = try await FeedRig(engine)
+        rig.rig.transport.answer(
+            DataResponse(
+                status: 200, headers: ["Sovaria-Position": "11"],
+                body: #"[{"id":"n1","title":"Oat milk","done":false}]"#))
+        _ = try await rig.offline.read(Self.all, policy: .networkOnly)
+        #expect(try await Self.cached(rig.offline, Self.all)?.position == 11)
+
+        rig.feed(Self.upsert(10, #"{"id":"n1","title":"Milk","done":false}"#))  // older than the answer
+        let older = try await rig.offline.pullChanges(of: "notes")
+        let kept = try await Self.cached(rig.offline, Self.all)
+        #expect(kept?.body == #"[{"id":"n1","title":"Oat milk","done":false}]"#, "not set back")
+        #expect(kept?.isStale == false && kept?.position == 11 && older.updatedAnswers == 0)
+
+        rig.feed(Self.upsert(12, #"{"id":"n2","title":"Bread","done":true}"#))
+        try await rig.offline.pullChanges(of: "notes")
+        let moved = try await Self.cached(rig.offline, Self.all)
+        #expect(
+            moved?.body == #"[{"id":"n1","title":"Oat milk","done":false},{"id":"n2","title":"Bread","done":true}]"#)
+        #expect(moved?.position == 12)
+        #expect(try await rig.offline.read(Self.all, policy: .cacheOnly).isExact)
+    }
+
     @Test(arguments: SyncEngine.all)
     func thePullResumesAfterItsCheckpointAndAPageAppliedTwiceChangesNothing(_ engine: SyncEngine) async throws {
         let rig = try await FeedRig(engine)

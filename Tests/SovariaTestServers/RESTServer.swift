@@ -70,7 +70,7 @@ public final class RESTServer: @unchecked Sendable {
             "/usr/bin/python3",
             [
                 PostgresCluster.serverFolder.appendingPathComponent("restserver.py").path, "--conninfo", conninfo,
-                "--port", String(port),
+                "--port", String(port), "--db-pre-request", "sovaria_pre_request",
             ], captureOutput: true)
         process = child
         let line = try await PostgresCluster.onThread { Self.firstLine(of: child.output) }

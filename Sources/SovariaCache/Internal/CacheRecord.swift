@@ -1,14 +1,16 @@
 import Foundation
 
 /// The stored form of a ``CachedResponse``: one header line
-/// `c1 <serverMs> <fetchedMs> <stale 0|1> <etag bytes or -> <query bytes>`, then the ETag, the
-/// query and the body, back to back (lengths in UTF-8 bytes, so any text fits).
+/// `c1 <serverMs> <fetchedMs> <stale 0|1> <etag bytes or -> <query bytes>[ <position>]`, then
+/// the ETag, the query and the body, back to back (lengths in UTF-8 bytes, so any text fits).
+/// The position is there only when known.
 enum CacheRecord {
     static func encode(_ response: CachedResponse) -> String {
         let etag = response.etag ?? ""
         let etagLength = response.etag == nil ? "-" : String(etag.utf8.count)
+        let position = response.position.map { " \($0)" } ?? ""
         return "c1 \(millis(response.serverTime)) \(millis(response.fetchedAt)) \(response.isStale ? 1 : 0) "
-            + "\(etagLength) \(response.query.utf8.count)\n" + etag + response.query + response.body
+            + "\(etagLength) \(response.query.utf8.count)\(position)\n" + etag + response.query + response.body
     }
 
     /// The response, or `nil` when the text is not a record.
@@ -16,9 +18,11 @@ enum CacheRecord {
         let utf8 = text.utf8
         guard let newline = utf8.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
         let fields = text[..<newline].split(separator: " ")
-        guard fields.count == 6, fields[0] == "c1", let server = Int64(fields[1]), let fetched = Int64(fields[2]),
-            let queryLength = Int(fields[5]), queryLength >= 0
+        guard fields.count == 6 || fields.count == 7, fields[0] == "c1", let server = Int64(fields[1]),
+            let fetched = Int64(fields[2]), let queryLength = Int(fields[5]), queryLength >= 0
         else { return nil }
+        let position = fields.count == 7 ? Int64(fields[6]) : nil
+        if fields.count == 7, position == nil { return nil }
         let etagLength = fields[4] == "-" ? nil : Int(fields[4])
         if fields[4] != "-", etagLength == nil { return nil }
         var cursor = utf8.index(after: newline)
@@ -33,7 +37,7 @@ enum CacheRecord {
         guard let etag, let query = take(queryLength) else { return nil }
         return CachedResponse(
             query: query, body: String(text[cursor...]), serverTime: date(server), fetchedAt: date(fetched),
-            etag: etag, isStale: fields[3] == "1")
+            etag: etag, isStale: fields[3] == "1", position: position)
     }
 
     static func millis(_ date: Date) -> Int64 {
