@@ -56,7 +56,7 @@ app pending
 app list
 
 say "The server is back: the phone syncs"
-/usr/bin/python3 Tests/Server/restserver.py --conninfo "$conninfo" --port "$port" >/dev/null &
+/usr/bin/python3 Tests/Server/restserver.py --conninfo "$conninfo" --port "$port" --db-pre-request sovaria_pre_request >/dev/null &
 server_pid=$!
 until curl -s "http://127.0.0.1:$port/_test/health" >/dev/null 2>&1; do sleep 0.1; done
 app sync

@@ -31,7 +31,7 @@ public protocol ChangeFeed: Sendable {
 
     /// The position a read's answer is current to, when the server says (`nil`: it does not):
     /// the answer holds every change at or before it, and a page applies to it only the later
-    /// ones (``SovariaCache/CachedResponse/position``). Without it, a page applied while the feed
+    /// ones (SovariaCache's `CachedResponse.position`). Without it, a page applied while the feed
     /// catches up can set a row in a newer answer back, until a later page brings it forward.
     func position(of response: DataResponse) -> Int64?
 }
