@@ -33,9 +33,14 @@ CREATE TABLE IF NOT EXISTS sovaria_changes (
     op         text NOT NULL CHECK (op IN ('upsert', 'delete', 'trimmed')),
     row        jsonb,
     visible_to text,
-    changed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    changed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    seq        bigint GENERATED ALWAYS AS IDENTITY
 );
+-- `seq`: the order the changes were made in. Two writes of one row are made in the order they
+-- commit (the second waits for the first's row lock), which positions need not follow.
+ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS seq bigint GENERATED ALWAYS AS IDENTITY;
 CREATE INDEX IF NOT EXISTS sovaria_changes_by_table ON sovaria_changes ("table", position);
+CREATE INDEX IF NOT EXISTS sovaria_changes_by_key ON sovaria_changes ("table", key, seq);
 
 -- The trigger every published table gets: records each changed row's key, operation and new row.
 -- SECURITY DEFINER: writers need no privilege on the log.
@@ -74,6 +79,13 @@ BEGIN
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
     PERFORM set_config('sovaria.change_number', number::text, true);
+    -- The writer learns the position of its change (PostgREST sends `response.headers`): its
+    -- device stops showing the write over its answers once the feed has brought it there.
+    PERFORM set_config('response.headers', (
+        SELECT coalesce(jsonb_agg(header), '[]'::jsonb)
+            || jsonb_build_array(jsonb_build_object('Sovaria-Write-Position', (base + number)::text))
+        FROM jsonb_array_elements(coalesce(nullif(current_setting('response.headers', true), ''), '[]')::jsonb) header
+        WHERE NOT header ? 'Sovaria-Write-Position')::text, true);
     PERFORM pg_notify('sovaria_changes', TG_TABLE_NAME);
     RETURN NULL;
 END
@@ -121,11 +133,21 @@ END
 $$;
 
 -- The feed: the log up to the oldest running transaction. security_invoker: the reader's
--- row-level security applies.
+-- row-level security applies. Each change carries its row's newest state the reader may see (the
+-- last change of its key by `seq`), not the state it logged: a transaction that took its id early
+-- can change a row after a later one did and commit after it, so its position comes first, and a
+-- reader that applied the logged states in position order would keep the older one. A change the
+-- view holds back (above the horizon) can lend its state early; its own turn brings it again.
 CREATE OR REPLACE VIEW sovaria_feed WITH (security_invoker = true) AS
-    SELECT position, "table", key, op, row
-    FROM sovaria_changes
-    WHERE position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
+    SELECT c.position, c."table", c.key, coalesce(newest.op, c.op) AS op,
+        CASE WHEN newest.op IS NULL THEN c.row ELSE newest.row END AS row
+    FROM sovaria_changes c
+    LEFT JOIN LATERAL (
+        SELECT l.op, l.row FROM sovaria_changes l
+        WHERE c.op <> 'trimmed' AND l."table" = c."table" AND l.key = c.key AND l.op <> 'trimmed'
+        ORDER BY l.seq DESC LIMIT 1
+    ) newest ON true
+    WHERE c.position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
 
 -- The position a read is current to: every change at or below it belongs to a transaction that
 -- ended before the reader's snapshot, so the read holds it (it may hold later ones too). A device

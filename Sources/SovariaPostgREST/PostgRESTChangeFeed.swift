@@ -167,7 +167,17 @@ public struct PostgRESTChangeFeed: ChangeFeed {
     /// The position a read is current to: the `Sovaria-Position` header `ChangeFeed.sql`'s
     /// `sovaria_pre_request()` adds to every answer when PostgREST runs it (`db-pre-request`).
     public func position(of response: DataResponse) -> Int64? {
-        response.header("Sovaria-Position").flatMap { Int64(String($0.filter { $0 != " " && $0 != "\t" })) }
+        Self.integer(response.header("Sovaria-Position"))
+    }
+
+    /// The position of a write's change: the `Sovaria-Write-Position` header `ChangeFeed.sql`'s
+    /// trigger sets (through `response.headers`, which PostgREST sends).
+    public func position(ofWrite response: DataResponse) -> Int64? {
+        Self.integer(response.header("Sovaria-Write-Position"))
+    }
+
+    private static func integer(_ header: String?) -> Int64? {
+        header.flatMap { Int64(String($0.filter { $0 != " " && $0 != "\t" })) }
     }
 
     /// `change` as the write that has its effect: an upsert of the whole row (`POST` with

@@ -1,13 +1,15 @@
 import SovariaQueue
 
-/// A source of the changes made to a table's rows on the server, by any device, in the order
-/// they committed: what ``SovariaOffline/pullChanges(of:wait:)`` applies to the cached answers.
+/// A source of the changes made to a table's rows on the server, by any device: what
+/// ``SovariaOffline/pullChanges(of:wait:)`` applies to the cached answers.
 ///
 /// `SovariaPostgREST.PostgRESTChangeFeed` reads the log that `ChangeFeed.sql` keeps in
 /// PostgreSQL; another source (a realtime channel, a sync service) plugs in here.
 ///
-/// - Important: A feed serves a change only once no earlier one can still appear: positions grow
-///   in commit order, and a reader that resumes after its checkpoint misses nothing.
+/// - Important: A feed serves a change only once no change at an earlier position can still
+///   appear, so a reader that resumes after its checkpoint misses nothing; and a change carries
+///   its row's newest state, so applying them in position order leaves each row as the server
+///   has it.
 public protocol ChangeFeed: Sendable {
     /// The changes of `table` after `position` (`nil`: from the start of what is kept), oldest
     /// first, at most a page of them. `wait`: how long the server may hold an empty answer
@@ -34,6 +36,12 @@ public protocol ChangeFeed: Sendable {
     /// ones (SovariaCache's `CachedResponse.position`). Without it, a page applied while the feed
     /// catches up can set a row in a newer answer back, until a later page brings it forward.
     func position(of response: DataResponse) -> Int64?
+
+    /// The position of the change a write's answer says it made (`nil`: it does not say). This
+    /// device shows the synced write over its cached answers until the feed has reached it;
+    /// without it, until the feed reads the log to its end, which a transaction still running
+    /// can hold short of the write's change.
+    func position(ofWrite response: DataResponse) -> Int64?
 }
 
 extension ChangeFeed {
@@ -42,6 +50,9 @@ extension ChangeFeed {
 
     /// `nil`: the server does not say which changes a read holds.
     public func position(of response: DataResponse) -> Int64? { nil }
+
+    /// `nil`: the server does not say where a write's change is.
+    public func position(ofWrite response: DataResponse) -> Int64? { nil }
 }
 
 /// One change of one row, as the feed serves it.

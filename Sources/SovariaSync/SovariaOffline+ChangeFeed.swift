@@ -151,6 +151,9 @@ extension SovariaOffline {
             )
         }
         let position = page.position ?? page.changes.last?.position
+        // Counted before the answers are read: a fetch of the table that ends after this finds the
+        // count moved, whether it stored its answer before the batch below or after.
+        if !page.changes.isEmpty || page.mustRefetch { state.withLock { $0.feedApplies[table, default: 0] += 1 } }
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
         var current: [String] = []
@@ -184,6 +187,17 @@ extension SovariaOffline {
         let moveCheckpoint: [StoreWrite] =
             position.map { [.set(key: Self.feedPrefix + table, value: String($0))] } ?? []
         let changed = try await cache.update(updates, alongWith: moveCheckpoint)
+        // A body the cache did not replace, because a fetch stored another answer meanwhile, is a
+        // stale mark now: that answer may lack the page, like any other it was not applied to.
+        for update in updates {
+            guard case .replaceBody(let base, _, _) = update,
+                try await cache.cachedResponse(for: base.query)?.isStale == true
+            else { continue }
+            current.removeAll { $0 == base.query }
+            if cache.isBeingRead(base.query) {
+                refetch.append(DataRequest(method: "GET", path: String(base.query.dropFirst(4))))
+            }
+        }
         if !page.changes.isEmpty || page.mustRefetch {
             // Every answer the page was not applied to misses its changes until it is fetched.
             let applied = Set(current)
@@ -199,9 +213,8 @@ extension SovariaOffline {
             for query in current where try await cache.cachedResponse(for: query)?.isStale == false {
                 held.append(query)
             }
-            synced.caughtUp(held, since: syncedBefore)
+            synced.caughtUp(held, since: syncedBefore, checkpoint: position ?? checkpoint)
         }
-        if !page.changes.isEmpty || page.mustRefetch { state.withLock { $0.feedApplies[table, default: 0] += 1 } }
         let stale = updates.count { if case .markStale = $0 { true } else { false } }
         let pull = ChangeFeedPull(
             changes: page.changes.count, updatedAnswers: updates.count - stale, staleAnswers: stale,

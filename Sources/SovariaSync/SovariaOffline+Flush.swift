@@ -99,11 +99,12 @@ extension SovariaOffline {
             }
             reachedServer(startingFlush: false)
             switch delivery {
-            case .applied(_, let sent, let newVersion):
+            case .applied(let response, let sent, let newVersion):
                 // Kept as synced before it leaves the queue: a read between the two sees it in one
                 // list or both (deduplicated by id), never in neither.
                 recordSynced(
-                    QueuedWrite(id: head.id, sequence: head.sequence, request: sent, queuedAt: head.queuedAt))
+                    QueuedWrite(id: head.id, sequence: head.sequence, request: sent, queuedAt: head.queuedAt),
+                    response: response)
                 recordReplacedVersion(by: head, newVersion: newVersion)
                 try await queue.remove(head.id, updating: try await followers(of: head, newVersion: newVersion))
                 state.withLock { $0.retryNotBefore = nil }
@@ -166,9 +167,10 @@ extension SovariaOffline {
         return (write, passedOver)
     }
 
-    /// Keeps a write the server took for the overlay of the answers fetched before it.
-    func recordSynced(_ write: QueuedWrite) {
-        synced.record(write)
+    /// Keeps a write the server took for the overlay of the answers fetched before it, with the
+    /// feed position of its change when the server's `response` says it.
+    func recordSynced(_ write: QueuedWrite, response: DataResponse) {
+        synced.record(write, position: configuration.changeFeed?.position(ofWrite: response))
         let now = configuration.clock()
         state.withLock { state in
             state.lastSyncedAt = now

@@ -46,7 +46,8 @@ extension SovariaOffline {
                 switch delivery {
                 case .applied(let response, let sent, let newVersion):
                     // Shown in the answers fetched before it until they are fetched again.
-                    recordSynced(QueuedWrite(id: id, sequence: 0, request: sent, queuedAt: write.queuedAt))
+                    recordSynced(
+                        QueuedWrite(id: id, sequence: 0, request: sent, queuedAt: write.queuedAt), response: response)
                     recordReplacedVersion(by: write, newVersion: newVersion)
                     try await markTableStale(of: request)
                     return .sent(response)

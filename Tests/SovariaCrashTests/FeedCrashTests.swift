@@ -32,7 +32,7 @@ import Testing
             #expect(acks.exitMessage == nil)
             let pulled = acks.queue.filter { $0.kind == "pulled" }.map(\.index).max() ?? 0
             // The store alone, not a controller, whose tasks could hold it (and LevelDB's lock)
-            // past the next child's start.
+            // past the next child's start; the cache's own background work is waited for.
             let stored = try await Self.check(engine, folder, round: round)
             #expect(stored >= checkpoint, "round \(round): the checkpoint went back from \(checkpoint) to \(stored)")
             #expect(stored >= pulled, "round \(round): an acknowledged pull to \(pulled) was lost (\(stored))")
@@ -62,6 +62,9 @@ import Testing
         try await expectAnswers(at: checkpoint, atomic: atomic, round: round) { read in
             try await cache.cachedResponse(for: "GET " + read.path)
         }
+        // The cache loads its index behind its open, in a task that holds the store (and
+        // LevelDB's lock) until it ends: the next child must find the store free.
+        await cache.waitForBackgroundRefreshes()
         return checkpoint
     }
 

@@ -182,6 +182,59 @@ import Testing
         await naive.close()
     }
 
+    /// One row changed by two transactions, the one with the earlier position last (it took its
+    /// transaction id with a write elsewhere): the device ends with the row as the server has it,
+    /// not with the state the later position logged.
+    @Test(arguments: HTTPEngine.all)
+    func oneRowChangedByTwoTransactionsOutOfOrderEndsAsTheServerHasIt(_ engine: HTTPEngine) async throws {
+        let rig = try await HTTPRig(engine)
+        _ = try await rig.offline.write(insertNote("n1", title: "Start"))
+        let folder = try TemporaryFolder()
+        let device = try await Self.follower(rig, engine, folder: folder)
+        _ = try await Self.catchUp(device)
+        _ = try await device.read(Self.byTitle, policy: .networkOnly)
+        let first = try PostgresSession(conninfo: rig.server.conninfo)
+        let second = try PostgresSession(conninfo: rig.server.conninfo)
+
+        try first.execute("BEGIN; SET LOCAL ROLE alice; INSERT INTO lists (id, name) VALUES ('l-first', 'List')")
+        try second.execute("BEGIN; SET LOCAL ROLE alice; UPDATE notes SET title = 'Second' WHERE id = 'n1'; COMMIT")
+        try first.execute("UPDATE notes SET title = 'Renamed last' WHERE id = 'n1'; COMMIT")
+        let pulls = try await Self.catchUp(device)
+        #expect(pulls.reduce(0) { $0 + $1.changes } == 2, "\(pulls)")
+        let local = try await device.read(Self.byTitle, policy: .cacheOnly)
+        #expect(local.body?.contains("Renamed last") == true && local.isExact, "\(local.body ?? "")")
+        #expect(try Self.parsed(local.body) == (try await Self.serverAnswer(rig, Self.byTitle)))
+        await device.close()
+    }
+
+    /// The device's own write, synced while another transaction runs: the feed holds its change
+    /// back, and the device keeps showing the write (exact) until the feed brings its echo.
+    @Test(arguments: HTTPEngine.all)
+    func anOwnWriteHeldBackByARunningTransactionDoesNotFlicker(_ engine: HTTPEngine) async throws {
+        let rig = try await HTTPRig(engine)
+        _ = try await rig.offline.write(insertNote("n1", title: "Start"))
+        let folder = try TemporaryFolder()
+        let device = try await Self.follower(rig, engine, folder: folder)
+        _ = try await Self.catchUp(device)
+        _ = try await device.read(Self.byTitle, policy: .networkOnly)
+        let running = try PostgresSession(conninfo: rig.server.conninfo)
+        try running.execute("BEGIN; INSERT INTO lists (id, name, owner) VALUES ('l-running', 'List', 'bob')")
+
+        _ = try await device.write(PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"title":"Mine"}"#))
+        let held = try await Self.catchUp(device)
+        #expect(held.reduce(0) { $0 + $1.changes } == 0, "held back: \(held)")
+        let shown = try await device.read(Self.byTitle, policy: .cacheOnly)
+        #expect(shown.body?.contains("Mine") == true && shown.isExact, "\(shown.body ?? "")")
+        try running.execute("COMMIT")
+        let echoed = try await Self.catchUp(device)
+        #expect(echoed.reduce(0) { $0 + $1.changes } == 1, "\(echoed)")
+        let local = try await device.read(Self.byTitle, policy: .cacheOnly)
+        let server = try await Self.serverAnswer(rig, Self.byTitle)
+        #expect(local.isExact)
+        #expect(try Self.parsed(local.body) == server)
+        await device.close()
+    }
+
     /// The server counts the changes after each page (`Prefer: count=exact`): the status says
     /// how far behind the device is, page by page.
     @Test func theStatusSaysHowFarBehindTheDeviceIs() async throws {

@@ -391,6 +391,37 @@ import Testing
         #expect(later.isExact)
     }
 
+    /// A synced write whose answer said where its change is stays over the answers until the feed
+    /// reaches that position, not merely the log's end (a transaction still running can hold the
+    /// feed short of it): nothing flickers back to the row before the write.
+    @Test(arguments: SyncEngine.all)
+    func aSyncedWriteShowsUntilTheFeedReachesItsChange(_ engine: SyncEngine) async throws {
+        let rig = try await FeedRig(engine)
+        try await rig.cacheTheLists()
+        rig.feed()
+        try await rig.offline.pullChanges(of: "notes")
+        rig.rig.transport.answer(
+            DataResponse(
+                status: 200, headers: ["Sovaria-Write-Position": "30"],
+                body: #"[{"id":"n2","title":"Mine","done":true}]"#))
+        _ = try await rig.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "n2")], json: #"{"title":"Mine"}"#))
+
+        rig.feed()  // the log's end for now: the write's change is held back
+        try await rig.offline.pullChanges(of: "notes")
+        rig.feed(Self.upsert(25, #"{"id":"n3","title":"Eggs","done":true}"#))  // another change, before it
+        try await rig.offline.pullChanges(of: "notes")
+        let held = try await rig.offline.read(Self.all, policy: .cacheOnly)
+        #expect(held.body?.contains("Mine") == true && held.isExact, "\(held.body ?? "")")
+
+        rig.feed(Self.upsert(30, #"{"id":"n2","title":"Mine","done":true}"#))  // the echo
+        try await rig.offline.pullChanges(of: "notes")
+        rig.feed(Self.upsert(31, #"{"id":"n2","title":"Theirs","done":true}"#))
+        try await rig.offline.pullChanges(of: "notes")
+        let later = try await rig.offline.read(Self.all, policy: .cacheOnly)
+        #expect(later.body?.contains("Theirs") == true && later.body?.contains("Mine") == false && later.isExact)
+    }
+
     @Test(arguments: SyncEngine.all)
     func anAnswerTheFeedMarkedStaleIsNeverCalledExactEvenWithSyncedWrites(_ engine: SyncEngine) async throws {
         let rig = try await FeedRig(engine)

@@ -11,7 +11,7 @@ import Synchronization
 final class SyncedWrites: Sendable {
     private struct State {
         var count: UInt64 = 0
-        var writes: [(number: UInt64, write: QueuedWrite)] = []
+        var writes: [(number: UInt64, write: QueuedWrite, position: Int64?)] = []
         /// Each query's baseline: the sync count when its stored answer's fetch started.
         var baselines: [String: UInt64] = [:]
         /// The sync count when each running fetch started, until its answer is stored.
@@ -25,11 +25,11 @@ final class SyncedWrites: Sendable {
 
     private let state = Mutex(State())
 
-    /// A write the server took.
-    func record(_ write: QueuedWrite) {
+    /// A write the server took; `position`: its change's in the feed, when the server said.
+    func record(_ write: QueuedWrite, position: Int64? = nil) {
         state.withLock { state in
             state.count += 1
-            state.writes.append((state.count, write))
+            state.writes.append((state.count, write, position))
             if state.writes.count > Self.maxKept { state.writes.removeFirst() }
         }
     }
@@ -52,11 +52,22 @@ final class SyncedWrites: Sendable {
     var count: UInt64 { state.withLock { $0.count } }
 
     /// The answers of `queries` were brought up to date by a change feed that read the log to
-    /// its end after `count` writes had synced: they hold those writes (their echoes, or later
-    /// changes of their rows), so the overlay applies them no more.
-    func caughtUp(_ queries: [String], since count: UInt64) {
+    /// its end, to `checkpoint`, after `count` writes had synced: they hold those writes (their
+    /// echoes, or later changes of their rows), so the overlay applies them no more. Not a write
+    /// whose change is past the checkpoint (a transaction still running holds the feed short of
+    /// it), nor any synced after it: the baseline stops there.
+    func caughtUp(_ queries: [String], since count: UInt64, checkpoint: Int64?) {
         state.withLock { state in
-            for query in queries { state.baselines[query] = max(state.baselines[query] ?? 0, count) }
+            for query in queries {
+                let baseline = state.baselines[query] ?? 0
+                let held = state.writes.first { write in
+                    guard write.number > baseline, write.number <= count, let position = write.position else {
+                        return false
+                    }
+                    return checkpoint.map { position > $0 } ?? true
+                }
+                state.baselines[query] = max(baseline, held.map { $0.number - 1 } ?? count)
+            }
         }
     }
 
