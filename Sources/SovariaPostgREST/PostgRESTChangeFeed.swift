@@ -13,7 +13,7 @@ import SovariaSync
 /// holds an empty answer until a change comes (`Prefer: wait=S`, a long poll): Sovaria's test
 /// server does; PostgREST answers at once, and the controller polls. A read that does not wait
 /// asks `Prefer: count=exact`, and the total in `Content-Range` says how far behind the reader
-/// is (``ChangeFeedStatus/behindBy``): a count of the changes after the checkpoint, on the
+/// is (`ChangeFeedStatus.behindBy`): a count of the changes after the checkpoint, on the
 /// log's index.
 ///
 /// ```swift
