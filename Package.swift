@@ -138,7 +138,7 @@ let package = Package(
             name: "sovaria-crash-writer",
             dependencies: [
                 "Sovaria", "SovariaSQLite", "SovariaLMDB", "SovariaLevelDB", "SovariaPostgres", "SovariaQueue",
-                "SovariaSync", "SovariaHTTP", "SovariaPostgREST", "SovariaFiles", "SovariaSodium",
+                "SovariaSync", "SovariaHTTP", "SovariaPostgREST", "SovariaFiles", "SovariaSodium", "SovariaTestKit",
             ],
             path: "Tests/sovaria-crash-writer"
         ),

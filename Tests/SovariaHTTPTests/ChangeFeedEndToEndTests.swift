@@ -44,6 +44,19 @@ import Testing
             store: try await engine.open(folder.url), transport: transport, configuration: configuration)
     }
 
+    /// A server holding note n1 ("Start"), and a follower in `folder` that has caught up and
+    /// fetched ``byTitle``.
+    static func followingOneNote(
+        _ engine: HTTPEngine, folder: TemporaryFolder
+    ) async throws -> (HTTPRig, SovariaOffline) {
+        let rig = try await HTTPRig(engine)
+        _ = try await rig.offline.write(insertNote("n1", title: "Start"))
+        let device = try await follower(rig, engine, folder: folder)
+        _ = try await catchUp(device)
+        _ = try await device.read(byTitle, policy: .networkOnly)
+        return (rig, device)
+    }
+
     /// Pulls until the feed has nothing more.
     static func catchUp(_ offline: SovariaOffline) async throws -> [ChangeFeedPull] {
         var pulls: [ChangeFeedPull] = []
@@ -187,12 +200,8 @@ import Testing
     /// not with the state the later position logged.
     @Test(arguments: HTTPEngine.all)
     func oneRowChangedByTwoTransactionsOutOfOrderEndsAsTheServerHasIt(_ engine: HTTPEngine) async throws {
-        let rig = try await HTTPRig(engine)
-        _ = try await rig.offline.write(insertNote("n1", title: "Start"))
         let folder = try TemporaryFolder()
-        let device = try await Self.follower(rig, engine, folder: folder)
-        _ = try await Self.catchUp(device)
-        _ = try await device.read(Self.byTitle, policy: .networkOnly)
+        let (rig, device) = try await Self.followingOneNote(engine, folder: folder)
         let first = try PostgresSession(conninfo: rig.server.conninfo)
         let second = try PostgresSession(conninfo: rig.server.conninfo)
 
@@ -211,12 +220,8 @@ import Testing
     /// back, and the device keeps showing the write (exact) until the feed brings its echo.
     @Test(arguments: HTTPEngine.all)
     func anOwnWriteHeldBackByARunningTransactionDoesNotFlicker(_ engine: HTTPEngine) async throws {
-        let rig = try await HTTPRig(engine)
-        _ = try await rig.offline.write(insertNote("n1", title: "Start"))
         let folder = try TemporaryFolder()
-        let device = try await Self.follower(rig, engine, folder: folder)
-        _ = try await Self.catchUp(device)
-        _ = try await device.read(Self.byTitle, policy: .networkOnly)
+        let (rig, device) = try await Self.followingOneNote(engine, folder: folder)
         let running = try PostgresSession(conninfo: rig.server.conninfo)
         try running.execute("BEGIN; INSERT INTO lists (id, name, owner) VALUES ('l-running', 'List', 'bob')")
 

@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaPostgres
+import SovariaTestKit
 import SovariaTestServers
 import Synchronization
 import Testing
@@ -17,23 +18,16 @@ import Testing
     static let writesPerTrial = 120
 
     /// Counts what the store answered, forwarding every call to the PostgreSQL store.
-    final class CountingStore: OfflineStore {
+    final class CountingStore: ForwardingStore {
         let inner: any OfflineStore
         let counts = Mutex((unknown: 0, failedWrites: 0, failedReads: 0))
         init(_ inner: any OfflineStore) { self.inner = inner }
 
-        var capabilities: StoreCapabilities { inner.capabilities }
         func get(_ key: String) async throws -> String? {
             do { return try await inner.get(key) } catch {
                 counts.withLock { $0.failedReads += 1 }
                 throw error
             }
-        }
-        func set(_ key: String, _ value: String) async throws { try await write([.set(key: key, value: value)]) }
-        func delete(_ key: String) async throws { try await write([.delete(key: key)]) }
-        func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
-        func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
-            try await inner.entries(prefix, after: after, limit: limit)
         }
         func write(_ batch: [StoreWrite]) async throws {
             do { try await inner.write(batch) } catch let error as OfflineStoreError {

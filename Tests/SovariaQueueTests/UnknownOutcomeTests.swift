@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestKit
 import Synchronization
 import Testing
 
@@ -12,9 +13,10 @@ import Testing
     /// A memory store whose next writes, when told to, are applied (or not) and then answered
     /// with `.outcomeUnknown`; after such a write its reads fail with `.io` a given number of
     /// times (the store is failing over).
-    final class LostAnswerStore: OfflineStore {
+    final class LostAnswerStore: ForwardingStore {
         enum NextWrite { case normal, appliedThenLost, lostBeforeApplied }
-        let inner = MemoryOfflineStore()
+        let memory = MemoryOfflineStore()
+        var inner: any OfflineStore { memory }
         let state = Mutex((next: [NextWrite](), failingReads: 0, readsToFailAfterLoss: 0, writes: 0))
 
         func lose(_ writes: NextWrite..., failingReads: Int = 0) {
@@ -25,7 +27,6 @@ import Testing
         }
 
         var writeCount: Int { state.withLock { $0.writes } }
-        var capabilities: StoreCapabilities { inner.capabilities }
 
         func get(_ key: String) async throws -> String? {
             let fail = state.withLock { state in
@@ -34,12 +35,6 @@ import Testing
             }
             if fail { throw OfflineStoreError(.io, "the server is failing over") }
             return try await inner.get(key)
-        }
-        func set(_ key: String, _ value: String) async throws { try await write([.set(key: key, value: value)]) }
-        func delete(_ key: String) async throws { try await write([.delete(key: key)]) }
-        func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
-        func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
-            try await inner.entries(prefix, after: after, limit: limit)
         }
         func write(_ batch: [StoreWrite]) async throws {
             let next = state.withLock { state in

@@ -485,24 +485,15 @@ final class BatchLog: Sendable {
 struct StoreFailure: Error {}
 
 /// A store that logs its batches in a ``BatchLog`` (a `set` or `delete` is a batch of one).
-final class BatchLogStore: OfflineStore {
+final class BatchLogStore: ForwardingStore {
     let inner: any OfflineStore
     let log: BatchLog
     init(inner: any OfflineStore, log: BatchLog) {
         self.inner = inner
         self.log = log
     }
-    func get(_ key: String) async throws -> String? { try await inner.get(key) }
-    func set(_ key: String, _ value: String) async throws { try await write([.set(key: key, value: value)]) }
-    func delete(_ key: String) async throws { try await write([.delete(key: key)]) }
-    func keys(_ prefix: String) async throws -> [String] { try await inner.keys(prefix) }
-    func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {
-        try await inner.entries(prefix, after: after, limit: limit)
-    }
     func write(_ batch: [StoreWrite]) async throws {
         try log.record(batch)
         try await inner.write(batch)
     }
-    func compact() async throws { try await inner.compact() }
-    var capabilities: StoreCapabilities { inner.capabilities }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaFiles
+import SovariaTestKit
 import Synchronization
 
 #if canImport(Glibc)
@@ -137,7 +138,7 @@ extension FileCacheCrashWorkload {
     /// key is written while the old file still has its second name in `tmp/`. The workload marks
     /// each replacement's call (``beginReplacement()``, ``endReplacement()``); nothing else writes
     /// metadata meanwhile (the pass before it is over, a lease ends in the step it opened in).
-    final class ReplacementKillingStore: BatchInterceptingStore {
+    final class ReplacementKillingStore: ForwardingStore {
         /// Where in a replacement's commit the process dies.
         enum Point: CaseIterable {
             /// The old key is deleted; the old file has its name and no key.

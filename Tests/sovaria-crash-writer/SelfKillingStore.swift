@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaTestKit
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Synchronization
 /// metadata batch: the `countdown`-th batch of deletions only (an eviction pass's, whose files
 /// are already gone) or of any kind, before or after the batch reaches the store. A kill from
 /// outside rarely lands inside a pass, which is short beside a download; this one always does.
-final class SelfKillingStore: BatchInterceptingStore {
+final class SelfKillingStore: ForwardingStore {
     let inner: any OfflineStore
     private let countdown: Mutex<Int>
     private let deletionsOnly: Bool
