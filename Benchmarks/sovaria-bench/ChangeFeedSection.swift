@@ -207,6 +207,18 @@ final class FeedBenchServer: SyncTransport {
         return #"{"id":"\#(String(format: "r%05d", row))","name":"\#(name)","qty":\#(row % 100),"note":\#(note)}"#
     }
 
+    /// The name each column is answered under by a `select` (PostgREST's `alias:column`), `nil`
+    /// for a column not selected; every column by its own name without one.
+    static func selected(_ select: String?) -> (String) -> String? {
+        guard let select, select != "*" else { return { $0 } }
+        var names: [String: String] = [:]
+        for item in select.split(separator: ",") {
+            let parts = item.split(separator: ":", maxSplits: 1)
+            names[String(parts.last ?? item)] = String(parts.first ?? item)
+        }
+        return { names[$0] }
+    }
+
     /// The position of the `index`-th change: as `ChangeFeed.sql` numbers it, a transaction id
     /// (here one per change, from 100 million on) times 2^22, so the feed's bytes are the real ones.
     static func position(_ index: Int) -> Int64 { Int64(100_000_000 + index) << 22 }
@@ -241,13 +253,16 @@ final class FeedBenchServer: SyncTransport {
             let after = Int64(query["position"]?.dropFirst("gt.".count) ?? "")
             let limit = Int(query["limit"] ?? "") ?? 500
             let start = after.map { Int(($0 >> 22) - 99_999_999) } ?? 0
-            // The columns asked for, as PostgREST would (`*` has the table too).
-            let table = query["select"].map { $0 == "*" || $0.split(separator: ",").contains("table") } ?? true
+            // The columns asked for, under the names asked for, as PostgREST answers (`*`: all).
+            let names = Self.selected(query["select"])
             let page = state.log.dropFirst(start).prefix(limit).map { entry in
-                let id = String(format: "r%05d", entry.row)
-                return
-                    #"{"position":\#(entry.position),\#(table ? #""table":"items","# : "")"key":"\#(id)","op":"upsert","row":"#
-                    + Self.json(entry.row, state.names[entry.row]) + "}"
+                let values = [
+                    ("position", String(entry.position)), ("table", #""items""#),
+                    ("key", #""\#(String(format: "r%05d", entry.row))""#), ("op", #""upsert""#),
+                    ("row", Self.json(entry.row, state.names[entry.row])),
+                ]
+                let fields = values.compactMap { column, value in names(column).map { #""\#($0)":\#(value)"# } }
+                return "{" + fields.joined(separator: ",") + "}"
             }
             var headers: [String: String] = [:]
             if request.header("Prefer")?.contains("count=exact") == true {

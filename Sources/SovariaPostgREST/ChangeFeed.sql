@@ -1,7 +1,7 @@
 -- Sovaria's change feed for PostgREST: what changed in the tables you publish, in commit order,
 -- read by `PostgRESTChangeFeed` with a plain GET:
 --
---     GET /rest/v1/sovaria_feed?select=position,key,op,row&table=eq.notes&position=gt.N&order=position&limit=500
+--     GET /rest/v1/sovaria_feed?select=p:position,k:key,o:op,r:row&table=eq.notes&position=gt.N&order=position&limit=500
 --
 -- Apply it once, as the owner of your schema (it is idempotent), then publish each table:
 --

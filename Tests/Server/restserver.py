@@ -166,6 +166,18 @@ def names(value: str, what: str) -> list[str]:
     return items
 
 
+def select_list(value: str) -> sql.Composable:
+    """A `select` of columns, each optionally renamed as PostgREST does (`alias:column`)."""
+    parts: list[sql.Composable] = []
+    for item in value.split(","):
+        alias, _, column = item.strip().rpartition(":")
+        if not NAME.match(column) or (alias and not NAME.match(alias)):
+            raise bad_param("select parameter", value)
+        parts.append(sql.SQL("{} AS {}").format(sql.Identifier(column), sql.Identifier(alias)) if alias
+                     else sql.Identifier(column))
+    return sql.SQL(", ").join(parts)
+
+
 def in_list(value: str) -> list[str]:
     """Parse PostgREST's `(a,b,"c,d")` list: commas separate, double quotes protect."""
     if not (value.startswith("(") and value.endswith(")")):
@@ -224,7 +236,7 @@ def parse_query(query: str) -> Query:
     for key, value in parse_qsl(query, keep_blank_values=True):
         if key == "select":
             if value.strip() != "*":
-                select = sql.SQL(", ").join(map(sql.Identifier, names(value, "select parameter")))
+                select = select_list(value)
         elif key == "order":
             for term in value.split(","):
                 column, *modifiers = term.strip().split(".")

@@ -396,6 +396,10 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     check("a write's answer says the position of its change (Sovaria-Write-Position, from the trigger)",
           wrote.status == 201 and logged == [int(wrote.header("Sovaria-Write-Position") or -1)]
           and wrote.header("Sovaria-Position") is not None, (wrote.header("Sovaria-Write-Position"), logged))
+    r = api.call("GET", "/rest/v1/sovaria_feed?select=p:position,k:key,o:op,r:row&table=eq.notes&limit=1",
+                 token=ALICE)
+    check("select renames columns as PostgREST does (alias:column)",
+          r.status == 200 and sorted(r.json()[0]) == ["k", "o", "p", "r"], r)
     total = len(feed(0).json())
     r = api.call("GET", "/rest/v1/sovaria_feed?table=eq.notes&position=gt.0&order=position&limit=1",
                  token=ALICE, headers={"Prefer": "count=exact"})

@@ -121,7 +121,9 @@ import Testing
         #expect(page.source == .network && rig.rig.transport.received.count == fetches + 1)
         let asked = rig.feedServer.received.map(\.path)
         #expect(
-            asked == ["/rest/v1/sovaria_feed?select=position,key,op,row&table=eq.notes&order=position&limit=500"],
+            asked == [
+                "/rest/v1/sovaria_feed?select=p%3Aposition,k%3Akey,o%3Aop,r%3Arow&table=eq.notes&order=position&limit=500"
+            ],
             "\(asked)")
     }
 
