@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -64,23 +65,51 @@ public final class RESTServer: @unchecked Sendable {
     }
 
     /// Starts the server (on the port it had, after a ``stop()``) and waits until it listens.
+    ///
+    /// The first start takes a port below the kernel's ephemeral range, one no other server of
+    /// this process holds: a port the kernel handed out (`--port 0`) could go, while this server
+    /// is stopped, to another test's server, and the restart would find it taken.
     public func start() async throws {
         guard process == nil else { return }
-        let child = try ChildProcess(
-            "/usr/bin/python3",
-            [
-                PostgresCluster.serverFolder.appendingPathComponent("restserver.py").path, "--conninfo", conninfo,
-                "--port", String(port), "--db-pre-request", "sovaria_pre_request",
-            ], captureOutput: true)
-        process = child
-        let line = try await PostgresCluster.onThread { Self.firstLine(of: child.output) }
-        guard line.hasPrefix("listening "), let listening = Int(line.dropFirst("listening ".count)) else {
+        var failures: [String] = []
+        for _ in 0..<20 {
+            let chosen = port != 0 ? port : Self.reservePort()
+            let errors = NSTemporaryDirectory() + "sovaria-restserver-\(UUID().uuidString).err"
+            defer { try? FileManager.default.removeItem(atPath: errors) }
+            let child = try ChildProcess(
+                "/usr/bin/python3",
+                [
+                    PostgresCluster.serverFolder.appendingPathComponent("restserver.py").path, "--conninfo", conninfo,
+                    "--port", String(chosen), "--db-pre-request", "sovaria_pre_request",
+                ], captureOutput: true, errorFile: errors)
+            let line = try await PostgresCluster.onThread { Self.firstLine(of: child.output) }
+            if line.hasPrefix("listening "), let listening = Int(line.dropFirst("listening ".count)) {
+                process = child
+                port = listening
+                return
+            }
             child.send(SIGKILL)
             try await child.wait()
-            process = nil
-            throw PostgresCluster.Failure(description: "restserver.py did not start: \(line)")
+            let message = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            failures.append("port \(chosen): \(message.suffix(400))")
+            // A port another process took while this server was not on it: only a fresh start may
+            // move to another.
+            guard port == 0, message.contains("Address already in use") else { break }
         }
-        port = listening
+        throw PostgresCluster.Failure(description: "restserver.py did not start: \(failures.joined(separator: "; "))")
+    }
+
+    /// The ports this process's servers hold, stopped or not.
+    private static let reserved = Mutex<Set<Int>>([])
+
+    /// A port from 20000 to 32767 (below the ephemeral range) no server of this process holds.
+    private static func reservePort() -> Int {
+        reserved.withLock { taken in
+            var port: Int
+            repeat { port = Int.random(in: 20_000...32_767) } while taken.contains(port)
+            taken.insert(port)
+            return port
+        }
     }
 
     /// Stops the server (SIGTERM) and waits for it to exit: the port refuses connections.
