@@ -156,7 +156,7 @@ extension SovariaOffline {
         if !page.changes.isEmpty || page.mustRefetch { state.withLock { $0.feedApplies[table, default: 0] += 1 } }
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
-        var current: [String] = []
+        var current: [String] = []  // the answers the page leaves exact
         for query in try await cachedQueries(of: table).sorted() where query.utf8.starts(with: "GET ".utf8) {
             guard let cached = try await cache.cachedResponse(for: query) else { continue }
             guard !page.changes.isEmpty || page.mustRefetch else {
@@ -187,20 +187,20 @@ extension SovariaOffline {
         let moveCheckpoint: [StoreWrite] =
             position.map { [.set(key: Self.feedPrefix + table, value: String($0))] } ?? []
         let changed = try await cache.update(updates, alongWith: moveCheckpoint)
-        // A body the cache did not replace, because a fetch stored another answer meanwhile, is a
-        // stale mark now: that answer may lack the page, like any other it was not applied to.
-        for update in updates {
-            guard case .replaceBody(let base, _, _) = update,
-                try await cache.cachedResponse(for: base.query)?.isStale == true
-            else { continue }
-            current.removeAll { $0 == base.query }
-            if cache.isBeingRead(base.query) {
-                refetch.append(DataRequest(method: "GET", path: String(base.query.dropFirst(4))))
+        // An answer whose body the cache did not replace, because a fetch stored another one
+        // meanwhile, is a stale mark now: it may lack the page, like any other it was not applied
+        // to, and it holds no synced write either.
+        var kept: [String] = []
+        for query in current {
+            if try await cache.cachedResponse(for: query)?.isStale == false {
+                kept.append(query)
+            } else if cache.isBeingRead(query) {
+                refetch.append(DataRequest(method: "GET", path: String(query.dropFirst(4))))
             }
         }
         if !page.changes.isEmpty || page.mustRefetch {
             // Every answer the page was not applied to misses its changes until it is fetched.
-            let applied = Set(current)
+            let applied = Set(kept)
             synced.markedStaleByFeed(
                 try await cachedQueries(of: table).filter { $0.utf8.starts(with: "GET ".utf8) && !applied.contains($0) }
             )
@@ -208,12 +208,7 @@ extension SovariaOffline {
         if !page.hasMore {
             // Read to the log's end: the answers brought up to date hold every write synced
             // before the read (its echo, or a later change of its row), and stop applying them.
-            // One whose update turned into a stale mark (a fetch replaced it) is left alone.
-            var held: [String] = []
-            for query in current where try await cache.cachedResponse(for: query)?.isStale == false {
-                held.append(query)
-            }
-            synced.caughtUp(held, since: syncedBefore, checkpoint: position ?? checkpoint)
+            synced.caughtUp(kept, since: syncedBefore, checkpoint: position ?? checkpoint)
         }
         let stale = updates.count { if case .markStale = $0 { true } else { false } }
         let pull = ChangeFeedPull(
