@@ -157,10 +157,11 @@ LANGUAGE sql STABLE AS $$
     SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304 - 1
 $$;
 
--- For PostgREST's `db-pre-request` (set it to "sovaria_pre_request", or call this from your own
--- pre-request function): every answer gets a `Sovaria-Position` header. It runs before the read,
--- in its transaction: the read's snapshot is as new or newer, so the position holds. A function
--- of yours that sets `response.headers` later in the request replaces it.
+-- For PostgREST's `db-pre-request` (set it to "sovaria_pre_request", or call this first from your
+-- own pre-request function: it sets `response.headers` whole, and a function that sets them
+-- later in the request replaces it): every answer gets a `Sovaria-Position` header. It runs
+-- before the read, in its transaction: the read's snapshot is as new or newer, so the position
+-- holds.
 CREATE OR REPLACE FUNCTION sovaria_pre_request() RETURNS void
 LANGUAGE sql STABLE AS $$
     SELECT set_config('response.headers',
