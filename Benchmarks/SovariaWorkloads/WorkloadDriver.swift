@@ -38,10 +38,14 @@ package struct WorkloadDriver: Sendable {
         /// Records a task takes from the stream at a time in a closed loop (an open loop takes
         /// one, so no task holds records that come due while it is busy). Default: 64.
         package var chunkSize: Int
+        /// Which calls read values: `withValue` and `withEntries`, copying the bytes into one reused
+        /// buffer as the C replayer does, or `get` and `entries`, making `String`s. Default: `.bytes`.
+        package var readAPI: ReadAPI
 
         /// Options for `concurrency` tasks in `mode`.
         package init(
-            concurrency: Int = 1, mode: ReplayMode = .closedLoop, maxRunDuration: Duration? = nil, chunkSize: Int = 64
+            concurrency: Int = 1, mode: ReplayMode = .closedLoop, maxRunDuration: Duration? = nil, chunkSize: Int = 64,
+            readAPI: ReadAPI = .bytes
         ) {
             precondition(concurrency >= 1, "A replay needs at least one task")
             precondition(chunkSize >= 1, "A replay takes at least one record at a time")
@@ -49,6 +53,24 @@ package struct WorkloadDriver: Sendable {
             self.mode = mode
             self.maxRunDuration = maxRunDuration
             self.chunkSize = chunkSize
+            self.readAPI = readAPI
+        }
+    }
+
+    /// The calls a replay reads values with.
+    package enum ReadAPI: String, Sendable, CaseIterable {
+        /// `withValue(_:_:)` for reads, `withEntries(_:after:limit:_:)` for scans: borrowed bytes,
+        /// copied into one buffer the task reuses, as a fast app reads (and as the C replayer does).
+        case bytes
+        /// `get(_:)` and `entries(_:after:limit:)`: a new `String` for every key and value read.
+        case strings
+
+        /// The calls a read and a scan make, for a report.
+        package var calls: String {
+            switch self {
+            case .bytes: "reads withValue, scans withEntries (bytes copied into one buffer)"
+            case .strings: "reads get, scans entries (a String per key and value)"
+            }
         }
     }
 
@@ -101,7 +123,8 @@ package struct WorkloadDriver: Sendable {
             await withTaskGroup(of: [OperationStats].self) { group in
                 for _ in 0..<options.concurrency {
                     group.addTask {
-                        var worker = ReplayWorker(store: store, clock: clock, schedule: schedule)
+                        var worker = ReplayWorker(
+                            store: store, clock: clock, schedule: schedule, readAPI: options.readAPI)
                         await worker.run(source, chunkSize: chunkSize)
                         return worker.stats
                     }

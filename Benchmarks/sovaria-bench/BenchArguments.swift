@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaWorkloads
 
 /// The arguments of a `sovaria-bench` command, read one at a time, with typed values.
 struct BenchArguments {
@@ -26,6 +27,15 @@ struct BenchArguments {
             throw BenchError.usage("\(flag) needs a positive number, not \(text)\n\(usage)")
         }
         return number
+    }
+
+    /// `bytes` or `strings` after `flag`: the calls a replay reads values with.
+    mutating func readAPI(_ flag: String) throws -> WorkloadDriver.ReadAPI {
+        let text = try value(flag)
+        guard let api = WorkloadDriver.ReadAPI(rawValue: text) else {
+            throw BenchError.usage("\(flag) takes bytes or strings, not \(text)\n\(usage)")
+        }
+        return api
     }
 
     /// `synced` or `flushed` after `flag`.

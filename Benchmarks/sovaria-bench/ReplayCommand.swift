@@ -17,6 +17,8 @@ struct ReplayCommand {
                             then (queueing included: the honest figure); default closed loop, as fast as
                             the store goes
           --tasks N         concurrent tasks (default 1; the C replay runs with 1 only)
+          --read-api API    bytes (default): reads with withValue, scans with withEntries, the bytes copied
+                            into one buffer as the C replay does; strings: get and entries, a String each
           --rank-by M       p99, throughput (default) or disk
           --c-replay PATH   the C replayer (default .build/sovaria-c-replay)
           --json FILE, --markdown FILE, --svg FILE, --dir FOLDER
@@ -27,6 +29,7 @@ struct ReplayCommand {
     var durability = Durability.synced
     var openLoop = false
     var tasks = 1
+    var readAPI = WorkloadDriver.ReadAPI.bytes
     var rankBy = WorkloadReport.Metric.throughput
     var cReplayPath: String?
     var output = BenchOutput()
@@ -42,6 +45,7 @@ struct ReplayCommand {
             case "--durability": command.durability = try arguments.durability(argument)
             case "--open-loop": command.openLoop = true
             case "--tasks": command.tasks = try arguments.count(argument)
+            case "--read-api": command.readAPI = try arguments.readAPI(argument)
             case "--rank-by":
                 let name = try arguments.value(argument)
                 guard let metric = WorkloadReport.Metric(rawValue: name) else {
@@ -71,13 +75,15 @@ struct ReplayCommand {
         let trace = try source.sovariaTrace(in: folder)
         let runner = WorkloadRunner(
             stores: try WorkloadStore.selected(storeTexts, durability: durability, postgres: nil),
-            driverOptions: WorkloadDriver.Options(concurrency: tasks, mode: openLoop ? .openLoop : .closedLoop),
+            driverOptions: WorkloadDriver.Options(
+                concurrency: tasks, mode: openLoop ? .openLoop : .closedLoop, readAPI: readAPI),
             cReplay: try? CReplay.locate(cReplayPath, cBaseline: nil).get(),
             folder: folder.appendingPathComponent("stores", isDirectory: true), progress: progress)
         let rows = try await runner.run(trace: trace, name: source.name, keyPrefix: nil)
         progress.finish()
         var report = Report(machine: Machine.describe(options: BenchOptions()), measurements: rows)
         report.machine["workload"] = "trace \(source.path)" + (source.limit.map { ", first \($0) records" } ?? "")
+        report.machine["reads"] = readAPI.calls
         report.computeRatios()
         print(report.table())
         print(WorkloadReport.rankings(report.measurements, by: rankBy, markdown: false).joined(separator: "\n"))

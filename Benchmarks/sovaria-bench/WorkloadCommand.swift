@@ -24,6 +24,8 @@ struct WorkloadCommand {
                             readmodifywrite): a custom workload named "custom"
           --set KEY=VALUE   any YCSB property (recordcount, maxscanlength, insertorder, …), repeatable
           --tasks N         concurrent tasks calling the store (default 1; the C replay runs with 1 only)
+          --read-api API    bytes (default): reads with withValue, scans with withEntries, the bytes copied
+                            into one buffer as the C replay does; strings: get and entries, a String each
           --target OPS      open loop: issue OPS operations per second, latency counted from when each was
                             due (queueing included); default closed loop, as fast as the store goes
           --seed N          the operation stream's seed (default 1): the same stream on every store
@@ -42,6 +44,7 @@ struct WorkloadCommand {
     var properties: [String: String] = [:]
     var seed: UInt64 = 1
     var tasks = 1
+    var readAPI = WorkloadDriver.ReadAPI.bytes
     var targetRate: Double?
     var duration: Duration?
     var rankBy = WorkloadReport.Metric.throughput
@@ -87,6 +90,7 @@ struct WorkloadCommand {
                 guard pair.count == 2 else { throw BenchError.usage("--set takes KEY=VALUE") }
                 command.properties[pair[0]] = pair[1]
             case "--tasks": command.tasks = try arguments.count(argument)
+            case "--read-api": command.readAPI = try arguments.readAPI(argument)
             case "--target": command.targetRate = Double(try arguments.count(argument))
             case "--seed": command.seed = UInt64(try arguments.count(argument))
             case "--rank-by":
@@ -182,7 +186,7 @@ struct WorkloadCommand {
             let stores = try WorkloadStore.selected(storeTexts, durability: durability, postgres: conninfo)
             rows = try await Self.measure(
                 workloads, stores: stores, seed: seed, tasks: tasks, targetRate: targetRate, duration: duration,
-                cReplay: cReplayPath, folder: folder, keepTraces: keepTraces, progress: progress)
+                cReplay: cReplayPath, folder: folder, keepTraces: keepTraces, progress: progress, readAPI: readAPI)
         } catch {
             // The throwaway cluster is stopped before the error ends the process.
             await BenchPostgres.stop()
@@ -192,6 +196,7 @@ struct WorkloadCommand {
         await BenchPostgres.stop()
         var report = Report(machine: Machine.describe(options: BenchOptions()), measurements: rows)
         report.machine["workload"] = workloads.map(\.summary).joined(separator: "; ")
+        report.machine["reads"] = readAPI.calls
         report.computeRatios()
         let rankings = WorkloadReport.rankings(report.measurements, by: rankBy, markdown: false)
         print(report.table())
@@ -204,7 +209,7 @@ struct WorkloadCommand {
     static func measure(
         _ workloads: [WorkloadSpec], stores: [WorkloadStore], seed: UInt64, tasks: Int, targetRate: Double?,
         duration: Duration?, cReplay cReplayPath: String?, folder: URL, keepTraces: Bool, progress: Progress,
-        cBaseline: String? = nil
+        cBaseline: String? = nil, readAPI: WorkloadDriver.ReadAPI = .bytes
     ) async throws -> [Measurement] {
         let cReplay: CReplay?
         switch CReplay.locate(cReplayPath, cBaseline: cBaseline) {
@@ -220,7 +225,8 @@ struct WorkloadCommand {
         let runner = WorkloadRunner(
             stores: stores,
             driverOptions: WorkloadDriver.Options(
-                concurrency: tasks, mode: targetRate == nil ? .closedLoop : .openLoop, maxRunDuration: duration),
+                concurrency: tasks, mode: targetRate == nil ? .closedLoop : .openLoop, maxRunDuration: duration,
+                readAPI: readAPI),
             cReplay: cReplay, folder: folder.appendingPathComponent("stores", isDirectory: true), progress: progress)
         var rows: [Measurement] = []
         for spec in workloads {

@@ -142,6 +142,19 @@ public final class ChecksummedOfflineStore: OfflineStore {
         return page
     }
 
+    /// Hands `body` each entry of the inner store's borrowed scan with its value checked and its
+    /// checksum header cut off: no copy.
+    ///
+    /// - Throws: ``OfflineStoreError/Code/corrupt`` naming the first key whose stored value does
+    ///   not match its checksum; the entries before it were handed to `body`.
+    public func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        try await wrapped.withEntries(prefix, after: after, limit: limit) { key, stored in
+            try body(key, try StoredForm.open(stored, key: key))
+        }
+    }
+
     /// Compacts the inner store.
     public func compact() async throws {
         try await wrapped.compact()
@@ -214,15 +227,30 @@ extension ChecksummedOfflineStore {
 
         /// Checks the form of `bytes` and its checksum against `key`.
         private static func check(_ bytes: UnsafeBufferPointer<UInt8>, key: String) throws(OfflineStoreError) {
+            try key.withUTF8Bytes { (keyBytes) throws(OfflineStoreError) in
+                try check(bytes, keyBytes: UnsafeRawBufferPointer(keyBytes))
+            }
+        }
+
+        /// The value `stored` holds, borrowed from it, after checking its form and its checksum
+        /// against the key whose UTF-8 bytes are `key`.
+        static func open(
+            _ stored: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer
+        ) throws(OfflineStoreError) -> UnsafeRawBufferPointer {
+            try check(stored.assumingMemoryBound(to: UInt8.self), keyBytes: key)
+            return UnsafeRawBufferPointer(rebasing: stored[headerCount...])
+        }
+
+        /// Checks the form of `bytes` and its checksum against the key whose UTF-8 bytes are `keyBytes`.
+        private static func check(
+            _ bytes: UnsafeBufferPointer<UInt8>, keyBytes: UnsafeRawBufferPointer
+        ) throws(OfflineStoreError) {
             let problem: String? = {
                 guard bytes.count >= headerCount, bytes[0] == versionTag.0, bytes[1] == versionTag.1,
                     bytes[2] == colon, bytes[19] == colon, let expected = parseChecksum(bytes)
                 else { return "it does not start with \"c1:\", 16 hex digits and \":\"" }
-                let actual = key.withUTF8Bytes { key in
-                    EntryChecksum.of(
-                        key: UnsafeRawBufferPointer(key),
-                        value: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[headerCount...])))
-                }
+                let actual = EntryChecksum.of(
+                    key: keyBytes, value: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[headerCount...])))
                 return actual == expected ? nil : "its checksum does not match"
             }()
             if let problem {
@@ -231,7 +259,7 @@ extension ChecksummedOfflineStore {
                     "The stored value of this key is damaged, or was not written through ChecksummedOfflineStore "
                         + "(\(problem)): delete the key or write it again, or restore the store from a backup.",
                     engine: .checksum,
-                    key: key
+                    key: String(decoding: keyBytes, as: UTF8.self)
                 )
             }
         }

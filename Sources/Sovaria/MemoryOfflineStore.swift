@@ -33,6 +33,14 @@ public final class MemoryOfflineStore: OfflineStore {
             case .bytes(let data): data
             }
         }
+
+        /// Calls `body` with the value's bytes where they lie.
+        func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+            switch self {
+            case .text(let text): text.withUTF8Bytes { body(UnsafeRawBufferPointer($0)) }
+            case .bytes(let data): data.withUnsafeBytes(body)
+            }
+        }
     }
 
     private struct State {
@@ -151,6 +159,22 @@ public final class MemoryOfflineStore: OfflineStore {
     /// A page of entries in byte order with their values as bytes, read from the sorted index.
     public func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry] {
         page(prefix, after: after, limit: limit).map { StoreDataEntry(key: $0.key.string, data: $0.value.data) }
+    }
+
+    /// Hands `body` each entry of the page in byte order, the bytes where the store keeps them.
+    ///
+    /// - Important: The page is taken under the store's lock and handed over after it is released,
+    ///   so `body` sees one moment of the store; it runs on the caller's executor.
+    public func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        let page = page(prefix, after: after, limit: limit)
+        return try EntryScan.run(limit: limit, body: body) { visit in
+            for (key, value) in page {
+                let goesOn = key.withUTF8 { key in value.withBytes { visit(UnsafeRawBufferPointer(key), $0) } }
+                guard goesOn else { return }
+            }
+        }
     }
 
     private func page(_ prefix: String, after: String?, limit: Int) -> [(key: StoreKey.Bytes, value: Value)] {

@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 
 /// A small key/value store that keeps an offline-first app's data: the query cache, the queue
 /// of writes made offline, the writes the server refused and the metadata of downloaded files.
@@ -77,6 +78,20 @@ public protocol OfflineStore: AnyObject, Sendable {
     /// ``entries(_:after:limit:)`` with each value as the bytes stored, UTF-8 or not.
     func dataEntries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreDataEntry]
 
+    /// Calls `body` with the key and value bytes of up to `limit` entries whose keys start with
+    /// `prefix` and sort after `after`, ascending by key, until `body` returns `false`: the
+    /// zero-copy form of ``dataEntries(_:after:limit:)``, paged the same way (pass the page's
+    /// ``StoreScanPage/lastKey`` as `after`). Native engines hand `body` the bytes where they lie
+    /// (LMDB's map, LevelDB's slices, SQLite's row), with no `String` or `Data` made per entry.
+    ///
+    /// - Important: The bytes are valid only while `body` runs: copy what you keep. Values are the
+    ///   stored bytes as they are, UTF-8 or not; keys are their UTF-8 bytes. `body` must not call
+    ///   the store (native engines may hold a read transaction or a lock while it runs). An error
+    ///   `body` throws ends the scan and is rethrown as it is.
+    func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage
+
     /// Gives the space freed by deletes back to the operating system, keeping every entry.
     func compact() async throws
 
@@ -134,6 +149,43 @@ extension OfflineStore {
             if let data = try await data(key.string) { page.append(StoreDataEntry(key: key.string, data: data)) }
         }
         return page
+    }
+
+    /// Reads the page with ``dataEntries(_:after:limit:)`` and hands `body` each entry's bytes:
+    /// what a store of your own gets without writing a scan. Native engines replace it.
+    public func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        let page = try await dataEntries(prefix, after: after, limit: limit)
+        return try EntryScan.run(limit: limit, body: body) { visit in
+            for entry in page {
+                let goesOn = entry.key.withUTF8Bytes { key in
+                    entry.data.withUnsafeBytes { value in visit(UnsafeRawBufferPointer(key), value) }
+                }
+                guard goesOn else { return }
+            }
+        }
+    }
+
+    /// Calls `body` with every entry whose key starts with `prefix`, in byte order, a page of
+    /// `pageSize` at a time through ``withEntries(_:after:limit:_:)``, until `body` returns
+    /// `false`; returns how many entries `body` was called with.
+    ///
+    /// - Important: Each page is read on its own: a write between two pages is seen or not,
+    ///   according to where its key falls. The bytes are valid only while `body` runs.
+    @discardableResult
+    public func forEachEntry(
+        _ prefix: String, pageSize: Int = 1_000, _ body: StoreEntryVisitor
+    ) async throws -> Int {
+        precondition(pageSize > 0, "A scan reads at least one entry a page")
+        var after: String?
+        var total = 0
+        while true {
+            let page = try await withEntries(prefix, after: after, limit: pageSize, body)
+            total += page.count
+            guard page.mayHaveMore else { return total }
+            after = page.lastKey
+        }
     }
 
     /// Reads ``keys(_:)`` and then each value; keys deleted in between are left out.

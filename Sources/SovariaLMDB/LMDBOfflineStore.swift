@@ -233,6 +233,23 @@ public final class LMDBOfflineStore: OfflineStore {
         }
     }
 
+    /// Hands `body` the key and value bytes of each entry of the page where they lie in LMDB's
+    /// map: one read transaction and one cursor for the page, no copy, no `String` (see
+    /// `OfflineStore.withEntries(_:after:limit:_:)`).
+    ///
+    /// - Important: Runs on the caller's executor, whatever the page's size: a long page holds
+    ///   its read transaction (and so the pages it reads) for as long as `body` takes. `body`
+    ///   must not call the store.
+    public func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        try EntryScan.run(limit: limit, body: body) { visit in
+            try environment.scan(prefix: prefix, after: after, limit: limit) { key, value in
+                visit(key.bytes, value.bytes)
+            }
+        }
+    }
+
     /// LMDB's own accounts of the environment held against a walk of every entry: what `sovaria
     /// verify` runs as LMDB's check (``LMDBIntegrityReport``). Clears reader slots of dead
     /// processes, as an open does.

@@ -215,6 +215,20 @@ public final class LevelDBOfflineStore: OfflineStore {
         return scan.dataEntries
     }
 
+    /// Hands `body` the key and value bytes of each entry of the page in LevelDB's own buffers: one
+    /// iterator for the page, no copy, no `String` (see
+    /// `OfflineStore.withEntries(_:after:limit:_:)`).
+    ///
+    /// - Important: Runs on the caller's executor, whatever the page's size; the iterator reads one
+    ///   snapshot. `body` must not call the store.
+    public func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        guard limit > 0 else { return .empty }
+        let scan = LevelDBScan(handle: handle, prefix: prefix, after: after, limit: limit, reading: .bytes)
+        return try EntryScan.run(limit: limit, body: body) { visit in try scan.visit(visit) }
+    }
+
     /// Reads every entry with checksums verified and the block cache bypassed, in key order: what
     /// `sovaria verify` runs as LevelDB's own check (the store opens with paranoid checks, which
     /// cover the log and the MANIFEST). A damage found names the folder; the way out is

@@ -235,6 +235,30 @@ public final class PostgresOfflineStore: OfflineStore {
         }
     }
 
+    /// Hands `body` the key and value bytes of each entry of the page where libpq holds them in
+    /// the page's one answer: no `String` or `Data` per entry (see
+    /// `OfflineStore.withEntries(_:after:limit:_:)`). The page is read on a connection of the
+    /// pool; `body` runs on the caller's executor after the connection is back in the pool.
+    public func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return .empty }
+        let schema = schema
+        let rows = try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+            try connection.run(
+                schema.selectEntries, [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)],
+                while: "Reading entries")
+        }
+        return try EntryScan.run(limit: limit, body: body) { visit in
+            withExtendedLifetime(rows) {
+                for row in 0..<rows.rowCount {
+                    let key = UnsafeRawBufferPointer(rows.bytes(row: row, column: 0))
+                    guard visit(key, UnsafeRawBufferPointer(rows.bytes(row: row, column: 1))) else { return }
+                }
+            }
+        }
+    }
+
     /// The longest value PostgreSQL keeps in a `bytea` field: 1 GB.
     static let maxValueByteCount = (1 << 30) - 1
 

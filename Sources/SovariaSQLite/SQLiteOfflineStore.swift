@@ -189,6 +189,23 @@ public final class SQLiteOfflineStore: OfflineStore {
         }
     }
 
+    /// Hands `body` the key and value bytes of each entry of the page as SQLite holds them in the
+    /// row: one statement, no `String` or `Data` per entry (see
+    /// `OfflineStore.withEntries(_:after:limit:_:)`); runs on the caller's executor.
+    ///
+    /// - Important: `body` must not call the store: the page's read holds one of the store's
+    ///   reader connections while it runs.
+    public func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        guard let range = StoreKeyRange(prefix: prefix, after: after) else { return .empty }
+        return try EntryScan.run(limit: limit, body: body) { visit in
+            try database.read { reader throws(OfflineStoreError) in
+                try reader.visitEntries(in: range, limit: limit, visit)
+            }
+        }
+    }
+
     /// Checkpoints and truncates the WAL and runs `VACUUM`, so the file shrinks to what its
     /// entries need; runs on the private queue.
     ///

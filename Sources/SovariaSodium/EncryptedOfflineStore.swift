@@ -1,3 +1,4 @@
+import CSodium
 import Foundation
 import Sovaria
 import SovariaPlumbing
@@ -175,6 +176,42 @@ public final class EncryptedOfflineStore: OfflineStore {
             // Only a skipped metadata entry leaves a full inner page short: read one more.
             guard stored.count == wanted, page.count < limit, let last = stored.last else { return page }
             after = last.key
+        }
+    }
+
+    /// Hands `body` each entry of the inner store's borrowed scan decrypted into one scratch
+    /// buffer, reused from entry to entry and zeroed after each, without ``metadataKey``.
+    ///
+    /// - Throws: `OfflineStoreError.Code.decryptionFailed` naming the first key whose value does
+    ///   not open; the entries before it were handed to `body`.
+    public func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        guard limit > 0 else { return .empty }
+        var scratch: [UInt8] = []
+        defer { scratch.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
+        var handed = 0
+        var lastKey: [UInt8] = []
+        var after = after
+        while true {
+            let inner = try await wrapped.withEntries(prefix, after: after, limit: limit - handed) { key, stored in
+                if key.elementsEqual(Self.metadataKey.utf8) { return true }
+                let name = String(decoding: key, as: UTF8.self)
+                let count = try SealedValue.open(stored, name: name, with: self.key, into: &scratch)
+                defer { scratch.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, count) } }
+                handed += 1
+                lastKey.removeAll(keepingCapacity: true)
+                lastKey.append(contentsOf: key)
+                return try scratch.withUnsafeBytes { try body(key, UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+            }
+            // Only a skipped metadata entry leaves a full inner page short of `limit`: read on.
+            guard inner.mayHaveMore, handed < limit, let last = inner.lastKey else {
+                let more = inner.mayHaveMore && handed == limit
+                return StoreScanPage(
+                    count: handed, lastKey: handed == 0 ? nil : String(decoding: lastKey, as: UTF8.self),
+                    mayHaveMore: more)
+            }
+            after = last
         }
     }
 

@@ -8,7 +8,7 @@ import Sovaria
 public enum OfflineStoreConformance {
     /// Every check, in a stable order.
     public static let checks: [ConformanceCheck] =
-        keyChecks + valueChecks + byteChecks + scanChecks + batchChecks + lifeChecks
+        keyChecks + valueChecks + byteChecks + scanChecks + borrowedScanChecks + batchChecks + lifeChecks
         + generatedInputChecks
 
     /// Runs every check on `factory` and returns the failures (empty when the store conforms).

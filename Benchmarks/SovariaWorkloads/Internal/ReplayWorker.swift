@@ -17,14 +17,18 @@ struct ReplayWorker {
     let store: any OfflineStore
     let clock: any WorkloadClock
     let schedule: Schedule?
+    let readAPI: WorkloadDriver.ReadAPI
     /// Statistics by ``OperationKind/rawValue``.
     private(set) var stats = [OperationStats](repeating: OperationStats(), count: OperationKind.allCases.count)
     private var values = ValueStrings()
+    /// Where a `.bytes` read copies what it read, as the C replayer keeps its copies.
+    private let kept = KeptBytes()
 
-    init(store: any OfflineStore, clock: any WorkloadClock, schedule: Schedule?) {
+    init(store: any OfflineStore, clock: any WorkloadClock, schedule: Schedule?, readAPI: WorkloadDriver.ReadAPI) {
         self.store = store
         self.clock = clock
         self.schedule = schedule
+        self.readAPI = readAPI
     }
 
     mutating func run(_ source: ReplaySource, chunkSize: Int) async {
@@ -73,23 +77,23 @@ struct ReplayWorker {
     private mutating func execute(_ operation: TraceOperation, index: UInt64) async throws -> Outcome {
         switch operation {
         case .read(let key):
-            return try await store.get(key) == nil ? .miss : .hit
+            return try await read(key) ? .hit : .miss
         case .update(let key, let valueBytes), .insert(let key, let valueBytes):
             try await store.set(key, values.value(count: valueBytes, index: index))
         case .delete(let key):
             try await store.delete(key)
         case .scan(let prefix, let after, let limit):
-            _ = try await store.entries(prefix, after: after, limit: limit)
+            try await scan(prefix, after: after, limit: limit)
         case .readModifyWrite(let key, let valueBytes):
-            let old = try await store.get(key)
+            let found = try await read(key)
             try await store.set(key, values.value(count: valueBytes, index: index))
-            return old == nil ? .miss : .hit
+            return found ? .hit : .miss
         case .keys(let prefix):
             _ = try await store.keys(prefix)
         case .batch(let operations):
             try await store.write(try batch(operations, index: index))
         case .fetch(let key, let valueBytes):
-            if try await store.get(key) != nil { return .hit }
+            if try await read(key) { return .hit }
             try await store.set(key, values.value(count: valueBytes, index: index))
             return .miss
         case .compact:
@@ -98,6 +102,34 @@ struct ReplayWorker {
             break
         }
         return .hit
+    }
+
+    /// Reads `key`'s value with the replay's API; whether there was one.
+    @inline(__always)
+    private func read(_ key: String) async throws -> Bool {
+        switch readAPI {
+        case .strings: return try await store.get(key) != nil
+        case .bytes:
+            let kept = kept
+            return try await store.withValue(key) { kept.copy($0, at: 0) } != nil
+        }
+    }
+
+    /// Reads a page with the replay's API: with `.bytes`, each key and value copied to its own place
+    /// in the kept buffer, as the C replayer copies a scan's entries.
+    @inline(__always)
+    private func scan(_ prefix: String, after: String?, limit: Int) async throws {
+        switch readAPI {
+        case .strings: _ = try await store.entries(prefix, after: after, limit: limit)
+        case .bytes:
+            let kept = kept
+            var offset = 0
+            _ = try await store.withEntries(prefix, after: after, limit: limit) { key, value in
+                offset = kept.copy(key, at: offset)
+                offset = kept.copy(value, at: offset)
+                return true
+            }
+        }
     }
 
     private mutating func batch(_ operations: [TraceOperation], index: UInt64) throws(Failure) -> [StoreWrite] {
@@ -115,5 +147,24 @@ struct ReplayWorker {
             }
         }
         return writes
+    }
+}
+
+/// One task's buffer for the bytes a `.bytes` replay reads: allocated once, reused by every read.
+final class KeptBytes {
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 16)
+
+    deinit { buffer.deallocate() }
+
+    /// Copies `bytes` (as much as fits) to `offset`, wrapping to the start when they would not fit
+    /// after it; returns the offset after the copy.
+    @inline(__always)
+    func copy(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Int {
+        let count = min(bytes.count, buffer.count)
+        let start = offset + count <= buffer.count ? offset : 0
+        if let source = bytes.baseAddress, count > 0 {
+            (buffer.baseAddress! + start).copyMemory(from: source, byteCount: count)
+        }
+        return start + count
     }
 }

@@ -40,6 +40,14 @@ enum EntryFile {
         try withValue(bytes, key: key, path: path) { Data($0) }
     }
 
+    /// Appends the value in `bytes`, the file of `key`, to `buffer`; throws
+    /// ``OfflineStoreError/Code/corrupt`` when the file is damaged.
+    static func appendValue(
+        _ bytes: [UInt8], key: String, path: String, to buffer: inout [UInt8]
+    ) throws(OfflineStoreError) {
+        try withValue(bytes, key: key, path: path) { value in buffer.append(contentsOf: value) }
+    }
+
     private static func withValue<Value>(
         _ bytes: [UInt8], key: String, path: String, _ body: (UnsafeRawBufferPointer) throws(OfflineStoreError) -> Value
     ) throws(OfflineStoreError) -> Value {

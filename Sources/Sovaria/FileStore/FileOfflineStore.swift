@@ -225,6 +225,47 @@ public final class FileOfflineStore: OfflineStore {
         }
     }
 
+    /// Hands `body` each entry of the page: the page's files are read on the store's queue into one
+    /// buffer (one allocation for the page's values, not one `Data` each), then handed over on the
+    /// caller's executor.
+    public func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        guard limit > 0 else { return .empty }
+        switch backend {
+        case .memory(let store): return try await store.withEntries(prefix, after: after, limit: limit, body)
+        case .files(let handle):
+            let page = try await handle.queue.runConcurrently { () throws(OfflineStoreError) -> ReadPage in
+                try handle.readingSeveralKeys { () throws(OfflineStoreError) in
+                    var page = ReadPage()
+                    for key in StoreKey.range(of: prefix, after: after, in: try handle.keysInOrder()).prefix(limit) {
+                        let start = page.values.count
+                        if try handle.tree.appendValue(key.string, to: &page.values) {
+                            page.entries.append((key.string, start..<page.values.count))
+                        }
+                    }
+                    return page
+                }
+            }
+            return try EntryScan.run(limit: limit, body: body) { visit in
+                page.values.withUnsafeBytes { values in
+                    for (key, range) in page.entries {
+                        let goesOn = key.withUTF8Bytes { key in
+                            visit(UnsafeRawBufferPointer(key), UnsafeRawBufferPointer(rebasing: values[range]))
+                        }
+                        guard goesOn else { return }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A page's keys and their values' places in one buffer.
+    private struct ReadPage: Sendable {
+        var entries: [(key: String, range: Range<Int>)] = []
+        var values: [UInt8] = []
+    }
+
     private func page<Entry: Sendable>(
         _ prefix: String, after: String?, limit: Int, in handle: FileStoreHandle,
         _ read: @escaping @Sendable (FileTree, String) throws(OfflineStoreError) -> Entry?

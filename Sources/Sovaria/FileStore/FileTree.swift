@@ -69,6 +69,13 @@ struct FileTree: Sendable {
         }
     }
 
+    /// Appends the value of `key` to `buffer`; `false` when there is none.
+    func appendValue(_ key: String, to buffer: inout [UInt8]) throws(OfflineStoreError) -> Bool {
+        try readFile(key) { (bytes, path) throws(OfflineStoreError) in
+            try EntryFile.appendValue(bytes, key: key, path: path, to: &buffer)
+        } != nil
+    }
+
     private func readFile<Value>(
         _ key: String, _ decode: ([UInt8], String) throws(OfflineStoreError) -> Value
     ) throws(OfflineStoreError) -> Value? {

@@ -36,7 +36,7 @@ extension LMDBEnvironment {
     }
 
     /// Calls `visit` with up to `limit` keys (and their values) that start with `prefix` and sort after
-    /// `after`, in byte order, from one read transaction on the calling thread.
+    /// `after`, in byte order, from one read transaction on the calling thread, until it returns `false`.
     ///
     /// A cursor starts at `MDB_SET_RANGE` on the larger of `prefix` and `after` and steps with `MDB_NEXT`
     /// while keys have the byte prefix: LMDB's own order, nothing sorted here. `visit` must copy what it
@@ -45,7 +45,7 @@ extension LMDBEnvironment {
         prefix: String,
         after: String?,
         limit: Int,
-        _ visit: (_ key: MDB_val, _ value: MDB_val) throws -> Void
+        _ visit: (_ key: MDB_val, _ value: MDB_val) throws -> Bool
     ) throws {
         guard limit > 0 else { return }
         let prefixBytes = Array(prefix.utf8)
@@ -88,7 +88,7 @@ extension LMDBEnvironment {
                 guard hasPrefix(key) else { break }
                 if !pastAfter { pastAfter = afterBytes!.lexicographicallyPrecedes(key.bytes) }
                 if pastAfter {
-                    try visit(key, value)
+                    guard try visit(key, value) else { return }
                     visited += 1
                     if visited == limit { return }
                 }
@@ -103,7 +103,10 @@ extension LMDBEnvironment {
     /// Up to `limit` keys that start with `prefix` and sort after `after`, in byte order.
     func keys(prefix: String, after: String? = nil, limit: Int = .max) throws -> [String] {
         var keys: [String] = []
-        try scan(prefix: prefix, after: after, limit: limit) { key, _ in keys.append(try key.string("key")) }
+        try scan(prefix: prefix, after: after, limit: limit) { key, _ in 
+            keys.append(try key.string("key"))
+            return true
+        }
         return keys
     }
 
@@ -134,6 +137,7 @@ extension LMDBEnvironment {
                 bytes += key.mv_size + value.mv_size
                 guard bytes <= maxBytes else { throw PageTooLarge() }
                 entries.append(try entry(try key.string("key"), value.bytes))
+                return true
             }
         } catch is PageTooLarge {
             return nil

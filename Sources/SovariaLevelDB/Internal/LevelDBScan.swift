@@ -115,6 +115,22 @@ final class LevelDBScan: @unchecked Sendable {
         return true
     }
 
+    /// Walks the rest of the scan on the calling thread, handing `visit` each key's and value's
+    /// bytes in LevelDB's own buffers (valid until the iterator moves), until it returns `false`.
+    func visit(_ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws(OfflineStoreError) {
+        guard let iterator else { return }
+        while remaining > 0, leveldb_iter_valid(iterator) != 0 {
+            let key = Self.currentKey(of: iterator)
+            guard hasPrefix(key) else { break }
+            var valueLength = 0
+            let value = UnsafeRawBufferPointer(start: leveldb_iter_value(iterator, &valueLength), count: valueLength)
+            remaining -= 1
+            guard visit(UnsafeRawBufferPointer(key), value) else { break }
+            leveldb_iter_next(iterator)
+        }
+        try finish(iterator)
+    }
+
     /// Whether `key` starts with the scan's prefix, by bytes.
     private func hasPrefix(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
         guard key.count >= prefix.count else { return false }

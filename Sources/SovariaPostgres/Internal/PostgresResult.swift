@@ -3,7 +3,9 @@ import Sovaria
 import SovariaPlumbing
 
 /// The rows of one statement (`PGresult *`), in binary format; cleared when released.
-final class PostgresResult {
+// @unchecked Sendable: libpq never changes a result after handing it over, and it belongs to no
+// connection, so any thread may read it.
+final class PostgresResult: @unchecked Sendable {
     private let handle: OpaquePointer
 
     /// Takes ownership of `handle`.

@@ -65,6 +65,20 @@ final class SQLiteReader: @unchecked Sendable {
         try entries(in: range, limit: limit) { key, value in StoreDataEntry(key: key, data: Data(value)) }
     }
 
+    /// Calls `visit` with the key and value bytes of up to `limit` entries in `range`, as SQLite
+    /// holds them in the row, in byte order of their keys, until it returns `false`.
+    func visitEntries(
+        in range: StoreKeyRange, limit: Int, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool
+    ) throws(OfflineStoreError) {
+        defer { selectEntries.reset() }
+        try selectEntries.bind(range.lowerBound, at: 1)
+        try selectEntries.bind(range.upperBound, at: 2)
+        try selectEntries.bind(limit, at: 3)
+        while try selectEntries.step() {
+            guard visit(selectEntries.bytes(at: 0), selectEntries.bytes(at: 1)) else { return }
+        }
+    }
+
     private func entries<Entry>(
         in range: StoreKeyRange, limit: Int,
         _ entry: (String, UnsafeRawBufferPointer) throws(OfflineStoreError) -> Entry

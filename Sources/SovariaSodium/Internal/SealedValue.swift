@@ -121,6 +121,26 @@ enum SealedValue {
         }
     }
 
+    /// Opens `stored` (either form) into `scratch`, which grows when it is too small and is meant to
+    /// be reused from one value to the next, and returns the plaintext's length. The caller zeroes
+    /// the plaintext when done with it.
+    static func open(
+        _ stored: UnsafeRawBufferPointer, name: String, with key: EncryptionKey, into scratch: inout [UInt8]
+    ) throws(OfflineStoreError) -> Int {
+        try withSealed(stored, name: name) { (sealed, version) throws(OfflineStoreError) in
+            let count = try plaintextCount(of: sealed, name: name)
+            // At least one byte: an empty value still needs a pointer for libsodium to write through.
+            if scratch.count < max(count, 1) { scratch = [UInt8](repeating: 0, count: max(count, 1)) }
+            // `withUnsafeMutableBytes` rethrows untyped errors: carry the typed one out in a `Result`.
+            try scratch.withUnsafeMutableBytes { plaintext in
+                Result { () throws(OfflineStoreError) in
+                    try decrypt(sealed, version: version, name: name, with: key, into: plaintext)
+                }
+            }.get()
+            return count
+        }
+    }
+
     /// The plaintext of `stored` (either form) as bytes.
     static func openData(
         _ stored: UnsafeRawBufferPointer, name: String, with key: EncryptionKey

@@ -1,0 +1,109 @@
+/// What one call of ``OfflineStore/withEntries(_:after:limit:_:)`` read: how many entries it
+/// handed to its body, the last one's key, and whether another page may follow.
+///
+/// ```swift
+/// var after: String? = nil
+/// var total = 0
+/// while true {
+///     let page = try await store.withEntries("app:notes:", after: after, limit: 1_000) { _, value in
+///         total += value.count
+///         return true
+///     }
+///     guard page.mayHaveMore else { break }
+///     after = page.lastKey
+/// }
+/// ```
+public struct StoreScanPage: Sendable, Hashable {
+    /// How many entries the body was called with (the one it stopped at included).
+    public var count: Int
+    /// The key of the last entry the body was called with; `nil` when there was none. Pass it as
+    /// `after` to read the next page.
+    public var lastKey: String?
+    /// Whether the page ended at its `limit`, so more entries may follow after ``lastKey``.
+    /// `false` when the entries under the prefix ran out or the body returned `false`.
+    public var mayHaveMore: Bool
+
+    /// A page of `count` entries ending at `lastKey`.
+    public init(count: Int, lastKey: String?, mayHaveMore: Bool) {
+        self.count = count
+        self.lastKey = lastKey
+        self.mayHaveMore = mayHaveMore
+    }
+
+    /// A page with no entry and nothing after it.
+    public static let empty = StoreScanPage(count: 0, lastKey: nil, mayHaveMore: false)
+}
+
+/// The body of a borrowed scan: an entry's key and value bytes, valid only while it runs; it
+/// returns `true` to go on, `false` to stop.
+public typealias StoreEntryVisitor = (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+
+/// The bookkeeping every native ``OfflineStore/withEntries(_:after:limit:_:)`` shares: it calls the
+/// body for each entry the engine walks, counts them, keeps the last key's bytes (one copy into a
+/// reused buffer) and the body's error, and says when the walk must stop.
+///
+/// An engine's walk takes ``visit(_:_:)`` as its non-throwing visitor (so engines whose reads throw
+/// only their own error type keep it), then ``page()`` rethrows the body's error or makes the page.
+package struct EntryScan {
+    /// The most entries the page holds.
+    package let limit: Int
+    /// Entries handed to the body so far.
+    package private(set) var count = 0
+    private var lastKey: [UInt8] = []
+    private var stopped = false
+    private var failure: (any Error)?
+    private let body: StoreEntryVisitor
+
+    /// A scan of at most `limit` entries through `body`; the caller keeps `body` alive (see
+    /// ``run(limit:body:_:)``).
+    private init(limit: Int, body: @escaping StoreEntryVisitor) {
+        self.limit = limit
+        self.body = body
+    }
+
+    /// Runs `walk`, which calls its visitor with each entry in byte order until the visitor returns
+    /// `false`, and returns the page; rethrows `body`'s error first, then `walk`'s.
+    ///
+    /// Entries past `limit` are never handed to `body`: the visitor returns `false` at the limit.
+    package static func run(
+        limit: Int, body: StoreEntryVisitor,
+        _ walk: (_ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws -> Void
+    ) throws -> StoreScanPage {
+        guard limit > 0 else { return .empty }
+        return try withoutActuallyEscaping(body) { body in
+            var scan = EntryScan(limit: limit, body: body)
+            do {
+                try walk { key, value in scan.visit(key, value) }
+            } catch {
+                if let failure = scan.failure { throw failure }
+                throw error
+            }
+            return try scan.page()
+        }
+    }
+
+    /// Hands one entry to the body; `false` when the walk must stop (the body said so, threw, or the
+    /// page is full).
+    private mutating func visit(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Bool {
+        count += 1
+        lastKey.removeAll(keepingCapacity: true)
+        lastKey.append(contentsOf: key)
+        do {
+            guard try body(key, value) else {
+                stopped = true
+                return false
+            }
+        } catch {
+            failure = error
+            return false
+        }
+        return count < limit
+    }
+
+    private func page() throws -> StoreScanPage {
+        if let failure { throw failure }
+        return StoreScanPage(
+            count: count, lastKey: count == 0 ? nil : String(decoding: lastKey, as: UTF8.self),
+            mayHaveMore: !stopped && count == limit)
+    }
+}
