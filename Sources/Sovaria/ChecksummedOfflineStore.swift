@@ -155,6 +155,13 @@ public final class ChecksummedOfflineStore: OfflineStore {
         }
     }
 
+    /// The inner store's borrowed keys, as they are.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        try await wrapped.withKeys(prefix, after: after, limit: limit, body)
+    }
+
     /// Compacts the inner store.
     public func compact() async throws {
         try await wrapped.compact()

@@ -177,6 +177,22 @@ public final class MemoryOfflineStore: OfflineStore {
         }
     }
 
+    /// Hands `body` each key of the page in byte order, from the sorted index taken under the
+    /// store's lock; `body` runs after the lock is released, on the caller's executor.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        guard limit > 0 else { return .empty }
+        let keys = state.withLock { state in
+            Array(StoreKey.range(of: prefix, after: after, in: state.orderedKeys()).prefix(limit))
+        }
+        return try EntryScan.run(limit: limit, keys: body) { visit in
+            for key in keys {
+                guard key.withUTF8({ visit(UnsafeRawBufferPointer($0), EntryScan.noValue) }) else { return }
+            }
+        }
+    }
+
     private func page(_ prefix: String, after: String?, limit: Int) -> [(key: StoreKey.Bytes, value: Value)] {
         guard limit > 0 else { return [] }
         return state.withLock { state in

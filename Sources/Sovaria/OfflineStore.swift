@@ -92,6 +92,17 @@ public protocol OfflineStore: AnyObject, Sendable {
         _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
     ) async throws -> StoreScanPage
 
+    /// Calls `body` with the UTF-8 bytes of up to `limit` keys that start with `prefix` and sort
+    /// after `after`, ascending, until `body` returns `false`: ``keys(_:)`` paged and borrowed,
+    /// for what is built from key names alone (an index), with no `String` per key and no value
+    /// read.
+    ///
+    /// - Important: As ``withEntries(_:after:limit:_:)``: the bytes are valid only while `body`
+    ///   runs, `body` must not call the store, and its error ends the scan.
+    func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage
+
     /// Gives the space freed by deletes back to the operating system, keeping every entry.
     func compact() async throws
 
@@ -164,6 +175,41 @@ extension OfflineStore {
                 }
                 guard goesOn else { return }
             }
+        }
+    }
+
+    /// Reads the keys with ``keys(_:)`` and hands `body` those after `after`, in byte order. Native
+    /// engines replace it with a cursor.
+    ///
+    /// - Complexity: O(n log n) in the number of keys under `prefix`, for every page.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        let keys = try await candidateKeys(prefix, after: after, limit: limit)
+        return try EntryScan.run(limit: limit, keys: body) { visit in
+            for key in keys {
+                guard key.withUTF8({ visit(UnsafeRawBufferPointer($0), EntryScan.noValue) }) else { return }
+            }
+        }
+    }
+
+    /// Calls `body` with every key that starts with `prefix`, in byte order, a page of `pageSize`
+    /// at a time through ``withKeys(_:after:limit:_:)``, until `body` returns `false`; returns how
+    /// many keys `body` was called with.
+    ///
+    /// - Important: Each page is read on its own, as in ``forEachEntry(_:pageSize:_:)``.
+    @discardableResult
+    public func forEachKey(
+        _ prefix: String, pageSize: Int = 1_000, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> Int {
+        precondition(pageSize > 0, "A scan reads at least one key a page")
+        var after: String?
+        var total = 0
+        while true {
+            let page = try await withKeys(prefix, after: after, limit: pageSize, body)
+            total += page.count
+            guard page.mayHaveMore else { return total }
+            after = page.lastKey
         }
     }
 

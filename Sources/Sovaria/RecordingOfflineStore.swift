@@ -17,8 +17,9 @@ import Synchronization
 /// made, before the wrapped store runs it, so calls that fail are in the trace too. What each call
 /// becomes: ``get(_:)`` and ``withValue(_:_:)`` a read, ``set(_:_:)`` an update (the recorder
 /// does not know whether the key existed: a replay runs both as a set), ``delete(_:)`` a delete,
-/// ``keys(_:)`` a keys call, ``entries(_:after:limit:)`` (and its byte and borrowed forms) a
-/// scan, ``write(_:)`` a batch of updates and deletes, ``compact()`` a compaction.
+/// ``keys(_:)`` and ``withKeys(_:after:limit:_:)`` a keys call, ``entries(_:after:limit:)`` (and
+/// its byte and borrowed forms) a scan, ``write(_:)`` a batch of updates and deletes,
+/// ``compact()`` a compaction.
 ///
 /// With ``Configuration/hashesKeys`` the trace can leave the device without the app's keys: each
 /// key keeps its namespace, up to and including its second `:` (`sov:cache:`), and the rest becomes
@@ -219,6 +220,14 @@ public final class RecordingOfflineStore: OfflineStore {
     ) async throws -> StoreScanPage {
         record(.scan(prefix: recorded(prefix), after: after.map(recorded), limit: limit))
         return try await wrapped.withEntries(prefix, after: after, limit: limit, body)
+    }
+
+    /// Records a keys call, then hands `body` the wrapped store's borrowed keys as they are.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        record(.keys(prefix: recorded(prefix)))
+        return try await wrapped.withKeys(prefix, after: after, limit: limit, body)
     }
 
     /// Records a compaction, then compacts the wrapped store.

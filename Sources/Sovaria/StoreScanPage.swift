@@ -49,16 +49,19 @@ package struct EntryScan {
     package let limit: Int
     /// Entries handed to the body so far.
     package private(set) var count = 0
-    private var lastKey: [UInt8] = []
+    /// The last key's bytes: room for the longest key, allocated once per page.
+    private let lastKey: UnsafeMutableRawBufferPointer
+    private var lastKeyCount = 0
     private var stopped = false
     private var failure: (any Error)?
     private let body: StoreEntryVisitor
 
-    /// A scan of at most `limit` entries through `body`; the caller keeps `body` alive (see
-    /// ``run(limit:body:_:)``).
-    private init(limit: Int, body: @escaping StoreEntryVisitor) {
+    /// A scan of at most `limit` entries through `body`; the caller keeps `body` and `lastKey`
+    /// alive (see ``run(limit:body:_:)``).
+    private init(limit: Int, body: @escaping StoreEntryVisitor, lastKey: UnsafeMutableRawBufferPointer) {
         self.limit = limit
         self.body = body
+        self.lastKey = lastKey
     }
 
     /// Runs `walk`, which calls its visitor with each entry in byte order until the visitor returns
@@ -70,8 +73,10 @@ package struct EntryScan {
         _ walk: (_ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws -> Void
     ) throws -> StoreScanPage {
         guard limit > 0 else { return .empty }
+        let lastKey = UnsafeMutableRawBufferPointer.allocate(byteCount: StoreKey.maxUTF8Count, alignment: 1)
+        defer { lastKey.deallocate() }
         return try withoutActuallyEscaping(body) { body in
-            var scan = EntryScan(limit: limit, body: body)
+            var scan = EntryScan(limit: limit, body: body, lastKey: lastKey)
             do {
                 try walk { key, value in scan.visit(key, value) }
             } catch {
@@ -82,12 +87,26 @@ package struct EntryScan {
         }
     }
 
+    /// ``run(limit:body:_:)`` for a scan of keys: `walk` passes ``noValue`` as every value.
+    package static func run(
+        limit: Int, keys body: (UnsafeRawBufferPointer) throws -> Bool,
+        _ walk: (_ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws -> Void
+    ) throws -> StoreScanPage {
+        try run(limit: limit, body: { key, _ in try body(key) }, walk)
+    }
+
+    /// The value a scan of keys hands along with each key: none.
+    package static var noValue: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: nil, count: 0) }
+
     /// Hands one entry to the body; `false` when the walk must stop (the body said so, threw, or the
     /// page is full).
     private mutating func visit(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Bool {
         count += 1
-        lastKey.removeAll(keepingCapacity: true)
-        lastKey.append(contentsOf: key)
+        // A key longer than any store takes (a damaged one) keeps its first bytes.
+        lastKeyCount = min(key.count, lastKey.count)
+        if let source = key.baseAddress, let target = lastKey.baseAddress {
+            target.copyMemory(from: source, byteCount: lastKeyCount)
+        }
         do {
             guard try body(key, value) else {
                 stopped = true
@@ -103,7 +122,8 @@ package struct EntryScan {
     private func page() throws -> StoreScanPage {
         if let failure { throw failure }
         return StoreScanPage(
-            count: count, lastKey: count == 0 ? nil : String(decoding: lastKey, as: UTF8.self),
+            count: count,
+            lastKey: count == 0 ? nil : String(decoding: UnsafeRawBufferPointer(rebasing: lastKey[..<lastKeyCount]), as: UTF8.self),
             mayHaveMore: !stopped && count == limit)
     }
 }

@@ -134,9 +134,12 @@ public final class LMDBOfflineStore: OfflineStore {
         // Through a closure that returns nothing, so the environment's read is not generic:
         // called through `any OfflineStore` this method is, and each generic layer below it
         // looked up type metadata on every call (1.4–1.5 µs against a plain get's 0.7–1.1 µs).
-        var result: Result?
-        let found = try environment.visitValue(for: key) { bytes in result = try body(bytes) }
-        return found ? result : nil
+        // The result goes to a slot of its own type, not to a captured `Result?`: the capture's box
+        // looked up the metadata of `Optional<Result>` on every call.
+        return try withUnsafeTemporaryAllocation(of: Result.self, capacity: 1) { slot in
+            let found = try environment.visitValue(for: key) { bytes in slot.initializeElement(at: 0, to: try body(bytes)) }
+            return found ? slot.moveElement(from: 0) : nil
+        }
     }
 
     /// Stores `value` under `key` in one write transaction.
@@ -246,6 +249,21 @@ public final class LMDBOfflineStore: OfflineStore {
         try EntryScan.run(limit: limit, body: body) { visit in
             try environment.scan(prefix: prefix, after: after, limit: limit) { key, value in
                 visit(key.bytes, value.bytes)
+            }
+        }
+    }
+
+    /// Hands `body` the bytes of each key of the page where they lie in LMDB's map: one read
+    /// transaction and one cursor, no value touched (see `OfflineStore.withKeys(_:after:limit:_:)`).
+    ///
+    /// - Important: Runs on the caller's executor, whatever the page's size. `body` must not call
+    ///   the store.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        try EntryScan.run(limit: limit, keys: body) { visit in
+            try environment.scan(prefix: prefix, after: after, limit: limit) { key, _ in
+                visit(key.bytes, EntryScan.noValue)
             }
         }
     }

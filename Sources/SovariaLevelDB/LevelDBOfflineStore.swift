@@ -229,6 +229,19 @@ public final class LevelDBOfflineStore: OfflineStore {
         return try EntryScan.run(limit: limit, body: body) { visit in try scan.visit(visit) }
     }
 
+    /// Hands `body` the bytes of each key of the page in LevelDB's own buffers: one iterator for
+    /// the page, no copy, no `String` (see `OfflineStore.withKeys(_:after:limit:_:)`).
+    ///
+    /// - Important: Runs on the caller's executor, whatever the page's size. `body` must not call
+    ///   the store.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        guard limit > 0 else { return .empty }
+        let scan = LevelDBScan(handle: handle, prefix: prefix, after: after, limit: limit, reading: .keys)
+        return try EntryScan.run(limit: limit, keys: body) { visit in try scan.visit(visit) }
+    }
+
     /// Reads every entry with checksums verified and the block cache bypassed, in key order: what
     /// `sovaria verify` runs as LevelDB's own check (the store opens with paranoid checks, which
     /// cover the log and the MANIFEST). A damage found names the folder; the way out is

@@ -28,7 +28,7 @@ package struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
     /// Runs `body` with the guarded value, holding the lock.
     ///
     /// - Precondition (debug builds): the thread holds no lock of this rank or a higher one.
-    @inlinable package borrowing func withLock<Result, Failure: Error>(
+    @inlinable @inline(__always) package borrowing func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         #if DEBUG
@@ -41,7 +41,7 @@ package struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
     /// Runs `body` with the guarded value if the lock is free, else returns `nil` without waiting.
     ///
     /// - Precondition (debug builds): the thread holds no lock of this rank or a higher one.
-    @inlinable package borrowing func withLockIfAvailable<Result, Failure: Error>(
+    @inlinable @inline(__always) package borrowing func withLockIfAvailable<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result? {
         #if DEBUG

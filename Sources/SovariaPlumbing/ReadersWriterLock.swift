@@ -40,7 +40,7 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
     }
 
     /// Runs `body` holding the shared side.
-    @inlinable
+    @inlinable @inline(__always)
     package func withSharedLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result
     {
         #if DEBUG
@@ -53,7 +53,7 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
     }
 
     /// Runs `body` holding the exclusive side.
-    @inlinable
+    @inlinable @inline(__always)
     package func withExclusiveLock<Result, Failure: Error>(
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result {
@@ -69,7 +69,7 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
     /// Runs `body` holding the shared side if it can be taken at once, else returns `nil` without
     /// waiting: for callers that must not park their thread (Swift's cooperative pool) behind a
     /// writer and have a slower way that may wait.
-    @inlinable
+    @inlinable @inline(__always)
     package func withSharedLockIfAvailable<Result, Failure: Error>(
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result? {
@@ -80,5 +80,25 @@ package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the
         guard pthread_rwlock_tryrdlock(lock) == 0 else { return nil }
         defer { pthread_rwlock_unlock(lock) }
         return try body()
+    }
+
+    /// Takes the shared side; the caller releases it with ``unlockShared()`` on the same thread.
+    /// For a hot path that must not be generic: ``withSharedLock(_:)`` is, and a caller it is not
+    /// specialized for pays a metadata lookup per call.
+    @inlinable @inline(__always)
+    package func lockShared() {
+        #if DEBUG
+            if let rank { LockRank.willAcquire(rank) }
+        #endif
+        pthread_rwlock_rdlock(lock)
+    }
+
+    /// Releases the shared side ``lockShared()`` took.
+    @inlinable @inline(__always)
+    package func unlockShared() {
+        pthread_rwlock_unlock(lock)
+        #if DEBUG
+            if let rank { LockRank.didRelease(rank) }
+        #endif
     }
 }

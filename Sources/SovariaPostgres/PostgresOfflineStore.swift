@@ -259,6 +259,30 @@ public final class PostgresOfflineStore: OfflineStore {
         }
     }
 
+    /// Hands `body` the bytes of each key of the page where libpq holds them in the page's one
+    /// answer (see `OfflineStore.withKeys(_:after:limit:_:)`); `body` runs on the caller's
+    /// executor after the connection is back in the pool.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return .empty }
+        let schema = schema
+        let rows = try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+            try connection.run(
+                schema.selectKeysPage, [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)],
+                while: "Listing keys")
+        }
+        return try EntryScan.run(limit: limit, keys: body) { visit in
+            withExtendedLifetime(rows) {
+                for row in 0..<rows.rowCount {
+                    guard visit(UnsafeRawBufferPointer(rows.bytes(row: row, column: 0)), EntryScan.noValue) else {
+                        return
+                    }
+                }
+            }
+        }
+    }
+
     /// The longest value PostgreSQL keeps in a `bytea` field: 1 GB.
     static let maxValueByteCount = (1 << 30) - 1
 

@@ -206,6 +206,22 @@ public final class SQLiteOfflineStore: OfflineStore {
         }
     }
 
+    /// Hands `body` the bytes of each key of the page as SQLite holds them in the index: one
+    /// statement, no value read, no `String` (see `OfflineStore.withKeys(_:after:limit:_:)`);
+    /// runs on the caller's executor.
+    ///
+    /// - Important: `body` must not call the store.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        guard let range = StoreKeyRange(prefix: prefix, after: after) else { return .empty }
+        return try EntryScan.run(limit: limit, keys: body) { visit in
+            try database.read { reader throws(OfflineStoreError) in
+                try reader.visitKeys(in: range) { key in visit(key, EntryScan.noValue) }
+            }
+        }
+    }
+
     /// Checkpoints and truncates the WAL and runs `VACUUM`, so the file shrinks to what its
     /// entries need; runs on the private queue.
     ///

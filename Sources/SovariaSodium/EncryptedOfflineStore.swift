@@ -215,6 +215,32 @@ public final class EncryptedOfflineStore: OfflineStore {
         }
     }
 
+    /// The inner store's borrowed keys, without ``metadataKey``.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        guard limit > 0 else { return .empty }
+        var handed = 0
+        var lastKey: [UInt8] = []
+        var after = after
+        while true {
+            let inner = try await wrapped.withKeys(prefix, after: after, limit: limit - handed) { key in
+                if key.elementsEqual(Self.metadataKey.utf8) { return true }
+                handed += 1
+                lastKey.removeAll(keepingCapacity: true)
+                lastKey.append(contentsOf: key)
+                return try body(key)
+            }
+            // Only a skipped metadata key leaves a full inner page short of `limit`: read on.
+            guard inner.mayHaveMore, handed < limit, let last = inner.lastKey else {
+                return StoreScanPage(
+                    count: handed, lastKey: handed == 0 ? nil : String(decoding: lastKey, as: UTF8.self),
+                    mayHaveMore: inner.mayHaveMore && handed == limit)
+            }
+            after = last
+        }
+    }
+
     /// Compacts the inner store.
     public func compact() async throws {
         try await wrapped.compact()

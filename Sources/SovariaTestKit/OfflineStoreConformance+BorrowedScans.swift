@@ -75,6 +75,14 @@ extension OfflineStoreConformance {
             try context.expect(
                 page == StoreScanPage(count: 3, lastKey: "s:2", mayHaveMore: false),
                 "a page stopped at its third entry, got \(page)")
+            var atLimit = 0
+            let stoppedAtLimit = try await store.withEntries("s:", after: nil, limit: 3) { _, _ in
+                atLimit += 1
+                return atLimit < 3
+            }
+            try context.expect(
+                stoppedAtLimit == StoreScanPage(count: 3, lastKey: "s:2", mayHaveMore: false),
+                "a page whose body stops at its last entry says nothing more follows, got \(stoppedAtLimit)")
             var rest: [String] = []
             _ = try await store.withEntries("s:", after: page.lastKey, limit: 100) { key, _ in
                 rest.append(String(decoding: key, as: UTF8.self))
@@ -167,6 +175,71 @@ extension OfflineStoreConformance {
                     return true
                 }
                 try context.expect(count == 6, "a scan after a throw sees 6 entries, got \(count)")
+            }
+        },
+            ConformanceCheck(
+            "borrowedKeyScanMatchesKeys",
+            "withKeys(prefix, after:, limit:) hands the keys keys(prefix) lists, page by page in byte order, stops when "
+                + "its body says so or throws (the error comes out as it is), and forEachKey reads them all."
+        ) { context in
+            let store = try await context.makeStore().store
+            let keys = (0..<1_150).map { "k:" + String($0 * 7 % 1_150, radix: 16) } + ["k", "j:1", "l:1", "k;", "k:é"]
+            try await store.write(keys.map { .set(key: $0, value: String(repeating: "v", count: 200)) })
+            let expected = try await store.keys("k:")
+            try context.expectKeys(expected, byteSorted(keys.filter { StoreKey.hasBytePrefix($0, "k:") }), "keys(\"k:\")")
+            for limit in [7, 1_100] {
+                var seen: [String] = []
+                var after: String?
+                while true {
+                    var page: [String] = []
+                    let read = try await store.withKeys("k:", after: after, limit: limit) { key in
+                        page.append(String(decoding: key, as: UTF8.self))
+                        return true
+                    }
+                    try context.expect(page.count <= limit, "a page of withKeys holds at most \(limit), got \(page.count)")
+                    try context.expect(
+                        read.count == page.count && read.lastKey == page.last && read.mayHaveMore == (page.count == limit),
+                        "the page says \(read) for \(page.count) keys with limit \(limit)")
+                    seen += page
+                    guard read.mayHaveMore else { break }
+                    after = read.lastKey
+                }
+                try context.expectKeys(seen, expected, "withKeys in pages of \(limit)")
+            }
+            var all: [String] = []
+            try context.expect(
+                try await store.forEachKey("k:", pageSize: 100) { key in
+                    all.append(String(decoding: key, as: UTF8.self))
+                    return true
+                } == expected.count, "forEachKey counts every key")
+            try context.expectKeys(all, expected, "forEachKey(\"k:\")")
+            var stoppedAt: [String] = []
+            let stopped = try await store.withKeys("k:", after: expected[10], limit: 50) { key in
+                stoppedAt.append(String(decoding: key, as: UTF8.self))
+                return stoppedAt.count < 4
+            }
+            try context.expectKeys(stoppedAt, Array(expected[11..<15]), "withKeys after the 11th key, stopped at the 4th")
+            try context.expect(!stopped.mayHaveMore && stopped.lastKey == expected[14], "a stopped page: \(stopped)")
+            struct Refused: Error {}
+            var calls = 0
+            do {
+                _ = try await store.withKeys("k:", after: nil, limit: 10) { _ in
+                    calls += 1
+                    if calls == 3 { throw Refused() }
+                    return true
+                }
+                try context.expect(false, "withKeys returned although its body threw")
+            } catch is Refused {
+                try context.expect(calls == 3, "the body ran \(calls) times after throwing at the 3rd key")
+            }
+            try context.expectBytes(try await store.get("k:0"), String(repeating: "v", count: 200), "a get after a throw")
+            var none = true
+            for (prefix, after, limit) in [("k:", nil as String?, 0), ("zz", nil, 5), ("k:", "k;", 5)] {
+                let page = try await store.withKeys(prefix, after: after, limit: limit) { _ in
+                    none = false
+                    return true
+                }
+                try context.expect(none && page == .empty, "withKeys(\(prefix), after: \(after ?? "nil"), limit: \(limit)) is empty")
             }
         },
     ]

@@ -260,6 +260,27 @@ public final class FileOfflineStore: OfflineStore {
         }
     }
 
+    /// Hands `body` each key of the page from the folder's sorted key list: no file is read.
+    public func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        guard limit > 0 else { return .empty }
+        switch backend {
+        case .memory(let store): return try await store.withKeys(prefix, after: after, limit: limit, body)
+        case .files(let handle):
+            let keys = try await handle.queue.runConcurrently { () throws(OfflineStoreError) -> [StoreKey.Bytes] in
+                try handle.readingSeveralKeys { () throws(OfflineStoreError) in
+                    Array(StoreKey.range(of: prefix, after: after, in: try handle.keysInOrder()).prefix(limit))
+                }
+            }
+            return try EntryScan.run(limit: limit, keys: body) { visit in
+                for key in keys {
+                    guard key.withUTF8({ visit(UnsafeRawBufferPointer($0), EntryScan.noValue) }) else { return }
+                }
+            }
+        }
+    }
+
     /// A page's keys and their values' places in one buffer.
     private struct ReadPage: Sendable {
         var entries: [(key: String, range: Range<Int>)] = []

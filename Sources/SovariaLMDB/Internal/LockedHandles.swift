@@ -31,6 +31,18 @@ final class LockedHandles: @unchecked Sendable {
         try lock.withSharedLock { () throws(Failure) in try body(handles) }
     }
 
+    /// Takes the shared side and returns the handles (`nil`: closed); the caller releases the side
+    /// with ``unlockShared()`` on the same thread. Not generic, for the read of one value.
+    func lockShared() -> Handles? {
+        lock.lockShared()
+        return handles
+    }
+
+    /// Releases the shared side ``lockShared()`` took.
+    func unlockShared() {
+        lock.unlockShared()
+    }
+
     /// Runs `body` with the handles, which it may replace, holding the exclusive side: no
     /// transaction of this process is active meanwhile.
     func withExclusive<Result, Failure: Error>(

@@ -117,13 +117,17 @@ final class LevelDBScan: @unchecked Sendable {
 
     /// Walks the rest of the scan on the calling thread, handing `visit` each key's and value's
     /// bytes in LevelDB's own buffers (valid until the iterator moves), until it returns `false`.
+    /// A scan ``Reading/keys`` hands no value.
     func visit(_ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) throws(OfflineStoreError) {
         guard let iterator else { return }
         while remaining > 0, leveldb_iter_valid(iterator) != 0 {
             let key = Self.currentKey(of: iterator)
             guard hasPrefix(key) else { break }
-            var valueLength = 0
-            let value = UnsafeRawBufferPointer(start: leveldb_iter_value(iterator, &valueLength), count: valueLength)
+            var value = UnsafeRawBufferPointer(start: nil, count: 0)
+            if reading != .keys {
+                var valueLength = 0
+                value = UnsafeRawBufferPointer(start: leveldb_iter_value(iterator, &valueLength), count: valueLength)
+            }
             remaining -= 1
             guard visit(UnsafeRawBufferPointer(key), value) else { break }
             leveldb_iter_next(iterator)

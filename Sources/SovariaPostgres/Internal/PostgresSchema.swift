@@ -61,6 +61,12 @@ struct PostgresSchema: Sendable {
             name: "sovaria_keys", sql: "SELECT key FROM \(quoted) WHERE key >= $1 AND key < $2 ORDER BY key",
             parameterTypes: [Self.bytea, Self.bytea])
     }
+    var selectKeysPage: PostgresConnection.Statement {
+        .init(
+            name: "sovaria_keys_page",
+            sql: "SELECT key FROM \(quoted) WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3",
+            parameterTypes: [Self.bytea, Self.bytea, Self.int8])
+    }
     var selectEntries: PostgresConnection.Statement {
         .init(
             name: "sovaria_entries",
@@ -69,7 +75,9 @@ struct PostgresSchema: Sendable {
     }
 
     /// Every statement a connection prepares when it opens.
-    var statements: [PostgresConnection.Statement] { [selectValue, upsert, delete, selectKeys, selectEntries] }
+    var statements: [PostgresConnection.Statement] {
+        [selectValue, upsert, delete, selectKeys, selectKeysPage, selectEntries]
+    }
 
     /// `VACUUM` of the table (it cannot run inside a transaction).
     var vacuum: String { "VACUUM \(quoted)" }

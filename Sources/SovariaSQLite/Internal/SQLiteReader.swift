@@ -65,6 +65,17 @@ final class SQLiteReader: @unchecked Sendable {
         try entries(in: range, limit: limit) { key, value in StoreDataEntry(key: key, data: Data(value)) }
     }
 
+    /// Calls `visit` with the bytes of the keys in `range`, as SQLite holds them in the row, in
+    /// byte order, until it returns `false`.
+    func visitKeys(in range: StoreKeyRange, _ visit: (UnsafeRawBufferPointer) -> Bool) throws(OfflineStoreError) {
+        defer { selectKeys.reset() }
+        try selectKeys.bind(range.lowerBound, at: 1)
+        try selectKeys.bind(range.upperBound, at: 2)
+        while try selectKeys.step() {
+            guard visit(selectKeys.bytes(at: 0)) else { return }
+        }
+    }
+
     /// Calls `visit` with the key and value bytes of up to `limit` entries in `range`, as SQLite
     /// holds them in the row, in byte order of their keys, until it returns `false`.
     func visitEntries(
