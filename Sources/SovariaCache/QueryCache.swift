@@ -364,6 +364,9 @@ public final class QueryCache: Sendable {
         try await gate.withGate { gated in try await loadIndexIfNeeded(gated) }
     }
 
+    /// Keys read a page at a time when the index loads: large pages, few seeks.
+    static let indexPageSize = 4_096
+
     /// Loads the index if it is not complete yet: the first step of every write.
     func loadIndexIfNeeded(_ gated: borrowing GateToken<QueryCache>) async throws {
         guard !state.withLock({ $0.index.isComplete }) else { return }
@@ -371,12 +374,16 @@ public final class QueryCache: Sendable {
         state.withLock { $0.index = loaded }
     }
 
-    /// Lists the response keys (never a value) and keeps the newest of the duplicates a crash of
-    /// a store without atomic batches may have left.
+    /// Reads the response keys as borrowed bytes (never a value, no `String` per key) and keeps
+    /// the newest of the duplicates a crash of a store without atomic batches may have left.
     private static func loadIndex(from store: any OfflineStore) async throws -> CacheIndex {
-        let keys = try await store.keys(CacheKeys.responsePrefix)
+        var parsed: [(id: HexID, serverTimeMillis: Int64, sizeBytes: Int)] = []
+        try await store.forEachKey(CacheKeys.responsePrefix, pageSize: indexPageSize) { key in
+            if let response = CacheKeys.parseResponseKey(key) { parsed.append(response) }
+            return true
+        }
         // A response's keys are next to each other, its earlier key first: that is the one to drop.
-        let (index, dropped) = CacheIndex.rebuilt(from: keys.compactMap(CacheKeys.parseResponseKey))
+        let (index, dropped) = CacheIndex.rebuilt(from: parsed)
         let duplicates = dropped.map { StoreWrite.delete(key: CacheKeys.responseKey($0.id, $0.entry)) }
         for start in stride(from: 0, to: duplicates.count, by: 1_000) {
             try await store.write(Array(duplicates[start..<min(duplicates.count, start + 1_000)]))

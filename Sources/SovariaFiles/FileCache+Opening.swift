@@ -4,8 +4,8 @@ import SovariaPlumbing
 
 extension FileCache {
     /// Makes the folder and the metadata agree (rule 6) and returns the index of the files:
-    /// metadata keys are listed (names only, never a value), `files/` and `tmp/` are listed,
-    /// and then
+    /// metadata keys are read as borrowed bytes (names only, never a value, a `String` only for
+    /// a key to delete), `files/` and `tmp/` are listed, and then
     /// - duplicate keys of one file (a crash of a store without atomic batches between the two
     ///   writes of a use record) keep the newest last use;
     /// - keys under `sov:file:` of another shape, and keys whose file is gone, are deleted;
@@ -16,22 +16,32 @@ extension FileCache {
     static func reconcile(
         folder: CacheFolder, metadata: any OfflineStore, work: BlockingWorkQueue, now: Int64
     ) async throws -> FileIndex {
-        let keys = try await metadata.keys(FileKeys.prefix)
+        var keys: [(id: FileID, sizeBytes: Int, lastUseMillis: Int64)] = []
+        var deletes: [StoreWrite] = []
+        try await metadata.forEachKey(FileKeys.prefix, pageSize: 4_096) { key in
+            if let parsed = FileKeys.parse(key) {
+                keys.append(parsed)
+            } else {
+                deletes.append(.delete(key: String(decoding: key, as: UTF8.self)))
+            }
+            return true
+        }
         let listed = try await work.runConcurrently { (try folder.listFiles(), try folder.listTemporaryFiles()) }
         var onDisk = Set<FileID>(minimumCapacity: listed.0.count)
         var strays: [String] = []
         for name in listed.0 {
             if let id = FileKeys.id(fileName: name) { onDisk.insert(id) } else { strays.append(name) }
         }
-        var deletes: [StoreWrite] = []
         var recorded: [FileID: RecordedFile] = [:]
         recorded.reserveCapacity(keys.count)
-        for key in keys {
-            guard let (id, size, lastUse) = FileKeys.parse(key), onDisk.contains(id) else {
-                deletes.append(.delete(key: key))
+        for (id, size, lastUse) in keys {
+            // A key that parses is the key its fields make (FileKeys.parse): no String was kept.
+            let key = { FileKeys.metadataKey(id: id, sizeBytes: size, lastUseMillis: lastUse) }
+            guard onDisk.contains(id) else {
+                deletes.append(.delete(key: key()))
                 continue
             }
-            let found = RecordedFile(sizeBytes: size, lastUseMillis: lastUse, key: key)
+            let found = RecordedFile(id: id, sizeBytes: size, lastUseMillis: lastUse)
             guard let other = recorded[id] else {
                 recorded[id] = found
                 continue
@@ -70,8 +80,11 @@ extension FileCache {
 
     /// A file's metadata key found at open.
     private struct RecordedFile {
+        var id: FileID
         var sizeBytes: Int
         var lastUseMillis: Int64
-        var key: String
+
+        /// The metadata key it was read from.
+        var key: String { FileKeys.metadataKey(id: id, sizeBytes: sizeBytes, lastUseMillis: lastUseMillis) }
     }
 }

@@ -22,20 +22,21 @@ enum DumpCommand {
         var after: String?
         do {
             while true {
-                let page = try await opened.store.dataEntries(prefix, after: after, limit: pageSize)
+                // Each page as borrowed bytes, written as JSON into one buffer: no entry is kept.
                 var output: [UInt8] = []
-                for entry in page {
+                let page = try await opened.store.withEntries(prefix, after: after, limit: pageSize) { key, bytes in
                     let value: (String, JSONLine.Value) =
-                        if let text = String(validating: entry.data, as: UTF8.self) {
+                        if let text = String(validating: bytes, as: UTF8.self) {
                             ("value", .string(text))
                         } else {
                             // A JSON string holds text only: other bytes go as base64.
-                            ("base64", .string(entry.data.base64EncodedString()))
+                            ("base64", .string(Data(bytes).base64EncodedString()))
                         }
-                    JSONLine.object([("key", .string(entry.key)), value], into: &output)
+                    JSONLine.object([("key", .string(String(decoding: key, as: UTF8.self))), value], into: &output)
+                    return true
                 }
                 Terminal.write(output)
-                guard page.count == pageSize, let last = page.last?.key else { return }
+                guard page.mayHaveMore, let last = page.lastKey else { return }
                 after = last
             }
         } catch {

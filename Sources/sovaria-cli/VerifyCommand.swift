@@ -68,24 +68,29 @@ enum VerifyCommand {
         }
     }
 
-    /// Reads every entry in pages of `pageSize`, calling `counted` with each page's entries and bytes.
-    /// Values are read as bytes: one that is not UTF-8 is a byte value, not damage. A damaged value
-    /// refuses its whole page: the rest is read one key at a time to name each.
+    /// Reads every entry in pages of `pageSize` as borrowed bytes (nothing is kept, so nothing is
+    /// copied), calling `counted` with each page's entries and bytes. Values are read as bytes: one
+    /// that is not UTF-8 is a byte value, not damage. A damaged value ends its page uncounted: the
+    /// rest is read one key at a time to name each.
     private static func readEveryEntry(
         _ store: any OfflineStore, pageSize: Int, into problems: inout [String],
         counted: (_ entries: Int, _ bytes: Int) -> Void
     ) async throws {
         var after: String?
         while true {
-            let page: [StoreDataEntry]
+            var bytes = 0
+            let page: StoreScanPage
             do {
-                page = try await store.dataEntries("", after: after, limit: pageSize)
+                page = try await store.withEntries("", after: after, limit: pageSize) { key, value in
+                    bytes += key.count + value.count
+                    return true
+                }
             } catch let error as OfflineStoreError where error.code == .corrupt || error.code == .decryptionFailed {
                 try await readKeyByKey(store, after: after, into: &problems, counted: counted)
                 return
             }
-            counted(page.count, page.reduce(0) { $0 + $1.key.utf8.count + $1.data.count })
-            guard page.count == pageSize, let last = page.last?.key else { return }
+            counted(page.count, bytes)
+            guard page.mayHaveMore, let last = page.lastKey else { return }
             after = last
         }
     }

@@ -47,21 +47,27 @@ enum CacheKeys {
     /// A response key has a fixed layout (prefix, 32 lowercase hex digits, `:`, 16 digits, `:`, 10
     /// digits), read here straight from its UTF-8 bytes: loading an index parses every key.
     static func parseResponseKey(_ key: String) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
-        key.withUTF8Bytes { bytes -> (HexID, Int64, Int)? in
-            let idStart = responsePrefix.utf8.count
-            let timeStart = idStart + 33
-            let sizeStart = timeStart + 17
-            // The separators: after the id and after the time.
-            guard bytes.count == idStart + 60, bytes[timeStart - 1] == colon, bytes[sizeStart - 1] == colon,
-                bytes.starts(with: responsePrefix.utf8)
-            else { return nil }
-            // Digits only: a key that would parse but not rebuild to itself could never be evicted.
-            guard let millis = digits(bytes[timeStart..<(timeStart + 16)]),
-                let size = digits(bytes[sizeStart..<(sizeStart + 10)]),
-                let id = HexID(hex: UnsafeBufferPointer(rebasing: bytes[idStart..<(idStart + 32)]))
-            else { return nil }
-            return (id, millis, Int(size))
-        }
+        key.withUTF8Bytes { parseResponseKey(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// ``parseResponseKey(_:)`` of a key's UTF-8 bytes, as a borrowed key scan hands them.
+    static func parseResponseKey(
+        _ key: UnsafeRawBufferPointer
+    ) -> (id: HexID, serverTimeMillis: Int64, sizeBytes: Int)? {
+        let bytes = key.assumingMemoryBound(to: UInt8.self)
+        let idStart = responsePrefix.utf8.count
+        let timeStart = idStart + 33
+        let sizeStart = timeStart + 17
+        // The separators: after the id and after the time.
+        guard bytes.count == idStart + 60, bytes[timeStart - 1] == colon, bytes[sizeStart - 1] == colon,
+            bytes.starts(with: responsePrefix.utf8)
+        else { return nil }
+        // Digits only: a key that would parse but not rebuild to itself could never be evicted.
+        guard let millis = digits(bytes[timeStart..<(timeStart + 16)]),
+            let size = digits(bytes[sizeStart..<(sizeStart + 10)]),
+            let id = HexID(hex: UnsafeBufferPointer(rebasing: bytes[idStart..<(idStart + 32)]))
+        else { return nil }
+        return (id, millis, Int(size))
     }
 
     private static let colon = UInt8(ascii: ":")

@@ -26,18 +26,22 @@ enum FileKeys {
     ///
     /// Fixed offsets over the UTF-8 bytes, no string made: open parses every key.
     static func parse(_ key: String) -> (id: FileID, sizeBytes: Int, lastUseMillis: Int64)? {
-        key.withUTF8Bytes { bytes -> (id: FileID, sizeBytes: Int, lastUseMillis: Int64)? in
-            // Exact widths and digits only: a key that would parse but not rebuild to itself
-            // could never be deleted by the key the cache computes for it.
-            let start = prefix.utf8.count
-            guard bytes.count == start + 32 + 1 + 16 + 1 + 16,
-                bytes[start + 32] == UInt8(ascii: ":"), bytes[start + 49] == UInt8(ascii: ":"),
-                let id = FileID(hex: UnsafeBufferPointer(rebasing: bytes[start..<start + 32])),
-                let size = number(bytes[start + 33..<start + 49]),
-                let millis = number(bytes[start + 50..<start + 66])
-            else { return nil }
-            return (id, Int(size), millis)
-        }
+        key.withUTF8Bytes { parse(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// ``parse(_:)`` of a key's UTF-8 bytes, as a borrowed key scan hands them.
+    static func parse(_ key: UnsafeRawBufferPointer) -> (id: FileID, sizeBytes: Int, lastUseMillis: Int64)? {
+        let bytes = key.assumingMemoryBound(to: UInt8.self)
+        // Exact widths and digits only: a key that would parse but not rebuild to itself
+        // could never be deleted by the key the cache computes for it.
+        let start = prefix.utf8.count
+        guard bytes.count == start + 32 + 1 + 16 + 1 + 16, bytes.starts(with: prefix.utf8),
+            bytes[start + 32] == UInt8(ascii: ":"), bytes[start + 49] == UInt8(ascii: ":"),
+            let id = FileID(hex: UnsafeBufferPointer(rebasing: bytes[start..<start + 32])),
+            let size = number(bytes[start + 33..<start + 49]),
+            let millis = number(bytes[start + 50..<start + 66])
+        else { return nil }
+        return (id, Int(size), millis)
     }
 
     /// The id a name in `files/` stands for, or `nil` when the name is not one.
