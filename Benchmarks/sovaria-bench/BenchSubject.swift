@@ -17,11 +17,16 @@ protocol BenchSubject: AnyObject {
     func scan(prefix index: Int) async throws -> Int
     /// Reads the next page of every entry (from the start when `restart`); returns its size.
     func nextPage(limit: Int, restart: Bool) async throws -> Int
+    /// ``nextPage(limit:restart:)`` read as borrowed bytes (`withEntries`), each key and value
+    /// copied to its own place in one buffer as the C program keeps them; `nil` for a subject
+    /// without the borrowed scan.
+    func nextPageBytes(limit: Int, restart: Bool) async throws -> Int?
     func deleteBatch(_ indexes: Range<Int>) async throws
 }
 
 extension BenchSubject {
     func getBytes(_ index: Int) async throws -> Bool? { nil }
+    func nextPageBytes(limit: Int, restart: Bool) async throws -> Int? { nil }
 }
 
 /// An engine measured through `any OfflineStore`, the way an app calls it.
@@ -47,8 +52,9 @@ final class StoreSubject: BenchSubject {
 
     func getMiss(_ index: Int) async throws -> Bool { try await store.get(workload.missKeys[index]) != nil }
 
-    /// Where `getBytes` copies each value, as the C program's `keep_value` does.
-    private let kept = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+    /// Where `getBytes` copies each value, as the C program's `keep_value` does, and
+    /// `nextPageBytes` a page's keys and values (the C program's page slots).
+    private let kept = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 16)
 
     deinit { kept.deallocate() }
 
@@ -66,6 +72,22 @@ final class StoreSubject: BenchSubject {
         if restart { cursor = nil }
         let page = try await store.entries(Workload.keyPrefix, after: cursor, limit: limit)
         cursor = page.last?.key
+        return page.count
+    }
+
+    func nextPageBytes(limit: Int, restart: Bool) async throws -> Int? {
+        if restart { cursor = nil }
+        let kept = kept
+        var offset = 0
+        let page = try await store.withEntries(Workload.keyPrefix, after: cursor, limit: limit) { key, value in
+            guard let target = kept.baseAddress, offset + key.count + value.count <= kept.count else { return true }
+            if let base = key.baseAddress { (target + offset).copyMemory(from: base, byteCount: key.count) }
+            offset += key.count
+            if let base = value.baseAddress { (target + offset).copyMemory(from: base, byteCount: value.count) }
+            offset += value.count
+            return true
+        }
+        cursor = page.lastKey
         return page.count
     }
 

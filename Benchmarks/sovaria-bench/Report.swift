@@ -42,9 +42,12 @@ struct Report: Codable {
                 name = CBaseline.subject(inner)
                 extra = decrypt
             }
-            // The zero-copy get is held against the C get, which copies its value out too.
+            // The zero-copy get and page are held against C's, which copy their bytes out too.
             var compared = row
             if row.operation == "get (random hit, withValue)" { compared.operation = "get (random hit)" }
+            if row.operation.hasPrefix("withEntries page of ") {
+                compared.operation = "entries page of " + row.operation.dropFirst("withEntries page of ".count)
+            }
             guard CBaseline.engines.contains(String(name.dropFirst(2))), let base = index[key(name, compared)] else {
                 continue
             }

@@ -67,6 +67,17 @@ struct StoreOperations {
                 }
             })
 
+        if try await subject.nextPageBytes(limit: 1, restart: true) != nil {
+            record(
+                "withEntries page of \(pageSize), per entry",
+                try await stopwatch.measure(calls: pages, itemsPerCall: pageSize) { _, call in
+                    let read = try await subject.nextPageBytes(limit: pageSize, restart: call == 0)
+                    guard read == min(pageSize, count - call * pageSize) else {
+                        throw BenchError.failed("\(name): short borrowed page")
+                    }
+                })
+        }
+
         progress.update("\(name) \(variant): set (single)")
         let singles = min(singleSets, count)
         record(

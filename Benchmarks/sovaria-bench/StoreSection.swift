@@ -60,6 +60,7 @@ struct StoreSection {
                 }
             }
         }
+        rows.append(try await measureStringFloor())
         // What the encryption wrapper adds to a get, in C: one value's decrypt (and encrypt).
         if let cBaseline, rows.contains(where: { $0.subject.hasPrefix("encrypted(") }) {
             progress.update("C libsodium")
@@ -93,6 +94,26 @@ struct StoreSection {
             operation: "faccessat of the file store's journal")
         row.ratio = row.p50Nanoseconds / max(1, get.p50Nanoseconds)
         row.baseline = "the file store's get (random hit) p50: the share of a get the journal check costs"
+        return row
+    }
+
+    /// The floor of `keys(prefix)` of 100 in Swift: its answer is 100 `String`s, and making them from
+    /// key bytes already in memory (no engine at all) is what no store can go below. Timed in the
+    /// same run as the stores and C, so `keys(prefix)`'s ratio over C can be read against it.
+    private func measureStringFloor() async throws -> Measurement {
+        let keys = Array(workload.keyBytes.prefix(100))
+        var kept: [String] = []
+        let sample = try await stopwatch.measure(calls: min(workload.prefixes.count, 1_000)) { _, _ in
+            var strings: [String] = []
+            strings.reserveCapacity(keys.count)
+            for key in keys { strings.append(String(decoding: key, as: UTF8.self)) }
+            kept = strings
+        }
+        guard kept.count == keys.count else { throw BenchError.failed("string floor: \(kept.count) strings") }
+        var row = sample.measurement(
+            section: BenchSection.store.rawValue, subject: "Swift", variant: "",
+            operation: "keys(prefix) of 100: its floor, 100 Strings from bytes in memory")
+        row.note = "no engine: what an answer of Strings costs at least"
         return row
     }
 

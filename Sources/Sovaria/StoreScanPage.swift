@@ -123,7 +123,8 @@ package struct EntryScan {
         if let failure { throw failure }
         return StoreScanPage(
             count: count,
-            lastKey: count == 0 ? nil : String(decoding: UnsafeRawBufferPointer(rebasing: lastKey[..<lastKeyCount]), as: UTF8.self),
+            lastKey: count == 0
+                ? nil : String(decoding: UnsafeRawBufferPointer(rebasing: lastKey[..<lastKeyCount]), as: UTF8.self),
             mayHaveMore: !stopped && count == limit)
     }
 }

@@ -134,12 +134,9 @@ public final class LMDBOfflineStore: OfflineStore {
         // Through a closure that returns nothing, so the environment's read is not generic:
         // called through `any OfflineStore` this method is, and each generic layer below it
         // looked up type metadata on every call (1.4–1.5 µs against a plain get's 0.7–1.1 µs).
-        // The result goes to a slot of its own type, not to a captured `Result?`: the capture's box
-        // looked up the metadata of `Optional<Result>` on every call.
-        return try withUnsafeTemporaryAllocation(of: Result.self, capacity: 1) { slot in
-            let found = try environment.visitValue(for: key) { bytes in slot.initializeElement(at: 0, to: try body(bytes)) }
-            return found ? slot.moveElement(from: 0) : nil
-        }
+        var result: Result?
+        let found = try environment.visitValue(for: key) { bytes in result = try body(bytes) }
+        return found ? result : nil
     }
 
     /// Stores `value` under `key` in one write transaction.

@@ -23,7 +23,8 @@ extension OfflineStoreConformance {
                         return true
                     }
                     try context.expectKeys(
-                        seen.map(\.key), expected.map(\.key), "withEntries keys after \(after ?? "nil"), limit \(limit)")
+                        seen.map(\.key), expected.map(\.key), "withEntries keys after \(after ?? "nil"), limit \(limit)"
+                    )
                     for (entry, wanted) in zip(seen, expected) {
                         try context.expectData(wanted.data, entry.bytes, "withEntries value of \(entry.key)")
                     }
@@ -48,7 +49,8 @@ extension OfflineStoreConformance {
             try context.expectKeys(all, expected, "forEachEntry(\"w:\") in pages of 5")
             try context.expect(total == expected.count, "forEachEntry counts \(total), expected \(expected.count)")
             for (prefix, after, limit, what) in [
-                ("w:", nil as String?, 0, "limit 0"), ("zz", nil, 5, "an unused prefix"), ("w:", "w;", 5, "after past the prefix"),
+                ("w:", nil as String?, 0, "limit 0"), ("zz", nil, 5, "an unused prefix"),
+                ("w:", "w;", 5, "after past the prefix"),
             ] {
                 var called = false
                 let page = try await store.withEntries(prefix, after: after, limit: limit) { _, _ in
@@ -115,7 +117,8 @@ extension OfflineStoreConformance {
                 }
             }
             let first = try await read(after: nil)
-            try context.expect(first.mayHaveMore && first.lastKey == keys[1_099], "the first page ends at the 1,100th key")
+            try context.expect(
+                first.mayHaveMore && first.lastKey == keys[1_099], "the first page ends at the 1,100th key")
             // Behind the cursor: never read again. Ahead of it: read as written now.
             try await store.write([
                 .set(key: keys[10], value: "changed behind"), .delete(key: keys[1_500]),
@@ -164,7 +167,8 @@ extension OfflineStoreConformance {
                 }
                 try context.expect(false, "withEntries returned although its body threw")
             } catch is Refused {
-                try context.expect(calls == 2, "the body ran \(calls) times, expected 2: the scan goes on after a throw")
+                try context.expect(
+                    calls == 2, "the body ran \(calls) times, expected 2: the scan goes on after a throw")
             }
             for round in 0..<3 {
                 try await store.set("t:\(round)", "after \(round)")
@@ -177,7 +181,7 @@ extension OfflineStoreConformance {
                 try context.expect(count == 6, "a scan after a throw sees 6 entries, got \(count)")
             }
         },
-            ConformanceCheck(
+        ConformanceCheck(
             "borrowedKeyScanMatchesKeys",
             "withKeys(prefix, after:, limit:) hands the keys keys(prefix) lists, page by page in byte order, stops when "
                 + "its body says so or throws (the error comes out as it is), and forEachKey reads them all."
@@ -186,7 +190,8 @@ extension OfflineStoreConformance {
             let keys = (0..<1_150).map { "k:" + String($0 * 7 % 1_150, radix: 16) } + ["k", "j:1", "l:1", "k;", "k:é"]
             try await store.write(keys.map { .set(key: $0, value: String(repeating: "v", count: 200)) })
             let expected = try await store.keys("k:")
-            try context.expectKeys(expected, byteSorted(keys.filter { StoreKey.hasBytePrefix($0, "k:") }), "keys(\"k:\")")
+            try context.expectKeys(
+                expected, byteSorted(keys.filter { StoreKey.hasBytePrefix($0, "k:") }), "keys(\"k:\")")
             for limit in [7, 1_100] {
                 var seen: [String] = []
                 var after: String?
@@ -196,9 +201,11 @@ extension OfflineStoreConformance {
                         page.append(String(decoding: key, as: UTF8.self))
                         return true
                     }
-                    try context.expect(page.count <= limit, "a page of withKeys holds at most \(limit), got \(page.count)")
                     try context.expect(
-                        read.count == page.count && read.lastKey == page.last && read.mayHaveMore == (page.count == limit),
+                        page.count <= limit, "a page of withKeys holds at most \(limit), got \(page.count)")
+                    try context.expect(
+                        read.count == page.count && read.lastKey == page.last
+                            && read.mayHaveMore == (page.count == limit),
                         "the page says \(read) for \(page.count) keys with limit \(limit)")
                     seen += page
                     guard read.mayHaveMore else { break }
@@ -218,7 +225,8 @@ extension OfflineStoreConformance {
                 stoppedAt.append(String(decoding: key, as: UTF8.self))
                 return stoppedAt.count < 4
             }
-            try context.expectKeys(stoppedAt, Array(expected[11..<15]), "withKeys after the 11th key, stopped at the 4th")
+            try context.expectKeys(
+                stoppedAt, Array(expected[11..<15]), "withKeys after the 11th key, stopped at the 4th")
             try context.expect(!stopped.mayHaveMore && stopped.lastKey == expected[14], "a stopped page: \(stopped)")
             struct Refused: Error {}
             var calls = 0
@@ -232,14 +240,16 @@ extension OfflineStoreConformance {
             } catch is Refused {
                 try context.expect(calls == 3, "the body ran \(calls) times after throwing at the 3rd key")
             }
-            try context.expectBytes(try await store.get("k:0"), String(repeating: "v", count: 200), "a get after a throw")
+            try context.expectBytes(
+                try await store.get("k:0"), String(repeating: "v", count: 200), "a get after a throw")
             var none = true
             for (prefix, after, limit) in [("k:", nil as String?, 0), ("zz", nil, 5), ("k:", "k;", 5)] {
                 let page = try await store.withKeys(prefix, after: after, limit: limit) { _ in
                     none = false
                     return true
                 }
-                try context.expect(none && page == .empty, "withKeys(\(prefix), after: \(after ?? "nil"), limit: \(limit)) is empty")
+                try context.expect(
+                    none && page == .empty, "withKeys(\(prefix), after: \(after ?? "nil"), limit: \(limit)) is empty")
             }
         },
     ]

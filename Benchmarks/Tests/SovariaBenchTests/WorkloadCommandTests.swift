@@ -107,6 +107,28 @@ import Testing
         }
     }
 
+    @Test(arguments: [("bytes", "reads withValue, scans withEntries"), ("strings", "reads get, scans entries")])
+    func aReplayReadsWithTheAPIItIsGivenAndSaysWhichOne(api: String, calls: String) async throws {
+        let folder = try TemporaryFolder()
+        let trace = folder.child("app.sovtrace")
+        let recorder = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: trace)
+        for index in 0..<20 { try await recorder.set("sov:cache:\(index)", "value \(index)") }
+        for index in 0..<20 { _ = try await recorder.get("sov:cache:\(index)") }
+        _ = try await recorder.entries("sov:cache:", after: nil, limit: 5)
+        recorder.stopRecording()
+        let (output, status) = try await Self.bench([
+            "replay", trace.path, "--store", "memory:", "--read-api", api, "--dir", folder.child("work").path,
+            "--json", folder.child("r.json").path,
+        ])
+        #expect(status == 0, "\(output)")
+        let report = try JSONDecoder().decode(Report.self, from: Data(contentsOf: folder.child("r.json")))
+        #expect(report.machine["reads"]?.hasPrefix(calls) == true, "\(report.machine)")
+        let read = report.measurements.first { $0.subject == "memory" && $0.operation == "read" }
+        #expect(read?.note?.contains("misses") != true, "every read of a stored key hits: \(String(describing: read))")
+        let (_, errors, badStatus) = try await Self.benchWithErrors(["replay", trace.path, "--read-api", "views"])
+        #expect(badStatus != 0 && errors.contains("--read-api takes bytes or strings, not views"), "\(errors)")
+    }
+
     @Test func aLibCacheSimCSVTraceDrawsOneCurveForEveryStore() async throws {
         let folder = try TemporaryFolder()
         var lines = ["time,id,size"]
@@ -263,15 +285,16 @@ import Testing
             "workload",
             [
                 "--store", "--durability", "--records", "--operations", "--duration", "--value-size",
-                "--distribution", "--mix", "--set", "--tasks", "--target", "--seed", "--rank-by", "--c-replay",
+                "--distribution", "--mix", "--set", "--tasks", "--read-api", "--target", "--seed", "--rank-by",
+                "--c-replay",
                 "--keep-traces", "--json", "--markdown", "--svg", "--dir", "--postgres", "--no-postgres",
             ]
         ),
         (
             "replay",
             [
-                "--format", "--csv", "--limit", "--store", "--durability", "--open-loop", "--tasks", "--rank-by",
-                "--c-replay", "--json", "--markdown", "--svg", "--dir",
+                "--format", "--csv", "--limit", "--store", "--durability", "--open-loop", "--tasks", "--read-api",
+                "--rank-by", "--c-replay", "--json", "--markdown", "--svg", "--dir",
             ]
         ),
         (

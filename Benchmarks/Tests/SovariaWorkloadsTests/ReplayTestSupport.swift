@@ -75,6 +75,20 @@ final class InstrumentedStore: OfflineStore {
         return try await base.entries(prefix, after: after, limit: limit)
     }
 
+    func withValue<Result>(
+        _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) async throws -> Result? {
+        try called("withValue \(key)", key: key)
+        return try await base.withValue(key, body)
+    }
+
+    func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage {
+        try called("withEntries \(prefix) \(after ?? "-") \(limit)")
+        return try await base.withEntries(prefix, after: after, limit: limit, body)
+    }
+
     func compact() async throws { try called("compact") }
 }
 

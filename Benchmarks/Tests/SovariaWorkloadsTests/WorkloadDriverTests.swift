@@ -133,7 +133,8 @@ import Testing
         #expect(run.total.failures == 3)
     }
 
-    @Test func mapsEachOperationToItsStoreCalls() async throws {
+    @Test(arguments: WorkloadDriver.ReadAPI.allCases)
+    func mapsEachOperationToItsStoreCalls(_ readAPI: WorkloadDriver.ReadAPI) async throws {
         let store = InstrumentedStore()
         let operations: [TraceOperation] = [
             .insert(key: "a", valueBytes: 10),  // 0: records before any mark are a run phase
@@ -147,13 +148,15 @@ import Testing
             .compact,  // 8
             .batch([.read(key: "a")]),  // 9: not a write
         ]
-        let result = await WorkloadDriver(store: store)
+        let result = await WorkloadDriver(store: store, options: .init(readAPI: readAPI))
             .run(operations.map { TraceRecord(nanoseconds: 0, operation: $0) })
         #expect(result.phases.map(\.phase) == [.run])
+        // Reads and scans use the API asked for: borrowed bytes by default, Strings on request.
+        let (read, scan) = readAPI == .bytes ? ("withValue", "withEntries") : ("get", "entries")
         #expect(
             store.calls == [
-                "set a 10", "write 3", "get d", "set d 7", "get d", "keys ", "entries  a 2", "get e", "set e 4",
-                "delete b", "compact",
+                "set a 10", "write 3", "\(read) d", "set d 7", "\(read) d", "keys ", "\(scan)  a 2", "\(read) e",
+                "set e 4", "delete b", "compact",
             ])
         let run = try #require(result.phase(.run))
         #expect(run.operations[.fetch]?.count == 2)

@@ -151,7 +151,7 @@ extension LMDBEnvironment {
     /// Up to `limit` keys that start with `prefix` and sort after `after`, in byte order.
     func keys(prefix: String, after: String? = nil, limit: Int = .max) throws -> [String] {
         var keys: [String] = []
-        try scan(prefix: prefix, after: after, limit: limit) { key, _ in 
+        try scan(prefix: prefix, after: after, limit: limit) { key, _ in
             keys.append(try key.string("key"))
             return true
         }
