@@ -140,8 +140,11 @@ public final class LevelDBOfflineStore: OfflineStore {
         _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
     ) async throws -> Result? {
         try StoreKey.validate(key)
-        var key = key
-        return try key.withUTF8 { key in try handle.withValue(key, body) }
+        let slot = ResultSlot(for: Result.self)
+        defer { slot.free() }
+        let found = try key.withUTF8Bytes { key in try handle.visitValue(key) { slot.store(try body($0)) } }
+        guard found else { return nil }
+        return slot.take(Result.self)
     }
 
     /// Stores the bytes `data` under `key`, as durably as ``durability`` says.

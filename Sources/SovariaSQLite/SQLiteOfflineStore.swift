@@ -102,19 +102,21 @@ public final class SQLiteOfflineStore: OfflineStore {
         // read itself returns only whether there was a value, so it is not generic: called
         // through `any OfflineStore` this method is, and every generic layer below it would look
         // up type metadata on each call.
-        var result: Result?
+        let slot = ResultSlot(for: Result.self)
+        defer { slot.free() }
         var bodyError: (any Error)?
         let found = try database.read { reader throws(OfflineStoreError) -> Bool in
             try reader.visitValue(for: key) { bytes in
                 do {
-                    result = try body(bytes)
+                    slot.store(try body(bytes))
                 } catch {
                     bodyError = error
                 }
             }
         }
         if let bodyError { throw bodyError }
-        return found ? result : nil
+        guard found else { return nil }
+        return slot.take(Result.self)
     }
 
     /// Stores `value` under `key` in its own transaction.

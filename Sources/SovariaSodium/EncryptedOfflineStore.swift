@@ -190,29 +190,19 @@ public final class EncryptedOfflineStore: OfflineStore {
         guard limit > 0 else { return .empty }
         var scratch: [UInt8] = []
         defer { scratch.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
-        var handed = 0
-        var lastKey: [UInt8] = []
-        var after = after
-        while true {
-            let inner = try await wrapped.withEntries(prefix, after: after, limit: limit - handed) { key, stored in
-                if key.elementsEqual(Self.metadataKey.utf8) { return true }
-                let name = String(decoding: key, as: UTF8.self)
-                let count = try SealedValue.open(stored, name: name, with: self.key, into: &scratch)
+        var pages = MetadataSkippingPages(limit: limit, after: after)
+        while pages.finished == nil {
+            let inner = try await wrapped.withEntries(prefix, after: pages.after, limit: pages.remaining) {
+                key, stored in
+                guard pages.hands(key) else { return true }
+                let count = try SealedValue.open(
+                    stored, name: String(decoding: key, as: UTF8.self), with: self.key, into: &scratch)
                 defer { scratch.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, count) } }
-                handed += 1
-                lastKey.removeAll(keepingCapacity: true)
-                lastKey.append(contentsOf: key)
                 return try scratch.withUnsafeBytes { try body(key, UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
             }
-            // Only a skipped metadata entry leaves a full inner page short of `limit`: read on.
-            guard inner.mayHaveMore, handed < limit, let last = inner.lastKey else {
-                let more = inner.mayHaveMore && handed == limit
-                return StoreScanPage(
-                    count: handed, lastKey: handed == 0 ? nil : String(decoding: lastKey, as: UTF8.self),
-                    mayHaveMore: more)
-            }
-            after = last
+            pages.innerPageEnded(inner)
         }
+        return pages.finished ?? .empty
     }
 
     /// The inner store's borrowed keys, without ``metadataKey``.
@@ -220,24 +210,56 @@ public final class EncryptedOfflineStore: OfflineStore {
         _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
     ) async throws -> StoreScanPage {
         guard limit > 0 else { return .empty }
-        var handed = 0
-        var lastKey: [UInt8] = []
-        var after = after
-        while true {
-            let inner = try await wrapped.withKeys(prefix, after: after, limit: limit - handed) { key in
-                if key.elementsEqual(Self.metadataKey.utf8) { return true }
-                handed += 1
-                lastKey.removeAll(keepingCapacity: true)
-                lastKey.append(contentsOf: key)
+        var pages = MetadataSkippingPages(limit: limit, after: after)
+        while pages.finished == nil {
+            let inner = try await wrapped.withKeys(prefix, after: pages.after, limit: pages.remaining) { key in
+                guard pages.hands(key) else { return true }
                 return try body(key)
             }
-            // Only a skipped metadata key leaves a full inner page short of `limit`: read on.
-            guard inner.mayHaveMore, handed < limit, let last = inner.lastKey else {
-                return StoreScanPage(
-                    count: handed, lastKey: handed == 0 ? nil : String(decoding: lastKey, as: UTF8.self),
-                    mayHaveMore: inner.mayHaveMore && handed == limit)
+            pages.innerPageEnded(inner)
+        }
+        return pages.finished ?? .empty
+    }
+
+    /// The pages of the inner store's borrowed scan that make one page of this store's: the
+    /// metadata entry is never handed over, and a full inner page it left short of `limit` is
+    /// followed by another.
+    private struct MetadataSkippingPages {
+        let limit: Int
+        /// Where the next inner page starts.
+        private(set) var after: String?
+        /// The page, once the inner pages have made it.
+        private(set) var finished: StoreScanPage?
+        private var handed = 0
+        private var lastKey: [UInt8] = []
+
+        init(limit: Int, after: String?) {
+            self.limit = limit
+            self.after = after
+        }
+
+        /// How many entries the next inner page may hold.
+        var remaining: Int { limit - handed }
+
+        /// Whether `key` goes to the body (it is not the metadata key); counts it if so.
+        mutating func hands(_ key: UnsafeRawBufferPointer) -> Bool {
+            guard !key.elementsEqual(EncryptedOfflineStore.metadataKey.utf8) else { return false }
+            handed += 1
+            lastKey.removeAll(keepingCapacity: true)
+            lastKey.append(contentsOf: key)
+            return true
+        }
+
+        /// Ends the page, or sets where the next inner page starts when a skipped metadata entry
+        /// left a full inner page short.
+        mutating func innerPageEnded(_ inner: StoreScanPage) {
+            if inner.mayHaveMore, handed < limit, let last = inner.lastKey {
+                after = last
+                return
             }
-            after = last
+            finished = StoreScanPage(
+                count: handed, lastKey: handed == 0 ? nil : String(decoding: lastKey, as: UTF8.self),
+                mayHaveMore: inner.mayHaveMore && handed == limit)
         }
     }
 

@@ -126,14 +126,16 @@ final class LevelDBHandle: @unchecked Sendable {
         return Data(bytesNoCopy: found, count: length, deallocator: .custom { bytes, _ in leveldb_free(bytes) })
     }
 
-    /// Calls `body` with the bytes of the value stored under `key` (LevelDB's copy, freed after
-    /// `body` returns); `nil` when there is none.
-    func withValue<Result>(
-        _ key: UnsafeBufferPointer<UInt8>, _ body: (UnsafeRawBufferPointer) throws -> Result
-    ) throws -> Result? {
-        guard let (found, length) = try fetch(key) else { return nil }
+    /// Calls `visit` with the bytes of the value stored under `key` (LevelDB's copy, freed after
+    /// `visit` returns); whether there was one. Not generic, so the store's `withValue`, which is,
+    /// adds no generic layer below it.
+    func visitValue(
+        _ key: UnsafeBufferPointer<UInt8>, _ visit: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Bool {
+        guard let (found, length) = try fetch(key) else { return false }
         defer { leveldb_free(found) }
-        return try body(UnsafeRawBufferPointer(start: found, count: length))
+        try visit(UnsafeRawBufferPointer(start: found, count: length))
+        return true
     }
 
     /// LevelDB's copy of the value of `key` and its length, which the caller frees; `nil` when
