@@ -38,6 +38,8 @@ final class StoreSubject: BenchSubject {
     init(_ store: any OfflineStore, _ workload: Workload) {
         self.store = store
         self.workload = workload
+        kept = .allocate(
+            byteCount: max(1 << 20, 1_000 * (workload.valueBytes[0].count + StoreKey.maxUTF8Count)), alignment: 16)
     }
 
     func set(_ index: Int, variant: Int) async throws {
@@ -53,8 +55,9 @@ final class StoreSubject: BenchSubject {
     func getMiss(_ index: Int) async throws -> Bool { try await store.get(workload.missKeys[index]) != nil }
 
     /// Where `getBytes` copies each value, as the C program's `keep_value` does, and
-    /// `nextPageBytes` a page's keys and values (the C program's page slots).
-    private let kept = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 16)
+    /// `nextPageBytes` a page's keys and values (the C program's page slots): room for a page of
+    /// 1,000 of the workload's entries.
+    private let kept: UnsafeMutableRawBufferPointer
 
     deinit { kept.deallocate() }
 
@@ -80,7 +83,9 @@ final class StoreSubject: BenchSubject {
         let kept = kept
         var offset = 0
         let page = try await store.withEntries(Workload.keyPrefix, after: cursor, limit: limit) { key, value in
-            guard let target = kept.baseAddress, offset + key.count + value.count <= kept.count else { return true }
+            guard let target = kept.baseAddress, offset + key.count + value.count <= kept.count else {
+                throw BenchError.failed("a page of \(limit) entries does not fit the bench's buffer")
+            }
             if let base = key.baseAddress { (target + offset).copyMemory(from: base, byteCount: key.count) }
             offset += key.count
             if let base = value.baseAddress { (target + offset).copyMemory(from: base, byteCount: value.count) }

@@ -56,7 +56,7 @@ struct CacheOpenSection {
             }
             // What the index load reads, both ways on the same store in the same run: the response
             // keys as Strings (keys(prefix), as the cache read them before issue 50) and as borrowed
-            // bytes (forEachKey, as it reads them now).
+            // bytes (one page of withKeys, as it reads them now).
             let store = if let keeper { keeper } else { try await engine.open(folder, .flushed) }
             let prefix = "sov:cache:l2:"  // CacheKeys.responsePrefix
             var listed = 0
@@ -65,14 +65,14 @@ struct CacheOpenSection {
             }
             var visited = 0
             let asBytes = try await Stopwatch(repeats: options.repeats).measure(calls: 1) { _, _ in
-                visited = try await store.forEachKey(prefix, pageSize: 4_096) { _ in true }
+                visited = try await store.withKeys(prefix, after: nil, limit: .max) { _ in true }.count
             }
             guard listed == lists, visited == lists else {
                 throw BenchError.failed("\(engine.name): \(listed) keys listed, \(visited) visited, \(lists) lists")
             }
             for (sample, operation) in [
                 (firstRead, "open + first read"), (loaded, "open + index loaded"),
-                (asStrings, "index keys as Strings: keys(prefix)"), (asBytes, "index keys as bytes: forEachKey"),
+                (asStrings, "index keys as Strings: keys(prefix)"), (asBytes, "index keys as bytes: withKeys"),
             ] {
                 var row = sample.measurement(
                     section: BenchSection.cacheOpen.rawValue, subject: engine.name, variant: "flushed",

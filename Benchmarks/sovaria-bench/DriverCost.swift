@@ -14,18 +14,22 @@ enum DriverCost {
     /// The run phase of `trace` on a no-op store and on a recording memory store, as rows; the
     /// recording rows' note says what recording added per call over the plain memory store on the
     /// same trace, run just before.
-    static func rows(trace: String, name: String, folder: URL) async throws -> [Measurement] {
-        let driver = await WorkloadDriver(store: NoOpStore()).run(try WorkloadRunner.reader(trace))
+    static func rows(
+        trace: String, name: String, folder: URL, readAPI: WorkloadDriver.ReadAPI
+    ) async throws -> [Measurement] {
+        let options = WorkloadDriver.Options(readAPI: readAPI)
+        let driver = await WorkloadDriver(store: NoOpStore(), options: options).run(try WorkloadRunner.reader(trace))
         var rows = WorkloadRows.rows(
             driver, subject: driverSubject, workload: name, durability: .synced, diskBytes: nil
         )
         .filter { $0.variant.contains(" run ") }
         let plain = WorkloadRows.rows(
-            await WorkloadDriver(store: MemoryOfflineStore()).run(try WorkloadRunner.reader(trace)), subject: "memory",
+            await WorkloadDriver(store: MemoryOfflineStore(), options: options).run(try WorkloadRunner.reader(trace)),
+            subject: "memory",
             workload: name, durability: .synced, diskBytes: nil)
         let traceFile = folder.appendingPathComponent("recorded-\(name).sovtrace")
         let recorder = RecordingOfflineStore(wrapping: MemoryOfflineStore(), traceFile: traceFile)
-        let recorded = await WorkloadDriver(store: recorder).run(try WorkloadRunner.reader(trace))
+        let recorded = await WorkloadDriver(store: recorder, options: options).run(try WorkloadRunner.reader(trace))
         recorder.stopRecording()
         // The recorder rotates at 64 MiB: remove its older files too.
         let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
@@ -45,7 +49,8 @@ enum DriverCost {
         rows += recording
         // The tools' rows belong to no durability: their variant is the workload and phase only.
         for index in rows.indices { rows[index].variant = "\(name) run" }
-        if let floor = try scanFloor(trace: trace, name: name) { rows.append(floor) }
+        // A run reading bytes makes no String per entry: the Strings' floor is for a String run.
+        if readAPI == .strings, let floor = try scanFloor(trace: trace, name: name) { rows.append(floor) }
         return rows
     }
 
@@ -107,5 +112,11 @@ final class NoOpStore: OfflineStore {
     func keys(_ prefix: String) async throws -> [String] { [] }
     func write(_ batch: [StoreWrite]) async throws {}
     func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] { [] }
+    func withValue<Result>(
+        _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) async throws -> Result? { nil }
+    func withEntries(
+        _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
+    ) async throws -> StoreScanPage { .empty }
     func compact() async throws {}
 }

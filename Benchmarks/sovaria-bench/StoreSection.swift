@@ -28,11 +28,12 @@ struct StoreSection {
                         ? options.pick(quick: 50, standard: 100, full: 500)
                         : options.pick(quick: 20_000, standard: 1_000, full: 20_000),
                     progress: progress)
+                let adapter: StoreSubject
                 do {
                     let folder = try freshFolder("\(engine.name)-\(durability)")
                     let store = try await engine.open(folder, durability)
-                    var measured = try await operations.run(
-                        StoreSubject(store, workload), name: engine.name, variant: variant)
+                    adapter = StoreSubject(store, workload)
+                    var measured = try await operations.run(adapter, name: engine.name, variant: variant)
                     if workload !== self.workload {
                         for index in measured.indices { measured[index].note = "\(workload.count) keys" }
                     }
@@ -44,6 +45,8 @@ struct StoreSection {
                 if let raw = engine.raw {
                     let subject = try raw(try freshFolder("raw-\(engine.name)-\(durability)"), durability, workload)
                     rows += try await operations.run(subject, name: "raw \(engine.name)", variant: variant)
+                    rows += try await measureInterleavedGets(
+                        adapter, subject, engine: engine.name, variant: variant, workload: workload)
                 }
                 if let cBaseline, CBaseline.engines.contains(engine.name) {
                     progress.update("C \(engine.name) \(variant)")
@@ -95,6 +98,64 @@ struct StoreSection {
         row.ratio = row.p50Nanoseconds / max(1, get.p50Nanoseconds)
         row.baseline = "the file store's get (random hit) p50: the share of a get the journal check costs"
         return row
+    }
+
+    /// The adapter's get and `withValue` against the raw Swift call on the same engine, in blocks
+    /// of 500 calls that take turns (each subject first in every third round): the machine's
+    /// speed moves 2–4x between rows measured one after the other, and blocks that take turns see
+    /// the same moments. Each row's time per call is the median block's; its ratio is over the raw
+    /// call's, the adapter's overhead.
+    private func measureInterleavedGets(
+        _ adapter: StoreSubject, _ raw: any BenchSubject, engine: String, variant: String, workload: Workload
+    ) async throws -> [Measurement] {
+        progress.update("\(engine) \(variant): get, interleaved with raw")
+        // The operations ended with deletes: both stores get every key back first.
+        for batch in workload.batches {
+            try await adapter.setBatch(batch, variant: 0)
+            try await raw.setBatch(batch, variant: 0)
+        }
+        let calls: [(name: String, read: (Int) async throws -> Bool)] = [
+            ("raw \(engine)", { try await raw.get($0) }),
+            (engine, { try await adapter.get($0) }),
+            ("\(engine) withValue", { try await adapter.getBytes($0) == true }),
+        ]
+        let block = 500
+        let rounds = options.pick(quick: 6, standard: 60, full: 200)
+        var perCall = [[Double]](repeating: [], count: calls.count)
+        for round in -1..<rounds {
+            for turn in calls.indices {
+                let which = (turn + max(round, 0)) % calls.count
+                let start = Stopwatch.now()
+                for call in 0..<block {
+                    let index = workload.shuffled[(max(round, 0) * block + call) % workload.count]
+                    guard try await calls[which].read(index) else {
+                        throw BenchError.failed("\(calls[which].name): interleaved get missed")
+                    }
+                }
+                // Round -1 warms every path up, untimed.
+                if round >= 0 { perCall[which].append(Double(Stopwatch.now() - start) / Double(block)) }
+            }
+        }
+        let rawMedian = Sample.percentile(perCall[0], 0.5)
+        return calls.indices.map { which in
+            let median = Sample.percentile(perCall[which], 0.5)
+            let sorted = perCall[which].sorted()
+            var row = Measurement(
+                section: BenchSection.store.rawValue, subject: which == 0 ? "raw \(engine)" : engine,
+                variant: variant,
+                operation: which == 2 ? "get, withValue, interleaved with raw" : "get, interleaved with raw",
+                opsPerSecond: median > 0 ? 1e9 / median : 0, nanosecondsPerOp: median, p50Nanoseconds: median,
+                p99Nanoseconds: Sample.percentile(sorted, 0.99, sorted: true), maxNanoseconds: sorted.last ?? 0,
+                spreadPercent: median > 0 ? 100 * ((sorted.last ?? 0) - (sorted.first ?? 0)) / median : 0,
+                repeats: sorted.count)
+            row.note = "median of \(rounds) blocks of \(block) gets taking turns; percentiles are of blocks"
+            if which > 0, rawMedian > 0 {
+                row.ratio = median / rawMedian
+                row.meanRatio = row.ratio
+                row.baseline = "raw \(engine), interleaved"
+            }
+            return row
+        }
     }
 
     /// The floor of `keys(prefix)` of 100 in Swift: its answer is 100 `String`s, and making them from

@@ -240,7 +240,7 @@ struct WorkloadCommand {
             try TraceFiles.write(stream, to: trace)
             rows += try await runner.run(trace: trace, name: spec.name, keyPrefix: spec.keys.prefix)
             progress.update("workload \(spec.name): the driver alone and the recorder")
-            rows += try await DriverCost.rows(trace: trace, name: spec.name, folder: traces)
+            rows += try await DriverCost.rows(trace: trace, name: spec.name, folder: traces, readAPI: readAPI)
         }
         return rows
     }

@@ -197,7 +197,9 @@ extension OfflineStore {
     /// at a time through ``withKeys(_:after:limit:_:)``, until `body` returns `false`; returns how
     /// many keys `body` was called with.
     ///
-    /// - Important: Each page is read on its own, as in ``forEachEntry(_:pageSize:_:)``.
+    /// - Important: Each page is read on its own, as in ``forEachEntry(_:pageSize:_:)``. On a store
+    ///   without a native ``withKeys(_:after:limit:_:)`` each page lists the whole prefix: read it
+    ///   in one page there (`limit: .max`).
     @discardableResult
     public func forEachKey(
         _ prefix: String, pageSize: Int = 1_000, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool

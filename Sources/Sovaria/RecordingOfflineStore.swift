@@ -17,7 +17,8 @@ import Synchronization
 /// made, before the wrapped store runs it, so calls that fail are in the trace too. What each call
 /// becomes: ``get(_:)`` and ``withValue(_:_:)`` a read, ``set(_:_:)`` an update (the recorder
 /// does not know whether the key existed: a replay runs both as a set), ``delete(_:)`` a delete,
-/// ``keys(_:)`` and ``withKeys(_:after:limit:_:)`` a keys call, ``entries(_:after:limit:)`` (and
+/// ``keys(_:)`` and ``withKeys(_:after:limit:_:)`` a keys call (replayed as a listing of the
+/// whole prefix, whatever page it read), ``entries(_:after:limit:)`` (and
 /// its byte and borrowed forms) a scan, ``write(_:)`` a batch of updates and deletes,
 /// ``compact()`` a compaction.
 ///

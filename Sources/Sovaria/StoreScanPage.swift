@@ -101,9 +101,19 @@ package struct EntryScan {
     /// Hands one entry to the body; `false` when the walk must stop (the body said so, threw, or the
     /// page is full).
     private mutating func visit(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Bool {
+        // A key no store writes (damage, another program) would come back as another `after`: the
+        // next page would skip or repeat entries. It ends the scan as damage, as `keys` does.
+        guard key.count <= lastKey.count, Self.isUTF8(key) else {
+            failure = OfflineStoreError(
+                .corrupt,
+                "The store holds a key that is not UTF-8 or is longer than \(StoreKey.maxUTF8Count) bytes, so it was not "
+                    + "written through Sovaria, or the store is damaged: delete that key with the engine's own tools, "
+                    + "or restore the store from a backup.",
+                key: String(decoding: key, as: UTF8.self))
+            return false
+        }
         count += 1
-        // A key longer than any store takes (a damaged one) keeps its first bytes.
-        lastKeyCount = min(key.count, lastKey.count)
+        lastKeyCount = key.count
         if let source = key.baseAddress, let target = lastKey.baseAddress {
             target.copyMemory(from: source, byteCount: lastKeyCount)
         }
@@ -117,6 +127,27 @@ package struct EntryScan {
             return false
         }
         return count < limit
+    }
+
+    /// Whether `bytes` are UTF-8: eight ASCII bytes at a time (every key Sovaria's callers write is
+    /// mostly ASCII), the standard library's check from the first byte that is not.
+    @inline(__always)
+    private static func isUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            guard base.loadUnaligned(fromByteOffset: offset, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 else {
+                return String(validating: bytes, as: UTF8.self) != nil
+            }
+            offset += 8
+        }
+        while offset < bytes.count {
+            guard base.load(fromByteOffset: offset, as: UInt8.self) < 0x80 else {
+                return String(validating: bytes, as: UTF8.self) != nil
+            }
+            offset += 1
+        }
+        return true
     }
 
     private func page() throws -> StoreScanPage {

@@ -364,9 +364,6 @@ public final class QueryCache: Sendable {
         try await gate.withGate { gated in try await loadIndexIfNeeded(gated) }
     }
 
-    /// Keys read a page at a time when the index loads: large pages, few seeks.
-    static let indexPageSize = 4_096
-
     /// Loads the index if it is not complete yet: the first step of every write.
     func loadIndexIfNeeded(_ gated: borrowing GateToken<QueryCache>) async throws {
         guard !state.withLock({ $0.index.isComplete }) else { return }
@@ -378,7 +375,9 @@ public final class QueryCache: Sendable {
     /// the newest of the duplicates a crash of a store without atomic batches may have left.
     private static func loadIndex(from store: any OfflineStore) async throws -> CacheIndex {
         var parsed: [(id: HexID, serverTimeMillis: Int64, sizeBytes: Int)] = []
-        try await store.forEachKey(CacheKeys.responsePrefix, pageSize: indexPageSize) { key in
+        // One page of every key, as `keys(_:)` lists them: pages would make a store without a
+        // native `withKeys` list the prefix once per page.
+        _ = try await store.withKeys(CacheKeys.responsePrefix, after: nil, limit: .max) { key in
             if let response = CacheKeys.parseResponseKey(key) { parsed.append(response) }
             return true
         }

@@ -18,7 +18,9 @@ extension FileCache {
     ) async throws -> FileIndex {
         var keys: [(id: FileID, sizeBytes: Int, lastUseMillis: Int64)] = []
         var deletes: [StoreWrite] = []
-        try await metadata.forEachKey(FileKeys.prefix, pageSize: 4_096) { key in
+        // One page of every key, as `keys(_:)` lists them: pages would make a store without a
+        // native `withKeys` list the prefix once per page.
+        _ = try await metadata.withKeys(FileKeys.prefix, after: nil, limit: .max) { key in
             if let parsed = FileKeys.parse(key) {
                 keys.append(parsed)
             } else {

@@ -279,6 +279,32 @@ import Testing
         await #expect(throws: OfflineStoreError.self) { try await store.keys("") }
         await #expect(throws: OfflineStoreError.self) { try await store.entries("", after: nil, limit: 10) }
         #expect(try await store.keys("b") == ["bad"], "scans that miss the bad key still work")
+        // The borrowed scans hand bytes, but a key that is not UTF-8 is still damage: handed on, it
+        // would come back as another `after` and the next page would skip or repeat entries.
+        for scan in ["withEntries", "withKeys"] {
+            var seen: [String] = []
+            let scanError = try await #require(throws: OfflineStoreError.self, "\(scan)") {
+                if scan == "withEntries" {
+                    _ = try await store.withEntries("", after: nil, limit: 10) { key, _ in
+                        seen.append(String(decoding: key, as: UTF8.self))
+                        return true
+                    }
+                } else {
+                    _ = try await store.withKeys("", after: nil, limit: 10) { key in
+                        seen.append(String(decoding: key, as: UTF8.self))
+                        return true
+                    }
+                }
+            }
+            #expect(scanError.code == .corrupt, "\(scan): \(scanError)")
+            #expect(seen == ["bad"], "\(scan): the entries before the damaged key are handed over")
+        }
+        var values: [[UInt8]] = []
+        _ = try await store.withEntries("b", after: nil, limit: 10) { _, value in
+            values.append(Array(value))
+            return true
+        }
+        #expect(values == [[0x61, 0xFF, 0x62]], "a value that is not UTF-8 is handed as its bytes")
     }
 
     @Test func aFileThatIsNotADatabaseIsCorrupt() throws {

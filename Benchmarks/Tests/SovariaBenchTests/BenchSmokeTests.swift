@@ -53,6 +53,21 @@ import Testing
                 "store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache", "local-first",
                 "concurrent-writers", "objects", "workload", "bytes", "change-feed",
             ])
+        // Issue 50's rows: borrowed pages against C's page, the adapter's get against the raw call
+        // in blocks that take turns, the floor of keys(prefix), the index keys read both ways.
+        let store = report.measurements.filter { $0.section == "store" }
+        for engine in ["sqlite", "lmdb", "leveldb"] {
+            #expect(store.contains { $0.subject == engine && $0.operation.hasPrefix("withEntries page of") })
+            #expect(
+                store.contains {
+                    $0.subject == engine && $0.operation == "get, withValue, interleaved with raw" && $0.ratio != nil
+                }, "\(engine): the interleaved get")
+        }
+        #expect(store.contains { $0.subject == "Swift" && $0.operation.hasPrefix("keys(prefix) of 100: its floor") })
+        #expect(
+            report.measurements.contains {
+                $0.section == "cache-open" && $0.subject == "lmdb" && $0.operation == "index keys as bytes: withKeys"
+            })
         let workloads = report.measurements.filter { $0.section == "workload" && $0.operation == "all operations" }
         for letter in ["A", "B", "C", "D", "E", "F"] {
             for subject in ["memory", "file", "sqlite", "lmdb", "leveldb"] {
