@@ -205,13 +205,8 @@ extension OfflineStore {
         _ prefix: String, pageSize: Int = 1_000, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
     ) async throws -> Int {
         precondition(pageSize > 0, "A scan reads at least one key a page")
-        var after: String?
-        var total = 0
-        while true {
-            let page = try await withKeys(prefix, after: after, limit: pageSize, body)
-            total += page.count
-            guard page.mayHaveMore else { return total }
-            after = page.lastKey
+        return try await StoreScanPage.countAll { after in
+            try await withKeys(prefix, after: after, limit: pageSize, body)
         }
     }
 
@@ -226,13 +221,8 @@ extension OfflineStore {
         _ prefix: String, pageSize: Int = 1_000, _ body: StoreEntryVisitor
     ) async throws -> Int {
         precondition(pageSize > 0, "A scan reads at least one entry a page")
-        var after: String?
-        var total = 0
-        while true {
-            let page = try await withEntries(prefix, after: after, limit: pageSize, body)
-            total += page.count
-            guard page.mayHaveMore else { return total }
-            after = page.lastKey
+        return try await StoreScanPage.countAll { after in
+            try await withEntries(prefix, after: after, limit: pageSize, body)
         }
     }
 

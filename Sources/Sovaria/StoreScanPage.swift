@@ -32,6 +32,19 @@ public struct StoreScanPage: Sendable, Hashable {
 
     /// A page with no entry and nothing after it.
     public static let empty = StoreScanPage(count: 0, lastKey: nil, mayHaveMore: false)
+
+    /// Reads page after page, each after the last one's ``lastKey``, until one says nothing more
+    /// follows; returns how many entries (or keys) they held.
+    static func countAll(_ read: (_ after: String?) async throws -> StoreScanPage) async rethrows -> Int {
+        var after: String?
+        var total = 0
+        while true {
+            let page = try await read(after)
+            total += page.count
+            guard page.mayHaveMore else { return total }
+            after = page.lastKey
+        }
+    }
 }
 
 /// The body of a borrowed scan: an entry's key and value bytes, valid only while it runs; it
