@@ -58,24 +58,19 @@ struct StoreOperations {
             })
         let pageSize = 1_000
         let pages = (count + pageSize - 1) / pageSize
-        record(
-            "entries page of \(pageSize), per entry",
+        /// Every entry, a page at a time through `read` (given the page's size and whether it is
+        /// the first), per entry.
+        func pagesThrough(_ read: (_ limit: Int, _ restart: Bool) async throws -> Int?) async throws -> Sample {
             try await stopwatch.measure(calls: pages, itemsPerCall: pageSize) { _, call in
-                let read = try await subject.nextPage(limit: pageSize, restart: call == 0)
+                let read = try await read(pageSize, call == 0)
                 guard read == min(pageSize, count - call * pageSize) else {
                     throw BenchError.failed("\(name): short page")
                 }
-            })
-
+            }
+        }
+        record("entries page of \(pageSize), per entry", try await pagesThrough(subject.nextPage))
         if try await subject.nextPageBytes(limit: 1, restart: true) != nil {
-            record(
-                "withEntries page of \(pageSize), per entry",
-                try await stopwatch.measure(calls: pages, itemsPerCall: pageSize) { _, call in
-                    let read = try await subject.nextPageBytes(limit: pageSize, restart: call == 0)
-                    guard read == min(pageSize, count - call * pageSize) else {
-                        throw BenchError.failed("\(name): short borrowed page")
-                    }
-                })
+            record("withEntries page of \(pageSize), per entry", try await pagesThrough(subject.nextPageBytes))
         }
 
         progress.update("\(name) \(variant): set (single)")
