@@ -112,6 +112,27 @@ public final class MemoryOfflineStore: OfflineStore {
         return state.withLock { $0.values[StoreKey.Bytes(key)] }?.data
     }
 
+    /// Calls `body` with the value's bytes where the store keeps them (its `String` or `Data`): no
+    /// copy. The value is taken under the lock and read after it is released.
+    public func withValue<Result>(
+        _ key: String, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) async throws -> Result? {
+        try StoreKey.validate(key)
+        guard let value = state.withLock({ $0.values[StoreKey.Bytes(key)] }) else { return nil }
+        let slot = ResultSlot(for: Result.self)
+        defer { slot.free() }
+        var failure: (any Error)?
+        value.withBytes { bytes in
+            do {
+                slot.store(try body(bytes))
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return slot.take(Result.self)
+    }
+
     /// Stores the bytes `data` under `key`.
     public func set(_ key: String, data: Data) async throws {
         try StoreKey.validate(key)
