@@ -19,6 +19,14 @@ import Testing
     static let firstTwo = PostgREST.select("notes", columns: "id,title", order: "id", limit: 2)
     static let reads = [byTitle, open, firstTwo]
 
+    /// A cluster of these tests alone: the feed serves a change once every older transaction has
+    /// ended, and these tests count the changes a pull brings, so a transaction another suite runs
+    /// meanwhile on the shared cluster held changes back (CI saw one change of two). The suite is
+    /// serialized, so each test sees its own transactions only.
+    static func cluster() async throws -> PostgresCluster {
+        try await PostgresCluster.shared(named: "change-feed")
+    }
+
     /// Device B: a controller following `notes`, with the overlay that brings answers up to date.
     /// With `following`, it follows `notes` on its own (a real timer, long-polling); `view` is
     /// where it reads the log.
@@ -49,7 +57,7 @@ import Testing
     static func followingOneNote(
         _ engine: HTTPEngine, folder: TemporaryFolder
     ) async throws -> (HTTPRig, SovariaOffline) {
-        let rig = try await HTTPRig(engine)
+        let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         _ = try await rig.offline.write(insertNote("n1", title: "Start"))
         let device = try await follower(rig, engine, folder: folder)
         _ = try await catchUp(device)
@@ -81,7 +89,7 @@ import Testing
     )
         async throws
     {
-        let rig = try await HTTPRig(engine)
+        let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         for (id, title) in [("n1", "Milk"), ("n2", "Bread"), ("n3", "Eggs")] {
             _ = try await rig.offline.write(insertNote(id, title: title))
         }
@@ -114,7 +122,7 @@ import Testing
 
     @Test(arguments: HTTPEngine.all)
     func aLiveQueryFollowingTheFeedShowsAnotherDevicesWriteWithoutAFetch(_ engine: HTTPEngine) async throws {
-        let rig = try await HTTPRig(engine)
+        let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         _ = try await rig.offline.write(insertNote("n1", title: "Before"))
         let folder = try TemporaryFolder()
         let device = try await Self.follower(rig, engine, folder: folder, following: true)
@@ -138,7 +146,7 @@ import Testing
 
     @Test(arguments: HTTPEngine.all)
     func bobsChangesNeverReachAliceAndARowGivenToBobLeavesHerAnswers(_ engine: HTTPEngine) async throws {
-        let rig = try await HTTPRig(engine)
+        let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         _ = try await rig.offline.write(insertNote("n1", title: "Alice's"))
         _ = try await rig.offline.write(insertNote("n2", title: "Alice's, then Bob's"))
         let folder = try TemporaryFolder()
@@ -163,7 +171,7 @@ import Testing
     /// first while it is uncommitted and never gets it: the test this reader must fail.
     @Test(arguments: HTTPEngine.all)
     func twoTransactionsCommittedOutOfOrderBothReachTheDevice(_ engine: HTTPEngine) async throws {
-        let rig = try await HTTPRig(engine)
+        let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         let folders = (try TemporaryFolder(), try TemporaryFolder())
         let device = try await Self.follower(rig, engine, folder: folders.0)
         let naive = try await Self.follower(rig, engine, folder: folders.1, view: "sovaria_changes")
@@ -244,7 +252,7 @@ import Testing
     /// how far behind the device is, page by page.
     @Test func theStatusSaysHowFarBehindTheDeviceIs() async throws {
         let engine = HTTPEngine.all[0]
-        let rig = try await HTTPRig(engine)
+        let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         for index in 1...5 { _ = try await rig.offline.write(insertNote("n\(index)", title: "Note \(index)")) }
         let folder = try TemporaryFolder()
         let device = try await Self.follower(rig, engine, folder: folder, pageSize: 2)
@@ -262,7 +270,7 @@ import Testing
     /// position, applies nothing, and fetches its list again at its next read.
     @Test(arguments: HTTPEngine.all)
     func aBacklogPastTheLimitIsSkippedAndTheListFetchedAgain(_ engine: HTTPEngine) async throws {
-        let rig = try await HTTPRig(engine)
+        let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         let folder = try TemporaryFolder()
         let device = try await Self.follower(rig, engine, folder: folder, pageSize: 2, refetchPast: 3)
         _ = try await device.read(Self.byTitle, policy: .networkOnly)
@@ -286,7 +294,7 @@ import Testing
     /// behind do not set back a row that answer holds newer.
     @Test(arguments: HTTPEngine.all)
     func aFetchedAnswerIsNotSetBackByThePagesBehindIt(_ engine: HTTPEngine) async throws {
-        let rig = try await HTTPRig(engine)
+        let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         let folder = try TemporaryFolder()
         let device = try await Self.follower(rig, engine, folder: folder, pageSize: 1, refetchPast: nil)
         _ = try await rig.offline.write(insertNote("n1", title: "First"))
@@ -312,7 +320,7 @@ import Testing
 
     @Test(arguments: HTTPEngine.all)
     func aCheckpointPastTheRetentionMustRefetch(_ engine: HTTPEngine) async throws {
-        let rig = try await HTTPRig(engine)
+        let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         _ = try await rig.offline.write(insertNote("n1", title: "Kept"))
         let folder = try TemporaryFolder()
         let device = try await Self.follower(rig, engine, folder: folder)

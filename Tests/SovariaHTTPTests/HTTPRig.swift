@@ -58,8 +58,9 @@ struct HTTPRig {
     let offline: SovariaOffline
     let errors = Recorder<SyncError>()
 
-    init(_ engine: HTTPEngine) async throws {
-        server = try await RESTServer.start()
+    /// A rig whose server has a database of `cluster` (by default the one every test shares).
+    init(_ engine: HTTPEngine, cluster: PostgresCluster? = nil) async throws {
+        server = try await RESTServer.start(on: cluster)
         folder = try TemporaryFolder()
         self.engine = engine
         transport = URLSessionTransport(baseURL: server.baseURL, apiKey: "test-anon-key", tokens: tokens)

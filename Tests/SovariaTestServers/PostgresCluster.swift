@@ -36,7 +36,15 @@ public final class PostgresCluster: Sendable {
 
     /// The cluster shared by every test of this process, started on first use.
     public static func shared() async throws -> PostgresCluster {
-        try await sharedCluster.cluster()
+        try await sharedCluster.cluster(named: "")
+    }
+
+    /// A cluster of its own for the tests that name it, started on first use and stopped at exit:
+    /// for tests whose outcome depends on every transaction of the cluster (the change feed serves
+    /// a change only once every transaction older than it has ended, so another test's running
+    /// transaction on a shared cluster would hold its changes back).
+    public static func shared(named name: String) async throws -> PostgresCluster {
+        try await sharedCluster.cluster(named: name)
     }
 
     /// Server options (`-c name=value …`) given at start, passed again on every restart.
@@ -126,10 +134,10 @@ public final class PostgresCluster: Sendable {
 /// keeping only the finished cluster let every test that asked during the first second start a
 /// cluster of its own (50 of them in one run).
 private actor SharedCluster {
-    private var starting: Task<PostgresCluster, any Error>?
+    private var starting: [String: Task<PostgresCluster, any Error>] = [:]
 
-    func cluster() async throws -> PostgresCluster {
-        if let starting { return try await starting.value }
+    func cluster(named name: String) async throws -> PostgresCluster {
+        if let starting = starting[name] { return try await starting.value }
         // Every test of the process shares it, and each store keeps its idle connections: room
         // for more than the default 100 sessions.
         let task = Task {
@@ -137,7 +145,7 @@ private actor SharedCluster {
             SharedClusterExit.register(cluster.directory.path)
             return cluster
         }
-        starting = task
+        starting[name] = task
         return try await task.value
     }
 }

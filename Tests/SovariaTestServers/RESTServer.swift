@@ -34,9 +34,10 @@ public final class RESTServer: @unchecked Sendable {
 
     private static let setup = SetupLock()
 
-    /// A server over a new database of the shared cluster, with `schema.sql` applied.
-    public static func start() async throws -> RESTServer {
-        let cluster = try await PostgresCluster.shared()
+    /// A server over a new database of `cluster` (by default the shared one), with `schema.sql`
+    /// applied.
+    public static func start(on cluster: PostgresCluster? = nil) async throws -> RESTServer {
+        let cluster = if let cluster { cluster } else { try await PostgresCluster.shared() }
         let conninfo = try await cluster.makeDatabase()
         // Roles are cluster-wide: one schema set-up at a time, so parallel tests do not race
         // to create them.
