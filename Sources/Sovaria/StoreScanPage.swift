@@ -59,9 +59,9 @@ public typealias StoreEntryVisitor = (_ key: UnsafeRawBufferPointer, _ value: Un
 /// only their own error type keep it), then ``page()`` rethrows the body's error or makes the page.
 package struct EntryScan {
     /// The most entries the page holds.
-    package let limit: Int
+    private let limit: Int
     /// Entries handed to the body so far.
-    package private(set) var count = 0
+    private var count = 0
     /// The last key's bytes: room for the longest key, allocated once per page.
     private let lastKey: UnsafeMutableRawBufferPointer
     private var lastKeyCount = 0
