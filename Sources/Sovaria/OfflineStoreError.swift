@@ -117,6 +117,10 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
         public static let outcomeUnknown = Code("outcomeUnknown")
         /// No entry has the given identifier (for example a file to cache that does not exist).
         public static let notFound = Code("notFound")
+        /// The servers a store was given do not fit together, found when it opens: for example a
+        /// PostgreSQL "standby" that is a primary, no primary at all, or a standby of another
+        /// cluster. The message names the server; nothing was read or written.
+        public static let misconfigured = Code("misconfigured")
 
         /// The code's name, e.g. `"invalidKey"`.
         public var description: String { name }

@@ -16,6 +16,19 @@ extension PostgresOfflineStore {
         /// (libpq's `connect_timeout`, used unless the conninfo sets one). Default: 10 seconds.
         public var connectTimeout: Duration = .seconds(10)
 
+        /// Where reads go on a store with standbys
+        /// (``PostgresOfflineStore/init(primary:standbys:table:durability:configuration:)``); a
+        /// store on one server reads from it whatever this says. Default: `.primary`.
+        public var readPolicy: ReadPolicy = .primary
+        /// How long a `.standbyIfCaughtUp` read waits for a standby to replay what it must see
+        /// before the primary answers it instead. Zero goes to the primary at once. Default: 100 ms.
+        public var standbyWait: Duration = .milliseconds(100)
+        /// Whether a `.synced` write returns only once the primary's synchronous standbys (its
+        /// `synchronous_standby_names`) have applied it: `synchronous_commit = remote_apply`
+        /// instead of `on`. Those standbys then answer a `.standbyIfCaughtUp` read at once, never
+        /// waiting; each write waits longer. No effect on `.flushed`. Default: `false`.
+        public var waitsForStandbyApply = false
+
         /// The defaults.
         public init() {}
 

@@ -46,11 +46,16 @@ public final class PostgresOfflineStore: OfflineStore {
     public let durability: Durability
     /// The pool size and timeouts.
     public let configuration: Configuration
-    /// Where the conninfo points (`host=… port=… dbname=… user=…`; never the password).
+    /// Where the conninfo points (`host=… port=… dbname=… user=…`; never the password); for a
+    /// store with standbys, the primary and each standby.
     public let server: String
     private let schema: PostgresSchema
-    /// The store's connections (internal so tests can close them).
+    /// The store's connections to the primary (internal so tests can close them).
     let pool: PostgresPool
+    /// Where reads go, for a store with standbys; `nil` for a store on one server.
+    let standbyReads: PostgresStandbyReads?
+    /// The check of the servers' roles, for a store with standbys.
+    let serverCheck: PostgresServerCheck?
 
     /// A store on `table` of the database `connection` names; connects on first use.
     ///
@@ -66,23 +71,28 @@ public final class PostgresOfflineStore: OfflineStore {
     /// - Throws: `OfflineStoreError` with engine `.postgres` and code
     ///   `.unsupported` for a table name outside those rules or a conninfo libpq cannot parse.
     ///   Nothing is sent to the server here: connection problems are thrown by the first call.
-    public init(
+    public convenience init(
         connection: String, table: String = "sovaria_kv", durability: Durability = .synced,
         configuration: Configuration = Configuration()
     ) throws {
+        try self.init(servers: .one(connection), table: table, durability: durability, configuration: configuration)
+    }
+
+    /// The servers a store uses: one, or a primary and its standbys.
+    enum Servers {
+        case one(String)
+        case several([PostgresServer])
+    }
+
+    init(servers: Servers, table: String, durability: Durability, configuration: Configuration) throws {
         let schema = try PostgresSchema(table: table)
-        let server = try Self.describeServer(connection)
         self.table = table
         self.durability = durability
         self.configuration = configuration
-        self.server = server
         self.schema = schema
+        let session = PostgresSession(durability: durability, configuration: configuration)
         let schemaReady = Mutex(false)
-        pool = PostgresPool(maxConnections: configuration.maxConnections) { () throws(OfflineStoreError) in
-            let connection = try PostgresConnection(
-                conninfo: connection, server: server, durability: durability,
-                lockTimeoutMilliseconds: configuration.lockTimeoutMilliseconds,
-                connectTimeoutSeconds: configuration.connectTimeoutSeconds)
+        let prepare = { @Sendable (connection: PostgresConnection) throws(OfflineStoreError) -> PostgresConnection in
             // Each store checks its table once; calls racing on the first use may each check it.
             if !schemaReady.withLock({ $0 }) {
                 try schema.prepare(on: connection)
@@ -90,6 +100,34 @@ public final class PostgresOfflineStore: OfflineStore {
             }
             try connection.prepare(schema.statements)
             return connection
+        }
+        switch servers {
+        case .one(let conninfo):
+            let server = try PostgresConninfo(conninfo).description
+            self.server = server
+            standbyReads = nil
+            serverCheck = nil
+            pool = PostgresPool(maxConnections: configuration.maxConnections) { () throws(OfflineStoreError) in
+                try prepare(session.connect(conninfo, server: server))
+            }
+        case .several(let list):
+            let check = PostgresServerCheck(servers: list, session: session)
+            server = list.map(\.description).joined(separator: "; ")
+            serverCheck = check
+            pool = PostgresPool(maxConnections: configuration.maxConnections) { () throws(OfflineStoreError) in
+                try prepare(check.connectToPrimary())
+            }
+            let standbys = list.filter { $0.role != .primary }.map { server in
+                PostgresStandbyReads.Standby(
+                    server: server,
+                    pool: PostgresPool(maxConnections: configuration.maxConnections) { () throws(OfflineStoreError) in
+                        let connection = try check.connectToStandby(server)
+                        try connection.prepare(schema.standbyStatements)
+                        return connection
+                    })
+            }
+            standbyReads = PostgresStandbyReads(
+                standbys: standbys, policy: configuration.readPolicy, wait: configuration.standbyWait)
         }
     }
 
@@ -119,15 +157,24 @@ public final class PostgresOfflineStore: OfflineStore {
         _ key: String, _ read: @escaping @Sendable (UnsafeRawBufferPointer) throws(OfflineStoreError) -> Value
     ) async throws -> Value? {
         try StoreKey.validate(key)
-        let schema = schema
-        return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
-            let rows = try connection.run(schema.selectValue, [.utf8(key)], while: "Reading a value", key: key)
-            guard rows.rowCount > 0 else { return nil }
-            // The bytes live in `rows` (libpq's result, cleared when it is released).
-            return try withExtendedLifetime(rows) { () throws(OfflineStoreError) in
-                try read(UnsafeRawBufferPointer(rows.bytes(row: 0, column: 0)))
+        let rows = try await self.rows(.init(statement: schema.selectValue, parameters: [.utf8(key)], key: key), while: "Reading a value")
+        guard rows.rowCount > 0 else { return nil }
+        // The bytes live in `rows` (libpq's result, cleared when it is released).
+        return try withExtendedLifetime(rows) { () throws(OfflineStoreError) in
+            try read(UnsafeRawBufferPointer(rows.bytes(row: 0, column: 0)))
+        }
+    }
+
+    /// The rows of a read: from the primary, or from a standby as ``Configuration/readPolicy``
+    /// allows. Retried once on a new connection when the connection broke.
+    private func rows(_ call: PostgresConnection.Call, while action: String) async throws -> PostgresResult {
+        guard let standbyReads, let serverCheck else {
+            return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+                try connection.run(call.statement, call.parameters, while: action, key: call.key)
             }
         }
+        try await serverCheck.ensureChecked()
+        return try await standbyReads.read(call, while: action, primary: pool)
     }
 
     /// Stores the bytes `data` under `key`: one statement, its own transaction, one round trip.
@@ -165,12 +212,18 @@ public final class PostgresOfflineStore: OfflineStore {
         }
         guard !batch.isEmpty else { return }
         let schema = schema
+        try await serverCheck?.ensureChecked()
+        // A store whose reads check standbys learns where each write's commit is in the log.
+        let tracking = standbyReads?.tracksPositions == true ? standbyReads : nil
+        let write = tracking?.writeStarts()
         for attempt in 1...3 {
             do {
                 // Sent again after a broken connection only when it certainly did not commit.
-                return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
-                    try Self.apply(batch, schema: schema, on: connection)
+                let position = try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+                    try Self.apply(batch, schema: schema, learningPosition: tracking != nil, on: connection)
                 }
+                if let tracking, let write { tracking.writeCommitted(write, at: position) }
+                return
             } catch let error as OfflineStoreError {
                 guard attempt < 3, Self.deadlockCodes.contains(error.nativeCode ?? 0) else { throw error }
             }
@@ -182,17 +235,15 @@ public final class PostgresOfflineStore: OfflineStore {
     /// - Complexity: O(log n + m) on the server for m matching keys; all m come back in one answer.
     public func keys(_ prefix: String) async throws -> [String] {
         guard let range = StoreKeyRange(prefix: prefix) else { return [] }
-        let schema = schema
-        return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
-            let rows = try connection.run(
-                schema.selectKeys, [.bytes(range.lowerBound), .bytes(range.upperBound)], while: "Listing keys")
-            var keys: [String] = []
-            keys.reserveCapacity(rows.rowCount)
-            for row in 0..<rows.rowCount {
-                keys.append(try rows.string(row: row, column: 0, what: "key", table: schema.table))
-            }
-            return keys
+        let rows = try await self.rows(
+            .init(statement: schema.selectKeys, parameters: [.bytes(range.lowerBound), .bytes(range.upperBound)]),
+            while: "Listing keys")
+        var keys: [String] = []
+        keys.reserveCapacity(rows.rowCount)
+        for row in 0..<rows.rowCount {
+            keys.append(try rows.string(row: row, column: 0, what: "key", table: schema.table))
         }
+        return keys
     }
 
     /// Up to `limit` entries whose keys start with `prefix` and sort after `after`, in byte
@@ -217,22 +268,26 @@ public final class PostgresOfflineStore: OfflineStore {
         _ entry: @escaping @Sendable (String, UnsafeRawBufferPointer) throws(OfflineStoreError) -> Entry
     ) async throws -> [Entry] {
         guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return [] }
-        let schema = schema
-        return try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
-            let rows = try connection.run(
-                schema.selectEntries, [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)],
-                while: "Reading entries")
-            var entries: [Entry] = []
-            entries.reserveCapacity(rows.rowCount)
-            // The bytes live in `rows` (libpq's result, cleared when it is released).
-            try withExtendedLifetime(rows) { () throws(OfflineStoreError) in
-                for row in 0..<rows.rowCount {
-                    let key = try rows.string(row: row, column: 0, what: "key", table: schema.table)
-                    entries.append(try entry(key, UnsafeRawBufferPointer(rows.bytes(row: row, column: 1))))
-                }
+        let rows = try await page(schema.selectEntries, range, limit: limit, while: "Reading entries")
+        var entries: [Entry] = []
+        entries.reserveCapacity(rows.rowCount)
+        // The bytes live in `rows` (libpq's result, cleared when it is released).
+        try withExtendedLifetime(rows) { () throws(OfflineStoreError) in
+            for row in 0..<rows.rowCount {
+                let key = try rows.string(row: row, column: 0, what: "key", table: schema.table)
+                entries.append(try entry(key, UnsafeRawBufferPointer(rows.bytes(row: row, column: 1))))
             }
-            return entries
         }
+        return entries
+    }
+
+    /// The rows of `statement` for one page of `range`: up to `limit`, in key order.
+    private func page(
+        _ statement: PostgresConnection.Statement, _ range: StoreKeyRange, limit: Int, while action: String
+    ) async throws -> PostgresResult {
+        try await rows(
+            .init(statement: statement, parameters: [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)]),
+            while: action)
     }
 
     /// Hands `body` the key and value bytes of each entry of the page where libpq holds them in
@@ -243,12 +298,7 @@ public final class PostgresOfflineStore: OfflineStore {
         _ prefix: String, after: String?, limit: Int, _ body: StoreEntryVisitor
     ) async throws -> StoreScanPage {
         guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return .empty }
-        let schema = schema
-        let rows = try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
-            try connection.run(
-                schema.selectEntries, [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)],
-                while: "Reading entries")
-        }
+        let rows = try await page(schema.selectEntries, range, limit: limit, while: "Reading entries")
         return try EntryScan.run(limit: limit, body: body) { visit in
             withExtendedLifetime(rows) {
                 for row in 0..<rows.rowCount {
@@ -266,12 +316,7 @@ public final class PostgresOfflineStore: OfflineStore {
         _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
     ) async throws -> StoreScanPage {
         guard limit > 0, let range = StoreKeyRange(prefix: prefix, after: after) else { return .empty }
-        let schema = schema
-        let rows = try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
-            try connection.run(
-                schema.selectKeysPage, [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)],
-                while: "Listing keys")
-        }
+        let rows = try await page(schema.selectKeysPage, range, limit: limit, while: "Listing keys")
         return try EntryScan.run(limit: limit, keys: body) { visit in
             withExtendedLifetime(rows) {
                 for row in 0..<rows.rowCount {
@@ -320,13 +365,13 @@ public final class PostgresOfflineStore: OfflineStore {
     /// `BEGIN … COMMIT`, which nothing interrupts: no `await` inside. The writes are pipelined
     /// (one round trip per ``pipelineChunk``) and `COMMIT` goes alone after their answers, so a
     /// connection that breaks before it certainly committed nothing.
+    ///
+    /// With `learningPosition`, the commit is followed in the same round trip by the primary's
+    /// insert position, which is past the commit; returns it, or `nil` when it could not be read
+    /// after the commit (the write is applied all the same).
     private static func apply(
-        _ batch: [StoreWrite], schema: PostgresSchema, on connection: PostgresConnection
-    ) throws(OfflineStoreError) {
-        if batch.count == 1 {
-            try run(batch[0], schema: schema, commits: true, on: connection)
-            return
-        }
+        _ batch: [StoreWrite], schema: PostgresSchema, learningPosition: Bool, on connection: PostgresConnection
+    ) throws(OfflineStoreError) -> WALPosition? {
         let calls = batch.map { write in
             switch write {
             case .set(let key, let value):
@@ -337,6 +382,18 @@ public final class PostgresOfflineStore: OfflineStore {
                 PostgresConnection.Call(statement: schema.delete, parameters: [.utf8(key)], key: key)
             }
         }
+        let position = PostgresConnection.Step.call(.init(statement: PostgresSchema.walPosition))
+        if batch.count == 1 {
+            guard learningPosition else {
+                try run(batch[0], schema: schema, commits: true, on: connection)
+                return nil
+            }
+            // The write is its own implicit transaction, committed by the first sync.
+            let action = if case .delete = batch[0] { "Deleting a key" } else { "Storing a value" }
+            let results = try connection.pipeline(
+                [.call(calls[0]), .sync(commits: true), position, .sync(commits: false)], while: action)
+            return results.count == 2 ? try? WALPosition(results[1]) : nil
+        }
         do {
             // Pipelined in chunks: the server's answers to a chunk must fit the socket's buffer
             // while libpq, in blocking mode, is still sending it.
@@ -345,7 +402,14 @@ public final class PostgresOfflineStore: OfflineStore {
                     calls[start..<min(calls.count, start + Self.pipelineChunk)], beginning: start == 0,
                     while: "Writing a batch of \(batch.count) writes")
             }
-            try connection.commit(while: "Committing a batch of \(batch.count) writes")
+            guard learningPosition else {
+                try connection.commit(while: "Committing a batch of \(batch.count) writes")
+                return nil
+            }
+            let results = try connection.pipeline(
+                [.text("COMMIT"), .sync(commits: true), position, .sync(commits: false)],
+                while: "Committing a batch of \(batch.count) writes")
+            return results.count == 2 ? try? WALPosition(results[1]) : nil
         } catch {
             if connection.isInTransaction, !connection.isBroken {
                 try? connection.execute("ROLLBACK", while: "Rolling back a batch")
@@ -372,26 +436,6 @@ public final class PostgresOfflineStore: OfflineStore {
     /// `host=… port=… dbname=… user=…` from `conninfo` (never its password), or an error when
     /// libpq cannot parse it.
     private static func describeServer(_ conninfo: String) throws(OfflineStoreError) -> String {
-        var message: UnsafeMutablePointer<CChar>?
-        guard let options = PQconninfoParse(conninfo, &message) else {
-            let reason = message.map { String(cString: $0) } ?? "libpq is out of memory"
-            PQfreemem(message)
-            throw OfflineStoreError(
-                .unsupported,
-                "The PostgreSQL connection string cannot be parsed: \(reason.split(whereSeparator: \.isNewline).first ?? ""). "
-                    + "Write it as key=value pairs (host=… dbname=…) or as a postgresql:// URL.",
-                engine: .postgres)
-        }
-        defer { PQconninfoFree(options) }
-        var fields: [String: String] = [:]
-        var option = options
-        while let keyword = option.pointee.keyword {
-            if let value = option.pointee.val { fields[String(cString: keyword)] = String(cString: value) }
-            option += 1
-        }
-        let shown = ["host", "hostaddr", "port", "dbname", "user"].compactMap { name in
-            fields[name].map { "\(name)=\($0)" }
-        }
-        return shown.isEmpty ? "libpq's defaults (PGHOST, PGPORT, PGDATABASE, PGUSER)" : shown.joined(separator: " ")
+        try PostgresConninfo(conninfo).description
     }
 }

@@ -5,10 +5,42 @@ extension StoreScheme {
     /// where CONNINFO is libpq's (`host=db dbname=app`, or a `postgresql://` URL with its own
     /// parameters), passed on as written; empty takes libpq's defaults and `PG*` variables.
     /// Table: `sovaria_kv` by default.
+    ///
+    /// With `read=primary|standby-if-caught-up|any-standby`, CONNINFO names a primary and its
+    /// standbys as one multi-host conninfo (`host=db1,db2,db3 port=5432`), and reads follow that
+    /// ``PostgresOfflineStore/ReadPolicy``: the store of
+    /// ``PostgresOfflineStore/init(servers:table:durability:configuration:)``, whose servers are
+    /// checked as the URL opens (``PostgresOfflineStore/checkServers()``).
     public static let postgres = engine(
-        "postgres", product: "SovariaPostgres", location: .optional, options: ["table"]
+        "postgres", product: "SovariaPostgres", location: .optional, options: ["table", "read"]
     ) { url in
-        try PostgresOfflineStore(
-            connection: url.location, table: url.options["table"] ?? "sovaria_kv", durability: url.durability)
+        let table = url.options["table"] ?? "sovaria_kv"
+        guard let read = url.options["read"] else {
+            return try PostgresOfflineStore(connection: url.location, table: table, durability: url.durability)
+        }
+        guard let policy = PostgresOfflineStore.ReadPolicy.named(read) else {
+            throw OfflineStoreError(
+                .unsupported,
+                "read=\(read) is not a read policy: use read=primary, read=standby-if-caught-up or read=any-standby.",
+                engine: .postgres)
+        }
+        var configuration = PostgresOfflineStore.Configuration()
+        configuration.readPolicy = policy
+        let store = try PostgresOfflineStore(
+            servers: url.location, table: table, durability: url.durability, configuration: configuration)
+        try await store.checkServers()
+        return store
+    }
+}
+
+extension PostgresOfflineStore.ReadPolicy {
+    /// The policy a store URL's `read=` names: `primary`, `standby-if-caught-up` or `any-standby`.
+    static func named(_ name: String) -> Self? {
+        switch name.lowercased() {
+        case "primary": .primary
+        case "standby-if-caught-up": .standbyIfCaughtUp
+        case "any-standby": .anyStandby
+        default: nil
+        }
     }
 }

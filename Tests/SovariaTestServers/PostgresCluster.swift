@@ -150,8 +150,8 @@ private actor SharedCluster {
     }
 }
 
-/// Stops the shared cluster at process exit (`atexit`), so no server outlives the tests.
-private enum SharedClusterExit {
+/// Stops the shared clusters at process exit (`atexit`), so no server outlives the tests.
+enum SharedClusterExit {
     nonisolated(unsafe) static var directories: [String] = []
 
     static func register(_ directory: String) {

@@ -97,7 +97,8 @@ public struct StoreURL: Hashable, Sendable, CustomStringConvertible {
                                        key-file=FILE (32 raw bytes; the sovaria command also takes
                                        --key-file) or the passphrase in SOVARIA_PASSPHRASE
           checksummed+ENGINE:…         any of the above, values checksummed (ChecksummedOfflineStore)
-        Options after `?`: durability=synced|flushed (default synced); postgres also table=NAME.
+        Options after `?`: durability=synced|flushed (default synced); postgres also table=NAME and
+        read=primary|standby-if-caught-up|any-standby (CONNINFO then names the primary and its standbys).
         Paths may be percent-encoded (%3F for ?) or file://-style (sqlite:///var/lib/app/offline.sqlite).
         Example: encrypted+sqlite:/var/lib/app/offline.sqlite?durability=flushed
         """

@@ -35,14 +35,20 @@ final class PostgresConnection: @unchecked Sendable {
 
     /// Connects with `conninfo` (a libpq key/value string or a `postgresql://` URL), then sets the
     /// session up: `synchronous_commit` from `durability` and `lock_timeout`.
+    ///
+    /// - Parameters:
+    ///   - synchronousCommit: the session's `synchronous_commit` when not the one `durability`
+    ///     gives (`remote_apply`).
+    ///   - requiredOptions: libpq options that override the conninfo's own
+    ///     (`target_session_attrs=read-write` to reach only a primary).
     init(
         conninfo: String, server: String, durability: Durability, lockTimeoutMilliseconds: Int,
-        connectTimeoutSeconds: Int
+        connectTimeoutSeconds: Int, synchronousCommit: String? = nil, requiredOptions: [(String, String)] = []
     ) throws(OfflineStoreError) {
         self.server = server
-        // Keywords after `dbname` would override the conninfo; these come first, so it wins.
-        let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
-        let values = [String(connectTimeoutSeconds), "sovaria", conninfo]
+        // Keywords after `dbname` override the conninfo; the first ones come before it, so it wins.
+        let keywords = ["connect_timeout", "fallback_application_name", "dbname"] + requiredOptions.map(\.0)
+        let values = [String(connectTimeoutSeconds), "sovaria", conninfo] + requiredOptions.map(\.1)
         let connection = withCStringArray(keywords) { keywords in
             withCStringArray(values) { values in PQconnectdbParams(keywords, values, 1) }
         }
@@ -56,7 +62,7 @@ final class PostgresConnection: @unchecked Sendable {
         // The server's notices (CREATE TABLE IF NOT EXISTS "skipping", a FATAL on an idle
         // connection at shutdown) would go to standard error: errors reach callers as throws.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
-        let commit = durability == .synced ? "on" : "off"
+        let commit = synchronousCommit ?? (durability == .synced ? "on" : "off")
         try execute(
             "SET synchronous_commit = \(commit); SET lock_timeout = \(lockTimeoutMilliseconds)",
             while: "Setting up the session")
@@ -136,6 +142,20 @@ final class PostgresConnection: @unchecked Sendable {
         let statement: Statement
         let parameters: [PostgresParameter]
         let key: String?
+
+        init(statement: Statement, parameters: [PostgresParameter] = [], key: String? = nil) {
+            self.statement = statement
+            self.parameters = parameters
+            self.key = key
+        }
+    }
+
+    /// A step of a pipeline: a statement, or a sync that ends a segment. A segment outside `BEGIN`
+    /// is one implicit transaction, which its sync commits.
+    enum Step {
+        case call(Call)
+        case text(String)
+        case sync(commits: Bool)
     }
 
     /// Runs `calls` in pipeline mode, `BEGIN` first when `beginning`: all are sent, then one sync,
@@ -145,49 +165,87 @@ final class PostgresConnection: @unchecked Sendable {
     /// that breaks here certainly committed nothing). After an error the server skips the rest of
     /// the chunk and the transaction is aborted; the first error throws.
     func runPipelined(_ calls: ArraySlice<Call>, beginning: Bool, while action: String) throws(OfflineStoreError) {
+        let steps = (beginning ? [Step.text("BEGIN")] : []) + calls.map(Step.call) + [.sync(commits: false)]
+        _ = try pipeline(steps, while: action)
+    }
+
+    /// Sends every step in pipeline mode, then reads every answer: one round trip in all.
+    ///
+    /// Returns the rows of each `.call` and `.text` step in order. After an error the server skips
+    /// the rest of that segment (the next sync starts a new one); the first error throws once
+    /// every answer has been read. From the sending until a committing sync's answer,
+    /// ``awaitingCommit`` is set: a connection that breaks then may have committed.
+    ///
+    /// Once a committing sync has answered without an error, the commit happened, and nothing
+    /// after it throws: a later step that fails, or a connection that breaks, only leaves its rows
+    /// out (so a write is never reported as failed, and retried, after it committed).
+    func pipeline(_ steps: [Step], while action: String) throws(OfflineStoreError) -> [PostgresResult] {
         guard PQenterPipelineMode(handle) == 1 else {
             throw .postgresConnection(errorMessage, server: server, while: action)
         }
         defer { if PQpipelineStatus(handle) != PQ_PIPELINE_OFF { _ = PQexitPipelineMode(handle) } }
-        var sent = 0
-        if beginning {
-            guard "BEGIN".withCString({ PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 1) }) == 1 else {
-                throw .postgresConnection(errorMessage, server: server, while: action)
-            }
-            sent += 1
-        }
-        for call in calls {
-            let queued = withParameters(call.parameters) { count, _, values, lengths, formats in
-                call.statement.name.withCString { PQsendQueryPrepared(handle, $0, count, values, lengths, formats, 1) }
+        for step in steps {
+            let queued: Int32
+            switch step {
+            case .call(let call):
+                queued = withParameters(call.parameters) { count, _, values, lengths, formats in
+                    call.statement.name.withCString {
+                        PQsendQueryPrepared(handle, $0, count, values, lengths, formats, 1)
+                    }
+                }
+            case .text(let sql):
+                queued = sql.withCString { PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 1) }
+            case .sync:
+                queued = PQpipelineSync(handle)
             }
             guard queued == 1 else {
-                throw .postgresConnection(errorMessage, server: server, while: action, key: call.key)
+                throw .postgresConnection(errorMessage, server: server, while: action, key: step.key)
             }
-            sent += 1
         }
-        guard PQpipelineSync(handle) == 1 else {
-            throw .postgresConnection(errorMessage, server: server, while: action)
-        }
+        awaitingCommit = steps.contains { if case .sync(commits: true) = $0 { true } else { false } }
+        defer { awaitingCommit = false }
+        var results: [PostgresResult] = []
         var failure: OfflineStoreError?
-        let keys = (beginning ? [nil] : []) + calls.map(\.key)
-        for index in 0..<sent {
-            // Each call's results end with a NULL; a broken connection gives NULLs from then on.
+        var committed = false
+        for step in steps {
+            if case .sync(let commits) = step {
+                guard let sync = PQgetResult(handle), PQresultStatus(sync) == PGRES_PIPELINE_SYNC else {
+                    if committed { return results }
+                    if awaitingCommit { brokeAwaitingCommit = true }
+                    throw failure
+                        ?? .postgresConnection(
+                            errorMessage, server: server, while: action, mayHaveCommitted: awaitingCommit)
+                }
+                PQclear(sync)
+                if commits {
+                    awaitingCommit = false
+                    committed = failure == nil
+                }
+                continue
+            }
+            // Each statement's results end with a NULL; a broken connection gives NULLs from then on.
+            var kept: PostgresResult?
             while let next = PQgetResult(handle) {
                 let result = PostgresResult(next)
                 guard PQresultStatus(next) != PGRES_PIPELINE_ABORTED else { continue }  // skipped after an error
                 do throws(OfflineStoreError) {
-                    _ = try check(next, result, while: action, key: keys[index])
+                    kept = try check(next, result, while: action, key: step.key)
                 } catch {
                     if failure == nil { failure = error }
                 }
             }
-            if isBroken { break }
+            if isBroken {
+                if committed { return results }
+                if awaitingCommit { brokeAwaitingCommit = true }
+                throw failure
+                    ?? .postgresConnection(
+                        errorMessage, server: server, while: action, mayHaveCommitted: awaitingCommit, key: step.key)
+            }
+            if let kept { results.append(kept) }
         }
-        if let failure { throw failure }
-        guard let sync = PQgetResult(handle), PQresultStatus(sync) == PGRES_PIPELINE_SYNC else {
-            throw .postgresConnection(errorMessage, server: server, while: action)
-        }
-        PQclear(sync)
+        // Every answer is read (the connection is ready for the next call) before anything throws.
+        if let failure, !committed { throw failure }
+        return results
     }
 
     /// Runs `sql` that commits (`COMMIT`), with ``awaitingCommit`` set while its answer is awaited.
@@ -319,4 +377,11 @@ private func withCStringArray<Result>(
     defer { for copy in copies { free(copy) } }
     let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+extension PostgresConnection.Step {
+    /// The key a statement is about, for messages.
+    fileprivate var key: String? {
+        if case .call(let call) = self { call.key } else { nil }
+    }
 }

@@ -74,10 +74,27 @@ struct PostgresSchema: Sendable {
             parameterTypes: [Self.bytea, Self.bytea, Self.int8])
     }
 
-    /// Every statement a connection prepares when it opens.
+    /// Every statement a connection to the primary prepares when it opens.
     var statements: [PostgresConnection.Statement] {
-        [selectValue, upsert, delete, selectKeys, selectKeysPage, selectEntries]
+        [selectValue, upsert, delete, selectKeys, selectKeysPage, selectEntries, Self.walPosition]
     }
+
+    /// The statements a connection to a standby prepares: the reads and the replay position.
+    var standbyStatements: [PostgresConnection.Statement] {
+        [selectValue, selectKeys, selectKeysPage, selectEntries, Self.walPosition]
+    }
+
+    /// Whether the server is a standby, and how far its state goes in the log: on a standby the
+    /// last record it replayed (every transaction committed up to there is visible), on a primary
+    /// the end of what was inserted (past every commit a session could have seen). Both as
+    /// `pg_lsn`, whose binary form is a big-endian 64-bit number. Read by ``WALPosition``.
+    static let walPosition = PostgresConnection.Statement(
+        name: "sovaria_wal_position",
+        sql: """
+            SELECT pg_is_in_recovery(), CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() \
+            ELSE pg_current_wal_insert_lsn() END
+            """,
+        parameterTypes: [])
 
     /// `VACUUM` of the table (it cannot run inside a transaction).
     var vacuum: String { "VACUUM \(quoted)" }

@@ -1,0 +1,105 @@
+import Sovaria
+
+extension PostgresOfflineStore {
+    /// Where a store with standbys sends its reads (`get`, `data`, `keys`, `entries`,
+    /// `dataEntries`, `withEntries`, `withKeys`). Writes and batches always go to the primary.
+    public enum ReadPolicy: String, Sendable, Hashable, CaseIterable {
+        /// Every read goes to the primary, as on a store without standbys. The default.
+        case primary
+        /// A read goes to a standby that has replayed every write this store acknowledged and
+        /// every state a read of this store answered from; a standby behind waits up to
+        /// ``Configuration/standbyWait`` to catch up, else the primary answers. So a caller never
+        /// misses a write of its own store, and the store's reads never go back in time.
+        case standbyIfCaughtUp
+        /// A read goes to any standby that answers, however far behind the primary it is: it may
+        /// miss writes this store just made, and two reads may go back in time. For reads that
+        /// allow that (a dashboard, a search index), at no cost to the primary.
+        case anyStandby
+    }
+
+    /// A store on `table` of a primary and its streaming standbys; connects on first use.
+    ///
+    /// Writes and batches go to the server taking writes: `primary`, or a standby promoted after
+    /// `primary` failed (each server is tried with `target_session_attrs=read-write`). Reads go
+    /// where ``Configuration/readPolicy`` says. Before the first call (or when
+    /// ``checkServers()`` is called) every server is asked its role and cluster: see
+    /// ``checkServers()``.
+    ///
+    /// - Parameters:
+    ///   - primary: the primary's libpq conninfo or URL.
+    ///   - standbys: a conninfo or URL for each streaming standby of `primary`.
+    ///   - table: as in ``init(connection:table:durability:configuration:)``.
+    ///   - durability: as there; ``Configuration/waitsForStandbyApply`` makes `.synced` wait for
+    ///     the synchronous standbys to apply each write.
+    ///   - configuration: the pool size (per server), timeouts and ``Configuration/readPolicy``.
+    /// - Throws: `.unsupported` for a table name it refuses or a conninfo libpq cannot parse.
+    public convenience init(
+        primary: String, standbys: [String], table: String = "sovaria_kv", durability: Durability = .synced,
+        configuration: Configuration = Configuration()
+    ) throws {
+        var servers = [try PostgresServer(conninfo: primary, role: .primary)]
+        for standby in standbys { servers.append(try PostgresServer(conninfo: standby, role: .standby)) }
+        try self.init(servers: .several(servers), table: table, durability: durability, configuration: configuration)
+    }
+
+    /// A store on `table` of the servers one multi-host conninfo names
+    /// (`host=db1,db2,db3 port=5432 dbname=app`, or `postgresql://db1,db2,db3/app`): each server's
+    /// role is what it says it is when the store opens, and exactly one must be a primary. The
+    /// conninfo's `target_session_attrs`, if any, is not used: the store chooses the server.
+    ///
+    /// - Throws: `.unsupported` for a table name it refuses, a conninfo libpq cannot parse, or a
+    ///   count of ports that fits neither one for all hosts nor one each.
+    public convenience init(
+        servers conninfo: String, table: String = "sovaria_kv", durability: Durability = .synced,
+        configuration: Configuration = Configuration()
+    ) throws {
+        try self.init(
+            servers: .several(try PostgresServer.servers(in: conninfo)), table: table, durability: durability,
+            configuration: configuration)
+    }
+
+    /// Asks every server of a store with standbys its role and its cluster, and returns when they
+    /// fit together; the first call of the store runs the same check when this was not called.
+    /// A store on one server has nothing to check.
+    ///
+    /// - Throws: ``Sovaria/OfflineStoreError/Code/misconfigured``, naming the server, for a
+    ///   server named as a standby that is a primary, a server named as the primary that is a
+    ///   standby, no primary (or two) among the hosts of a multi-host conninfo, or a server of
+    ///   another cluster (a system identifier other than the primary's). `.io` when the primary
+    ///   cannot be reached. A standby that cannot be reached is not an error: reads skip it until
+    ///   it answers, and its first connection checks its role and cluster then.
+    public func checkServers() async throws {
+        try await serverCheck?.ensureChecked()
+    }
+
+    /// How many reads each server answered since the store opened.
+    public struct ReadCounts: Sendable, Hashable {
+        /// Reads the primary answered.
+        public var primary: Int
+        /// Reads each standby answered, in the order of the store's standbys, by where it points.
+        public var standbys: [(server: String, reads: Int)] {
+            zip(standbyServers, standbyReads).map { ($0, $1) }
+        }
+        /// Reads that found no standby caught up and polled one, up to
+        /// ``Configuration/standbyWait``.
+        public var waited: Int
+        private let standbyServers: [String]
+        private let standbyReads: [Int]
+
+        init(primary: Int, standbys: [(String, Int)], waited: Int) {
+            self.primary = primary
+            standbyServers = standbys.map(\.0)
+            standbyReads = standbys.map(\.1)
+            self.waited = waited
+        }
+    }
+
+    /// How many reads each server answered; all on the primary for a store on one server.
+    public var readCounts: ReadCounts {
+        guard let standbyReads else { return ReadCounts(primary: 0, standbys: [], waited: 0) }
+        return ReadCounts(
+            primary: standbyReads.primaryAnswered.load(ordering: .relaxed),
+            standbys: standbyReads.standbys.map { ($0.server.description, $0.answered.load(ordering: .relaxed)) },
+            waited: standbyReads.waited.load(ordering: .relaxed))
+    }
+}

@@ -1,0 +1,338 @@
+import Foundation
+import Sovaria
+import SovariaTestKit
+import SovariaTestServers
+import Synchronization
+import Testing
+
+@testable import SovariaPostgres
+
+/// The whole contract on a store reading from two standbys whenever they have caught up.
+@Suite struct PostgresStandbyConformanceTests {
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsReadingFromStandbysThatCaughtUp(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: StoreFactory("postgres(standbys)", persistent: true) { folder in
+                let rig = try await PostgresStandbyCluster.shared()
+                return try PostgresOfflineStore(
+                    primary: rig.primary, standbys: rig.standbys, table: PostgresCluster.tableName(for: folder),
+                    configuration: StandbyRig.configuration(.standbyIfCaughtUp))
+            })
+    }
+}
+
+/// Reads from streaming standbys on a real primary and two standbys (``PostgresStandbyCluster``):
+/// the second standby replays an hour late, so whatever was written after it started is never
+/// on it, and a read there is deterministically behind.
+@Suite struct PostgresStandbyReadTests {
+    /// Three store instances write and read at once, each through the two standbys: no read misses
+    /// a write its own store acknowledged before the read began, and no read answers an older
+    /// value than a read of the same store that ended before it began.
+    @Test func noReadMissesItsStoresWritesOrGoesBackInTime() async throws {
+        try await StandbyRig.withDelayedSecondStandby { rig in
+            let stores = try (0..<3).map { _ in try rig.store(.standbyIfCaughtUp) }
+            let violations = try await withThrowingTaskGroup(of: [String].self) { group in
+                for (index, store) in stores.enumerated() {
+                    let history = ReadHistory()
+                    group.addTask {
+                        var random = SeededGenerator(seed: UInt64(index + 1))
+                        var counters = [Int](repeating: 0, count: 4)
+                        var problems: [String] = []
+                        for _ in 0..<40 {
+                            let slot = Int.random(in: 0..<4, using: &random)
+                            counters[slot] += 1
+                            let key = "s\(index):\(slot)"
+                            try await store.set(key, String(counters[slot]))
+                            history.acknowledged(key, counters[slot])
+                            if let problem = try await history.read(key, from: store) { problems.append(problem) }
+                        }
+                        return problems
+                    }
+                    group.addTask {
+                        var random = SeededGenerator(seed: UInt64(index + 100))
+                        var problems: [String] = []
+                        for _ in 0..<80 {
+                            let key = "s\(Int.random(in: 0..<3, using: &random)):\(Int.random(in: 0..<4, using: &random))"
+                            if let problem = try await history.read(key, from: store) { problems.append(problem) }
+                        }
+                        return problems
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(violations == [])
+            // A store that never wrote has nothing to wait for: its first read is a standby's.
+            let fresh = try rig.store(.standbyIfCaughtUp)
+            _ = try await fresh.get("s0:0")
+            #expect(fresh.readCounts.standbys.map(\.reads).reduce(0, +) == 1)
+            #expect(fresh.readCounts.primary == 0)
+        }
+    }
+
+    /// `.anyStandby` answers from a standby however far behind: the late standby answers the value
+    /// written before it started, not the one the same store just wrote. `.standbyIfCaughtUp`
+    /// on the same standby answers the new value (from the primary).
+    @Test func anyStandbyReadsCanBeStaleAndStandbyIfCaughtUpReadsAreNot() async throws {
+        try await StandbyRig.withDelayedSecondStandby { rig in
+            let stale = try rig.store(.anyStandby, standbys: [2])
+            try await stale.set("before", "new")
+            #expect(try await stale.get("before") == "old")
+            #expect(try await stale.keys("after").isEmpty)
+            try await stale.set("after", "1")
+            #expect(try await stale.keys("after").isEmpty)
+            #expect(stale.readCounts.standbys.map(\.reads) == [3])
+
+            let caughtUp = try rig.store(.standbyIfCaughtUp, standbys: [2])
+            try await caughtUp.set("before", "newer")
+            #expect(try await caughtUp.get("before") == "newer")
+            #expect(try await caughtUp.keys("after") == ["after"])
+        }
+    }
+
+    /// A standby that never catches up within the bound: reads wait for it, then the primary
+    /// answers; no error reaches the caller.
+    @Test func aStandbyLaggingPastTheBoundIsPassedOver() async throws {
+        try await StandbyRig.withDelayedSecondStandby { rig in
+            let store = try rig.store(.standbyIfCaughtUp, standbys: [2], wait: .milliseconds(5))
+            for round in 0..<5 {
+                try await store.write([.set(key: "k\(round)", value: "\(round)"), .set(key: "last", value: "\(round)")])
+                #expect(try await store.get("last") == "\(round)")
+                #expect(try await store.entries("k", after: nil, limit: 10).count == round + 1)
+            }
+            #expect(store.readCounts.primary == 10)
+            #expect(store.readCounts.waited == 10)
+            #expect(store.readCounts.standbys.map(\.reads) == [0])
+        }
+    }
+
+    /// The standby that answers stops under a running store: every later read is answered (by the
+    /// late standby when it may, else the primary) and every acknowledged write is read back.
+    /// `.flushed`, because commits of `.synced` writes wait for the stopped synchronous standby.
+    @Test func aStoppedStandbyIsLeftOutWithoutAnError() async throws {
+        try await StandbyRig.withDelayedSecondStandby { rig in
+            let store = try rig.store(.standbyIfCaughtUp, durability: .flushed)
+            for index in 0..<20 { try await store.set("k\(index)", "\(index)") }
+            try await rig.cluster.waitForFirstStandby()
+            #expect(try await store.get("k19") == "19")
+            try await rig.cluster.stopStandby(1)
+            for index in 0..<20 {
+                #expect(try await store.get("k\(index)") == "\(index)")
+                try await store.set("k\(index)", "\(index + 100)")
+                #expect(try await store.get("k\(index)") == "\(index + 100)")
+            }
+            #expect(try await store.keys("k").count == 20)
+        }
+    }
+
+    /// The primary dies and the synchronous standby is promoted: the store's reads and writes go on
+    /// with no action, on the new primary, and every write acknowledged before is there.
+    @Test func aPromotedStandbyIsTheNewPrimaryAndNoAcknowledgedWriteIsLost() async throws {
+        try await StandbyRig.withDelayedSecondStandby { rig in
+            let store = try rig.store(.standbyIfCaughtUp, connectTimeout: .seconds(2))
+            for index in 0..<30 { try await store.set("k\(index)", "\(index)") }
+            try await store.write((0..<30).map { .set(key: "batch:\($0)", value: "\($0)") })
+            try await rig.cluster.failOver()
+            for index in 0..<30 {
+                #expect(try await store.get("k\(index)") == "\(index)")
+            }
+            #expect(try await store.keys("batch:").count == 30)
+            try await store.set("after", "failover")
+            #expect(try await store.get("after") == "failover")
+            #expect(try await store.entries("", after: nil, limit: 100).count == 62)
+        }
+    }
+
+    /// `waitsForStandbyApply` makes `.synced` writes `remote_apply`; `.flushed` keeps `off`.
+    @Test func waitingForStandbyApplyIsRemoteApply() async throws {
+        let rig = try await PostgresStandbyCluster.shared()
+        var configuration = StandbyRig.configuration(.standbyIfCaughtUp)
+        configuration.waitsForStandbyApply = true
+        for (durability, expected) in [(Durability.synced, "remote_apply"), (.flushed, "off")] {
+            let store = try PostgresOfflineStore(
+                primary: rig.primary, standbys: rig.standbys, table: "apply_\(expected)", durability: durability,
+                configuration: configuration)
+            try await store.set("k", "v")
+            #expect(try await store.get("k") == "v")
+            let setting = try await store.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+                try connection.query("SHOW synchronous_commit", [], while: "test")
+                    .string(row: 0, column: 0, what: "setting", table: "-")
+            }
+            #expect(setting == expected)
+        }
+    }
+}
+
+/// Configurations that do not fit together: a typed error when the store opens, naming the server.
+@Suite struct PostgresStandbyConfigurationTests {
+    @Test func aStandbyThatIsAPrimaryIsMisconfigured() async throws {
+        let rig = try await PostgresStandbyCluster.shared()
+        let store = try PostgresOfflineStore(primary: rig.primary, standbys: [rig.standbys[0], rig.primary])
+        let error = await offlineStoreError { try await store.checkServers() }
+        #expect(error?.code == .misconfigured)
+        #expect(error?.message.contains("named as a standby but is a primary") == true, "\(String(describing: error))")
+        #expect(error?.message.contains(Self.port(of: rig.primary)) == true, "\(String(describing: error))")
+        // Every call throws it, reads and writes alike, and nothing was written.
+        #expect(await offlineStoreError { try await store.set("k", "v") }?.code == .misconfigured)
+        #expect(await offlineStoreError { _ = try await store.get("k") }?.code == .misconfigured)
+    }
+
+    @Test func noPrimaryIsMisconfigured() async throws {
+        let rig = try await PostgresStandbyCluster.shared()
+        let store = try PostgresOfflineStore(primary: rig.standbys[0], standbys: [rig.standbys[1]])
+        let error = await offlineStoreError { try await store.checkServers() }
+        #expect(error?.code == .misconfigured)
+        #expect(error?.message.contains("is named as the primary but is a standby") == true)
+        #expect(error?.message.contains(Self.port(of: rig.standbys[0])) == true, "\(String(describing: error))")
+
+        let onlyStandbys = try PostgresOfflineStore(servers: Self.multiHost(rig.standbys))
+        let none = await offlineStoreError { try await onlyStandbys.checkServers() }
+        #expect(none?.code == .misconfigured)
+        #expect(none?.message.contains("No server of") == true, "\(String(describing: none))")
+    }
+
+    @Test func aStandbyOfAnotherClusterIsMisconfigured() async throws {
+        let rig = try await PostgresStandbyCluster.shared()
+        let other = try await PostgresCluster.shared()
+        // The other cluster's server is a primary; make it look like a standby of nothing: its
+        // system identifier differs from the primary's, which is what is checked.
+        let store = try PostgresOfflineStore(servers: Self.multiHost([rig.primary, other.conninfo]))
+        let error = await offlineStoreError { try await store.checkServers() }
+        #expect(error?.code == .misconfigured)
+        #expect(error?.message.contains("are all primaries") == true, "\(String(describing: error))")
+
+        // A real standby, of another primary.
+        let pair = try await PostgresFailoverPair.start()
+        let port = try String(contentsOf: pair.standby.appendingPathComponent("port"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let foreign = "host=\(pair.standby.path) port=\(port) user=postgres dbname=postgres"
+        let mixed = try PostgresOfflineStore(primary: rig.primary, standbys: [rig.standbys[0], foreign])
+        let mismatch = await offlineStoreError { try await mixed.checkServers() }
+        try await pair.destroy()
+        #expect(mismatch?.code == .misconfigured)
+        #expect(mismatch?.message.contains("belongs to another cluster") == true, "\(String(describing: mismatch))")
+        #expect(mismatch?.message.contains("port=\(port)") == true, "\(String(describing: mismatch))")
+    }
+
+    /// The URL form: one multi-host conninfo and `read=`; its servers are checked as it opens.
+    @Test func aStoreURLNamesThePrimaryAndItsStandbys() async throws {
+        let rig = try await PostgresStandbyCluster.shared()
+        let hosts = Self.multiHost([rig.standbys[1], rig.primary, rig.standbys[0]])
+        let url = "postgres:\(hosts)?read=standby-if-caught-up&table=url_form"
+        let store = try #require(try await OfflineStores.open(url, using: [.postgres]) as? PostgresOfflineStore)
+        #expect(store.configuration.readPolicy == .standbyIfCaughtUp)
+        try await store.set("k", "v")
+        #expect(try await store.get("k") == "v")
+        #expect(store.readCounts.standbys.count == 3)  // every host: roles may change
+
+        let bad = await offlineStoreError { _ = try await OfflineStores.open("postgres:\(hosts)?read=sometimes", using: [.postgres]) }
+        #expect(bad?.code == .unsupported)
+        #expect(bad?.message.contains("read=sometimes") == true)
+        let standbysOnly = await offlineStoreError {
+            _ = try await OfflineStores.open("postgres:\(Self.multiHost(rig.standbys))?read=any-standby", using: [.postgres])
+        }
+        #expect(standbysOnly?.code == .misconfigured)
+    }
+
+    @Test func multiHostConninfosSplitIntoOneServerEach() throws {
+        let servers = try PostgresServer.servers(in: "host=a,b,c port=1,2,3 dbname=app target_session_attrs=read-write")
+        #expect(servers.map(\.description) == ["host=a port=1 dbname=app", "host=b port=2 dbname=app", "host=c port=3 dbname=app"])
+        #expect(servers.allSatisfy { !$0.conninfo.contains("target_session_attrs") })
+        let shared = try PostgresServer.servers(in: "postgresql://u@a,b:7/app")
+        #expect(shared.map(\.description) == ["host=a dbname=app user=u", "host=b port=7 dbname=app user=u"])
+        let error = #expect(throws: OfflineStoreError.self) {
+            try PostgresServer.servers(in: "host=a,b,c port=1,2")
+        }
+        #expect(error?.code == .unsupported)
+        #expect(try PostgresServer.servers(in: "host=a user='o\\'k'").first?.conninfo.contains("o\\'k") == true)
+    }
+
+    private static func port(of conninfo: String) -> String {
+        String(conninfo.split(separator: " ").first { $0.hasPrefix("port=") } ?? "")
+    }
+
+    /// One conninfo naming the servers of `conninfos` (each `host=… port=… user=… dbname=…`), on
+    /// the database `postgres`, which every cluster has.
+    static func multiHost(_ conninfos: [String]) -> String {
+        func field(_ name: String, _ conninfo: String) -> String {
+            String(conninfo.split(separator: " ").first { $0.hasPrefix(name + "=") }?.dropFirst(name.count + 1) ?? "")
+        }
+        let hosts = conninfos.map { field("host", $0) }.joined(separator: ",")
+        let ports = conninfos.map { field("port", $0) }.joined(separator: ",")
+        return "host=\(hosts) port=\(ports) user=postgres dbname=postgres"
+    }
+}
+
+/// Stores on a ``PostgresStandbyCluster`` whose second standby replays an hour late.
+struct StandbyRig {
+    let cluster: PostgresStandbyCluster
+
+    /// Runs `body` on a new cluster whose table `kv` holds `before = old` on every server (written
+    /// before the standbys copied the primary), then destroys it.
+    static func withDelayedSecondStandby(_ body: (StandbyRig) async throws -> Void) async throws {
+        let cluster = try await PostgresStandbyCluster.start(
+            secondStandbyOptions: "-c recovery_min_apply_delay=1h"
+        ) { conninfo in
+            try await PostgresOfflineStore(connection: conninfo, table: "kv").set("before", "old")
+        }
+        do {
+            try await body(StandbyRig(cluster: cluster))
+        } catch {
+            try? await cluster.destroy()
+            throw error
+        }
+        try await cluster.destroy()
+    }
+
+    /// A store on table `kv` reading by `policy` from the standbys numbered `standbys` (1, 2).
+    func store(
+        _ policy: PostgresOfflineStore.ReadPolicy, standbys: [Int] = [1, 2], wait: Duration = .milliseconds(100),
+        durability: Durability = .synced, connectTimeout: Duration = .seconds(10)
+    ) throws -> PostgresOfflineStore {
+        var configuration = Self.configuration(policy)
+        configuration.standbyWait = wait
+        configuration.connectTimeout = connectTimeout
+        return try PostgresOfflineStore(
+            primary: cluster.primary, standbys: standbys.map { cluster.conninfos[$0] }, table: "kv",
+            durability: durability, configuration: configuration)
+    }
+
+    static func configuration(_ policy: PostgresOfflineStore.ReadPolicy) -> PostgresOfflineStore.Configuration {
+        var configuration = PostgresOfflineStore.Configuration()
+        configuration.readPolicy = policy
+        return configuration
+    }
+}
+
+/// What one store acknowledged and read, to hold each read against it.
+private final class ReadHistory: Sendable {
+    private let state = Mutex<(acknowledged: [String: Int], seen: [String: Int])>(([:], [:]))
+
+    func acknowledged(_ key: String, _ value: Int) {
+        state.withLock { $0.acknowledged[key] = max($0.acknowledged[key] ?? 0, value) }
+    }
+
+    /// Reads `key` and returns what is wrong with the answer, or `nil`.
+    func read(_ key: String, from store: PostgresOfflineStore) async throws -> String? {
+        let (written, seen) = state.withLock { ($0.acknowledged[key] ?? 0, $0.seen[key] ?? 0) }
+        let value = try await store.get(key).flatMap { Int($0) } ?? 0
+        state.withLock { $0.seen[key] = max($0.seen[key] ?? 0, value) }
+        if value < written { return "\(key): read \(value) after its store acknowledged \(written)" }
+        if value < seen { return "\(key): read \(value) after a read of \(seen)" }
+        return nil
+    }
+}
+
+/// SplitMix64: the same numbers for the same seed.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
