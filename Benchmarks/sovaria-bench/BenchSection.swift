@@ -13,6 +13,7 @@ enum BenchSection: String, CaseIterable {
     case workload
     case bytes
     case changeFeed = "change-feed"
+    case standbys
 
     static var allNames: [String] { allCases.map(\.rawValue) }
 
@@ -33,6 +34,9 @@ enum BenchSection: String, CaseIterable {
         case .changeFeed:
             "Change feed: 100 cached answers brought up to date by the feed against refetching them; a page "
                 + "per engine beside the store's batch; a live query after another device's write"
+        case .standbys:
+            "PostgreSQL reads from two streaming standbys: 16 readers, primary only against each read policy; "
+                + "the LSN check of one read; remote_apply against on"
         case .bytes:
             "Byte values: set(data:)/data() against a same-length string and against base64 in a string, same run"
         }

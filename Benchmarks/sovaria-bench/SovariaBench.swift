@@ -89,6 +89,9 @@ enum SovariaBench {
         if options.runs(.changeFeed) {
             report.measurements += try await ChangeFeedSection(options: options, progress: progress).run()
         }
+        if options.runs(.standbys) {
+            report.measurements += try await StandbysSection(options: options, progress: progress).run()
+        }
         progress.finish()
         await BenchPostgres.stop()
         report.computeRatios()

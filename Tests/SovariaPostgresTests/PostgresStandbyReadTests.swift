@@ -233,6 +233,23 @@ import Testing
         #expect(standbysOnly?.code == .misconfigured)
     }
 
+    /// A plain store pointed at a standby checks the table instead of creating it: it reads, and
+    /// its writes throw `.permissionDenied`; a table the standby does not have is `.unsupported`.
+    @Test func aPlainStoreOnAStandbyReadsAndCannotWrite() async throws {
+        let rig = try await PostgresStandbyCluster.shared()
+        let primary = try PostgresOfflineStore(connection: rig.primary, table: "plain_on_standby")
+        try await primary.set("k", "v")
+        try await rig.waitForFirstStandby()
+        let standby = try PostgresOfflineStore(connection: rig.standbys[0], table: "plain_on_standby")
+        #expect(try await standby.get("k") == "v")
+        #expect(await offlineStoreError { try await standby.set("k", "w") }?.code == .permissionDenied)
+        #expect(try await primary.get("k") == "v")
+        let missing = try PostgresOfflineStore(connection: rig.standbys[0], table: "never_created")
+        let error = await offlineStoreError { _ = try await missing.get("k") }
+        #expect(error?.code == .unsupported)
+        #expect(error?.message.contains("does not exist on this standby") == true, "\(String(describing: error))")
+    }
+
     @Test func multiHostConninfosSplitIntoOneServerEach() throws {
         let servers = try PostgresServer.servers(in: "host=a,b,c port=1,2,3 dbname=app target_session_attrs=read-write")
         #expect(servers.map(\.description) == ["host=a port=1 dbname=app", "host=b port=2 dbname=app", "host=c port=3 dbname=app"])

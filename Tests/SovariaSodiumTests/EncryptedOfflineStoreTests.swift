@@ -90,6 +90,20 @@ import Testing
             })
     }
 
+    /// Around a PostgreSQL store reading from two streaming standbys that have caught up.
+    @Test(arguments: OfflineStoreConformance.checks)
+    func conformsAroundPostgresReadingFromStandbys(_ check: ConformanceCheck) async throws {
+        try await check.run(
+            on: Self.encrypted("postgres(standbys)") {
+                let rig = try await PostgresStandbyCluster.shared()
+                var configuration = PostgresOfflineStore.Configuration()
+                configuration.readPolicy = .standbyIfCaughtUp
+                return try PostgresOfflineStore(
+                    primary: rig.primary, standbys: rig.standbys, table: PostgresCluster.tableName(for: $0),
+                    configuration: configuration)
+            })
+    }
+
     // MARK: - Values that do not open
 
     @Test func wrongKeyFailsNamingTheKeyAndOtherKeysAreStillServed() async throws {

@@ -24,17 +24,18 @@ public final class PostgresStandbyCluster: Sendable {
     }
 
     /// Starts the primary, creates the database `database` on it, runs `prepare` with its
-    /// conninfo, then starts the two standbys (the second with `secondStandbyOptions`) and
-    /// returns once both stream. About four seconds.
+    /// conninfo, then starts the two standbys (the second with `secondStandbyOptions` too) and
+    /// returns once both stream. `serverOptions` (`-c fsync=on`) go to all three. About four
+    /// seconds.
     public static func start(
-        database: String = "app", secondStandbyOptions: String = "",
+        database: String = "app", serverOptions: String = "", secondStandbyOptions: String = "",
         prepare: @Sendable (String) async throws -> Void = { _ in }
     ) async throws -> PostgresStandbyCluster {
         let base = URL(fileURLWithPath: "/tmp", isDirectory: true)
             .appendingPathComponent("sovaria-rr-\(UUID().uuidString.prefix(8))", isDirectory: true)
         let folders = ["p", "a", "b"].map { base.appendingPathComponent($0, isDirectory: true) }
         do {
-            let primary = try await run(["start", folders[0].path])
+            let primary = try await run(["start", folders[0].path], options: serverOptions)
             let superuser = primary.trimmingCharacters(in: .whitespacesAndNewlines)
             try await psql(superuser, "CREATE DATABASE \(database)")
             let onDatabase = { (conninfo: String) in
@@ -42,8 +43,9 @@ public final class PostgresStandbyCluster: Sendable {
                     .replacingOccurrences(of: "dbname=postgres", with: "dbname=\(database)")
             }
             try await prepare(onDatabase(superuser))
-            let first = try await run(["standby", folders[0].path, folders[1].path])
-            let second = try await run(["standby", folders[0].path, folders[2].path], options: secondStandbyOptions)
+            let first = try await run(["standby", folders[0].path, folders[1].path], options: serverOptions)
+            let second = try await run(
+                ["standby", folders[0].path, folders[2].path], options: serverOptions + " " + secondStandbyOptions)
             // Only the first standby is synchronous; the second may lag without holding commits.
             let firstPort = try String(contentsOf: folders[1].appendingPathComponent("port"), encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -101,6 +103,7 @@ public final class PostgresStandbyCluster: Sendable {
         throw PostgresCluster.Failure(description: "the standbys did not start streaming: \(query)")
     }
 
+    @discardableResult
     private static func psql(_ conninfo: String, _ sql: String) async throws -> String {
         try await PostgresCluster.runProcess(
             "/usr/bin/env", ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", conninfo, "-c", sql])
@@ -109,7 +112,7 @@ public final class PostgresStandbyCluster: Sendable {
     private static func run(_ arguments: [String], options: String = "") async throws -> String {
         try await PostgresCluster.runProcess(
             PostgresCluster.serverFolder.appendingPathComponent("pgcluster").path, arguments,
-            environment: options.isEmpty ? [:] : ["PGCLUSTER_OPTIONS": options])
+            environment: options.trimmingCharacters(in: .whitespaces).isEmpty ? [:] : ["PGCLUSTER_OPTIONS": options])
     }
 }
 

@@ -51,8 +51,19 @@ import Testing
         #expect(
             sections == [
                 "store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache", "local-first",
-                "concurrent-writers", "objects", "workload", "bytes", "change-feed",
+                "concurrent-writers", "objects", "workload", "bytes", "change-feed", "standbys",
             ])
+        // Issue 51's rows: 16 readers on the primary alone and by each read policy, each saying
+        // where the reads went; the LSN check against a plain store on the standby; remote_apply.
+        let standbys = report.measurements.filter { $0.section == "standbys" }
+        for variant in [
+            "16 readers, primary only", "16 readers, standbyIfCaughtUp, 2 standbys", "16 readers, anyStandby, 2 standbys",
+        ] {
+            #expect(
+                standbys.contains { $0.variant == variant && $0.note?.contains("standby 2") == true }, "\(variant)")
+        }
+        #expect(standbys.contains { $0.operation.contains("LSN check") && $0.note?.contains("the LSN check") == true })
+        #expect(standbys.contains { $0.operation.contains("remote_apply") && $0.note != nil })
         // Issue 50's rows: borrowed pages against C's page, the adapter's get against the raw call
         // in blocks that take turns, the floor of keys(prefix), the index keys read both ways.
         let store = report.measurements.filter { $0.section == "store" }

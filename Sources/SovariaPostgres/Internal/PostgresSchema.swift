@@ -103,8 +103,15 @@ struct PostgresSchema: Sendable {
     ///
     /// Processes opening the same new table at once would race in `CREATE TABLE IF NOT EXISTS`
     /// (one fails on a unique index of the catalog): a transaction-scoped advisory lock on the
-    /// table's name makes them take turns.
+    /// table's name makes them take turns. On a standby, which cannot create anything, only the
+    /// layout is checked: a store pointed at a standby reads (its writes throw
+    /// `.permissionDenied`).
     func prepare(on connection: PostgresConnection) throws(OfflineStoreError) {
+        let recovery = try connection.query("SELECT pg_is_in_recovery()", [], while: "Asking the server's role")
+        if recovery.bytes(row: 0, column: 0).first == 1 {
+            try checkLayout(on: connection)
+            return
+        }
         try connection.execute("BEGIN", while: "Starting the table check")
         do {
             _ = try connection.query(
@@ -139,6 +146,13 @@ struct PostgresSchema: Sendable {
             let name = try columns.string(row: row, column: 0, what: "column name", table: table)
             let type = try columns.string(row: row, column: 1, what: "column type", table: table)
             found.append("\(name) \(type)")
+        }
+        guard !found.isEmpty else {
+            throw OfflineStoreError(
+                .unsupported,
+                "Table \(table) does not exist on this standby: a store on the primary creates it, and the standby "
+                    + "has it once it replayed that.",
+                engine: .postgres)
         }
         guard found == ["key bytea", "value bytea"] else {
             throw OfflineStoreError(

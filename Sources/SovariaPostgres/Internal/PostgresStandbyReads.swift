@@ -175,11 +175,25 @@ final class PostgresStandbyReads: Sendable {
     }
 
     /// One pipeline on `standby`: its replay position, `call`, its replay position again. The rows
-    /// when the first position reached `needed`.
+    /// when the first position reached `needed`. `.anyStandby` sends the read alone.
     private func read(
         _ call: PostgresConnection.Call, on standby: Standby, atLeast needed: UInt64, while action: String
     ) async -> (rows: PostgresResult?, position: WALPosition?) {
         let position = PostgresConnection.Call(statement: PostgresSchema.walPosition)
+        if policy == .anyStandby {
+            // No position to check or keep: the read alone. A standby promoted since its
+            // connection opened answers too, and is only fresher.
+            do {
+                let rows = try await standby.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+                    try connection.run(call.statement, call.parameters, while: action, key: call.key)
+                }
+                standby.answered.add(1, ordering: .relaxed)
+                return (rows, nil)
+            } catch {
+                standby.leaveOut(until: .now + Self.retryInterval)
+                return (nil, nil)
+            }
+        }
         do {
             let results = try await standby.pool.withConnection(retryable: true) {
                 connection throws(OfflineStoreError) in
