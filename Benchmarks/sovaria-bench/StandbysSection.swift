@@ -107,7 +107,10 @@ struct StandbysSection {
             try await group.waitForAll()
         }
         let elapsed = Double(Stopwatch.now() - start)
-        return (Sample(perItemNanoseconds: [elapsed / Double(perReader * Self.readers)], callLatencies: latencies.all), elapsed)
+        return (
+            Sample(perItemNanoseconds: [elapsed / Double(perReader * Self.readers)], callLatencies: latencies.all),
+            elapsed
+        )
     }
 
     /// One reader on the first standby: a plain store connected to it, against a
@@ -123,7 +126,9 @@ struct StandbysSection {
         let checked = try PostgresOfflineStore(
             primary: cluster.primary, standbys: [cluster.standbys[0]], table: table, configuration: configuration)
         try await checked.checkServers()
-        var samples = [Sample(perItemNanoseconds: [], callLatencies: []), Sample(perItemNanoseconds: [], callLatencies: [])]
+        var samples = [
+            Sample(perItemNanoseconds: [], callLatencies: []), Sample(perItemNanoseconds: [], callLatencies: []),
+        ]
         let blocks = options.pick(quick: 4, standard: 10, full: 40)
         for block in 0...blocks {
             for (index, store) in [plain, checked].enumerated() {
@@ -139,12 +144,14 @@ struct StandbysSection {
             }
         }
         let base = samples[0].measurement(
-            section: section, subject: "postgres", variant: "1 reader, one standby", operation: "get, plain store on it")
+            section: section, subject: "postgres", variant: "1 reader, one standby", operation: "get, plain store on it"
+        )
         var row = samples[1].measurement(
             section: section, subject: "postgres", variant: "1 reader, one standby",
             operation: "get, standbyIfCaughtUp (LSN check)")
         row.note = String(
-            format: "the LSN check: %+.1f µs a read at p50 (%.2fx); standby answered %d of %d", (row.p50Nanoseconds - base.p50Nanoseconds) / 1e3,
+            format: "the LSN check: %+.1f µs a read at p50 (%.2fx); standby answered %d of %d",
+            (row.p50Nanoseconds - base.p50Nanoseconds) / 1e3,
             row.p50Nanoseconds / max(1, base.p50Nanoseconds), checked.readCounts.standbys.first?.reads ?? 0,
             (blocks + 1) * 201)
         return [base, row]
@@ -164,7 +171,9 @@ struct StandbysSection {
                     primary: cluster.primary, standbys: cluster.standbys, table: BenchPostgres.freshTableName(),
                     configuration: configuration))
         }
-        var samples = [Sample(perItemNanoseconds: [], callLatencies: []), Sample(perItemNanoseconds: [], callLatencies: [])]
+        var samples = [
+            Sample(perItemNanoseconds: [], callLatencies: []), Sample(perItemNanoseconds: [], callLatencies: []),
+        ]
         let blocks = options.pick(quick: 2, standard: 6, full: 20)
         for block in 0...blocks {
             for (index, store) in stores.enumerated() {

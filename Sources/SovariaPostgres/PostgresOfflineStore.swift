@@ -157,7 +157,8 @@ public final class PostgresOfflineStore: OfflineStore {
         _ key: String, _ read: @escaping @Sendable (UnsafeRawBufferPointer) throws(OfflineStoreError) -> Value
     ) async throws -> Value? {
         try StoreKey.validate(key)
-        let rows = try await self.rows(.init(statement: schema.selectValue, parameters: [.utf8(key)], key: key), while: "Reading a value")
+        let rows = try await self.rows(
+            .init(statement: schema.selectValue, parameters: [.utf8(key)], key: key), while: "Reading a value")
         guard rows.rowCount > 0 else { return nil }
         // The bytes live in `rows` (libpq's result, cleared when it is released).
         return try withExtendedLifetime(rows) { () throws(OfflineStoreError) in
@@ -286,7 +287,8 @@ public final class PostgresOfflineStore: OfflineStore {
         _ statement: PostgresConnection.Statement, _ range: StoreKeyRange, limit: Int, while action: String
     ) async throws -> PostgresResult {
         try await rows(
-            .init(statement: statement, parameters: [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)]),
+            .init(
+                statement: statement, parameters: [.bytes(range.lowerBound), .bytes(range.upperBound), .int64(limit)]),
             while: action)
     }
 

@@ -52,7 +52,8 @@ import Testing
                         var random = SeededGenerator(seed: UInt64(index + 100))
                         var problems: [String] = []
                         for _ in 0..<80 {
-                            let key = "s\(Int.random(in: 0..<3, using: &random)):\(Int.random(in: 0..<4, using: &random))"
+                            let key =
+                                "s\(Int.random(in: 0..<3, using: &random)):\(Int.random(in: 0..<4, using: &random))"
                             if let problem = try await history.read(key, from: store) { problems.append(problem) }
                         }
                         return problems
@@ -224,11 +225,14 @@ import Testing
         #expect(try await store.get("k") == "v")
         #expect(store.readCounts.standbys.count == 3)  // every host: roles may change
 
-        let bad = await offlineStoreError { _ = try await OfflineStores.open("postgres:\(hosts)?read=sometimes", using: [.postgres]) }
+        let bad = await offlineStoreError {
+            _ = try await OfflineStores.open("postgres:\(hosts)?read=sometimes", using: [.postgres])
+        }
         #expect(bad?.code == .unsupported)
         #expect(bad?.message.contains("read=sometimes") == true)
         let standbysOnly = await offlineStoreError {
-            _ = try await OfflineStores.open("postgres:\(Self.multiHost(rig.standbys))?read=any-standby", using: [.postgres])
+            _ = try await OfflineStores.open(
+                "postgres:\(Self.multiHost(rig.standbys))?read=any-standby", using: [.postgres])
         }
         #expect(standbysOnly?.code == .misconfigured)
     }
@@ -252,7 +256,10 @@ import Testing
 
     @Test func multiHostConninfosSplitIntoOneServerEach() throws {
         let servers = try PostgresServer.servers(in: "host=a,b,c port=1,2,3 dbname=app target_session_attrs=read-write")
-        #expect(servers.map(\.description) == ["host=a port=1 dbname=app", "host=b port=2 dbname=app", "host=c port=3 dbname=app"])
+        #expect(
+            servers.map(\.description) == [
+                "host=a port=1 dbname=app", "host=b port=2 dbname=app", "host=c port=3 dbname=app",
+            ])
         #expect(servers.allSatisfy { !$0.conninfo.contains("target_session_attrs") })
         let shared = try PostgresServer.servers(in: "postgresql://u@a,b:7/app")
         #expect(shared.map(\.description) == ["host=a dbname=app user=u", "host=b port=7 dbname=app user=u"])

@@ -57,7 +57,8 @@ import Testing
         // where the reads went; the LSN check against a plain store on the standby; remote_apply.
         let standbys = report.measurements.filter { $0.section == "standbys" }
         for variant in [
-            "16 readers, primary only", "16 readers, standbyIfCaughtUp, 2 standbys", "16 readers, anyStandby, 2 standbys",
+            "16 readers, primary only", "16 readers, standbyIfCaughtUp, 2 standbys",
+            "16 readers, anyStandby, 2 standbys",
         ] {
             #expect(
                 standbys.contains { $0.variant == variant && $0.note?.contains("standby 2") == true }, "\(variant)")

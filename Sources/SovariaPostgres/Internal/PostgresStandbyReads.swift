@@ -184,7 +184,8 @@ final class PostgresStandbyReads: Sendable {
             // No position to check or keep: the read alone. A standby promoted since its
             // connection opened answers too, and is only fresher.
             do {
-                let rows = try await standby.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+                let rows = try await standby.pool.withConnection(retryable: true) {
+                    connection throws(OfflineStoreError) in
                     try connection.run(call.statement, call.parameters, while: action, key: call.key)
                 }
                 standby.answered.add(1, ordering: .relaxed)
@@ -197,7 +198,8 @@ final class PostgresStandbyReads: Sendable {
         do {
             let results = try await standby.pool.withConnection(retryable: true) {
                 connection throws(OfflineStoreError) in
-                try connection.pipeline([.call(position), .call(call), .call(position), .sync(commits: false)], while: action)
+                try connection.pipeline(
+                    [.call(position), .call(call), .call(position), .sync(commits: false)], while: action)
             }
             let before = try WALPosition(results[0])
             let after = try WALPosition(results[2])
