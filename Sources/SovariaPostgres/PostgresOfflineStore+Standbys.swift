@@ -62,7 +62,7 @@ extension PostgresOfflineStore {
     /// fit together; the first call of the store runs the same check when this was not called.
     /// A store on one server has nothing to check.
     ///
-    /// - Throws: ``Sovaria/OfflineStoreError/Code/misconfigured``, naming the server, for a
+    /// - Throws: `OfflineStoreError.Code.misconfigured`, naming the server, for a
     ///   server named as a standby that is a primary, a server named as the primary that is a
     ///   standby, no primary (or two) among the hosts of a multi-host conninfo, or a server of
     ///   another cluster (a system identifier other than the primary's). `.io` when the primary
