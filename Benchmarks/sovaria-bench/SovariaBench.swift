@@ -23,7 +23,12 @@ enum SovariaBench {
                 let options = try BenchOptions.parse(arguments)
                 // Off the main actor: the store section measures the calls of a plain task; the
                 // caller section compares that with the main actor explicitly.
-                try await Task.detached { try await run(options) }.value
+                do {
+                    try await Task.detached { try await run(options) }.value
+                } catch {
+                    await BenchPostgres.stop()  // a failed section leaves no server running
+                    throw error
+                }
             }
         } catch let error as BenchError {
             if case .help(let usage) = error {

@@ -135,6 +135,7 @@ private actor SharedStandbyCluster {
         let task = Task {
             let cluster = try await PostgresStandbyCluster.start()
             for folder in cluster.folders.reversed() { SharedClusterExit.register(folder.path) }
+            SharedClusterExit.register(cluster.folders[0].deletingLastPathComponent().path)  // the emptied parent
             return cluster
         }
         starting = task
