@@ -111,7 +111,10 @@ public final class PostgresOfflineStore: OfflineStore {
                 try prepare(session.connect(conninfo, server: server))
             }
         case .several(let list):
-            let check = PostgresServerCheck(servers: list, session: session)
+            let reads = Mutex<PostgresStandbyReads?>(nil)
+            let check = PostgresServerCheck(servers: list, session: session) { position in
+                reads.withLock { $0 }?.startFloor(at: position)
+            }
             server = list.map(\.description).joined(separator: "; ")
             serverCheck = check
             pool = PostgresPool(maxConnections: configuration.maxConnections) { () throws(OfflineStoreError) in
@@ -126,8 +129,10 @@ public final class PostgresOfflineStore: OfflineStore {
                         return connection
                     })
             }
-            standbyReads = PostgresStandbyReads(
+            let standbyReads = PostgresStandbyReads(
                 standbys: standbys, policy: configuration.readPolicy, wait: configuration.standbyWait)
+            reads.withLock { $0 = standbyReads }
+            self.standbyReads = standbyReads
         }
     }
 

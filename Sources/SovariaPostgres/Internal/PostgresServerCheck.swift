@@ -37,18 +37,26 @@ struct PostgresSession: Sendable {
 /// that is a primary; a server named as the primary that is a standby; no primary among the
 /// servers of a multi-host conninfo, or two; a server whose identifier is not the primary's. A
 /// standby that cannot be reached is not an error (reads skip it); a primary that cannot be
-/// reached throws `.io`, as any call would. A failed check runs again on the next call.
+/// reached throws `.io`, as any call would. A failed check runs again on the next call. When it
+/// passes, the store's floor starts at the primary's insert position: the store then never reads
+/// a state older than the moment it opened.
 final class PostgresServerCheck: Sendable {
     let servers: [PostgresServer]
     private let session: PostgresSession
     /// The primary's system identifier, once the check passed.
     private let systemIdentifier = Mutex<UInt64?>(nil)
-    private let running = Mutex<Task<UInt64, any Error>?>(nil)
+    private let running = Mutex<Task<Identity, any Error>?>(nil)
     private let queue = BlockingWorkQueue(label: "sovaria.postgres.check")
+    /// Told the primary's insert position when the check passes.
+    private let passed: @Sendable (_ primaryPosition: UInt64) -> Void
 
-    init(servers: [PostgresServer], session: PostgresSession) {
+    init(
+        servers: [PostgresServer], session: PostgresSession,
+        passed: @escaping @Sendable (_ primaryPosition: UInt64) -> Void
+    ) {
         self.servers = servers
         self.session = session
+        self.passed = passed
     }
 
     /// Returns once the servers passed the check; throws its error otherwise.
@@ -61,8 +69,10 @@ final class PostgresServerCheck: Sendable {
             return task
         }
         do {
-            let identifier = try await task.value
-            systemIdentifier.withLock { $0 = identifier }
+            let primary = try await task.value
+            // Before the identifier is set, so no read goes to a standby without this floor.
+            passed(primary.position)
+            systemIdentifier.withLock { $0 = primary.identifier }
         } catch {
             running.withLock { if $0 == task { $0 = nil } }
             throw error
@@ -102,7 +112,7 @@ final class PostgresServerCheck: Sendable {
         return connection
     }
 
-    private func check() async throws -> UInt64 {
+    private func check() async throws -> Identity {
         let servers = servers
         let session = session
         let found = try await withThrowingTaskGroup(of: (Int, Result<Identity, OfflineStoreError>).self) { group in
@@ -123,11 +133,11 @@ final class PostgresServerCheck: Sendable {
         return try Self.judge(servers, found)
     }
 
-    /// The primary's system identifier when `found` fits the roles of `servers`; the first
-    /// misfit otherwise.
+    /// The primary's identity when `found` fits the roles of `servers`; the first misfit
+    /// otherwise.
     private static func judge(
         _ servers: [PostgresServer], _ found: [Result<Identity, OfflineStoreError>]
-    ) throws(OfflineStoreError) -> UInt64 {
+    ) throws(OfflineStoreError) -> Identity {
         var primaries: [(PostgresServer, Identity)] = []
         for (server, result) in zip(servers, found) {
             switch result {
@@ -169,28 +179,34 @@ final class PostgresServerCheck: Sendable {
                     + "identifier \(other.identifier), the primary's \(identity.identifier)): it is not one of its "
                     + "standbys. Give the addresses of the primary's own standbys.")
         }
-        return identity.identifier
+        return identity
     }
 
-    /// Whether a server is in recovery, and its cluster's identifier.
+    /// Whether a server is in recovery, its cluster's identifier, and its position in the log (see
+    /// `PostgresSchema.walPosition`).
     struct Identity: Sendable {
         let isStandby: Bool
         let identifier: UInt64
+        let position: UInt64
     }
 
     private static func identify(
         _ connection: PostgresConnection, _ server: PostgresServer
     ) throws(OfflineStoreError) -> Identity {
         let rows = try connection.query(
-            "SELECT pg_is_in_recovery(), system_identifier FROM pg_control_system()", [],
-            while: "Checking the role of \(server.description)")
-        let flag = rows.bytes(row: 0, column: 0)
-        let identifier = rows.bytes(row: 0, column: 1)
-        guard rows.rowCount == 1, flag.count == 1, identifier.count == 8 else {
+            """
+            SELECT pg_is_in_recovery(), CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() \
+            ELSE pg_current_wal_insert_lsn() END, system_identifier FROM pg_control_system()
+            """, [], while: "Checking the role of \(server.description)")
+        let identifier = rows.bytes(row: 0, column: 2)
+        guard rows.rowCount == 1, identifier.count == 8 else {
             throw OfflineStoreError(
                 .io, "\(server.description) did not say whether it is a standby.", engine: .postgres)
         }
-        return Identity(isStandby: flag[0] != 0, identifier: identifier.reduce(0) { $0 << 8 | UInt64($1) })
+        let position = try WALPosition(rows)
+        return Identity(
+            isStandby: position.isStandby, identifier: identifier.reduce(0) { $0 << 8 | UInt64($1) },
+            position: position.lsn)
     }
 
     private static func misconfigured(_ message: String) -> OfflineStoreError {

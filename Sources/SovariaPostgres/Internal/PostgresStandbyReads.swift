@@ -5,8 +5,9 @@ import Synchronization
 /// Sends a store's reads to its standbys by its ``PostgresOfflineStore/ReadPolicy``, keeping
 /// read-your-writes and monotonic reads across the store instance.
 ///
-/// **The floor.** The store keeps one log position, the floor: the newest of the positions its
-/// acknowledged writes reached on the primary and the states its reads answered from. A read on a
+/// **The floor.** The store keeps one log position, the floor: the newest of the primary's
+/// position when the store opened, the positions its acknowledged writes reached on the primary,
+/// and the states its reads answered from. A read on a
 /// standby is one pipeline (one round trip): the standby's replay position, the read, the replay
 /// position again. The read's answer is used only when the first position is at or past the floor
 /// (the read's snapshot, taken after, then holds every write the floor stands for), and the
@@ -83,6 +84,12 @@ final class PostgresStandbyReads: Sendable {
             }
         }
         return try await fromPrimary(call, while: action, primary: primary)
+    }
+
+    /// Starts the floor at the primary's position when the store opened: a store never reads a
+    /// state older than that, so it sees every write any process had made before.
+    func startFloor(at position: UInt64) {
+        floor.withLock { $0.raise(to: position) }
     }
 
     /// Marks the start of a write: a write that cannot learn its position keeps reads on the
