@@ -6,10 +6,11 @@ extension PostgresOfflineStore {
     public enum ReadPolicy: String, Sendable, Hashable, CaseIterable {
         /// Every read goes to the primary, as on a store without standbys. The default.
         case primary
-        /// A read goes to a standby that has replayed every write this store acknowledged and
-        /// every state a read of this store answered from; a standby behind waits up to
-        /// ``Configuration/standbyWait`` to catch up, else the primary answers. So a caller never
-        /// misses a write of its own store, and the store's reads never go back in time.
+        /// A read goes to a standby that has replayed every write this store acknowledged, every
+        /// state a read of this store answered from, and everything the primary had when the store
+        /// opened; a standby behind waits up to ``Configuration/standbyWait`` to catch up, else the
+        /// primary answers. So a caller never misses a write of its own store or one made before
+        /// the store opened, and the store's reads never go back in time.
         case standbyIfCaughtUp
         /// A read goes to any standby that answers, however far behind the primary it is: it may
         /// miss writes this store just made, and two reads may go back in time. For reads that
