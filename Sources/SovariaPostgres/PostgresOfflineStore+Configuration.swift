@@ -25,8 +25,9 @@ extension PostgresOfflineStore {
         public var standbyWait: Duration = .milliseconds(100)
         /// Whether a `.synced` write returns only once the primary's synchronous standbys (its
         /// `synchronous_standby_names`) have applied it: `synchronous_commit = remote_apply`
-        /// instead of `on`. Those standbys then answer a `.standbyIfCaughtUp` read at once, never
-        /// waiting; each write waits longer. No effect on `.flushed`. Default: `false`.
+        /// instead of `on`. A `.standbyIfCaughtUp` read after the store's own write then rarely
+        /// waits for those standbys (only for other sessions' WAL flushed meanwhile); each write
+        /// waits longer. No effect on `.flushed`. Default: `false`.
         public var waitsForStandbyApply = false
 
         /// The defaults.

@@ -3,7 +3,7 @@ import Sovaria
 extension PostgresOfflineStore {
     /// Where a store with standbys sends its reads (`get`, `data`, `keys`, `entries`,
     /// `dataEntries`, `withEntries`, `withKeys`). Writes and batches always go to the primary.
-    public enum ReadPolicy: String, Sendable, Hashable, CaseIterable {
+    public enum ReadPolicy: Sendable, Hashable, CaseIterable {
         /// Every read goes to the primary, as on a store without standbys. The default.
         case primary
         /// A read goes to a standby that has replayed every write this store acknowledged, every
@@ -73,34 +73,35 @@ extension PostgresOfflineStore {
         try await serverCheck?.ensureChecked()
     }
 
-    /// How many reads each server answered since the store opened.
+    /// How many reads each server answered since the store opened: a snapshot.
     public struct ReadCounts: Sendable, Hashable {
-        /// Reads the primary answered.
-        public var primary: Int
-        /// Reads each standby answered, in the order of the store's standbys, by where it points.
-        public var standbys: [(server: String, reads: Int)] {
-            zip(standbyServers, standbyReads).map { ($0, $1) }
+        /// Reads one standby answered.
+        public struct Standby: Sendable, Hashable {
+            /// Where it points (`host=… port=…`).
+            public let server: String
+            /// Reads it answered.
+            public let reads: Int
         }
+
+        /// Reads the primary answered.
+        public let primary: Int
+        /// Each standby of the store, in the order given (for a multi-host conninfo, every host but
+        /// the one found to be the primary when the store opened).
+        public let standbys: [Standby]
         /// Reads that found no standby caught up and polled one, up to
         /// ``Configuration/standbyWait``.
-        public var waited: Int
-        private let standbyServers: [String]
-        private let standbyReads: [Int]
-
-        init(primary: Int, standbys: [(String, Int)], waited: Int) {
-            self.primary = primary
-            standbyServers = standbys.map(\.0)
-            standbyReads = standbys.map(\.1)
-            self.waited = waited
-        }
+        public let waited: Int
     }
 
-    /// How many reads each server answered; all on the primary for a store on one server.
+    /// How many reads each server answered. A store on one server does not count: zero
+    /// everywhere.
     public var readCounts: ReadCounts {
         guard let standbyReads else { return ReadCounts(primary: 0, standbys: [], waited: 0) }
         return ReadCounts(
             primary: standbyReads.primaryAnswered.load(ordering: .relaxed),
-            standbys: standbyReads.standbys.map { ($0.server.description, $0.answered.load(ordering: .relaxed)) },
+            standbys: standbyReads.standbys.filter { !$0.isPrimary.load(ordering: .relaxed) }.map {
+                ReadCounts.Standby(server: $0.server.description, reads: $0.answered.load(ordering: .relaxed))
+            },
             waited: standbyReads.waited.load(ordering: .relaxed))
     }
 }

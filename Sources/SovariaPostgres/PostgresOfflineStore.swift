@@ -112,8 +112,8 @@ public final class PostgresOfflineStore: OfflineStore {
             }
         case .several(let list):
             let reads = Mutex<PostgresStandbyReads?>(nil)
-            let check = PostgresServerCheck(servers: list, session: session) { position in
-                reads.withLock { $0 }?.startFloor(at: position)
+            let check = PostgresServerCheck(servers: list, session: session) { primary, primaries in
+                reads.withLock { $0 }?.serversChecked(primary, primaries: primaries)
             }
             server = list.map(\.description).joined(separator: "; ")
             serverCheck = check
@@ -222,15 +222,22 @@ public final class PostgresOfflineStore: OfflineStore {
         // A store whose reads check standbys learns where each write's commit is in the log.
         let tracking = standbyReads?.tracksPositions == true ? standbyReads : nil
         let write = tracking?.writeStarts()
+        // A synced commit is flushed when it returns: the flush position is past it and no further
+        // than the standbys can reach. A flushed (asynchronous) commit is only inserted.
+        let learning: PostgresConnection.Statement? =
+            tracking == nil ? nil : durability == .synced ? PostgresSchema.flushPosition : PostgresSchema.walPosition
         for attempt in 1...3 {
             do {
                 // Sent again after a broken connection only when it certainly did not commit.
                 let position = try await pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
-                    try Self.apply(batch, schema: schema, learningPosition: tracking != nil, on: connection)
+                    try Self.apply(batch, schema: schema, learning: learning, on: connection)
                 }
                 if let tracking, let write { tracking.writeCommitted(write, at: position) }
                 return
             } catch let error as OfflineStoreError {
+                // It may have committed: until a later write learns a position, only the primary
+                // answers reads (a read-back must not miss it).
+                if error.code == .outcomeUnknown, let tracking, let write { tracking.writeCommitted(write, at: nil) }
                 guard attempt < 3, Self.deadlockCodes.contains(error.nativeCode ?? 0) else { throw error }
             }
         }
@@ -373,11 +380,12 @@ public final class PostgresOfflineStore: OfflineStore {
     /// (one round trip per ``pipelineChunk``) and `COMMIT` goes alone after their answers, so a
     /// connection that breaks before it certainly committed nothing.
     ///
-    /// With `learningPosition`, the commit is followed in the same round trip by the primary's
-    /// insert position, which is past the commit; returns it, or `nil` when it could not be read
-    /// after the commit (the write is applied all the same).
+    /// With `learning`, the commit is followed in the same round trip by that statement's position
+    /// of the primary's log, past the commit; returns it, or `nil` when it could not be read after
+    /// the commit (the write is applied all the same).
     private static func apply(
-        _ batch: [StoreWrite], schema: PostgresSchema, learningPosition: Bool, on connection: PostgresConnection
+        _ batch: [StoreWrite], schema: PostgresSchema, learning: PostgresConnection.Statement?,
+        on connection: PostgresConnection
     ) throws(OfflineStoreError) -> WALPosition? {
         let calls = batch.map { write in
             switch write {
@@ -389,16 +397,16 @@ public final class PostgresOfflineStore: OfflineStore {
                 PostgresConnection.Call(statement: schema.delete, parameters: [.utf8(key)], key: key)
             }
         }
-        let position = PostgresConnection.Step.call(.init(statement: PostgresSchema.walPosition))
         if batch.count == 1 {
-            guard learningPosition else {
+            guard let learning else {
                 try run(batch[0], schema: schema, commits: true, on: connection)
                 return nil
             }
             // The write is its own implicit transaction, committed by the first sync.
             let action = if case .delete = batch[0] { "Deleting a key" } else { "Storing a value" }
             let results = try connection.pipeline(
-                [.call(calls[0]), .sync(commits: true), position, .sync(commits: false)], while: action)
+                [.call(calls[0]), .sync(commits: true), .call(.init(statement: learning)), .sync(commits: false)],
+                while: action)
             return results.count == 2 ? try? WALPosition(results[1]) : nil
         }
         do {
@@ -409,12 +417,12 @@ public final class PostgresOfflineStore: OfflineStore {
                     calls[start..<min(calls.count, start + Self.pipelineChunk)], beginning: start == 0,
                     while: "Writing a batch of \(batch.count) writes")
             }
-            guard learningPosition else {
+            guard let learning else {
                 try connection.commit(while: "Committing a batch of \(batch.count) writes")
                 return nil
             }
             let results = try connection.pipeline(
-                [.text("COMMIT"), .sync(commits: true), position, .sync(commits: false)],
+                [.text("COMMIT"), .sync(commits: true), .call(.init(statement: learning)), .sync(commits: false)],
                 while: "Committing a batch of \(batch.count) writes")
             return results.count == 2 ? try? WALPosition(results[1]) : nil
         } catch {

@@ -144,6 +144,13 @@ import Testing
             try await store.set("after", "failover")
             #expect(try await store.get("after") == "failover")
             #expect(try await store.entries("", after: nil, limit: 100).count == 62)
+            // A store opened now, with the same servers: the named primary is down and the
+            // promoted standby is the primary.
+            let reopened = try rig.store(.standbyIfCaughtUp, connectTimeout: .seconds(2))
+            try await reopened.checkServers()
+            #expect(try await reopened.get("after") == "failover")
+            try await reopened.set("reopened", "1")
+            #expect(try await reopened.keys("k").count == 30)
         }
     }
 
@@ -198,8 +205,7 @@ import Testing
     @Test func aStandbyOfAnotherClusterIsMisconfigured() async throws {
         let rig = try await PostgresStandbyCluster.shared()
         let other = try await PostgresCluster.shared()
-        // The other cluster's server is a primary; make it look like a standby of nothing: its
-        // system identifier differs from the primary's, which is what is checked.
+        // Two primaries among a multi-host conninfo's hosts.
         let store = try PostgresOfflineStore(servers: Self.multiHost([rig.primary, other.conninfo]))
         let error = await offlineStoreError { try await store.checkServers() }
         #expect(error?.code == .misconfigured)
@@ -227,7 +233,8 @@ import Testing
         #expect(store.configuration.readPolicy == .standbyIfCaughtUp)
         try await store.set("k", "v")
         #expect(try await store.get("k") == "v")
-        #expect(store.readCounts.standbys.count == 3)  // every host: roles may change
+        // Every host but the one found to be the primary.
+        #expect(store.readCounts.standbys.map(\.server).sorted() == rig.standbys.map(Self.hostAndPort).sorted())
 
         let bad = await offlineStoreError {
             _ = try await OfflineStores.open("postgres:\(hosts)?read=sometimes", using: [.postgres])
@@ -272,6 +279,13 @@ import Testing
         }
         #expect(error?.code == .unsupported)
         #expect(try PostgresServer.servers(in: "host=a user='o\\'k'").first?.conninfo.contains("o\\'k") == true)
+    }
+
+    /// `host=… port=…` of a conninfo, as the store describes a server of a multi-host conninfo.
+    static func hostAndPort(_ conninfo: String) -> String {
+        let fields = conninfo.split(separator: " ")
+        let host = fields.first { $0.hasPrefix("host=") } ?? ""
+        return "\(host) \(Self.port(of: conninfo)) dbname=postgres user=postgres"
     }
 
     private static func port(of conninfo: String) -> String {
@@ -362,5 +376,40 @@ struct SeededGenerator: RandomNumberGenerator {
         value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
         value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
         return value ^ (value >> 31)
+    }
+}
+
+/// The floor's rules, without a server.
+@Suite struct PostgresReadFloorTests {
+    @Test func aWriteWhosePositionIsLostKeepsReadsOnThePrimaryUntilALaterWriteLearnsOne() {
+        var floor = PostgresReadFloor()
+        let first = floor.writeStarts()
+        floor.writeCommitted(first, at: 100)
+        #expect(floor.required == 100)
+        let concurrent = floor.writeStarts()
+        let lost = floor.writeStarts()
+        floor.writeCommitted(lost, at: nil)
+        #expect(floor.required == nil)
+        // A write that started before the lost one's commit does not clear it...
+        floor.writeCommitted(concurrent, at: 200)
+        #expect(floor.required == nil)
+        // ...one that started after it does.
+        let later = floor.writeStarts()
+        floor.writeCommitted(later, at: 300)
+        #expect(floor.required == 300)
+        floor.raise(to: 250)
+        #expect(floor.required == 300)
+    }
+
+    /// An insert position right after a page header is where the last record ended, at the page's
+    /// start, which is as far as a caught-up standby's replay goes.
+    @Test(arguments: [
+        (UInt64(0x0300_2018), UInt64(0x0300_2000)), (0x0400_0028, 0x0400_0000), (0x0300_2019, 0x0300_2019),
+        (0x0300_2000, 0x0300_2000), (0x0300_1FF0, 0x0300_1FF0),
+    ])
+    func primaryPositionsAfterAPageHeaderAreThePageStart(_ position: UInt64, _ floorAt: UInt64) {
+        var floor = PostgresReadFloor()
+        floor.raise(toPrimary: position)
+        #expect(floor.required == floorAt)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A throwaway PostgreSQL cluster for tests, run by `Tests/Server/pgcluster`: test equipment.
 ///
@@ -151,18 +152,21 @@ private actor SharedCluster {
 }
 
 /// Stops the shared clusters at process exit (`atexit`), so no server outlives the tests.
+/// Registered from several actors (the shared cluster's, the standby rig's): one lock.
 enum SharedClusterExit {
-    nonisolated(unsafe) static var directories: [String] = []
+    private static let directories = Mutex<[String]>([])
 
     static func register(_ directory: String) {
-        directories.append(directory)
-        if directories.count == 1 {
-            atexit {
-                for directory in SharedClusterExit.directories {
-                    let script = PostgresCluster.serverFolder.appendingPathComponent("pgcluster").path
-                    _ = try? ChildProcess.run(script, ["stop", directory])
-                    try? FileManager.default.removeItem(atPath: directory)
-                }
+        let first = directories.withLock { directories in
+            directories.append(directory)
+            return directories.count == 1
+        }
+        guard first else { return }
+        atexit {
+            for directory in SharedClusterExit.directories.withLock({ $0 }) {
+                let script = PostgresCluster.serverFolder.appendingPathComponent("pgcluster").path
+                _ = try? ChildProcess.run(script, ["stop", directory])
+                try? FileManager.default.removeItem(atPath: directory)
             }
         }
     }

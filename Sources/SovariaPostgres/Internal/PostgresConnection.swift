@@ -180,10 +180,15 @@ final class PostgresConnection: @unchecked Sendable {
     /// after it throws: a later step that fails, or a connection that breaks, only leaves its rows
     /// out (so a write is never reported as failed, and retried, after it committed).
     func pipeline(_ steps: [Step], while action: String) throws(OfflineStoreError) -> [PostgresResult] {
+        precondition(steps.last.map { if case .sync = $0 { true } else { false } } == true, "a pipeline ends with a sync")
         guard PQenterPipelineMode(handle) == 1 else {
             throw .postgresConnection(errorMessage, server: server, while: action)
         }
         defer { if PQpipelineStatus(handle) != PQ_PIPELINE_OFF { _ = PQexitPipelineMode(handle) } }
+        // A sync flushes what was queued before it: from the first send, a committing step may be
+        // on its way to the server.
+        awaitingCommit = steps.contains { if case .sync(commits: true) = $0 { true } else { false } }
+        defer { awaitingCommit = false }
         for step in steps {
             let queued: Int32
             switch step {
@@ -199,13 +204,16 @@ final class PostgresConnection: @unchecked Sendable {
                 queued = PQpipelineSync(handle)
             }
             guard queued == 1 else {
-                throw .postgresConnection(errorMessage, server: server, while: action, key: step.key)
+                if awaitingCommit { brokeAwaitingCommit = true }
+                throw .postgresConnection(
+                    errorMessage, server: server, while: action, mayHaveCommitted: awaitingCommit, key: step.key)
             }
         }
-        awaitingCommit = steps.contains { if case .sync(commits: true) = $0 { true } else { false } }
-        defer { awaitingCommit = false }
         var results: [PostgresResult] = []
         var failure: OfflineStoreError?
+        // Whether the segment being read (since the last sync) had an error: only its own error
+        // stops its commit.
+        var segmentFailed = false
         var committed = false
         for step in steps {
             if case .sync(let commits) = step {
@@ -219,8 +227,9 @@ final class PostgresConnection: @unchecked Sendable {
                 PQclear(sync)
                 if commits {
                     awaitingCommit = false
-                    committed = failure == nil
+                    committed = !segmentFailed
                 }
+                segmentFailed = false
                 continue
             }
             // Each statement's results end with a NULL; a broken connection gives NULLs from then on.
@@ -231,6 +240,7 @@ final class PostgresConnection: @unchecked Sendable {
                 do throws(OfflineStoreError) {
                     kept = try check(next, result, while: action, key: step.key)
                 } catch {
+                    segmentFailed = true
                     if failure == nil { failure = error }
                 }
             }

@@ -76,8 +76,14 @@ struct PostgresSchema: Sendable {
 
     /// Every statement a connection to the primary prepares when it opens.
     var statements: [PostgresConnection.Statement] {
-        [selectValue, upsert, delete, selectKeys, selectKeysPage, selectEntries, Self.walPosition]
+        [selectValue, upsert, delete, selectKeys, selectKeysPage, selectEntries, Self.walPosition, Self.flushPosition]
     }
+
+    /// The primary's flush position, in ``WALPosition``'s form: past every commit flushed, and no
+    /// further than what the standbys can have received.
+    static let flushPosition = PostgresConnection.Statement(
+        name: "sovaria_flush_position", sql: "SELECT pg_is_in_recovery(), pg_current_wal_flush_lsn()",
+        parameterTypes: [])
 
     /// The statements a connection to a standby prepares: the reads and the replay position.
     var standbyStatements: [PostgresConnection.Statement] {

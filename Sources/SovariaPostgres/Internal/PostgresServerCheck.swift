@@ -34,25 +34,27 @@ struct PostgresSession: Sendable {
 /// The check asks every server whether it is in recovery and for its system identifier (made by
 /// `initdb`, the same on every standby of a cluster). It throws
 /// ``OfflineStoreError/Code/misconfigured`` naming the server for: a server named as a standby
-/// that is a primary; a server named as the primary that is a standby; no primary among the
-/// servers of a multi-host conninfo, or two; a server whose identifier is not the primary's. A
-/// standby that cannot be reached is not an error (reads skip it); a primary that cannot be
-/// reached throws `.io`, as any call would. A failed check runs again on the next call. When it
-/// passes, the store's floor starts at the primary's insert position: the store then never reads
-/// a state older than the moment it opened.
+/// that is a primary while the named primary is one too; no primary at all among the servers
+/// that answered; two primaries among the hosts of a multi-host conninfo; a server whose
+/// identifier is not the primary's. After a failover (the named primary down, or back as a
+/// standby, and exactly one named standby a primary), the promoted standby is the primary. A
+/// standby that cannot be reached is not an error (reads skip it); when no primary answers and
+/// one could not be reached, its `.io` is thrown, as any call would. A failed check runs again on
+/// the next call. When it passes, the store's floor starts at the primary's insert position: the
+/// store then never reads a state older than the moment it opened.
 final class PostgresServerCheck: Sendable {
     let servers: [PostgresServer]
     private let session: PostgresSession
     /// The primary's system identifier, once the check passed.
     private let systemIdentifier = Mutex<UInt64?>(nil)
-    private let running = Mutex<Task<Identity, any Error>?>(nil)
+    private let running = Mutex<Task<(Identity, Set<String>), any Error>?>(nil)
     private let queue = BlockingWorkQueue(label: "sovaria.postgres.check")
-    /// Told the primary's insert position when the check passes.
-    private let passed: @Sendable (_ primaryPosition: UInt64) -> Void
+    /// Told the primary's identity and the hosts found to be primaries when the check passes.
+    private let passed: @Sendable (_ primary: Identity, _ primaries: Set<String>) -> Void
 
     init(
         servers: [PostgresServer], session: PostgresSession,
-        passed: @escaping @Sendable (_ primaryPosition: UInt64) -> Void
+        passed: @escaping @Sendable (_ primary: Identity, _ primaries: Set<String>) -> Void
     ) {
         self.servers = servers
         self.session = session
@@ -69,9 +71,9 @@ final class PostgresServerCheck: Sendable {
             return task
         }
         do {
-            let primary = try await task.value
+            let (primary, primaries) = try await task.value
             // Before the identifier is set, so no read goes to a standby without this floor.
-            passed(primary.position)
+            passed(primary, primaries)
             systemIdentifier.withLock { $0 = primary.identifier }
         } catch {
             running.withLock { if $0 == task { $0 = nil } }
@@ -79,16 +81,27 @@ final class PostgresServerCheck: Sendable {
         }
     }
 
-    /// A connection to the server taking writes: the primary first, then the others, each with
-    /// `target_session_attrs=read-write` (so a standby promoted after a failover is found). The
-    /// error is the first server's when none takes writes.
+    /// A connection to the server taking writes: the named primary first, then the others, each
+    /// with `target_session_attrs=read-write` (so a standby promoted after a failover is found),
+    /// and only a server of the primary's cluster once the check passed. The error is the first
+    /// server's when none takes writes.
     func connectToPrimary() throws(OfflineStoreError) -> PostgresConnection {
         var first: OfflineStoreError?
+        let expected = systemIdentifier.withLock { $0 }
         for server in servers.sorted(by: { $0.role == .primary && $1.role != .primary }) {
-            do {
-                return try session.connect(
+            do throws(OfflineStoreError) {
+                let connection = try session.connect(
                     server.conninfo, server: server.description,
                     requiredOptions: [("target_session_attrs", "read-write")])
+                if let expected {
+                    let found = try Self.identify(connection, server)
+                    guard found.identifier == expected else {
+                        throw Self.misconfigured(
+                            "\(server.description) takes writes but belongs to another cluster than the primary the "
+                                + "store opened with (system identifier \(found.identifier), not \(expected)).")
+                    }
+                }
+                return connection
             } catch {
                 if first == nil { first = error }
             }
@@ -97,22 +110,33 @@ final class PostgresServerCheck: Sendable {
     }
 
     /// A connection to `server` once the check passed and only while the server is a standby of
-    /// the primary's cluster (it may have been replaced or promoted since).
+    /// the primary's cluster (it may have been replaced or promoted since). A short connect
+    /// timeout (at most 2 s) and `tcp_user_timeout` (5 s): a standby that stops answering costs
+    /// a read that long once, then the read goes on to the next server and the standby is left
+    /// out.
     func connectToStandby(_ server: PostgresServer) throws(OfflineStoreError) -> PostgresConnection {
         guard let expected = systemIdentifier.withLock({ $0 }) else {
             throw OfflineStoreError(.io, "The servers have not been checked yet.", engine: .postgres)
         }
-        let connection = try session.connect(server.conninfo, server: server.description)
+        let connection = try session.connect(
+            server.conninfo, server: server.description,
+            requiredOptions: [
+                ("connect_timeout", String(min(2, session.connectTimeoutSeconds))), ("tcp_user_timeout", "5000"),
+            ])
         let found = try Self.identify(connection, server)
         guard found.identifier == expected, found.isStandby else {
             throw OfflineStoreError(
                 .misconfigured, "\(server.description) is no longer a standby of the primary's cluster.",
                 engine: .postgres)
         }
+        // Whatever the server's default, each read is its own statement's snapshot (a
+        // serializable default would refuse every read on a hot standby).
+        try connection.execute(
+            "SET default_transaction_isolation = 'read committed'", while: "Setting up the standby session")
         return connection
     }
 
-    private func check() async throws -> Identity {
+    private func check() async throws -> (Identity, Set<String>) {
         let servers = servers
         let session = session
         let found = try await withThrowingTaskGroup(of: (Int, Result<Identity, OfflineStoreError>).self) { group in
@@ -133,61 +157,60 @@ final class PostgresServerCheck: Sendable {
         return try Self.judge(servers, found)
     }
 
-    /// The primary's identity when `found` fits the roles of `servers`; the first misfit
-    /// otherwise.
+    /// The primary's identity, and the hosts that are primaries, when `found` fits the roles of
+    /// `servers`; the first misfit otherwise.
     private static func judge(
         _ servers: [PostgresServer], _ found: [Result<Identity, OfflineStoreError>]
-    ) throws(OfflineStoreError) -> Identity {
-        var primaries: [(PostgresServer, Identity)] = []
-        for (server, result) in zip(servers, found) {
-            switch result {
-            case .success(let identity):
-                if server.role == .standby, !identity.isStandby {
-                    throw misconfigured(
-                        "\(server.description) is named as a standby but is a primary (not in recovery): name it as "
-                            + "the primary, or give the address of a standby.")
-                }
-                if server.role == .primary, identity.isStandby {
-                    throw misconfigured(
-                        "\(server.description) is named as the primary but is a standby (in recovery): the store has no "
-                            + "primary to write to. Give the primary's address.")
-                }
-                if !identity.isStandby { primaries.append((server, identity)) }
-            case .failure(let error):
-                // A standby that is down is left out until it answers; the primary must answer.
-                if server.role == .primary { throw error }
-            }
+    ) throws(OfflineStoreError) -> (Identity, Set<String>) {
+        let answers = zip(servers, found).compactMap { server, result -> (PostgresServer, Identity)? in
+            if case .success(let identity) = result { (server, identity) } else { nil }
+        }
+        let unreachable = zip(servers, found).compactMap { server, result -> (PostgresServer, OfflineStoreError)? in
+            if case .failure(let error) = result { (server, error) } else { nil }
+        }
+        let primaries = answers.filter { !$0.1.isStandby }
+        let namedPrimaryIsOne = primaries.contains { $0.0.role == .primary }
+        if namedPrimaryIsOne, let standby = primaries.first(where: { $0.0.role == .standby }) {
+            throw misconfigured(
+                "\(standby.0.description) is named as a standby but is a primary (not in recovery), beside the "
+                    + "primary: name it as the primary, or give the address of a standby.")
         }
         guard primaries.count <= 1 else {
             throw misconfigured(
-                "\(primaries.map(\.0.description).joined(separator: " and ")) are all primaries: a store writes to one. "
-                    + "Give one primary and its standbys.")
+                "\(primaries.map(\.0.description).joined(separator: " and ")) are all primaries: a store writes to "
+                    + "one. Give one primary and its standbys.")
         }
         guard let (primary, identity) = primaries.first else {
-            let unreachable = zip(servers, found).compactMap { server, result -> OfflineStoreError? in
-                if case .failure(let error) = result { error } else { nil }
+            // No primary answered: one that could not be reached may be it.
+            if let (_, error) = unreachable.first(where: { $0.0.role != .standby }) ?? unreachable.first {
+                throw error
             }
-            if let error = unreachable.first { throw error }
+            let named = answers.first { $0.0.role == .primary }
             throw misconfigured(
-                "No server of \(servers.map(\.description).joined(separator: "; ")) is a primary: they are all "
+                named.map {
+                    "\($0.0.description) is named as the primary but is a standby (in recovery), and no other server "
+                        + "is a primary: the store has nothing to write to. Give the primary's address."
+                }
+                    ?? "No server of \(servers.map(\.description).joined(separator: "; ")) is a primary: they are all "
                     + "standbys (in recovery). Add the primary's address.")
         }
-        for (server, result) in zip(servers, found) {
-            guard case .success(let other) = result, other.identifier != identity.identifier else { continue }
+        for (server, other) in answers where other.identifier != identity.identifier {
             throw misconfigured(
                 "\(server.description) belongs to another cluster than the primary \(primary.description) (system "
                     + "identifier \(other.identifier), the primary's \(identity.identifier)): it is not one of its "
                     + "standbys. Give the addresses of the primary's own standbys.")
         }
-        return identity
+        return (identity, [primary.description])
     }
 
-    /// Whether a server is in recovery, its cluster's identifier, and its position in the log (see
-    /// `PostgresSchema.walPosition`).
+    /// Whether a server is in recovery, its cluster's identifier, its position in the log (see
+    /// `PostgresSchema.walPosition`), and its WAL page and segment sizes.
     struct Identity: Sendable {
         let isStandby: Bool
         let identifier: UInt64
         let position: UInt64
+        let walPageSize: UInt64
+        let walSegmentSize: UInt64
     }
 
     private static func identify(
@@ -196,17 +219,19 @@ final class PostgresServerCheck: Sendable {
         let rows = try connection.query(
             """
             SELECT pg_is_in_recovery(), CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() \
-            ELSE pg_current_wal_insert_lsn() END, system_identifier FROM pg_control_system()
+            ELSE pg_current_wal_insert_lsn() END, system_identifier, current_setting('wal_block_size')::int8, \
+            (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size') FROM pg_control_system()
             """, [], while: "Checking the role of \(server.description)")
-        let identifier = rows.bytes(row: 0, column: 2)
-        guard rows.rowCount == 1, identifier.count == 8 else {
+        let numbers = (2...4).map { column in rows.bytes(row: 0, column: column) }
+        guard rows.rowCount == 1, numbers.allSatisfy({ $0.count == 8 }) else {
             throw OfflineStoreError(
                 .io, "\(server.description) did not say whether it is a standby.", engine: .postgres)
         }
+        let values = numbers.map { bytes in bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
         let position = try WALPosition(rows)
         return Identity(
-            isStandby: position.isStandby, identifier: identifier.reduce(0) { $0 << 8 | UInt64($1) },
-            position: position.lsn)
+            isStandby: position.isStandby, identifier: values[0], position: position.lsn, walPageSize: values[1],
+            walSegmentSize: values[2])
     }
 
     private static func misconfigured(_ message: String) -> OfflineStoreError {

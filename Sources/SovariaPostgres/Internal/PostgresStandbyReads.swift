@@ -7,28 +7,32 @@ import Synchronization
 ///
 /// **The floor.** The store keeps one log position, the floor: the newest of the primary's
 /// position when the store opened, the positions its acknowledged writes reached on the primary,
-/// and the states its reads answered from. A read on a
-/// standby is one pipeline (one round trip): the standby's replay position, the read, the replay
+/// and the states its reads answered from. A read on a standby is one pipeline (one round trip):
+/// the standby's replay position and a sync (its own implicit transaction, so that whatever the
+/// server's default isolation, the read's snapshot is taken after it), then the read and the replay
 /// position again. The read's answer is used only when the first position is at or past the floor
-/// (the read's snapshot, taken after, then holds every write the floor stands for), and the
-/// second position raises the floor (the snapshot is no newer than it), so no later read answers
-/// from an older state. A read on the primary is followed, in its pipeline, by the primary's
-/// insert position, which raises the floor the same way.
+/// (the snapshot then holds every write the floor stands for), and the second position raises the
+/// floor (the snapshot is no newer than it), so no later read answers from an older state. A read
+/// on the primary is followed, in its pipeline, by the primary's insert position, which raises the
+/// floor the same way.
 ///
 /// **Choosing a server.** Standbys take turns. One behind the floor is passed over for the next;
 /// when none has caught up, the read polls the one closest to it for up to
 /// ``PostgresOfflineStore/Configuration/standbyWait``, then goes to the primary. A standby that
-/// fails (down, restarting, of another role now) is left out for ``retryInterval``; any error there
-/// sends the read on, so none reaches the caller. A standby that answers as a primary was promoted:
-/// it is left out the same way, and the primary's connections find it (they connect to whichever
-/// server takes writes).
+/// fails (down, restarting, of another role now) is left out for ``retryInterval``, after which one
+/// read alone tries it again (the others pass it by meanwhile); any error there sends the read on,
+/// so none reaches the caller. A standby that answers as a primary was promoted: it is left out the
+/// same way, and the primary's connections find it (they connect to whichever server takes writes).
 final class PostgresStandbyReads: Sendable {
     /// One standby: its connections and its state.
     final class Standby: Sendable {
         let server: PostgresServer
         let pool: PostgresPool
-        /// Until when the standby is left out after a failure.
-        let leftOutUntil = Mutex<ContinuousClock.Instant?>(nil)
+        /// Until when the standby is left out after a failure; `nil` while it answers.
+        private let leftOutUntil = Mutex<ContinuousClock.Instant?>(nil)
+        /// Set when the check at open found this host to be the primary (a host of a multi-host
+        /// conninfo): never read as a standby by this store.
+        let isPrimary = Atomic<Bool>(false)
         /// Reads it answered.
         let answered = Atomic<Int>(0)
 
@@ -37,26 +41,38 @@ final class PostgresStandbyReads: Sendable {
             self.pool = pool
         }
 
-        func isAvailable(at now: ContinuousClock.Instant) -> Bool {
-            leftOutUntil.withLock { until in until.map { now >= $0 } ?? true }
+        /// Whether a read may use the standby now. A standby left out whose time is up is given to
+        /// this read alone: it stays left out for the others until it answers.
+        func takeTurn(at now: ContinuousClock.Instant) -> Bool {
+            guard !isPrimary.load(ordering: .relaxed) else { return false }
+            return leftOutUntil.withLock { until in
+                guard let left = until else { return true }
+                guard now >= left else { return false }
+                until = now + PostgresStandbyReads.retryInterval
+                return true
+            }
         }
 
-        func leaveOut(until instant: ContinuousClock.Instant) {
-            leftOutUntil.withLock { $0 = instant }
+        func leaveOut() {
+            leftOutUntil.withLock { $0 = .now + PostgresStandbyReads.retryInterval }
+        }
+
+        func answeredAgain() {
+            leftOutUntil.withLock { $0 = nil }
         }
     }
 
-    /// How long a standby that failed is left out before it is tried again.
+    /// How long a standby that failed is left out before one read tries it again.
     static let retryInterval: Duration = .seconds(2)
 
     let standbys: [Standby]
     let policy: PostgresOfflineStore.ReadPolicy
     private let wait: Duration
-    private let floor = Mutex(Floor())
+    private let floor = Mutex(PostgresReadFloor())
     private let turn = Atomic<Int>(0)
     /// Reads the primary answered.
     let primaryAnswered = Atomic<Int>(0)
-    /// Reads that waited for a standby to catch up.
+    /// Reads that polled a standby to catch up.
     let waited = Atomic<Int>(0)
 
     init(standbys: [Standby], policy: PostgresOfflineStore.ReadPolicy, wait: Duration) {
@@ -86,32 +102,30 @@ final class PostgresStandbyReads: Sendable {
         return try await fromPrimary(call, while: action, primary: primary)
     }
 
-    /// Starts the floor at the primary's position when the store opened: a store never reads a
-    /// state older than that, so it sees every write any process had made before.
-    func startFloor(at position: UInt64) {
-        floor.withLock { $0.raise(to: position) }
+    /// What the check at open learned: the primary's position (the floor starts there, so the
+    /// store never reads a state older than its opening and sees every write made before), the
+    /// primary's WAL page and segment sizes, and which hosts are primaries.
+    func serversChecked(_ primary: PostgresServerCheck.Identity, primaries: Set<String>) {
+        for standby in standbys where primaries.contains(standby.server.description) {
+            standby.isPrimary.store(true, ordering: .relaxed)
+        }
+        floor.withLock { floor in
+            floor.walPageSize = primary.walPageSize
+            floor.walSegmentSize = primary.walSegmentSize
+            floor.raise(toPrimary: primary.position)
+        }
     }
 
     /// Marks the start of a write: a write that cannot learn its position keeps reads on the
     /// primary until a write started after it learns one.
     func writeStarts() -> Int {
-        floor.withLock { floor in
-            floor.writesStarted += 1
-            return floor.writesStarted
-        }
+        floor.withLock { $0.writeStarts() }
     }
 
-    /// Records the primary's position after the write numbered `write` committed, or that it could
-    /// not be learned (`nil`).
+    /// Records the primary's position after the write numbered `write` committed, or that it
+    /// could not be learned (`nil`: the commit's answer or the position never came).
     func writeCommitted(_ write: Int, at position: WALPosition?) {
-        floor.withLock { floor in
-            guard let position else {
-                floor.primaryOnlyBefore = floor.writesStarted + 1
-                return
-            }
-            floor.raise(to: position.lsn)
-            if let until = floor.primaryOnlyBefore, write >= until { floor.primaryOnlyBefore = nil }
-        }
+        floor.withLock { $0.writeCommitted(write, at: position?.lsn) }
     }
 
     // MARK: - Servers
@@ -126,20 +140,20 @@ final class PostgresStandbyReads: Sendable {
             primaryAnswered.add(1, ordering: .relaxed)
             return rows
         }
-        // The read, then the insert position: no newer than the state the read saw.
+        // The read, then the insert position: no older than the state the read saw.
         let results = try await primary.withConnection(retryable: true) { connection throws(OfflineStoreError) in
             try connection.pipeline(
                 [.call(call), .call(.init(statement: PostgresSchema.walPosition)), .sync(commits: false)],
                 while: action)
         }
         let position = try WALPosition(results[1])
-        floor.withLock { $0.raise(to: position.lsn) }
+        floor.withLock { $0.raise(toPrimary: position.lsn) }
         primaryAnswered.add(1, ordering: .relaxed)
         return results[0]
     }
 
-    /// The rows from the first available standby, in turn, whose replay reached `needed`; `nil`
-    /// when none has.
+    /// The rows from the first standby, in turn, that may be used and whose replay reached
+    /// `needed`; `nil` when none has.
     private func fromStandby(
         _ call: PostgresConnection.Call, atLeast needed: UInt64, while action: String
     ) async -> PostgresResult? {
@@ -148,80 +162,80 @@ final class PostgresStandbyReads: Sendable {
         let now = ContinuousClock.now
         for offset in 0..<standbys.count {
             let standby = standbys[(first &+ offset) % standbys.count]
-            guard standby.isAvailable(at: now) else { continue }
-            if let rows = await read(call, on: standby, atLeast: needed, while: action).rows { return rows }
+            guard standby.takeTurn(at: now) else { continue }
+            if let rows = await read(call, on: standby, atLeast: needed, while: action) { return rows }
         }
         return nil
     }
 
     /// Polls the standby closest to `needed` until it reaches it, for up to ``wait``, then reads
-    /// there; `nil` when none reached it in time.
+    /// there; `nil` when none reached it in time (or the task was cancelled).
     private func afterWaiting(
         _ call: PostgresConnection.Call, atLeast needed: UInt64, while action: String
     ) async -> PostgresResult? {
-        guard wait > .zero else { return nil }
+        guard wait > .zero, !standbys.isEmpty else { return nil }
         let deadline = ContinuousClock.now + wait
         var pause = Duration.microseconds(200)
-        waited.add(1, ordering: .relaxed)
-        while ContinuousClock.now < deadline {
+        var counted = false
+        while ContinuousClock.now < deadline, !Task.isCancelled {
             let now = ContinuousClock.now
             var closest: (standby: Standby, lsn: UInt64)?
-            for standby in standbys where standby.isAvailable(at: now) {
+            for standby in standbys where standby.takeTurn(at: now) {
                 guard let position = await position(of: standby), position.lsn > closest?.lsn ?? 0 else { continue }
                 closest = (standby, position.lsn)
             }
             guard let closest else { return nil }
-            if closest.lsn >= needed {
-                let answer = await read(call, on: closest.standby, atLeast: needed, while: action)
-                if let rows = answer.rows { return rows }
+            if !counted {
+                waited.add(1, ordering: .relaxed)
+                counted = true
             }
-            try? await Task.sleep(for: min(pause, deadline - ContinuousClock.now))
+            if closest.lsn >= needed, let rows = await read(call, on: closest.standby, atLeast: needed, while: action) {
+                return rows
+            }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            try? await Task.sleep(for: min(pause, left))
             pause = min(pause * 2, .milliseconds(5))
         }
         return nil
     }
 
-    /// One pipeline on `standby`: its replay position, `call`, its replay position again. The rows
-    /// when the first position reached `needed`. `.anyStandby` sends the read alone.
+    /// The rows of `call` on `standby` when its replay reached `needed`: one pipeline of its replay
+    /// position, a sync, `call` and its replay position again. `.anyStandby` sends the read alone.
     private func read(
         _ call: PostgresConnection.Call, on standby: Standby, atLeast needed: UInt64, while action: String
-    ) async -> (rows: PostgresResult?, position: WALPosition?) {
-        let position = PostgresConnection.Call(statement: PostgresSchema.walPosition)
-        if policy == .anyStandby {
-            // No position to check or keep: the read alone. A standby promoted since its
-            // connection opened answers too, and is only fresher.
-            do {
-                let rows = try await standby.pool.withConnection(retryable: true) {
-                    connection throws(OfflineStoreError) in
+    ) async -> PostgresResult? {
+        let position = PostgresConnection.Step.call(.init(statement: PostgresSchema.walPosition))
+        do {
+            if policy == .anyStandby {
+                // No position to check or keep: the read alone. A standby promoted since its
+                // connection opened answers too, and is only fresher.
+                let rows = try await standby.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
                     try connection.run(call.statement, call.parameters, while: action, key: call.key)
                 }
+                standby.answeredAgain()
                 standby.answered.add(1, ordering: .relaxed)
-                return (rows, nil)
-            } catch {
-                standby.leaveOut(until: .now + Self.retryInterval)
-                return (nil, nil)
+                return rows
             }
-        }
-        do {
-            let results = try await standby.pool.withConnection(retryable: true) {
-                connection throws(OfflineStoreError) in
+            let results = try await standby.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
                 try connection.pipeline(
-                    [.call(position), .call(call), .call(position), .sync(commits: false)], while: action)
+                    [position, .sync(commits: false), .call(call), position, .sync(commits: false)], while: action)
             }
             let before = try WALPosition(results[0])
             let after = try WALPosition(results[2])
             guard before.isStandby, after.isStandby else {
-                standby.leaveOut(until: .now + Self.retryInterval)  // promoted: the primary's pool finds it
-                return (nil, nil)
+                standby.leaveOut()  // promoted: the primary's connections find it
+                return nil
             }
-            guard before.lsn >= needed else { return (nil, before) }
-            if policy == .standbyIfCaughtUp { floor.withLock { $0.raise(to: after.lsn) } }
+            standby.answeredAgain()
+            guard before.lsn >= needed else { return nil }
+            floor.withLock { $0.raise(to: after.lsn) }
             standby.answered.add(1, ordering: .relaxed)
-            return (results[1], after)
+            return results[1]
         } catch {
             // Down, restarting, or the table not there yet: the next server answers instead.
-            standby.leaveOut(until: .now + Self.retryInterval)
-            return (nil, nil)
+            standby.leaveOut()
+            return nil
         }
     }
 
@@ -233,12 +247,13 @@ final class PostgresStandbyReads: Sendable {
             }
             let position = try WALPosition(rows)
             guard position.isStandby else {
-                standby.leaveOut(until: .now + Self.retryInterval)
+                standby.leaveOut()
                 return nil
             }
+            standby.answeredAgain()
             return position
         } catch {
-            standby.leaveOut(until: .now + Self.retryInterval)
+            standby.leaveOut()
             return nil
         }
     }
@@ -246,14 +261,49 @@ final class PostgresStandbyReads: Sendable {
 
 /// The store's floor: the newest log position its reads must see, and whether a write whose
 /// position is unknown keeps reads on the primary.
-private struct Floor {
+struct PostgresReadFloor {
     var lsn: UInt64 = 0
     var writesStarted = 0
     /// Reads go to the primary until a write numbered at least this one learns its position.
     var primaryOnlyBefore: Int?
+    /// The primary's WAL page and segment sizes (`wal_block_size`, `wal_segment_size`).
+    var walPageSize: UInt64 = 8_192
+    var walSegmentSize: UInt64 = 16 << 20
 
     /// The position a standby must have replayed, or `nil` when only the primary will do.
     var required: UInt64? { primaryOnlyBefore == nil ? lsn : nil }
 
+    /// Numbers a write as it starts.
+    mutating func writeStarts() -> Int {
+        writesStarted += 1
+        return writesStarted
+    }
+
+    /// Raises the floor to the primary's `position` after write number `write` committed; with no
+    /// position, keeps reads on the primary until a write started after now learns one (its
+    /// position is then past this write's commit).
+    mutating func writeCommitted(_ write: Int, at position: UInt64?) {
+        guard let position else {
+            primaryOnlyBefore = writesStarted + 1
+            return
+        }
+        raise(toPrimary: position)
+        if let until = primaryOnlyBefore, write >= until { primaryOnlyBefore = nil }
+    }
+
     mutating func raise(to position: UInt64) { lsn = max(lsn, position) }
+
+    /// Raises the floor to a position the primary reported. An insert position right after a page
+    /// header (24 bytes, 40 at the start of a segment) is where the next record will go; the last
+    /// record ended at the page's start, which is as far as a standby's replay position goes, so
+    /// the floor is that start (no record ends inside a header).
+    mutating func raise(toPrimary position: UInt64) {
+        var end = position
+        if walSegmentSize > 0, end % walSegmentSize == 40 {
+            end -= 40
+        } else if walPageSize > 0, end % walPageSize == 24 {
+            end -= 24
+        }
+        raise(to: end)
+    }
 }
