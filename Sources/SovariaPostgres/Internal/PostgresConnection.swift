@@ -180,7 +180,8 @@ final class PostgresConnection: @unchecked Sendable {
     /// after it throws: a later step that fails, or a connection that breaks, only leaves its rows
     /// out (so a write is never reported as failed, and retried, after it committed).
     func pipeline(_ steps: [Step], while action: String) throws(OfflineStoreError) -> [PostgresResult] {
-        precondition(steps.last.map { if case .sync = $0 { true } else { false } } == true, "a pipeline ends with a sync")
+        precondition(
+            steps.last.map { if case .sync = $0 { true } else { false } } == true, "a pipeline ends with a sync")
         guard PQenterPipelineMode(handle) == 1 else {
             throw .postgresConnection(errorMessage, server: server, while: action)
         }

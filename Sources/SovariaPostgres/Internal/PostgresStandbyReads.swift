@@ -210,14 +210,16 @@ final class PostgresStandbyReads: Sendable {
             if policy == .anyStandby {
                 // No position to check or keep: the read alone. A standby promoted since its
                 // connection opened answers too, and is only fresher.
-                let rows = try await standby.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+                let rows = try await standby.pool.withConnection(retryable: true) {
+                    connection throws(OfflineStoreError) in
                     try connection.run(call.statement, call.parameters, while: action, key: call.key)
                 }
                 standby.answeredAgain()
                 standby.answered.add(1, ordering: .relaxed)
                 return rows
             }
-            let results = try await standby.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+            let results = try await standby.pool.withConnection(retryable: true) {
+                connection throws(OfflineStoreError) in
                 try connection.pipeline(
                     [position, .sync(commits: false), .call(call), position, .sync(commits: false)], while: action)
             }
