@@ -33,6 +33,11 @@ final class PostgresConnection: @unchecked Sendable {
     /// been applied, so it must not be sent again.
     private(set) var brokeAwaitingCommit = false
 
+    /// On a standby, the newest replay position this connection has seen: the server replays
+    /// forward only, and a restart ends the connection, so every later snapshot on it is at least
+    /// this far. 0 until a read learns one.
+    var knownReplayPosition: UInt64 = 0
+
     /// Connects with `conninfo` (a libpq key/value string or a `postgresql://` URL), then sets the
     /// session up: `synchronous_commit` from `durability` and `lock_timeout`.
     ///

@@ -218,22 +218,27 @@ final class PostgresStandbyReads: Sendable {
                 standby.answered.add(1, ordering: .relaxed)
                 return rows
             }
-            let results = try await standby.pool.withConnection(retryable: true) {
-                connection throws(OfflineStoreError) in
-                try connection.pipeline(
+            let answer = try await standby.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+                // A connection that has already seen the standby reach `needed` needs no first
+                // position: its next snapshot is at least as far.
+                if needed > 0, connection.knownReplayPosition >= needed {
+                    let results = try connection.pipeline([.call(call), position, .sync(commits: false)], while: action)
+                    return try StandbyAnswer(rows: results[0], before: nil, after: WALPosition(results[1]), on: connection)
+                }
+                let results = try connection.pipeline(
                     [position, .sync(commits: false), .call(call), position, .sync(commits: false)], while: action)
+                return try StandbyAnswer(
+                    rows: results[1], before: WALPosition(results[0]), after: WALPosition(results[2]), on: connection)
             }
-            let before = try WALPosition(results[0])
-            let after = try WALPosition(results[2])
-            guard before.isStandby, after.isStandby else {
+            guard answer.isStandby else {
                 standby.leaveOut()  // promoted: the primary's connections find it
                 return nil
             }
             standby.answeredAgain()
-            guard before.lsn >= needed else { return nil }
-            floor.withLock { $0.raise(to: after.lsn) }
+            guard answer.reached(needed) else { return nil }
+            floor.withLock { $0.raise(to: answer.after.lsn) }
             standby.answered.add(1, ordering: .relaxed)
-            return results[1]
+            return answer.rows
         } catch {
             // Down, restarting, or the table not there yet: the next server answers instead.
             standby.leaveOut()
@@ -259,6 +264,28 @@ final class PostgresStandbyReads: Sendable {
             return nil
         }
     }
+}
+
+/// What one standby read answered: its rows and the replay positions around them.
+private struct StandbyAnswer: Sendable {
+    let rows: PostgresResult
+    /// The position before the read; `nil` when the connection already knew it reached the floor.
+    let before: WALPosition?
+    let after: WALPosition
+
+    /// Records the newest replay position on `connection` (while the server is a standby).
+    init(rows: PostgresResult, before: WALPosition?, after: WALPosition, on connection: PostgresConnection) {
+        self.rows = rows
+        self.before = before
+        self.after = after
+        if isStandby { connection.knownReplayPosition = max(connection.knownReplayPosition, after.lsn) }
+    }
+
+    /// Whether the server answered as a standby both times.
+    var isStandby: Bool { after.isStandby && before?.isStandby != false }
+
+    /// Whether the read's snapshot holds everything up to `needed`.
+    func reached(_ needed: UInt64) -> Bool { before.map { $0.lsn >= needed } ?? true }
 }
 
 /// The store's floor: the newest log position its reads must see, and whether a write whose
