@@ -218,12 +218,15 @@ final class PostgresStandbyReads: Sendable {
                 standby.answered.add(1, ordering: .relaxed)
                 return rows
             }
-            let answer = try await standby.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+            let answer = try await standby.pool.withConnection(retryable: true) {
+                connection throws(OfflineStoreError) in
                 // A connection that has already seen the standby reach `needed` needs no first
                 // position: its next snapshot is at least as far.
                 if needed > 0, connection.knownReplayPosition >= needed {
-                    let results = try connection.pipeline([.call(call), position, .sync(commits: false)], while: action)
-                    return try StandbyAnswer(rows: results[0], before: nil, after: WALPosition(results[1]), on: connection)
+                    let results = try connection.pipeline(
+                        [.call(call), position, .sync(commits: false)], while: action)
+                    return try StandbyAnswer(
+                        rows: results[0], before: nil, after: WALPosition(results[1]), on: connection)
                 }
                 let results = try connection.pipeline(
                     [position, .sync(commits: false), .call(call), position, .sync(commits: false)], while: action)
