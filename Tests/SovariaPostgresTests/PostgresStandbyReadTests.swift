@@ -35,7 +35,7 @@ import Testing
                 for (index, store) in stores.enumerated() {
                     let history = ReadHistory()
                     group.addTask {
-                        var random = SeededGenerator(seed: UInt64(index + 1))
+                        var random = SplitMix(seed: UInt64(index + 1))
                         var counters = [Int](repeating: 0, count: 4)
                         var problems: [String] = []
                         for _ in 0..<40 {
@@ -49,7 +49,7 @@ import Testing
                         return problems
                     }
                     group.addTask {
-                        var random = SeededGenerator(seed: UInt64(index + 100))
+                        var random = SplitMix(seed: UInt64(index + 100))
                         var problems: [String] = []
                         for _ in 0..<80 {
                             let key =
@@ -361,21 +361,6 @@ private final class ReadHistory: Sendable {
         if value < written { return "\(key): read \(value) after its store acknowledged \(written)" }
         if value < seen { return "\(key): read \(value) after a read of \(seen)" }
         return nil
-    }
-}
-
-/// SplitMix64: the same numbers for the same seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }
 
