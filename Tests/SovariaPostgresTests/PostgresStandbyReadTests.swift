@@ -126,6 +126,10 @@ import Testing
                 #expect(try await store.get("k\(index)") == "\(index + 100)")
             }
             #expect(try await store.keys("k").count == 20)
+            // A store opened while the standby is down: not an error; it is left out.
+            let opened = try rig.store(.standbyIfCaughtUp, durability: .flushed)
+            try await opened.checkServers()
+            #expect(try await opened.get("k19") == "119")
         }
     }
 

@@ -119,10 +119,7 @@ final class PostgresServerCheck: Sendable {
             throw OfflineStoreError(.io, "The servers have not been checked yet.", engine: .postgres)
         }
         let connection = try session.connect(
-            server.conninfo, server: server.description,
-            requiredOptions: [
-                ("connect_timeout", String(min(2, session.connectTimeoutSeconds))), ("tcp_user_timeout", "5000"),
-            ])
+            server.conninfo, server: server.description, requiredOptions: Self.standbyTimeouts(session))
         let found = try Self.identify(connection, server)
         guard found.identifier == expected, found.isStandby else {
             throw OfflineStoreError(
@@ -144,7 +141,12 @@ final class PostgresServerCheck: Sendable {
                 group.addTask {
                     let identity = try await self.queue.runConcurrently { () -> Result<Identity, OfflineStoreError> in
                         Result { () throws(OfflineStoreError) in
-                            try Self.identify(session.connect(server.conninfo, server: server.description), server)
+                            // A standby that does not answer must not hold the store's opening for
+                            // the whole connect timeout: it is only left out.
+                            let options = server.role == .standby ? Self.standbyTimeouts(session) : []
+                            return try Self.identify(
+                                session.connect(server.conninfo, server: server.description, requiredOptions: options),
+                                server)
                         }
                     }
                     return (index, identity)
@@ -232,6 +234,12 @@ final class PostgresServerCheck: Sendable {
         return Identity(
             isStandby: position.isStandby, identifier: values[0], position: position.lsn, walPageSize: values[1],
             walSegmentSize: values[2])
+    }
+
+    /// A standby's connection times out sooner than the primary's: at most 2 s to connect, and 5 s
+    /// for an answer on a connection that stops answering (`tcp_user_timeout`, TCP only).
+    private static func standbyTimeouts(_ session: PostgresSession) -> [(String, String)] {
+        [("connect_timeout", String(min(2, session.connectTimeoutSeconds))), ("tcp_user_timeout", "5000")]
     }
 
     private static func misconfigured(_ message: String) -> OfflineStoreError {
