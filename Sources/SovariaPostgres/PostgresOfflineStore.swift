@@ -447,10 +447,4 @@ public final class PostgresOfflineStore: OfflineStore {
             _ = try connection.run(schema.delete, [.utf8(key)], commits: commits, while: "Deleting a key", key: key)
         }
     }
-
-    /// `host=… port=… dbname=… user=…` from `conninfo` (never its password), or an error when
-    /// libpq cannot parse it.
-    private static func describeServer(_ conninfo: String) throws(OfflineStoreError) -> String {
-        try PostgresConninfo(conninfo).description
-    }
 }

@@ -25,6 +25,14 @@ final class PostgresResult: @unchecked Sendable {
         return UnsafeBufferPointer(start: UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self), count: count)
     }
 
+    /// Column `column` of row `row` as a big-endian 64-bit number (binary `int8` or `pg_lsn`), or
+    /// `nil` when it is not 8 bytes (SQL `NULL`, a missing row).
+    func uint64(row: Int, column: Int) -> UInt64? {
+        guard row < rowCount else { return nil }
+        let bytes = bytes(row: row, column: column)
+        return bytes.count == 8 ? bytes.reduce(0) { $0 << 8 | UInt64($1) } : nil
+    }
+
     /// Column `column` of row `row` as text: a `bytea` holding a key or value (throws
     /// ``OfflineStoreError/Code/corrupt`` when it is not UTF-8), or a `text` column.
     func string(

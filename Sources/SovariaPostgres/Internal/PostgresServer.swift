@@ -128,7 +128,6 @@ struct WALPosition: Sendable {
                 .io, "The server answered the write-ahead log position with \(rows.rowCount) rows.", engine: .postgres)
         }
         isStandby = flag[0] != 0
-        let bytes = rows.bytes(row: 0, column: 1)
-        lsn = bytes.count == 8 ? bytes.reduce(0) { $0 << 8 | UInt64($1) } : 0
+        lsn = rows.uint64(row: 0, column: 1) ?? 0
     }
 }

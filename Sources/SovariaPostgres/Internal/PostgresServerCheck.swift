@@ -224,12 +224,11 @@ final class PostgresServerCheck: Sendable {
             ELSE pg_current_wal_insert_lsn() END, system_identifier, current_setting('wal_block_size')::int8, \
             (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size') FROM pg_control_system()
             """, [], while: "Checking the role of \(server.description)")
-        let numbers = (2...4).map { column in rows.bytes(row: 0, column: column) }
-        guard rows.rowCount == 1, numbers.allSatisfy({ $0.count == 8 }) else {
+        let values = (2...4).compactMap { rows.uint64(row: 0, column: $0) }
+        guard values.count == 3 else {
             throw OfflineStoreError(
                 .io, "\(server.description) did not say whether it is a standby.", engine: .postgres)
         }
-        let values = numbers.map { bytes in bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
         let position = try WALPosition(rows)
         return Identity(
             isStandby: position.isStandby, identifier: values[0], position: position.lsn, walPageSize: values[1],
