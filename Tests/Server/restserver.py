@@ -10,6 +10,10 @@ request in one transaction after `SET LOCAL ROLE <role of the token>`, so grants
 security are enforced by PostgreSQL, as with PostgREST. It binds 127.0.0.1, prints exactly one
 line `listening PORT` on stdout when ready, and stops cleanly on SIGTERM or SIGINT.
 
+Without --setup it serves any database that has PostgREST's roles (`authenticator`, `anon`, and
+the users of the tokens, `alice` and `bob`): at start it checks them and says what is missing on
+stderr, and creates its own table, `idempotency_keys`, when the conninfo's user may.
+
 See README.md for the endpoints, the token scheme, the control endpoints under /_test/ and the
 known differences from PostgREST.
 """
@@ -304,6 +308,21 @@ class RestServer(ThreadingHTTPServer):
         self.pre_request = pre_request
         self.state = TestState()
         self.tables = self.load_schema_cache()
+        threading.Thread(target=self.follow_reloads, daemon=True).start()
+
+    def follow_reloads(self) -> None:
+        """PostgREST's schema reload: `NOTIFY pgrst, 'reload schema'` (or an empty payload)
+        loads the schema cache again, so a table created after the start is served."""
+        while True:
+            try:
+                with psycopg.connect(self.conninfo, autocommit=True) as listener:
+                    listener.execute("LISTEN pgrst")
+                    self.tables = self.load_schema_cache()  # what changed while not listening
+                    for notice in listener.notifies():
+                        if notice.payload in ("", "reload schema"):
+                            self.tables = self.load_schema_cache()
+            except psycopg.Error:
+                time.sleep(1)  # PostgreSQL restarting: listen again once it is back
 
     def load_schema_cache(self) -> dict[str, dict[str, list[str]]]:
         """Table name -> {"columns": [...], "pk": [...]}, like PostgREST's schema cache."""
@@ -554,8 +573,10 @@ class Handler(BaseHTTPRequestHandler):
                         entry["replayed"] = True
                         return replay
                 conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
-                conn.execute("SELECT set_config('request.jwt.claims', %s, true)",
-                             [json.dumps({"role": role})])
+                # A signed-in user's token names them in `sub`, as a real JWT does (Supabase's
+                # auth.uid() reads it); anon's has no subject.
+                claims = {"role": role} if role == ANON else {"role": role, "sub": role}
+                conn.execute("SELECT set_config('request.jwt.claims', %s, true)", [json.dumps(claims)])
                 if self.server.pre_request:  # PostgREST's db-pre-request
                     conn.execute(sql.SQL("SELECT {}()").format(
                         sql.Identifier(*self.server.pre_request.split("."))))
@@ -798,6 +819,57 @@ class Handler(BaseHTTPRequestHandler):
         raise ApiError(404, "PGRST125", "Invalid path specified in request URL")
 
 
+# The server's own bookkeeping for Idempotency-Key (README "Idempotency-Key"): written as
+# `authenticator` in each write's transaction, readable by no API user. The same table as in
+# schema.sql, so a database set up by --setup and one set up by hand agree.
+IDEMPOTENCY_TABLE = """
+CREATE TABLE IF NOT EXISTS public.idempotency_keys (
+    key          text PRIMARY KEY,
+    role         text NOT NULL,
+    method       text NOT NULL,
+    path         text NOT NULL,
+    request_hash text NOT NULL,
+    status       int,
+    body         bytea,
+    headers      jsonb,
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+REVOKE ALL ON public.idempotency_keys FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, TRUNCATE ON public.idempotency_keys TO authenticator;
+"""
+
+
+def prepare_database(conninfo: str) -> list[str]:
+    """What the server needs besides the user's tables: PostgREST's roles (checked, never made:
+    they are the deployment's) and `idempotency_keys` (made if missing, idempotently, when the
+    conninfo's user may create it). Returns what is still missing, one sentence each."""
+    missing: list[str] = []
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        roles = {row[0] for row in conn.execute(
+            "SELECT rolname FROM pg_roles WHERE rolname = ANY (%s)",
+            [["authenticator", ANON, *USERS]]).fetchall()}
+        absent = [role for role in ("authenticator", ANON, *USERS) if role not in roles]
+        if absent:
+            missing.append(f"role(s) {', '.join(absent)} do not exist: the server connects as "
+                           "`authenticator` and switches to `anon`, `alice` or `bob` per token "
+                           "(--setup creates them; README.md, \"Tokens and roles\")")
+            if "authenticator" in absent:
+                return missing  # the table's grant names it
+        exists = conn.execute("SELECT to_regclass('public.idempotency_keys') IS NOT NULL").fetchone()[0]
+        if not exists:
+            try:
+                with conn.transaction():
+                    # Two servers starting on one database: one creates, the other waits and sees it.
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtext('sovaria idempotency_keys'))")
+                    conn.execute(IDEMPOTENCY_TABLE)
+            except psycopg.Error as error:
+                reason = error.diag.message_primary or str(error)
+                missing.append("table public.idempotency_keys is missing and could not be created "
+                               f"as this conninfo's user ({reason}): writes with an Idempotency-Key "
+                               "will answer 404; run once with a superuser's conninfo or --setup")
+    return missing
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conninfo", required=True,
@@ -815,6 +887,11 @@ def main() -> int:
         subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", args.conninfo, "-f", str(schema)],
                        check=True, stdout=subprocess.DEVNULL,
                        env=dict(os.environ, PGOPTIONS="-c client_min_messages=warning"))
+    problems = prepare_database(args.conninfo)
+    for problem in problems:
+        print(f"restserver: {problem}", file=sys.stderr, flush=True)
+    if any("authenticator" in problem for problem in problems):
+        return 2  # it cannot connect at all
     server = RestServer(args.port, args.conninfo, args.verbose, args.db_pre_request)
 
     def stop(signum: int, frame: Any) -> None:
