@@ -435,12 +435,20 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     # table, so nothing notifies when it ends: the waiting read still gets the change. (Should
     # the waiter read only after the older transaction ended, it gets the change at once: this
     # check can pass without the held-back path on a very slow machine, never fail by timing.)
+    # The write waits until the waiter listens: a waiter that began listening after the write's
+    # commit, and read before the older transaction ended, would hear nothing until its wait ran out.
     latest = max(row["position"] for row in feed(0).json())
-    with psycopg.connect(db) as older:
+    with psycopg.connect(db) as older, psycopg.connect(db, autocommit=True) as watch:
+        since = watch.execute("SELECT clock_timestamp()").fetchone()[0]
         older.execute("SELECT pg_current_xact_id()")  # takes an id older than the write below
         thread = threading.Thread(target=lambda: waiter.__setitem__(
             "held", feed(latest, headers={"Prefer": "wait=30"})))
         thread.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not watch.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN sovaria_changes%%'"
+                " AND backend_start >= %s", [since]).fetchone()[0]:
+            time.sleep(0.02)
         api.call("POST", "/rest/v1/notes", {"id": "f5", "title": "held back"}, token=ALICE)
         time.sleep(0.5)  # the waiter is woken by the commit and finds it held back
         older.rollback()
