@@ -7,6 +7,14 @@
 --
 --     SELECT sovaria_publish('public.notes', key_column => 'id', visibility_column => 'owner');
 --
+-- Table names. The feed names a table of the schema `public` by its name (`notes`: what the
+-- client sends for a table of the API's default schema) and a table of any other schema by
+-- `schema.name` (`table=eq.sales.orders`). If your API's default schema is not `public`
+-- (PostgREST's `db-schemas = api`), publish its tables with `feed_name => 'orders'`. Two
+-- published tables never share a feed name: `sovaria_publish` refuses the second.
+-- `sovaria_published()` lists what is published. No name is derived from a table's name, so
+-- any table name (up to PostgreSQL's 63 bytes) can be published.
+--
 -- Positions. A change's position is its transaction's id (xid8) times 2^22 plus its number within
 -- the transaction. The view serves only the changes of transactions older than the oldest one
 -- still running (`pg_snapshot_xmin` of the reader's snapshot): those have all committed or rolled
@@ -18,8 +26,11 @@
 -- Who sees what. Row-level security on the log decides it: `visible_to` is a copy of the row's
 -- visibility column (the role that owns it), taken when the change is made, because a deleted row
 -- is gone. A change of that column is logged as a delete for the old owner and an upsert for the
--- new one, so a row that leaves a user's sight leaves their answers. If your tables' policies are
--- not "owner = current_user", change the policy `sovaria_changes_select` to match them.
+-- new one, so a row that leaves a user's sight leaves their answers. A row whose visibility
+-- column is NULL is nobody's: no user sees its changes (as `owner = current_user` shows it to
+-- nobody). Only the changes of a table published without a visibility column, and the `trimmed`
+-- markers, are every reader's (`visible_to_all`). If your tables' policies are not
+-- "owner = current_user", change the policy `sovaria_changes_select` to match them.
 --
 -- Retention. `sovaria_trim_changes(keep)` deletes the changes older than `keep` and leaves, per
 -- table, one `trimmed` row at the highest position it deleted: a reader whose checkpoint is below
@@ -39,6 +50,9 @@ CREATE TABLE IF NOT EXISTS sovaria_changes (
 -- `seq`: the order the changes were made in. Two writes of one row are made in the order they
 -- commit (the second waits for the first's row lock), which positions need not follow.
 ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS seq bigint GENERATED ALWAYS AS IDENTITY;
+-- `visible_to_all` (added below, after the functions an upgrade needs): the change is every
+-- reader's (a table without a visibility column, a `trimmed` marker). A NULL `visible_to` alone
+-- means a row nobody owns, seen by nobody.
 CREATE INDEX IF NOT EXISTS sovaria_changes_by_table ON sovaria_changes ("table", position);
 CREATE INDEX IF NOT EXISTS sovaria_changes_by_key ON sovaria_changes ("table", key, seq);
 
@@ -50,6 +64,10 @@ DECLARE
     key_column text := TG_ARGV[0];
     visibility_column text := nullif(TG_ARGV[1], '');
     log regclass := TG_ARGV[2]::regclass;
+    -- The table's name in the feed; a trigger made by an older `sovaria_publish` has none.
+    feed_name text := coalesce(TG_ARGV[3], TG_TABLE_NAME);
+    -- No visibility column: every reader's. With one, a NULL owner is nobody's.
+    everyone boolean := visibility_column IS NULL;
     old_row jsonb := CASE WHEN TG_OP IN ('UPDATE', 'DELETE') THEN to_jsonb(OLD) END;
     new_row jsonb := CASE WHEN TG_OP IN ('INSERT', 'UPDATE') THEN to_jsonb(NEW) END;
     base bigint := pg_current_xact_id()::text::bigint * 4194304;
@@ -62,15 +80,17 @@ BEGIN
         OR old_row ->> visibility_column IS DISTINCT FROM new_row ->> visibility_column))
     THEN
         number := number + 1;
-        EXECUTE format('INSERT INTO %s (position, "table", key, op, visible_to) VALUES ($1, $2, $3, $4, $5)', log)
-            USING base + number, TG_TABLE_NAME::text, old_row ->> key_column, 'delete',
-                  old_row ->> visibility_column;
+        EXECUTE format('INSERT INTO %s (position, "table", key, op, visible_to, visible_to_all)'
+                       ' VALUES ($1, $2, $3, $4, $5, $6)', log)
+            USING base + number, feed_name, old_row ->> key_column, 'delete',
+                  old_row ->> visibility_column, everyone;
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
         number := number + 1;
-        EXECUTE format('INSERT INTO %s (position, "table", key, op, row, visible_to) VALUES ($1, $2, $3, $4, $5, $6)', log)
-            USING base + number, TG_TABLE_NAME::text, new_row ->> key_column, 'upsert', new_row,
-                  new_row ->> visibility_column;
+        EXECUTE format('INSERT INTO %s (position, "table", key, op, row, visible_to, visible_to_all)'
+                       ' VALUES ($1, $2, $3, $4, $5, $6, $7)', log)
+            USING base + number, feed_name, new_row ->> key_column, 'upsert', new_row,
+                  new_row ->> visibility_column, everyone;
     END IF;
     -- Numbers the transaction's changes: a local setting ends with the transaction. Past 2^22 a
     -- position would reach the next transaction id's: refuse the write instead.
@@ -86,7 +106,7 @@ BEGIN
             || jsonb_build_array(jsonb_build_object('Sovaria-Write-Position', (base + number)::text))
         FROM jsonb_array_elements(coalesce(nullif(current_setting('response.headers', true), ''), '[]')::jsonb) header
         WHERE NOT header ? 'Sovaria-Write-Position')::text, true);
-    PERFORM pg_notify('sovaria_changes', TG_TABLE_NAME);
+    PERFORM pg_notify('sovaria_changes', feed_name);
     RETURN NULL;
 END
 $$;
@@ -97,38 +117,135 @@ CREATE OR REPLACE FUNCTION sovaria_record_truncate() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     log regclass := TG_ARGV[2]::regclass;
+    feed_name text := coalesce(TG_ARGV[3], TG_TABLE_NAME);
     number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int + 1;
 BEGIN
     IF number < 1 OR number >= 4194304 THEN
         RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
-    EXECUTE format('INSERT INTO %s (position, "table", key, op) VALUES ($1, $2, $3, $4)', log)
-        USING pg_current_xact_id()::text::bigint * 4194304 + number, TG_TABLE_NAME::text, '', 'trimmed';
+    EXECUTE format('INSERT INTO %s (position, "table", key, op, visible_to_all) VALUES ($1, $2, $3, $4, true)', log)
+        USING pg_current_xact_id()::text::bigint * 4194304 + number, feed_name, '', 'trimmed';
     PERFORM set_config('sovaria.change_number', number::text, true);
-    PERFORM pg_notify('sovaria_changes', TG_TABLE_NAME);
+    PERFORM pg_notify('sovaria_changes', feed_name);
     RETURN NULL;
 END
 $$;
 
--- Publishes `tab`: its changes go to the log from now on.
-CREATE OR REPLACE FUNCTION sovaria_publish(tab regclass, key_column text, visibility_column text DEFAULT NULL)
+-- What is published: each table with a trigger of the feed, the name the feed gives it, its key
+-- and visibility columns (NULL: none). Read from the triggers themselves, so it cannot drift.
+CREATE OR REPLACE FUNCTION sovaria_published()
+RETURNS TABLE (tab regclass, feed_name text, key_column text, visibility_column text)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    t record;
+    args text[];
+    start int;
+BEGIN
+    FOR t IN SELECT tr.tgrelid, tr.tgargs, c.relname FROM pg_catalog.pg_trigger tr
+        JOIN pg_catalog.pg_class c ON c.oid = tr.tgrelid
+        WHERE tr.tgfoid = 'sovaria_record_change'::regproc ORDER BY tr.tgrelid
+    LOOP
+        -- `tgargs`: each argument followed by a zero byte.
+        args := '{}';
+        start := 0;
+        FOR i IN 0 .. length(t.tgargs) - 1 LOOP
+            IF get_byte(t.tgargs, i) = 0 THEN
+                args := args || convert_from(substring(t.tgargs FROM start + 1 FOR i - start),
+                    pg_catalog.getdatabaseencoding());
+                start := i + 1;
+            END IF;
+        END LOOP;
+        tab := t.tgrelid;
+        feed_name := coalesce(args[4], t.relname::text);
+        key_column := args[1];
+        visibility_column := nullif(args[2], '');
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+-- Publishes `tab`: its changes go to the log from now on, under `feed_name` (default: the table's
+-- name in `public`, `schema.name` elsewhere). Publishing again replaces the table's triggers
+-- (those of an older version of this file included).
+DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text);
+CREATE OR REPLACE FUNCTION sovaria_publish(
+    tab regclass, key_column text, visibility_column text DEFAULT NULL, feed_name text DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    trigger_name text := 'sovaria_changes_' || (SELECT relname FROM pg_class WHERE oid = tab);
+    feed text := coalesce(feed_name, (
+        SELECT CASE WHEN n.nspname = 'public' THEN c.relname::text ELSE n.nspname || '.' || c.relname END
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tab));
     log text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
+    other regclass;
+    old_trigger text;
+    runs text;
 BEGIN
-    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trigger_name, tab);
-    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trigger_name || '_truncate', tab);
+    IF feed IS NULL OR feed = '' THEN
+        RAISE EXCEPTION 'sovaria: a feed name may not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A column that is not there would log every key or owner as NULL: every row nobody's.
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = tab AND attname = key_column
+                   AND attnum > 0 AND NOT attisdropped) THEN
+        RAISE EXCEPTION 'sovaria: % has no column "%" (key_column)', tab, key_column
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF visibility_column IS NOT NULL AND NOT EXISTS (
+        SELECT FROM pg_attribute WHERE attrelid = tab AND attname = visibility_column
+        AND attnum > 0 AND NOT attisdropped)
+    THEN
+        RAISE EXCEPTION 'sovaria: % has no column "%" (visibility_column)', tab, visibility_column
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    SELECT p.tab INTO other FROM sovaria_published() p
+    WHERE p.feed_name = feed AND p.tab <> sovaria_publish.tab LIMIT 1;
+    IF other IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: % is already published as "%"', other, feed
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Publish this table under another name: sovaria_publish(..., feed_name => ''...'').';
+    END IF;
+    FOR old_trigger IN SELECT tgname FROM pg_trigger WHERE tgrelid = tab
+        AND tgfoid IN ('sovaria_record_change'::regproc, 'sovaria_record_truncate'::regproc)
+    LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', old_trigger, tab);
+    END LOOP;
+    -- Names of their own, not derived from the table's (trigger names are per table): no table
+    -- name is too long for them.
     EXECUTE format(
-        'CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
-        'EXECUTE FUNCTION sovaria_record_change(%L, %L, %L)',
-        trigger_name, tab, key_column, coalesce(visibility_column, ''), log);
+        'CREATE TRIGGER sovaria_changes AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
+        'EXECUTE FUNCTION sovaria_record_change(%L, %L, %L, %L)',
+        tab, key_column, coalesce(visibility_column, ''), log, feed);
     EXECUTE format(
-        'CREATE TRIGGER %I AFTER TRUNCATE ON %s FOR EACH STATEMENT '
-        'EXECUTE FUNCTION sovaria_record_truncate(%L, %L, %L)',
-        trigger_name || '_truncate', tab, key_column, coalesce(visibility_column, ''), log);
+        'CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
+        'EXECUTE FUNCTION sovaria_record_truncate(%L, %L, %L, %L)',
+        tab, key_column, coalesce(visibility_column, ''), log, feed);
+    -- Publishing and trimming are the owner's: say so if a role has been given them since.
+    SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
+    INTO runs
+    FROM pg_proc p, aclexplode(p.proacl) a
+    WHERE p.oid IN ('sovaria_publish'::regproc, 'sovaria_trim_changes'::regproc, 'sovaria_published'::regproc)
+        AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner;
+    IF runs IS NOT NULL THEN
+        RAISE WARNING 'sovaria: % may run sovaria_publish, sovaria_published or sovaria_trim_changes', runs
+            USING HINT = 'An API role would be offered them as /rpc/...: apply ChangeFeed.sql again, or REVOKE EXECUTE.';
+    END IF;
+END
+$$;
+
+-- An upgrade from a log without `visible_to_all`: the `trimmed` markers, and the changes of a
+-- table published without a visibility column, are every reader's; any other NULL owner is
+-- nobody's (a name published both ways, in two schemas, is taken as the stricter).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'sovaria_changes'::regclass
+                   AND attname = 'visible_to_all' AND NOT attisdropped) THEN
+        ALTER TABLE sovaria_changes ADD COLUMN visible_to_all boolean NOT NULL DEFAULT false;
+        UPDATE sovaria_changes SET visible_to_all = true
+        WHERE op = 'trimmed' OR (visible_to IS NULL
+            AND "table" IN (SELECT feed_name FROM sovaria_published() WHERE visibility_column IS NULL)
+            AND "table" NOT IN (SELECT feed_name FROM sovaria_published() WHERE visibility_column IS NOT NULL));
+    END IF;
 END
 $$;
 
@@ -162,8 +279,9 @@ $$;
 -- later in the request replaces it): every answer gets a `Sovaria-Position` header. It runs
 -- before the read, in its transaction: the read's snapshot is as new or newer, so the position
 -- holds.
+-- VOLATILE: it sets a setting (a STABLE function may not change anything).
 CREATE OR REPLACE FUNCTION sovaria_pre_request() RETURNS void
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql VOLATILE AS $$
     SELECT set_config('response.headers',
         json_build_array(json_build_object('Sovaria-Position', sovaria_position()::text))::text, true)
 $$;
@@ -182,8 +300,8 @@ BEGIN
         WHERE position < horizon AND changed_at < clock_timestamp() - keep
         RETURNING position, "table", op
     ), marks AS (
-        INSERT INTO sovaria_changes (position, "table", key, op)
-        SELECT max(position), "table", '', 'trimmed' FROM gone GROUP BY "table"
+        INSERT INTO sovaria_changes (position, "table", key, op, visible_to_all)
+        SELECT max(position), "table", '', 'trimmed', true FROM gone GROUP BY "table"
         RETURNING 1
     )
     SELECT count(*) FILTER (WHERE op <> 'trimmed') INTO deleted FROM gone;
@@ -193,12 +311,42 @@ $$;
 
 ALTER TABLE sovaria_changes ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS sovaria_changes_select ON sovaria_changes;
+-- Every reader's changes, and those of rows the reader owns; a NULL owner matches nobody.
 CREATE POLICY sovaria_changes_select ON sovaria_changes FOR SELECT
-    USING (visible_to IS NULL OR visible_to = current_user);
+    USING (visible_to_all OR visible_to = current_user);
 
 -- Publishing and trimming are the schema owner's (the position and the pre-request function are
 -- read-only, and every API role runs them): PostgREST would offer every function a role may
 -- run as /rpc/…, and a table published by an API user with no visibility column would show its
--- rows to everyone.
-REVOKE EXECUTE ON FUNCTION sovaria_publish(regclass, text, text), sovaria_trim_changes(interval),
-    sovaria_record_change(), sovaria_record_truncate() FROM PUBLIC;
+-- rows to everyone. Not only from PUBLIC: a role given EXECUTE by name keeps it after that, and
+-- `ALTER DEFAULT PRIVILEGES … GRANT EXECUTE ON FUNCTIONS TO anon, authenticated` (Supabase's
+-- projects have it) gives it so to every function created here. So applying this file leaves
+-- EXECUTE on these to their owner alone; grant it again afterwards if you meant a role to have it.
+-- Likewise the log is written by the trigger alone: no other role keeps a write privilege on it
+-- or its view (TRUNCATE ignores row-level security). SELECT, which readers need, is yours to
+-- grant, and to revoke from a role that must not read the feed (Supabase's default privileges
+-- give it to `anon`).
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT DISTINCT p.oid::regprocedure AS fn,
+            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
+        FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE p.oid IN ('sovaria_publish'::regproc, 'sovaria_published'::regproc,
+                        'sovaria_trim_changes'::regproc, 'sovaria_record_change'::regproc,
+                        'sovaria_record_truncate'::regproc)
+            AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+    LOOP
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
+    END LOOP;
+    FOR g IN SELECT DISTINCT c.oid::regclass AS tab, a.privilege_type AS what,
+            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
+        FROM pg_class c, aclexplode(c.relacl) a
+        WHERE c.oid IN ('sovaria_changes'::regclass, 'sovaria_feed'::regclass) AND a.grantee <> c.relowner
+            AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER')
+    LOOP
+        EXECUTE format('REVOKE %s ON %s FROM %s', g.what, g.tab, g.who);
+    END LOOP;
+END
+$$;

@@ -490,6 +490,147 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
           and api.call("GET", "/_test/requests").json() == [])
 
 
+FEED_SQL = HERE.parent.parent / "Sources" / "SovariaPostgREST" / "ChangeFeed.sql"
+
+
+def run_feed_sql_checks(db: str) -> None:
+    """ChangeFeed.sql itself, through SQL (tables made here are not in the server's schema
+    cache): who sees a change, the names it gives tables and triggers, the privileges it leaves."""
+    def admin() -> psycopg.Connection:
+        return psycopg.connect(db, autocommit=True)
+
+    def feed_as(role: str, table: str) -> list[tuple[str, str, Any]]:
+        """(key, op, row) of `table`'s changes as `role` reads the view, as the client asks it."""
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(f"SET ROLE {role}")
+            return [tuple(row) for row in conn.execute(
+                'SELECT key, op, row FROM sovaria_feed WHERE "table" = %s ORDER BY position', [table])]
+
+    def publish(conn: psycopg.Connection, call: str) -> str | None:
+        """Runs `SELECT sovaria_publish(…)`; the error's message, or None."""
+        try:
+            conn.execute(f"SELECT sovaria_publish({call})")
+            return None
+        except psycopg.Error as error:
+            return str(error)
+
+    # A NULL owner: the table's policy shows the row to nobody, and so must the feed.
+    with admin() as conn:
+        conn.execute("CREATE TABLE memos (id text PRIMARY KEY, owner text, title text)")
+        conn.execute("ALTER TABLE memos ENABLE ROW LEVEL SECURITY")
+        conn.execute("CREATE POLICY memos_select ON memos FOR SELECT USING (owner = current_user)")
+        conn.execute("GRANT SELECT ON memos TO authenticated")
+        conn.execute("SELECT sovaria_publish('public.memos', key_column => 'id', visibility_column => 'owner')")
+        conn.execute("INSERT INTO memos VALUES ('b1', 'bob', 'bob''s'), ('n1', NULL, 'unowned secret')")
+        with psycopg.connect(db, autocommit=True) as alice:
+            alice.execute("SET ROLE alice")
+            rows = alice.execute("SELECT count(*) FROM memos").fetchone()[0]
+    seen = feed_as("alice", "memos")
+    check("a row whose owner is NULL: hidden by the table's policy, and from every reader's feed",
+          rows == 0 and seen == [], (rows, seen))
+    check("... the owner's rows still reach the owner alone",
+          [key for key, _, _ in feed_as("bob", "memos")] == ["b1"], feed_as("bob", "memos"))
+    with admin() as conn:
+        conn.execute("UPDATE memos SET owner = 'alice' WHERE id = 'n1'")
+        given = feed_as("alice", "memos")
+        conn.execute("UPDATE memos SET owner = NULL WHERE id = 'n1'")
+        taken = feed_as("alice", "memos")
+    check("... a row given to alice then to nobody: it reaches her feed, then leaves it as a delete",
+          [(key, op) for key, op, _ in given] == [("n1", "upsert")]
+          and [(key, op) for key, op, _ in taken][-1:] == [("n1", "delete")], (given, taken))
+    with admin() as conn:
+        conn.execute("CREATE TABLE bulletins (id text PRIMARY KEY, body text)")
+        conn.execute("GRANT SELECT ON bulletins TO authenticated")
+        conn.execute("SELECT sovaria_publish('public.bulletins', key_column => 'id')")
+        conn.execute("INSERT INTO bulletins VALUES ('p1', 'for all')")
+        conn.execute("TRUNCATE bulletins")
+    check("... a table published without a visibility column is every reader's, its TRUNCATE too",
+          [(key, op) for key, op, _ in feed_as("alice", "bulletins")] == [("p1", "upsert"), ("", "trimmed")]
+          and feed_as("bob", "bulletins") == feed_as("alice", "bulletins"), feed_as("alice", "bulletins"))
+    with admin() as conn:
+        refused = publish(conn, "'public.memos', key_column => 'id', visibility_column => 'ownr'")
+    check("publishing a visibility column the table lacks is refused (its rows would all be NULL-owned)",
+          refused is not None and "ownr" in refused, refused)
+
+    # Names: a table name of 63 bytes (PostgreSQL's longest), published twice.
+    long_name = "t" * 63
+    with admin() as conn:
+        conn.execute(f"CREATE TABLE {long_name} (id text PRIMARY KEY)")
+        conn.execute(f"GRANT SELECT ON {long_name} TO authenticated")
+        first = publish(conn, f"'public.{long_name}', key_column => 'id'")
+        again = publish(conn, f"'public.{long_name}', key_column => 'id'")
+        if first is None:
+            conn.execute(f"INSERT INTO {long_name} VALUES ('x')")
+            conn.execute(f"TRUNCATE {long_name}")
+    check("a table name of 63 bytes is published (its triggers' names do not collide), twice",
+          first is None and again is None
+          and [(key, op) for key, op, _ in feed_as("alice", long_name)] == [("x", "upsert"), ("", "trimmed")],
+          (first, again, feed_as("alice", long_name) if first is None else None))
+
+    # Schemas: a.notes and b.notes are two tables, and neither is public.notes.
+    with admin() as conn:
+        for schema in ("sa", "sb"):
+            conn.execute(f"CREATE SCHEMA {schema}")
+            conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO authenticated")
+            conn.execute(f"CREATE TABLE {schema}.notes (id text PRIMARY KEY, owner text, title text)")
+            conn.execute(f"GRANT SELECT ON {schema}.notes TO authenticated")
+            conn.execute(f"SELECT sovaria_publish('{schema}.notes', 'id', 'owner')")
+            conn.execute(f"INSERT INTO {schema}.notes VALUES ('{schema}1', 'alice', 'in {schema}')")
+        public_notes = [key for key, _, _ in feed_as("alice", "notes")]
+    check("two schemas' tables of one name are two feeds, named schema.table; public's is the bare name",
+          [key for key, _, _ in feed_as("alice", "sa.notes")] == ["sa1"]
+          and [key for key, _, _ in feed_as("alice", "sb.notes")] == ["sb1"]
+          and not {"sa1", "sb1"} & set(public_notes), (feed_as("alice", "sa.notes"), public_notes))
+    with admin() as conn:
+        conn.execute("CREATE SCHEMA api")
+        conn.execute("CREATE TABLE api.orders (id text PRIMARY KEY, owner text)")
+        conn.execute("CREATE TABLE sa.orders (id text PRIMARY KEY, owner text)")
+        named = publish(conn, "'api.orders', 'id', 'owner', feed_name => 'orders'")
+        clash = publish(conn, "'sa.orders', 'id', 'owner', feed_name => 'orders'")
+        if named is None:
+            conn.execute("INSERT INTO api.orders VALUES ('o1', 'alice')")
+    check("feed_name names a table of another default schema; a second table under that name is refused",
+          named is None and clash is not None and "already published" in clash
+          and [key for key, _, _ in feed_as("alice", "orders")] == ["o1"], (named, clash))
+
+    with admin() as conn:
+        volatility = conn.execute(
+            "SELECT provolatile FROM pg_proc WHERE proname = 'sovaria_pre_request'").fetchone()[0]
+    check("sovaria_pre_request, which sets response.headers, is VOLATILE", volatility == "v", volatility)
+
+    # Privileges as a Supabase project has them: every new function and table granted by name to
+    # the API roles (ALTER DEFAULT PRIVILEGES), which REVOKE … FROM PUBLIC leaves in place.
+    other = psycopg.conninfo.make_conninfo(db, dbname="sovaria_defaults")
+    with admin() as conn:
+        conn.execute("CREATE DATABASE sovaria_defaults")
+    with psycopg.connect(other, autocommit=True) as conn:
+        conn.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON FUNCTIONS TO anon, authenticated")
+        conn.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON TABLES TO anon, authenticated")
+    applied = [subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", other, "-f", str(FEED_SQL)],
+                              capture_output=True, text=True) for _ in range(2)]
+    with psycopg.connect(other, autocommit=True) as conn:
+        runnable = [tuple(row) for row in conn.execute(
+            "SELECT routine_name, grantee FROM information_schema.routine_privileges"
+            " WHERE routine_name LIKE 'sovaria%%' AND grantee IN ('PUBLIC', 'anon', 'authenticated')"
+            " AND routine_name NOT IN ('sovaria_position', 'sovaria_pre_request') ORDER BY 1, 2")]
+        writable = [tuple(row) for row in conn.execute(
+            "SELECT table_name, grantee, privilege_type FROM information_schema.table_privileges"
+            " WHERE table_name IN ('sovaria_changes', 'sovaria_feed') AND grantee IN ('anon', 'authenticated')"
+            " AND privilege_type <> 'SELECT' ORDER BY 1, 2, 3")]
+        conn.execute("GRANT EXECUTE ON FUNCTION sovaria_trim_changes(interval) TO authenticated")
+        conn.execute("CREATE TABLE t (id text PRIMARY KEY)")
+        warnings: list[str] = []
+        conn.add_notice_handler(lambda notice: warnings.append(notice.message_primary or ""))
+        conn.execute("SELECT sovaria_publish('t', 'id')")
+    check("applied under ALTER DEFAULT PRIVILEGES (Supabase): no API role may run publish/trim, or write the log",
+          all(run.returncode == 0 for run in applied) and runnable == [] and writable == [],
+          ([run.stderr[-300:] for run in applied], runnable, writable))
+    check("... and a role given EXECUTE since is named by a warning at publish",
+          any("authenticated" in warning and "sovaria_trim_changes" in warning for warning in warnings), warnings)
+    with admin() as conn:
+        conn.execute("DROP DATABASE sovaria_defaults")
+
+
 def main() -> int:
     verbose = "--verbose" in sys.argv
     started = time.monotonic()
@@ -511,6 +652,7 @@ def main() -> int:
             return 1
         port = int(line.split()[1])
         run_checks(Client(f"http://127.0.0.1:{port}"), db, cluster)
+        run_feed_sql_checks(db)
 
         server.send_signal(signal.SIGTERM)
         try:
