@@ -10,7 +10,10 @@ extension PostgresOfflineStore {
         /// state a read of this store answered from, and everything the primary had when the store
         /// opened; a standby behind waits up to ``Configuration/standbyWait`` to catch up, else the
         /// primary answers. So a caller never misses a write of its own store or one made before
-        /// the store opened, and the store's reads never go back in time.
+        /// the store opened, and the store's reads never go back in time. A standby that stays
+        /// behind for a second (one still following a primary that failed, one replaying late) is
+        /// left out of the reads as a failed one is, and one read tries it again every two seconds;
+        /// a standby promoted in the primary's place answers the primary's reads.
         case standbyIfCaughtUp
         /// A read goes to any standby that answers, however far behind the primary it is: it may
         /// miss writes this store just made, and two reads may go back in time. For reads that
@@ -74,6 +77,14 @@ extension PostgresOfflineStore {
     }
 
     /// How many reads each server answered since the store opened: a snapshot.
+    ///
+    /// ```swift
+    /// let store = try await OfflineStores.open(url, using: [.postgres])  // any OfflineStore
+    /// if let postgres = store as? PostgresOfflineStore {
+    ///     let counts = postgres.readCounts
+    ///     print(counts.primary, counts.standbys.map(\.reads), counts.waited)
+    /// }
+    /// ```
     public struct ReadCounts: Sendable, Hashable {
         /// Reads one standby answered.
         public struct Standby: Sendable, Hashable {
@@ -83,23 +94,30 @@ extension PostgresOfflineStore {
             public let reads: Int
         }
 
-        /// Reads the primary answered.
+        /// Reads the primary answered: the server taking writes, whichever it was at the time.
         public let primary: Int
-        /// Each standby of the store, in the order given (for a multi-host conninfo, every host but
-        /// the one found to be the primary when the store opened).
+        /// Where the primary's reads go now (`host=… port=…`): the server the store's latest
+        /// connection to the primary reached. The named primary until a failover; then the
+        /// standby promoted in its place. `nil` before the store's first connection to it.
+        public let primaryServer: String?
+        /// Each standby of the store not taking writes, in the order given: a standby promoted in
+        /// the primary's place leaves this list once the store's connections to the primary reach
+        /// it (for a multi-host conninfo, every host but the primary's).
         public let standbys: [Standby]
         /// Reads that found no standby caught up and polled one, up to
-        /// ``Configuration/standbyWait``.
+        /// ``Configuration/standbyWait``. A standby that stays behind for long (one still following
+        /// a primary that failed) is left out of the reads, so it is not polled again.
         public let waited: Int
     }
 
     /// How many reads each server answered. A store on one server does not count: zero
     /// everywhere.
     public var readCounts: ReadCounts {
-        guard let standbyReads else { return ReadCounts(primary: 0, standbys: [], waited: 0) }
+        guard let standbyReads else { return ReadCounts(primary: 0, primaryServer: nil, standbys: [], waited: 0) }
         return ReadCounts(
             primary: standbyReads.primaryAnswered.load(ordering: .relaxed),
-            standbys: standbyReads.standbys.filter { !$0.isPrimary.load(ordering: .relaxed) }.map {
+            primaryServer: standbyReads.primaryServer,
+            standbys: standbyReads.standbysReading.map {
                 ReadCounts.Standby(server: $0.server.description, reads: $0.answered.load(ordering: .relaxed))
             },
             waited: standbyReads.waited.load(ordering: .relaxed))

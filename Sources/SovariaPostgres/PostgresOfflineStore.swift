@@ -84,7 +84,12 @@ public final class PostgresOfflineStore: OfflineStore {
         case several([PostgresServer])
     }
 
-    init(servers: Servers, table: String, durability: Durability, configuration: Configuration) throws {
+    /// The store on `servers`; `standbyClock` is the clock of the rules that leave a standby out
+    /// of the reads and try it again (a test's own; `ContinuousClock` otherwise).
+    init(
+        servers: Servers, table: String, durability: Durability, configuration: Configuration,
+        standbyClock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) throws {
         let schema = try PostgresSchema(table: table)
         self.table = table
         self.durability = durability
@@ -118,7 +123,10 @@ public final class PostgresOfflineStore: OfflineStore {
             server = list.map(\.description).joined(separator: "; ")
             serverCheck = check
             pool = PostgresPool(maxConnections: configuration.maxConnections) { () throws(OfflineStoreError) in
-                try prepare(check.connectToPrimary())
+                let (connection, server) = try check.connectToPrimary()
+                // A standby promoted after a failover leaves the reads' rotation: its reads are these.
+                reads.withLock { $0 }?.primaryConnected(to: server)
+                return try prepare(connection)
             }
             let standbys = list.filter { $0.role != .primary }.map { server in
                 PostgresStandbyReads.Standby(
@@ -130,7 +138,8 @@ public final class PostgresOfflineStore: OfflineStore {
                     })
             }
             let standbyReads = PostgresStandbyReads(
-                standbys: standbys, policy: configuration.readPolicy, wait: configuration.standbyWait)
+                standbys: standbys, policy: configuration.readPolicy, wait: configuration.standbyWait,
+                now: standbyClock)
             reads.withLock { $0 = standbyReads }
             self.standbyReads = standbyReads
         }

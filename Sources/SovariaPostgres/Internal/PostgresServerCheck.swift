@@ -84,8 +84,8 @@ final class PostgresServerCheck: Sendable {
     /// A connection to the server taking writes: the named primary first, then the others, each
     /// with `target_session_attrs=read-write` (so a standby promoted after a failover is found),
     /// and only a server of the primary's cluster once the check passed. The error is the first
-    /// server's when none takes writes.
-    func connectToPrimary() throws(OfflineStoreError) -> PostgresConnection {
+    /// server's when none takes writes. Returns the server it reached too.
+    func connectToPrimary() throws(OfflineStoreError) -> (PostgresConnection, PostgresServer) {
         var first: OfflineStoreError?
         let expected = systemIdentifier.withLock { $0 }
         for server in servers.sorted(by: { $0.role == .primary && $1.role != .primary }) {
@@ -101,7 +101,7 @@ final class PostgresServerCheck: Sendable {
                                 + "store opened with (system identifier \(found.identifier), not \(expected)).")
                     }
                 }
-                return connection
+                return (connection, server)
             } catch {
                 if first == nil { first = error }
             }

@@ -16,23 +16,21 @@ import Synchronization
 /// on the primary is followed, in its pipeline, by the primary's insert position, which raises the
 /// floor the same way.
 ///
-/// **Choosing a server.** Standbys take turns. One behind the floor is passed over for the next;
-/// when none has caught up, the read polls the one closest to it for up to
-/// ``PostgresOfflineStore/Configuration/standbyWait``, then goes to the primary. A standby that
-/// fails (down, restarting, of another role now) is left out for ``retryInterval``, after which one
-/// read alone tries it again (the others pass it by meanwhile); any error there sends the read on,
-/// so none reaches the caller. A standby that answers as a primary was promoted: it is left out the
-/// same way, and the primary's connections find it (they connect to whichever server takes writes).
+/// **Choosing a server.** Standbys take turns, by the rules of ``PostgresStandbyRotation``. One
+/// behind the floor is passed over for the next; when none has caught up, the read polls the one
+/// closest to it for up to ``PostgresOfflineStore/Configuration/standbyWait``, then goes to the
+/// primary. A standby that fails (down, restarting, of another role now), or that stays short of
+/// one floor for ``behindBound`` (following a dead primary, replaying late), is left out for
+/// ``retryInterval``, after which one read alone tries it again (the others pass it by
+/// meanwhile); any error there sends the read on, so none reaches the caller. A standby that
+/// answers as a primary was promoted: it is left out the same way until the primary's
+/// connections find it (they connect to whichever server takes writes); from then on it is out
+/// of the rotation and its reads are the primary's.
 final class PostgresStandbyReads: Sendable {
-    /// One standby: its connections and its state.
+    /// One standby: its connections and how many reads it answered.
     final class Standby: Sendable {
         let server: PostgresServer
         let pool: PostgresPool
-        /// Until when the standby is left out after a failure; `nil` while it answers.
-        private let leftOutUntil = Mutex<ContinuousClock.Instant?>(nil)
-        /// Set when the check at open found this host to be the primary (a host of a multi-host
-        /// conninfo): never read as a standby by this store.
-        let isPrimary = Atomic<Bool>(false)
         /// Reads it answered.
         let answered = Atomic<Int>(0)
 
@@ -40,45 +38,59 @@ final class PostgresStandbyReads: Sendable {
             self.server = server
             self.pool = pool
         }
-
-        /// Whether a read may use the standby now. A standby left out whose time is up is given to
-        /// this read alone: it stays left out for the others until it answers.
-        func takeTurn(at now: ContinuousClock.Instant) -> Bool {
-            guard !isPrimary.load(ordering: .relaxed) else { return false }
-            return leftOutUntil.withLock { until in
-                guard let left = until else { return true }
-                guard now >= left else { return false }
-                until = now + PostgresStandbyReads.retryInterval
-                return true
-            }
-        }
-
-        func leaveOut() {
-            leftOutUntil.withLock { $0 = .now + PostgresStandbyReads.retryInterval }
-        }
-
-        func answeredAgain() {
-            leftOutUntil.withLock { $0 = nil }
-        }
     }
 
-    /// How long a standby that failed is left out before one read tries it again.
+    /// How long a standby that failed or stayed behind is left out before one read tries it again.
     static let retryInterval: Duration = .seconds(2)
+    /// How long a standby may stay short of one floor before it is left out: ten waits of the
+    /// default `standbyWait`, and far more than a standby that keeps up needs.
+    static let behindBound: Duration = .seconds(1)
 
     let standbys: [Standby]
     let policy: PostgresOfflineStore.ReadPolicy
     private let wait: Duration
     private let floor = Mutex(PostgresReadFloor())
+    private let rotation: Mutex<PostgresStandbyRotation>
+    /// The clock of the rotation's rules (leaving out, trying again); the wait for a standby to
+    /// catch up is always on `ContinuousClock`.
+    private let now: @Sendable () -> ContinuousClock.Instant
     private let turn = Atomic<Int>(0)
+    /// Where the store's latest connection to the primary went.
+    private let primaryServerFound = Mutex<String?>(nil)
     /// Reads the primary answered.
     let primaryAnswered = Atomic<Int>(0)
     /// Reads that polled a standby to catch up.
     let waited = Atomic<Int>(0)
 
-    init(standbys: [Standby], policy: PostgresOfflineStore.ReadPolicy, wait: Duration) {
+    init(
+        standbys: [Standby], policy: PostgresOfflineStore.ReadPolicy, wait: Duration,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
         self.standbys = standbys
         self.policy = policy
         self.wait = wait
+        self.now = now
+        rotation = Mutex(
+            PostgresStandbyRotation(
+                count: standbys.count, retryInterval: Self.retryInterval, behindBound: Self.behindBound))
+    }
+
+    /// The standbys not taking writes, with the reads each answered.
+    var standbysReading: [Standby] {
+        let writer = rotation.withLock { $0.writer }
+        return standbys.indices.filter { $0 != writer }.map { standbys[$0] }
+    }
+
+    /// Where the primary's reads go: the server the store's latest connection to the primary
+    /// reached; `nil` before the first.
+    var primaryServer: String? { primaryServerFound.withLock { $0 } }
+
+    /// The store's connections to the primary reached `server`: when it is one of the standbys
+    /// (promoted, or the primary among a multi-host conninfo's hosts), it leaves the rotation.
+    func primaryConnected(to server: PostgresServer) {
+        let index = standbys.firstIndex { $0.server.conninfo == server.conninfo }
+        rotation.withLock { $0.takesWrites(index) }
+        primaryServerFound.withLock { $0 = server.description }
     }
 
     /// Whether writes must learn their log position: only `.standbyIfCaughtUp` reads check it.
@@ -106,8 +118,9 @@ final class PostgresStandbyReads: Sendable {
     /// store never reads a state older than its opening and sees every write made before), the
     /// primary's WAL page and segment sizes, and which hosts are primaries.
     func serversChecked(_ primary: PostgresServerCheck.Identity, primaries: Set<String>) {
-        for standby in standbys where primaries.contains(standby.server.description) {
-            standby.isPrimary.store(true, ordering: .relaxed)
+        if let index = standbys.firstIndex(where: { primaries.contains($0.server.description) }) {
+            rotation.withLock { $0.takesWrites(index) }
+            primaryServerFound.withLock { $0 = $0 ?? standbys[index].server.description }
         }
         floor.withLock { floor in
             floor.walPageSize = primary.walPageSize
@@ -159,17 +172,17 @@ final class PostgresStandbyReads: Sendable {
     ) async -> PostgresResult? {
         guard !standbys.isEmpty else { return nil }
         let first = turn.add(1, ordering: .relaxed).newValue
-        let now = ContinuousClock.now
         for offset in 0..<standbys.count {
-            let standby = standbys[(first &+ offset) % standbys.count]
-            guard standby.takeTurn(at: now) else { continue }
-            if let rows = await read(call, on: standby, atLeast: needed, while: action) { return rows }
+            let index = (first &+ offset) % standbys.count
+            guard takeTurn(index) else { continue }
+            if let rows = await read(call, on: index, atLeast: needed, while: action) { return rows }
         }
         return nil
     }
 
     /// Polls the standby closest to `needed` until it reaches it, for up to ``wait``, then reads
-    /// there; `nil` when none reached it in time (or the task was cancelled).
+    /// there; `nil` when none reached it in time (or the task was cancelled), or every standby is
+    /// left out.
     private func afterWaiting(
         _ call: PostgresConnection.Call, atLeast needed: UInt64, while action: String
     ) async -> PostgresResult? {
@@ -178,18 +191,19 @@ final class PostgresStandbyReads: Sendable {
         var pause = Duration.microseconds(200)
         var counted = false
         while ContinuousClock.now < deadline, !Task.isCancelled {
-            let now = ContinuousClock.now
-            var closest: (standby: Standby, lsn: UInt64)?
-            for standby in standbys where standby.takeTurn(at: now) {
-                guard let position = await position(of: standby), position.lsn > closest?.lsn ?? 0 else { continue }
-                closest = (standby, position.lsn)
+            var closest: (index: Int, lsn: UInt64)?
+            for index in standbys.indices where takeTurn(index) {
+                guard let lsn = await replayPosition(of: index, needed: needed), lsn > closest?.lsn ?? 0 else {
+                    continue
+                }
+                closest = (index, lsn)
             }
             guard let closest else { return nil }
             if !counted {
                 waited.add(1, ordering: .relaxed)
                 counted = true
             }
-            if closest.lsn >= needed, let rows = await read(call, on: closest.standby, atLeast: needed, while: action) {
+            if closest.lsn >= needed, let rows = await read(call, on: closest.index, atLeast: needed, while: action) {
                 return rows
             }
             let left = deadline - ContinuousClock.now
@@ -200,11 +214,13 @@ final class PostgresStandbyReads: Sendable {
         return nil
     }
 
-    /// The rows of `call` on `standby` when its replay reached `needed`: one pipeline of its replay
-    /// position, a sync, `call` and its replay position again. `.anyStandby` sends the read alone.
+    /// The rows of `call` on standby `index` when its replay reached `needed`: one pipeline of its
+    /// replay position, a sync, `call` and its replay position again. `.anyStandby` sends the read
+    /// alone.
     private func read(
-        _ call: PostgresConnection.Call, on standby: Standby, atLeast needed: UInt64, while action: String
+        _ call: PostgresConnection.Call, on index: Int, atLeast needed: UInt64, while action: String
     ) async -> PostgresResult? {
+        let standby = standbys[index]
         let position = PostgresConnection.Step.call(.init(statement: PostgresSchema.walPosition))
         do {
             if policy == .anyStandby {
@@ -214,7 +230,7 @@ final class PostgresStandbyReads: Sendable {
                     connection throws(OfflineStoreError) in
                     try connection.run(call.statement, call.parameters, while: action, key: call.key)
                 }
-                standby.answeredAgain()
+                _ = answered(index, replayed: 0, needed: 0)
                 standby.answered.add(1, ordering: .relaxed)
                 return rows
             }
@@ -234,38 +250,56 @@ final class PostgresStandbyReads: Sendable {
                     rows: results[1], before: WALPosition(results[0]), after: WALPosition(results[2]), on: connection)
             }
             guard answer.isStandby else {
-                standby.leaveOut()  // promoted: the primary's connections find it
+                failed(index)  // promoted: the primary's connections find it
                 return nil
             }
-            standby.answeredAgain()
+            _ = answered(index, replayed: answer.before?.lsn ?? needed, needed: needed)
             guard answer.reached(needed) else { return nil }
             floor.withLock { $0.raise(to: answer.after.lsn) }
             standby.answered.add(1, ordering: .relaxed)
             return answer.rows
         } catch {
             // Down, restarting, or the table not there yet: the next server answers instead.
-            standby.leaveOut()
+            failed(index)
             return nil
         }
     }
 
-    /// The replay position of `standby`, or `nil` when it fails or is no longer a standby.
-    private func position(of standby: Standby) async -> WALPosition? {
+    /// The replay position of standby `index`, or `nil` when it fails, is no longer a standby, or
+    /// has stayed short of one floor long enough to be left out.
+    private func replayPosition(of index: Int, needed: UInt64) async -> UInt64? {
         do {
-            let rows = try await standby.pool.withConnection(retryable: true) { connection throws(OfflineStoreError) in
+            let rows = try await standbys[index].pool.withConnection(retryable: true) {
+                connection throws(OfflineStoreError) in
                 try connection.run(PostgresSchema.walPosition, [], while: "Reading the replay position")
             }
             let position = try WALPosition(rows)
             guard position.isStandby else {
-                standby.leaveOut()
+                failed(index)
                 return nil
             }
-            standby.answeredAgain()
-            return position
+            return answered(index, replayed: position.lsn, needed: needed) ? position.lsn : nil
         } catch {
-            standby.leaveOut()
+            failed(index)
             return nil
         }
+    }
+
+    // MARK: - The rotation, on the store's clock
+
+    private func takeTurn(_ index: Int) -> Bool {
+        let now = now()
+        return rotation.withLock { $0.takeTurn(index, at: now) }
+    }
+
+    private func failed(_ index: Int) {
+        let now = now()
+        rotation.withLock { $0.failed(index, at: now) }
+    }
+
+    private func answered(_ index: Int, replayed: UInt64, needed: UInt64) -> Bool {
+        let now = now()
+        return rotation.withLock { $0.answered(index, replayed: replayed, floor: needed, at: now) }
     }
 }
 
