@@ -11,18 +11,22 @@ extension StoreScheme {
     /// ``PostgresOfflineStore/ReadPolicy``: the store of
     /// ``PostgresOfflineStore/init(servers:table:durability:configuration:)``, whose servers are
     /// checked as the URL opens (``PostgresOfflineStore/checkServers()``).
+    /// A `read=` that names no policy is refused before anything opens
+    /// (``OfflineStores/validate(_:using:secrets:)`` too), as
+    /// ``StoreURLError/Reason/badValue(option:allowed:)``.
     public static let postgres = engine(
-        "postgres", product: "SovariaPostgres", location: .optional, options: ["table", "read"]
+        "postgres", product: "SovariaPostgres", location: .optional, options: ["table", "read"],
+        optionValues: ["read": PostgresOfflineStore.ReadPolicy.allCases.map(\.urlName)]
     ) { url in
         let table = url.options["table"] ?? "sovaria_kv"
         guard let read = url.options["read"] else {
             return try PostgresOfflineStore(connection: url.location, table: table, durability: url.durability)
         }
         guard let policy = PostgresOfflineStore.ReadPolicy.named(read) else {
-            throw OfflineStoreError(
-                .unsupported,
-                "read=\(read) is not a read policy: use read=primary, read=standby-if-caught-up or read=any-standby.",
-                engine: .postgres)
+            // OfflineStores checked the value against optionValues before calling this.
+            throw StoreURLError(
+                url: "\(url)", part: read,
+                reason: .badValue(option: "read", allowed: PostgresOfflineStore.ReadPolicy.allCases.map(\.urlName)))
         }
         var configuration = PostgresOfflineStore.Configuration()
         configuration.readPolicy = policy
@@ -34,13 +38,17 @@ extension StoreScheme {
 }
 
 extension PostgresOfflineStore.ReadPolicy {
-    /// The policy a store URL's `read=` names: `primary`, `standby-if-caught-up` or `any-standby`.
-    static func named(_ name: String) -> Self? {
-        switch name.lowercased() {
-        case "primary": .primary
-        case "standby-if-caught-up": .standbyIfCaughtUp
-        case "any-standby": .anyStandby
-        default: nil
+    /// Its name in a store URL's `read=`: `primary`, `standby-if-caught-up` or `any-standby`.
+    var urlName: String {
+        switch self {
+        case .primary: "primary"
+        case .standbyIfCaughtUp: "standby-if-caught-up"
+        case .anyStandby: "any-standby"
         }
+    }
+
+    /// The policy a store URL's `read=` names, in any case.
+    static func named(_ name: String) -> Self? {
+        allCases.first { $0.urlName == name.lowercased() }
     }
 }

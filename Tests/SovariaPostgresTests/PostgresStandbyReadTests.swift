@@ -94,19 +94,60 @@ import Testing
         }
     }
 
-    /// A standby that never catches up within the bound: reads wait for it, then the primary
-    /// answers; no error reaches the caller.
-    @Test func aStandbyLaggingPastTheBoundIsPassedOver() async throws {
+    /// A standby that answers but stays behind: reads wait for it, then the primary answers, until
+    /// it has been behind for the bound; from then on it is left out and reads go to the primary
+    /// without waiting. No error reaches the caller. (The store's clock is the test's: it moves
+    /// only when the test moves it.)
+    @Test func aStandbyBehindPastTheBoundIsLeftOutOfTheReads() async throws {
         try await StandbyRig.withDelayedSecondStandby { rig in
-            let store = try rig.store(.standbyIfCaughtUp, standbys: [2], wait: .milliseconds(5))
+            let clock = TestClock()
+            let store = try rig.store(.standbyIfCaughtUp, standbys: [2], wait: .milliseconds(5), clock: clock)
             for round in 0..<5 {
+                if round == 2 { clock.advance(by: PostgresStandbyReads.behindBound) }
                 try await store.write([.set(key: "k\(round)", value: "\(round)"), .set(key: "last", value: "\(round)")])
                 #expect(try await store.get("last") == "\(round)")
                 #expect(try await store.entries("k", after: nil, limit: 10).count == round + 1)
             }
             #expect(store.readCounts.primary == 10)
-            #expect(store.readCounts.waited == 10)
+            #expect(store.readCounts.waited == 4, "only the reads of the first two rounds waited")
             #expect(store.readCounts.standbys.map(\.reads) == [0])
+        }
+    }
+
+    /// Primary, synchronous standby 1, asynchronous standby 2 (issue 59): the primary is killed
+    /// and standby 1 promoted; standby 2 still follows the dead primary and never catches up. The
+    /// store's reads go to standby 1 as the primary's, and standby 2, once behind for the bound, is
+    /// left out: reads no longer wait for it, and one read tries it again when its time is up.
+    @Test func afterAFailoverReadsGoToThePromotedStandbyAndTheStrandedOneIsLeftOut() async throws {
+        try await StandbyRig.withCluster { rig in
+            let clock = TestClock()
+            let store = try rig.store(.standbyIfCaughtUp, connectTimeout: .seconds(2), clock: clock)
+            for index in 0..<10 { try await store.set("k\(index)", "\(index)") }
+            for index in 0..<10 { #expect(try await store.get("k\(index)") == "\(index)") }
+            let names = try rig.cluster.conninfos.map { try PostgresConninfo($0).description }
+            let before = store.readCounts
+            #expect(before.primaryServer == names[0])
+            #expect(before.standbys.map(\.server) == [names[1], names[2]])
+
+            try await rig.cluster.failOver()
+            // Written on standby 1, past anything standby 2 will replay.
+            try await store.set("after", "failover")
+            // Standby 2 is behind from here: this read waits for it, then the primary answers.
+            #expect(try await store.get("after") == "failover")
+            clock.advance(by: PostgresStandbyReads.behindBound)
+            for index in 0..<10 { #expect(try await store.get("k\(index)") == "\(index)") }
+            let after = store.readCounts
+            #expect(after.primaryServer == names[1], "the promoted standby answers the primary's reads")
+            #expect(after.standbys.map(\.server) == [names[2]], "the promoted standby is no longer a standby")
+            #expect(after.standbys.map(\.reads) == [before.standbys[1].reads])
+            #expect(after.primary == before.primary + 11)
+            #expect(after.waited == before.waited + 1, "only the first read after the failover waited")
+
+            // Its time up, one read tries standby 2 again: still behind, it is left out at once.
+            clock.advance(by: PostgresStandbyReads.retryInterval)
+            #expect(try await store.get("after") == "failover")
+            #expect(store.readCounts.waited == before.waited + 1)
+            #expect(store.readCounts.primary == before.primary + 12)
         }
     }
 
@@ -240,16 +281,35 @@ import Testing
         // Every host but the one found to be the primary.
         #expect(store.readCounts.standbys.map(\.server).sorted() == rig.standbys.map(Self.hostAndPort).sorted())
 
-        let bad = await offlineStoreError {
+        let bad = await #expect(throws: StoreURLError.self) {
             _ = try await OfflineStores.open("postgres:\(hosts)?read=sometimes", using: [.postgres])
         }
-        #expect(bad?.code == .unsupported)
-        #expect(bad?.message.contains("read=sometimes") == true)
+        #expect(bad?.part == "sometimes")
         let standbysOnly = await offlineStoreError {
             _ = try await OfflineStores.open(
                 "postgres:\(Self.multiHost(rig.standbys))?read=any-standby", using: [.postgres])
         }
         #expect(standbysOnly?.code == .misconfigured)
+    }
+
+    /// A `read=` that names no policy is refused by `validate` as by `open` (issue 59: it passed
+    /// `validate` and was refused only at open), before any server is asked.
+    @Test func aReadPolicyNoneHasIsRefusedByValidateAsByOpen() async throws {
+        let url = try OfflineStores.parse("postgres:host=/nonexistent port=1?read=nearest", using: [.postgres])
+        let validated = await #expect(throws: StoreURLError.self) {
+            try await OfflineStores.validate(url, using: [.postgres])
+        }
+        #expect(
+            validated?.reason == .badValue(option: "read", allowed: ["primary", "standby-if-caught-up", "any-standby"]))
+        #expect(validated?.part == "nearest")
+        #expect(validated?.description.contains("read=standby-if-caught-up") == true)
+        let opened = await #expect(throws: StoreURLError.self) {
+            _ = try await OfflineStores.open(url, using: [.postgres])
+        }
+        #expect(opened?.reason == validated?.reason)
+        // A policy's name in any case is one.
+        try await OfflineStores.validate(
+            OfflineStores.parse("postgres:host=a?read=Any-Standby", using: [.postgres]), using: [.postgres])
     }
 
     /// A plain store pointed at a standby checks the table instead of creating it: it reads, and
@@ -313,11 +373,18 @@ struct StandbyRig {
     let cluster: PostgresStandbyCluster
 
     /// Runs `body` on a new cluster whose table `kv` holds `before = old` on every server (written
-    /// before the standbys copied the primary), then destroys it.
+    /// before the standbys copied the primary) and whose second standby replays an hour late, then
+    /// destroys it.
     static func withDelayedSecondStandby(_ body: (StandbyRig) async throws -> Void) async throws {
-        let cluster = try await PostgresStandbyCluster.start(
-            secondStandbyOptions: "-c recovery_min_apply_delay=1h"
-        ) { conninfo in
+        try await withCluster(secondStandbyOptions: "-c recovery_min_apply_delay=1h", body)
+    }
+
+    /// Runs `body` on a new cluster whose table `kv` holds `before = old` on every server, with
+    /// `secondStandbyOptions` for the second standby, then destroys it.
+    static func withCluster(
+        secondStandbyOptions: String = "", _ body: (StandbyRig) async throws -> Void
+    ) async throws {
+        let cluster = try await PostgresStandbyCluster.start(secondStandbyOptions: secondStandbyOptions) { conninfo in
             try await PostgresOfflineStore(connection: conninfo, table: "kv").set("before", "old")
         }
         do {
@@ -329,17 +396,26 @@ struct StandbyRig {
         try await cluster.destroy()
     }
 
-    /// A store on table `kv` reading by `policy` from the standbys numbered `standbys` (1, 2).
+    /// A store on table `kv` reading by `policy` from the standbys numbered `standbys` (1, 2);
+    /// with `clock`, the rules that leave a standby out run on it.
     func store(
         _ policy: PostgresOfflineStore.ReadPolicy, standbys: [Int] = [1, 2], wait: Duration = .milliseconds(100),
-        durability: Durability = .synced, connectTimeout: Duration = .seconds(10)
+        durability: Durability = .synced, connectTimeout: Duration = .seconds(10), clock: TestClock? = nil
     ) throws -> PostgresOfflineStore {
         var configuration = Self.configuration(policy)
         configuration.standbyWait = wait
         configuration.connectTimeout = connectTimeout
+        guard let clock else {
+            return try PostgresOfflineStore(
+                primary: cluster.primary, standbys: standbys.map { cluster.conninfos[$0] }, table: "kv",
+                durability: durability, configuration: configuration)
+        }
+        let servers =
+            try [PostgresServer(conninfo: cluster.primary, role: .primary)]
+            + standbys.map { try PostgresServer(conninfo: cluster.conninfos[$0], role: .standby) }
         return try PostgresOfflineStore(
-            primary: cluster.primary, standbys: standbys.map { cluster.conninfos[$0] }, table: "kv",
-            durability: durability, configuration: configuration)
+            servers: .several(servers), table: "kv", durability: durability, configuration: configuration,
+            standbyClock: { clock.now() })
     }
 
     static func configuration(_ policy: PostgresOfflineStore.ReadPolicy) -> PostgresOfflineStore.Configuration {
@@ -347,6 +423,17 @@ struct StandbyRig {
         configuration.readPolicy = policy
         return configuration
     }
+}
+
+/// A clock that stands still until the test moves it: the store's rules about leaving a standby
+/// out see only the time the test gives them.
+final class TestClock: Sendable {
+    private let start = ContinuousClock.now
+    private let elapsed = Mutex<Duration>(.zero)
+
+    func now() -> ContinuousClock.Instant { start + elapsed.withLock { $0 } }
+
+    func advance(by duration: Duration) { elapsed.withLock { $0 += duration } }
 }
 
 /// What one store acknowledged and read, to hold each read against it.

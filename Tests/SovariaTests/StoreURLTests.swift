@@ -288,6 +288,34 @@ import Testing
         #expect(opened.withLock { $0.count } == 2)
     }
 
+    /// A value an option does not take (``StoreScheme/optionValues``) is refused by `validate` as
+    /// by `open`, before the engine opens; any case of a value it takes is one.
+    @Test func anOptionValueTheSchemeDoesNotTakeIsRefusedBeforeItOpens() async throws {
+        let opened = Mutex(0)
+        let scheme = StoreScheme.engine(
+            "testmodes", product: "TestModes", location: .optional, options: ["mode"],
+            optionValues: ["mode": ["fast", "safe"]]
+        ) { _ in
+            opened.withLock { $0 += 1 }
+            return MemoryOfflineStore()
+        }
+        let url = try OfflineStores.parse("testmodes:?mode=nearest", using: [scheme])
+        let validated = await #expect(throws: StoreURLError.self) {
+            try await OfflineStores.validate(url, using: [scheme])
+        }
+        #expect(validated?.reason == .badValue(option: "mode", allowed: ["fast", "safe"]))
+        #expect(validated?.part == "nearest")
+        #expect(validated?.explanation == "`nearest` is not a value of mode=: use mode=fast, mode=safe")
+        let opening = await #expect(throws: StoreURLError.self) {
+            try await OfflineStores.open(url, using: [scheme])
+        }
+        #expect(opening?.reason == validated?.reason)
+        #expect(opened.withLock { $0 } == 0)
+        try await OfflineStores.validate(OfflineStores.parse("testmodes:?mode=Safe", using: [scheme]), using: [scheme])
+        _ = try await OfflineStores.open("testmodes:?mode=fast", using: [scheme])
+        #expect(opened.withLock { $0 } == 1)
+    }
+
     @Test func sovariaStoreChoosesTheStoreWhenTheAppPassesNone() async throws {
         let folder = try TemporaryFolder()
         let configured = try await OfflineStores.openConfigured(

@@ -72,7 +72,8 @@ public enum OfflineStores {
     }
 
     /// Checks that `url` can be opened as far as can be known without opening it: every scheme,
-    /// wrappers included, is registered or in `schemes`; its options and location fit them; each
+    /// wrappers included, is registered or in `schemes`; its options, their values
+    /// (``StoreScheme/optionValues``) and its location fit them; each
     /// wrapper takes `secrets` (an `encrypted+` store has a key of 32 bytes, a readable key file or
     /// a passphrase). Opens and creates nothing.
     ///
@@ -154,6 +155,13 @@ public enum OfflineStores {
         let allowed = wrappers.reduce(engine.options) { $0.union($1.options) }
         if let option = url.options.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw failure(option, .unknownOption)
+        }
+        for scheme in wrappers + [engine] {
+            for (option, values) in scheme.optionValues.sorted(by: { $0.key < $1.key }) {
+                if let value = url.options[option], !values.contains(value.lowercased()) {
+                    throw failure(value, .badValue(option: option, allowed: values))
+                }
+            }
         }
         switch engine.location {
         case .absent where !url.location.isEmpty: throw failure(url.location, .unexpectedLocation)

@@ -44,7 +44,23 @@ public struct StoreScheme: Sendable {
     public let location: Location
     /// The options after `?` it takes, besides `durability`.
     public let options: Set<String>
+    /// The values an option takes, for the options that take only some (postgres `read=`),
+    /// lowercase; ``OfflineStores`` refuses any other value before anything opens, with
+    /// ``StoreURLError/Reason/badValue(option:allowed:)``. Options not here take any value.
+    public let optionValues: [String: [String]]
     let kind: Kind
+
+    init(
+        name: String, product: String, location: Location, options: Set<String>,
+        optionValues: [String: [String]] = [:], kind: Kind
+    ) {
+        self.name = name
+        self.product = product
+        self.location = location
+        self.options = options
+        self.optionValues = optionValues
+        self.kind = kind
+    }
 
     /// Whether it wraps an engine (`name+ENGINE:`) rather than being one.
     public var isWrapper: Bool {
@@ -56,13 +72,16 @@ public struct StoreScheme: Sendable {
     }
 
     /// An engine: `open` makes the store the URL names (``StoreURL/location``,
-    /// ``StoreURL/durability`` and the `options`).
+    /// ``StoreURL/durability`` and the `options`). An option of `optionValues` takes one of its
+    /// values (any case), checked before `open` runs.
     public static func engine(
         _ name: String, product: String, location: Location, options: Set<String> = [],
+        optionValues: [String: [String]] = [:],
         open: @escaping @Sendable (StoreURL) async throws -> any OfflineStore
     ) -> StoreScheme {
         StoreScheme(
-            name: name.lowercased(), product: product, location: location, options: options, kind: .engine(open))
+            name: name.lowercased(), product: product, location: location, options: options,
+            optionValues: optionValues.mapValues { $0.map { $0.lowercased() } }, kind: .engine(open))
     }
 
     /// A wrapper that checks its options and secrets before anything opens: `prepare` throws for a
@@ -129,7 +148,8 @@ public struct StoreScheme: Sendable {
             name: "leveldb", product: "SovariaLevelDB", location: .required, options: [],
             kind: .unregistered(isWrapper: false)),
         StoreScheme(
-            name: "postgres", product: "SovariaPostgres", location: .optional, options: ["table"],
+            name: "postgres", product: "SovariaPostgres", location: .optional, options: ["table", "read"],
+            optionValues: ["read": ["primary", "standby-if-caught-up", "any-standby"]],
             kind: .unregistered(isWrapper: false)),
         StoreScheme(
             name: "encrypted", product: "SovariaSodium", location: .optional, options: ["key-file"],

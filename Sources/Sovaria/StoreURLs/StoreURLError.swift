@@ -20,6 +20,9 @@ public struct StoreURLError: Error, Hashable, Sendable, CustomStringConvertible 
         case unknownOption
         /// A `durability=` other than `synced` or `flushed`.
         case badDurability
+        /// A value `option` does not take (the part); it takes one of `allowed`
+        /// (``StoreScheme/optionValues``).
+        case badValue(option: String, allowed: [String])
         /// An option written without `=VALUE`, or given twice.
         case badOption
         /// A `%` not followed by two hexadecimal digits, `%00`, or bytes that are not UTF-8.
@@ -65,6 +68,9 @@ public struct StoreURLError: Error, Hashable, Sendable, CustomStringConvertible 
                 + "[.\(part)]`; the scheme comes with `import \(product)` (the \(product) product)"
         case .unknownOption: "`\(part)` is not an option of this engine"
         case .badDurability: "durability `\(part)` is not synced or flushed"
+        case .badValue(let option, let allowed):
+            "`\(part)` is not a value of \(option)=: use "
+                + allowed.map { "\(option)=\($0)" }.joined(separator: ", ")
         case .badOption: "the option `\(part)` needs one `=VALUE`, once"
         case .badPercentEncoding: "`\(part)` is not valid percent-encoding (%XX, UTF-8, not %00)"
         case .missingLocation: "`\(part)` needs a path"
