@@ -12,8 +12,8 @@ extension StoreScheme {
     /// ``PostgresOfflineStore/init(servers:table:durability:configuration:)``, whose servers are
     /// checked as the URL opens (``PostgresOfflineStore/checkServers()``).
     /// A `read=` that names no policy is refused before anything opens
-    /// (``OfflineStores/validate(_:using:secrets:)`` too), as
-    /// ``StoreURLError/Reason/badValue(option:allowed:)``.
+    /// (`OfflineStores.validate` too), as
+    /// `StoreURLError.Reason.badValue(option:allowed:)`.
     public static let postgres = engine(
         "postgres", product: "SovariaPostgres", location: .optional, options: ["table", "read"],
         optionValues: ["read": PostgresOfflineStore.ReadPolicy.allCases.map(\.urlName)]
