@@ -14,6 +14,11 @@ import SovariaTestServers
 /// - The LSN check: one reader on one standby, a plain store connected to it against a
 ///   `.standbyIfCaughtUp` store reading from it (one pipeline with the two position queries).
 /// - `.synced` writes with `remote_apply` against `on`, one writer.
+/// - A failover, last (it kills the primary): 16 readers of one `.standbyIfCaughtUp` store, reads/s
+///   before, then the primary killed (SIGKILL), the synchronous standby promoted and one write on
+///   it, then reads/s of the first reads after (while the second standby, still following the
+///   dead primary, has not yet been behind for the bound) and of the same count after those, in
+///   one row.
 struct StandbysSection {
     let options: BenchOptions
     let progress: Progress
@@ -78,7 +83,49 @@ struct StandbysSection {
         }
         rows += try await lsnCheck(cluster, table: table, section: section)
         rows += try await remoteApply(cluster, section: section)
+        rows.append(try await failover(cluster, table: table, section: section, reads: reads))
         return rows
+    }
+
+    /// Reads/s of one `.standbyIfCaughtUp` store before and after a failover (the primary killed,
+    /// standby 1 promoted, one write on it): the second standby never catches up again, and is
+    /// left out of the reads instead of making each wait `standbyWait` (issue 59: 47 reads/s after,
+    /// 4,705 before). Leaves the cluster without its primary: run last.
+    private func failover(
+        _ cluster: PostgresStandbyCluster, table: String, section: String, reads: Int
+    ) async throws -> Measurement {
+        progress.update("postgres standbys: \(Self.readers) readers, before and after a failover")
+        var configuration = PostgresOfflineStore.Configuration(maxConnections: Self.readers)
+        configuration.readPolicy = .standbyIfCaughtUp
+        configuration.connectTimeout = .seconds(2)
+        let store = try PostgresOfflineStore(
+            primary: cluster.primary, standbys: cluster.standbys, table: table, configuration: configuration)
+        try await store.checkServers()
+        let (_, beforeElapsed) = try await readConcurrently(store, reads: reads, writes: false)
+        let before = store.readCounts
+        try await cluster.failOver()
+        try await store.set(Self.key(0), "after the failover")
+        // The first reads after: they wait for standby 2 until it has been behind for the bound
+        // (a second), and the readers' connections to the dead primary are replaced.
+        let (_, firstElapsed) = try await readConcurrently(store, reads: reads, writes: false)
+        let settled = store.readCounts
+        let (sample, afterElapsed) = try await readConcurrently(store, reads: reads, writes: false)
+        let after = store.readCounts
+        let rates = [beforeElapsed, firstElapsed, afterElapsed].map { Double(reads) / ($0 / 1e9) }
+        var row = sample.measurement(
+            section: section, subject: "postgres", variant: "\(Self.readers) readers, standbyIfCaughtUp, failover",
+            operation: "get after the primary's kill -9 and standby 1's promotion, \(reads) reads")
+        // The standbys still reading after the failover (standby 2): what they answered since.
+        let stranded = after.standbys.map { now in
+            now.reads - (settled.standbys.first { $0.server == now.server }?.reads ?? 0)
+        }.reduce(0, +)
+        row.note = String(
+            format: "reads/s before %.0f, after %.0f (%.2fx; the first %d reads after: %.0f, %d waited); "
+                + "after: primary (standby 1 promoted) %d reads, standby 2 %d, %d waited",
+            rates[0], rates[2], rates[2] / max(1, rates[0]), reads, rates[1], settled.waited - before.waited,
+            after.primary - settled.primary, stranded, after.waited - settled.waited)
+        store.closeIdleConnections()
+        return row
     }
 
     /// `reads` calls over ``readers`` tasks, each a `get` (or, one call in 20 with `writes`, a

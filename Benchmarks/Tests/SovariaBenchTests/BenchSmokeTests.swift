@@ -65,6 +65,12 @@ import Testing
         }
         #expect(standbys.contains { $0.operation.contains("LSN check") && $0.note?.contains("the LSN check") == true })
         #expect(standbys.contains { $0.operation.contains("remote_apply") && $0.note != nil })
+        // Issue 59's row: reads/s before and after a failover, in one run.
+        #expect(
+            standbys.contains {
+                $0.variant.hasSuffix("failover") && $0.note?.contains("reads/s before") == true
+                    && $0.note?.contains("after") == true
+            })
         // Issue 50's rows: borrowed pages against C's page, the adapter's get against the raw call
         // in blocks that take turns, the floor of keys(prefix), the index keys read both ways.
         let store = report.measurements.filter { $0.section == "store" }
