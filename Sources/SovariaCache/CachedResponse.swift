@@ -21,12 +21,17 @@ public struct CachedResponse: Sendable, Hashable {
     /// before it (the server said so with the read, or the feed brought it there). `nil`: not
     /// known. A feed page applies to it only the changes after it.
     public let position: Int64?
+    /// The response headers kept with the body, those a reader needs (for PostgREST,
+    /// `Content-Range`): the server's, as it sent them. An answer whose body was brought up to
+    /// date without a fetch keeps none.
+    public let headers: [String: String]
 
     /// Creates a response.
     public init(
         query: String, body: String, serverTime: Date, fetchedAt: Date, etag: String? = nil, isStale: Bool = false,
-        position: Int64? = nil
+        position: Int64? = nil, headers: [String: String] = [:]
     ) {
+        self.headers = headers
         self.query = query
         self.body = body
         self.serverTime = serverTime
@@ -49,6 +54,6 @@ public struct CachedResponse: Sendable, Hashable {
     func with(stale: Bool) -> CachedResponse {
         CachedResponse(
             query: query, body: body, serverTime: serverTime, fetchedAt: fetchedAt, etag: etag, isStale: stale,
-            position: position)
+            position: position, headers: headers)
     }
 }

@@ -95,9 +95,10 @@ extension QueryCache {
         try await flights.run(id, sharing: sharing) {
             let stored: (response: CachedResponse, needsSizeCheck: Bool)
             switch try await fetch(cached?.etag) {
-            case .response(let body, let serverTime, let etag, let position):
+            case .response(let body, let serverTime, let etag, let position, let headers):
                 stored = try await self.write(
-                    query, id: id, body: body, serverTime: serverTime, etag: etag, position: position)
+                    query, id: id, body: body, serverTime: serverTime, etag: etag, position: position,
+                    headers: headers)
             case .notModified(let serverTime):
                 guard let cached else {
                     throw OfflineStoreError(
@@ -107,7 +108,7 @@ extension QueryCache {
                 }
                 stored = try await self.write(
                     query, id: id, body: cached.body, serverTime: serverTime, etag: cached.etag,
-                    position: cached.position)
+                    position: cached.position, headers: cached.headers)
             }
             if stored.needsSizeCheck { self.checkSizeBehindAnswer() }
             return stored.response

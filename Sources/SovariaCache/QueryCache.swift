@@ -295,10 +295,12 @@ public final class QueryCache: Sendable {
     /// Returns the response and whether the eviction rules call for a size check now; the caller
     /// runs it, at once or behind its answer.
     func write(
-        _ query: String, id: HexID, body: String, serverTime: Date, etag: String?, position: Int64? = nil
+        _ query: String, id: HexID, body: String, serverTime: Date, etag: String?, position: Int64? = nil,
+        headers: [String: String] = [:]
     ) async throws -> (response: CachedResponse, needsSizeCheck: Bool) {
         let response = CachedResponse(
-            query: query, body: body, serverTime: serverTime, fetchedAt: clock(), etag: etag, position: position)
+            query: query, body: body, serverTime: serverTime, fetchedAt: clock(), etag: etag, position: position,
+            headers: headers)
         let responsesStored = try await gate.withGate { gated in
             try await storeResponse(response, id: id, gated)
         }

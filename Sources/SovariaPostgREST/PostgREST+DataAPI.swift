@@ -6,8 +6,30 @@ extension PostgREST {
     /// The table a path under ``pathPrefix`` names: `"notes"` for `"/rest/v1/notes?id=eq.7"`
     /// (percent-decoded), `nil` for any other path, including a function call
     /// (`"/rest/v1/rpc/…"`), which may change any table.
+    ///
+    /// A table of another schema than ``defaultSchema``, chosen with `Accept-Profile` (a read)
+    /// or `Content-Profile` (a write), is named `<schema>.<table>`: `other.notes` and `notes`
+    /// are two tables, whose answers and writes never mix.
     public func table(of request: DataRequest) -> String? {
-        let path = request.path.utf8
+        guard let name = tableName(in: request.path) else { return nil }
+        guard let schema = schema(of: request) else { return name }
+        return schema + "." + name
+    }
+
+    /// The schema `request` chooses with `Accept-Profile` (a `GET` or `HEAD`) or
+    /// `Content-Profile` (any other method), or `nil` for ``defaultSchema``.
+    func schema(of request: DataRequest) -> String? {
+        let method = request.method.uppercased()
+        let header = method == "GET" || method == "HEAD" ? "Accept-Profile" : "Content-Profile"
+        guard let schema = request.header(header)?.trimmingCharacters(in: .whitespaces), !schema.isEmpty,
+            schema != defaultSchema
+        else { return nil }
+        return schema
+    }
+
+    /// The table name of a path under ``pathPrefix``, percent-decoded.
+    private func tableName(in path: String) -> String? {
+        let path = path.utf8
         let prefix = pathPrefix.utf8
         guard path.starts(with: prefix) else { return nil }
         let rest = path.dropFirst(prefix.count)
@@ -17,6 +39,65 @@ extension PostgREST {
         // Percent-decoding goes through Foundation (microseconds on Linux): only when needed.
         guard name.utf8.contains(UInt8(ascii: "%")) else { return name }
         return name.removingPercentEncoding ?? name
+    }
+
+    /// The headers that shape PostgREST's answer: `Accept` (unless it asks for JSON rows),
+    /// `Accept-Profile` (unless it names ``defaultSchema``), `Range`, `Range-Unit` (unless
+    /// `items`), and `Prefer`'s `count=`, `plurality=` and `timezone=` parts, in lower case.
+    public func answerShapingHeaders(of request: DataRequest) -> [ReadIdentity.Header] {
+        var headers: [ReadIdentity.Header] = []
+        func keep(_ name: String, unless isDefault: (String) -> Bool = { _ in false }) {
+            guard let value = request.header(name)?.trimmingCharacters(in: .whitespaces), !value.isEmpty,
+                !isDefault(value)
+            else { return }
+            headers.append(ReadIdentity.Header(name: name, value: value))
+        }
+        // An `Accept` of JSON rows asks for the plain read's answer.
+        if answerShape(of: request) != .rows, let accept = request.header("Accept") {
+            headers.append(ReadIdentity.Header(name: "Accept", value: accept.lowercased()))
+        }
+        if request.method.uppercased() == "GET" || request.method.uppercased() == "HEAD" {
+            keep("Accept-Profile") { $0 == defaultSchema }
+        }
+        keep("Range")
+        keep("Range-Unit") { $0.lowercased() == "items" }
+        let shaping = (request.header("Prefer") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { part in Self.answerShapingPreferences.contains { part.utf8.starts(with: $0.utf8) } }
+        if !shaping.isEmpty {
+            headers.append(ReadIdentity.Header(name: "Prefer", value: shaping.sorted().joined(separator: ",")))
+        }
+        return headers
+    }
+
+    /// The `Prefer` parts that change a read's answer.
+    private static let answerShapingPreferences = ["count=", "plurality=", "timezone="]
+
+    /// `Content-Range`: the rows' range and, with `Prefer: count=…`, their total.
+    public var keptResponseHeaders: [String] { ["Content-Range"] }
+
+    /// Rows for no `Accept`, `application/json` or `*/*`; one row for
+    /// `application/vnd.pgrst.object+json` (or `Prefer: plurality=singular`); any other media
+    /// type (`text/csv`, `…;nulls=stripped`, a plan) is another shape.
+    public func answerShape(of request: DataRequest) -> AnswerShape {
+        let prefer = request.header("Prefer")?.lowercased() ?? ""
+        if prefer.contains("plurality=singular") { return .singleRow }
+        guard let accept = request.header("Accept")?.trimmingCharacters(in: .whitespaces).lowercased(),
+            !accept.isEmpty
+        else { return .rows }
+        // The first media type PostgREST can produce wins; the overlay knows two.
+        let first = accept.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        let type = first.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        let hasParameters = first.contains(";")
+        switch type {
+        case "application/json", "*/*",
+            "application/*" where !hasParameters:
+            return .rows
+        case "application/vnd.pgrst.object+json",
+            "application/vnd.pgrst.object" where !hasParameters:
+            return .singleRow
+        default: return .other("Accept: " + first)
+        }
     }
 
     /// Whether `request`'s path is a function call: `<prefix>rpc/…`.

@@ -19,10 +19,16 @@ import SovariaSync
 public struct PostgREST: DataAPI, Hashable {
     /// The path prefix of tables, with its leading and trailing `/`. Default: `/rest/v1/`.
     public var pathPrefix: String
+    /// The schema PostgREST serves when a request names none (the first of its `db-schemas`):
+    /// `Accept-Profile` or `Content-Profile` naming it chooses the same tables as no profile.
+    /// Default: `public`.
+    public var defaultSchema: String
 
-    /// The adapter of an API whose tables are under `pathPrefix`.
-    public init(pathPrefix: String = "/rest/v1/") {
+    /// The adapter of an API whose tables are under `pathPrefix`, whose default schema is
+    /// `defaultSchema`.
+    public init(pathPrefix: String = "/rest/v1/", defaultSchema: String = "public") {
         self.pathPrefix = pathPrefix
+        self.defaultSchema = defaultSchema
     }
 
     /// A horizontal filter: `<column>=<operator>.<value>` in the query.

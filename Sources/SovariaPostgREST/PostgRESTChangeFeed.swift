@@ -68,14 +68,12 @@ public struct PostgRESTChangeFeed: ChangeFeed {
 
     /// One page of `table`'s changes after `position`.
     ///
-    /// - Throws: `ChangeFeedError` with `unexpectedStatus` for an answer that is not 2xx,
-    ///   `malformedChange` for a body that is not an array of changes; the transport's errors.
+    /// - Throws: `ChangeFeedError` with `unavailable` for 408, 429 and 5xx (try later),
+    ///   `unexpectedStatus` for any other answer that is not 2xx, `malformedChange` for a body
+    ///   that is not an array of changes; the transport's errors.
     public func changes(of table: String, after position: Int64?, wait: Duration?) async throws -> ChangeFeedPage {
         let response = try await transport.send(request(of: table, after: position, wait: wait))
-        guard response.isSuccess else {
-            throw ChangeFeedError(
-                .unexpectedStatus, table: table, "the feed answered \(response.status): \(response.body.prefix(500))")
-        }
+        guard response.isSuccess else { throw Self.statusError(response, table: table) }
         let offersWaiting = response.header("Preference-Applied")?.contains("wait=") == true
         guard case .array(let items) = try? JSONParser.parse(response.body) else {
             throw ChangeFeedError(
@@ -151,10 +149,7 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         let request = api.select(
             view, columns: "position", where: [.eq("table", table)], order: "position.desc", limit: 1)
         let response = try await transport.send(request)
-        guard response.isSuccess else {
-            throw ChangeFeedError(
-                .unexpectedStatus, table: table, "the feed answered \(response.status): \(response.body.prefix(500))")
-        }
+        guard response.isSuccess else { throw Self.statusError(response, table: table) }
         guard case .array(let items) = try? JSONParser.parse(response.body) else {
             throw ChangeFeedError(
                 .malformedChange, table: table, "the feed's answer is not a JSON array: \(response.body.prefix(200))")
@@ -167,6 +162,14 @@ public struct PostgRESTChangeFeed: ChangeFeed {
                 .malformedChange, table: table, "a latest position that is not an integer: \(item.text)")
         }
         return position
+    }
+
+    /// The error of an answer that is not 2xx: `unavailable` when trying later may succeed
+    /// (408, 429, 5xx, as the flush reads them), `unexpectedStatus` otherwise.
+    static func statusError(_ response: DataResponse, table: String) -> ChangeFeedError {
+        ChangeFeedError(
+            response.asksToTryLater ? .unavailable : .unexpectedStatus, table: table,
+            "the feed answered \(response.status): \(response.body.prefix(500))", response: response)
     }
 
     /// The position a read is current to: the `Sovaria-Position` header `ChangeFeed.sql`'s

@@ -6,6 +6,14 @@ extension PostgRESTOverlay {
     /// once, each write appended later applied alone to the rows the earlier ones left, and the
     /// answer derived from the last one by moving the rows that write touched when it can.
     public func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
-        PostgRESTOverlaySession(cachedAnswer(of: read, cachedBody: cachedBody, related: related))
+        switch api.answerShape(of: read) {
+        case .rows:
+            return PostgRESTOverlaySession(cachedAnswer(of: read, cachedBody: cachedBody, related: related))
+        case .singleRow:
+            let rows = cachedAnswer(of: read, cachedBody: SingleRowAnswer.rows(of: cachedBody), related: related)
+            return SingleRowAnswer.Session(rows: PostgRESTOverlaySession(rows), cachedBody: cachedBody)
+        case .other:
+            return SingleRowAnswer.NotRowsSession(answer(read, cachedBody: cachedBody, writes: [], related: related))
+        }
     }
 }

@@ -96,7 +96,15 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     public func answer(
         _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer] = []
     ) -> OverlayAnswer {
-        cachedAnswer(of: read, cachedBody: cachedBody, related: related).answer(writes: writes)
+        switch api.answerShape(of: read) {
+        case .rows:
+            return cachedAnswer(of: read, cachedBody: cachedBody, related: related).answer(writes: writes)
+        case .singleRow:
+            let rows = cachedAnswer(of: read, cachedBody: SingleRowAnswer.rows(of: cachedBody), related: related)
+            return SingleRowAnswer.answer(from: rows.answer(writes: writes), cachedBody: cachedBody)
+        case .other(let shape):
+            return OverlayAnswer(body: cachedBody, inexactReasons: [.answerNotRows(shape)])
+        }
     }
 
     /// `read` over `cachedBody` and `related`, parsed: its query, its table's rules, the rows.

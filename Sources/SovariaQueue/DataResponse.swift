@@ -22,4 +22,7 @@ public struct DataResponse: Sendable, Hashable {
 
     /// Whether the status is 2xx.
     public var isSuccess: Bool { (200..<300).contains(status) }
+
+    /// Whether the status says the same request may succeed later: 408, 429 or a 5xx.
+    public var asksToTryLater: Bool { status == 408 || status == 429 || (500..<600).contains(status) }
 }

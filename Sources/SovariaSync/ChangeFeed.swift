@@ -129,8 +129,13 @@ public struct ChangeFeedError: Error, Sendable, Hashable, CustomStringConvertibl
         case positionWentBack
         /// A change of another table than the one asked for.
         case unexpectedTable
-        /// The server answered neither 2xx nor a page (an error status).
+        /// The server answered neither 2xx nor a page (an error status that trying again will
+        /// not change).
         case unexpectedStatus
+        /// The server cannot answer now (408, 429, a 5xx such as a 502 during a deploy): nothing
+        /// was applied and nothing is marked stale; the controller tries the table again after
+        /// the flush's backoff or the answer's `Retry-After`.
+        case unavailable
         /// The controller has no ``SovariaOffline/Configuration/changeFeed``.
         case noFeed
     }
@@ -141,13 +146,21 @@ public struct ChangeFeedError: Error, Sendable, Hashable, CustomStringConvertibl
     public let table: String
     /// What was wrong, in words, with the offending text.
     public let message: String
+    /// The feed's answer, for an error status (its `Retry-After` sets the next try).
+    public let response: DataResponse?
 
-    /// An error of `code` on `table`'s feed.
-    public init(_ code: Code, table: String, _ message: String) {
+    /// An error of `code` on `table`'s feed, with the feed's answer when it was an error status.
+    public init(_ code: Code, table: String, _ message: String, response: DataResponse? = nil) {
         self.code = code
         self.table = table
         self.message = message
+        self.response = response
     }
+
+    /// Whether trying the same pull later may succeed: the server could not answer now
+    /// (``Code/unavailable``). Any other error is of the page, and stops the table until a later
+    /// try.
+    public var isTransient: Bool { code == .unavailable }
 
     /// The code, the table and the message.
     public var description: String { "ChangeFeedError(\(code), \(table)): \(message)" }

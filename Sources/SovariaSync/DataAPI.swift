@@ -15,6 +15,22 @@ public protocol DataAPI: Sendable {
     /// including a function call (which may change any table).
     func table(of request: DataRequest) -> String?
 
+    /// The request headers that shape `request`'s answer, as ``ReadIdentity`` keeps them: two
+    /// reads of one method and path share a cached answer only when these are equal. Leave out
+    /// a header whose value asks for the default answer (so it shares the plain read's), and
+    /// those that do not change the answer (`Authorization`, `If-None-Match`).
+    ///
+    /// By default, none: an API that shapes answers by headers must name them.
+    func answerShapingHeaders(of request: DataRequest) -> [ReadIdentity.Header]
+
+    /// The names of the response headers a reader needs beside the body, kept with the cached
+    /// answer (``LocalRead/responseHeaders``). By default, none.
+    var keptResponseHeaders: [String] { get }
+
+    /// How the answer to `request` is shaped: rows the overlay may evaluate, one row as an
+    /// object, or a shape it must leave alone. By default, rows.
+    func answerShape(of request: DataRequest) -> AnswerShape
+
     /// Whether `request` calls a function of the API, which may change any table.
     func callsFunction(_ request: DataRequest) -> Bool
 
@@ -46,4 +62,27 @@ public protocol DataAPI: Sendable {
 
     /// A decoder for the API's JSON answers.
     func makeDecoder() -> JSONDecoder
+}
+
+extension DataAPI {
+    /// None.
+    public func answerShapingHeaders(of request: DataRequest) -> [ReadIdentity.Header] { [] }
+
+    /// None.
+    public var keptResponseHeaders: [String] { [] }
+
+    /// ``AnswerShape/rows``.
+    public func answerShape(of request: DataRequest) -> AnswerShape { .rows }
+}
+
+/// How a read's answer is shaped, as the API adapter reads the request
+/// (``DataAPI/answerShape(of:)``).
+public enum AnswerShape: Sendable, Hashable {
+    /// A JSON array of rows: the overlay evaluates it.
+    case rows
+    /// One row as a JSON object (PostgREST's `Accept: application/vnd.pgrst.object+json`,
+    /// supabase's `.single()`): the server refuses the read when the rows are not exactly one.
+    case singleRow
+    /// Anything else (CSV, stripped nulls, a plan): never evaluated as rows; the name says what.
+    case other(String)
 }

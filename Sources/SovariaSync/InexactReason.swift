@@ -28,6 +28,9 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
     case unsupportedReadFeature(String)
     /// The cached answer is not a JSON array of rows.
     case cachedAnswerNotRows
+    /// The read asks for an answer of another shape than rows (the API adapter's name for it,
+    /// such as `Accept: text/csv`): pending writes are not applied to it.
+    case answerNotRows(String)
     /// Nothing is cached for the read: only rows written offline are shown.
     case nothingCached
     /// The read has an offset: a write before its page moves the page.
@@ -102,6 +105,7 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
         case .noOverlayEvaluator: "pending writes are not applied: no overlay evaluator is configured"
         case .unsupportedReadFeature(let feature): "the read uses \(feature), which the overlay does not evaluate"
         case .cachedAnswerNotRows: "the cached answer is not a JSON array of rows"
+        case .answerNotRows(let shape): "the read asks for \(shape), not rows: pending writes are not applied to it"
         case .nothingCached: "nothing is cached for this read: only rows written offline are shown"
         case .readHasOffset:
             "the read has an offset: a write before its page (even to a row it does not show) moves the page"

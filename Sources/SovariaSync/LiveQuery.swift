@@ -43,7 +43,7 @@ final class LiveQueryFollower {
         self.query = query
         changes = query.offline.signals.follow(table: query.offline.api.table(of: query.request) ?? "")
             .makeAsyncIterator()
-        reader = query.offline.cache.startReading(SovariaOffline.cacheKey(of: query.request))
+        reader = query.offline.cache.startReading(ReadIdentity(query.request, api: query.offline.api).cacheKey)
     }
 
     deinit {
@@ -66,12 +66,25 @@ final class LiveQueryFollower {
         }
         while await changes.next(isolation: actor) != nil {
             guard !Task.isCancelled, (try? offline.checkOpen()) != nil else { return nil }
-            let answer = try await offline.currentAnswer(query.request)
+            var answer = try await offline.currentAnswer(query.request)
+            // The answer is read from the cache: a server answer that arrived since the last one
+            // (the query's own fetch, another read's, the change feed's) came from the network;
+            // one that did not came from where the last answer's did.
+            if let response = answer.response {
+                answer.source = Self.arrived(response, after: last.response) ? .network : last.source
+            }
             if answer != last {
                 self.last = answer
                 return answer
             }
         }
         return nil
+    }
+
+    /// Whether `response` is another server answer than `earlier` (a stale mark alone is not).
+    private static func arrived(_ response: CachedResponse, after earlier: CachedResponse?) -> Bool {
+        guard let earlier else { return true }
+        return response.body != earlier.body || response.fetchedAt != earlier.fetchedAt
+            || response.serverTime != earlier.serverTime || response.etag != earlier.etag
     }
 }

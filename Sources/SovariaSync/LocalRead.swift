@@ -1,5 +1,6 @@
 import Foundation
 import SovariaCache
+import SovariaQueue
 
 /// A local-first answer from ``SovariaOffline/read(_:policy:maxAge:)`` and
 /// ``SovariaOffline/observe(_:policy:maxAge:)``: the cached server answer with the table's
@@ -25,6 +26,10 @@ public struct LocalRead: Sendable, Hashable {
     /// since it was read): draw them as "needs your attention". The conflicting writes are not
     /// applied to the answer; ``SovariaOffline/conflicts()`` has them with the server's rows.
     public var conflictedRows: [ConflictedRow] = []
+    /// The server's answer instead of rows, when it will refuse the read once the pending writes
+    /// sync (a read of one row as an object whose rows are not one): ``body`` is then `nil`. A
+    /// live query delivers it as it is; ``SovariaOffline/read(_:policy:maxAge:)`` throws it.
+    public var refusal: DataResponse?
 
     /// Whether the answer is what the server will answer once the pending writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }

@@ -86,6 +86,10 @@ public struct OverlayAnswer: Sendable, Hashable {
     /// Whether rows the cached answer does not hold could decide the answer: the controller then
     /// asks again with the table's other cached answers.
     public var wantsRelatedAnswers: Bool
+    /// The server's answer instead of a body, when it will refuse the read once the writes
+    /// sync: a read of one row as an object whose rows are not one (PostgREST: 406). Set only on
+    /// an exact answer; ``body`` is then `nil`.
+    public var refusal: DataResponse?
 
     /// Whether the answer is what the server will answer once the writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }
@@ -93,8 +97,9 @@ public struct OverlayAnswer: Sendable, Hashable {
     /// An answer.
     public init(
         body: String?, inexactReasons: [InexactReason] = [], pendingRows: [PendingRow] = [],
-        changedByPendingWrites: Bool = false, wantsRelatedAnswers: Bool = false
+        changedByPendingWrites: Bool = false, wantsRelatedAnswers: Bool = false, refusal: DataResponse? = nil
     ) {
+        self.refusal = refusal
         self.body = body
         self.inexactReasons = inexactReasons
         self.pendingRows = pendingRows

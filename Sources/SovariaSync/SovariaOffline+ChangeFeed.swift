@@ -41,7 +41,7 @@ extension SovariaOffline {
             throw ChangeFeedError(
                 .noFeed, table: table, "This controller has no change feed: set Configuration.changeFeed.")
         }
-        return try await feedGate.withGate { _ in
+        return try await feedGate(of: table).withGate { _ in
             let checkpoint = try await feedCheckpoint(of: table)
             // The writes synced before the feed is read: a page that reaches the log's end holds them.
             let syncedBefore = synced.count
@@ -65,6 +65,17 @@ extension SovariaOffline {
             } catch let error as SyncTransportError where error.code == .offline {
                 wentOffline(error)
                 throw error
+            } catch let error as ChangeFeedError where error.isTransient {
+                // The server could not answer now: nothing is stale, the timer tries again.
+                reachedServer()
+                state.withLock { state in
+                    var status =
+                        state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
+                    status.lastError = error
+                    state.feeds[table] = status
+                }
+                signals.statusChanged()
+                throw error
             } catch let error as ChangeFeedError {
                 reachedServer()
                 try await feedFailed(table, error)
@@ -87,6 +98,7 @@ extension SovariaOffline {
                 status.mustRefetchCount += pulled.mustRefetch ? 1 : 0
                 status.lastError = nil
                 state.feeds[table] = status
+                state.feedStoppedUntil[table] = nil
             }
             // The status first: a live query that wakes on the answers finds it current.
             signals.statusChanged()
@@ -156,19 +168,21 @@ extension SovariaOffline {
         if !page.changes.isEmpty || page.mustRefetch { state.withLock { $0.feedApplies[table, default: 0] += 1 } }
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
-        var current: [String] = []  // the answers the page leaves exact
-        for query in try await cachedQueries(of: table).sorted() where query.utf8.starts(with: "GET ".utf8) {
+        var current: [ReadIdentity] = []  // the answers the page leaves exact
+        let reads = try await cachedReads(of: table)
+        for identity in reads {
+            let query = identity.cacheKey
             guard let cached = try await cache.cachedResponse(for: query) else { continue }
             guard !page.changes.isEmpty || page.mustRefetch else {
-                if !cached.isStale { current.append(query) }
+                if !cached.isStale { current.append(identity) }
                 continue
             }
-            let read = DataRequest(method: "GET", path: String(query.dropFirst(4)))
+            let read = identity.request
             // Only the changes after the position the answer is current to: an older one would
             // set a row it holds newer back.
             let fresh = cached.position.map { held in writes.filter { $0.position > held } } ?? writes
             if !page.mustRefetch, !cached.isStale, fresh.isEmpty {
-                current.append(query)
+                current.append(identity)
                 continue
             }
             if !page.mustRefetch, !cached.isStale, let overlay = configuration.overlay {
@@ -177,7 +191,7 @@ extension SovariaOffline {
                     if body != cached.body {
                         updates.append(.replaceBody(base: cached, body: body, position: position))
                     }
-                    current.append(query)
+                    current.append(identity)
                     continue
                 }
             }
@@ -191,19 +205,17 @@ extension SovariaOffline {
         // meanwhile, is a stale mark now: it may lack the page, like any other it was not applied
         // to, and it holds no synced write either.
         var kept: [String] = []
-        for query in current {
-            if try await cache.cachedResponse(for: query)?.isStale == false {
-                kept.append(query)
-            } else if cache.isBeingRead(query) {
-                refetch.append(DataRequest(method: "GET", path: String(query.dropFirst(4))))
+        for identity in current {
+            if try await cache.cachedResponse(for: identity.cacheKey)?.isStale == false {
+                kept.append(identity.cacheKey)
+            } else if cache.isBeingRead(identity.cacheKey) {
+                refetch.append(identity.request)
             }
         }
         if !page.changes.isEmpty || page.mustRefetch {
             // Every answer the page was not applied to misses its changes until it is fetched.
             let applied = Set(kept)
-            synced.markedStaleByFeed(
-                try await cachedQueries(of: table).filter { $0.utf8.starts(with: "GET ".utf8) && !applied.contains($0) }
-            )
+            synced.markedStaleByFeed(reads.map(\.cacheKey).filter { !applied.contains($0) })
         }
         if !page.hasMore {
             // Read to the log's end: the answers brought up to date hold every write synced
@@ -221,20 +233,21 @@ extension SovariaOffline {
     /// A page of `table` could not be applied: its cached answers go stale (what a live query
     /// shows is fetched again), the error is kept in the status and delivered.
     private func feedFailed(_ table: String, _ error: ChangeFeedError) async throws {
+        let retry = configuration.clock().addingTimeInterval(configuration.retryMaxDelay.timeInterval)
         state.withLock { state in
             var status = state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
             status.lastError = error
             state.feeds[table] = status
+            state.feedStoppedUntil[table] = retry
         }
         feedErrors.continuation.yield(error)
         signals.statusChanged()
-        let queries = try await cachedQueries(of: table).sorted().filter { $0.utf8.starts(with: "GET ".utf8) }
+        let reads = try await cachedReads(of: table)
+        let queries = reads.map(\.cacheKey)
         let changed = try await cache.update(queries.map { .markStale(query: $0) }, alongWith: [])
         synced.markedStaleByFeed(queries)
         if !changed.isEmpty { signals.changed(table: table) }
-        for query in queries where cache.isBeingRead(query) {
-            refetchBehind(DataRequest(method: "GET", path: String(query.dropFirst(4))))
-        }
+        for read in reads where cache.isBeingRead(read.cacheKey) { refetchBehind(read.request) }
     }
 
     /// Fetches `read` again behind the caller's answer (one fetch per query at a time: the
@@ -252,9 +265,10 @@ extension SovariaOffline {
 
     /// The timer's pull of the followed tables: each at once, to the log's end; a caught-up one
     /// that the feed offers waiting for with ``Configuration/feedWait``, again after each wait
-    /// that brought changes. Skipped offline until the flush's retry time, and
-    /// after an error until the backoff passes; a table whose page could not be applied waits for
-    /// a ``pullChanges(of:wait:)`` call.
+    /// that brought changes. Skipped offline until the flush's retry time, and after a failed
+    /// pull (the server busy, a 5xx) until the flush's backoff or the answer's `Retry-After`
+    /// passes; a table whose page could not be applied is pulled again after
+    /// ``Configuration/retryMaxDelay`` (or at once by ``pullChanges(of:wait:)``).
     func feedTimerFired() async {
         let now = configuration.clock()
         let (skip, tables) = state.withLock { state -> (Bool, [String]) in
@@ -262,12 +276,12 @@ extension SovariaOffline {
             if let retry = state.feedRetryAt, retry > now { return (true, []) }
             if !state.online, let retry = state.offlineRetryAt, retry > now { return (true, []) }
             state.feedFollowing = true
-            let stopped = Set(state.feeds.filter { $0.value.lastError != nil }.keys)
+            let stopped = Set(state.feedStoppedUntil.filter { $0.value > now }.keys)
             return (false, configuration.followedTables.filter { !stopped.contains($0) })
         }
         guard !skip else { return }
         defer { state.withLock { $0.feedFollowing = false } }
-        await withTaskGroup(of: Bool.self) { group in
+        await withTaskGroup(of: (any Error)?.self) { group in
             for table in tables {
                 group.addTask {
                     do {
@@ -282,25 +296,27 @@ extension SovariaOffline {
                                 of: table, wait: waits ? self.configuration.feedWait : nil)
                             // On at once while pages are full, and while a wait brings changes (the
                             // next one waits again): a long poll follows the table between ticks.
-                            guard pulled.hasMore || (waits && pulled.changes > 0) else { return true }
+                            guard pulled.hasMore || (waits && pulled.changes > 0) else { return nil }
                         }
                     } catch {
-                        return false
+                        return error
                     }
                 }
             }
-            var failed = false
-            for await succeeded in group where !succeeded { failed = true }
-            let delay = configuration.retryBaseDelay.timeInterval
+            var failures: [any Error] = []
+            for await failure in group { if let failure { failures.append(failure) } }
+            // A busy server's Retry-After is kept; else the flush's backoff.
+            let busy = failures.compactMap { ($0 as? ChangeFeedError)?.response }.first { $0.asksToTryLater }
             state.withLock { state in
-                guard failed else {
+                guard !failures.isEmpty else {
                     (state.feedRetryAt, state.feedFailures) = (nil, 0)
                     return
                 }
                 state.feedFailures += 1
-                let backoff = min(
-                    configuration.retryMaxDelay.timeInterval, delay * pow(2, Double(min(state.feedFailures - 1, 30))))
-                state.feedRetryAt = now.addingTimeInterval(backoff * (0.5 + configuration.jitter() / 2))
+                let delay = RetryDelay.after(
+                    busy ?? DataResponse(status: 0), failures: state.feedFailures, base: configuration.retryBaseDelay,
+                    maximum: configuration.retryMaxDelay, jitter: configuration.jitter(), now: now)
+                state.feedRetryAt = now.addingTimeInterval(delay.timeInterval)
             }
         }
     }

@@ -111,8 +111,8 @@ extension SovariaOffline {
         else { return request }
         // The answer fetched last: by the server's time (whole seconds), then by the device's.
         var newest: (fetched: (Date, Date), version: String)?
-        for query in try await cachedQueries(of: table) where query.utf8.starts(with: "GET ".utf8) {
-            guard let response = try await cache.cachedResponse(for: query),
+        for read in try await cachedReads(of: table) where api.answerShape(of: read.request) == .rows {
+            guard let response = try await cache.cachedResponse(for: read.cacheKey),
                 newest.map({ (response.serverTime, response.fetchedAt) > $0.fetched }) ?? true,
                 let row = RowJSON.rows(response.body)?.first(where: {
                     RowJSON.same(RowJSON.filterText($0[rule.keyColumn]), key)

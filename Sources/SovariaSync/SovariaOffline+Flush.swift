@@ -197,9 +197,10 @@ extension SovariaOffline {
         }
     }
 
-    /// 408, 429 and 5xx: the server may take the same request later.
+    /// 408, 429 and 5xx: the server may take the same request later
+    /// (``DataResponse/asksToTryLater``).
     static func isRetryable(_ status: Int) -> Bool {
-        status == 408 || status == 429 || (500..<600).contains(status)
+        DataResponse(status: status).asksToTryLater
     }
 
     /// A 4xx other than 401, 408 and 429: the server refused the write, and the same request

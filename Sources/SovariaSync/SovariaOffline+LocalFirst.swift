@@ -26,8 +26,10 @@ extension SovariaOffline {
     ///   the answer says so.
     /// - Throws: ``SyncTransportError`` with ``SyncTransportError/Code/offline`` when offline with
     ///   nothing cached and no pending write that answers the read; ``SovariaOfflineError`` with
-    ///   ``SovariaOfflineError/Code/unexpectedStatus`` for an answer that is neither 2xx nor 304;
-    ///   the transport's other errors as they are.
+    ///   ``SovariaOfflineError/Code/unexpectedStatus`` for an answer that is neither 2xx nor 304,
+    ///   and for a read the server will refuse once the writes sync (``LocalRead/refusal``: a
+    ///   read of one row whose rows are not one), with that answer; the transport's other errors
+    ///   as they are.
     public func read(
         _ request: DataRequest, policy: ReadPolicy = .cacheFirstThenNetwork, maxAge: Duration? = nil
     ) async throws -> LocalRead {
@@ -37,10 +39,20 @@ extension SovariaOffline {
         } catch let error as SyncTransportError where error.code == .offline {
             // Offline with nothing cached: rows written offline may still answer.
             let local = try await overlaid(request, on: nil)
-            guard local.body != nil else { throw error }
-            return local
+            guard local.body != nil || local.refusal != nil else { throw error }
+            return try Self.refusingIfRefused(local, request)
         }
-        return try await overlaid(request, on: server)
+        return try Self.refusingIfRefused(try await overlaid(request, on: server), request)
+    }
+
+    /// `answer`, or the error of the server's refusal it holds.
+    private static func refusingIfRefused(_ answer: LocalRead, _ request: DataRequest) throws -> LocalRead {
+        guard let refusal = answer.refusal else { return answer }
+        throw SovariaOfflineError(
+            .unexpectedStatus,
+            "\(request.method) \(request.path): the server will answer \(refusal.status) (\(refusal.body)) once the "
+                + "pending writes sync; nothing is shown.",
+            response: refusal)
     }
 
     /// ``read(_:policy:maxAge:)`` with the body decoded as `type` by
@@ -65,10 +77,11 @@ extension SovariaOffline {
             body: server?.response?.body, response: server?.response, source: server?.source ?? .none,
             isRefreshing: server?.isRefreshing ?? false, inexactReasons: [], pendingRows: [])
         let local = try await overlay(request, on: server?.response?.body, fresh: fresh)
-        if server?.response?.isStale == true, synced.isStaleAfterFeed(Self.cacheKey(of: request)) {
+        let query = ReadIdentity(request, api: api).cacheKey
+        if server?.response?.isStale == true, synced.isStaleAfterFeed(query) {
             answer.inexactReasons = [.staleAfterServerChanges]
         } else if server?.response?.isStale == true, let table = api.table(of: request),
-            synced.writes(notIn: Self.cacheKey(of: request), table: table, api: api).isEmpty
+            synced.writes(notIn: query, table: table, api: api).isEmpty
         {
             // Marked stale by a sync this run does not know of (one before a restart): the write
             // may be missing from the answer until it is fetched again.
@@ -77,6 +90,7 @@ extension SovariaOffline {
         if let local {
             answer.inexactReasons += local.inexactReasons
             answer.body = local.body
+            answer.refusal = local.refusal
             answer.pendingRows = local.pendingRows
             answer.changedByPendingWrites = local.changedByPendingWrites
         }
@@ -104,7 +118,7 @@ extension SovariaOffline {
     func overlay(
         _ request: DataRequest, on cachedBody: String?, fresh: Bool = false
     ) async throws -> OverlayAnswer? {
-        let key = Self.cacheKey(of: request)
+        let key = ReadIdentity(request, api: api).cacheKey
         // Read before the writes: a change while the answer is computed leaves it stale.
         let version = signals.version
         if !fresh, let kept = sessions.kept(request, key: key, withRelated: false, cachedBody: cachedBody, at: version)
@@ -152,7 +166,7 @@ extension SovariaOffline {
     func overlayWrites(for request: DataRequest) async throws -> [OverlayWrite] {
         guard request.method.uppercased() == "GET", let table = api.table(of: request) else { return [] }
         let rule = conflictRule(of: table)
-        var synced = synced.writes(notIn: Self.cacheKey(of: request), table: table, api: api).map {
+        var synced = synced.writes(notIn: ReadIdentity(request, api: api).cacheKey, table: table, api: api).map {
             OverlayWrite(id: $0.id, request: byKey($0.request, rule), isPending: false)
         }
         // The common online case, an empty queue, reads nothing from the store.
@@ -187,16 +201,16 @@ extension SovariaOffline {
     /// The other cached answers of `request`'s table, from memory or the store.
     func relatedAnswers(of request: DataRequest) async throws -> [RelatedAnswer] {
         guard let table = api.table(of: request) else { return [] }
-        let own = Self.cacheKey(of: request)
+        let own = ReadIdentity(request, api: api).cacheKey
         let baseline = synced.baseline(of: own)
         var related: [RelatedAnswer] = []
-        for query in try await cachedQueries(of: table).sorted()
-        where query != own && query.utf8.starts(with: "GET ".utf8) {
+        // Only answers of rows: a singular object or a CSV page holds no row list to read.
+        for read in try await cachedReads(of: table)
+        where read.cacheKey != own && api.answerShape(of: read.request) == .rows {
             // An answer fetched before a write this one holds would show that row without it.
-            guard synced.baseline(of: query) >= baseline else { continue }
-            guard let response = try await cache.cachedResponse(for: query) else { continue }
-            related.append(
-                RelatedAnswer(read: DataRequest(method: "GET", path: String(query.dropFirst(4))), body: response.body))
+            guard synced.baseline(of: read.cacheKey) >= baseline else { continue }
+            guard let response = try await cache.cachedResponse(for: read.cacheKey) else { continue }
+            related.append(RelatedAnswer(read: read.request, body: response.body))
         }
         return related
     }

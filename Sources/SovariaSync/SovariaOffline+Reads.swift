@@ -10,7 +10,8 @@ extension SovariaOffline {
     /// result: the server's answer, before any overlay.
     func readThroughCache(_ request: DataRequest, policy: ReadPolicy, maxAge: Duration?) async throws -> CacheRead {
         try checkOpen()
-        let query = Self.cacheKey(of: request)
+        let identity = ReadIdentity(request, api: api)
+        let query = identity.cacheKey
         try await rememberTable(of: request, query: query)
         let feedAppliesBefore = feedApplies(of: request)
         let answer = try await cache.read(query, policy: policy, maxAge: maxAge) { [self] etag in
@@ -35,9 +36,11 @@ extension SovariaOffline {
                     response: response)
             }
             if response.status == 304 { return .notModified(serverTime: serverTime) }
+            var kept: [String: String] = [:]
+            for name in api.keptResponseHeaders { kept[name] = response.header(name) }
             return .response(
                 body: response.body, serverTime: serverTime, etag: response.header("ETag"),
-                position: configuration.changeFeed?.position(of: response))
+                position: configuration.changeFeed?.position(of: response), headers: kept)
         }
         if answer.source == .network {
             // Changes from the feed applied while the fetch ran may be missing from its answer:
@@ -50,7 +53,7 @@ extension SovariaOffline {
                 synced.markedStaleByFeed([query])
                 // A live query shows it: fetched again behind this answer (the feed keeps it from
                 // then on), not left stale until the app reads from the network.
-                if cache.isBeingRead(query) { refetchBehind(DataRequest(method: "GET", path: request.path)) }
+                if cache.isBeingRead(query) { refetchBehind(identity.request) }
             }
             try await cache.evict(downToResponses: configuration.maxCached)
         }
@@ -65,14 +68,4 @@ extension SovariaOffline {
         return position >= checkpoint
     }
 
-    /// The cache key of a read: its method and path with query.
-    static func cacheKey(of request: DataRequest) -> String {
-        request.method.uppercased() + " " + request.path
-    }
-
-    /// The table of the read a cache key names (`nil` for a path that names none).
-    static func table(ofCacheKey key: String, api: any DataAPI) -> String? {
-        guard let space = key.firstIndex(of: " ") else { return nil }
-        return api.table(of: DataRequest(method: String(key[..<space]), path: String(key[key.index(after: space)...])))
-    }
 }

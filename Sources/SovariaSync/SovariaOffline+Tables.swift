@@ -35,6 +35,11 @@ extension SovariaOffline {
         try await queriesByTable()[table] ?? []
     }
 
+    /// The cached `GET` reads of `table`, in their cache keys' order.
+    func cachedReads(of table: String) async throws -> [ReadIdentity] {
+        try await cachedQueries(of: table).sorted().compactMap { ReadIdentity(cacheKey: $0, api: api) }.filter(\.isGet)
+    }
+
     /// The cached queries of each table: from memory, or listed once from the store.
     private func queriesByTable() async throws -> [String: Set<String>] {
         if let known = state.withLock({ $0.queriesByTable }) { return known }

@@ -87,8 +87,9 @@ public final class SovariaOffline: Sendable {
     /// rejected list last.
     let conflictReloads = AsyncGate<ConflictIndex>()
     let errors: AsyncStream<SyncError>.Continuation
-    /// Passes ``pullChanges(of:wait:)`` one at a time: a checkpoint is read and moved by one pull.
-    let feedGate = AsyncGate<ChangeFeedPull>()
+    /// Passes each table's ``pullChanges(of:wait:)`` one at a time: a checkpoint is read and
+    /// moved by one pull. One gate per table, so a long poll of one never holds another's pull.
+    private let feedGates = Mutex<[String: AsyncGate<ChangeFeedPull>]>([:])
     /// Where ``changeFeedErrors`` come from.
     let feedErrors = AsyncStream.makeStream(of: ChangeFeedError.self)
     /// Every sync error, as it happens. One stream per controller: iterate it from one task.
@@ -133,6 +134,8 @@ public final class SovariaOffline: Sendable {
         var feedApplies: [String: Int] = [:]
         /// The timer's pull is running: the next tick does not start another.
         var feedFollowing = false
+        /// Tables whose last page could not be applied: the timer pulls them again after this.
+        var feedStoppedUntil: [String: Date] = [:]
         /// After failed pulls: none before this; and how many failed in a row.
         var feedRetryAt: Date?
         var feedFailures = 0
@@ -161,7 +164,7 @@ public final class SovariaOffline: Sendable {
         cacheConfiguration.onStored = { query in
             // The answer now cached holds the writes synced before its fetch started.
             synced.stored(query)
-            signals.changed(table: Self.table(ofCacheKey: query, api: api))
+            signals.changed(table: ReadIdentity(cacheKey: query, api: api)?.table)
         }
         cache = try await QueryCache(store: store, configuration: cacheConfiguration)
         (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
@@ -232,8 +235,14 @@ public final class SovariaOffline: Sendable {
         try await queue.clear()
         try await cache.clearLocalData()
         let tables = try await store.keys(Self.tablesPrefix)
-        try await store.write(tables.map { .delete(key: $0) })
+        let checkpoints = try await store.keys(Self.feedPrefix)
+        try await store.write((tables + checkpoints).map { .delete(key: $0) })
         state.withLock { state in
+            // The feeds start again from no checkpoint, with no error of the last run's.
+            state.feeds = [:]
+            state.feedOffersWaiting = [:]
+            state.feedStoppedUntil = [:]
+            (state.feedRetryAt, state.feedFailures) = (nil, 0)
             state.queriesByTable = [:]
             state.lastError = nil
             state.conflicts = ConflictIndex()
@@ -258,6 +267,16 @@ public final class SovariaOffline: Sendable {
         errors.finish()
         feedErrors.continuation.finish()
         signals.finish()
+    }
+
+    /// The gate `table`'s pulls pass one at a time.
+    func feedGate(of table: String) -> AsyncGate<ChangeFeedPull> {
+        feedGates.withLock { gates in
+            if let gate = gates[table] { return gate }
+            let gate = AsyncGate<ChangeFeedPull>()
+            gates[table] = gate
+            return gate
+        }
     }
 
     func checkOpen() throws {

@@ -83,7 +83,7 @@ import Testing
     ]
 
     static func cached(_ offline: SovariaOffline, _ read: DataRequest) async throws -> CachedResponse? {
-        try await offline.cache.cachedResponse(for: SovariaOffline.cacheKey(of: read))
+        try await offline.cache.cachedResponse(for: ReadIdentity(read, api: PostgREST()).cacheKey)
     }
 
     @Test(arguments: SyncEngine.all)

@@ -277,7 +277,7 @@ func insert(_ id: Int) -> DataRequest {
         await #expect(throws: SyncTransportError.self) { try await rig.offline.read(select, policy: .networkOnly) }
         #expect(!rig.offline.online)
         // Offline, a read falls back to the last cached result, even when it is stale.
-        try await rig.offline.cache.markStale(SovariaOffline.cacheKey(of: select))
+        try await rig.offline.cache.markStale(ReadIdentity(select, api: PostgREST()).cacheKey)
         #expect(try await rig.offline.read(select).response?.body == "[1]")
 
         rig.transport.online = true

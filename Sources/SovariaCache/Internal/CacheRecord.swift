@@ -4,13 +4,24 @@ import Foundation
 /// `c1 <serverMs> <fetchedMs> <stale 0|1> <etag bytes or -> <query bytes>[ <position>]`, then
 /// the ETag, the query and the body, back to back (lengths in UTF-8 bytes, so any text fits).
 /// The position is there only when known.
+///
+/// A response with kept headers is `c2 … <query bytes> <position or -> <headers bytes>`, the
+/// headers (`name: value` lines) between the query and the body. Both forms are read.
 enum CacheRecord {
     static func encode(_ response: CachedResponse) -> String {
         let etag = response.etag ?? ""
         let etagLength = response.etag == nil ? "-" : String(etag.utf8.count)
-        let position = response.position.map { " \($0)" } ?? ""
-        return "c1 \(millis(response.serverTime)) \(millis(response.fetchedAt)) \(response.isStale ? 1 : 0) "
-            + "\(etagLength) \(response.query.utf8.count)\(position)\n" + etag + response.query + response.body
+        let times = "\(millis(response.serverTime)) \(millis(response.fetchedAt)) \(response.isStale ? 1 : 0)"
+        guard !response.headers.isEmpty else {
+            let position = response.position.map { " \($0)" } ?? ""
+            return "c1 \(times) \(etagLength) \(response.query.utf8.count)\(position)\n" + etag + response.query
+                + response.body
+        }
+        let headers = response.headers.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+            .map { "\($0.key): \($0.value)\n" }.joined()
+        let position = response.position.map { String($0) } ?? "-"
+        return "c2 \(times) \(etagLength) \(response.query.utf8.count) \(position) \(headers.utf8.count)\n" + etag
+            + response.query + headers + response.body
     }
 
     /// The response, or `nil` when the text is not a record.
@@ -18,11 +29,15 @@ enum CacheRecord {
         let utf8 = text.utf8
         guard let newline = utf8.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
         let fields = text[..<newline].split(separator: " ")
-        guard fields.count == 6 || fields.count == 7, fields[0] == "c1", let server = Int64(fields[1]),
+        let withHeaders = fields.first == "c2"
+        guard withHeaders ? fields.count == 8 : (fields.count == 6 || fields.count == 7),
+            withHeaders || fields[0] == "c1", let server = Int64(fields[1]),
             let fetched = Int64(fields[2]), let queryLength = Int(fields[5]), queryLength >= 0
         else { return nil }
-        let position = fields.count == 7 ? Int64(fields[6]) : nil
-        if fields.count == 7, position == nil { return nil }
+        let position = fields.count >= 7 && fields[6] != "-" ? Int64(fields[6]) : nil
+        if fields.count >= 7, fields[6] != "-" || !withHeaders, position == nil { return nil }
+        let headersLength = withHeaders ? Int(fields[7]) : 0
+        guard let headersLength else { return nil }
         let etagLength = fields[4] == "-" ? nil : Int(fields[4])
         if fields[4] != "-", etagLength == nil { return nil }
         var cursor = utf8.index(after: newline)
@@ -34,10 +49,16 @@ enum CacheRecord {
             return String(text[cursor..<end])
         }
         let etag = etagLength.map { take($0) } ?? .some(nil)
-        guard let etag, let query = take(queryLength) else { return nil }
+        guard let etag, let query = take(queryLength), let headerLines = take(headersLength) else { return nil }
+        var headers: [String: String] = [:]
+        for line in headerLines.split(separator: "\n") {
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            let value = line[line.index(after: colon)...].drop { $0 == " " }
+            headers[String(line[..<colon])] = String(value)
+        }
         return CachedResponse(
             query: query, body: String(text[cursor...]), serverTime: date(server), fetchedAt: date(fetched),
-            etag: etag, isStale: fields[3] == "1", position: position)
+            etag: etag, isStale: fields[3] == "1", position: position, headers: headers)
     }
 
     static func millis(_ date: Date) -> Int64 {

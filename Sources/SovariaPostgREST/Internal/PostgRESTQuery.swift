@@ -58,8 +58,16 @@ struct PostgRESTQuery: Sendable {
     private mutating func take(_ key: String, _ value: String) {
         switch key {
         case "select":
-            let items = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            if items.contains("*") {
+            // PostgREST reads an empty `select` as `*` (its QuerySpec: "empty root select gives
+            // all columns"); an empty item between commas is its parse error (400).
+            let items = value.split(separator: ",", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            if value.isEmpty {
+                columns = nil
+            } else if items.contains("") {
+                unsupported.append("select=\(value) (an empty column)")
+            } else if items.contains("*") {
                 if items.count > 1 { unsupported.append("select=\(value)") }
                 columns = nil
             } else if items.allSatisfy(Self.isPlainColumn) {
@@ -68,7 +76,13 @@ struct PostgRESTQuery: Sendable {
                 unsupported.append("select=\(value) (aliases, casts, JSON paths and embedded resources)")
             }
         case "order":
-            for term in value.split(separator: ",") {
+            // `order=` or an empty term is PostgREST's parse error, not "no order".
+            let terms = value.split(separator: ",", omittingEmptySubsequences: false)
+            guard !terms.contains(where: \.isEmpty) else {
+                unsupported.append("order=\(value)")
+                return
+            }
+            for term in terms {
                 let parts = term.split(separator: ".").map(String.init)
                 guard let column = parts.first, Self.isPlainColumn(column) else {
                     unsupported.append("order=\(value)")
@@ -98,7 +112,11 @@ struct PostgRESTQuery: Sendable {
         case "columns", "on_conflict":
             unsupported.append("\(key)=\(value)")
         default:
-            guard Self.isPlainColumn(key), let condition = Self.condition(key, value) else {
+            // An empty operand (`title=eq.`) is a comparison with '' for text and PostgreSQL's
+            // error for other types: the overlay does not know the column's type.
+            guard Self.isPlainColumn(key), let condition = Self.condition(key, value),
+                !condition.operand.isEmpty
+            else {
                 unsupported.append("\(key)=\(value)")
                 return
             }

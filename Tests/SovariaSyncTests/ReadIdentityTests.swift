@@ -1,0 +1,259 @@
+import Foundation
+import Sovaria
+import SovariaCache
+import SovariaQueue
+import SovariaTestEngines
+import SovariaTestKit
+import SovariaTestServers
+import Synchronization
+import Testing
+
+@testable import SovariaPostgREST
+@_spi(Diagnostics) @testable import SovariaSync
+
+/// A server that shapes its answers by the request's headers as PostgREST does: `Accept` (one
+/// object, refused with 406 when the rows are not one; CSV), `Accept-Profile` (another schema's
+/// rows under the same path), `Range`, and `Prefer: count=exact` in `Content-Range`.
+final class ShapingServer: SyncTransport {
+    struct State {
+        var online = true
+        var received: [DataRequest] = []
+        /// The rows of each schema's `notes`, by id.
+        var rows: [String: [String]] = ["public": ["a1", "a2", "a3", "a4", "a5"], "other": ["o1", "o2"]]
+    }
+
+    let state = Mutex(State())
+
+    func send(_ request: DataRequest) async throws -> DataResponse {
+        try state.withLock { state in
+            guard state.online else { throw SyncTransportError.offline("shaping server: no network") }
+            state.received.append(request)
+            guard request.method == "GET" else { return DataResponse(status: 201) }
+            var ids = state.rows[request.header("Accept-Profile") ?? "public"] ?? []
+            let query = URLComponents(string: request.path)?.queryItems ?? []
+            if let id = query.first(where: { $0.name == "id" })?.value?.dropFirst(3) {
+                ids = ids.filter { $0 == String(id) }
+            }
+            let total = ids.count
+            var first = 0
+            if let range = request.header("Range"), let dash = range.firstIndex(of: "-"),
+                let from = Int(range[..<dash]), let to = Int(range[range.index(after: dash)...])
+            {
+                first = from
+                ids = Array(ids.dropFirst(from).prefix(to - from + 1))
+            }
+            let contentRange =
+                "\(first)-\(first + ids.count - 1)/"
+                + (request.header("Prefer")?.contains("count=exact") == true ? String(total) : "*")
+            let objects = ids.map { #"{"id":"\#($0)"}"# }
+            switch request.header("Accept") ?? "application/json" {
+            case "application/vnd.pgrst.object+json":
+                guard objects.count == 1 else {
+                    return DataResponse(status: 406, body: #"{"code":"PGRST116"}"#)
+                }
+                return DataResponse(status: 200, headers: ["Content-Range": contentRange], body: objects[0])
+            case "text/csv":
+                return DataResponse(status: 200, body: (["id"] + ids).joined(separator: "\n"))
+            default:
+                return DataResponse(
+                    status: 200, headers: ["Content-Range": contentRange],
+                    body: "[" + objects.joined(separator: ",") + "]")
+            }
+        }
+    }
+
+    var online: Bool {
+        get { state.withLock { $0.online } }
+        set { state.withLock { $0.online = newValue } }
+    }
+
+    var received: [DataRequest] { state.withLock { $0.received } }
+}
+
+/// A read's identity through the controller (issue 52): reads of one path with different
+/// headers never share a cached answer, every refetch sends the read's headers, a table is its
+/// schema and name, and a singular read is an object or the server's refusal.
+@Suite struct ReadIdentityTests {
+    static let list = PostgREST.select("notes", columns: "id", order: "id")
+    static let single: DataRequest = {
+        var read = PostgREST.select("notes", columns: "id", where: [.eq("id", "a1")], order: "id")
+        read.setHeader("Accept", "application/vnd.pgrst.object+json")
+        return read
+    }()
+    static let plainOfA1 = PostgREST.select("notes", columns: "id", where: [.eq("id", "a1")], order: "id")
+
+    static func with(_ read: DataRequest, _ name: String, _ value: String) -> DataRequest {
+        var read = read
+        read.setHeader(name, value)
+        return read
+    }
+
+    /// A controller over `store` and `server`, with the overlay for `notes` in both schemas.
+    static func controller(_ store: any OfflineStore, _ server: ShapingServer) async throws -> SovariaOffline {
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.timer = ManualTimer()
+        configuration.memoryPressure = nil
+        configuration.overlay = PostgRESTOverlay(
+            tables: ["notes": .init(primaryKey: "id"), "other.notes": .init(primaryKey: "id")], textOrder: .bytes)
+        return try await SovariaOffline(store: store, transport: server, configuration: configuration)
+    }
+
+    static func ids(_ read: LocalRead) throws -> [String] {
+        struct Row: Decodable { var id: String }
+        return try read.decode([Row].self, using: JSONDecoder())?.map(\.id) ?? []
+    }
+
+    @Test func aSingularReadThenThePlainReadOfThePathAskTheServerEach() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        let object = try await offline.read(Self.single)
+        #expect(object.body == #"{"id":"a1"}"#)
+        let plain = try await offline.read(Self.plainOfA1)
+        #expect(plain.source == .network && server.received.count == 2, "the plain read is not the object's answer")
+        #expect(try Self.ids(plain) == ["a1"])
+        // Offline, each gets its own answer.
+        server.online = false
+        #expect(try await offline.read(Self.single).body == #"{"id":"a1"}"#)
+        #expect(try await offline.read(Self.plainOfA1).body == #"[{"id":"a1"}]"#)
+    }
+
+    @Test func thePlainReadThenTheSingularReadAskTheServerEach() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        _ = try await offline.read(Self.plainOfA1)
+        let object = try await offline.read(Self.single)
+        #expect(object.body == #"{"id":"a1"}"# && server.received.count == 2)
+    }
+
+    @Test func aSingularReadTheServerRefusesIsNotAnsweredWithACachedList() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        _ = try await offline.read(Self.list)
+        var many = Self.list
+        many.setHeader("Accept", "application/vnd.pgrst.object+json")
+        await #expect(throws: SovariaOfflineError.self) { _ = try await offline.read(many) }
+        do {
+            _ = try await offline.read(many)
+        } catch let error as SovariaOfflineError {
+            #expect(error.code == .unexpectedStatus && error.response?.status == 406)
+        }
+    }
+
+    @Test func aSingularReadWhosePendingWritesLeaveNoRowIsRefusedOffline() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        _ = try await offline.read(Self.single)
+        server.online = false
+        _ = try await offline.write(PostgREST.delete(from: "notes", where: [.eq("id", "a1")]))
+        do {
+            _ = try await offline.read(Self.single)
+            Issue.record("the server will refuse the read once the delete syncs")
+        } catch let error as SovariaOfflineError {
+            #expect(error.code == .unexpectedStatus && error.response?.status == 406)
+        }
+        // A live query shows the refusal as a value.
+        let answer = try await offline.currentAnswer(Self.single)
+        #expect(answer.body == nil && answer.refusal?.status == 406)
+    }
+
+    @Test func aRangePageThenThePlainListGetsEveryRow() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        let page = try await offline.read(Self.with(Self.list, "Range", "0-0"))
+        #expect(try Self.ids(page) == ["a1"])
+        let all = try await offline.read(Self.list)
+        #expect(try Self.ids(all) == ["a1", "a2", "a3", "a4", "a5"] && all.isExact)
+        server.online = false
+        _ = try await offline.write(PostgREST.insert(into: "notes", json: #"{"id":"h0"}"#))
+        let written = try await offline.read(Self.list)
+        #expect(try Self.ids(written) == ["a1", "a2", "a3", "a4", "a5", "h0"] && written.isExact)
+        let pageWritten = try await offline.read(Self.with(Self.list, "Range", "0-0"))
+        #expect(!pageWritten.isExact, "a Range page is not evaluated")
+    }
+
+    @Test func anotherSchemaAndCSVAreAnswersOfTheirOwn() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        _ = try await offline.read(Self.list)
+        let other = try await offline.read(Self.with(Self.list, "Accept-Profile", "other"))
+        #expect(try Self.ids(other) == ["o1", "o2"] && other.source == .network)
+        let csv = try await offline.read(Self.with(Self.list, "Accept", "text/csv"))
+        #expect(csv.body == "id\na1\na2\na3\na4\na5" && csv.source == .network)
+        #expect(server.received.count == 3)
+        server.online = false
+        _ = try await offline.write(PostgREST.insert(into: "notes", json: #"{"id":"h0"}"#))
+        let csvOffline = try await offline.read(Self.with(Self.list, "Accept", "text/csv"))
+        #expect(csvOffline.body == "id\na1\na2\na3\na4\na5")
+        #expect(csvOffline.inexactReasons == [.answerNotRows("Accept: text/csv")])
+    }
+
+    @Test func aPendingWriteAppliesOnlyToTheReadsOfItsSchema() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        let otherList = Self.with(Self.list, "Accept-Profile", "other")
+        _ = try await offline.read(Self.list)
+        _ = try await offline.read(otherList)
+        server.online = false
+        _ = try await offline.write(
+            Self.with(PostgREST.insert(into: "notes", json: #"{"id":"o3"}"#), "Content-Profile", "other"))
+        _ = try await offline.write(PostgREST.insert(into: "notes", json: #"{"id":"h0"}"#))
+        let mine = try await offline.read(Self.list)
+        #expect(try Self.ids(mine) == ["a1", "a2", "a3", "a4", "a5", "h0"] && mine.isExact)
+        let theirs = try await offline.read(otherList)
+        #expect(try Self.ids(theirs) == ["o1", "o2", "o3"] && theirs.isExact)
+    }
+
+    @Test func theRelatedAnswersAndTheFeedsRefetchesCarryTheReadsHeaders() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        let otherList = Self.with(Self.list, "Accept-Profile", "other")
+        let otherOne = Self.with(
+            PostgREST.select("notes", columns: "id", where: [.eq("id", "o1")]), "Accept-Profile", "other")
+        _ = try await offline.read(otherList)
+        _ = try await offline.read(otherOne)
+        _ = try await offline.read(Self.list)
+        let related = try await offline.relatedAnswers(of: otherOne)
+        #expect(related.map(\.read) == [ReadIdentity(otherList, api: PostgREST()).request])
+        #expect(related.first?.read.header("Accept-Profile") == "other")
+        // The cached reads of the table, as the feed and a stale mark rebuild them.
+        let reads = try await offline.cachedReads(of: "other.notes")
+        #expect(reads.allSatisfy { $0.request.header("Accept-Profile") == "other" } && reads.count == 2)
+        #expect(try await offline.cachedReads(of: "notes").map(\.request) == [Self.list])
+    }
+
+    @Test func theAnswersSurviveARestartEachUnderItsOwnRead() async throws {
+        let folder = try TemporaryFolder()
+        let engine = TestEngine.sqlite(.synced)
+        let server = ShapingServer()
+        do {
+            let store = try await engine.open(folder.url)
+            let offline = try await Self.controller(store, server)
+            _ = try await offline.read(Self.single)
+            _ = try await offline.read(Self.with(Self.list, "Prefer", "count=exact"))
+            await offline.close()
+        }
+        let store = try await engine.open(folder.url)
+        let offline = try await Self.controller(store, server)
+        server.online = false
+        #expect(try await offline.read(Self.single, policy: .cacheOnly).body == #"{"id":"a1"}"#)
+        #expect(try await offline.read(Self.plainOfA1, policy: .cacheOnly).body == nil)
+        let counted = try await offline.read(Self.with(Self.list, "Prefer", "count=exact"), policy: .cacheOnly)
+        #expect(counted.response?.headers["Content-Range"] == "0-4/5", "the count is kept with the answer")
+    }
+
+    @Test func aLiveQuerysAnswerFromItsFetchSaysNetwork() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        var answers = offline.observe(Self.list).makeAsyncIterator()
+        let first = try #require(try await answers.next())
+        #expect(first.body == nil && first.source == .none)
+        let fetched = try #require(try await answers.next())
+        #expect(try Self.ids(fetched) == ["a1", "a2", "a3", "a4", "a5"])
+        #expect(fetched.source == .network)
+        // A later answer brought by a local write shows the same server answer, from where it came.
+        server.online = false
+        _ = try await offline.write(PostgREST.insert(into: "notes", json: #"{"id":"h0"}"#))
+        let written = try #require(try await answers.next())
+        #expect(try Self.ids(written).last == "h0" && written.source == .network)
+    }
+}
