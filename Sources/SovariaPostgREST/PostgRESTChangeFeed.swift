@@ -190,12 +190,21 @@ public struct PostgRESTChangeFeed: ChangeFeed {
 
     /// `change` as the write that has its effect: an upsert of the whole row (`POST` with
     /// `Prefer: resolution=merge-duplicates`), or a `DELETE` of its key.
+    ///
+    /// A change of a table of another schema (its feed named `schema.table`, as
+    /// `ChangeFeed.sql` names it and ``PostgREST/table(of:)`` names the table) is a write to
+    /// that table with `Content-Profile: schema`.
     public func write(for change: RowChange) -> DataRequest {
+        let qualified = change.table.split(separator: ".", maxSplits: 1).map(String.init)
+        let (schema, table) = qualified.count == 2 ? (qualified[0], qualified[1]) : (nil, change.table)
+        var write: DataRequest
         switch change.operation {
         case .upsert(let row):
-            api.insert(into: change.table, json: row, returning: false, upsert: true)
+            write = api.insert(into: table, json: row, returning: false, upsert: true)
         case .delete:
-            api.delete(from: change.table, where: [.eq(keyColumns[change.table] ?? "id", change.key)])
+            write = api.delete(from: table, where: [.eq(keyColumns[change.table] ?? "id", change.key)])
         }
+        if let schema { write.setHeader("Content-Profile", schema) }
+        return write
     }
 }

@@ -157,3 +157,23 @@ import Testing
         #expect(answer.body == Self.cached)
     }
 }
+
+/// The feed's changes of a table of another schema (issue 52): `ChangeFeed.sql` names its feed
+/// `schema.table`, and the change applies to that schema's answers only.
+@Suite struct ChangeFeedSchemaTests {
+    final class NoServer: SyncTransport {
+        func send(_ request: DataRequest) async throws -> DataResponse { DataResponse(status: 500) }
+    }
+
+    @Test func aChangeOfAnotherSchemasTableIsAWriteToItsSchema() {
+        let feed = PostgRESTChangeFeed(transport: NoServer(), keyColumns: ["other.notes": "key"])
+        let upsert = feed.write(
+            for: RowChange(position: 1, table: "other.notes", key: "k", operation: .upsert(row: #"{"key":"k"}"#)))
+        #expect(upsert.path == "/rest/v1/notes" && upsert.header("Content-Profile") == "other")
+        #expect(PostgREST().table(of: upsert) == "other.notes")
+        let delete = feed.write(for: RowChange(position: 2, table: "other.notes", key: "k", operation: .delete))
+        #expect(delete.path == "/rest/v1/notes?key=eq.k" && PostgREST().table(of: delete) == "other.notes")
+        let plain = feed.write(for: RowChange(position: 3, table: "notes", key: "k", operation: .delete))
+        #expect(plain.header("Content-Profile") == nil && PostgREST().table(of: plain) == "notes")
+    }
+}
