@@ -87,16 +87,23 @@ extension PostgREST {
         else { return .rows }
         // The first media type PostgREST can produce wins; the overlay knows two.
         let first = accept.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        let type = first.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        let hasParameters = first.contains(";")
-        switch type {
-        case "application/json", "*/*",
-            "application/*" where !hasParameters:
-            return .rows
-        case "application/vnd.pgrst.object+json",
-            "application/vnd.pgrst.object" where !hasParameters:
-            return .singleRow
+        let parts = first.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        // A parameter other than the charset or the weight (`nulls=stripped`) changes the shape.
+        guard
+            parts.dropFirst().allSatisfy({ $0.utf8.starts(with: "charset=".utf8) || $0.utf8.starts(with: "q=".utf8) })
+        else { return .other("Accept: " + first) }
+        switch parts.first ?? "" {
+        case "application/json", "*/*", "application/*": return .rows
+        case "application/vnd.pgrst.object+json", "application/vnd.pgrst.object": return .singleRow
         default: return .other("Accept: " + first)
+        }
+    }
+
+    /// Whether `request` asks for a count of the rows (`Prefer: count=…`), which
+    /// `Content-Range` carries.
+    public func countsRows(_ request: DataRequest) -> Bool {
+        (request.header("Prefer") ?? "").split(separator: ",").contains {
+            $0.trimmingCharacters(in: .whitespaces).lowercased().utf8.starts(with: "count=".utf8)
         }
     }
 

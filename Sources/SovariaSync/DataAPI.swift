@@ -24,12 +24,18 @@ public protocol DataAPI: Sendable {
     func answerShapingHeaders(of request: DataRequest) -> [ReadIdentity.Header]
 
     /// The names of the response headers a reader needs beside the body, kept with the cached
-    /// answer (``LocalRead/responseHeaders``). By default, none.
+    /// answer (`CachedResponse.headers`, in ``LocalRead/response``). By default, none.
     var keptResponseHeaders: [String] { get }
 
     /// How the answer to `request` is shaped: rows the overlay may evaluate, one row as an
     /// object, or a shape it must leave alone. By default, rows.
     func answerShape(of request: DataRequest) -> AnswerShape
+
+    /// Whether `request`'s answer carries a count of the rows in a kept response header, which
+    /// pending writes and the change feed's changes would leave wrong: such an answer is called
+    /// inexact when pending writes change it, and fetched again rather than brought up to date
+    /// by the feed. By default, `false`.
+    func countsRows(_ request: DataRequest) -> Bool
 
     /// Whether `request` calls a function of the API, which may change any table.
     func callsFunction(_ request: DataRequest) -> Bool
@@ -73,6 +79,9 @@ extension DataAPI {
 
     /// ``AnswerShape/rows``.
     public func answerShape(of request: DataRequest) -> AnswerShape { .rows }
+
+    /// `false`.
+    public func countsRows(_ request: DataRequest) -> Bool { false }
 }
 
 /// How a read's answer is shaped, as the API adapter reads the request

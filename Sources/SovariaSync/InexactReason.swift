@@ -31,6 +31,9 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
     /// The read asks for an answer of another shape than rows (the API adapter's name for it,
     /// such as `Accept: text/csv`): pending writes are not applied to it.
     case answerNotRows(String)
+    /// The read asks for a count of the rows, and pending writes changed its rows: the count kept
+    /// with the answer is the server's, before them.
+    case countNotRecomputed
     /// Nothing is cached for the read: only rows written offline are shown.
     case nothingCached
     /// The read has an offset: a write before its page moves the page.
@@ -106,6 +109,7 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
         case .unsupportedReadFeature(let feature): "the read uses \(feature), which the overlay does not evaluate"
         case .cachedAnswerNotRows: "the cached answer is not a JSON array of rows"
         case .answerNotRows(let shape): "the read asks for \(shape), not rows: pending writes are not applied to it"
+        case .countNotRecomputed: "the count kept with the answer is the server's, before the pending writes"
         case .nothingCached: "nothing is cached for this read: only rows written offline are shown"
         case .readHasOffset:
             "the read has an offset: a write before its page (even to a row it does not show) moves the page"

@@ -42,6 +42,7 @@ extension SovariaOffline {
                 .noFeed, table: table, "This controller has no change feed: set Configuration.changeFeed.")
         }
         return try await feedGate(of: table).withGate { _ in
+            let epoch = state.withLock { $0.feedEpoch }
             let checkpoint = try await feedCheckpoint(of: table)
             // The writes synced before the feed is read: a page that reaches the log's end holds them.
             let syncedBefore = synced.count
@@ -78,12 +79,24 @@ extension SovariaOffline {
                 throw error
             } catch let error as ChangeFeedError {
                 reachedServer()
-                try await feedFailed(table, error)
+                // A page from before a clear() stops nothing of what the store holds now.
+                if state.withLock({ $0.feedEpoch }) == epoch { try await feedFailed(table, error) }
                 throw error
             }
             reachedServer()
+            // A clear() while the page came: its checkpoint and answers are gone, the page is not
+            // for what the store holds now.
+            let cleared = ChangeFeedPull(
+                changes: 0, updatedAnswers: 0, staleAnswers: 0, position: nil, mustRefetch: false, hasMore: false)
+            guard state.withLock({ $0.feedEpoch }) == epoch else { return cleared }
             var (pulled, changedAnswers, refetch) = try await apply(
                 page, of: table, after: checkpoint, syncedBefore: syncedBefore, feed: feed)
+            guard state.withLock({ $0.feedEpoch }) == epoch else {
+                // The clear ran while the page was applied: what it wrote after the clear goes too
+                // (an answer it updated was already gone: the cache skips it).
+                try await store.delete(Self.feedPrefix + table)
+                return cleared
+            }
             if skipped > 0 {
                 pulled.mustRefetch = false
                 pulled.skippedChanges = skipped
@@ -185,7 +198,8 @@ extension SovariaOffline {
                 current.append(identity)
                 continue
             }
-            if !page.mustRefetch, !cached.isStale, let overlay = configuration.overlay {
+            // A counted answer is fetched again: a change would leave its count wrong.
+            if !page.mustRefetch, !cached.isStale, !api.countsRows(read), let overlay = configuration.overlay {
                 let answer = overlay.answer(read, cachedBody: cached.body, writes: fresh.map(\.write), related: [])
                 if answer.inexactReasons.isEmpty, !answer.wantsRelatedAnswers, let body = answer.body {
                     if body != cached.body {
@@ -316,7 +330,8 @@ extension SovariaOffline {
                 let delay = RetryDelay.after(
                     busy ?? DataResponse(status: 0), failures: state.feedFailures, base: configuration.retryBaseDelay,
                     maximum: configuration.retryMaxDelay, jitter: configuration.jitter(), now: now)
-                state.feedRetryAt = now.addingTimeInterval(delay.timeInterval)
+                // A Retry-After past the longest backoff (a proxy's day) waits the longest backoff.
+                state.feedRetryAt = now.addingTimeInterval(min(delay, configuration.retryMaxDelay).timeInterval)
             }
         }
     }

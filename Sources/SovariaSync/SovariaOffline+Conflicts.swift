@@ -111,10 +111,14 @@ extension SovariaOffline {
         else { return request }
         // The answer fetched last: by the server's time (whole seconds), then by the device's.
         var newest: (fetched: (Date, Date), version: String)?
-        for read in try await cachedReads(of: table) where api.answerShape(of: read.request) == .rows {
-            guard let response = try await cache.cachedResponse(for: read.cacheKey),
-                newest.map({ (response.serverTime, response.fetchedAt) > $0.fetched }) ?? true,
-                let row = RowJSON.rows(response.body)?.first(where: {
+        for read in try await cachedReads(of: table) {
+            let shape = api.answerShape(of: read.request)
+            if case .other = shape { continue }
+            guard let response = try await cache.cachedResponse(for: read.cacheKey) else { continue }
+            // A list of rows, or one row as an object (a detail screen's `.single()` read).
+            let rows = shape == .singleRow ? "[" + response.body + "]" : response.body
+            guard newest.map({ (response.serverTime, response.fetchedAt) > $0.fetched }) ?? true,
+                let row = RowJSON.rows(rows)?.first(where: {
                     RowJSON.same(RowJSON.filterText($0[rule.keyColumn]), key)
                 }),
                 let version = RowJSON.filterText(row[versionColumn])

@@ -93,6 +93,9 @@ extension SovariaOffline {
             answer.refusal = local.refusal
             answer.pendingRows = local.pendingRows
             answer.changedByPendingWrites = local.changedByPendingWrites
+            if local.changedByPendingWrites, api.countsRows(request) {
+                answer.inexactReasons.append(.countNotRecomputed)
+            }
         }
         answer.conflictedRows = conflictedRows(of: request, in: answer.body)
         return answer

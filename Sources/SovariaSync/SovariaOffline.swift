@@ -136,6 +136,8 @@ public final class SovariaOffline: Sendable {
         var feedFollowing = false
         /// Tables whose last page could not be applied: the timer pulls them again after this.
         var feedStoppedUntil: [String: Date] = [:]
+        /// Moved by each ``clear()``: a pull that began before it leaves nothing behind.
+        var feedEpoch = 0
         /// After failed pulls: none before this; and how many failed in a row.
         var feedRetryAt: Date?
         var feedFailures = 0
@@ -232,6 +234,8 @@ public final class SovariaOffline: Sendable {
 
     /// ``clear()`` inside the write gate: no write is sent or queued meanwhile.
     private func clearLocalData(_ gated: borrowing GateToken<SovariaOffline>) async throws {
+        // First: a pull running now (a long poll) finds it moved and keeps nothing of its page.
+        state.withLock { $0.feedEpoch += 1 }
         try await queue.clear()
         try await cache.clearLocalData()
         let tables = try await store.keys(Self.tablesPrefix)

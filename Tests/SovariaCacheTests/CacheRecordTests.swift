@@ -21,6 +21,14 @@ import Testing
         #expect(CacheRecord.decode(CacheRecord.encode(unpositioned)) == unpositioned)
     }
 
+    @Test func aHeaderWithALineBreakIsNotKeptAndSpacesInAValueAre() throws {
+        let response = CachedResponse(
+            query: "GET /x", body: "[]", serverTime: Self.time, fetchedAt: Self.time,
+            headers: ["Content-Range": "  0-0/1", "X-Injected": "a\nContent-Range: 9-9/9"])
+        let read = try #require(CacheRecord.decode(CacheRecord.encode(response)))
+        #expect(read.headers == ["Content-Range": "  0-0/1"])
+    }
+
     @Test func aResponseWithoutHeadersKeepsTheEarlierForm() throws {
         let response = CachedResponse(
             query: "GET /x", body: "[1]", serverTime: Self.time, fetchedAt: Self.time, position: 7)

@@ -86,6 +86,12 @@ import Testing
 
     // MARK: - Shapes
 
+    @Test func aCharsetOrAWeightLeavesTheShapeAlone() {
+        #expect(api.answerShape(of: read("", ["Accept": "application/json; charset=utf-8"])) == .rows)
+        #expect(api.answerShape(of: read("", ["Accept": "application/vnd.pgrst.object+json;q=0.9"])) == .singleRow)
+        #expect(api.answerShape(of: read("", ["ACCEPT": "Application/Vnd.Pgrst.Object+JSON"])) == .singleRow)
+    }
+
     @Test func aSingularReadIsAnsweredWithOneObject() throws {
         let single = read("select=id,name&id=eq.a", ["Accept": "application/vnd.pgrst.object+json"])
         let answer = overlay.answer(
@@ -124,7 +130,10 @@ import Testing
         #expect(two.body == nil && two.refusal?.body.contains("The result contains 2 rows") == true)
     }
 
-    @Test(arguments: ["text/csv", "application/vnd.pgrst.array+json;nulls=stripped", "application/geo+json"])
+    @Test(arguments: [
+        "text/csv", "application/vnd.pgrst.array+json;nulls=stripped", "application/geo+json",
+        "application/vnd.pgrst.object+json;nulls=stripped",
+    ])
     func anAnswerOfAnotherShapeIsNeverEvaluatedAsRows(accept: String) throws {
         let csv = read("select=id,name", ["Accept": accept])
         let answer = overlay.answer(

@@ -69,17 +69,19 @@ import Testing
         #expect(rig.offline.status.changeFeeds["notes"]?.lastError == nil)
     }
 
-    @Test func oneTablesLongPollNeverHoldsAnotherTablesPull() async throws {
+    static func controller(_ feed: some ChangeFeed) async throws -> SovariaOffline {
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.timer = ManualTimer()
+        configuration.memoryPressure = nil
+        configuration.changeFeed = feed
+        return try await SovariaOffline(
+            store: MemoryOfflineStore(), transport: ScriptedTransport(), configuration: configuration)
+    }
+
+    /// On a shared gate the held pull of `a` would hold `b`'s: the time limit fails it.
+    @Test(.timeLimit(.minutes(1))) func oneTablesLongPollNeverHoldsAnotherTablesPull() async throws {
         let feed = HeldFeed()
-        let offline = try await SovariaOffline(
-            store: MemoryOfflineStore(), transport: ScriptedTransport(),
-            configuration: {
-                var configuration = SovariaOffline.Configuration(api: PostgREST())
-                configuration.timer = ManualTimer()
-                configuration.memoryPressure = nil
-                configuration.changeFeed = feed
-                return configuration
-            }())
+        let offline = try await Self.controller(feed)
         let waiting = Task { try await offline.pullChanges(of: "a", wait: .seconds(20)) }
         await feed.heldPullStarted()
         // "a" waits on the server; "b" and a pull to refresh of it pass.
@@ -87,6 +89,35 @@ import Testing
         #expect(pulled.position == 1)
         feed.release()
         #expect(try await waiting.value.position == 1)
+    }
+
+    @Test func aPageThatArrivesAfterAClearLeavesNothingBehind() async throws {
+        let feed = HeldFeed()
+        let offline = try await Self.controller(feed)
+        let waiting = Task { try await offline.pullChanges(of: "a", wait: .seconds(20)) }
+        await feed.heldPullStarted()
+        try await offline.clear()
+        feed.release()
+        let pulled = try await waiting.value
+        #expect(pulled.changes == 0 && pulled.position == nil)
+        #expect(try await offline.feedCheckpoint(of: "a") == nil && offline.status.changeFeeds["a"] == nil)
+    }
+
+    @Test func aCountedAnswerIsFetchedAgainRatherThanRewritten() async throws {
+        let rig = try await FeedRig(.memory)
+        var counted = ChangeFeedTests.all
+        counted.setHeader("Prefer", "count=exact")
+        rig.rig.transport.answer(
+            DataResponse(status: 200, headers: ["Content-Range": "0-2/3"], body: ChangeFeedTests.server),
+            DataResponse(status: 200, body: ChangeFeedTests.server))
+        _ = try await rig.offline.read(counted, policy: .networkOnly)
+        _ = try await rig.offline.read(ChangeFeedTests.all, policy: .networkOnly)
+        rig.feed(ChangeFeedTests.threeChanges[0])
+        let pulled = try await rig.offline.pullChanges(of: "notes")
+        #expect(pulled.updatedAnswers == 1 && pulled.staleAnswers == 1)
+        let stale = try #require(try await ChangeFeedTests.cached(rig.offline, counted))
+        #expect(stale.isStale && stale.headers["Content-Range"] == "0-2/3" && stale.body == ChangeFeedTests.server)
+        #expect(try await ChangeFeedTests.cached(rig.offline, ChangeFeedTests.all)?.body.contains("n4") == true)
     }
 
     @Test func clearForgetsTheFeedsCheckpointsAndErrors() async throws {

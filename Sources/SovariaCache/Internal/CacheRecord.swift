@@ -12,12 +12,17 @@ enum CacheRecord {
         let etag = response.etag ?? ""
         let etagLength = response.etag == nil ? "-" : String(etag.utf8.count)
         let times = "\(millis(response.serverTime)) \(millis(response.fetchedAt)) \(response.isStale ? 1 : 0)"
-        guard !response.headers.isEmpty else {
+        // A name or value with a line break (no HTTP header has one) is not kept: it would read
+        // back as another header.
+        let kept = response.headers.filter { header in
+            !(header.key + header.value).contains { $0.isNewline } && !header.key.contains(":")
+        }
+        guard !kept.isEmpty else {
             let position = response.position.map { " \($0)" } ?? ""
             return "c1 \(times) \(etagLength) \(response.query.utf8.count)\(position)\n" + etag + response.query
                 + response.body
         }
-        let headers = response.headers.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        let headers = kept.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
             .map { "\($0.key): \($0.value)\n" }.joined()
         let position = response.position.map { String($0) } ?? "-"
         return "c2 \(times) \(etagLength) \(response.query.utf8.count) \(position) \(headers.utf8.count)\n" + etag
@@ -53,8 +58,9 @@ enum CacheRecord {
         var headers: [String: String] = [:]
         for line in headerLines.split(separator: "\n") {
             guard let colon = line.firstIndex(of: ":") else { return nil }
-            let value = line[line.index(after: colon)...].drop { $0 == " " }
-            headers[String(line[..<colon])] = String(value)
+            // `name: value`: the one space after the colon is the record's, the rest the value's.
+            let value = line[line.index(after: colon)...]
+            headers[String(line[..<colon])] = String(value.first == " " ? value.dropFirst() : value)
         }
         return CachedResponse(
             query: query, body: String(text[cursor...]), serverTime: date(server), fetchedAt: date(fetched),
