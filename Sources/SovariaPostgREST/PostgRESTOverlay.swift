@@ -12,6 +12,10 @@ import SovariaSync
 ///   `order` (several columns, `asc`/`desc`, `nullsfirst`/`nullslast`), `limit`/`offset` and its
 ///   `select` column list. Numbers compare by value, booleans as PostgreSQL's, text by its bytes
 ///   under ``TextOrder/bytes``.
+/// - A read of one row as an object (`Accept: application/vnd.pgrst.object+json`) is evaluated
+///   as its rows, then answered as the one row, or refused as PostgREST refuses it (406,
+///   `PGRST116`, in `OverlayAnswer.refusal`) when the rows are not one. A read of any other shape
+///   (`text/csv`, `nulls=stripped`) is never evaluated as rows: its cached answer, inexact.
 ///
 /// ```swift
 /// var configuration = SovariaOffline.Configuration(api: PostgREST())
