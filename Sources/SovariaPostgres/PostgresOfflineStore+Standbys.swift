@@ -9,11 +9,14 @@ extension PostgresOfflineStore {
         /// A read goes to a standby that has replayed every write this store acknowledged, every
         /// state a read of this store answered from, and everything the primary had when the store
         /// opened; a standby behind waits up to ``Configuration/standbyWait`` to catch up, else the
-        /// primary answers. So a caller never misses a write of its own store or one made before
-        /// the store opened, and the store's reads never go back in time. A standby that stays
-        /// behind for a second (one still following a primary that failed, one replaying late) is
-        /// left out of the reads as a failed one is, and one read tries it again every two seconds;
-        /// a standby promoted in the primary's place answers the primary's reads.
+        /// primary answers. Positions count only on the primary's timeline: a standby answers only
+        /// while it follows the timeline of the server taking writes. So a caller never misses a
+        /// write of its own store or one made before the store opened, also across a failover, and
+        /// the store's reads never go back in time (a failover that loses writes aside). A standby
+        /// on another timeline (still following a primary that failed), one behind for a second,
+        /// or one that made three reads in a row wait the whole wait, is left out of the reads as
+        /// a failed one is, and one read tries it again every two seconds; a standby promoted in
+        /// the primary's place answers the primary's reads.
         case standbyIfCaughtUp
         /// A read goes to any standby that answers, however far behind the primary it is: it may
         /// miss writes this store just made, and two reads may go back in time. For reads that

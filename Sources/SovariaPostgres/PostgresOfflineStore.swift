@@ -123,9 +123,10 @@ public final class PostgresOfflineStore: OfflineStore {
             server = list.map(\.description).joined(separator: "; ")
             serverCheck = check
             pool = PostgresPool(maxConnections: configuration.maxConnections) { () throws(OfflineStoreError) in
-                let (connection, server) = try check.connectToPrimary()
-                // A standby promoted after a failover leaves the reads' rotation: its reads are these.
-                reads.withLock { $0 }?.primaryConnected(to: server)
+                let (connection, server, found) = try check.connectToPrimary()
+                // A standby promoted after a failover leaves the reads' rotation: its reads are these;
+                // a new timeline is the floor's from now on, before this connection writes anything.
+                reads.withLock { $0 }?.primaryConnected(to: server, as: found)
                 return try prepare(connection)
             }
             let standbys = list.filter { $0.role != .primary }.map { server in

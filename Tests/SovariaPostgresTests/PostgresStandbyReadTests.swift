@@ -94,30 +94,36 @@ import Testing
         }
     }
 
-    /// A standby that answers but stays behind: reads wait for it, then the primary answers, until
-    /// it has been behind for the bound; from then on it is left out and reads go to the primary
-    /// without waiting. No error reaches the caller. (The store's clock is the test's: it moves
-    /// only when the test moves it.)
-    @Test func aStandbyBehindPastTheBoundIsLeftOutOfTheReads() async throws {
+    /// A standby that answers but stays behind: reads wait the whole wait for it, then the primary
+    /// answers, until three reads in a row did (though the store's clock says it has been behind
+    /// for no time at all); from then on it is left out and reads go to the primary without
+    /// waiting. When its time is up, one read tries it again: short of the same floor for longer
+    /// than the time bound by then, it is left out at once, without a wait. No error reaches the
+    /// caller. (The store's clock is the test's: it moves only when the test moves it.)
+    @Test func aStandbyThatMakesReadsWaitInVainIsLeftOutOfTheReads() async throws {
         try await StandbyRig.withDelayedSecondStandby { rig in
             let clock = TestClock()
             let store = try rig.store(.standbyIfCaughtUp, standbys: [2], wait: .milliseconds(5), clock: clock)
             for round in 0..<5 {
-                if round == 2 { clock.advance(by: PostgresStandbyReads.behindBound) }
                 try await store.write([.set(key: "k\(round)", value: "\(round)"), .set(key: "last", value: "\(round)")])
                 #expect(try await store.get("last") == "\(round)")
                 #expect(try await store.entries("k", after: nil, limit: 10).count == round + 1)
             }
             #expect(store.readCounts.primary == 10)
-            #expect(store.readCounts.waited == 4, "only the reads of the first two rounds waited")
+            #expect(store.readCounts.waited == PostgresStandbyReads.vainWaitsBound, "only the first three reads waited")
             #expect(store.readCounts.standbys.map(\.reads) == [0])
+            clock.advance(by: PostgresStandbyReads.retryInterval)
+            #expect(try await store.get("last") == "4")
+            #expect(store.readCounts.waited == PostgresStandbyReads.vainWaitsBound)
+            #expect(store.readCounts.primary == 11)
         }
     }
 
     /// Primary, synchronous standby 1, asynchronous standby 2 (issue 59): the primary is killed
-    /// and standby 1 promoted; standby 2 still follows the dead primary and never catches up. The
-    /// store's reads go to standby 1 as the primary's, and standby 2, once behind for the bound, is
-    /// left out: reads no longer wait for it, and one read tries it again when its time is up.
+    /// and standby 1 promoted; standby 2 still follows the dead primary, on the old timeline. The
+    /// store's reads go to standby 1 as the primary's, and standby 2 is left out as soon as a read
+    /// finds it on another timeline than the new primary's: no read waits for it, and one read
+    /// tries it again when its time is up.
     @Test func afterAFailoverReadsGoToThePromotedStandbyAndTheStrandedOneIsLeftOut() async throws {
         try await StandbyRig.withCluster { rig in
             let clock = TestClock()
@@ -130,9 +136,9 @@ import Testing
             #expect(before.standbys.map(\.server) == [names[1], names[2]])
 
             try await rig.cluster.failOver()
-            // Written on standby 1, past anything standby 2 will replay.
+            // Written on standby 1's new timeline, which standby 2 does not follow.
             try await store.set("after", "failover")
-            // Standby 2 is behind from here: this read waits for it, then the primary answers.
+            // Standby 2 is on the old timeline: left out at once, the primary answers.
             #expect(try await store.get("after") == "failover")
             clock.advance(by: PostgresStandbyReads.behindBound)
             for index in 0..<10 { #expect(try await store.get("k\(index)") == "\(index)") }
@@ -141,13 +147,59 @@ import Testing
             #expect(after.standbys.map(\.server) == [names[2]], "the promoted standby is no longer a standby")
             #expect(after.standbys.map(\.reads) == [before.standbys[1].reads])
             #expect(after.primary == before.primary + 11)
-            #expect(after.waited == before.waited + 1, "only the first read after the failover waited")
+            #expect(after.waited == before.waited, "no read waited for the standby on the old timeline")
 
-            // Its time up, one read tries standby 2 again: still behind, it is left out at once.
+            // Its time up, one read tries standby 2 again: still on the old timeline, left out at once.
             clock.advance(by: PostgresStandbyReads.retryInterval)
             #expect(try await store.get("after") == "failover")
-            #expect(store.readCounts.waited == before.waited + 1)
+            #expect(store.readCounts.waited == before.waited)
             #expect(store.readCounts.primary == before.primary + 12)
+        }
+    }
+
+    /// The asynchronous standby 2 has replayed WAL of the old timeline that the synchronous
+    /// standby 1 never received (standby 1 was down while the primary wrote it). The primary is
+    /// killed and standby 1 promoted: its new timeline starts below what standby 2 replayed, so the
+    /// store's next write commits at a position standby 2 has passed without having the write. No
+    /// read of the store, nor of a store opened after the failover, answers from standby 2.
+    @Test func aStandbyAheadOnTheOldTimelineNeverAnswersAfterAFailover() async throws {
+        try await StandbyRig.withCluster { rig in
+            let clock = TestClock()
+            let store = try rig.store(.standbyIfCaughtUp, connectTimeout: .seconds(2), clock: clock)
+            for index in 0..<10 { try await store.set("k\(index)", "\(index)") }
+            for index in 0..<10 { #expect(try await store.get("k\(index)") == "\(index)") }
+            let before = store.readCounts
+            #expect(before.standbys[1].reads > 0, "standby 2 answered before the failover")
+
+            // Standby 1 down, the primary writes 2 MB only standby 2 receives and replays.
+            try await rig.cluster.stopStandby(1)
+            try await rig.cluster.psql(
+                "SET synchronous_commit = local; SELECT pg_logical_emit_message(true, 'filler', repeat('x', 2000000))")
+            try await rig.cluster.waitForStandby(2)
+            try await rig.cluster.killPrimary()
+            try await rig.cluster.startStandby(1)
+            try await rig.cluster.promoteFirstStandby()
+
+            try await store.set("after", "failover")
+            let written = try await rig.cluster.psql("SELECT pg_current_wal_flush_lsn()", on: 1)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let passed = try await rig.cluster.psql("SELECT pg_last_wal_replay_lsn() >= '\(written)'", on: 2)
+            #expect(passed.trimmingCharacters(in: .whitespacesAndNewlines) == "t", "standby 2 replayed past the write")
+            #expect(try await rig.cluster.psql("SELECT count(*) FROM kv", on: 2).hasPrefix("11"))
+
+            #expect(try await store.get("after") == "failover")
+            #expect(try await store.keys("") == ["after", "before"] + (0..<10).map { "k\($0)" })
+            let after = store.readCounts
+            #expect(after.standbys.map(\.reads) == [before.standbys[1].reads], "standby 2 answered nothing more")
+            #expect(after.primary == before.primary + 2)
+            #expect(after.waited == before.waited)
+
+            // A store opened now: its floor is on the new timeline from the start.
+            let reopened = try rig.store(.standbyIfCaughtUp, connectTimeout: .seconds(2), clock: clock)
+            try await reopened.checkServers()
+            #expect(try await reopened.get("after") == "failover")
+            #expect(reopened.readCounts.standbys.map(\.reads) == [0])
+            #expect(reopened.readCounts.primary == 1)
         }
     }
 
@@ -457,6 +509,23 @@ private final class ReadHistory: Sendable {
 
 /// The floor's rules, without a server.
 @Suite struct PostgresReadFloorTests {
+    /// A new timeline of the primary starts the floor again at the new primary's position; a
+    /// standby's position on the timeline the primary left does not raise it.
+    @Test func aNewTimelineStartsTheFloorAgainAndOldTimelinePositionsDoNotRaiseIt() {
+        var floor = PostgresReadFloor()
+        floor.primaryFound(onTimeline: 1, at: 500)
+        floor.raise(to: 900, onTimeline: 1)
+        #expect(floor.required == 900 && floor.timeline == 1)
+        floor.primaryFound(onTimeline: 1, at: 600)
+        #expect(floor.required == 900)
+        floor.primaryFound(onTimeline: 2, at: 700)
+        #expect(floor.required == 700 && floor.timeline == 2)
+        floor.raise(to: 2_000, onTimeline: 1)
+        #expect(floor.required == 700)
+        floor.raise(to: 800, onTimeline: 2)
+        #expect(floor.required == 800)
+    }
+
     @Test func aWriteWhosePositionIsLostKeepsReadsOnThePrimaryUntilALaterWriteLearnsOne() {
         var floor = PostgresReadFloor()
         let first = floor.writeStarts()

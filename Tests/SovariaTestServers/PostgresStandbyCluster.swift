@@ -71,21 +71,42 @@ public final class PostgresStandbyCluster: Sendable {
         try await Self.psql(conninfos[index], sql)
     }
 
-    /// Waits until the first standby has replayed everything the primary has written: a
-    /// synchronous commit with `remote_apply` returns only then (no polling).
+    /// Waits until the synchronous standby (the first, unless ``waitForStandby(_:)`` named another)
+    /// has replayed everything the primary has written: a synchronous commit with `remote_apply`
+    /// returns only then (no polling).
     public func waitForFirstStandby() async throws {
         try await psql("SET synchronous_commit = remote_apply; SELECT pg_logical_emit_message(true, 'sync', '')")
+    }
+
+    /// Makes standby `index` (1 or 2) the primary's only synchronous standby, then waits until it
+    /// has replayed everything the primary has written (a `remote_apply` commit returns only then).
+    public func waitForStandby(_ index: Int) async throws {
+        let port = try String(contentsOf: folders[index].appendingPathComponent("port"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try await psql("ALTER SYSTEM SET synchronous_standby_names = '\"standby_\(port)\"'")
+        try await psql("SELECT pg_reload_conf()")
+        try await waitForFirstStandby()
     }
 
     /// Stops standby `index` (1 or 2) with a fast shutdown; its data stays.
     public func stopStandby(_ index: Int) async throws { _ = try await Self.run(["stop", folders[index].path]) }
 
+    /// Starts standby `index` (1 or 2) again after ``stopStandby(_:)``: a standby still, streaming
+    /// from the primary when it runs; returns once it answers reads.
+    public func startStandby(_ index: Int) async throws { _ = try await Self.run(["start", folders[index].path]) }
+
     /// Kills the primary (SIGKILL; returns once its processes are gone), then promotes the first
     /// standby and returns once it takes writes.
     public func failOver() async throws {
-        _ = try await Self.run(["kill", folders[0].path])
-        _ = try await Self.run(["promote", folders[1].path])
+        try await killPrimary()
+        try await promoteFirstStandby()
     }
+
+    /// Kills the primary (SIGKILL; returns once its processes are gone).
+    public func killPrimary() async throws { _ = try await Self.run(["kill", folders[0].path]) }
+
+    /// Promotes the first standby and returns once it takes writes.
+    public func promoteFirstStandby() async throws { _ = try await Self.run(["promote", folders[1].path]) }
 
     /// Stops every server that still runs and deletes the folders.
     public func destroy() async throws {

@@ -38,6 +38,11 @@ final class PostgresConnection: @unchecked Sendable {
     /// this far. 0 until a read learns one.
     var knownReplayPosition: UInt64 = 0
 
+    /// On a standby, the timeline it was last found following (`nil` when it could not say); on
+    /// the primary, the one it writes. Learned when the connection opens; a standby's is asked
+    /// again when the primary's timeline is another one.
+    var timeline: UInt64?
+
     /// Connects with `conninfo` (a libpq key/value string or a `postgresql://` URL), then sets the
     /// session up: `synchronous_commit` from `durability` and `lock_timeout`.
     ///

@@ -102,6 +102,22 @@ struct PostgresSchema: Sendable {
             """,
         parameterTypes: [])
 
+    /// The timeline a server is on, as an `int8` (SQL to put in a column, see
+    /// ``standbyTimeline``): on a primary, the one it writes (the first 8 hex digits of its WAL
+    /// file's name; `pg_control_checkpoint()` lags behind a promotion); on a standby, the one of
+    /// the WAL it receives (`received_tli`, shown to superusers and `pg_read_all_stats`), else of
+    /// its last restartpoint, which lags behind a switch to a new timeline (so a standby that just
+    /// moved on may be taken for one of the old timeline, and be left out a while, never the
+    /// other way round).
+    static let timelineColumn = """
+        CASE WHEN pg_is_in_recovery() THEN COALESCE((SELECT received_tli FROM pg_stat_wal_receiver)::int8, \
+        (SELECT timeline_id FROM pg_control_checkpoint())::int8) \
+        ELSE ('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))::bit(32)::int8 END
+        """
+
+    /// The server's timeline, alone (see ``timelineColumn``).
+    static let standbyTimeline = "SELECT \(timelineColumn)"
+
     /// `VACUUM` of the table (it cannot run inside a transaction).
     var vacuum: String { "VACUUM \(quoted)" }
 

@@ -84,8 +84,9 @@ final class PostgresServerCheck: Sendable {
     /// A connection to the server taking writes: the named primary first, then the others, each
     /// with `target_session_attrs=read-write` (so a standby promoted after a failover is found),
     /// and only a server of the primary's cluster once the check passed. The error is the first
-    /// server's when none takes writes. Returns the server it reached too.
-    func connectToPrimary() throws(OfflineStoreError) -> (PostgresConnection, PostgresServer) {
+    /// server's when none takes writes. Returns the server it reached too, and what it found
+    /// there (its position and timeline).
+    func connectToPrimary() throws(OfflineStoreError) -> (PostgresConnection, PostgresServer, Identity) {
         var first: OfflineStoreError?
         let expected = systemIdentifier.withLock { $0 }
         for server in servers.sorted(by: { $0.role == .primary && $1.role != .primary }) {
@@ -93,15 +94,14 @@ final class PostgresServerCheck: Sendable {
                 let connection = try session.connect(
                     server.conninfo, server: server.description,
                     requiredOptions: [("target_session_attrs", "read-write")])
-                if let expected {
-                    let found = try Self.identify(connection, server)
-                    guard found.identifier == expected else {
-                        throw Self.misconfigured(
-                            "\(server.description) takes writes but belongs to another cluster than the primary the "
-                                + "store opened with (system identifier \(found.identifier), not \(expected)).")
-                    }
+                let found = try Self.identify(connection, server)
+                if let expected, found.identifier != expected {
+                    throw Self.misconfigured(
+                        "\(server.description) takes writes but belongs to another cluster than the primary the "
+                            + "store opened with (system identifier \(found.identifier), not \(expected)).")
                 }
-                return (connection, server)
+                connection.timeline = found.timeline
+                return (connection, server, found)
             } catch {
                 if first == nil { first = error }
             }
@@ -121,6 +121,7 @@ final class PostgresServerCheck: Sendable {
         let connection = try session.connect(
             server.conninfo, server: server.description, requiredOptions: Self.standbyTimeouts(session))
         let found = try Self.identify(connection, server)
+        connection.timeline = found.timeline
         guard found.identifier == expected, found.isStandby else {
             throw OfflineStoreError(
                 .misconfigured, "\(server.description) is no longer a standby of the primary's cluster.",
@@ -206,13 +207,15 @@ final class PostgresServerCheck: Sendable {
     }
 
     /// Whether a server is in recovery, its cluster's identifier, its position in the log (see
-    /// `PostgresSchema.walPosition`), and its WAL page and segment sizes.
+    /// `PostgresSchema.walPosition`), its WAL page and segment sizes, and its timeline (see
+    /// `PostgresSchema.timelineColumn`; 0, which no timeline is, when a standby could not say).
     struct Identity: Sendable {
         let isStandby: Bool
         let identifier: UInt64
         let position: UInt64
         let walPageSize: UInt64
         let walSegmentSize: UInt64
+        let timeline: UInt64
     }
 
     private static func identify(
@@ -222,7 +225,8 @@ final class PostgresServerCheck: Sendable {
             """
             SELECT pg_is_in_recovery(), CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() \
             ELSE pg_current_wal_insert_lsn() END, system_identifier, current_setting('wal_block_size')::int8, \
-            (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size') FROM pg_control_system()
+            (SELECT setting::int8 FROM pg_settings WHERE name = 'wal_segment_size'), \(PostgresSchema.timelineColumn) \
+            FROM pg_control_system()
             """, [], while: "Checking the role of \(server.description)")
         let values = (2...4).compactMap { rows.uint64(row: 0, column: $0) }
         guard values.count == 3 else {
@@ -230,9 +234,13 @@ final class PostgresServerCheck: Sendable {
                 .io, "\(server.description) did not say whether it is a standby.", engine: .postgres)
         }
         let position = try WALPosition(rows)
+        let timeline = rows.uint64(row: 0, column: 5)
+        guard timeline != nil || position.isStandby else {
+            throw OfflineStoreError(.io, "\(server.description) did not say its timeline.", engine: .postgres)
+        }
         return Identity(
             isStandby: position.isStandby, identifier: values[0], position: position.lsn, walPageSize: values[1],
-            walSegmentSize: values[2])
+            walSegmentSize: values[2], timeline: timeline ?? 0)
     }
 
     /// A standby's connection times out sooner than the primary's: at most 2 s to connect, and 5 s
