@@ -85,6 +85,10 @@ public struct OfflineStoreError: Error, Sendable, CustomStringConvertible {
 
         /// The key is empty or longer than ``StoreKey/maxUTF8Count`` UTF-8 bytes.
         public static let invalidKey = Code("invalidKey")
+        /// An account id is empty, longer than ``AccountID/maxUTF8Count`` bytes, or holds a
+        /// character other than `A`–`Z`, `a`–`z`, `0`–`9`, `.`, `_`, `@`, `+` and `-`; nothing was
+        /// read or written.
+        public static let invalidAccount = Code("invalidAccount")
         /// The value cannot be stored (for example, it is not valid for this engine).
         public static let invalidValue = Code("invalidValue")
         /// Reading or writing the storage failed.

@@ -23,7 +23,7 @@ extension OfflineStoreConformance {
                 + "after a reopen: a store that replays a batch from a journal must not replay it out of order."
         ) { context in
             let folder = try context.makeFolder()
-            let long = String(repeating: "L", count: 511)
+            let long = String(repeating: "L", count: context.factory.maxKeyUTF8Count)
             do {
                 let store = try await context.factory.open(folder)
                 try await store.write([.set(key: "gone", value: "old"), .set(key: long, value: "old")])
@@ -48,7 +48,7 @@ extension OfflineStoreConformance {
         ) { context in
             let store = try await context.makeStore().store
             try await store.set("existing", "before")
-            let tooLong = String(repeating: "x", count: 512)
+            let tooLong = String(repeating: "x", count: context.factory.maxKeyUTF8Count + 1)
             for invalid in ["", tooLong] {
                 try await context.expectError(.invalidKey, "batch with a \(invalid.utf8.count)-byte key") {
                     try await store.write([
@@ -101,7 +101,7 @@ extension OfflineStoreConformance {
             let store = try await context.makeStore().store
             let writers = 16
             let rounds = 6
-            let invalid = String(repeating: "k", count: StoreKey.maxUTF8Count + 1)
+            let invalid = String(repeating: "k", count: context.factory.maxKeyUTF8Count + 1)
             /// Every third batch of every other writer carries an invalid key.
             let refused: @Sendable (Int, Int) -> Bool = { writer, round in writer % 2 == 1 && round % 3 == 2 }
             try await withThrowingTaskGroup(of: Void.self) { group in

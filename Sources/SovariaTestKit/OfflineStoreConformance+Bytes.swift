@@ -130,7 +130,7 @@ extension OfflineStoreConformance {
             try context.expectBytes(try await store.get("j"), "j2", "j: a string written after bytes")
             try context.expectData(try await store.data("e"), [], "e: empty bytes")
             try context.expect(try await store.data("gone") == nil, "gone was deleted in the batch")
-            let invalid = String(repeating: "x", count: StoreKey.maxUTF8Count + 1)
+            let invalid = String(repeating: "x", count: context.factory.maxKeyUTF8Count + 1)
             try await context.expectError(.invalidKey, "a batch with an invalid key after a byte set") {
                 try await store.write([
                     .setData(key: "k", data: Data(binary + binary)), .setData(key: invalid, data: Data([1])),

@@ -12,11 +12,12 @@ extension OfflineStoreConformance {
         ) { context in
             let store = try await context.makeStore().store
             let seed = UInt64.random(in: 1...UInt64.max)
-            var generator = GeneratedInput(seed: seed)
+            let limit = context.factory.maxKeyUTF8Count
+            var generator = GeneratedInput(seed: seed, maxKeyUTF8Count: limit)
             let keys = (0..<120).map { _ in generator.string(bytes: generator.length(upTo: 600)) }
             let (valid, invalid) = (
-                keys.filter { (1...StoreKey.maxUTF8Count).contains($0.utf8.count) },
-                keys.filter { !(1...StoreKey.maxUTF8Count).contains($0.utf8.count) }
+                keys.filter { (1...limit).contains($0.utf8.count) },
+                keys.filter { !(1...limit).contains($0.utf8.count) }
             )
             try context.expect(!valid.isEmpty && !invalid.isEmpty, "seed \(seed): the generator made both kinds")
             var model: [[UInt8]: String] = [:]
@@ -64,17 +65,23 @@ extension OfflineStoreConformance {
 /// included, from a seeded generator so a failure names the seed that repeats it.
 struct GeneratedInput {
     private var random: SplitMix
+    /// The longest valid key: an edge ``length(upTo:)`` returns often.
+    private let maxKeyUTF8Count: Int
 
-    /// A generator that makes the same strings for the same `seed`.
-    init(seed: UInt64) { random = SplitMix(seed: seed) }
+    /// A generator that makes the same strings for the same `seed`, with the edges of keys up to
+    /// `maxKeyUTF8Count` bytes.
+    init(seed: UInt64, maxKeyUTF8Count: Int = StoreKey.maxUTF8Count) {
+        random = SplitMix(seed: seed)
+        self.maxKeyUTF8Count = maxKeyUTF8Count
+    }
 
     /// The next random number.
     mutating func next() -> UInt64 { random.next() }
 
-    /// A length from 0 to `limit`, with the edges of the key limit (0, 1, 511, 512) more often
-    /// than chance would give them.
+    /// A length from 0 to `limit`, with the edges of the key limit (0, 1, 511, 512 for an engine)
+    /// more often than chance would give them.
     mutating func length(upTo limit: Int) -> Int {
-        let edges = [0, 1, StoreKey.maxUTF8Count, StoreKey.maxUTF8Count + 1]
+        let edges = [0, 1, maxKeyUTF8Count, maxKeyUTF8Count + 1]
         return next() % 5 == 0 ? edges[Int(next() % UInt64(edges.count))] : Int(next() % UInt64(limit + 1))
     }
 

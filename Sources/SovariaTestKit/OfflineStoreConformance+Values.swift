@@ -12,7 +12,7 @@ extension OfflineStoreConformance {
             try await store.delete("present")
             try context.expectBytes(try await store.get("present"), nil, "get after delete")
             try context.expectKeys(try await store.keys(""), [], "keys after deletes")
-            let longMissing = String(repeating: "m", count: StoreKey.maxUTF8Count)
+            let longMissing = String(repeating: "m", count: context.factory.maxKeyUTF8Count)
             try await store.delete(longMissing)
             try await store.write([.delete(key: longMissing), .delete(key: "missing too")])
             try context.expectKeys(try await store.keys(""), [], "keys after deleting missing keys")
