@@ -263,6 +263,12 @@ public final class WriteQueue: Sendable {
         }
     }
 
+    /// How many writes wait in the queue `store` holds, from its key names (no value is read):
+    /// for a count of a queue no one has open, such as another account's.
+    public static func pendingCount(in store: any OfflineStore) async throws -> Int {
+        try await store.keys(QueueKeys.queuePrefix).count { QueueKeys.parse($0, prefix: QueueKeys.queuePrefix) != nil }
+    }
+
     /// Forgets every queued and rejected write (sign-out). Sequences keep growing.
     ///
     /// - Important: One store batch: a crash leaves either everything or nothing.

@@ -10,6 +10,12 @@ extension SovariaOffline {
         /// (tables, row filters, the headers that ask for changed rows). `PostgREST()` from
         /// SovariaPostgREST for a PostgREST API.
         public var api: any DataAPI
+        /// The account the controller acts for: a stable user id from the app's sign-in (never a
+        /// token). Its cached answers, queue, rejected list, conflicts and feed checkpoints are
+        /// kept apart from every other account's on the same store, and only its own writes are
+        /// sent. Default: `nil`, one implicit account (the store's keys as they are: a
+        /// single-user app). See <doc:AccountsAndSignOut>.
+        public var account: AccountID?
         /// Writes waiting at once; past this a new offline write throws `WriteQueueError` with
         /// code `.queueFull` (`OFFLINE_QUEUE_FULL`). Default: ``SovariaOffline/maxQueued``.
         public var maxQueued: Int = SovariaOffline.maxQueued

@@ -55,8 +55,13 @@ public final class SovariaOffline: Sendable {
     /// (`SovariaQueue.WriteQueue.idempotencyHeader`).
     public static let idempotencyHeader = WriteQueue.idempotencyHeader
 
-    /// The store that keeps the queue, the rejected list and the cache.
+    /// The store that keeps the queue, the rejected list and the cache: the account's view of
+    /// the store given (``Configuration/account``), or that store itself without an account.
     public let store: any OfflineStore
+    /// The store given, every account's.
+    let deviceStore: any OfflineStore
+    /// This controller's hold on its account of `deviceStore`, released at close.
+    let openedAccount: OpenAccounts.Hold?
     /// The network.
     public let transport: any SyncTransport
     /// The options this controller was made with.
@@ -138,6 +143,8 @@ public final class SovariaOffline: Sendable {
         var feedStoppedUntil: [String: Date] = [:]
         /// Moved by each ``clear()``: a pull that began before it leaves nothing behind.
         var feedEpoch = 0
+        /// Writes of other accounts waiting on the device, counted at open.
+        var otherAccountsPendingCount = 0
         /// After failed pulls: none before this; and how many failed in a row.
         var feedRetryAt: Date?
         var feedFailures = 0
@@ -151,9 +158,17 @@ public final class SovariaOffline: Sendable {
     )
         async throws
     {
-        self.store = store
+        deviceStore = store
+        if let account = configuration.account {
+            openedAccount = try OpenAccounts.shared.hold(account, of: store)
+            self.store = AccountScopedStore(wrapping: store, account: account)
+        } else {
+            openedAccount = nil
+            self.store = store
+        }
         self.transport = transport
         self.configuration = configuration
+        let store = self.store
         sessions = OverlaySessions(
             countLimit: configuration.overlaySessionLimits.count, byteLimit: configuration.overlaySessionLimits.bytes)
         queue = try await WriteQueue(store: store, maxQueued: configuration.maxQueued, clock: configuration.clock)
@@ -180,6 +195,8 @@ public final class SovariaOffline: Sendable {
             let waiting = pending.count { isHeld($0.request) }
             state.withLock { $0.waitingOnConflicts = waiting }
         }
+        let others = try await Self.pendingWritesOfOtherAccounts(on: deviceStore, except: configuration.account)
+        state.withLock { $0.otherAccountsPendingCount = others }
         let ticket = configuration.timer.repeating(every: configuration.flushInterval) { [weak self] in
             await self?.timerFired()
         }
@@ -205,6 +222,7 @@ public final class SovariaOffline: Sendable {
     }
 
     deinit {
+        OpenAccounts.shared.release(openedAccount)
         let (timer, feedTimer) = state.withLock { ($0.timer, $0.feedTimer) }
         timer?.cancel()
         feedTimer?.cancel()
@@ -225,18 +243,21 @@ public final class SovariaOffline: Sendable {
 
     // MARK: - Lifetime
 
-    /// Forgets the cache, the queue and the rejected list (sign-out), and gives the space back.
+    /// Forgets this account's cache, queue and rejected list, and gives the space back. Unsynced
+    /// writes go too: to sign out keeping them, use ``signOut(keepingUnsyncedWrites:)``.
     public func clear() async throws {
         try checkOpen()
-        try await writeGate.withGate { gated in try await clearLocalData(gated) }
+        try await writeGate.withGate { gated in try await forgetLocalData(keepingQueue: false, gated) }
         signals.changed(table: nil)
     }
 
-    /// ``clear()`` inside the write gate: no write is sent or queued meanwhile.
-    private func clearLocalData(_ gated: borrowing GateToken<SovariaOffline>) async throws {
+    /// Forgets the account's cached answers, tables, feeds and what memory holds of them, and
+    /// with `keepingQueue: false` its queue and rejected list too, inside the write gate: no
+    /// write is sent or queued meanwhile.
+    func forgetLocalData(keepingQueue: Bool, _ gated: borrowing GateToken<SovariaOffline>) async throws {
         // First: a pull running now (a long poll) finds it moved and keeps nothing of its page.
         state.withLock { $0.feedEpoch += 1 }
-        try await queue.clear()
+        if !keepingQueue { try await queue.clear() }
         try await cache.clearLocalData()
         let tables = try await store.keys(Self.tablesPrefix)
         let checkpoints = try await store.keys(Self.feedPrefix)
@@ -259,8 +280,14 @@ public final class SovariaOffline: Sendable {
     }
 
     /// Stops the timer and waits for a running flush; later calls throw
-    /// ``SovariaOfflineError/Code/closed``.
+    /// ``SovariaOfflineError/Code/closed``. The account may be opened again on the store.
     public func close() async {
+        await stopSyncing()
+        finishStreams()
+    }
+
+    /// Marks the controller closed, stops its timers and waits for a running flush.
+    func stopSyncing() async {
         let (ticket, feedTicket, flight) = state.withLock { state in
             state.closed = true
             return (state.timer, state.feedTimer, state.flight)
@@ -268,6 +295,12 @@ public final class SovariaOffline: Sendable {
         ticket?.cancel()
         feedTicket?.cancel()
         _ = try? await flight?.value
+    }
+
+    /// Ends the error streams and the live queries' signals, and lets the account be opened
+    /// again.
+    func finishStreams() {
+        OpenAccounts.shared.release(openedAccount)
         errors.finish()
         feedErrors.continuation.finish()
         signals.finish()

@@ -42,6 +42,9 @@ public struct SovariaOfflineError: Error, Sendable, CustomStringConvertible {
         /// The server answered a read with neither 2xx nor 304 (``SovariaOfflineError/response``
         /// holds its answer): nothing was cached; check the request, or try again later for a 5xx.
         public static let unexpectedStatus = Code("unexpectedStatus")
+        /// Another open controller of this process acts for the account on the same store
+        /// (``SovariaOffline/Configuration/account``): close it, or sign it out, first.
+        public static let accountInUse = Code("accountInUse")
 
         /// The code's name, e.g. `"closed"`.
         public var description: String { name }

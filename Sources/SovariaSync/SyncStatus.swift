@@ -35,6 +35,10 @@ public struct SyncStatus: Sendable, Hashable {
     /// Where the feed of each table pulled in this run stands (``SovariaOffline/pullChanges(of:wait:)``):
     /// its checkpoint, whether it caught up, its must-refetch count and last error.
     public var changeFeeds: [String: ChangeFeedStatus] = [:]
+    /// Writes of other accounts waiting on this device for their author to open a controller
+    /// (``SovariaOffline/Configuration/account``): a count, never their content. Counted when
+    /// the controller opened.
+    public var otherAccountsPendingCount: Int = 0
 
     /// What a controller knows of the network.
     public enum Network: Sendable, Hashable {

@@ -1,0 +1,191 @@
+import Foundation
+import Sovaria
+import SovariaHTTP
+import SovariaPostgREST
+import SovariaQueue
+import SovariaTestEngines
+import SovariaTestKit
+import SovariaTestServers
+import Testing
+
+@testable import SovariaSync
+
+/// Accounts on one device (issue 60): one store, the users of the test server over PostgreSQL
+/// with row-level security (`owner = current_user`), a controller per signed-in user.
+@Suite struct AccountTests {
+    static let engines = TestEngine.standard(including: .encrypted)
+    static let notes = PostgREST.select("notes", columns: "id,owner,title", order: "id")
+
+    /// A user's token: `token-<user>`, which the test server maps to that user's role.
+    struct UserToken: AccessTokenProvider {
+        let user: String
+        func accessToken() async throws -> String? { "token-" + user }
+        func refreshAccessToken() async throws {}
+    }
+
+    /// A controller for `user` on `store`, talking to `server` with that user's token.
+    static func signIn(
+        _ user: String, on store: any OfflineStore, _ server: RESTServer, feed: (any ChangeFeed)? = nil
+    ) async throws -> (offline: SovariaOffline, transport: RecordingSwitch) {
+        let transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: UserToken(user: user)))
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.account = try AccountID(user)
+        configuration.timer = ManualTimer()
+        configuration.memoryPressure = nil
+        configuration.changeFeed = feed
+        configuration.overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        return (try await SovariaOffline(store: store, transport: transport, configuration: configuration), transport)
+    }
+
+    static func seed(_ server: RESTServer, as user: String, _ json: String) async throws {
+        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: UserToken(user: user))
+        let answer = try await transport.send(PostgREST.insert(into: "notes", json: json, returning: false))
+        try #require(answer.isSuccess, "seed: \(answer.status) \(answer.body)")
+    }
+
+    static func ids(_ read: LocalRead) throws -> [String] {
+        struct Row: Decodable { var id: String }
+        return try read.decode([Row].self, using: JSONDecoder())?.map(\.id) ?? []
+    }
+
+    @Test(arguments: engines)
+    func anotherUserSeesNoneOfTheFirstsRowsAndTheFirstsWritesWaitForTheirAuthor(_ engine: TestEngine) async throws {
+        let server = try await RESTServer.start()
+        try await Self.seed(server, as: "alice", #"{"id":"a1","title":"A's note"}"#)
+        try await Self.seed(server, as: "bob", #"{"id":"b1","title":"B's note"}"#)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
+
+        // Alice reads, goes offline, edits a row and adds one, and the app switches users.
+        let alice = try await Self.signIn("alice", on: store, server)
+        #expect(try Self.ids(try await alice.offline.read(Self.notes)) == ["a1"])
+        alice.transport.isOffline = true
+        _ = try await alice.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "a1")], json: #"{"title":"A's offline edit"}"#))
+        _ = try await alice.offline.write(
+            PostgREST.insert(into: "notes", json: #"{"id":"a2","title":"A's offline note"}"#, returning: false))
+        await alice.offline.close()
+
+        let bob = try await Self.signIn("bob", on: store, server)
+        #expect(bob.offline.status.otherAccountsPendingCount == 2 && bob.offline.status.pendingCount == 0)
+        // Nothing of Alice's, in any read policy, offline or on.
+        let cached = try await bob.offline.read(Self.notes, policy: .cacheOnly)
+        #expect(cached.body == nil && cached.pendingRows.isEmpty)
+        bob.transport.isOffline = true
+        await #expect(throws: SyncTransportError.self) { _ = try await bob.offline.read(Self.notes) }
+        var live = bob.offline.observe(Self.notes, policy: .cacheOnly).makeAsyncIterator()
+        #expect(try await live.next()?.body == nil)
+        bob.transport.isOffline = false
+        let online = try await bob.offline.read(Self.notes)
+        #expect(try online.source == .network && Self.ids(online) == ["b1"])
+        let sent = bob.transport.exchanges().map(\.request)
+        #expect(sent.allSatisfy { $0.header("If-None-Match") == nil }, "no ETag of Alice's")
+        #expect(try await bob.offline.pendingWrites().isEmpty)
+        #expect(try await bob.offline.rejectedWrites().isEmpty)
+        #expect(try await bob.offline.flush() == 0)
+        #expect(bob.transport.exchanges().allSatisfy { $0.request.method == "GET" }, "nothing of Alice's sent")
+        await bob.offline.close()
+
+        // Alice comes back: her writes go, with her token, and apply as hers.
+        let back = try await Self.signIn("alice", on: store, server)
+        #expect(back.offline.status.pendingCount == 2 && back.offline.status.otherAccountsPendingCount == 0)
+        #expect(try await back.offline.flush() == 2)
+        #expect(
+            try await server.query("SELECT id || '|' || owner || '|' || title FROM notes ORDER BY id") == [
+                "a1|alice|A's offline edit", "a2|alice|A's offline note", "b1|bob|B's note",
+            ])
+        #expect(try Self.ids(try await back.offline.read(Self.notes, policy: .networkOnly)) == ["a1", "a2"])
+    }
+
+    @Test(arguments: engines)
+    func signingOutKeepingWritesForgetsTheAnswersAndKeepsTheQueue(_ engine: TestEngine) async throws {
+        let server = try await RESTServer.start()
+        try await Self.seed(server, as: "alice", #"{"id":"a1","title":"A's note"}"#)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
+        let alice = try await Self.signIn("alice", on: store, server)
+        _ = try await alice.offline.read(Self.notes)
+        alice.transport.isOffline = true
+        _ = try await alice.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "a1")], json: #"{"title":"kept"}"#))
+        try await alice.offline.signOut(keepingUnsyncedWrites: true)
+        await #expect(throws: SovariaOfflineError.self) { _ = try await alice.offline.read(Self.notes) }
+
+        let again = try await Self.signIn("alice", on: store, server)
+        #expect(try await again.offline.read(Self.notes, policy: .cacheOnly).response == nil, "answers forgotten")
+        #expect(try await again.offline.pendingWrites().count == 1, "the unsynced edit kept")
+        #expect(try await again.offline.flush() == 1)
+        #expect(try await server.query("SELECT title FROM notes") == ["kept"])
+    }
+
+    @Test(arguments: engines)
+    func signingOutForgettingWritesLeavesNothingOfTheAccount(_ engine: TestEngine) async throws {
+        let server = try await RESTServer.start()
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
+        let alice = try await Self.signIn("alice", on: store, server)
+        _ = try await alice.offline.read(Self.notes)
+        alice.transport.isOffline = true
+        _ = try await alice.offline.write(
+            PostgREST.insert(into: "notes", json: #"{"id":"a9","title":"dropped"}"#, returning: false))
+        let bob = try await Self.signIn("bob", on: store, server)
+        _ = try await bob.offline.read(Self.notes)
+        try await alice.offline.signOut(keepingUnsyncedWrites: false)
+        let prefix = AccountScopedStore.keyPrefix + "alice"
+        #expect(try await store.keys(prefix).allSatisfy { $0.contains(":meta:") }, "no answer or write of Alice's left")
+        #expect(try await bob.offline.read(Self.notes, policy: .cacheOnly).response != nil, "Bob's stay")
+        let again = try await Self.signIn("alice", on: store, server)
+        #expect(try await again.offline.pendingWrites().isEmpty)
+    }
+
+    @Test func oneAccountIsOpenOnceOnAStore() async throws {
+        let server = try await RESTServer.start()
+        let store = MemoryOfflineStore()
+        let first = try await Self.signIn("alice", on: store, server)
+        do {
+            _ = try await Self.signIn("alice", on: store, server)
+            Issue.record("a second controller for one account on one store")
+        } catch let error as SovariaOfflineError {
+            #expect(error.code == .accountInUse)
+        }
+        _ = try await Self.signIn("bob", on: store, server)  // another account: fine
+        await first.offline.close()
+        _ = try await Self.signIn("alice", on: store, server)  // after the close: fine
+    }
+
+    @Test func eachAccountFollowsTheFeedFromItsOwnCheckpoint() async throws {
+        let server = try await RESTServer.start()
+        let store = MemoryOfflineStore()
+        let feed = OnePageFeed()
+        let alice = try await Self.signIn("alice", on: store, server, feed: feed)
+        try await alice.offline.pullChanges(of: "notes")
+        #expect(try await alice.offline.feedCheckpoint(of: "notes") == 7)
+        await alice.offline.close()
+        let bob = try await Self.signIn("bob", on: store, server, feed: feed)
+        #expect(try await bob.offline.feedCheckpoint(of: "notes") == nil, "Alice's checkpoint is not Bob's")
+        try await bob.offline.pullChanges(of: "notes")
+        #expect(feed.askedAfter == [nil, nil], "Bob's feed starts from the log's start")
+        await bob.offline.close()
+        let back = try await Self.signIn("alice", on: store, server, feed: feed)
+        try await back.offline.pullChanges(of: "notes")
+        #expect(feed.askedAfter == [nil, nil, 7], "Alice resumes where she stopped")
+    }
+}
+
+/// A feed whose every page is one delete at position 7; it records the position each pull asked
+/// after.
+final class OnePageFeed: ChangeFeed {
+    private let asked = Recorder<Int64?>()
+    var askedAfter: [Int64?] { asked.all }
+
+    func changes(of table: String, after position: Int64?, wait: Duration?) async throws -> ChangeFeedPage {
+        asked.append(position)
+        return ChangeFeedPage(
+            changes: position == nil ? [RowChange(position: 7, table: table, key: "x", operation: .delete)] : [],
+            position: 7)
+    }
+
+    func write(for change: RowChange) -> DataRequest {
+        PostgREST.delete(from: change.table, where: [.eq("id", change.key)])
+    }
+}
