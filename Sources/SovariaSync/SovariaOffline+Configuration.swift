@@ -16,6 +16,13 @@ extension SovariaOffline {
         /// sent. Default: `nil`, one implicit account (the store's keys as they are: a
         /// single-user app). See <doc:AccountsAndSignOut>.
         public var account: AccountID?
+        /// Wraps the ``account``'s view of the store before the controller uses it. Give
+        /// `{ EncryptedOfflineStore(wrapping: $0, key: usersKey) }` (SovariaSodium) with a key
+        /// kept per user (in the keychain), and a signed-out user's kept writes are unreadable to
+        /// whoever holds the store next; the controller then reads the queue at open, so a wrong
+        /// key throws there (`OfflineStoreError` `decryptionFailed`) and changes nothing.
+        /// Ignored without an account. Default: `nil`.
+        public var wrapAccountStore: (@Sendable (any OfflineStore) async throws -> any OfflineStore)?
         /// Writes waiting at once; past this a new offline write throws `WriteQueueError` with
         /// code `.queueFull` (`OFFLINE_QUEUE_FULL`). Default: ``SovariaOffline/maxQueued``.
         public var maxQueued: Int = SovariaOffline.maxQueued

@@ -161,7 +161,8 @@ public final class SovariaOffline: Sendable {
         deviceStore = store
         if let account = configuration.account {
             openedAccount = try OpenAccounts.shared.hold(account, of: store)
-            self.store = AccountScopedStore(wrapping: store, account: account)
+            let view = AccountScopedStore(wrapping: store, account: account)
+            self.store = try await configuration.wrapAccountStore?(view) ?? view
         } else {
             openedAccount = nil
             self.store = store
@@ -172,6 +173,10 @@ public final class SovariaOffline: Sendable {
         sessions = OverlaySessions(
             countLimit: configuration.overlaySessionLimits.count, byteLimit: configuration.overlaySessionLimits.bytes)
         queue = try await WriteQueue(store: store, maxQueued: configuration.maxQueued, clock: configuration.clock)
+        // The account's own key opens its writes, or the open fails here, before anything is sent.
+        if configuration.account != nil, configuration.wrapAccountStore != nil, queue.count > 0 {
+            _ = try await queue.pending()
+        }
         var cacheConfiguration = QueryCache.Configuration()
         cacheConfiguration.size = configuration.cacheSize
         cacheConfiguration.clock = configuration.clock

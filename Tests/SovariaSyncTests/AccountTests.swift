@@ -3,6 +3,7 @@ import Sovaria
 import SovariaHTTP
 import SovariaPostgREST
 import SovariaQueue
+import SovariaSodium
 import SovariaTestEngines
 import SovariaTestKit
 import SovariaTestServers
@@ -25,7 +26,8 @@ import Testing
 
     /// A controller for `user` on `store`, talking to `server` with that user's token.
     static func signIn(
-        _ user: String, on store: any OfflineStore, _ server: RESTServer, feed: (any ChangeFeed)? = nil
+        _ user: String, on store: any OfflineStore, _ server: RESTServer, feed: (any ChangeFeed)? = nil,
+        key: EncryptionKey? = nil
     ) async throws -> (offline: SovariaOffline, transport: RecordingSwitch) {
         let transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: UserToken(user: user)))
         var configuration = SovariaOffline.Configuration(api: PostgREST())
@@ -33,6 +35,7 @@ import Testing
         configuration.timer = ManualTimer()
         configuration.memoryPressure = nil
         configuration.changeFeed = feed
+        if let key { configuration.wrapAccountStore = { EncryptedOfflineStore(wrapping: $0, key: key) } }
         configuration.overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
         return (try await SovariaOffline(store: store, transport: transport, configuration: configuration), transport)
     }
@@ -136,6 +139,44 @@ import Testing
         #expect(try await bob.offline.read(Self.notes, policy: .cacheOnly).response != nil, "Bob's stay")
         let again = try await Self.signIn("alice", on: store, server)
         #expect(try await again.offline.pendingWrites().isEmpty)
+    }
+
+    @Test(arguments: engines)
+    func aSignedOutUsersKeptWritesAreUnreadableWithoutTheirKey(_ engine: TestEngine) async throws {
+        let server = try await RESTServer.start()
+        try await Self.seed(server, as: "alice", #"{"id":"a1","title":"A's note"}"#)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
+        let (alicesKey, otherKey) = (try EncryptionKey.random(), try EncryptionKey.random())
+        let alice = try await Self.signIn("alice", on: store, server, key: alicesKey)
+        _ = try await alice.offline.read(Self.notes)
+        alice.transport.isOffline = true
+        _ = try await alice.offline.write(
+            PostgREST.update("notes", where: [.eq("id", "a1")], json: #"{"title":"a secret edit"}"#))
+        try await alice.offline.signOut(keepingUnsyncedWrites: true)
+
+        // The store holds no readable byte of it.
+        let prefix = AccountScopedStore.keyPrefix + "alice/"
+        let kept = try await store.dataEntries(prefix, after: nil, limit: 1_000)
+        #expect(!kept.isEmpty)
+        #expect(kept.allSatisfy { String(decoding: $0.data, as: UTF8.self).contains("secret") == false })
+        // Another key opens nothing; without a key the writes read as bytes that are no text (a
+        // typed error too, at the first read of the queue); neither sends or changes anything.
+        do {
+            _ = try await Self.signIn("alice", on: store, server, key: otherKey)
+            Issue.record("opened with another user's key")
+        } catch let error as OfflineStoreError {
+            #expect(error.code == .decryptionFailed)
+        }
+        let keyless = try await Self.signIn("alice", on: store, server)
+        await #expect(throws: OfflineStoreError.self) { _ = try await keyless.offline.pendingWrites() }
+        await #expect(throws: OfflineStoreError.self) { _ = try await keyless.offline.flush() }
+        #expect(keyless.transport.exchanges().isEmpty, "nothing sent")
+        await keyless.offline.close()
+        #expect(try await store.dataEntries(prefix, after: nil, limit: 1_000) == kept)
+        let back = try await Self.signIn("alice", on: store, server, key: alicesKey)
+        #expect(try await back.offline.flush() == 1)
+        #expect(try await server.query("SELECT title FROM notes") == ["a secret edit"])
     }
 
     @Test func oneAccountIsOpenOnceOnAStore() async throws {
