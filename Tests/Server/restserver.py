@@ -46,7 +46,7 @@ except ImportError:  # a non-Debian python3 first in PATH (pyenv): use Debian's 
 from psycopg import sql
 
 SCHEMA = "public"
-USERS = ("alice", "bob")                        # user roles created by schema.sql
+USERS = ("alice", "bob", "carol")               # user roles created by schema.sql
 TOKENS = {f"token-{user}": user for user in USERS}
 # A refreshed token: `token-<user>.<anything>` is that user too (each spelling expires on its own).
 REFRESHED_TOKEN = re.compile(r"token-([a-z]+)\.[A-Za-z0-9_-]+\Z")
@@ -851,7 +851,7 @@ def prepare_database(conninfo: str) -> list[str]:
         absent = [role for role in ("authenticator", ANON, *USERS) if role not in roles]
         if absent:
             missing.append(f"role(s) {', '.join(absent)} do not exist: the server connects as "
-                           "`authenticator` and switches to `anon`, `alice` or `bob` per token "
+                           "`authenticator` and switches to `anon`, `alice`, `bob` or `carol` per token "
                            "(--setup creates them; README.md, \"Tokens and roles\")")
             if "authenticator" in absent:
                 return missing  # the table's grant names it

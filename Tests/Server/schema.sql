@@ -6,8 +6,8 @@
 --                  and the row-level security below.
 --   anon           the role of requests without a token: no table privileges at all, so any
 --                  table access raises 42501 (PostgREST answers 401 to an anonymous 42501).
---   authenticated  a group role holding the table privileges; alice and bob are its members.
---   alice, bob     user roles (tokens `token-alice`, `token-bob`).
+--   authenticated  a group role holding the table privileges; alice, bob and carol are its members.
+--   alice, bob, carol  user roles (tokens `token-alice`, `token-bob`, `token-carol`).
 --
 -- Rows belong to the role that wrote them: `owner` defaults to current_user, and the policies
 -- let a user see, insert, update and delete only rows whose owner is that user.
@@ -36,7 +36,7 @@ BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'authenticator') THEN
         CREATE ROLE authenticator LOGIN NOINHERIT NOCREATEDB NOCREATEROLE NOSUPERUSER;
     END IF;
-    FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'alice', 'bob'] LOOP
+    FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'alice', 'bob', 'carol'] LOOP
         IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = r) THEN
             EXECUTE format('CREATE ROLE %I NOLOGIN', r);
         END IF;
@@ -44,8 +44,8 @@ BEGIN
 END
 $$;
 
-GRANT authenticated TO alice, bob;
-GRANT anon, alice, bob TO authenticator;
+GRANT authenticated TO alice, bob, carol;
+GRANT anon, alice, bob, carol TO authenticator;
 
 CREATE TABLE IF NOT EXISTS public.lists (
     id    text PRIMARY KEY,

@@ -7,6 +7,7 @@ import SovariaSodium
 import SovariaTestEngines
 import SovariaTestKit
 import SovariaTestServers
+import Synchronization
 import Testing
 
 @testable import SovariaSync
@@ -177,6 +178,100 @@ import Testing
         let back = try await Self.signIn("alice", on: store, server, key: alicesKey)
         #expect(try await back.offline.flush() == 1)
         #expect(try await server.query("SELECT title FROM notes") == ["a secret edit"])
+    }
+
+    /// Three users on two devices, each device switching users at random (signing out keeping
+    /// its writes, or closing), offline and online, writing notes: once every user has been back
+    /// on every device with the network, each note on the server was written by its author, and
+    /// every write a device acknowledged arrived once.
+    @Test(arguments: [UInt64(52), 60, 61])
+    func randomSwitchesOfThreeUsersOnTwoDevicesSendEveryWriteOnceAsItsAuthor(seed: UInt64) async throws {
+        let server = try await RESTServer.start()
+        let users = ["alice", "bob", "carol"]
+        let folders = [try TemporaryFolder(), try TemporaryFolder()]
+        var stores: [any OfflineStore] = []
+        for folder in folders { stores.append(try await TestEngine.sqlite(.synced).open(folder.url)) }
+        var random = SplitMix(seed: seed)
+        var signedIn: [(user: String, offline: SovariaOffline, transport: RecordingSwitch)] = []
+        for device in 0..<2 {
+            let (offline, transport) = try await Self.signIn(users[device], on: stores[device], server)
+            signedIn.append((users[device], offline, transport))
+        }
+        var acknowledged: [String: String] = [:]  // note id -> its author
+        for step in 0..<80 {
+            let device = Int(random.next() % 2)
+            let current = signedIn[device]
+            switch random.next() % 6 {
+            case 0:  // another user takes the device
+                if random.next() % 2 == 0 {
+                    try await current.offline.signOut(keepingUnsyncedWrites: true)
+                } else {
+                    await current.offline.close()
+                }
+                let user = users[Int(random.next() % 3)]
+                let (offline, transport) = try await Self.signIn(user, on: stores[device], server)
+                transport.isOffline = current.transport.isOffline
+                signedIn[device] = (user, offline, transport)
+            case 1:
+                current.transport.isOffline.toggle()
+            case 2:
+                _ = try? await current.offline.flush()
+            default:
+                let id = "\(current.user)-\(step)"
+                let outcome = try await current.offline.write(
+                    PostgREST.insert(into: "notes", json: #"{"id":"\#(id)","title":"t\#(step)"}"#, returning: false))
+                switch outcome {
+                case .sent, .queued: acknowledged[id] = current.user
+                case .rejected(let rejected): Issue.record("\(id) refused: \(rejected.reason)")
+                }
+            }
+        }
+        // Quiescence: every user back on every device, online, until no write waits.
+        for device in 0..<2 {
+            await signedIn[device].offline.close()
+            for user in users {
+                let (offline, _) = try await Self.signIn(user, on: stores[device], server)
+                _ = try await offline.flush()
+                #expect(try await offline.pendingWrites().isEmpty, "\(user) on device \(device)")
+                #expect(try await offline.rejectedWrites().isEmpty)
+                await offline.close()
+            }
+        }
+        let rows = try await server.query("SELECT id || '|' || owner FROM notes").sorted()
+        #expect(rows == acknowledged.map { "\($0.key)|\($0.value)" }.sorted())
+        #expect(rows.allSatisfy { $0.split(separator: "|")[0].hasPrefix($0.split(separator: "|")[1]) })
+    }
+
+    /// A sign-out while a flush sends: the flush ends first (its write answered and off the
+    /// queue), the rest of the queue is kept, and nothing more is sent.
+    @Test func aSignOutDuringAFlushLetsItEndAndKeepsTheRest() async throws {
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.account = try AccountID("alice")
+        configuration.timer = ManualTimer()
+        configuration.memoryPressure = nil
+        let store = MemoryOfflineStore()
+        let offlineServer = ScriptedTransport()
+        offlineServer.online = false
+        let before = try await SovariaOffline(store: store, transport: offlineServer, configuration: configuration)
+        for id in ["n1", "n2"] {
+            _ = try await before.write(PostgREST.insert(into: "notes", json: #"{"id":"\#(id)"}"#, returning: false))
+        }
+        await before.close()
+
+        let transport = HeldTransport()
+        let offline = try await SovariaOffline(store: store, transport: transport, configuration: configuration)
+        let flushing = Task { try await offline.flush() }
+        await transport.firstRequestArrived()
+        let signingOut = Task { try await offline.signOut(keepingUnsyncedWrites: true) }
+        transport.releaseFirstRequest()
+        _ = try? await flushing.value  // the flush may end early as the controller closes
+        try await signingOut.value
+        let sent = transport.server.received
+        #expect(sent.count >= 1 && sent[0].body?.contains("n1") == true, "the held write went")
+        let back = try await SovariaOffline(store: store, transport: offlineServer, configuration: configuration)
+        let kept = try await back.pendingWrites()
+        #expect(kept.count == 2 - sent.count, "what was not sent is kept: \(kept.count) of 2 after \(sent.count) sent")
+        #expect(sent.count == 2 || kept.first?.request.body?.contains("n2") == true)
     }
 
     @Test func oneAccountIsOpenOnceOnAStore() async throws {
