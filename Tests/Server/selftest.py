@@ -631,6 +631,42 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("DROP DATABASE sovaria_defaults")
 
 
+def run_bare_database_checks(db: str) -> None:
+    """A database set up by hand, as a newcomer following the change feed's article does: the
+    roles exist (they are the cluster's), a table and its grants, no `idempotency_keys`. The
+    server started without --setup creates that table itself, and writes with an
+    Idempotency-Key work (they answered 404 `relation "idempotency_keys" does not exist`)."""
+    bare = psycopg.conninfo.make_conninfo(db, dbname="sovaria_bare")
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE sovaria_bare")
+    server: subprocess.Popen[str] | None = None
+    try:
+        with psycopg.connect(bare, autocommit=True) as conn:
+            conn.execute("CREATE TABLE public.todo (id text PRIMARY KEY)")
+            conn.execute("GRANT SELECT, INSERT ON public.todo TO authenticated")
+        server = subprocess.Popen(
+            [sys.executable, str(HERE / "restserver.py"), "--conninfo", bare],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = server.stdout.readline() if server.stdout else ""
+        check("without --setup on a database set up by hand, the server starts", line.startswith("listening "),
+              line)
+        if not line.startswith("listening "):
+            return
+        api = Client(f"http://127.0.0.1:{int(line.split()[1])}")
+        key = {"Idempotency-Key": "k-bare"}
+        first = api.call("POST", "/rest/v1/todo", {"id": "t1"}, token="token-alice", headers=key)
+        again = api.call("POST", "/rest/v1/todo", {"id": "t1"}, token="token-alice", headers=key)
+        check("... it creates idempotency_keys itself: a write with an Idempotency-Key is applied once",
+              first.status == 201 and again.status == 201 and again.header("Idempotent-Replayed") == "true",
+              (first, again))
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=10)
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DROP DATABASE sovaria_bare WITH (FORCE)")
+
+
 def main() -> int:
     verbose = "--verbose" in sys.argv
     started = time.monotonic()
@@ -653,6 +689,7 @@ def main() -> int:
         port = int(line.split()[1])
         run_checks(Client(f"http://127.0.0.1:{port}"), db, cluster)
         run_feed_sql_checks(db)
+        run_bare_database_checks(db)
 
         server.send_signal(signal.SIGTERM)
         try:
