@@ -14,6 +14,7 @@ enum BenchSection: String, CaseIterable {
     case bytes
     case changeFeed = "change-feed"
     case standbys
+    case accounts
 
     static var allNames: [String] { allCases.map(\.rawValue) }
 
@@ -37,6 +38,9 @@ enum BenchSection: String, CaseIterable {
         case .standbys:
             "PostgreSQL reads from two streaming standbys: 16 readers, primary only against each read policy; "
                 + "the LSN check of one read; remote_apply against on"
+        case .accounts:
+            "Accounts: a store's get and set through an account's view, a controller's cached read and offline "
+                + "write with an account, each against the same call without one (blocks taking turns)"
         case .bytes:
             "Byte values: set(data:)/data() against a same-length string and against base64 in a string, same run"
         }

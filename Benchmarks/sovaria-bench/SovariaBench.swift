@@ -97,6 +97,10 @@ enum SovariaBench {
         if options.runs(.standbys) {
             report.measurements += try await StandbysSection(options: options, progress: progress).run()
         }
+        if options.runs(.accounts) {
+            report.measurements += try await AccountsSection(options: options, workload: workload, progress: progress)
+                .run()
+        }
         progress.finish()
         await BenchPostgres.stop()
         report.computeRatios()
