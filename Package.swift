@@ -195,7 +195,8 @@ let package = Package(
         .testTarget(
             name: "SovariaCLITests",
             dependencies: [
-                "sovaria", "Sovaria", "SovariaCache", "SovariaSQLite", "SovariaTestServers", "SovariaTestEngines",
+                "sovaria", "Sovaria", "SovariaCache", "SovariaQueue", "SovariaSQLite", "SovariaTestServers",
+                "SovariaTestEngines",
             ]),
         .testTarget(
             name: "SovariaFilesTests",

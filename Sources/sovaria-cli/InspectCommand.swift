@@ -2,18 +2,19 @@ import Foundation
 import Sovaria
 import SovariaCache
 
-/// `sovaria inspect URL`: entries and bytes per area of a Sovaria store, the oldest and newest
-/// list of the query cache by server time, and the store's size on disk.
+/// `sovaria inspect URL`: entries and bytes per area of a Sovaria store, what each account holds
+/// (``AccountUsage``: counts and bytes, never content), the oldest and newest list of the implicit
+/// account's query cache by server time, and the store's size on disk.
 ///
-/// An encrypted store is inspected without its key: the sizes are those of the stored
-/// (encrypted) values, which is what takes the disk space.
+/// An encrypted store is inspected without its key: key names are stored as they are, and the
+/// sizes are those of the stored (encrypted) values, which is what takes the disk space.
 enum InspectCommand {
     static let usage = "sovaria inspect URL [--json]"
 
     /// The areas Sovaria's modules write, by key prefix (SovariaCache, SovariaQueue, SovariaFiles).
     static let areas: [(name: String, prefix: String)] = [
         ("cache", "sov:cache:"), ("queue", "sov:queue:"), ("rejected", "sov:rejected:"), ("files", "sov:file:"),
-        ("meta", "sov:meta:"),
+        ("meta", "sov:meta:"), ("accounts", AccountScopedStore.keyPrefix),
     ]
 
     static func run(_ arguments: ArraySlice<String>) async throws(CommandFailure) {
@@ -24,6 +25,7 @@ enum InspectCommand {
         let store = try await StoreOpener().open(location, mustExist: true).store
         let pageSize = try parsed.positiveInteger("batch", default: 1_000)
         var counts = [(entries: Int, bytes: Int)](repeating: (0, 0), count: areas.count + 1)
+        var accounts = AccountTally()
         // List keys sort by their query's hash: the oldest and newest are kept as pages go by.
         var oldest: StoredResponse?
         var newest: StoredResponse?
@@ -34,8 +36,10 @@ enum InspectCommand {
                 let page = try await store.dataEntries("", after: after, limit: pageSize)
                 for entry in page {
                     let area = areas.firstIndex { StoreKey.hasBytePrefix(entry.key, $0.prefix) } ?? areas.count
+                    let storedBytes = entry.key.utf8.count + entry.data.count
                     counts[area].entries += 1
-                    counts[area].bytes += entry.key.utf8.count + entry.data.count
+                    counts[area].bytes += storedBytes
+                    accounts.add(key: entry.key, storedBytes: storedBytes)
                     guard area == 0 else { continue }
                     // A cache record is JSON text: only a UTF-8 value can be one.
                     let text = encrypted ? nil : String(validating: entry.data, as: UTF8.self)
@@ -63,6 +67,7 @@ enum InspectCommand {
                 members.append((name + "Entries", .integer(counts[index].entries)))
                 members.append((name + "Bytes", .integer(counts[index].bytes)))
             }
+            members.append(("accounts", .array(accounts.accounts.map(json))))
             for (name, list) in [("oldestCached", oldest), ("newestCached", newest)] {
                 guard let list else { continue }
                 members.append((name + "ServerTime", .string(timestamp(list.serverTime))))
@@ -86,11 +91,38 @@ enum InspectCommand {
                     + String(repeating: " ", count: max(1, 9 - entries.count)) + entries
                     + String(repeating: " ", count: max(1, 13 - bytes.count)) + bytes)
         }
-        Terminal.print("pending writes (queue): \(counts[1].entries)")
+        Terminal.print("pending writes (queue): \(accounts.queuedWrites)")
+        printAccounts(accounts.accounts)
         if let oldest, let newest {
             Terminal.print("cached responses by server time:")
             Terminal.print("  oldest  " + describe(oldest, encrypted: encrypted))
             Terminal.print("  newest  " + describe(newest, encrypted: encrypted))
+        }
+    }
+
+    /// One account's counts and bytes per kind; `account` is `null` for the implicit account.
+    private static func json(_ usage: AccountUsage) -> JSONLine.Value {
+        var members: [(String, JSONLine.Value)] = [("account", usage.account.map { .string($0.rawValue) } ?? .null)]
+        for kind in AccountUsage.Kind.allCases {
+            members.append((kind.name + "Entries", .integer(usage.entries(kind))))
+            members.append((kind.name + "Bytes", .integer(usage.bytes(kind))))
+        }
+        return .object(members)
+    }
+
+    /// A line per account: its id (or `(implicit)`), then entries and bytes of each kind.
+    private static func printAccounts(_ accounts: [AccountUsage]) {
+        let names = accounts.map { $0.account?.rawValue ?? "(implicit)" }
+        let named = accounts.count { $0.account != nil }
+        Terminal.print("accounts: \(named)" + (named < accounts.count ? " and the implicit one" : ""))
+        let width = names.map(\.count).max() ?? 0
+        for (name, usage) in zip(names, accounts) {
+            let kinds = AccountUsage.Kind.allCases.map { kind in
+                "\(kind.name) \(usage.entries(kind)) (\(usage.bytes(kind)) bytes)"
+            }
+            Terminal.print(
+                "  " + name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + kinds.joined(separator: ", ")
+            )
         }
     }
 

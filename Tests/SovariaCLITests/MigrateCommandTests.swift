@@ -1,4 +1,7 @@
 import Foundation
+import Sovaria
+import SovariaQueue
+import SovariaSQLite
 import SovariaTestServers
 import Testing
 
@@ -39,6 +42,41 @@ import Testing
             #expect(
                 Data(targetDump.output.utf8) == Data(sourceDump.output.utf8),
                 "\(sourceEngine) → \(targetEngine): the dumps differ")
+        }
+    }
+
+    @Test func copiesTwoAccountsQueuesWhole() async throws {
+        let folder = try Fixtures.Folder()
+        let sourcePath = folder.file("accounts.sqlite")
+        let alice = try AccountID("alice@example.com")
+        let bob = try AccountID("bob")
+        var sourceQueues: [AccountID: (pending: [QueuedWrite], rejected: [RejectedWrite])] = [:]
+        do {
+            let store = try SQLiteOfflineStore(fileURL: URL(fileURLWithPath: sourcePath))
+            for (account, edits) in [(alice, ["a1", "a2", "a3"]), (bob, ["b1", "b2"])] {
+                let queue = try await WriteQueue(store: AccountScopedStore(wrapping: store, account: account))
+                for edit in edits {
+                    try await queue.enqueue(
+                        DataRequest(method: "PATCH", path: "/rest/v1/notes?id=eq.\(edit)", body: edit))
+                }
+                let first = try #require(try await queue.pending().first)
+                try #require(try await queue.reject(first.id, status: 409, message: "conflict") != nil)
+                sourceQueues[account] = (try await queue.pending(), try await queue.rejected())
+            }
+        }
+        let target = folder.file("target")
+        let migrate = try await CommandRunner.run(
+            ["migrate", "--from", "sqlite:" + sourcePath, "--to", "file:" + target, "--verify"])
+        #expect(migrate.status == 0, "\(migrate.errors)")
+
+        let copied = FileOfflineStore(directory: URL(fileURLWithPath: target))
+        #expect(try await AccountScopedStore.accounts(in: copied) == [alice, bob])
+        for account in [alice, bob] {
+            let queue = try await WriteQueue(store: AccountScopedStore(wrapping: copied, account: account))
+            let source = try #require(sourceQueues[account])
+            #expect(source.pending.count == (account == alice ? 2 : 1))
+            #expect(try await queue.pending() == source.pending, "\(account): the queue arrived in order")
+            #expect(try await queue.rejected() == source.rejected, "\(account): the rejected list arrived")
         }
     }
 
