@@ -31,6 +31,42 @@ extension SovariaOffline {
         }
     }
 
+    /// Where an account opened with ``Configuration/wrapAccountStore`` keeps a value sealed under
+    /// its key, so every later open checks the key before it reads or writes anything.
+    static let accountKeyCheck = "sov:meta:account-key-check"
+
+    /// Checks that `opened` (the account's view, wrapped or not) is opened as the account's data
+    /// was written: with the same key, or without one when none was ever given. The first
+    /// keyed open leaves the sealed check value.
+    ///
+    /// - Throws: `OfflineStoreError` with code `decryptionFailed` for another key, and for no key
+    ///   when the account's data is sealed; nothing is written then.
+    static func checkAccountKey(
+        of account: AccountID, view: any OfflineStore, opened: any OfflineStore, wrapped: Bool
+    ) async throws {
+        let sealed = "sovaria account key check"
+        guard wrapped else {
+            if try await view.data(accountKeyCheck) != nil {
+                throw OfflineStoreError(
+                    .decryptionFailed,
+                    "Account \(account)'s data on this store is sealed under its own key: give the key in "
+                        + "Configuration.wrapAccountStore.", key: accountKeyCheck)
+            }
+            return
+        }
+        // A wrong key throws decryptionFailed here, before anything is read or written.
+        guard let found = try await opened.get(accountKeyCheck) else {
+            try await opened.set(accountKeyCheck, sealed)
+            return
+        }
+        guard found == sealed else {
+            throw OfflineStoreError(
+                .decryptionFailed,
+                "Account \(account)'s key check does not match: give the key its data was sealed under.",
+                key: accountKeyCheck)
+        }
+    }
+
     /// The writes waiting on `device` that are not `account`'s: every other account's queue, and
     /// the implicit account's (the store's own keys) when `account` is one.
     static func pendingWritesOfOtherAccounts(

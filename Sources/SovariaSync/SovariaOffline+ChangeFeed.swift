@@ -41,7 +41,11 @@ extension SovariaOffline {
             throw ChangeFeedError(
                 .noFeed, table: table, "This controller has no change feed: set Configuration.changeFeed.")
         }
+        // Not counted in `inFlight`: a long poll would hold a close for `feedWait`. Instead a pull
+        // that waited at the gate through a close sends nothing, and a page that comes back after
+        // one is dropped before it is applied (it may have been asked with the next user's token).
         return try await feedGate(of: table).withGate { _ in
+            try checkOpen()
             let epoch = state.withLock { $0.feedEpoch }
             let checkpoint = try await feedCheckpoint(of: table)
             // The writes synced before the feed is read: a page that reaches the log's end holds them.
@@ -88,7 +92,7 @@ extension SovariaOffline {
             // for what the store holds now.
             let cleared = ChangeFeedPull(
                 changes: 0, updatedAnswers: 0, staleAnswers: 0, position: nil, mustRefetch: false, hasMore: false)
-            guard state.withLock({ $0.feedEpoch }) == epoch else { return cleared }
+            guard state.withLock({ $0.feedEpoch == epoch && !$0.closed }) else { return cleared }
             var (pulled, changedAnswers, refetch) = try await apply(
                 page, of: table, after: checkpoint, syncedBefore: syncedBefore, feed: feed)
             guard state.withLock({ $0.feedEpoch }) == epoch else {

@@ -9,7 +9,8 @@ extension SovariaOffline {
     /// Answers `request` through the query cache, by `policy`; offline, from the last cached
     /// result: the server's answer, before any overlay.
     func readThroughCache(_ request: DataRequest, policy: ReadPolicy, maxAge: Duration?) async throws -> CacheRead {
-        try checkOpen()
+        try inFlight.enter()
+        defer { inFlight.leave() }
         let identity = ReadIdentity(request, api: api)
         let query = identity.cacheKey
         try await rememberTable(of: request, query: query)
@@ -17,6 +18,8 @@ extension SovariaOffline {
         let answer = try await cache.read(query, policy: policy, maxAge: maxAge) { [self] etag in
             // The synced writes this fetch's answer will hold: every one synced before it starts.
             synced.fetchStarted(query)
+            // A refresh behind an answer that starts after a close sends nothing.
+            try checkOpen()
             var conditional = request
             if let etag { conditional.setHeader("If-None-Match", etag) }
             let response: DataResponse
@@ -26,6 +29,8 @@ extension SovariaOffline {
                 wentOffline(error)
                 throw error
             }
+            // Nor stores what came back once the controller closed.
+            try checkOpen()
             reachedServer()
             let serverTime = response.header("Date").flatMap(HTTPDate.parse) ?? configuration.clock()
             guard response.status == 304 || response.isSuccess else {

@@ -34,6 +34,8 @@ extension SovariaOffline {
     ) async throws -> WriteOutcome {
         // One client id for both paths: when the answer to the direct send is lost, the
         // queued replay carries the same Idempotency-Key.
+        // Closed while this write waited at the gate: nothing is sent or queued after a close.
+        try checkOpen()
         let id = WriteQueue.makeClientID()
         let request = try await recordingVersion(request)
         // A write to a row in conflict waits with it, in the queue.

@@ -95,6 +95,8 @@ public final class SovariaOffline: Sendable {
     /// Passes each table's ``pullChanges(of:wait:)`` one at a time: a checkpoint is read and
     /// moved by one pull. One gate per table, so a long poll of one never holds another's pull.
     private let feedGates = Mutex<[String: AsyncGate<ChangeFeedPull>]>([:])
+    /// The reads and pulls under way, which closing waits for.
+    let inFlight = InFlight()
     /// Where ``changeFeedErrors`` come from.
     let feedErrors = AsyncStream.makeStream(of: ChangeFeedError.self)
     /// Every sync error, as it happens. One stream per controller: iterate it from one task.
@@ -163,6 +165,8 @@ public final class SovariaOffline: Sendable {
             openedAccount = try OpenAccounts.shared.hold(account, of: store)
             let view = AccountScopedStore(wrapping: store, account: account)
             self.store = try await configuration.wrapAccountStore?(view) ?? view
+            try await Self.checkAccountKey(
+                of: account, view: view, opened: self.store, wrapped: configuration.wrapAccountStore != nil)
         } else {
             openedAccount = nil
             self.store = store
@@ -291,7 +295,9 @@ public final class SovariaOffline: Sendable {
         finishStreams()
     }
 
-    /// Marks the controller closed, stops its timers and waits for a running flush.
+    /// Marks the controller closed, stops its timers, and waits for what it started: a running
+    /// flush, a write in the gate, reads, pulls and the cache's refreshes behind answers. When it
+    /// returns, nothing of this controller sends or stores any more.
     func stopSyncing() async {
         let (ticket, feedTicket, flight) = state.withLock { state in
             state.closed = true
@@ -300,6 +306,10 @@ public final class SovariaOffline: Sendable {
         ticket?.cancel()
         feedTicket?.cancel()
         _ = try? await flight?.value
+        // A write already past `checkOpen` ends before this passes the gate.
+        _ = try? await writeGate.withGate { _ in }
+        await inFlight.closeAndDrain()
+        await cache.waitForBackgroundRefreshes()
     }
 
     /// Ends the error streams and the live queries' signals, and lets the account be opened
