@@ -20,7 +20,7 @@ public struct StoreFactory: Sendable, CustomStringConvertible {
     /// Whether the stores must be persistent (`nil`: whatever they report). A persistent store
     /// that silently fell back to memory then fails instead of skipping the reopen check.
     public let persistent: Bool?
-    /// The longest key, in UTF-8 bytes, the stores take: ``StoreKey/maxUTF8Count`` (511), as
+    /// The longest key, in UTF-8 bytes, the stores take: `StoreKey.maxUTF8Count` (511), as
     /// every engine, by default. A view that adds a prefix to every key, such as
     /// `AccountScopedStore`, takes fewer; the suite then checks keys of exactly this many bytes
     /// work and one byte more throws `.invalidKey`.
