@@ -58,9 +58,7 @@ public final class SovariaOffline: Sendable {
     /// The store that keeps the queue, the rejected list and the cache: the account's view of
     /// the store given (``Configuration/account``), or that store itself without an account.
     public let store: any OfflineStore
-    /// The store given, every account's.
-    let deviceStore: any OfflineStore
-    /// This controller's hold on its account of `deviceStore`, released at close.
+    /// This controller's hold on its account of the store given, released at close.
     let openedAccount: OpenAccounts.Hold?
     /// The network.
     public let transport: any SyncTransport
@@ -160,7 +158,7 @@ public final class SovariaOffline: Sendable {
     )
         async throws
     {
-        deviceStore = store
+        let device = store
         if let account = configuration.account {
             openedAccount = try OpenAccounts.shared.hold(account, of: store)
             let view = AccountScopedStore(wrapping: store, account: account)
@@ -204,7 +202,7 @@ public final class SovariaOffline: Sendable {
             let waiting = pending.count { isHeld($0.request) }
             state.withLock { $0.waitingOnConflicts = waiting }
         }
-        let others = try await Self.pendingWritesOfOtherAccounts(on: deviceStore, except: configuration.account)
+        let others = try await Self.pendingWritesOfOtherAccounts(on: device, except: configuration.account)
         state.withLock { $0.otherAccountsPendingCount = others }
         let ticket = configuration.timer.repeating(every: configuration.flushInterval) { [weak self] in
             await self?.timerFired()
