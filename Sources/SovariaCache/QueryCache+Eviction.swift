@@ -28,6 +28,13 @@ extension QueryCache {
         try await evictOldest(downToBytes: .max, maxResponses: max(maxResponses, 0))
     }
 
+    /// Evicts the `count` responses the server sent longest ago, by the pass's rules (a response a
+    /// live reader shows stays): the share of a device-wide budget that falls on this cache.
+    package func evictOldest(_ count: Int) async throws {
+        guard count > 0 else { return }
+        try await evict(downToResponses: max(try await responseCount - count, 0))
+    }
+
     /// One eviction pass: the oldest unprotected responses go, ten per store batch, until the
     /// total is at most `target` bytes and at most `maxResponses` are left.
     ///

@@ -61,6 +61,7 @@ extension SovariaOffline {
                 if cache.isBeingRead(query) { refetchBehind(identity.request) }
             }
             try await cache.evict(downToResponses: configuration.maxCached)
+            try await keepDeviceCacheBudget()
         }
         return answer
     }

@@ -58,6 +58,8 @@ public final class SovariaOffline: Sendable {
     /// The store that keeps the queue, the rejected list and the cache: the account's view of
     /// the store given (``Configuration/account``), or that store itself without an account.
     public let store: any OfflineStore
+    /// The store given at open: every account's keys, for the device's cache budget.
+    let deviceStore: any OfflineStore
     /// This controller's hold on its account of the store given, released at close.
     let openedAccount: OpenAccounts.Hold?
     /// The network.
@@ -145,6 +147,8 @@ public final class SovariaOffline: Sendable {
         var feedEpoch = 0
         /// Writes of other accounts waiting on the device, counted at open.
         var otherAccountsPendingCount = 0
+        /// The other accounts' cached answers, counted at open and after each device-wide pass.
+        var otherAccountsCache: OtherAccountsCache?
         /// After failed pulls: none before this; and how many failed in a row.
         var feedRetryAt: Date?
         var feedFailures = 0
@@ -158,7 +162,7 @@ public final class SovariaOffline: Sendable {
     )
         async throws
     {
-        let device = store
+        deviceStore = store
         if let account = configuration.account {
             openedAccount = try OpenAccounts.shared.hold(account, of: store)
             let view = AccountScopedStore(wrapping: store, account: account)
@@ -191,6 +195,7 @@ public final class SovariaOffline: Sendable {
             signals.changed(table: ReadIdentity(cacheKey: query, api: api)?.table)
         }
         cache = try await QueryCache(store: store, configuration: cacheConfiguration)
+        if let openedAccount { OpenAccounts.shared.attach(cache, to: openedAccount) }
         (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
         // Before the timer's first flush: held rows must be known. A damaged rejected entry holds
         // nothing back (it is reported when the app lists the rejected writes).
@@ -202,8 +207,10 @@ public final class SovariaOffline: Sendable {
             let waiting = pending.count { isHeld($0.request) }
             state.withLock { $0.waitingOnConflicts = waiting }
         }
-        let others = try await Self.pendingWritesOfOtherAccounts(on: device, except: configuration.account)
+        let others = try await Self.pendingWritesOfOtherAccounts(on: deviceStore, except: configuration.account)
         state.withLock { $0.otherAccountsPendingCount = others }
+        // Another account's answers count against this device's one budget from the start.
+        try await keepDeviceCacheBudget()
         let ticket = configuration.timer.repeating(every: configuration.flushInterval) { [weak self] in
             await self?.timerFired()
         }

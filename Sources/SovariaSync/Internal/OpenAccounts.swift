@@ -1,4 +1,5 @@
 import Sovaria
+import SovariaCache
 import Synchronization
 
 /// The accounts a controller acts for on each store of this process: one controller per account
@@ -30,8 +31,16 @@ final class OpenAccounts: Sendable {
         deinit { owner.release(key, by: ObjectIdentifier(self)) }
     }
 
-    /// Each held account and the identity of the hold that has it.
-    private let held = Mutex<[Key: ObjectIdentifier]>([:])
+    /// Each held account: the identity of the hold that has it, and its controller's cache once
+    /// the open has made it (the device's cache budget evicts another open account's answers
+    /// through it, so its index and memory stay true).
+    private let held = Mutex<[Key: (holder: ObjectIdentifier, cache: QueryCache?)]>([:])
+    /// Moved by every claim and every release, on any store: what was counted of accounts that
+    /// were closed may be out of date once it moves.
+    private let moves = Atomic<Int>(0)
+
+    /// How many claims and releases there have been in this process.
+    var generation: Int { moves.load(ordering: .acquiring) }
 
     /// Claims `account` of `store`.
     ///
@@ -42,7 +51,8 @@ final class OpenAccounts: Sendable {
         let hold = Hold(key: key, store: store, owner: self)
         let taken = held.withLock { held in
             guard held[key] == nil else { return true }
-            held[key] = ObjectIdentifier(hold)
+            held[key] = (ObjectIdentifier(hold), nil)
+            moves.add(1, ordering: .releasing)
             return false
         }
         guard !taken else {
@@ -54,6 +64,28 @@ final class OpenAccounts: Sendable {
         return hold
     }
 
+    /// Records the cache of the controller that has `hold`.
+    func attach(_ cache: QueryCache, to hold: Hold) {
+        held.withLock { held in
+            if held[hold.key]?.holder == ObjectIdentifier(hold) { held[hold.key]?.cache = cache }
+        }
+    }
+
+    /// The cache of the open controller acting for `account` on `store`, if one is open.
+    func cache(of account: AccountID, on store: any OfflineStore) -> QueryCache? {
+        held.withLock { $0[Key(store: ObjectIdentifier(store), account: account)]?.cache }
+    }
+
+    /// The caches of the controllers open on `store`.
+    func caches(on store: any OfflineStore) -> [QueryCache] {
+        held.withLock { held in held.compactMap { $0.key.store == ObjectIdentifier(store) ? $0.value.cache : nil } }
+    }
+
+    /// Whether more than one controller is open on `store`.
+    func isShared(_ store: any OfflineStore) -> Bool {
+        held.withLock { held in held.keys.count { $0.store == ObjectIdentifier(store) } > 1 }
+    }
+
     /// Ends `hold`'s claim (nothing when it was ended already).
     func release(_ hold: Hold?) {
         guard let hold else { return }
@@ -62,7 +94,9 @@ final class OpenAccounts: Sendable {
 
     private func release(_ key: Key, by holder: ObjectIdentifier) {
         held.withLock { held in
-            if held[key] == holder { held[key] = nil }
+            guard held[key]?.holder == holder else { return }
+            held[key] = nil
+            moves.add(1, ordering: .releasing)
         }
     }
 }
