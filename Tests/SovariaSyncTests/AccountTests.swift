@@ -271,6 +271,68 @@ import Testing
         #expect(sent.count == 2 || kept.first?.request.body?.contains("n2") == true)
     }
 
+    /// A controller whose first request waits at `transport` until the test lets it through.
+    static func heldController(_ transport: HeldTransport, store: any OfflineStore) async throws -> SovariaOffline {
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.account = try AccountID("alice")
+        configuration.timer = ManualTimer()
+        configuration.memoryPressure = nil
+        return try await SovariaOffline(store: store, transport: transport, configuration: configuration)
+    }
+
+    /// `close()` returns only after a read under way has ended: an app that switches the token
+    /// when it returns never has a read of the last user's still out. (The order is certain when
+    /// close waits; were it not to, it would end first whenever it outran the release.)
+    @Test func closeReturnsAfterAReadUnderWayEnds() async throws {
+        let transport = HeldTransport()
+        transport.server.answer(DataResponse(status: 200, body: "[]"))
+        let offline = try await Self.heldController(transport, store: MemoryOfflineStore())
+        let events = Recorder<String>()
+        let reading = Task {
+            _ = try? await offline.read(Self.notes, policy: .networkOnly)
+            events.append("read ended")
+        }
+        await transport.firstRequestArrived()
+        let closing = Task {
+            await offline.close()
+            events.append("closed")
+        }
+        transport.releaseFirstRequest()
+        await closing.value
+        await reading.value
+        #expect(events.all == ["read ended", "closed"])
+        #expect(
+            try await offline.store.keys("sov:cache:").isEmpty, "the answer that came back after the close is not kept")
+    }
+
+    /// The same for a write being sent, through `signOut` and through `close()`: the write's
+    /// answer is taken (off the queue) before either returns.
+    @Test(arguments: [true, false])
+    func closingReturnsAfterAWriteBeingSentEnds(signingOut: Bool) async throws {
+        let store = MemoryOfflineStore()
+        let transport = HeldTransport()
+        transport.server.online = false
+        let offline = try await Self.heldController(transport, store: store)
+        transport.server.online = true
+        let events = Recorder<String>()
+        let writing = Task {
+            _ = try? await offline.write(PostgREST.insert(into: "notes", json: #"{"id":"n1"}"#, returning: false))
+            events.append("write ended")
+        }
+        await transport.firstRequestArrived()
+        let closing = Task {
+            if signingOut { try await offline.signOut(keepingUnsyncedWrites: true) } else { await offline.close() }
+            events.append("closed")
+        }
+        transport.releaseFirstRequest()
+        try await closing.value
+        await writing.value
+        #expect(events.all == ["write ended", "closed"])
+        let back = try await Self.heldController(HeldTransport(), store: store)
+        #expect(try await back.pendingWrites().isEmpty, "the write was answered, not kept to be sent twice")
+        #expect(transport.server.received.count == 1)
+    }
+
     @Test func oneAccountIsOpenOnceOnAStore() async throws {
         let server = try await RESTServer.start()
         let store = MemoryOfflineStore()
