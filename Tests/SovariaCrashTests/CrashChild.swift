@@ -88,7 +88,9 @@ enum CrashChild {
                 let now = DispatchTime.now().uptimeNanoseconds
                 if callInFlight { callNanoseconds = now - callStarted }
                 // A set is followed by a batch call; the queue, file-cache and feed modes announce their calls.
-                let callStarts = ["set", "enqueuing", "removing", "flushing", "downloading", "evicting", "pulling"]
+                let callStarts = [
+                    "set", "enqueuing", "removing", "flushing", "downloading", "evicting", "pulling", "switching",
+                ]
                 callInFlight = callStarts.contains(String(parts[0]))
                 if callInFlight { callStarted = now }
             }

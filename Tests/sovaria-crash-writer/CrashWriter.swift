@@ -8,7 +8,8 @@ import Sovaria
 /// Usage: `sovaria-crash-writer ENGINE PATH synced|flushed FIRST-INDEX`, where PATH is a libpq
 /// conninfo for the `postgres` ENGINE; an ENGINE of `queue-<engine>` runs the write queue's
 /// workload instead (``QueueCrashWorkload``), one of `flush-<engine>` the controller's
-/// (``FlushCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
+/// (``FlushCrashWorkload``), one of `switch-<engine>` users signing in and out of one store
+/// (``AccountSwitchCrashWorkload``), one of `http-<engine>` a flush through the HTTP transport
 /// (``HTTPCrashWorkload``, FIRST being the test server's port), one of `conflict-http-<engine>` a
 /// flush killed before its update that matched no row became a conflict (``ConflictCrashWorkload``), one of `feed-<engine>`
 /// change-feed pages applied to cached answers (``FeedCrashWorkload``), and one of `files-<engine>` the
@@ -68,6 +69,13 @@ enum CrashWriter {
                 let store = try await CrashStores.open(
                     String(engine.dropFirst(FlushCrashWorkload.enginePrefix.count)), at: folder, durability: durability)
                 try await FlushCrashWorkload.run(store, folder: folder, first: first)
+            }
+            if engine.hasPrefix(AccountSwitchCrashWorkload.enginePrefix) {
+                let folder = URL(fileURLWithPath: arguments[2])
+                let store = try await CrashStores.open(
+                    String(engine.dropFirst(AccountSwitchCrashWorkload.enginePrefix.count)), at: folder,
+                    durability: durability)
+                try await AccountSwitchCrashWorkload.run(store, folder: folder, first: first)
             }
             if engine.hasPrefix(FeedCrashWorkload.enginePrefix) {
                 let store = try await CrashStores.open(
