@@ -28,9 +28,10 @@ import Testing
     /// A controller for `user` on `store`, talking to `server` with that user's token.
     static func signIn(
         _ user: String, on store: any OfflineStore, _ server: RESTServer, feed: (any ChangeFeed)? = nil,
-        key: EncryptionKey? = nil
+        key: EncryptionKey? = nil, tokenOf tokenUser: String? = nil
     ) async throws -> (offline: SovariaOffline, transport: RecordingSwitch) {
-        let transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: UserToken(user: user)))
+        let tokens = UserToken(user: tokenUser ?? user)
+        let transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: tokens))
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.account = try AccountID(user)
         configuration.timer = ManualTimer()
@@ -269,6 +270,35 @@ import Testing
         let kept = try await back.pendingWrites()
         #expect(kept.count == 2 - sent.count, "what was not sent is kept: \(kept.count) of 2 after \(sent.count) sent")
         #expect(sent.count == 2 || kept.first?.request.body?.contains("n2") == true)
+    }
+
+    /// A token the server refuses (401: no such user) for the signed-in account: the flush pauses
+    /// for authorization, the writes stay queued, nothing is applied as anyone; with the user's
+    /// own token they go, as theirs.
+    @Test func aTokenTheServerRefusesKeepsTheWritesAndAppliesNothing() async throws {
+        let server = try await RESTServer.start()
+        let store = MemoryOfflineStore()
+        let alice = try await Self.signIn("alice", on: store, server)
+        alice.transport.isOffline = true
+        for id in ["a1", "a2"] {
+            _ = try await alice.offline.write(
+                PostgREST.insert(into: "notes", json: #"{"id":"\#(id)","title":"offline"}"#, returning: false))
+        }
+        await alice.offline.close()
+
+        let refused = try await Self.signIn("alice", on: store, server, tokenOf: "mallory")
+        _ = try? await refused.offline.flush()
+        #expect(refused.offline.status.isPausedForAuthorization)
+        #expect(refused.offline.status.pendingCount == 2, "nothing lost")
+        #expect(
+            !refused.transport.exchanges().isEmpty
+                && refused.transport.exchanges().allSatisfy { $0.response.status == 401 })
+        #expect(try await server.query("SELECT count(*)::text FROM notes") == ["0"], "nothing applied as anyone")
+        await refused.offline.close()
+
+        let back = try await Self.signIn("alice", on: store, server)
+        #expect(try await back.offline.flush() == 2)
+        #expect(try await server.query("SELECT id || '|' || owner FROM notes ORDER BY id") == ["a1|alice", "a2|alice"])
     }
 
     /// A controller whose first request waits at `transport` until the test lets it through.
