@@ -28,10 +28,12 @@ extension SovariaOffline {
         public var maxQueued: Int = SovariaOffline.maxQueued
         /// The most overlay sessions kept, and their most bytes (tests set smaller ones).
         var overlaySessionLimits = (count: OverlaySessions.maxCount, bytes: OverlaySessions.maxBytes)
-        /// Cached read results kept; past it the ones the server sent longest ago go. Default:
+        /// Cached read results kept on the device, every account's together; past it the ones
+        /// the server sent longest ago go, whoever owns them (<doc:AccountsAndSignOut>). Default:
         /// ``SovariaOffline/maxCached``.
         public var maxCached: Int = SovariaOffline.maxCached
-        /// The bound on the cached bodies. Default: `SovariaCache.CacheSize.default` (100 MiB).
+        /// The bound on the cached bodies of every account on the device. Default:
+        /// `SovariaCache.CacheSize.default` (100 MiB).
         public var cacheSize: CacheSize = .default
         /// How often the queue is flushed while writes are pending. Default: 30 seconds.
         public var flushInterval: Duration = .seconds(30)
