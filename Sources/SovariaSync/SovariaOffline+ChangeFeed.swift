@@ -281,9 +281,17 @@ extension SovariaOffline {
         return state.withLock { $0.feedApplies[table] ?? 0 }
     }
 
-    /// The timer's pull of the followed tables: each at once, to the log's end; a caught-up one
-    /// that the feed offers waiting for with ``Configuration/feedWait``, again after each wait
-    /// that brought changes. Skipped offline until the flush's retry time, and after a failed
+    /// Whether the next read of `table` waits for a change: when the controller may wait, the
+    /// table is caught up, and the feed has not answered a read asked to wait without waiting.
+    private func waitsForChanges(of table: String) -> Bool {
+        configuration.feedWait > .zero
+            && state.withLock { $0.feedOffersWaiting[table] != false && $0.feeds[table]?.isCaughtUp == true }
+    }
+
+    /// The timer's pull of the followed tables (and the open's,
+    /// ``Configuration/feedFollowsAtOpen``): each at once, to the log's end; a caught-up one that
+    /// the feed offers waiting for with ``Configuration/feedWait``, at once after the read that
+    /// caught it up and again after each wait that brought changes. Skipped offline until the flush's retry time, and after a failed
     /// pull (the server busy, a 5xx) until the flush's backoff or the answer's `Retry-After`
     /// passes; a table whose page could not be applied is pulled again after
     /// ``Configuration/retryMaxDelay`` (or at once by ``pullChanges(of:wait:)``).
@@ -303,18 +311,19 @@ extension SovariaOffline {
             for table in tables {
                 group.addTask {
                     do {
+                        var waits = self.waitsForChanges(of: table)
                         while true {
-                            let waits =
-                                self.configuration.feedWait > .zero
-                                && self.state.withLock {
-                                    // Asked until a page asked to wait comes back without it.
-                                    $0.feedOffersWaiting[table] != false && $0.feeds[table]?.isCaughtUp == true
-                                }
                             let pulled = try await self.pullChanges(
                                 of: table, wait: waits ? self.configuration.feedWait : nil)
-                            // On at once while pages are full, and while a wait brings changes (the
-                            // next one waits again): a long poll follows the table between ticks.
-                            guard pulled.hasMore || (waits && pulled.changes > 0) else { return nil }
+                            // On at once while pages are full, while a wait brings changes (the next
+                            // one waits again), and from a read that caught up without waiting to
+                            // the first wait: a long poll follows the table between ticks, from
+                            // the first one on.
+                            let waitsNext = self.waitsForChanges(of: table)
+                            guard pulled.hasMore || (waits && pulled.changes > 0) || (!waits && waitsNext) else {
+                                return nil
+                            }
+                            waits = waitsNext
                         }
                     } catch {
                         return error

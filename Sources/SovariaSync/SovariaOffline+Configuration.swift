@@ -87,6 +87,12 @@ extension SovariaOffline {
         public var followedTables: [String] = []
         /// How often the followed tables' feeds are read. Default: 1 second.
         public var feedPollInterval: Duration = .seconds(1)
+        /// Whether following begins as the controller opens: each followed table is read at
+        /// once, and a caught-up one is then waited on (``feedWait``), so the first change after
+        /// launch arrives as fast as later ones rather than after a ``feedPollInterval``. `false`
+        /// leaves the first read to the timer's first tick (tests that drive the timer by hand).
+        /// Default: `true`.
+        public var feedFollowsAtOpen = true
         /// How long a caught-up read may wait at the server for a change, when the feed offers
         /// that (a long poll): a change then arrives as it commits, not at the next poll, and the
         /// controller waits again at once after each change. `.zero`: never wait (poll). Keep it

@@ -220,6 +220,9 @@ public final class SovariaOffline: Sendable {
                 await self?.feedTimerFired()
             }
             state.withLock { $0.feedTimer = following }
+            if configuration.feedFollowsAtOpen {
+                Task { [weak self] in await self?.feedTimerFired() }
+            }
         }
         let observation = try? configuration.memoryPressure?.observe { [weak self] level in
             self?.shedOverlays(for: level)

@@ -164,6 +164,7 @@ final class FeedDevice: @unchecked Sendable {
         configuration.overlay = ChangeFeedConvergenceTests.overlay
         configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"], pageSize: 3)
         configuration.followedTables = ["notes"]
+        configuration.feedFollowsAtOpen = false  // the test fires the timer
         configuration.feedRefetchPast = refetchPast
         return try await SovariaOffline(store: store, transport: transport, configuration: configuration)
     }
