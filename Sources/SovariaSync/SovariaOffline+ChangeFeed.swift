@@ -121,6 +121,8 @@ extension SovariaOffline {
             signals.statusChanged()
             if changedAnswers { signals.changed(table: table) }
             for read in refetch { refetchBehind(read) }
+            // A queued write the page shows is out of date is a conflict now, not at the next flush.
+            try await flagConflicts(shownBy: page.changes, of: table)
             return pulled
         }
     }

@@ -25,7 +25,12 @@ extension SovariaOffline {
     func startFlush() -> Task<Int, any Error> {
         let (flight, started) = state.withLock { state in
             if let running = state.flight { return (running, false) }
-            let task = Task { try await self.drainQueue() }
+            let flagging = state.conflictFlagging
+            let task = Task {
+                // The feed's conflicts first: the flush does not send a write being listed as one.
+                _ = try? await flagging?.value
+                return try await self.drainQueue()
+            }
             state.flight = task
             return (task, true)
         }

@@ -112,6 +112,9 @@ public final class SovariaOffline: Sendable {
         var closed = false
         /// The running flush, shared by every trigger.
         var flight: Task<Int, any Error>?
+        /// The feed's conflicts being listed (``flagConflicts(shownBy:of:)``): a flush that starts
+        /// meanwhile waits for it.
+        var conflictFlagging: Task<Void, any Error>?
         /// The head write may not be sent before this (backoff, `Retry-After`).
         var retryNotBefore: Date?
         /// A second 401: nothing is sent until the next ``flush()``.

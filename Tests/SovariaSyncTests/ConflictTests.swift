@@ -392,19 +392,27 @@ final class Device: Sendable {
     let errors = ErrorLog()
 
     convenience init(
-        _ engine: TestEngine, _ server: RESTServer, versioned policy: ConflictPolicy? = nil
+        _ engine: TestEngine, _ server: RESTServer, versioned policy: ConflictPolicy? = nil, followsTasks: Bool = false
     )
         async throws
     {
         var rules: [String: ConflictRule] = [:]
         if let policy { rules["tasks"] = ConflictRule(versionColumn: "version", onConflict: policy) }
-        try await self.init(engine, server, rules: rules)
+        try await self.init(engine, server, rules: rules, followsTasks: followsTasks)
     }
 
-    init(_ engine: TestEngine, _ server: RESTServer, rules: [String: ConflictRule]) async throws {
+    /// With `followsTasks`, `tasks`' change feed is read when the test pulls it (never by a timer),
+    /// over a connection of its own that the test does not switch off.
+    init(
+        _ engine: TestEngine, _ server: RESTServer, rules: [String: ConflictRule], followsTasks: Bool = false
+    ) async throws {
         folder = try TemporaryFolder()
         transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken()))
         var configuration = SovariaOffline.Configuration(api: PostgREST())
+        if followsTasks {
+            let feed = URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken())
+            configuration.changeFeed = PostgRESTChangeFeed(transport: feed, keyColumns: ["tasks": "id"])
+        }
         configuration.timer = ManualTimer()
         configuration.memoryPressure = nil
         configuration.conflictRules = rules

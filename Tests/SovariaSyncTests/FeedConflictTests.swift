@@ -1,0 +1,101 @@
+import Foundation
+import Sovaria
+import SovariaPostgREST
+import SovariaQueue
+import SovariaTestEngines
+import SovariaTestKit
+import SovariaTestServers
+import Testing
+
+@testable import SovariaSync
+
+/// Conflicts flagged from the change feed (issue 62, item 4), against the real PostgreSQL behind
+/// the test server: `tasks` has a version column its trigger increments and is published. The
+/// device's writes cannot get through while its feed (a connection of its own) does: a queued
+/// write waits, and the page shows it out of date.
+@Suite(.serialized) struct FeedConflictTests {
+    static let engines = TestEngine.standard(including: .encrypted)
+    static let tasks = PostgREST.select("tasks", order: "id")
+    static func rename(_ title: String) -> DataRequest {
+        PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"\#(title)"}"#)
+    }
+
+    @Test(arguments: engines)
+    func aWriteThePageShowsOutOfDateIsAConflictAtOnceAndResolvesAsAtAFlush(_ engine: TestEngine) async throws {
+        let server = try await RESTServer.start()
+        try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
+        let a = try await Device(engine, server, versioned: .reject)
+        let b = try await Device(engine, server, versioned: .reject, followsTasks: true)
+        try await b.offline.pullChanges(of: "tasks")
+        _ = try await b.offline.read(Self.tasks)
+        b.transport.isOffline = true
+        let edit = try await b.queued(Self.rename("B's title"))
+        _ = try await a.offline.read(Self.tasks)
+        _ = try await a.sent(Self.rename("A's title"))
+
+        let sentBefore = b.transport.exchanges().count
+        try await b.offline.pullChanges(of: "tasks")
+        let conflicts = try await b.offline.conflicts()
+        #expect(conflicts.map(\.id) == [edit.id], "listed by the page, before any flush")
+        #expect(conflicts.first?.serverRow?.contains("A's title") == true, "with the row the feed brought")
+        #expect(try await b.offline.pendingWrites().isEmpty)
+        #expect(b.reported(edit.id) == .conflict)
+        #expect(
+            b.transport.exchanges().dropFirst(sentBefore).allSatisfy { $0.request.method == "GET" },
+            "the edit was never sent")
+
+        // The same resolution as a flush's conflict: sent with the server's version, applied.
+        let conflict = try #require(conflicts.first)
+        b.transport.isOffline = false
+        try await b.offline.resolve(conflict.id, with: Self.rename("merged"))
+        _ = try await b.offline.flush()
+        #expect(try await server.query("SELECT title || '|' || version FROM tasks") == ["merged|3"])
+    }
+
+    @Test func theEchoOfThisDevicesOwnWriteIsNoConflict() async throws {
+        let server = try await RESTServer.start()
+        try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
+        let a = try await Device(.memory, server, versioned: .reject)
+        let b = try await Device(.memory, server, versioned: .reject, followsTasks: true)
+        try await b.offline.pullChanges(of: "tasks")
+        _ = try await b.offline.read(Self.tasks)
+        _ = try await b.sent(Self.rename("B's first"))  // version 2, sent at once
+        b.transport.isOffline = true
+        let second = try await b.queued(Self.rename("B's second"))
+        try await b.offline.pullChanges(of: "tasks")  // brings version 2: B's own
+        #expect(try await b.offline.conflicts().isEmpty, "B's own write, not another device's")
+        #expect(try await b.offline.pendingWrites().map(\.id) == [second.id])
+
+        _ = try await a.offline.read(Self.tasks)
+        _ = try await a.sent(Self.rename("A's"))  // version 3
+        try await b.offline.pullChanges(of: "tasks")
+        #expect(try await b.offline.conflicts().map(\.id) == [second.id], "another device's version is")
+    }
+
+    @Test func withServerWinsTheWriteIsDroppedAsServerWon() async throws {
+        let server = try await RESTServer.start()
+        try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
+        let a = try await Device(.memory, server, versioned: .reject)
+        let b = try await Device(.memory, server, versioned: .serverWins, followsTasks: true)
+        try await b.offline.pullChanges(of: "tasks")
+        _ = try await b.offline.read(Self.tasks)
+        b.transport.isOffline = true
+        let edit = try await b.queued(Self.rename("B's"))
+        _ = try await a.offline.read(Self.tasks)
+        _ = try await a.sent(Self.rename("A's"))
+        try await b.offline.pullChanges(of: "tasks")
+        #expect(try await b.offline.rejectedWrites().map(\.reason) == [.serverWon])
+        #expect(b.reported(edit.id) == .serverWon)
+        #expect(try await b.offline.conflicts().isEmpty)
+        #expect(try await b.offline.pendingWrites().isEmpty)
+    }
+
+    @Test func aVersionShownOlderThanTheOneExpectedIsNoConflict() {
+        #expect(SovariaOffline.version("3", isNewerThan: "2"))
+        #expect(!SovariaOffline.version("2", isNewerThan: "3"))
+        #expect(!SovariaOffline.version("10", isNewerThan: "10"))
+        #expect(SovariaOffline.version("10", isNewerThan: "9"), "as numbers, not text")
+        #expect(SovariaOffline.version("2026-12-05T10:00:01Z", isNewerThan: "2026-12-05T10:00:00Z"))
+        #expect(!SovariaOffline.version("2026-12-05T10:00:01.5Z", isNewerThan: "2026-12-05T10:00:00Z"), "unknown order")
+    }
+}
