@@ -17,7 +17,7 @@ extension SovariaOffline {
     /// the page brings. The same rules as at a flush: with ``ConflictPolicy/reject`` the row's
     /// oldest such write goes to the rejected list as a conflict (the later ones wait behind
     /// it), with ``ConflictPolicy/serverWins`` each such write goes as
-    /// ``RejectionReason/serverWon``; ``ConflictPolicy/clientWins`` leaves them to the flush.
+    /// `RejectionReason.serverWon`; ``ConflictPolicy/clientWins`` leaves them to the flush.
     ///
     /// The echo of this device's own synced write is no conflict: a version this run's writes
     /// left counts as the one they expect. Versions are compared as numbers, or as text of one
