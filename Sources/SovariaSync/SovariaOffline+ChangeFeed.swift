@@ -46,7 +46,7 @@ extension SovariaOffline {
         // one is dropped before it is applied (it may have been asked with the next user's token).
         return try await feedGate(of: table).withGate { _ in
             try checkOpen()
-            let epoch = state.withLock { $0.feedEpoch }
+            let epoch = state.withLock { $0.feed.epoch }
             let checkpoint = try await feedCheckpoint(of: table)
             // The writes synced before the feed is read: a page that reaches the log's end holds them.
             let syncedBefore = synced.count
@@ -74,17 +74,14 @@ extension SovariaOffline {
                 // The server could not answer now: nothing is stale, the timer tries again.
                 reachedServer()
                 state.withLock { state in
-                    var status =
-                        state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
-                    status.lastError = error
-                    state.feeds[table] = status
+                    if state.feed.epoch == epoch { state.feed.unavailable(table, error) }
                 }
                 signals.statusChanged()
                 throw error
             } catch let error as ChangeFeedError {
                 reachedServer()
                 // A page from before a clear() stops nothing of what the store holds now.
-                if state.withLock({ $0.feedEpoch }) == epoch { try await feedFailed(table, error) }
+                if state.withLock({ $0.feed.epoch }) == epoch { try await feedFailed(table, error) }
                 throw error
             }
             reachedServer()
@@ -92,10 +89,10 @@ extension SovariaOffline {
             // for what the store holds now.
             let cleared = ChangeFeedPull(
                 changes: 0, updatedAnswers: 0, staleAnswers: 0, position: nil, mustRefetch: false, hasMore: false)
-            guard state.withLock({ $0.feedEpoch == epoch && !$0.closed }) else { return cleared }
+            guard state.withLock({ $0.feed.epoch == epoch && !$0.closed }) else { return cleared }
             var (pulled, changedAnswers, refetch) = try await apply(
                 page, of: table, after: checkpoint, syncedBefore: syncedBefore, feed: feed)
-            guard state.withLock({ $0.feedEpoch }) == epoch else {
+            guard state.withLock({ $0.feed.epoch }) == epoch else {
                 // The clear ran while the page was applied: what it wrote after the clear goes too
                 // (an answer it updated was already gone: the cache skips it).
                 try await store.delete(Self.feedPrefix + table)
@@ -106,16 +103,11 @@ extension SovariaOffline {
                 pulled.skippedChanges = skipped
             }
             state.withLock { state in
-                if wait != nil || page.offersWaiting { state.feedOffersWaiting[table] = page.offersWaiting }
-                var status =
-                    state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
-                status.position = pulled.position
-                status.isCaughtUp = !page.hasMore
-                status.behindBy = page.hasMore ? page.remaining : 0
-                status.mustRefetchCount += pulled.mustRefetch ? 1 : 0
-                status.lastError = nil
-                state.feeds[table] = status
-                state.feedStoppedUntil[table] = nil
+                // Not after a clear() that ran since the epoch was checked: it forgot the status.
+                guard state.feed.epoch == epoch else { return }
+                state.feed.pulled(
+                    table, position: pulled.position, hasMore: page.hasMore, behindBy: page.remaining,
+                    mustRefetch: pulled.mustRefetch, askedToWait: wait != nil, offersWaiting: page.offersWaiting)
             }
             // The status first: a live query that wakes on the answers finds it current.
             signals.statusChanged()
@@ -140,7 +132,9 @@ extension SovariaOffline {
     /// Whether a change feed follows `table`: it is one of the ``Configuration/followedTables``,
     /// was pulled in this run, or has a checkpoint.
     func isFollowingFeed(of table: String) async throws -> Bool {
-        if configuration.followedTables.contains(table) || state.withLock({ $0.feeds[table] != nil }) { return true }
+        if configuration.followedTables.contains(table) || state.withLock({ $0.feed.statuses[table] != nil }) {
+            return true
+        }
         return try await feedCheckpoint(of: table) != nil
     }
 
@@ -184,7 +178,7 @@ extension SovariaOffline {
         let position = page.position ?? page.changes.last?.position
         // Counted before the answers are read: a fetch of the table that ends after this finds the
         // count moved, whether it stored its answer before the batch below or after.
-        if !page.changes.isEmpty || page.mustRefetch { state.withLock { $0.feedApplies[table, default: 0] += 1 } }
+        if !page.changes.isEmpty || page.mustRefetch { state.withLock { $0.feed.applying(table) } }
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
         var current: [ReadIdentity] = []  // the answers the page leaves exact
@@ -254,12 +248,7 @@ extension SovariaOffline {
     /// shows is fetched again), the error is kept in the status and delivered.
     private func feedFailed(_ table: String, _ error: ChangeFeedError) async throws {
         let retry = configuration.clock().addingTimeInterval(configuration.retryMaxDelay.timeInterval)
-        state.withLock { state in
-            var status = state.feeds[table] ?? ChangeFeedStatus(position: nil, isCaughtUp: false, mustRefetchCount: 0)
-            status.lastError = error
-            state.feeds[table] = status
-            state.feedStoppedUntil[table] = retry
-        }
+        state.withLock { $0.feed.stopped(table, error, until: retry) }
         feedErrors.continuation.yield(error)
         signals.statusChanged()
         let reads = try await cachedReads(of: table)
@@ -280,14 +269,12 @@ extension SovariaOffline {
     /// change while it ran may lack what they brought.
     func feedApplies(of request: DataRequest) -> Int {
         guard let table = api.table(of: request) else { return 0 }
-        return state.withLock { $0.feedApplies[table] ?? 0 }
+        return state.withLock { $0.feed.applies(of: table) }
     }
 
-    /// Whether the next read of `table` waits for a change: when the controller may wait, the
-    /// table is caught up, and the feed has not answered a read asked to wait without waiting.
+    /// Whether the next read of `table` waits for a change (``FeedFollower/waits(_:feedWait:)``).
     private func waitsForChanges(of table: String) -> Bool {
-        configuration.feedWait > .zero
-            && state.withLock { $0.feedOffersWaiting[table] != false && $0.feeds[table]?.isCaughtUp == true }
+        state.withLock { $0.feed.waits(table, feedWait: configuration.feedWait) }
     }
 
     /// The timer's pull of the followed tables (and the open's,
@@ -299,16 +286,12 @@ extension SovariaOffline {
     /// ``Configuration/retryMaxDelay`` (or at once by ``pullChanges(of:wait:)``).
     func feedTimerFired() async {
         let now = configuration.clock()
-        let (skip, tables) = state.withLock { state -> (Bool, [String]) in
-            if state.closed || state.feedFollowing { return (true, []) }
-            if let retry = state.feedRetryAt, retry > now { return (true, []) }
-            if !state.online, let retry = state.offlineRetryAt, retry > now { return (true, []) }
-            state.feedFollowing = true
-            let stopped = Set(state.feedStoppedUntil.filter { $0.value > now }.keys)
-            return (false, configuration.followedTables.filter { !stopped.contains($0) })
+        let tables = state.withLock { state -> [String]? in
+            if state.closed { return nil }
+            return state.feed.startTick(
+                configuration.followedTables, now: now, online: state.online, offlineRetryAt: state.offlineRetryAt)
         }
-        guard !skip else { return }
-        defer { state.withLock { $0.feedFollowing = false } }
+        guard let tables else { return }
         await withTaskGroup(of: (any Error)?.self) { group in
             for table in tables {
                 group.addTask {
@@ -336,17 +319,10 @@ extension SovariaOffline {
             for await failure in group { if let failure { failures.append(failure) } }
             // A busy server's Retry-After is kept; else the flush's backoff.
             let busy = failures.compactMap { ($0 as? ChangeFeedError)?.response }.first { $0.asksToTryLater }
+            let backoff = FeedFollower.Backoff(base: configuration.retryBaseDelay, maximum: configuration.retryMaxDelay)
+            let jitter = configuration.jitter()
             state.withLock { state in
-                guard !failures.isEmpty else {
-                    (state.feedRetryAt, state.feedFailures) = (nil, 0)
-                    return
-                }
-                state.feedFailures += 1
-                let delay = RetryDelay.after(
-                    busy ?? DataResponse(status: 0), failures: state.feedFailures, base: configuration.retryBaseDelay,
-                    maximum: configuration.retryMaxDelay, jitter: configuration.jitter(), now: now)
-                // A Retry-After past the longest backoff (a proxy's day) waits the longest backoff.
-                state.feedRetryAt = now.addingTimeInterval(min(delay, configuration.retryMaxDelay).timeInterval)
+                state.feed.endTick(failed: !failures.isEmpty, busy: busy, now: now, backoff: backoff, jitter: jitter)
             }
         }
     }

@@ -276,7 +276,7 @@ extension SovariaOffline {
                 nextRetryAt: pending == 0 ? nil : state.retryNotBefore ?? (state.online ? nil : state.offlineRetryAt),
                 isPausedForAuthorization: state.pausedForAuthorization,
                 conflictCount: state.conflicts.count, waitingOnConflictCount: state.waitingOnConflicts,
-                changeFeeds: state.feeds, otherAccountsPendingCount: state.otherAccountsPendingCount)
+                changeFeeds: state.feed.statuses, otherAccountsPendingCount: state.otherAccountsPendingCount)
         }
     }
 

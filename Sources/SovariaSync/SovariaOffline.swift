@@ -136,25 +136,12 @@ public final class SovariaOffline: Sendable {
         /// write left, so a write made against a cached row this device already changed expects
         /// the row as it is now, not as the cache still shows it.
         var replacedVersions: [StoreKey.Bytes: String] = [:]
-        /// Each followed table's feed: checkpoint, caught up, errors (``SyncStatus/changeFeeds``).
-        var feeds: [String: ChangeFeedStatus] = [:]
-        /// Whether each table's feed offered to wait for a change at its last page.
-        var feedOffersWaiting: [String: Bool] = [:]
-        /// Pages applied per table in this run.
-        var feedApplies: [String: Int] = [:]
-        /// The timer's pull is running: the next tick does not start another.
-        var feedFollowing = false
-        /// Tables whose last page could not be applied: the timer pulls them again after this.
-        var feedStoppedUntil: [String: Date] = [:]
-        /// Moved by each ``clear()``: a pull that began before it leaves nothing behind.
-        var feedEpoch = 0
+        /// How the change feed is followed: each table's status, the ticks, their backoff.
+        var feed = FeedFollower()
         /// Writes of other accounts waiting on the device, counted at open.
         var otherAccountsPendingCount = 0
         /// The other accounts' cached answers, counted at open and after each device-wide pass.
         var otherAccountsCache: OtherAccountsCache?
-        /// After failed pulls: none before this; and how many failed in a row.
-        var feedRetryAt: Date?
-        var feedFailures = 0
         var feedTimer: SyncTimerTicket?
     }
 
@@ -275,19 +262,15 @@ public final class SovariaOffline: Sendable {
     /// with `keepingQueue: false` its queue and rejected list too, inside the write gate: no
     /// write is sent or queued meanwhile.
     func forgetLocalData(keepingQueue: Bool, _ gated: borrowing GateToken<SovariaOffline>) async throws {
-        // First: a pull running now (a long poll) finds it moved and keeps nothing of its page.
-        state.withLock { $0.feedEpoch += 1 }
+        // First: a pull running now (a long poll) finds the epoch moved and keeps nothing of its
+        // page; the feeds start again from no checkpoint, with no error of the last run's.
+        state.withLock { $0.feed.forget() }
         if !keepingQueue { try await queue.clear() }
         try await cache.clearLocalData()
         let tables = try await store.keys(Self.tablesPrefix)
         let checkpoints = try await store.keys(Self.feedPrefix)
         try await store.write((tables + checkpoints).map { .delete(key: $0) })
         state.withLock { state in
-            // The feeds start again from no checkpoint, with no error of the last run's.
-            state.feeds = [:]
-            state.feedOffersWaiting = [:]
-            state.feedStoppedUntil = [:]
-            (state.feedRetryAt, state.feedFailures) = (nil, 0)
             state.queriesByTable = [:]
             state.lastError = nil
             state.conflicts = ConflictIndex()

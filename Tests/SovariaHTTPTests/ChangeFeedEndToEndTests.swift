@@ -254,6 +254,10 @@ import Testing
         let engine = HTTPEngine.all[0]
         let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         for index in 1...5 { _ = try await rig.offline.write(insertNote("n\(index)", title: "Note \(index)")) }
+        // A write the transport gave up on (a slow machine) waits in the queue: all five are on
+        // the server before the device counts them.
+        _ = try await rig.offline.flush()
+        try #require(try await rig.offline.pendingWrites().isEmpty)
         let folder = try TemporaryFolder()
         let device = try await Self.follower(rig, engine, folder: folder, pageSize: 2)
         var behind: [Int?] = []
