@@ -34,6 +34,34 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
     /// The read asks for a count of the rows, and pending writes changed its rows: the count kept
     /// with the answer is the server's, before them.
     case countNotRecomputed
+    /// The read filters with full-text search (`fts`, `plfts`, `phfts`, `wfts`) on `column`: only
+    /// PostgreSQL's text search (its parsers, dictionaries and stemming) decides which rows match.
+    case fullTextSearch(column: String)
+    /// The read filters with a regular expression (`match`, `imatch`) on `column`: PostgreSQL's
+    /// regular expressions are left to it.
+    case regularExpression(column: String)
+    /// The read filters `column` with a range type's own operator (`sl`, `sr`, `nxl`, `nxr`,
+    /// `adj`): only PostgreSQL knows the range's bounds and canonical form.
+    case rangeOperator(column: String)
+    /// The read is one PostgREST refuses (a 400 or 416 answer): a malformed `or=`/`and=` (an
+    /// empty list, unbalanced parentheses, an unknown operator), a negative `limit`, an unknown
+    /// `order` modifier, an empty `select` item, a `Range` whose end is before its start (the
+    /// part, as the query spells it).
+    case refusedRead(String)
+    /// The read asks for a count (`Prefer: count=…`) and its page starts past its rows (or they
+    /// are not known): PostgREST then refuses the page (416) with the count.
+    case countedPageMayBeRefused
+    /// The read selects a column cast to a type whose text the overlay does not write (`::json`,
+    /// `::date`…): only `::text` of text, number and boolean values and whole-number casts of
+    /// integers are written exactly.
+    case castNotEvaluated(String)
+    /// The read compares `column`, whose values only PostgreSQL compares (a range, a date, an
+    /// enum, a JSON value, an array of those): the table's configuration calls it not text.
+    case columnTypeNotEvaluated(column: String)
+    /// The read filters, orders or selects `column`, which is not one of the table's columns
+    /// (``columns`` of its configuration): a computed column, a function of the row only the
+    /// server evaluates.
+    case computedColumn(String)
     /// Nothing is cached for the read: only rows written offline are shown.
     case nothingCached
     /// The read has an offset: a write before its page moves the page.
@@ -110,6 +138,18 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
         case .cachedAnswerNotRows: "the cached answer is not a JSON array of rows"
         case .answerNotRows(let shape): "the read asks for \(shape), not rows: pending writes are not applied to it"
         case .countNotRecomputed: "the count kept with the answer is the server's, before the pending writes"
+        case .fullTextSearch(let column): "the read uses full-text search on \(column): only PostgreSQL decides"
+        case .regularExpression(let column):
+            "the read matches \(column) with a regular expression: only PostgreSQL decides"
+        case .rangeOperator(let column):
+            "the read uses a range type's operator on \(column): only PostgreSQL decides"
+        case .refusedRead(let part): "PostgREST refuses the read (\(part)): only the server answers it"
+        case .countedPageMayBeRefused:
+            "the read asks for a count and its page may start past its rows: PostgREST refuses such a page"
+        case .castNotEvaluated(let cast): "the read casts \(cast), whose text the overlay does not write"
+        case .columnTypeNotEvaluated(let column):
+            "the read compares \(column), whose values only PostgreSQL compares (a range, a date, an enum…)"
+        case .computedColumn(let column): "the read uses \(column), a computed column only the server evaluates"
         case .nothingCached: "nothing is cached for this read: only rows written offline are shown"
         case .readHasOffset:
             "the read has an offset: a write before its page (even to a row it does not show) moves the page"

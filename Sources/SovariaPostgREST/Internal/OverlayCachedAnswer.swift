@@ -52,6 +52,10 @@ final class OverlayCachedAnswer: Sendable {
     let holdsEveryRow: Bool
     /// Whether the evaluation had no related answers (it may want them).
     let relatedAreEmpty: Bool
+    /// Whether nothing is cached for the read but a related answer holds every row of the table:
+    /// the read is then evaluated over those rows as PostgreSQL evaluates it over the table
+    /// (filters, order, `offset`, `limit`, columns).
+    let answersFromRelated: Bool
     /// Whether the cached rows are in the read's order by ``compareByOrder(_:_:)``, every row
     /// holding every order column with one kind of value per column: rows a write moves can then
     /// be merged into them instead of sorting every row.
@@ -97,8 +101,15 @@ final class OverlayCachedAnswer: Sendable {
         loader.learnKinds(from: declared)
         var settled: OverlayAnswer?
         var hasCache = false
-        for part in query.unsupported { loader.note(.unsupportedReadFeature(part)) }
-        if !query.unsupported.isEmpty {
+        for reason in query.unsupported { loader.note(reason) }
+        if let tableColumns = table.columns.map(Set.init) {
+            // A name that is no column of the table: a computed column (a function of the row).
+            let named = query.filterColumns.union(query.orderColumns).union(query.columns ?? [])
+            for column in named.sorted() where !tableColumns.contains(column) {
+                loader.note(.computedColumn(column))
+            }
+        }
+        if !loader.reasons.isEmpty {
             settled = OverlayAnswer(body: cachedBody, inexactReasons: loader.reasons)
         } else if let cachedBody {
             if let elements = try? JSONParser.elements(of: cachedBody) {
@@ -118,21 +129,31 @@ final class OverlayCachedAnswer: Sendable {
                 loader.note(.cachedAnswerNotRows)
                 settled = OverlayAnswer(body: cachedBody, inexactReasons: loader.reasons)
             }
-        } else {
-            loader.note(.nothingCached)
         }
+        var fromRelated = false
+        if cachedBody == nil, settled == nil {
+            for answer in related
+            where loader.learn(
+                from: answer, sameInEveryRow: sameInEveryRow, cachedColumns: nil, keepsRowsWithoutKey: true)
+            {
+                fromRelated = true
+            }
+            if !fromRelated { loader.note(.nothingCached) }
+        }
+        answersFromRelated = fromRelated
         self.settled = settled
         self.hasCache = hasCache
         cachedCount = hasCache ? loader.rows.count : 0
         pageEdge = hasCache ? loader.rows.last : nil
         cachedColumns = hasCache ? loader.rows.first?.values.keys : nil
         var kinds: [String: OrderKind]?
-        var holdsEvery = false
+        var holdsEvery = fromRelated
         if settled == nil, hasCache {
             kinds = Self.cachedOrderKinds(
                 of: loader.rows, query: query, comparison: comparison, orderIsNotText: orderIsNotText)
             holdsEvery =
-                query.filters.isEmpty && (query.offset ?? 0) == 0 && query.limit.map { loader.rows.count < $0 } != false
+                query.filters.isEmpty && query.logic.isEmpty && (query.offset ?? 0) == 0
+                && query.limit.map { loader.rows.count < $0 } != false
             for answer in related {
                 if loader.learn(from: answer, sameInEveryRow: sameInEveryRow, cachedColumns: cachedColumns) {
                     holdsEvery = true
@@ -203,16 +224,27 @@ final class OverlayCachedAnswer: Sendable {
         /// an outside row, and columns this answer does not select fill in (for the filters of
         /// writes). Returns whether the other answer holds every row of the table: no filters,
         /// offset or full page.
+        /// `keepsRowsWithoutKey`: with nothing cached, a row without the key column (a table
+        /// without a primary key) is still a row of the table.
         mutating func learn(
-            from related: RelatedAnswer, sameInEveryRow: [String: JSONValue], cachedColumns: [String]?
+            from related: RelatedAnswer, sameInEveryRow: [String: JSONValue], cachedColumns: [String]?,
+            keepsRowsWithoutKey: Bool = false
         ) -> Bool {
             guard cachedColumns?.contains(primaryKey) != false,
                 case .array(let items)? = try? JSONParser.parse(related.body)
             else { return false }
-            let other = PostgRESTQuery(path: related.read.path)
+            var other = PostgRESTQuery(path: related.read.path)
+            if let range = related.read.header("Range") { other.restrict(toRangeHeader: range) }
             guard other.unsupported.isEmpty else { return false }
             var holdsKeys = true
             for item in items {
+                if keepsRowsWithoutKey, case .object(let object) = item, object[primaryKey] == nil {
+                    learnKinds(from: object)
+                    var row = OverlayRows.Row(values: object, cachedIndex: nil, ordinal: rows.count)
+                    row.isOutside = true
+                    add(row)
+                    continue
+                }
                 guard case .object(let object) = item, let key = object[primaryKey] else {
                     holdsKeys = false
                     continue
@@ -229,7 +261,7 @@ final class OverlayCachedAnswer: Sendable {
                     add(row)
                 }
             }
-            return holdsKeys && other.filters.isEmpty && (other.offset ?? 0) == 0
+            return holdsKeys && other.filters.isEmpty && other.logic.isEmpty && (other.offset ?? 0) == 0
                 && other.limit.map({ items.count < $0 }) != false
         }
     }
@@ -324,6 +356,53 @@ final class OverlayCachedAnswer: Sendable {
         case .orderedAscending?: true
         case .orderedDescending?: false
         case .orderedSame?, nil: a.ordinal < b.ordinal
+        }
+    }
+
+    /// Why the read's filters cannot be evaluated on `row`: a column it lacks, or a value only
+    /// PostgreSQL compares.
+    func unknownFilterReason(on row: OverlayRows.Row) -> InexactReason {
+        var conditions = query.filters
+        func collect(_ tree: PostgRESTQuery.LogicTree) {
+            switch tree {
+            case .condition(let condition): conditions.append(condition)
+            case .all(let trees, _), .any(let trees, _): trees.forEach(collect)
+            }
+        }
+        query.logic.forEach(collect)
+        for condition in conditions {
+            guard let value = row.values[condition.column] else { continue }
+            guard comparison.evaluate(condition, on: value) == .unknown else { continue }
+            switch value {
+            case .string where comparison.nonTextColumns.contains(condition.column), .array, .object:
+                return .columnTypeNotEvaluated(column: condition.column)
+            default: continue
+            }
+        }
+        return .filterOnWrittenRowUnknown
+    }
+
+    /// Whether `row` passes the read's filters and its `or=`/`and=` trees.
+    func readTruth(on row: OverlayRows.Row) -> Truth {
+        let filtered = truth(of: query.filters, on: row)
+        guard !query.logic.isEmpty, filtered != .no else { return filtered }
+        let trees = query.logic.map { truth(of: $0, on: row) }
+        switch Truth.all([filtered] + trees) {
+        case .null: return .no
+        case let truth: return truth
+        }
+    }
+
+    func truth(of tree: PostgRESTQuery.LogicTree, on row: OverlayRows.Row) -> Truth {
+        switch tree {
+        case .condition(let condition):
+            return row.values[condition.column].map { comparison.evaluate(condition, on: $0) } ?? .unknown
+        case .all(let trees, let negated):
+            let truth = Truth.all(trees.map { self.truth(of: $0, on: row) })
+            return negated ? truth.negated : truth
+        case .any(let trees, let negated):
+            let truth = Truth.any(trees.map { self.truth(of: $0, on: row) })
+            return negated ? truth.negated : truth
         }
     }
 

@@ -46,7 +46,7 @@ struct OverlayReadEvaluation {
         var shown: ShownRows?
         if !evaluation.changedRows && evaluation.cached.hasCache {
             answer = OverlayAnswer(body: evaluation.cached.cachedBody, inexactReasons: evaluation.reasons)
-        } else if !evaluation.cached.hasCache
+        } else if !evaluation.cached.hasCache && !evaluation.cached.answersFromRelated
             && !evaluation.rows.contains(where: { !$0.isOutside && !$0.isDeleted })
         {
             answer = OverlayAnswer(body: nil, inexactReasons: evaluation.reasons)
@@ -76,12 +76,12 @@ struct OverlayReadEvaluation {
                 continue
             }
             let row = rows[index]
-            if row.isOutside, row.changed.isEmpty, !row.mayBeDeleted {
+            if row.isOutside, row.changed.isEmpty, !row.mayBeDeleted, !cached.answersFromRelated {
                 // Left out by the server and untouched: it fails the filters, or lies past a
                 // full page, where it may now fill a gap. One another answer holds without a
                 // column the read filters on may or may not match: it may fill the gap.
                 if let limit = query.limit, cached.cachedCount >= limit {
-                    switch cached.truth(of: query.filters, on: row) {
+                    switch cached.readTruth(on: row) {
                     case .yes: result.append(index)
                     case .unknown: mayFillPage = true
                     case .no, .null: break
@@ -89,7 +89,7 @@ struct OverlayReadEvaluation {
                 }
                 continue
             }
-            switch cached.truth(of: query.filters, on: row) {
+            switch cached.readTruth(on: row) {
             case .yes where row.mayBeDeleted, .unknown where row.mayBeDeleted:
                 note(.rowMayBeDeleted)
                 result.append(index)
@@ -99,7 +99,7 @@ struct OverlayReadEvaluation {
                 }
                 result.append(index)
             case .unknown:
-                note(.filterOnWrittenRowUnknown)
+                note(cached.unknownFilterReason(on: row))
                 result.append(index)
             case .no, .null: break
             }
@@ -139,7 +139,7 @@ struct OverlayReadEvaluation {
             guard !row.isDeleted else { continue }
             guard !row.mayBeDeleted, !row.mayBeSkipped, !row.isOutside else { return nil }
             if row.cachedIndex == nil || !row.changed.isEmpty {
-                switch cached.truth(of: query.filters, on: row) {
+                switch cached.readTruth(on: row) {
                 case .yes: break
                 case .no, .null: continue
                 case .unknown: return nil
@@ -269,6 +269,10 @@ struct OverlayReadEvaluation {
     /// `limit` and `offset`: the cached rows were one page; a page that was full and lost rows
     /// may take rows past it that the cache never saw.
     private mutating func applyPage(to result: inout [Int], mayFillPage: Bool) {
+        if cached.answersFromRelated {
+            applyPageOverEveryRow(to: &result)
+            return
+        }
         guard let limit = query.limit else { return }
         if query.order.isEmpty, rows.count > limit || cached.cachedCount >= limit {
             note(.limitWithoutOrder)
@@ -289,10 +293,37 @@ struct OverlayReadEvaluation {
         if result.count > limit { result.removeLast(result.count - limit) }
     }
 
+    /// `offset` and `limit` over every row of the table (``OverlayCachedAnswer/answersFromRelated``):
+    /// exact when the order is total over the rows the page cuts, PostgreSQL's choice otherwise
+    /// (no order, or two rows the order ties across the page's edge).
+    private mutating func applyPageOverEveryRow(to result: inout [Int]) {
+        let offset = query.offset ?? 0
+        let limit = query.limit
+        guard offset > 0 || limit.map({ $0 < result.count }) == true else { return }
+        // A page of no rows, or of every row, is the same in any order.
+        let pageIsEmpty = limit == 0 || offset >= result.count
+        let pageIsEveryRow = offset == 0 && limit.map { $0 >= result.count } != false
+        if pageIsEmpty || pageIsEveryRow {
+            // Nothing depends on which rows PostgreSQL picks.
+        } else if query.order.isEmpty {
+            note(.limitWithoutOrder)
+        } else {
+            // A tie across an edge of the page: which row is in it is PostgreSQL's choice.
+            for edge in [offset, limit.map { offset + $0 }].compactMap({ $0 }) where edge > 0 && edge < result.count {
+                if cached.compareByOrder(rows[result[edge - 1]], rows[result[edge]]) != .orderedAscending {
+                    note(.limitWithoutOrder)
+                }
+            }
+        }
+        result.removeFirst(min(offset, result.count))
+        if let limit, result.count > limit { result.removeLast(result.count - limit) }
+    }
+
     /// The rows at `shown` (indices in `rows`) as the read's `select` shows them, as JSON text. A
     /// cached row no write touched, whose columns are the ones shown in the same order, is its
     /// text in the cached body.
     private mutating func project(_ shown: [Int]) -> String {
+        if let items = query.selectItems { return project(shown, items: items) }
         var columns: [String]
         if let selected = query.columns {
             columns = selected
@@ -345,6 +376,96 @@ struct OverlayReadEvaluation {
             note(.columnsNotSet(missing))
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The rows at `shown` under a `select` with aliases, casts or JSON paths. A cached row
+    /// holds the server's projection already: untouched, it is its text; one a write changed
+    /// cannot be projected again (its columns are the answer's names, not the table's).
+    private mutating func project(_ shown: [Int], items: [PostgRESTQuery.SelectItem]) -> String {
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        let cachedText = Array((cached.cachedBody ?? "").utf8)
+        var missing: [String] = []
+        for (position, index) in shown.enumerated() {
+            if position > 0 { out.append(UInt8(ascii: ",")) }
+            let row = rows[index]
+            if row.cachedIndex != nil {
+                if let range = row.cachedRange, row.changed.isEmpty {
+                    out.append(contentsOf: cachedText[range])
+                } else {
+                    note(
+                        .unsupportedReadFeature("a select with aliases, casts or JSON paths over a row a write changed")
+                    )
+                    JSONValue.object(row.values).write(to: &out)
+                }
+                continue
+            }
+            out.append(UInt8(ascii: "{"))
+            for (number, item) in items.enumerated() {
+                if number > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(item.name, to: &out)
+                out.append(UInt8(ascii: ":"))
+                guard let value = row.values[item.column] else {
+                    if !missing.contains(item.column) { missing.append(item.column) }
+                    out.append(contentsOf: "null".utf8)
+                    continue
+                }
+                selected(item, from: value).write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        if !missing.isEmpty { note(.columnsNotSet(missing)) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// A select item's value from its column's: the JSON path followed (`->` keeps JSON, `->>`
+    /// gives text), then the cast. Casts written exactly: `::text` of a text, number or boolean
+    /// value (PostgreSQL's text of a number is the text its JSON has), and whole-number casts of
+    /// integers; any other notes ``InexactReason/castNotEvaluated(_:)``.
+    private mutating func selected(_ item: PostgRESTQuery.SelectItem, from columnValue: JSONValue) -> JSONValue {
+        var value = columnValue
+        for step in item.path {
+            // A path on a text column is PostgreSQL's error; on a JSON string, null.
+            if case .string = value, !cached.comparison.nonTextColumns.contains(item.column) {
+                note(.castNotEvaluated(item.column + "->" + step.key))
+                return .null
+            }
+            switch value {
+            case .object(let object): value = object[step.key] ?? .null
+            case .array(let elements):
+                guard let position = Int(step.key) else {
+                    value = .null
+                    break
+                }
+                let index = position < 0 ? elements.count + position : position
+                value = elements.indices.contains(index) ? elements[index] : .null
+            default: value = .null
+            }
+            if step.asText {
+                switch value {
+                case .null, .string: break
+                case .number(let text): value = .string(text)
+                case .bool(let flag): value = .string(flag ? "true" : "false")
+                case .array, .object:
+                    // jsonb's text of a container has its own spacing.
+                    note(.castNotEvaluated(item.column + "->>" + step.key))
+                }
+            }
+        }
+        guard let cast = item.cast?.lowercased() else { return value }
+        let isText = item.path.isEmpty ? !cached.comparison.nonTextColumns.contains(item.column) : true
+        switch (cast, value) {
+        case (_, .null): return .null
+        case ("text", .string) where isText: return value
+        case ("text", .number(let text)) where isText: return .string(text)
+        case ("text", .bool(let flag)): return .string(flag ? "true" : "false")
+        case ("int", .number(let text)), ("integer", .number(let text)), ("int4", .number(let text)),
+            ("int8", .number(let text)), ("bigint", .number(let text)):
+            if PostgRESTComparison.plainInteger(text) != nil { return value }
+        default: break
+        }
+        note(.castNotEvaluated(item.column + "::" + cast))
+        return value
     }
 
     mutating func note(_ reason: InexactReason) {

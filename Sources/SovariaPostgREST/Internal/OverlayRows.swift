@@ -78,8 +78,11 @@ struct OverlayRows {
             note(.writeWithLimitOrOrder(method: method))
             return
         }
-        guard writeQuery.unsupported.isEmpty else {
-            note(.unsupportedWriteFeature(method: method, features: writeQuery.unsupported))
+        guard writeQuery.unsupported.isEmpty, writeQuery.logic.isEmpty else {
+            let features = writeQuery.unsupported.map { reason in
+                if case .unsupportedReadFeature(let feature) = reason { feature } else { reason.description }
+            }
+            note(.unsupportedWriteFeature(method: method, features: features.isEmpty ? ["or=/and="] : features))
             return
         }
         let body = request.body.flatMap { try? JSONParser.parse($0) }

@@ -13,6 +13,20 @@ enum Truth: Sendable, Equatable {
         case .null, .unknown: self
         }
     }
+
+    /// SQL's AND: false wins, then "cannot tell", then null.
+    static func all(_ truths: [Truth]) -> Truth {
+        if truths.contains(.no) { return .no }
+        if truths.contains(.unknown) { return .unknown }
+        return truths.contains(.null) ? .null : .yes
+    }
+
+    /// SQL's OR: true wins, then "cannot tell", then null.
+    static func any(_ truths: [Truth]) -> Truth {
+        if truths.contains(.yes) { return .yes }
+        if truths.contains(.unknown) { return .unknown }
+        return truths.contains(.null) ? .null : .no
+    }
 }
 
 /// PostgreSQL's comparisons of a column's JSON value with a filter's operand, and of two values
@@ -27,15 +41,116 @@ struct PostgRESTComparison: Sendable {
     /// Whether `value` (`nil`: not known) passes `condition`.
     func evaluate(_ condition: PostgRESTQuery.Condition, on value: JSONValue?) -> Truth {
         guard let value else { return .unknown }
+        if let quantifier = condition.quantifier {
+            // `op(any).{a,b}`: the operator over each item, ORed (any) or ANDed (all), as SQL's
+            // `= ANY('{a,b}')` does.
+            guard let items = Self.arrayItems(condition.operand) else { return .unknown }
+            var each = condition
+            each.quantifier = nil
+            each.negated = false
+            let truths = items.map { item -> Truth in
+                each.operand = item
+                return evaluate(each, on: value)
+            }
+            let truth = quantifier == .any ? Truth.any(truths) : Truth.all(truths)
+            return condition.negated ? truth.negated : truth
+        }
         if case .string = value, nonTextColumns.contains(condition.column) {
             // Equal spellings are one value; anything else (another spelling, an order) is not sure.
-            guard condition.op == .eq || condition.op == .in || condition.op == .is else { return .unknown }
-            let truth = evaluateUnnegated(condition, value)
-            if truth == .yes { return condition.negated ? .no : .yes }
-            return condition.op == .is ? (condition.negated ? truth.negated : truth) : .unknown
+            switch condition.op {
+            case .eq, .in, .is:
+                let truth = evaluateUnnegated(condition, value)
+                if truth == .yes { return condition.negated ? .no : .yes }
+                return condition.op == .is ? (condition.negated ? truth.negated : truth) : .unknown
+            case .isdistinct:
+                guard equals(value, condition.operand) == .yes else { return .unknown }
+                return condition.negated ? .yes : .no
+            default: return .unknown
+            }
         }
         let truth = evaluateUnnegated(condition, value)
         return condition.negated ? truth.negated : truth
+    }
+
+    /// The items of a PostgreSQL array literal of scalars (`{1,2}`, `{"a,b",c}`); `nil` for a
+    /// nested array, a `NULL` item or anything that is not such a literal.
+    static func arrayItems(_ literal: String) -> [String]? {
+        let trimmed = literal.trimmingCharacters(in: .whitespaces)
+        guard trimmed.first == "{", trimmed.last == "}", trimmed.count >= 2 else { return nil }
+        let inner = trimmed.dropFirst().dropLast()
+        if inner.trimmingCharacters(in: .whitespaces).isEmpty { return [] }
+        var items: [String] = []
+        var current = ""
+        var quoted = false
+        var wasQuoted = false
+        var escaped = false
+        for character in inner {
+            if escaped {
+                current.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if quoted {
+                if character == "\"" { quoted = false } else { current.append(character) }
+            } else if character == "\"" {
+                quoted = true
+                wasQuoted = true
+            } else if character == "{" || character == "}" {
+                return nil
+            } else if character == "," {
+                let item = wasQuoted ? current : current.trimmingCharacters(in: .whitespaces)
+                guard wasQuoted || item.uppercased() != "NULL" else { return nil }
+                items.append(item)
+                current = ""
+                wasQuoted = false
+            } else {
+                current.append(character)
+            }
+        }
+        guard !quoted else { return nil }
+        let item = wasQuoted ? current : current.trimmingCharacters(in: .whitespaces)
+        guard wasQuoted || item.uppercased() != "NULL" else { return nil }
+        items.append(item)
+        return items
+    }
+
+    /// An array column's value against a literal's items: `=`, `@>`, `<@`, `&&` of scalars.
+    private func evaluateArray(
+        _ op: PostgRESTQuery.Condition.Operator, _ elements: [JSONValue], _ operand: String
+    )
+        -> Truth
+    {
+        guard let items = Self.arrayItems(operand), !elements.contains(where: { $0 == .null }) else { return .unknown }
+        func member(_ element: JSONValue, of items: [String]) -> Truth { Truth.any(items.map { equals(element, $0) }) }
+        switch op {
+        case .eq, .neq, .isdistinct:
+            let same: Truth =
+                elements.count == items.count ? Truth.all(zip(elements, items).map { equals($0, $1) }) : .no
+            return op == .eq ? same : same.negated
+        case .cs: return Truth.all(items.map { item in Truth.any(elements.map { equals($0, item) }) })
+        case .cd: return Truth.all(elements.map { member($0, of: items) })
+        case .ov: return Truth.any(elements.map { member($0, of: items) })
+        case .gt, .gte, .lt, .lte:
+            // Element by element; equal up to the shorter one, the shorter is less.
+            var order = ComparisonResult.orderedSame
+            for (element, item) in zip(elements, items) {
+                guard let compared = compare(element, item) else { return .unknown }
+                if compared != .orderedSame {
+                    order = compared
+                    break
+                }
+            }
+            if order == .orderedSame, elements.count != items.count {
+                order = elements.count < items.count ? .orderedAscending : .orderedDescending
+            }
+            switch op {
+            case .gt: return order == .orderedDescending ? .yes : .no
+            case .gte: return order != .orderedAscending ? .yes : .no
+            case .lt: return order == .orderedAscending ? .yes : .no
+            default: return order != .orderedDescending ? .yes : .no
+            }
+        default: return .unknown
+        }
     }
 
     private func evaluateUnnegated(_ condition: PostgRESTQuery.Condition, _ value: JSONValue) -> Truth {
@@ -51,7 +166,16 @@ struct PostgRESTComparison: Sendable {
             default: return .unknown
             }
         }
+        if condition.op == .isdistinct {
+            // `IS DISTINCT FROM` a value that is not null: a null is distinct, never null itself.
+            if case .null = value { return .yes }
+            if case .array(let elements) = value { return evaluateArray(.isdistinct, elements, condition.operand) }
+            return equals(value, condition.operand).negated
+        }
         if case .null = value { return .null }
+        if case .array(let elements) = value {
+            return evaluateArray(condition.op, elements, condition.operand)
+        }
         switch condition.op {
         case .eq: return equals(value, condition.operand)
         case .neq: return equals(value, condition.operand).negated
@@ -81,7 +205,7 @@ struct PostgRESTComparison: Sendable {
                 }
             }
             return truth
-        case .is: return .unknown
+        case .is, .isdistinct, .cs, .cd, .ov: return .unknown
         }
     }
 

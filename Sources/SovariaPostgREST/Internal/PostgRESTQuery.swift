@@ -1,4 +1,5 @@
 import Foundation
+import SovariaSync
 
 /// A PostgREST query string taken apart: the `select` list, the horizontal filters, `order`,
 /// `limit` and `offset`. Whatever the overlay does not understand is kept as a reason, so the
@@ -6,21 +7,60 @@ import Foundation
 struct PostgRESTQuery: Sendable {
     /// `nil` for `*` (every column).
     var columns: [String]?
+    /// The `select` items with an alias, a cast or a JSON path (`nil` when every item is a plain
+    /// column): what each shows under which name.
+    var selectItems: [SelectItem]?
     var filters: [Condition] = []
+    /// The `or=` and `and=` parameters (each with `not.`), ANDed with ``filters``.
+    var logic: [LogicTree] = []
     var order: [OrderTerm] = []
     var limit: Int?
     var offset: Int?
-    /// Parts the overlay cannot evaluate (an embedded resource, `or=`, an unknown operator…).
-    var unsupported: [String] = []
+    /// Parts the overlay cannot evaluate (an embedded resource, an unknown operator…), each as
+    /// its reason.
+    var unsupported: [InexactReason] = []
+
+    /// One `select` item: `[alias:]column[->key…|->>key][::cast]`.
+    struct SelectItem: Sendable, Hashable {
+        var name: String
+        var column: String
+        /// The JSON path after the column: each key (or array index) and whether it is `->>`.
+        var path: [(key: String, asText: Bool)]
+        var cast: String?
+
+        static func == (a: SelectItem, b: SelectItem) -> Bool {
+            a.name == b.name && a.column == b.column && a.cast == b.cast && a.path.map(\.key) == b.path.map(\.key)
+                && a.path.map(\.asText) == b.path.map(\.asText)
+        }
+        func hash(into hasher: inout Hasher) { hasher.combine(name) }
+    }
+
+    /// An `or=`/`and=` tree: conditions and nested trees, each possibly negated.
+    indirect enum LogicTree: Sendable, Hashable {
+        case condition(Condition)
+        case all([LogicTree], negated: Bool)
+        case any([LogicTree], negated: Bool)
+
+        /// Every column the tree filters on.
+        var columns: Set<String> {
+            switch self {
+            case .condition(let condition): [condition.column]
+            case .all(let trees, _), .any(let trees, _): trees.reduce(into: []) { $0.formUnion($1.columns) }
+            }
+        }
+    }
 
     /// One `column=[not.]operator.operand` filter.
     struct Condition: Sendable, Hashable {
         enum Operator: String, Sendable {
-            case eq, neq, gt, gte, lt, lte, like, ilike, `in`, `is`
+            case eq, neq, gt, gte, lt, lte, like, ilike, `in`, `is`, isdistinct, cs, cd, ov
         }
+        /// `eq(any).{…}`, `like(all).{…}`: the operator over each item of a list.
+        enum Quantifier: String, Sendable { case any, all }
         var column: String
         var negated: Bool
         var op: Operator
+        var quantifier: Quantifier? = nil
         var operand: String
         /// The filter as written after `column=`, to recognise the same filter in two requests.
         var condition: String
@@ -45,6 +85,33 @@ struct PostgRESTQuery: Sendable {
         }
     }
 
+    /// The page a `Range: first-[last]` header asks for, within the query's own `offset` and
+    /// `limit` (PostgREST takes the intersection of the two).
+    mutating func restrict(toRangeHeader header: String) {
+        let parts = header.trimmingCharacters(in: .whitespaces).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let first = Int(parts[0]), first >= 0 else {
+            unsupported.append(.unsupportedReadFeature("Range: \(header)"))
+            return
+        }
+        let last = parts[1].isEmpty ? nil : Int(parts[1])
+        if !parts[1].isEmpty, last == nil {
+            unsupported.append(.unsupportedReadFeature("Range: \(header)"))
+            return
+        }
+        if let last, last < first {
+            unsupported.append(.refusedRead("Range: \(header)"))
+            return
+        }
+        let start = max(first, offset ?? 0)
+        var end = last
+        if let limit {
+            let queryEnd = (offset ?? 0) + limit - 1
+            end = end.map { min($0, queryEnd) } ?? queryEnd
+        }
+        offset = start
+        limit = end.map { max($0 - start + 1, 0) }
+    }
+
     /// `+` is a space, then `%XX` escapes, as a query string is read.
     static func decode(_ text: Substring) -> String {
         // Most names and values have neither: no Foundation round trip for them.
@@ -66,26 +133,32 @@ struct PostgRESTQuery: Sendable {
             if value.isEmpty {
                 columns = nil
             } else if items.contains("") {
-                unsupported.append("select=\(value) (an empty column)")
+                unsupported.append(.refusedRead("select=\(value) (an empty column)"))
             } else if items.contains("*") {
-                if items.count > 1 { unsupported.append("select=\(value)") }
+                if items.count > 1 { unsupported.append(.unsupportedReadFeature("select=\(value)")) }
                 columns = nil
             } else if items.allSatisfy(Self.isPlainColumn) {
                 columns = items
+            } else if let parsed = Self.selectItems(items) {
+                columns = parsed.map(\.column)
+                selectItems = parsed
+            } else if items.contains(where: { $0.contains("(") || $0.contains("!") }) {
+                unsupported.append(.unsupportedReadFeature("select=\(value) (embedded resources)"))
             } else {
-                unsupported.append("select=\(value) (aliases, casts, JSON paths and embedded resources)")
+                unsupported.append(
+                    .unsupportedReadFeature("select=\(value) (a cast or JSON path the overlay cannot write)"))
             }
         case "order":
             // `order=` or an empty term is PostgREST's parse error, not "no order".
             let terms = value.split(separator: ",", omittingEmptySubsequences: false)
             guard !terms.contains(where: \.isEmpty) else {
-                unsupported.append("order=\(value)")
+                unsupported.append(.refusedRead("order=\(value)"))
                 return
             }
             for term in terms {
                 let parts = term.split(separator: ".").map(String.init)
                 guard let column = parts.first, Self.isPlainColumn(column) else {
-                    unsupported.append("order=\(value)")
+                    unsupported.append(.unsupportedReadFeature("order=\(value)"))
                     return
                 }
                 var descending = false
@@ -97,41 +170,139 @@ struct PostgRESTQuery: Sendable {
                     case "nullsfirst": nullsFirst = true
                     case "nullslast": nullsFirst = false
                     default:
-                        unsupported.append("order=\(value)")
+                        unsupported.append(.refusedRead("order=\(value)"))
                         return
                     }
                 }
                 order.append(OrderTerm(column: column, descending: descending, nullsFirst: nullsFirst ?? descending))
             }
         case "limit", "offset":
-            guard let number = Int(value), number >= 0 else {
-                unsupported.append("\(key)=\(value)")
+            guard let number = Int(value) else {
+                unsupported.append(.refusedRead("\(key)=\(value)"))
                 return
             }
-            if key == "limit" { limit = number } else { offset = number }
+            // PostgREST refuses a negative limit (416) and reads a negative offset as none.
+            if key == "limit" {
+                if number < 0 { unsupported.append(.refusedRead("\(key)=\(value)")) } else { limit = number }
+            } else {
+                offset = max(number, 0)
+            }
         case "columns", "on_conflict":
-            unsupported.append("\(key)=\(value)")
+            unsupported.append(.unsupportedReadFeature("\(key)=\(value)"))
+        case "or", "and", "not.or", "not.and":
+            guard let tree = LogicTreeParser.parse(key, value) else {
+                unsupported.append(.refusedRead("\(key)=\(value)"))
+                return
+            }
+            switch Self.serverOnlyReason(of: tree) {
+            case let reason?: unsupported.append(reason)
+            case nil: logic.append(tree)
+            }
         default:
             // An empty operand (`title=eq.`) is a comparison with '' for text and PostgreSQL's
             // error for other types: the overlay does not know the column's type.
-            guard Self.isPlainColumn(key), let condition = Self.condition(key, value),
-                !condition.operand.isEmpty
-            else {
-                unsupported.append("\(key)=\(value)")
+            guard Self.isPlainColumn(key) else {
+                unsupported.append(.unsupportedReadFeature("\(key)=\(value)"))
+                return
+            }
+            if let reason = Self.serverOnlyReason(key, value) {
+                unsupported.append(reason)
+                return
+            }
+            guard let condition = Self.condition(key, value) else {
+                // No operator PostgREST knows (`id=0`, `id=foo.1`): its parse error (400).
+                unsupported.append(.refusedRead("\(key)=\(value)"))
+                return
+            }
+            if condition.op == .is,
+                !["null", "not_null", "true", "false", "unknown"].contains(condition.operand.lowercased())
+            {
+                unsupported.append(.refusedRead("\(key)=\(value)"))  // PostgREST's 400
+                return
+            }
+            guard !condition.operand.isEmpty else {
+                unsupported.append(.unsupportedReadFeature("\(key)=\(value)"))
                 return
             }
             filters.append(condition)
         }
     }
 
+    /// The reason a filter only PostgreSQL can evaluate is left to it: full-text search, a
+    /// regular expression, a range type's own operators; `nil` for any other.
+    static func serverOnlyReason(_ column: String, _ condition: String) -> InexactReason? {
+        var rest = Substring(condition)
+        if rest.hasPrefix("not.") { rest = rest.dropFirst(4) }
+        let op = rest.prefix { $0 != "." && $0 != "(" }
+        switch op {
+        case "fts", "plfts", "phfts", "wfts": return .fullTextSearch(column: column)
+        case "match", "imatch": return .regularExpression(column: column)
+        case "sl", "sr", "nxl", "nxr", "adj": return .rangeOperator(column: column)
+        default: return nil
+        }
+    }
+
+    static func serverOnlyReason(of tree: LogicTree) -> InexactReason? {
+        switch tree {
+        case .condition(let condition): return serverOnlyReason(condition.column, condition.condition)
+        case .all(let trees, _), .any(let trees, _):
+            for tree in trees { if let reason = serverOnlyReason(of: tree) { return reason } }
+            return nil
+        }
+    }
+
+    /// The items of a `select` with aliases, casts and JSON paths, each `[alias:]column[path][::cast]`;
+    /// `nil` when one is anything else (an embedded resource, a spread, an empty name).
+    static func selectItems(_ items: [String]) -> [SelectItem]? {
+        var result: [SelectItem] = []
+        for item in items {
+            var text = Substring(item)
+            var alias: String?
+            // `alias:column`, not the `::` of a cast.
+            if let colon = text.firstIndex(of: ":"), text[text.index(after: colon)...].first != ":" {
+                alias = String(text[..<colon])
+                text = text[text.index(after: colon)...]
+            }
+            var cast: String?
+            if let range = text.range(of: "::") {
+                cast = String(text[range.upperBound...]).trimmingCharacters(in: .whitespaces)
+                text = text[..<range.lowerBound]
+            }
+            var path: [(key: String, asText: Bool)] = []
+            var column = text
+            if let arrow = text.range(of: "->") {
+                column = text[..<arrow.lowerBound]
+                var rest = text[arrow.lowerBound...]
+                while !rest.isEmpty {
+                    let asText = rest.hasPrefix("->>")
+                    guard rest.hasPrefix("->") else { return nil }
+                    rest = rest.dropFirst(asText ? 3 : 2)
+                    let end = rest.range(of: "->")?.lowerBound ?? rest.endIndex
+                    let key = String(rest[..<end])
+                    guard !key.isEmpty, !(path.last?.asText ?? false) else { return nil }
+                    path.append((key, asText))
+                    rest = rest[end...]
+                }
+            }
+            let name = String(column)
+            guard isPlainColumn(name), alias.map(isPlainColumn) != false, cast.map({ !$0.isEmpty }) != false else {
+                return nil
+            }
+            // PostgREST names a JSON path's value by its last key.
+            result.append(SelectItem(name: alias ?? path.last?.key ?? name, column: name, path: path, cast: cast))
+        }
+        return result
+    }
+
     /// A column name without alias, cast, JSON path or embedding.
     static func isPlainColumn(_ name: String) -> Bool {
-        !name.isEmpty && !name.utf8.contains(where: { notInAPlainColumn.contains($0) })
+        !name.isEmpty && !name.utf8.contains(where: { notInAPlainColumn.contains($0) }) && !name.contains("->")
             && name != "or" && name != "and" && name != "not"
     }
 
-    /// The bytes of aliases, casts, JSON paths and embedding: `:()->!*`.
-    private static let notInAPlainColumn = Set(":()->!*".utf8)
+    /// The bytes of aliases, casts and embedding: `:()!*` (a `-` alone is a name's, `field-with_sep`;
+    /// `->` is a JSON path's).
+    private static let notInAPlainColumn = Set(":()!*".utf8)
 
     static func condition(_ column: String, _ text: String) -> Condition? {
         var rest = Substring(text)
@@ -140,15 +311,25 @@ struct PostgRESTQuery: Sendable {
             negated = true
             rest = rest.dropFirst(4)
         }
-        guard let dot = rest.firstIndex(of: "."), let op = Condition.Operator(rawValue: String(rest[..<dot])) else {
-            return nil
+        guard let dot = rest.firstIndex(of: ".") else { return nil }
+        var name = rest[..<dot]
+        var quantifier: Condition.Quantifier?
+        if name.hasSuffix("(any)") || name.hasSuffix("(all)") {
+            quantifier = Condition.Quantifier(rawValue: String(name.dropFirst(name.count - 4).dropLast()))
+            name = name.dropLast(5)
+        }
+        guard let op = Condition.Operator(rawValue: String(name)) else { return nil }
+        if quantifier != nil {
+            // PostgREST takes the modifiers on these operators only.
+            guard [.eq, .neq, .gt, .gte, .lt, .lte, .like, .ilike].contains(op) else { return nil }
         }
         return Condition(
-            column: column, negated: negated, op: op, operand: String(rest[rest.index(after: dot)...]), condition: text)
+            column: column, negated: negated, op: op, quantifier: quantifier,
+            operand: String(rest[rest.index(after: dot)...]), condition: text)
     }
 
     /// Every column the filters and the order name.
-    var filterColumns: Set<String> { Set(filters.map(\.column)) }
+    var filterColumns: Set<String> { logic.reduce(into: Set(filters.map(\.column))) { $0.formUnion($1.columns) } }
     var orderColumns: Set<String> { Set(order.map(\.column)) }
 }
 
