@@ -8,10 +8,15 @@ import SovariaSync
 ///   `Prefer: resolution=merge-duplicates` it upserts by primary key, with `ignore-duplicates`
 ///   it skips rows whose key exists.
 /// - `PATCH ?<filters>` merges the body into the rows that match; `DELETE ?<filters>` removes them.
-/// - Then the read's filters (`eq neq gt gte lt lte in is like ilike`, each with `not.`), its
-///   `order` (several columns, `asc`/`desc`, `nullsfirst`/`nullslast`), `limit`/`offset` and its
-///   `select` column list. Numbers compare by value, booleans as PostgreSQL's, text by its bytes
-///   under ``TextOrder/bytes``.
+/// - Then the read's filters (`eq neq gt gte lt lte in is like ilike isdistinct`, each with
+///   `not.`, `op(any)`/`op(all)` over a list, `cs cd ov` and the order of array columns), its
+///   `or=`/`and=` trees (nested, with `not.`), its `order` (several columns, `asc`/`desc`,
+///   `nullsfirst`/`nullslast`), `limit`/`offset` and a `Range` header's page, and its `select`
+///   (columns, `alias:column`, `::text` and whole-number casts, JSON paths). Numbers compare by
+///   value, booleans as PostgreSQL's, text by its bytes under ``TextOrder/bytes``.
+/// - With nothing cached for the read, a related answer that holds every row of the table (no
+///   filter, no full page) is the table: the read is evaluated over its rows, pending writes
+///   applied (a synced write waiting for a refetch makes it inexact).
 /// - A read of one row as an object (`Accept: application/vnd.pgrst.object+json`) is evaluated
 ///   as its rows, then answered as the one row, or refused as PostgREST refuses it (406,
 ///   `PGRST116`, in `OverlayAnswer.refusal`) when the rows are not one. A read of any other shape
@@ -27,7 +32,8 @@ import SovariaSync
 ///   sync. It is not, and says why, when: a pending `PATCH` could change rows the cache does not
 ///   hold so that they enter the answer; a row leaves a cached page that has a `limit` (rows past
 ///   it could come in); a read or write uses what the overlay does not evaluate (embedded
-///   resources, `or=`, RPC, aliases, casts); a row written offline lacks a column the read
+///   resources, RPC, casts it cannot write, full-text search, regular expressions, range
+///   operators, computed columns); a row written offline lacks a column the read
 ///   selects, filters or orders on (a server default); text order under a collation the overlay
 ///   does not know; a write sends a string to a number or boolean column that PostgreSQL may
 ///   read otherwise or refuse (`"10"` and `"t"` are read as 10 and `true`); a filter's number

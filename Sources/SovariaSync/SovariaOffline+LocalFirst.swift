@@ -212,7 +212,11 @@ extension SovariaOffline {
         where read.cacheKey != own && api.answerShape(of: read.request) == .rows {
             // An answer fetched before a write this one holds would show that row without it.
             guard synced.baseline(of: read.cacheKey) >= baseline else { continue }
-            guard let response = try await cache.cachedResponse(for: read.cacheKey) else { continue }
+            // A stale answer (the change feed could not apply the server's changes to it) would
+            // let the overlay answer a read with nothing cached from rows the server changed.
+            guard let response = try await cache.cachedResponse(for: read.cacheKey), !response.isStale else {
+                continue
+            }
             related.append(RelatedAnswer(read: read.request, body: response.body))
         }
         return related

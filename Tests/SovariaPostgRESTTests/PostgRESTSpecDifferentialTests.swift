@@ -18,6 +18,7 @@ import Testing
     @Test func everyExactAnswerIsPostgRESTsAndTheExactCountHoldsItsFloor() throws {
         let spec = try SpecFile.load()
         var tally: [Setup: Tally] = [:]
+        var features: [String: (cases: Int, exact: Int)] = [:]
         var wrong: [String] = []
         for specCase in spec.cases {
             guard let table = spec.tables[specCase.table] else { continue }
@@ -42,7 +43,19 @@ import Testing
                     counts.inexact += 1
                 }
                 tally[setup] = counts
+                if setup == .wholeTableRelated {
+                    let exact = answer.isExact && specCase.status < 400
+                    for feature in specCase.features {
+                        features[feature, default: (0, 0)].cases += 1
+                        if exact { features[feature, default: (0, 0)].exact += 1 }
+                    }
+                }
             }
+        }
+        // The table LocalFirstReads.md shows, by feature (a case counts under each it uses).
+        print("| feature | cases | exact |\n|---|---:|---:|")
+        for (feature, count) in features.sorted(by: { $0.key < $1.key }) {
+            print("| \(feature) | \(count.cases) | \(count.exact) |")
         }
         for setup in Setup.allCases {
             let counts = tally[setup, default: Tally()]
@@ -248,6 +261,35 @@ import Testing
             bodyIsJSON = body?["json"] != nil
             self.body = body?["json"] ?? body?["text"]
             ordered = object["ordered"] as? Bool ?? false
+        }
+
+        /// What the case's request uses, by the names LocalFirstReads.md's table gives them.
+        var features: [String] {
+            let query = path.split(separator: "?", maxSplits: 1).dropFirst().first.map(String.init) ?? ""
+            let decoded = query.removingPercentEncoding ?? query
+            var found: [String] = []
+            func has(_ pattern: String) -> Bool { decoded.range(of: pattern, options: .regularExpression) != nil }
+            if has(#"(^|&)(not\.)?(or|and)="#) { found.append("`or=`/`and=`") }
+            if has(#"fts[.(]"#) { found.append("full-text search") }
+            if has(#"[=.](not\.)?i?match\."#) { found.append("`match`/`imatch`") }
+            if has(#"[=.](not\.)?(sl|sr|nxl|nxr|adj)\."#) { found.append("range operators") }
+            if has(#"isdistinct"#) { found.append("`isdistinct`") }
+            if has(#"\((any|all)\)"#) { found.append("`any`/`all`") }
+            if has(#"[=.](not\.)?(cs|cd|ov)\."#) { found.append("`cs`/`cd`/`ov`") }
+            if has(#"[=.](not\.)?in\."#) { found.append("`in`") }
+            if has(#"[=.](not\.)?is\."#) { found.append("`is`") }
+            if has(#"i?like"#) { found.append("`like`/`ilike`") }
+            if has(#"select=[^&]*[a-zA-Z_]:[a-zA-Z_]"#) { found.append("`alias:column`") }
+            if has(#"::"#) { found.append("casts") }
+            if has(#"->"#) { found.append("JSON paths") }
+            if has(#"(^|&)order="#) { found.append("`order`") }
+            if has(#"(^|&)(limit|offset)="#) { found.append("`limit`/`offset`") }
+            if headers.keys.contains(where: { $0.lowercased() == "range" }) { found.append("`Range` header") }
+            if headers.keys.contains(where: { $0.lowercased() == "accept" }) { found.append("`Accept`") }
+            if headers.keys.contains(where: { $0.lowercased() == "prefer" }) { found.append("`Prefer: count`") }
+            if status >= 400 { found.append("refused by PostgREST (4xx)") }
+            if found.isEmpty { found.append("other filters and `select`") }
+            return found
         }
 
         var request: DataRequest {

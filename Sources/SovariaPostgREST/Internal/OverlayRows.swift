@@ -64,6 +64,13 @@ struct OverlayRows {
     // MARK: - Writes
 
     mutating func apply(_ write: OverlayWrite) {
+        if cached.answersFromRelated, !write.isPending {
+            // A synced write is applied over the read's own answer, fetched before it; the other
+            // answers may have been fetched (or moved by the change feed) after it, and later
+            // changes to its rows would be undone.
+            note(.nothingCached)
+            return
+        }
         if let offset = query.offset, offset > 0 {
             note(.readHasOffset)
         }
