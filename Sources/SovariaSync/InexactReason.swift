@@ -59,7 +59,7 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
     /// enum, a JSON value, an array of those): the table's configuration calls it not text.
     case columnTypeNotEvaluated(column: String)
     /// The read filters, orders or selects `column`, which is not one of the table's columns
-    /// (``columns`` of its configuration): a computed column, a function of the row only the
+    /// (`columns` of its configuration): a computed column, a function of the row only the
     /// server evaluates.
     case computedColumn(String)
     /// Nothing is cached for the read: only rows written offline are shown.
