@@ -108,27 +108,13 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     ) -> OverlayAnswer {
         switch api.answerShape(of: read) {
         case .rows:
-            let rows = cachedAnswer(of: read, cachedBody: cachedBody, related: related)
-            return Self.checkingCountedPage(rows.answer(writes: writes), of: rows.query, read: read, api: api)
+            return cachedAnswer(of: read, cachedBody: cachedBody, related: related).answer(writes: writes)
         case .singleRow:
             let rows = cachedAnswer(of: read, cachedBody: SingleRowAnswer.rows(of: cachedBody), related: related)
             return SingleRowAnswer.answer(from: rows.answer(writes: writes), cachedBody: cachedBody)
         case .other(let shape):
             return OverlayAnswer(body: cachedBody, inexactReasons: [.answerNotRows(shape)])
         }
-    }
-
-    /// PostgREST refuses a counted page that starts past the rows (416, with the count): an
-    /// answer of no rows at an offset is then not the server's.
-    static func checkingCountedPage(
-        _ answer: OverlayAnswer, of query: PostgRESTQuery, read: DataRequest, api: PostgREST
-    ) -> OverlayAnswer {
-        guard answer.isExact, (query.offset ?? 0) > 0, api.countsRows(read),
-            let body = answer.body, (try? JSONParser.elements(of: body))??.isEmpty != false
-        else { return answer }
-        var inexact = answer
-        inexact.inexactReasons.append(.countedPageMayBeRefused)
-        return inexact
     }
 
     /// `read` over `cachedBody` and `related`, parsed: its query, its table's rules, the rows.
@@ -144,6 +130,7 @@ public struct PostgRESTOverlay: OverlayEvaluator {
             query: query, api: api, readTable: readTable, table: table,
             comparison: PostgRESTComparison(
                 textOrderIsBytes: textOrder == .bytes, nonTextColumns: table.nonTextColumns),
-            cachedBody: cachedBody, related: related, mergesMovedRows: mergesMovedRows)
+            cachedBody: cachedBody, related: related, countsRows: api.countsRows(read), mergesMovedRows: mergesMovedRows
+        )
     }
 }

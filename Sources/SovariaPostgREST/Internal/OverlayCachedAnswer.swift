@@ -50,6 +50,9 @@ final class OverlayCachedAnswer: Sendable {
     /// Whether the rows held (the cached answer's and those other answers add) are every row of
     /// the table the user sees: a row not held does not exist.
     let holdsEveryRow: Bool
+    /// Whether the read asks for a count (`Prefer: count=…`): PostgREST refuses such a page that
+    /// starts past its rows (416).
+    let countsRows: Bool
     /// Whether the evaluation had no related answers (it may want them).
     let relatedAreEmpty: Bool
     /// Whether nothing is cached for the read but a related answer holds every row of the table:
@@ -76,8 +79,10 @@ final class OverlayCachedAnswer: Sendable {
     /// rows of `related` answers (the table's other cached answers) for what it leaves out.
     init(
         query: PostgRESTQuery, api: PostgREST, readTable: String?, table: PostgRESTOverlay.Table,
-        comparison: PostgRESTComparison, cachedBody: String?, related: [RelatedAnswer], mergesMovedRows: Bool = true
+        comparison: PostgRESTComparison, cachedBody: String?, related: [RelatedAnswer], countsRows: Bool = false,
+        mergesMovedRows: Bool = true
     ) {
+        self.countsRows = countsRows
         self.query = query
         self.api = api
         self.readTable = readTable

@@ -53,6 +53,13 @@ struct OverlayReadEvaluation {
         } else {
             (answer, shown) = evaluation.evaluateRead()
         }
+        // A counted page past the rows is PostgREST's 416, not an empty list.
+        if evaluation.cached.countsRows, (evaluation.query.offset ?? 0) > 0, answer.isExact,
+            answer.body.map({ $0.utf8.filter { $0 > 0x20 }.elementsEqual("[]".utf8) }) != false
+        {
+            answer.inexactReasons.append(.countedPageMayBeRefused)
+            evaluation.reasons.append(.countedPageMayBeRefused)
+        }
         // Rows other answers hold may settle what this one could not.
         answer.wantsRelatedAnswers = evaluation.cached.relatedAreEmpty && !evaluation.reasons.isEmpty
         return (answer, shown)
