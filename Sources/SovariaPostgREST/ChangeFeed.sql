@@ -32,16 +32,22 @@
 -- markers, are every reader's (`visible_to_all`). If your tables' policies are not
 -- "owner = current_user", change the policy `sovaria_changes_select` to match them.
 --
+-- Writes. A published table's writers log each row with one static INSERT (a row trigger) and
+-- set the `Sovaria-Write-Position` header once per statement (a statement trigger); they send
+-- no NOTIFY unless the table is published with `notify => true`, for a server that waits on the
+-- channel `sovaria_changes` (Sovaria's test server's long poll): a NOTIFY serializes the commits
+-- of every transaction that sent one. What a write costs: ChangesFromOtherDevices.md, "Write cost".
+--
 -- Retention. `sovaria_trim_changes(keep)` deletes the changes older than `keep` and leaves, per
 -- table, one `trimmed` row at the highest position it deleted: a reader whose checkpoint is below
 -- it reads that row first and knows it must fetch the table's answers again. A TRUNCATE of a
 -- published table leaves a `trimmed` row too.
 
 CREATE TABLE IF NOT EXISTS sovaria_changes (
-    position   bigint PRIMARY KEY,
+    position   bigint NOT NULL,
     "table"    text NOT NULL,
     key        text NOT NULL,
-    op         text NOT NULL CHECK (op IN ('upsert', 'delete', 'trimmed')),
+    op         text NOT NULL,  -- 'upsert', 'delete' or 'trimmed'
     row        jsonb,
     visible_to text,
     changed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
@@ -53,26 +59,67 @@ ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS seq bigint GENERATED ALWAYS
 -- `visible_to_all` (added below, after the functions an upgrade needs): the change is every
 -- reader's (a table without a visibility column, a `trimmed` marker). A NULL `visible_to` alone
 -- means a row nobody owns, seen by nobody.
-CREATE INDEX IF NOT EXISTS sovaria_changes_by_table ON sovaria_changes ("table", position);
+-- No CHECK on `op`: the triggers are the log's only writers (no other role keeps a write
+-- privilege on it, see the end of this file), and a CHECK is compiled again by every statement
+-- that inserts, which a trigger's insert is: about a tenth of a logged write's cost.
+ALTER TABLE sovaria_changes DROP CONSTRAINT IF EXISTS sovaria_changes_op_check;
+-- Two indexes, each a read of the feed's, and no more (every change pays for each): a page, its
+-- count and the latest position read one table's changes by position (the primary key, which
+-- also keeps positions unique); a change's newest state is its key's last change by `seq`.
+-- A log made by an earlier version of this file had its primary key on `position` alone and a
+-- third index beside it: replaced here, once.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'sovaria_changes'::regclass AND contype = 'p'
+                   AND conkey = ARRAY[(SELECT attnum FROM pg_attribute WHERE attrelid = 'sovaria_changes'::regclass
+                                       AND attname = 'table'),
+                                      (SELECT attnum FROM pg_attribute WHERE attrelid = 'sovaria_changes'::regclass
+                                       AND attname = 'position')]::int2[]) THEN
+        ALTER TABLE sovaria_changes DROP CONSTRAINT IF EXISTS sovaria_changes_pkey;
+        ALTER TABLE sovaria_changes ADD CONSTRAINT sovaria_changes_pkey PRIMARY KEY ("table", position);
+    END IF;
+END
+$$;
+DROP INDEX IF EXISTS sovaria_changes_by_table;
 CREATE INDEX IF NOT EXISTS sovaria_changes_by_key ON sovaria_changes ("table", key, seq);
 
--- The trigger every published table gets: records each changed row's key, operation and new row.
--- SECURITY DEFINER: writers need no privilege on the log.
-CREATE OR REPLACE FUNCTION sovaria_record_change() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+-- The triggers every published table gets. Per row, `sovaria_record_row` logs the change with
+-- one static INSERT (planned once and kept, the log's name written into it when this file is
+-- applied); per statement, `sovaria_record_statement` sets the write-position header once and,
+-- for a table published with `notify => true`, notifies once. Both SECURITY DEFINER: writers need
+-- no privilege on the log; their search path is pg_catalog's alone, so no object a user can
+-- create is resolved by them. The changes of a transaction are numbered in the local setting
+-- `sovaria.change_number` (it ends with the transaction); `sovaria.announced_number` is the
+-- number the header last named.
+DO $do$
+DECLARE
+    log text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
+BEGIN
+    EXECUTE format($function$
+CREATE OR REPLACE FUNCTION sovaria_record_row() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
 DECLARE
     key_column text := TG_ARGV[0];
     visibility_column text := nullif(TG_ARGV[1], '');
-    log regclass := TG_ARGV[2]::regclass;
-    -- The table's name in the feed; a trigger made by an older `sovaria_publish` has none.
-    feed_name text := coalesce(TG_ARGV[3], TG_TABLE_NAME);
+    feed_name text := TG_ARGV[3];
     -- No visibility column: every reader's. With one, a NULL owner is nobody's.
-    everyone boolean := visibility_column IS NULL;
-    old_row jsonb := CASE WHEN TG_OP IN ('UPDATE', 'DELETE') THEN to_jsonb(OLD) END;
-    new_row jsonb := CASE WHEN TG_OP IN ('INSERT', 'UPDATE') THEN to_jsonb(NEW) END;
+    everyone boolean := nullif(TG_ARGV[1], '') IS NULL;
+    old_row jsonb;
+    new_row jsonb;
+    -- A change's position: its transaction's id times 2^22 plus its number in the transaction.
     base bigint := pg_current_xact_id()::text::bigint * 4194304;
     number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
+    ignored text;
 BEGIN
+    -- Assignments, not PERFORM, wherever a value is computed: PL/pgSQL evaluates a plain
+    -- expression without running a query.
+    IF TG_OP <> 'INSERT' THEN
+        old_row := to_jsonb(OLD);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        new_row := to_jsonb(NEW);
+    END IF;
     -- A delete, or an update that moves the row to another key or another owner: the old row
     -- leaves first.
     IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND (
@@ -80,71 +127,108 @@ BEGIN
         OR old_row ->> visibility_column IS DISTINCT FROM new_row ->> visibility_column))
     THEN
         number := number + 1;
-        EXECUTE format('INSERT INTO %s (position, "table", key, op, visible_to, visible_to_all)'
-                       ' VALUES ($1, $2, $3, $4, $5, $6)', log)
-            USING base + number, feed_name, old_row ->> key_column, 'delete',
-                  old_row ->> visibility_column, everyone;
+        INSERT INTO %1$s (position, "table", key, op, visible_to, visible_to_all)
+        VALUES (base + number, feed_name, old_row ->> key_column, 'delete', old_row ->> visibility_column, everyone);
     END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    IF TG_OP <> 'DELETE' THEN
         number := number + 1;
-        EXECUTE format('INSERT INTO %s (position, "table", key, op, row, visible_to, visible_to_all)'
-                       ' VALUES ($1, $2, $3, $4, $5, $6, $7)', log)
-            USING base + number, feed_name, new_row ->> key_column, 'upsert', new_row,
-                  new_row ->> visibility_column, everyone;
+        INSERT INTO %1$s (position, "table", key, op, row, visible_to, visible_to_all)
+        VALUES (base + number, feed_name, new_row ->> key_column, 'upsert', new_row,
+                new_row ->> visibility_column, everyone);
     END IF;
-    -- Numbers the transaction's changes: a local setting ends with the transaction. Past 2^22 a
-    -- position would reach the next transaction id's: refuse the write instead.
-    IF number < 1 OR number >= 4194304 THEN
+    -- Past 2^22 a position would reach the next transaction id's: refuse the write instead.
+    IF number >= 4194304 THEN
         RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
-    PERFORM set_config('sovaria.change_number', number::text, true);
-    -- The writer learns the position of its change (PostgREST sends `response.headers`): its
-    -- device stops showing the write over its answers once the feed has brought it there.
-    PERFORM set_config('response.headers', (
-        SELECT coalesce(jsonb_agg(header), '[]'::jsonb)
-            || jsonb_build_array(jsonb_build_object('Sovaria-Write-Position', (base + number)::text))
-        FROM jsonb_array_elements(coalesce(nullif(current_setting('response.headers', true), ''), '[]')::jsonb) header
-        WHERE NOT header ? 'Sovaria-Write-Position')::text, true);
-    PERFORM pg_notify('sovaria_changes', feed_name);
+    ignored := set_config('sovaria.change_number', number::text, true);
     RETURN NULL;
 END
-$$;
+$body$
+$function$, log);
 
--- A TRUNCATE of a published table logs no row: it leaves a `trimmed` row, so every reader
--- fetches the table's answers again.
-CREATE OR REPLACE FUNCTION sovaria_record_truncate() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    EXECUTE format($function$
+CREATE OR REPLACE FUNCTION sovaria_record_statement() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
 DECLARE
-    log regclass := TG_ARGV[2]::regclass;
-    feed_name text := coalesce(TG_ARGV[3], TG_TABLE_NAME);
-    number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int + 1;
+    number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
+    announced int := coalesce(nullif(current_setting('sovaria.announced_number', true), ''), '0')::int;
+    base bigint;
+    headers text;
+    header text;
+    earlier text;
+    ignored text;
 BEGIN
-    IF number < 1 OR number >= 4194304 THEN
-        RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
-            USING ERRCODE = 'program_limit_exceeded';
+    IF TG_OP = 'TRUNCATE' THEN
+        -- A TRUNCATE logs no row: it leaves a `trimmed` row, so every reader fetches the table's
+        -- answers again. The write-position header does not name it.
+        number := number + 1;
+        IF number >= 4194304 THEN
+            RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
+                USING ERRCODE = 'program_limit_exceeded';
+        END IF;
+        INSERT INTO %1$s (position, "table", key, op, visible_to_all)
+        VALUES (pg_current_xact_id()::text::bigint * 4194304 + number, TG_ARGV[3], '', 'trimmed', true);
+        ignored := set_config('sovaria.change_number', number::text, true);
+    ELSIF number <= announced THEN
+        -- The statement logged nothing (or the other statement trigger of an upsert, an INSERT
+        -- ... ON CONFLICT DO UPDATE, announced it): no header, no notification, no transaction id.
+        RETURN NULL;
+    ELSE
+        -- The writer learns the position of its last change (PostgREST sends `response.headers`):
+        -- its device stops showing the write over its answers once the feed has brought it there.
+        -- The header this trigger set for an earlier statement is replaced where it stands, a new
+        -- one added after the others (`sovaria_pre_request`'s), as text; headers set otherwise
+        -- are read as JSON.
+        base := pg_current_xact_id()::text::bigint * 4194304;
+        headers := nullif(current_setting('response.headers', true), '');
+        header := '{"Sovaria-Write-Position": "' || (base + number) || '"}';
+        earlier := '{"Sovaria-Write-Position": "' || (base + announced) || '"}';
+        IF headers IS NULL OR headers = '[]' THEN
+            headers := '[' || header || ']';
+        ELSIF announced > 0 AND strpos(headers, earlier) > 0 THEN
+            headers := replace(headers, earlier, header);
+        ELSIF strpos(headers, 'Sovaria-Write-Position') = 0 AND headers LIKE '[{%%}]' THEN
+            headers := left(headers, -1) || ', ' || header || ']';
+        ELSE
+            headers := (SELECT coalesce(jsonb_agg(h), '[]'::jsonb) || jsonb_build_array(header::jsonb)
+                FROM jsonb_array_elements(headers::jsonb) h WHERE NOT h ? 'Sovaria-Write-Position')::text;
+        END IF;
+        ignored := set_config('response.headers', headers, true);
     END IF;
-    EXECUTE format('INSERT INTO %s (position, "table", key, op, visible_to_all) VALUES ($1, $2, $3, $4, true)', log)
-        USING pg_current_xact_id()::text::bigint * 4194304 + number, feed_name, '', 'trimmed';
-    PERFORM set_config('sovaria.change_number', number::text, true);
-    PERFORM pg_notify('sovaria_changes', feed_name);
+    ignored := set_config('sovaria.announced_number', number::text, true);
+    -- Only for a server that waits on it (Sovaria's test server's long poll): NOTIFY makes every
+    -- committing transaction that notified take one lock in turn, so writers that notify lose
+    -- their group commit. PostgreSQL delivers one notification per transaction for the same
+    -- channel and payload: a transaction's statements on one table wake a listener once.
+    IF TG_ARGV[4] = 'notify' THEN
+        PERFORM pg_notify('sovaria_changes', TG_ARGV[3]);
+    END IF;
     RETURN NULL;
 END
-$$;
+$body$
+$function$, log);
+END
+$do$;
 
 -- What is published: each table with a trigger of the feed, the name the feed gives it, its key
--- and visibility columns (NULL: none). Read from the triggers themselves, so it cannot drift.
-CREATE OR REPLACE FUNCTION sovaria_published()
-RETURNS TABLE (tab regclass, feed_name text, key_column text, visibility_column text)
+-- and visibility columns (NULL: none), and whether its writes notify. Read from the triggers
+-- themselves, so it cannot drift. The row triggers of an earlier version of this file
+-- (`sovaria_record_change`, which notified on every row) are listed too, until applying this
+-- file publishes their tables again.
+DROP FUNCTION IF EXISTS sovaria_published();
+CREATE FUNCTION sovaria_published()
+RETURNS TABLE (tab regclass, feed_name text, key_column text, visibility_column text, notifies boolean)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     t record;
     args text[];
     start int;
 BEGIN
-    FOR t IN SELECT tr.tgrelid, tr.tgargs, c.relname FROM pg_catalog.pg_trigger tr
-        JOIN pg_catalog.pg_class c ON c.oid = tr.tgrelid
-        WHERE tr.tgfoid = 'sovaria_record_change'::regproc ORDER BY tr.tgrelid
+    FOR t IN SELECT DISTINCT ON (tr.tgrelid) tr.tgrelid, tr.tgargs, tr.tgfoid, c.relname
+        FROM pg_catalog.pg_trigger tr JOIN pg_catalog.pg_class c ON c.oid = tr.tgrelid
+        WHERE tr.tgfoid IN (to_regproc('sovaria_record_row'), to_regproc('sovaria_record_change'))
+        ORDER BY tr.tgrelid
     LOOP
         -- `tgargs`: each argument followed by a zero byte.
         args := '{}';
@@ -160,6 +244,7 @@ BEGIN
         feed_name := coalesce(args[4], t.relname::text);
         key_column := args[1];
         visibility_column := nullif(args[2], '');
+        notifies := coalesce(args[5] = 'notify', t.tgfoid = to_regproc('sovaria_record_change'));
         RETURN NEXT;
     END LOOP;
 END
@@ -168,9 +253,16 @@ $$;
 -- Publishes `tab`: its changes go to the log from now on, under `feed_name` (default: the table's
 -- name in `public`, `schema.name` elsewhere). Publishing again replaces the table's triggers
 -- (those of an older version of this file included).
+--
+-- `notify => true`: each transaction that changes the table sends one NOTIFY on the channel
+-- `sovaria_changes` (its payload the feed name), for a server that holds a reader until a change
+-- comes (Sovaria's test server's long poll). Off by default: PostgREST and Supabase listen to no
+-- such channel, and a NOTIFY costs writers their group commit (see the function above).
 DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text);
+DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text, text);
 CREATE OR REPLACE FUNCTION sovaria_publish(
-    tab regclass, key_column text, visibility_column text DEFAULT NULL, feed_name text DEFAULT NULL)
+    tab regclass, key_column text, visibility_column text DEFAULT NULL, feed_name text DEFAULT NULL,
+    notify boolean DEFAULT false)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     feed text := coalesce(feed_name, (
@@ -180,6 +272,7 @@ DECLARE
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
     other regclass;
     old_trigger text;
+    args text;
     runs text;
 BEGIN
     IF feed IS NULL OR feed = '' THEN
@@ -206,20 +299,22 @@ BEGIN
                   HINT = 'Publish this table under another name: sovaria_publish(..., feed_name => ''...'').';
     END IF;
     FOR old_trigger IN SELECT tgname FROM pg_trigger WHERE tgrelid = tab
-        AND tgfoid IN ('sovaria_record_change'::regproc, 'sovaria_record_truncate'::regproc)
+        AND tgfoid IN (to_regproc('sovaria_record_row'), to_regproc('sovaria_record_statement'),
+                       to_regproc('sovaria_record_change'), to_regproc('sovaria_record_truncate'))
     LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', old_trigger, tab);
     END LOOP;
     -- Names of their own, not derived from the table's (trigger names are per table): no table
-    -- name is too long for them.
-    EXECUTE format(
-        'CREATE TRIGGER sovaria_changes AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
-        'EXECUTE FUNCTION sovaria_record_change(%L, %L, %L, %L)',
-        tab, key_column, coalesce(visibility_column, ''), log, feed);
-    EXECUTE format(
-        'CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
-        'EXECUTE FUNCTION sovaria_record_truncate(%L, %L, %L, %L)',
-        tab, key_column, coalesce(visibility_column, ''), log, feed);
+    -- name is too long for them. Each trigger carries the table's arguments (what
+    -- `sovaria_published` reads back).
+    args := format('%L, %L, %L, %L, %L', key_column, coalesce(visibility_column, ''), log, feed,
+                   CASE WHEN notify THEN 'notify' ELSE '' END);
+    EXECUTE format('CREATE TRIGGER sovaria_changes AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION sovaria_record_row(%s)', tab, args);
+    EXECUTE format('CREATE TRIGGER sovaria_changes_statement AFTER INSERT OR UPDATE OR DELETE ON %s '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', tab, args);
+    EXECUTE format('CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', tab, args);
     -- Publishing and trimming are the owner's: say so if a role has been given them since.
     SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
     INTO runs
@@ -248,6 +343,7 @@ BEGIN
     END IF;
 END
 $$;
+
 
 -- The feed: the log up to the oldest running transaction. security_invoker: the reader's
 -- row-level security applies. Each change carries its row's newest state the reader may see (the
@@ -334,8 +430,8 @@ BEGIN
             CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
         FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
         WHERE p.oid IN ('sovaria_publish'::regproc, 'sovaria_published'::regproc,
-                        'sovaria_trim_changes'::regproc, 'sovaria_record_change'::regproc,
-                        'sovaria_record_truncate'::regproc)
+                        'sovaria_trim_changes'::regproc, 'sovaria_record_row'::regproc,
+                        'sovaria_record_statement'::regproc)
             AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
     LOOP
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
@@ -350,3 +446,20 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- An upgrade from the row triggers of an earlier version of this file: each table they publish is
+-- published again, as it was (it notified, so it still does: publish it again with
+-- `notify => false` where nothing listens), and their functions go.
+DO $$
+DECLARE
+    p record;
+BEGIN
+    FOR p IN SELECT * FROM sovaria_published() published WHERE EXISTS (
+        SELECT FROM pg_trigger WHERE tgrelid = published.tab AND tgfoid = to_regproc('sovaria_record_change'))
+    LOOP
+        PERFORM sovaria_publish(p.tab, p.key_column, p.visibility_column, p.feed_name, notify => p.notifies);
+    END LOOP;
+END
+$$;
+DROP FUNCTION IF EXISTS sovaria_record_change();
+DROP FUNCTION IF EXISTS sovaria_record_truncate();

@@ -1,9 +1,10 @@
 -- What the tests publish to the change feed (Sources/SovariaPostgREST/ChangeFeed.sql, applied
--- before this file): every table a test syncs, each row visible to its owner. Test equipment.
-SELECT sovaria_publish('public.notes', key_column => 'id', visibility_column => 'owner');
-SELECT sovaria_publish('public.lists', key_column => 'id', visibility_column => 'owner');
-SELECT sovaria_publish('public.items', key_column => 'id', visibility_column => 'owner');
-SELECT sovaria_publish('public.tasks', key_column => 'id', visibility_column => 'owner');
+-- before this file): every table a test syncs, each row visible to its owner, notifying: the
+-- server's long poll waits on `sovaria_changes` (restserver.py). Test equipment.
+SELECT sovaria_publish('public.notes', key_column => 'id', visibility_column => 'owner', notify => true);
+SELECT sovaria_publish('public.lists', key_column => 'id', visibility_column => 'owner', notify => true);
+SELECT sovaria_publish('public.items', key_column => 'id', visibility_column => 'owner', notify => true);
+SELECT sovaria_publish('public.tasks', key_column => 'id', visibility_column => 'owner', notify => true);
 GRANT SELECT ON public.sovaria_changes, public.sovaria_feed TO authenticated;
 REVOKE ALL ON public.sovaria_changes, public.sovaria_feed FROM anon;
 -- For POST /_test/reset only.

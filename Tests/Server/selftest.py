@@ -10,6 +10,7 @@ line per check; exits 1 if any check failed.
 from __future__ import annotations
 
 import json
+import select
 import os
 import shutil
 import signal
@@ -593,6 +594,55 @@ def run_feed_sql_checks(db: str) -> None:
           named is None and clash is not None and "already published" in clash
           and [key for key, _, _ in feed_as("alice", "orders")] == ["o1"], (named, clash))
 
+    # Writes (issue 62): one header per statement naming its last change, nothing for a statement
+    # that changed nothing, one NOTIFY per transaction and table, and none unless asked for.
+    with admin() as conn:
+        for table, notify in (("loud", "true"), ("quiet", "false")):
+            conn.execute(f"CREATE TABLE {table} (id text PRIMARY KEY, owner text, title text)")
+            conn.execute(f"SELECT sovaria_publish('public.{table}', 'id', 'owner', notify => {notify})")
+        published = {row[0]: row[1] for row in conn.execute(
+            "SELECT feed_name, notifies FROM sovaria_published() WHERE feed_name IN ('loud', 'quiet')")}
+    check("sovaria_published says which tables notify (notify => true), and none does by default",
+          published == {"loud": True, "quiet": False}, published)
+    with admin() as conn, conn.transaction():
+        conn.execute("UPDATE quiet SET title = 'none' WHERE false")
+        untouched = conn.execute("SELECT current_setting('response.headers', true),"
+                                 " pg_current_xact_id_if_assigned()").fetchone()
+        conn.execute("INSERT INTO quiet VALUES ('q1', 'alice', 'a'), ('q2', 'alice', 'b'), ('q3', 'alice', 'c')")
+        header = conn.execute("SELECT current_setting('response.headers', true)").fetchone()[0]
+        logged = conn.execute("SELECT max(position) FROM sovaria_changes WHERE \"table\" = 'quiet'"
+                              " AND position / 4194304 = pg_current_xact_id()::text::bigint").fetchone()[0]
+        conn.execute("UPDATE quiet SET id = 'q4' WHERE id = 'q3'")
+        moved = conn.execute("SELECT current_setting('response.headers', true)").fetchone()[0]
+    check("a statement that changes nothing sets no header and takes no transaction id",
+          untouched[0] in (None, "") and untouched[1] is None, untouched)
+    check("... a statement of three rows sets one Sovaria-Write-Position, its last change's",
+          json.loads(header or "[]") == [{"Sovaria-Write-Position": str(logged)}], (header, logged))
+    check("... the next statement's replaces it",
+          json.loads(moved or "[]") == [{"Sovaria-Write-Position": str(logged + 2)}], (moved, logged))
+    check("... a row moved to another key leaves its old key (a delete) before it reaches the new one",
+          [(key, op) for key, op, _ in feed_as("alice", "quiet")][-2:] == [("q3", "delete"), ("q4", "upsert")],
+          feed_as("alice", "quiet"))
+    heard: list[str] = []
+    with psycopg.connect(db, autocommit=True) as listener, admin() as conn:
+        listener.execute("LISTEN sovaria_changes")
+        listener.add_notify_handler(lambda notice: heard.append(notice.payload))
+        with conn.transaction():
+            conn.execute("INSERT INTO loud VALUES ('l1', 'alice', 'a')")
+            conn.execute("UPDATE loud SET title = 'b' WHERE id = 'l1'")
+            conn.execute("INSERT INTO loud VALUES ('l2', 'alice', 'a'), ('l3', 'alice', 'a')")
+            conn.execute("DELETE FROM loud WHERE id = 'l2'")
+            conn.execute("INSERT INTO quiet VALUES ('q5', 'alice', 'a')")
+        # A second transaction as a marker: notifications come in commit order, so every one of
+        # the first transaction's has come once this one's has.
+        conn.execute("INSERT INTO loud VALUES ('l4', 'alice', 'marker')")
+        deadline = time.monotonic() + 30
+        while heard.count("loud") < 2 and time.monotonic() < deadline:
+            select.select([listener.fileno()], [], [], 1)
+            listener.execute("SELECT 1")
+    check("a transaction of four statements on a table published with notify => true notifies once;"
+          " one published without it, never", heard == ["loud", "loud"], heard)
+
     with admin() as conn:
         volatility = conn.execute(
             "SELECT provolatile FROM pg_proc WHERE proname = 'sovaria_pre_request'").fetchone()[0]
@@ -629,6 +679,50 @@ def run_feed_sql_checks(db: str) -> None:
           any("authenticated" in warning and "sovaria_trim_changes" in warning for warning in warnings), warnings)
     with admin() as conn:
         conn.execute("DROP DATABASE sovaria_defaults")
+
+
+def run_upgrade_checks(db: str) -> None:
+    """ChangeFeed.sql applied over a log an earlier version made (issue 62): a row trigger of
+    `sovaria_record_change` on a table, the primary key on `position` alone and a third index.
+    Applying the file publishes the table again with the current triggers, as it was (notifying),
+    and leaves the log with its two indexes."""
+    other = psycopg.conninfo.make_conninfo(db, dbname="sovaria_upgrade")
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE sovaria_upgrade")
+    try:
+        with psycopg.connect(other, autocommit=True) as conn:
+            conn.execute("""CREATE TABLE sovaria_changes (position bigint PRIMARY KEY, "table" text NOT NULL,
+                key text NOT NULL, op text NOT NULL CHECK (op IN ('upsert', 'delete', 'trimmed')), row jsonb,
+                visible_to text, changed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                seq bigint GENERATED ALWAYS AS IDENTITY)""")
+            conn.execute('CREATE INDEX sovaria_changes_by_table ON sovaria_changes ("table", position)')
+            conn.execute("CREATE FUNCTION sovaria_record_change() RETURNS trigger LANGUAGE plpgsql"
+                         " AS $$ BEGIN RETURN NULL; END $$")
+            conn.execute("CREATE TABLE old_notes (id text PRIMARY KEY, owner text)")
+            conn.execute("CREATE TRIGGER sovaria_changes AFTER INSERT OR UPDATE OR DELETE ON old_notes FOR EACH ROW"
+                         " EXECUTE FUNCTION sovaria_record_change('id', 'owner', 'public.sovaria_changes', 'notes')")
+        applied = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", other, "-f", str(FEED_SQL)],
+                                 capture_output=True, text=True)
+        with psycopg.connect(other, autocommit=True) as conn:
+            published = [tuple(row) for row in conn.execute(
+                "SELECT tab::text, feed_name, key_column, visibility_column, notifies FROM sovaria_published()")]
+            triggers = sorted(row[0] for row in conn.execute(
+                "SELECT tgfoid::regproc::text FROM pg_trigger WHERE tgrelid = 'old_notes'::regclass"))
+            indexes = sorted(row[0] for row in conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = 'sovaria_changes'"))
+            conn.execute("INSERT INTO old_notes VALUES ('o1', 'alice')")
+            logged = [tuple(row) for row in conn.execute('SELECT "table", key, op FROM sovaria_changes')]
+        check("applied over an earlier version's row trigger: the table is published again, as it was (notifying)",
+              applied.returncode == 0 and published == [("old_notes", "notes", "id", "owner", True)]
+              and triggers == ["sovaria_record_row", "sovaria_record_statement", "sovaria_record_statement"]
+              and logged == [("notes", "o1", "upsert")],
+              (applied.stderr[-300:], published, triggers, logged))
+        check("... and the log keeps two indexes: (table, position) as its primary key, (table, key, seq)",
+              len(indexes) == 2 and any('PRIMARY' not in i and '("table", key, seq)' in i for i in indexes)
+              and any('sovaria_changes_pkey' in i and '("table", "position")' in i for i in indexes), indexes)
+    finally:
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DROP DATABASE sovaria_upgrade WITH (FORCE)")
 
 
 def run_bare_database_checks(db: str) -> None:
@@ -689,6 +783,7 @@ def main() -> int:
         port = int(line.split()[1])
         run_checks(Client(f"http://127.0.0.1:{port}"), db, cluster)
         run_feed_sql_checks(db)
+        run_upgrade_checks(db)
         run_bare_database_checks(db)
 
         server.send_signal(signal.SIGTERM)
