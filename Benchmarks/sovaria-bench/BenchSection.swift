@@ -13,6 +13,7 @@ enum BenchSection: String, CaseIterable {
     case workload
     case bytes
     case changeFeed = "change-feed"
+    case feedWrites = "feed-writes"
     case standbys
     case accounts
 
@@ -35,6 +36,9 @@ enum BenchSection: String, CaseIterable {
         case .changeFeed:
             "Change feed: 100 cached answers brought up to date by the feed against refetching them; a page "
                 + "per engine beside the store's batch; a live query after another device's write"
+        case .feedWrites:
+            "Change feed writes: single-row INSERTs and UPDATEs on a published table against the same plain table, "
+                + "4 clients and 1, rounds taking turns, the floor of two empty triggers in the same run"
         case .standbys:
             "PostgreSQL reads from two streaming standbys: 16 readers, primary only against each read policy; "
                 + "the LSN check of one read; remote_apply against on"

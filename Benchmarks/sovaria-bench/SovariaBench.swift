@@ -94,6 +94,9 @@ enum SovariaBench {
         if options.runs(.changeFeed) {
             report.measurements += try await ChangeFeedSection(options: options, progress: progress).run()
         }
+        if options.runs(.feedWrites) {
+            report.measurements += try await FeedWritesSection(options: options, progress: progress).run()
+        }
         if options.runs(.standbys) {
             report.measurements += try await StandbysSection(options: options, progress: progress).run()
         }

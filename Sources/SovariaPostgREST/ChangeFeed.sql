@@ -99,49 +99,45 @@ BEGIN
     EXECUTE format($function$
 CREATE OR REPLACE FUNCTION sovaria_record_row() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
+-- Arguments: the key column, the visibility column ('' for none: every reader's), the log, the
+-- feed name, 'notify' or ''. Few PL/pgSQL expressions and no PERFORM: PL/pgSQL prepares each
+-- expression again in every transaction, and most writes are a transaction of one statement.
 DECLARE
-    key_column text := TG_ARGV[0];
-    visibility_column text := nullif(TG_ARGV[1], '');
-    feed_name text := TG_ARGV[3];
-    -- No visibility column: every reader's. With one, a NULL owner is nobody's.
-    everyone boolean := nullif(TG_ARGV[1], '') IS NULL;
+    number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
     old_row jsonb;
     new_row jsonb;
-    -- A change's position: its transaction's id times 2^22 plus its number in the transaction.
-    base bigint := pg_current_xact_id()::text::bigint * 4194304;
-    number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
-    ignored text;
 BEGIN
-    -- Assignments, not PERFORM, wherever a value is computed: PL/pgSQL evaluates a plain
-    -- expression without running a query.
-    IF TG_OP <> 'INSERT' THEN
+    IF TG_OP = 'INSERT' THEN
+        new_row := to_jsonb(NEW);
+    ELSIF TG_OP = 'DELETE' THEN
         old_row := to_jsonb(OLD);
-    END IF;
-    IF TG_OP <> 'DELETE' THEN
+    ELSE
+        old_row := to_jsonb(OLD);
         new_row := to_jsonb(NEW);
     END IF;
     -- A delete, or an update that moves the row to another key or another owner: the old row
-    -- leaves first.
-    IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND (
-        old_row ->> key_column IS DISTINCT FROM new_row ->> key_column
-        OR old_row ->> visibility_column IS DISTINCT FROM new_row ->> visibility_column))
+    -- leaves first. Without a visibility column (''), `->> ''` is NULL on both sides.
+    IF TG_OP <> 'INSERT' AND (new_row IS NULL
+        OR old_row ->> TG_ARGV[0] IS DISTINCT FROM new_row ->> TG_ARGV[0]
+        OR old_row ->> TG_ARGV[1] IS DISTINCT FROM new_row ->> TG_ARGV[1])
     THEN
         number := number + 1;
         INSERT INTO %1$s (position, "table", key, op, visible_to, visible_to_all)
-        VALUES (base + number, feed_name, old_row ->> key_column, 'delete', old_row ->> visibility_column, everyone);
+        VALUES (pg_current_xact_id()::text::bigint * 4194304 + number, TG_ARGV[3], old_row ->> TG_ARGV[0],
+                'delete', old_row ->> TG_ARGV[1], TG_ARGV[1] = '');
     END IF;
-    IF TG_OP <> 'DELETE' THEN
+    IF new_row IS NOT NULL THEN
         number := number + 1;
         INSERT INTO %1$s (position, "table", key, op, row, visible_to, visible_to_all)
-        VALUES (base + number, feed_name, new_row ->> key_column, 'upsert', new_row,
-                new_row ->> visibility_column, everyone);
+        VALUES (pg_current_xact_id()::text::bigint * 4194304 + number, TG_ARGV[3], new_row ->> TG_ARGV[0],
+                'upsert', new_row, new_row ->> TG_ARGV[1], TG_ARGV[1] = '');
     END IF;
-    -- Past 2^22 a position would reach the next transaction id's: refuse the write instead.
-    IF number >= 4194304 THEN
+    -- A position is the transaction's id times 2^22 plus the change's number in it: past 2^22 it
+    -- would reach the next transaction id's, so the write is refused instead.
+    IF set_config('sovaria.change_number', number::text, true)::int >= 4194304 THEN
         RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
-    ignored := set_config('sovaria.change_number', number::text, true);
     RETURN NULL;
 END
 $body$
@@ -153,11 +149,9 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body
 DECLARE
     number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
     announced int := coalesce(nullif(current_setting('sovaria.announced_number', true), ''), '0')::int;
-    base bigint;
     headers text;
-    header text;
-    earlier text;
-    ignored text;
+    -- The transaction's first position, less one: its id times 2^22.
+    position bigint;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         -- A TRUNCATE logs no row: it leaves a `trimmed` row, so every reader fetches the table's
@@ -169,34 +163,35 @@ BEGIN
         END IF;
         INSERT INTO %1$s (position, "table", key, op, visible_to_all)
         VALUES (pg_current_xact_id()::text::bigint * 4194304 + number, TG_ARGV[3], '', 'trimmed', true);
-        ignored := set_config('sovaria.change_number', number::text, true);
+        headers := set_config('sovaria.change_number', number::text, true)
+            || set_config('sovaria.announced_number', number::text, true);
+        RETURN NULL;
     ELSIF number <= announced THEN
         -- The statement logged nothing (or the other statement trigger of an upsert, an INSERT
         -- ... ON CONFLICT DO UPDATE, announced it): no header, no notification, no transaction id.
         RETURN NULL;
-    ELSE
-        -- The writer learns the position of its last change (PostgREST sends `response.headers`):
-        -- its device stops showing the write over its answers once the feed has brought it there.
-        -- The header this trigger set for an earlier statement is replaced where it stands, a new
-        -- one added after the others (`sovaria_pre_request`'s), as text; headers set otherwise
-        -- are read as JSON.
-        base := pg_current_xact_id()::text::bigint * 4194304;
-        headers := nullif(current_setting('response.headers', true), '');
-        header := '{"Sovaria-Write-Position": "' || (base + number) || '"}';
-        earlier := '{"Sovaria-Write-Position": "' || (base + announced) || '"}';
-        IF headers IS NULL OR headers = '[]' THEN
-            headers := '[' || header || ']';
-        ELSIF announced > 0 AND strpos(headers, earlier) > 0 THEN
-            headers := replace(headers, earlier, header);
-        ELSIF strpos(headers, 'Sovaria-Write-Position') = 0 AND headers LIKE '[{%%}]' THEN
-            headers := left(headers, -1) || ', ' || header || ']';
-        ELSE
-            headers := (SELECT coalesce(jsonb_agg(h), '[]'::jsonb) || jsonb_build_array(header::jsonb)
-                FROM jsonb_array_elements(headers::jsonb) h WHERE NOT h ? 'Sovaria-Write-Position')::text;
-        END IF;
-        ignored := set_config('response.headers', headers, true);
     END IF;
-    ignored := set_config('sovaria.announced_number', number::text, true);
+    -- The writer learns the position of its last change (PostgREST sends `response.headers`): its
+    -- device stops showing the write over its answers once the feed has brought it there. The
+    -- header this trigger set for an earlier statement is replaced where it stands, a new one
+    -- added after the others (`sovaria_pre_request`'s), as text; headers set otherwise are read
+    -- as JSON.
+    headers := current_setting('response.headers', true);
+    position := pg_current_xact_id()::text::bigint * 4194304;
+    IF headers IS NULL OR headers IN ('', '[]') THEN
+        headers := '[{"Sovaria-Write-Position": "' || (position + number) || '"}]';
+    ELSIF announced > 0 AND strpos(headers, '{"Sovaria-Write-Position": "' || (position + announced) || '"}') > 0 THEN
+        headers := replace(headers, '{"Sovaria-Write-Position": "' || (position + announced) || '"}',
+                           '{"Sovaria-Write-Position": "' || (position + number) || '"}');
+    ELSIF strpos(headers, 'Sovaria-Write-Position') = 0 AND headers LIKE '[{%%}]' THEN
+        headers := left(headers, -1) || ', {"Sovaria-Write-Position": "' || (position + number) || '"}]';
+    ELSE
+        headers := (SELECT coalesce(jsonb_agg(h), '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+                'Sovaria-Write-Position', (position + number)::text))
+            FROM jsonb_array_elements(headers::jsonb) h WHERE NOT h ? 'Sovaria-Write-Position')::text;
+    END IF;
+    headers := set_config('response.headers', headers, true)
+        || set_config('sovaria.announced_number', number::text, true);
     -- Only for a server that waits on it (Sovaria's test server's long poll): NOTIFY makes every
     -- committing transaction that notified take one lock in turn, so writers that notify lose
     -- their group commit. PostgreSQL delivers one notification per transaction for the same

@@ -56,7 +56,8 @@ import Testing
         #expect(
             sections == [
                 "store", "eviction", "cache-open", "memory-cache", "caller", "queue", "file-cache", "local-first",
-                "concurrent-writers", "objects", "workload", "bytes", "change-feed", "standbys", "accounts",
+                "concurrent-writers", "objects", "workload", "bytes", "change-feed", "feed-writes", "standbys",
+                "accounts",
             ])
         // Issue 51's rows: 16 readers on the primary alone and by each read policy, each saying
         // where the reads went; the LSN check against a plain store on the standby; remote_apply.
