@@ -9,8 +9,10 @@ import Synchronization
 /// - the plain table, the baseline;
 /// - published with `ChangeFeed.sql` (`sovaria_publish`, no NOTIFY: the default);
 /// - published with `notify => true` (what a server that long-polls asks for);
-/// - the floor: the same two triggers (per row and per statement, SECURITY DEFINER with the same
-///   search path) doing nothing, so what remains above it is the log's own write.
+/// - two floors: the same two triggers (per row and per statement, SECURITY DEFINER with the same
+///   search path) doing nothing, and the same with the row trigger inserting the row into a copy
+///   of the log (its indexes, identity and defaults; a position from a sequence, no numbering, no
+///   header): what any trigger that logs a row pays, above which is ChangeFeed.sql's own work.
 ///
 /// Each in two commit modes: the commit waits for the WAL flush (`synchronous_commit=on`, what a
 /// write costs in production), and it does not (`off`), where the server's CPU is all a write
@@ -23,7 +25,7 @@ struct FeedWritesSection {
 
     /// The tables, the plain one first (the baseline).
     enum Table: Int, CaseIterable {
-        case plain, published, notifying, floor
+        case plain, published, notifying, floor, loggingFloor
 
         var label: String {
             switch self {
@@ -31,6 +33,7 @@ struct FeedWritesSection {
             case .published: "published (ChangeFeed.sql)"
             case .notifying: "published, notify => true"
             case .floor: "floor: the two triggers, empty"
+            case .loggingFloor: "floor: the two triggers, a log row"
             }
         }
     }
@@ -156,11 +159,29 @@ struct FeedWritesSection {
                 try admin.execute(
                     "SELECT sovaria_publish('\(name)', key_column => 'id', visibility_column => 'owner', "
                         + "notify => \(table == .notifying))")
-            case .floor:
+            case .floor, .loggingFloor:
+                let row = table == .floor ? "sovaria_bench_empty_trigger" : "\(prefix)_log_row"
+                if table == .loggingFloor {
+                    try admin.execute(
+                        """
+                        CREATE TABLE \(prefix)_log (LIKE sovaria_changes INCLUDING ALL);
+                        CREATE SEQUENCE \(prefix)_positions;
+                        CREATE FUNCTION \(row)() RETURNS trigger LANGUAGE plpgsql
+                        SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+                        DECLARE
+                            new_row jsonb := to_jsonb(NEW);
+                        BEGIN
+                            INSERT INTO public.\(prefix)_log (position, "table", key, op, row, visible_to, visible_to_all)
+                            VALUES (nextval('public.\(prefix)_positions'), 'floor', new_row ->> 'id', 'upsert', new_row,
+                                    new_row ->> 'owner', false);
+                            RETURN NULL;
+                        END $$;
+                        """)
+                }
                 try admin.execute(
                     """
                     CREATE TRIGGER bench_row AFTER INSERT OR UPDATE OR DELETE ON \(name)
-                        FOR EACH ROW EXECUTE FUNCTION sovaria_bench_empty_trigger();
+                        FOR EACH ROW EXECUTE FUNCTION \(row)();
                     CREATE TRIGGER bench_statement AFTER INSERT OR UPDATE OR DELETE ON \(name)
                         FOR EACH STATEMENT EXECUTE FUNCTION sovaria_bench_empty_trigger();
                     """)
