@@ -81,7 +81,8 @@ struct FeedWritesSection {
                         guard round >= 0 else { continue }
                         latencies[table.rawValue] += timed
                         statements[table.rawValue] += timed.count
-                        roundMedians[table.rawValue].append(Sample.percentile(timed, 0.5))
+                        // A round a stall left without a statement has no median (`nan`).
+                        roundMedians[table.rawValue].append(timed.isEmpty ? .nan : Sample.percentile(timed, 0.5))
                     }
                 }
                 rows += Self.rows(
@@ -127,13 +128,15 @@ struct FeedWritesSection {
             row.ratio = row.p50Nanoseconds / max(1, plainMedian)
             row.meanRatio = Double(statements[plain]) / Double(max(1, statements[index]))
             row.baseline = Table.plain.label
-            let rounds = zip(roundMedians[index], roundMedians[plain]).map { String(format: "%.2f", $0 / max(1, $1)) }
+            let rounds = zip(roundMedians[index], roundMedians[plain]).map { median, plain in
+                median.isNaN || plain.isNaN || plain == 0 ? "–" : String(format: "%.2f", median / plain)
+            }
             row.note = "each round: \(rounds.joined(separator: ", ")); \(statements[index].formatted()) statements"
             return row
         }
     }
 
-    /// Applies `ChangeFeed.sql` and makes the four tables, each with `rowCount` rows to update.
+    /// Applies `ChangeFeed.sql` and makes the tables, each with `rowCount` rows to update.
     private static func setUp(conninfo: String, prefix: String) throws {
         let admin = try FeedWriter(conninfo: conninfo, prefix: prefix, client: -1, synchronousCommit: true)
         try admin.execute(try String(contentsOf: changeFeedSQL, encoding: .utf8))
