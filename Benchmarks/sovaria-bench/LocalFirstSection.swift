@@ -93,6 +93,7 @@ struct LocalFirstSection {
             }
         }
         rows += try await measureScaleAndFloors(stopwatch: stopwatch, calls: calls)
+        rows += try await measureReadShapes(stopwatch: stopwatch, calls: calls)
         return rows
     }
 

@@ -107,6 +107,26 @@ extension PostgREST {
         }
     }
 
+    /// The total of the answer's `Content-Range` (`0-24/3573` → 3573); `nil` without one, or for
+    /// `*` (a count not asked for).
+    public func rowCount(in headers: [String: String]) -> Int? {
+        let range = headers.first { $0.key.lowercased() == "content-range" }?.value
+        guard let total = range?.split(separator: "/").last, range?.contains("/") == true else { return nil }
+        return Int(total.trimmingCharacters(in: .whitespaces))
+    }
+
+    /// Whether `request` asks for a page: a `limit` or `offset` in its query, or a `Range` header.
+    public func pagesRows(_ request: DataRequest) -> Bool {
+        if request.header("Range") != nil { return true }
+        let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first ?? ""
+        return query.split(separator: "&").contains { item in
+            let name = item.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            let decoded = name.removingPercentEncoding ?? name
+            return decoded == "limit" || decoded == "offset" || decoded.hasSuffix(".limit")
+                || decoded.hasSuffix(".offset")
+        }
+    }
+
     /// Whether `request`'s path is a function call: `<prefix>rpc/…`.
     public func callsFunction(_ request: DataRequest) -> Bool {
         request.path.utf8.starts(with: (pathPrefix + "rpc/").utf8)

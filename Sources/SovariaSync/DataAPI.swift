@@ -37,6 +37,14 @@ public protocol DataAPI: Sendable {
     /// by the feed. By default, `false`.
     func countsRows(_ request: DataRequest) -> Bool
 
+    /// The count of the rows a counted read matches, from its answer's kept response headers
+    /// (PostgREST: the total of `Content-Range`); `nil` when they carry none. By default, `nil`.
+    func rowCount(in headers: [String: String]) -> Int?
+
+    /// Whether `request`'s answer may be a page of the rows it matches (a limit, an offset, a
+    /// requested range), so that its count covers rows it does not show. By default, `true`.
+    func pagesRows(_ request: DataRequest) -> Bool
+
     /// Whether `request` calls a function of the API, which may change any table.
     func callsFunction(_ request: DataRequest) -> Bool
 
@@ -82,6 +90,12 @@ extension DataAPI {
 
     /// `false`.
     public func countsRows(_ request: DataRequest) -> Bool { false }
+
+    /// `nil`.
+    public func rowCount(in headers: [String: String]) -> Int? { nil }
+
+    /// `true`.
+    public func pagesRows(_ request: DataRequest) -> Bool { true }
 }
 
 /// How a read's answer is shaped, as the API adapter reads the request

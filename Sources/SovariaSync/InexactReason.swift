@@ -31,8 +31,9 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
     /// The read asks for an answer of another shape than rows (the API adapter's name for it,
     /// such as `Accept: text/csv`): pending writes are not applied to it.
     case answerNotRows(String)
-    /// The read asks for a count of the rows, and pending writes changed its rows: the count kept
-    /// with the answer is the server's, before them.
+    /// The read asks for a count of the rows, is a page of them (a limit, an offset, a range), and
+    /// pending writes changed its rows: the count (``LocalRead/rowCount``) is the server's, before
+    /// them. A read that is not a page counts the rows of its exact answer instead.
     case countNotRecomputed
     /// The read filters with full-text search (`fts`, `plfts`, `phfts`, `wfts`) on `column`: only
     /// PostgreSQL's text search (its parsers, dictionaries and stemming) decides which rows match.

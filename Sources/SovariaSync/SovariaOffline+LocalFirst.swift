@@ -93,12 +93,25 @@ extension SovariaOffline {
             answer.refusal = local.refusal
             answer.pendingRows = local.pendingRows
             answer.changedByPendingWrites = local.changedByPendingWrites
-            if local.changedByPendingWrites, api.countsRows(request) {
-                answer.inexactReasons.append(.countNotRecomputed)
-            }
         }
+        if api.countsRows(request) { countRows(of: request, in: &answer, overlaid: local) }
         answer.conflictedRows = conflictedRows(of: request, in: answer.body)
         return answer
+    }
+
+    /// Sets `answer`'s ``LocalRead/rowCount``: the server's, or the rows of an exact answer that
+    /// is not a page when pending writes changed it (every row it matches is in it); a page's
+    /// count is the server's and called inexact.
+    private func countRows(of request: DataRequest, in answer: inout LocalRead, overlaid local: OverlayAnswer?) {
+        answer.rowCount = answer.response.flatMap { api.rowCount(in: $0.headers) }
+        guard let local, local.changedByPendingWrites else { return }
+        if !api.pagesRows(request), local.inexactReasons.isEmpty, api.answerShape(of: request) == .rows,
+            let rows = answer.body.flatMap(RowJSON.rows)
+        {
+            answer.rowCount = rows.count
+        } else {
+            answer.inexactReasons.append(.countNotRecomputed)
+        }
     }
 
     /// The rows of `body` (an answer to `request`) that a conflict waiting for the app holds.

@@ -242,16 +242,48 @@ final class ShapingServer: SyncTransport {
         #expect(counted.response?.headers["Content-Range"] == "0-4/5", "the count is kept with the answer")
     }
 
-    @Test func aCountedReadWhoseRowsPendingWritesChangeSaysItsCountIsTheServers() async throws {
+    @Test func aCountedReadsCountMovesWithPendingWritesWhenItIsNotAPage() async throws {
         let server = ShapingServer()
         let offline = try await Self.controller(MemoryOfflineStore(), server)
         let counted = Self.with(Self.list, "Prefer", "count=exact")
         #expect(try await offline.read(counted).response?.headers["Content-Range"] == "0-4/5")
         server.online = false
-        #expect(try await offline.read(counted).isExact, "no pending write: the server's count")
+        let unchanged = try await offline.read(counted)
+        #expect(unchanged.isExact && unchanged.rowCount == 5, "no pending write: the server's count")
         _ = try await offline.write(PostgREST.insert(into: "notes", json: #"{"id":"h0"}"#))
-        let written = try await offline.read(counted)
-        #expect(try Self.ids(written).count == 6 && written.inexactReasons == [.countNotRecomputed])
+        let inserted = try await offline.read(counted)
+        #expect(try Self.ids(inserted).count == 6 && inserted.isExact && inserted.rowCount == 6, "an insert adds one")
+        _ = try await offline.write(PostgREST.delete(from: "notes", where: [.eq("id", "a2")]))
+        _ = try await offline.write(PostgREST.delete(from: "notes", where: [.eq("id", "a3")]))
+        let deleted = try await offline.read(counted)
+        #expect(
+            deleted.isExact && deleted.rowCount == 4, "a delete of a held row removes one: \(deleted.rowCount ?? -1)")
+    }
+
+    @Test func aCountedPageWhoseRowsPendingWritesChangeKeepsTheServersCountAndSaysSo() async throws {
+        let server = ShapingServer()
+        let offline = try await Self.controller(MemoryOfflineStore(), server)
+        let page = Self.with(Self.with(Self.list, "Prefer", "count=exact"), "Range", "0-1")
+        #expect(try await offline.read(page).response?.headers["Content-Range"] == "0-1/5")
+        server.online = false
+        #expect(try await offline.read(page).rowCount == 5)
+        _ = try await offline.write(PostgREST.insert(into: "notes", json: #"{"id":"h0"}"#))
+        let written = try await offline.read(page)
+        #expect(written.rowCount == 5 && written.inexactReasons.contains(.countNotRecomputed))
+    }
+
+    @Test func theCountAndThePageComeFromTheRequestAndTheHeadersAsPostgRESTWritesThem() {
+        let api = PostgREST()
+        #expect(api.rowCount(in: ["Content-Range": "0-24/3573"]) == 3573)
+        #expect(api.rowCount(in: ["content-range": "*/5"]) == 5)
+        #expect(api.rowCount(in: ["Content-Range": "0-4/*"]) == nil, "no count asked for")
+        #expect(api.rowCount(in: ["Content-Range": "0-4"]) == nil)
+        #expect(api.rowCount(in: [:]) == nil)
+        #expect(!api.pagesRows(Self.list))
+        #expect(api.pagesRows(Self.with(Self.list, "Range", "0-9")))
+        #expect(api.pagesRows(PostgREST.select("notes", order: "id", limit: 10)))
+        #expect(api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/notes?offset=5")))
+        #expect(!api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/notes?title=eq.limit")))
     }
 
     @Test func aSingularReadTellsTheVersionAnEditExpects() async throws {
