@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote as quote_url, unquote as unquote_url, urlsplit
 
 try:
     import psycopg
@@ -45,20 +45,35 @@ except ImportError:  # a non-Debian python3 first in PATH (pyenv): use Debian's 
     import psycopg
 from psycopg import sql
 
-SCHEMA = "public"
+SCHEMA = "public"                               # the default of --schemas
 USERS = ("alice", "bob", "carol")               # user roles created by schema.sql
 TOKENS = {f"token-{user}": user for user in USERS}
 # A refreshed token: `token-<user>.<anything>` is that user too (each spelling expires on its own).
 REFRESHED_TOKEN = re.compile(r"token-([a-z]+)\.[A-Za-z0-9_-]+\Z")
 ANON = "anon"
 REST_PREFIX = "/rest/v1/"
-NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")        # the only identifiers we accept
+NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")        # the control tables' names
+# Table and column names as PostgREST's parser takes them (letters, digits, `_`, `$`, `-` and
+# inner spaces: `Server Today`, `field-with_sep`, `a$num$`); always quoted with sql.Identifier.
+FIELD = re.compile(r"[A-Za-z0-9_$][A-Za-z0-9_$ -]*\Z")
+TABLE = re.compile(r"[^/\x00]+\Z")
+CAST_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[\])?\Z")
 RESERVED_PARAMS = {"select", "order", "limit", "offset", "on_conflict", "columns"}
 COMPARISONS = {"eq": "=", "neq": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<=",
-               "like": "LIKE", "ilike": "ILIKE"}
+               "like": "LIKE", "ilike": "ILIKE", "match": "~", "imatch": "~*",
+               "isdistinct": "IS DISTINCT FROM",
+               # arrays and ranges (PostgREST's cs, cd, ov, sl, sr, nxr, nxl, adj)
+               "cs": "@>", "cd": "<@", "ov": "&&", "sl": "<<", "sr": ">>", "nxr": "&<",
+               "nxl": "&>", "adj": "-|-"}
+# The operators that take PostgREST's `(any)`/`(all)` modifier: `id=eq(any).{3,4,5}`.
+QUANTIFIABLE = {"eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike", "match", "imatch"}
+# Full-text search: the operator's tsquery function (`fts(french).amusant`).
+FTS = {"fts": "to_tsquery", "plfts": "plainto_tsquery", "phfts": "phraseto_tsquery",
+       "wfts": "websearch_to_tsquery"}
 IS_VALUES = {"null": "NULL", "not_null": "NOT NULL", "true": "TRUE", "false": "FALSE",
              "unknown": "UNKNOWN"}
 JSON_TYPE = "application/json; charset=utf-8"
+SINGULAR_TYPE = "application/vnd.pgrst.object+json; charset=utf-8"
 
 
 class ApiError(Exception):
@@ -71,8 +86,10 @@ class ApiError(Exception):
         self.details, self.hint, self.headers = details, hint, headers or {}
 
     def body(self) -> bytes:
+        # Compact, in PostgREST's key order: byte for byte what it sends (its Content-Length).
         return json.dumps({"code": self.code, "details": self.details, "hint": self.hint,
-                           "message": self.message}).encode()
+                           "message": self.message}, separators=(",", ":"),
+                          ensure_ascii=False).encode()
 
 
 def status_for_sqlstate(state: str, message: str, authenticated: bool) -> int:
@@ -152,10 +169,16 @@ class Query:
     where: list[sql.Composable]
     params: list[Any]
     order: list[sql.Composable]
-    limit: int | None
-    offset: int | None
+    limit: int | None          # the `limit` parameter, None when absent or not an integer
+    offset: int | None         # the `offset` parameter, likewise
     on_conflict: list[str] | None
     columns: list[str] | None
+    # Set by the handler from the headers (README "Ranges, counts, singular reads, profiles"):
+    schema: str = SCHEMA               # Accept-Profile / Content-Profile
+    first: int = 0                     # the page: rows first..last of the answer (last None: all)
+    last: int | None = None
+    singular: bool = False             # Accept: application/vnd.pgrst.object+json
+    location: str = ""                 # Content-Location of a read: /table?params sorted by name
 
 
 def bad_param(what: str, value: str) -> ApiError:
@@ -165,72 +188,188 @@ def bad_param(what: str, value: str) -> ApiError:
 
 def names(value: str, what: str) -> list[str]:
     items = [item.strip() for item in value.split(",")]
-    if not all(NAME.match(item) for item in items):
+    if not all(FIELD.match(item) for item in items):
         raise bad_param(what, value)
     return items
 
 
 def select_list(value: str) -> sql.Composable:
-    """A `select` of columns, each optionally renamed as PostgREST does (`alias:column`)."""
+    """A `select` of columns, each optionally renamed (`alias:column`) and cast (`column::type`,
+    named after the column unless renamed), as PostgREST does."""
     parts: list[sql.Composable] = []
     for item in value.split(","):
-        alias, _, column = item.strip().rpartition(":")
-        if not NAME.match(column) or (alias and not NAME.match(alias)):
+        item = item.strip()
+        item, _, cast = item.partition("::")
+        alias, _, column = item.rpartition(":")
+        if (not FIELD.match(column) or (alias and not FIELD.match(alias))
+                or (cast and not CAST_TYPE.match(cast))):
             raise bad_param("select parameter", value)
-        parts.append(sql.SQL("{} AS {}").format(sql.Identifier(column), sql.Identifier(alias)) if alias
-                     else sql.Identifier(column))
+        expression: sql.Composable = sql.Identifier(column)
+        if cast:  # CAST_TYPE admits only a plain type name: `int`, `text`, `_int4`, `text[]`
+            expression = sql.SQL("CAST({} AS {})").format(expression, sql.SQL(cast))
+        if alias or cast:
+            expression = sql.SQL("{} AS {}").format(expression, sql.Identifier(alias or column))
+        parts.append(expression)
     return sql.SQL(", ").join(parts)
 
 
 def in_list(value: str) -> list[str]:
-    """Parse PostgREST's `(a,b,"c,d")` list: commas separate, double quotes protect."""
+    """Parse PostgREST's `(a,b,"c,d")` list as its parser does: an element that starts with `"`
+    and has a closing `"` before the next `,` or the end is quoted (`\\` escapes the next
+    character); any other element runs to the next comma, quotes and backslashes kept, and is
+    trimmed. `()` and `(   )` are the empty list."""
     if not (value.startswith("(") and value.endswith(")")):
         raise bad_param("filter", f"in.{value}")
-    items, current, quoted, escaped, had_quotes = [], "", False, False, False
-    for char in value[1:-1]:
-        if escaped:
-            current, escaped = current + char, False
-        elif char == "\\" and quoted:
-            escaped = True
-        elif char == '"':
-            quoted, had_quotes = not quoted, True
-        elif char == "," and not quoted:
-            items.append(current if had_quotes else current.strip())
-            current, had_quotes = "", False
-        else:
-            current += char
-    if current or had_quotes or items:
-        items.append(current if had_quotes else current.strip())
-    return items
+    text = value[1:-1]
+    if not text.strip():
+        return []
+    items: list[str] = []
+    i = 0
+    while True:
+        quoted = re.match(r'\s*"((?:[^"\\]|\\.)*)"\s*(,|\Z)', text[i:], re.S)
+        if quoted:
+            items.append(re.sub(r"\\(.)", r"\1", quoted.group(1), flags=re.S))
+            i += quoted.end()
+            if not quoted.group(2):
+                return items
+            continue
+        comma = text.find(",", i)
+        items.append((text[i:] if comma < 0 else text[i:comma]).strip())
+        if comma < 0:
+            return items
+        i = comma + 1
 
 
-def parse_filter(column: str, value: str, params: list[Any]) -> sql.Composable:
-    if not NAME.match(column):
+OPERATOR = re.compile(r"(not\.)?([a-z]+)(?:\((any|all|[A-Za-z0-9_]+)\))?\.(.*)\Z", re.S)
+
+
+def unquote(value: str) -> str:
+    """A value of a logic tree (`name.eq."a,b"`): double quotes protect, `\\` escapes."""
+    if len(value) >= 2 and value.startswith('"') and value.endswith('"'):
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
+
+
+def condition(column: str, value: str, params: list[Any], types: dict[str, str],
+              in_tree: bool = False) -> sql.Composable:
+    """One filter, `column=[not.]operator[(modifier)].operand`, as a SQL condition."""
+    if not FIELD.match(column):
         raise bad_param("filter", f"{column}={value}")
-    negate = value.startswith("not.")
-    if negate:
-        value = value[4:]
-    operator, _, operand = value.partition(".")
+    match = OPERATOR.match(value)
+    if not match:
+        raise bad_param("filter", value)
+    negate, operator, modifier, operand = match.groups()
     ident = sql.Identifier(column)
-    if operator in COMPARISONS:
+    if in_tree and operator not in ("in",):
+        operand = unquote(operand)
+    if operator in FTS:
+        # `fts(french).amusant`: the configuration applies to the query and, on a column that
+        # is not a tsvector (text, json, jsonb), to the to_tsvector PostgREST wraps it in.
+        lang = [modifier] if modifier else []
+        query = sql.SQL("{}({})").format(sql.SQL(FTS[operator]), sql.SQL(
+            "%s::regconfig, %s" if modifier else "%s"))
+        if types.get(column) == "tsvector":
+            clause = sql.SQL("{} @@ {}").format(ident, query)
+            params.extend(lang + [operand])
+        else:
+            vector = sql.SQL("to_tsvector({}{})").format(
+                sql.SQL("%s::regconfig, " if modifier else ""), ident)
+            clause = sql.SQL("{} @@ {}").format(vector, query)
+            params.extend(lang + lang + [operand])
+    elif modifier in ("any", "all"):
+        if operator not in QUANTIFIABLE:
+            raise bad_param("filter", value)
+        if operator in ("like", "ilike"):
+            operand = operand.replace("*", "%")
+        params.append(operand)  # an array literal `{a,b}`, cast to the column's array type
+        clause = sql.SQL("{} {} {}(%s)").format(ident, sql.SQL(COMPARISONS[operator]),
+                                                sql.SQL(modifier.upper()))
+    elif modifier is not None:
+        raise bad_param("filter", value)
+    elif operator in COMPARISONS:
         if operator in ("like", "ilike"):
             operand = operand.replace("*", "%")
         params.append(operand)  # sent untyped: PostgreSQL casts it to the column's type
         clause = sql.SQL("{} {} %s").format(ident, sql.SQL(COMPARISONS[operator]))
     elif operator == "in":
-        items = in_list(operand)
+        items = in_list(operand.strip() if in_tree else operand)
         params.extend(items)
         placeholders = sql.SQL(", ").join(sql.Placeholder() * len(items))
         clause = (sql.SQL("{} IN ({})").format(ident, placeholders) if items
                   else sql.SQL("false"))
-    elif operator == "is" and operand in IS_VALUES:
-        clause = sql.SQL("{} IS {}").format(ident, sql.SQL(IS_VALUES[operand]))
+    elif operator == "is" and operand.lower() in IS_VALUES:
+        clause = sql.SQL("{} IS {}").format(ident, sql.SQL(IS_VALUES[operand.lower()]))
     else:
-        raise bad_param("filter", f"{column}={value}")
+        raise bad_param("filter", value)
     return sql.SQL("NOT ({})").format(clause) if negate else clause
 
 
-def parse_query(query: str) -> Query:
+def parse_filter(column: str, value: str, params: list[Any],
+                 types: dict[str, str] | None = None) -> sql.Composable:
+    return condition(column, value, params, types or {})
+
+
+def split_top(text: str) -> list[str]:
+    """Split a logic tree's list at the commas outside parentheses, braces and quotes."""
+    items, current, depth, quoted, escaped = [], "", 0, False, False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quoted:
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif not quoted and char in "({":
+            depth += 1
+        elif not quoted and char in ")}":
+            depth -= 1
+        elif not quoted and depth == 0 and char == ",":
+            items.append(current)
+            current = ""
+            continue
+        current += char
+    items.append(current)
+    return items
+
+
+LOGIC = re.compile(r"(not\.)?(and|or)\s*\((.*)\)\Z", re.S)
+
+
+def logic_tree(operator: str, text: str, params: list[Any], types: dict[str, str]) -> sql.Composable:
+    """`or=(a.eq.1,and(b.gt.2,not.or(c.is.null,d.in.(1,2))))` as PostgREST reads it."""
+    text = text.strip()
+    if text.startswith("("):  # PostgREST's parser stops at the group's closing parenthesis
+        depth, quoted = 0, False
+        for end, char in enumerate(text):
+            if char == '"':
+                quoted = not quoted
+            elif not quoted and char == "(":
+                depth += 1
+            elif not quoted and char == ")":
+                depth -= 1
+                if depth == 0:
+                    text = text[:end + 1]
+                    break
+    if not (text.startswith("(") and text.endswith(")")) or not text[1:-1].strip():
+        raise ApiError(400, "PGRST100", f'"failed to parse logic tree ({text})"',
+                       details=f"unexpected input in {text!r}")
+    parts: list[sql.Composable] = []
+    for item in split_top(text[1:-1]):
+        item = item.strip()
+        nested = LOGIC.match(item)
+        if nested:
+            inner = logic_tree(nested.group(2), "(" + nested.group(3) + ")", params, types)
+            parts.append(sql.SQL("NOT ({})").format(inner) if nested.group(1) else inner)
+            continue
+        column, dot, rest = item.partition(".")
+        if not dot:
+            raise bad_param("logic tree", text)
+        parts.append(condition(column.strip(), rest, params, types, in_tree=True))
+    return sql.SQL("({})").format(sql.SQL(f" {operator.upper()} ").join(parts))
+
+
+def parse_query(query: str, types: dict[str, str] | None = None) -> Query:
+    types = types or {}
     select: sql.Composable = sql.SQL("*")
     where: list[sql.Composable] = []
     params: list[Any] = []
@@ -239,28 +378,94 @@ def parse_query(query: str) -> Query:
     on_conflict = columns = None
     for key, value in parse_qsl(query, keep_blank_values=True):
         if key == "select":
-            if value.strip() != "*":
+            if value.strip() not in ("*", ""):  # PostgREST reads an empty select as `*`
                 select = select_list(value)
         elif key == "order":
             for term in value.split(","):
                 column, *modifiers = term.strip().split(".")
                 known = {"asc": "ASC", "desc": "DESC", "nullsfirst": "NULLS FIRST",
                          "nullslast": "NULLS LAST"}
-                if not NAME.match(column) or not all(m in known for m in modifiers):
+                if not FIELD.match(column) or not all(m in known for m in modifiers):
                     raise bad_param("order", value)
                 order.append(sql.SQL(" ").join([sql.Identifier(column)] +
                                                [sql.SQL(known[m]) for m in modifiers]))
         elif key in ("limit", "offset"):
-            if not value.isdigit():
-                raise bad_param(key, value)
-            limit, offset = (int(value), offset) if key == "limit" else (limit, int(value))
+            # PostgREST reads them as integers and ignores what is not one (`readMaybe`); a
+            # negative limit is refused later (416), a negative offset clipped to 0.
+            number = int(value) if re.fullmatch(r"-?[0-9]+", value.strip()) else None
+            limit, offset = (number, offset) if key == "limit" else (limit, number)
         elif key == "on_conflict":
             on_conflict = names(value, "on_conflict")
         elif key == "columns":
             columns = names(value, "columns")
+        elif key in ("or", "and", "not.or", "not.and"):
+            tree = logic_tree(key.removeprefix("not."), value, params, types)
+            where.append(sql.SQL("NOT {}").format(tree) if key.startswith("not.") else tree)
         else:
-            where.append(parse_filter(key, value, params))
+            where.append(parse_filter(key, value, params, types))
     return Query(select, where, params, order, limit, offset, on_conflict, columns)
+
+
+RANGE = re.compile(r"([0-9]+)-([0-9]*)\Z")
+
+
+def range_not_satisfiable(details: str) -> ApiError:
+    return ApiError(416, "PGRST103", "Requested range not satisfiable", details=details)
+
+
+def page(query: Query, range_header: str | None) -> tuple[int, int | None]:
+    """The rows a read answers, as PostgREST's RangeQuery computes them: the `Range` header
+    (`first-[last]`; anything else is the whole range; `Range-Unit` is not looked at) intersected
+    with `limit`/`offset`. `limit=0` answers no rows; any other empty page is a 416."""
+    lo, hi = 0, None
+    if range_header is not None and (m := RANGE.match(range_header.strip())):
+        lo, hi = int(m.group(1)), (int(m.group(2)) if m.group(2) else None)
+    header_empty = hi is not None and lo > hi
+    offset = query.offset if query.offset is not None else 0
+    if query.limit is not None:
+        limit_lo, limit_hi = offset, offset + query.limit - 1
+    else:
+        limit_lo, limit_hi = offset, None
+    if query.limit == 0:
+        return 0, -1  # PostgREST's "limit zero range", allowed where the Range header's is not
+    first = max(lo, limit_lo)
+    last = hi if limit_hi is None else (limit_hi if hi is None else min(hi, limit_hi))
+    if header_empty or (last is not None and first > last):
+        raise range_not_satisfiable(
+            "The lower boundary must be lower than or equal to the upper boundary in the Range header."
+            if header_empty else "Limit should be greater than or equal to zero.")
+    return first, last
+
+
+SINGULAR = ("application/vnd.pgrst.object+json", "application/vnd.pgrst.object")
+PRODUCED = ("application/json", "application/*", "*/*") + SINGULAR
+
+
+def negotiate(accept: str | None) -> bool:
+    """Accept -> whether the answer is one object. JSON (an array) for `application/json`,
+    `*/*` or no Accept; PostgREST's singular object for `application/vnd.pgrst.object[+json]`;
+    the first acceptable type wins, in the client's order. Anything else (CSV included, which
+    this server does not produce) is PostgREST's 406 PGRST107."""
+    if accept is None or not accept.strip():
+        return False
+    offered = [item.split(";")[0].strip().lower() for item in accept.split(",")]
+    for media in offered:
+        if media in PRODUCED:
+            return media in SINGULAR
+    raise ApiError(406, "PGRST107", "None of these media types are available: " +
+                   ", ".join(item.strip() for item in accept.split(",")))
+
+
+def content_location(table: str, query: str) -> str:
+    """PostgREST's Content-Location of a read: `/table`, then the query's parameters sorted by
+    name (stable), a repeated name's values joined with `,`, each part percent-encoded."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    grouped: dict[str, list[str]] = {}
+    for key, value in sorted(pairs, key=lambda pair: pair[0]):
+        grouped.setdefault(key, []).append(value)
+    canonical = "&".join(quote_url(key, safe="") + "=" + ",".join(quote_url(v, safe="") for v in values)
+                         for key, values in grouped.items())
+    return "/" + table + ("?" + canonical if canonical else "")
 
 
 def parse_prefer(headers: list[str]) -> dict[str, str]:
@@ -301,8 +506,14 @@ class RestServer(ThreadingHTTPServer):
     # thread waiting for the next request, and SIGTERM must stop the server at once.
     block_on_close = False
 
-    def __init__(self, port: int, conninfo: str, verbose: bool, pre_request: str | None = None) -> None:
+    def __init__(self, port: int, conninfo: str, verbose: bool, pre_request: str | None = None,
+                 schemas: list[str] | None = None, extra_search_path: list[str] | None = None) -> None:
         super().__init__(("127.0.0.1", port), Handler)
+        # PostgREST's db-schemas: the first is the default, the others are chosen with
+        # Accept-Profile (reads) or Content-Profile (writes).
+        self.schemas = schemas or [SCHEMA]
+        # PostgREST's db-extra-search-path: after the request's schema in search_path.
+        self.extra_search_path = [SCHEMA] if extra_search_path is None else extra_search_path
         self.conninfo = psycopg.conninfo.make_conninfo(conninfo, user="authenticator")
         self.verbose = verbose
         self.pre_request = pre_request
@@ -324,25 +535,36 @@ class RestServer(ThreadingHTTPServer):
             except psycopg.Error:
                 time.sleep(1)  # PostgreSQL restarting: listen again once it is back
 
-    def load_schema_cache(self) -> dict[str, dict[str, list[str]]]:
-        """Table name -> {"columns": [...], "pk": [...]}, like PostgREST's schema cache."""
-        tables: dict[str, dict[str, list[str]]] = {}
+    def load_schema_cache(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Schema -> table name -> {"columns": [...], "pk": [...], "types": {column: base type}}
+        (a domain's base type: `tsvector_not_null` is a tsvector), like PostgREST's schema cache."""
+        schemas: dict[str, dict[str, dict[str, Any]]] = {schema: {} for schema in self.schemas}
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
             rows = conn.execute(
-                """SELECT c.relname, a.attname, coalesce(a.attnum = ANY (i.indkey), false)
+                """SELECT n.nspname, c.relname, a.attname, coalesce(a.attnum = ANY (i.indkey), false),
+                          a.atttypid::int
                      FROM pg_class c
                      JOIN pg_namespace n ON n.oid = c.relnamespace
                      JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
                                         AND NOT a.attisdropped
                      LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
-                    WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v')
-                    ORDER BY c.relname, a.attnum""", [SCHEMA]).fetchall()
-        for table, column, is_pk in rows:
-            entry = tables.setdefault(table, {"columns": [], "pk": []})
+                    WHERE n.nspname = ANY (%s) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+                    ORDER BY n.nspname, c.relname, a.attnum""", [self.schemas]).fetchall()
+            types = {oid: (name, base) for oid, name, base in conn.execute(
+                "SELECT oid::int, typname, typbasetype::int FROM pg_type").fetchall()}
+
+        def base_type(oid: int) -> str:
+            while types.get(oid, ("", 0))[1]:  # a domain: its base type, to the bottom
+                oid = types[oid][1]
+            return types.get(oid, ("", 0))[0]
+
+        for schema, table, column, is_pk, type_oid in rows:
+            entry = schemas[schema].setdefault(table, {"columns": [], "pk": [], "types": {}})
             entry["columns"].append(column)
+            entry["types"][column] = base_type(type_oid)
             if is_pk:
                 entry["pk"].append(column)
-        return tables
+        return schemas
 
     def connect(self) -> psycopg.Connection:
         # One connection per request: simple, and correct across a PostgreSQL restart. A stopped
@@ -510,19 +732,35 @@ class Handler(BaseHTTPRequestHandler):
     def rest_reply(self, method: str, role: str, body: bytes, key: str | None,
                    entry: dict[str, Any]) -> Reply:
         url = urlsplit(self.path)
-        table = url.path[len(REST_PREFIX):]
-        if not NAME.match(table):
+        table = unquote_url(url.path[len(REST_PREFIX):])
+        if not TABLE.match(table):
             raise ApiError(404, "PGRST125", "Invalid path specified in request URL")
         if method not in ("GET", "HEAD", "POST", "PATCH", "DELETE"):
             raise ApiError(405, "PGRST117", f"Unsupported HTTP method: {method}")
-        info = self.server.tables.get(table)
+        # PostgREST's schema negotiation: Accept-Profile for reads, Content-Profile for writes;
+        # the first of --schemas without one.
+        schemas = self.server.schemas
+        profile = self.headers.get("Accept-Profile" if method in ("GET", "HEAD") else "Content-Profile")
+        if profile is not None and profile not in schemas:
+            raise ApiError(406, "PGRST106", f"Invalid schema: {profile}",
+                           hint="Only the following schemas are exposed: " + ", ".join(schemas))
+        schema = profile if profile is not None else schemas[0]
+        profiled = profile is not None or len(schemas) > 1
+        tables = self.server.tables.get(schema, {})
+        info = tables.get(table)
         if info is None:
-            close = difflib.get_close_matches(table, list(self.server.tables), n=1)
-            hint = f"Perhaps you meant the table '{SCHEMA}.{close[0]}'" if close else None
+            close = difflib.get_close_matches(table, list(tables), n=1)
+            hint = f"Perhaps you meant the table '{schema}.{close[0]}'" if close else None
             raise ApiError(404, "PGRST205",
-                           f"Could not find the table '{SCHEMA}.{table}' in the schema cache",
+                           f"Could not find the table '{schema}.{table}' in the schema cache",
                            hint=hint)
-        query = parse_query(url.query)
+        singular = negotiate(self.headers.get("Accept"))
+        query = parse_query(url.query, info["types"])
+        query.schema, query.singular = schema, singular
+        query.location = content_location(table, url.query)
+        if method in ("GET", "HEAD"):
+            # RFC 9110: Range is for GET only (PostgREST ignores it on other methods).
+            query.first, query.last = page(query, self.headers.get("Range") if method == "GET" else None)
         prefs = parse_prefer(self.headers.get_all("Prefer") or [])
         payload = None
         if method in ("POST", "PATCH"):
@@ -535,7 +773,10 @@ class Handler(BaseHTTPRequestHandler):
             wait = feed_wait(table, prefs)
             if wait is not None:
                 return self.long_poll(role, table, query, wait, entry)
-        return self.transact(method, role, table, info, query, payload, prefs, key, entry, body)
+        reply = self.transact(method, role, table, info, query, payload, prefs, key, entry, body)
+        if profiled and 200 <= reply.status < 300:
+            reply.headers["Content-Profile"] = schema
+        return reply
 
     def long_poll(self, role: str, table: str, query: Query, wait: float,
                   entry: dict[str, Any]) -> Reply:
@@ -573,6 +814,11 @@ class Handler(BaseHTTPRequestHandler):
                         entry["replayed"] = True
                         return replay
                 conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+                # As PostgREST: the request's schema, then its extra search path (`public`), so
+                # functions and types of either resolve without a schema.
+                conn.execute("SELECT set_config('search_path', %s, true)",
+                             [", ".join('"' + name.replace('"', '""') + '"' for name in
+                                        dict.fromkeys([query.schema, *self.server.extra_search_path]))])
                 # A signed-in user's token names them in `sub`, as a real JWT does (Supabase's
                 # auth.uid() reads it); anon's has no subject.
                 claims = {"role": role} if role == ANON else {"role": role, "sub": role}
@@ -591,7 +837,7 @@ class Handler(BaseHTTPRequestHandler):
                 if key is not None:
                     conn.execute("RESET ROLE")
                     conn.execute(
-                        "UPDATE idempotency_keys SET status = %s, body = %s, headers = %s"
+                        "UPDATE public.idempotency_keys SET status = %s, body = %s, headers = %s"
                         " WHERE key = %s",
                         [reply.status, reply.body, json.dumps(reply.headers), key])
                 if method in ("POST", "PATCH", "DELETE"):  # /_test/slow: hold the transaction
@@ -610,13 +856,13 @@ class Handler(BaseHTTPRequestHandler):
         commits (then replays its answer) or rolls back (then runs itself)."""
         digest = hashlib.sha256(f"{method}\n{self.path}\n".encode() + body).hexdigest()
         claimed = conn.execute(
-            "INSERT INTO idempotency_keys (key, role, method, path, request_hash)"
+            "INSERT INTO public.idempotency_keys (key, role, method, path, request_hash)"
             " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING RETURNING 1",
             [key, role, method, self.path, digest]).fetchone()
         if claimed:
             return None
         stored = conn.execute(
-            "SELECT role, request_hash, status, body, headers FROM idempotency_keys"
+            "SELECT role, request_hash, status, body, headers FROM public.idempotency_keys"
             " WHERE key = %s", [key]).fetchone()
         stored_role, stored_digest, status, stored_body, headers = stored
         if stored_role != role or stored_digest != digest:
@@ -627,27 +873,41 @@ class Handler(BaseHTTPRequestHandler):
                      {**(headers or {}), "Idempotent-Replayed": "true"})
 
     def read(self, conn: psycopg.Connection, table: str, query: Query, count: bool = False) -> Reply:
-        """The rows, with `Content-Range: first-last/*`; with `Prefer: count=exact`, the total
-        of the rows the filters match in place of `*`, and 206 when the answer holds fewer (as
-        PostgREST answers)."""
+        """The rows of the page (`Range`, `limit`, `offset`), with `Content-Range: first-last/*`;
+        with `Prefer: count=exact`, the total of the rows the filters match in place of `*`, 206
+        when the page holds fewer and 416 when it starts past them; one object for a singular
+        read, 406 PGRST116 when the page is not exactly one row. As PostgREST's Response.hs."""
         statement = sql.SQL("SELECT {cols} FROM {table}").format(
-            cols=query.select, table=sql.Identifier(SCHEMA, table))
+            cols=query.select, table=sql.Identifier(query.schema, table))
         statement = self.tail(statement, query)
-        text, rows = conn.execute(
-            sql.SQL("SELECT coalesce(json_agg(_t), '[]')::text, count(*) FROM ({}) _t")
-            .format(statement), query.params).fetchone()
-        first = query.offset or 0
-        total = "*"
-        status = 200
+        text, rows, first_row = conn.execute(
+            sql.SQL("SELECT coalesce(json_agg(_t), '[]')::text, count(*), (json_agg(_t)->0)::text"
+                    " FROM ({}) _t").format(statement), query.params).fetchone()
+        lower = query.first
+        upper = lower + rows - 1
+        total = None
         if count:
-            matched = self.tail(sql.SQL("SELECT 1 FROM {table}").format(table=sql.Identifier(SCHEMA, table)),
-                                query, reads=False)
+            matched = self.tail(sql.SQL("SELECT 1 FROM {table}").format(
+                table=sql.Identifier(query.schema, table)), query, reads=False)
             total = conn.execute(sql.SQL("SELECT count(*) FROM ({}) _c").format(matched),
                                  query.params).fetchone()[0]
-            status = 206 if first + rows < total else 200
-        content_range = f"{first}-{first + rows - 1}/{total}" if rows else f"*/{total}"
+        shown = f"{lower}-{upper}" if total != 0 and lower <= upper else "*"
+        content_range = f"{shown}/{'*' if total is None else total}"
+        if total is not None and lower > total:
+            error = range_not_satisfiable(f"An offset of {lower} was requested, but there are only {total} rows.")
+            return Reply(416, error.body(), {"Content-Type": JSON_TYPE, "Content-Range": content_range,
+                                             "Content-Location": query.location})
+        if query.singular:
+            if rows != 1:
+                raise ApiError(406, "PGRST116", "Cannot coerce the result to a single JSON object",
+                               details=f"The result contains {rows} rows")
+            return Reply(200, first_row.encode(), {"Content-Type": SINGULAR_TYPE,
+                                                   "Content-Range": content_range,
+                                                   "Content-Location": query.location})
+        status = 206 if total is not None and rows < total else 200
         return Reply(status, text.encode(), {"Content-Type": JSON_TYPE,
-                                             "Content-Range": content_range})
+                                             "Content-Range": content_range,
+                                             "Content-Location": query.location})
 
     @staticmethod
     def tail(statement: sql.Composable, query: Query, reads: bool = True) -> sql.Composable:
@@ -656,10 +916,10 @@ class Handler(BaseHTTPRequestHandler):
             parts.append(sql.SQL("WHERE ") + sql.SQL(" AND ").join(query.where))
         if reads and query.order:
             parts.append(sql.SQL("ORDER BY ") + sql.SQL(", ").join(query.order))
-        if reads and query.limit is not None:
-            parts.append(sql.SQL("LIMIT {}").format(sql.Literal(query.limit)))
-        if reads and query.offset is not None:
-            parts.append(sql.SQL("OFFSET {}").format(sql.Literal(query.offset)))
+        if reads and query.last is not None:
+            parts.append(sql.SQL("LIMIT {}").format(sql.Literal(max(0, query.last - query.first + 1))))
+        if reads and query.first:
+            parts.append(sql.SQL("OFFSET {}").format(sql.Literal(query.first)))
         return sql.SQL(" ").join(parts)
 
     def conditional(self, reply: Reply) -> Reply:
@@ -681,7 +941,7 @@ class Handler(BaseHTTPRequestHandler):
                                  or query.order):
             raise ApiError(400, "PGRST127", "Feature not implemented",
                            details="limit, offset and order on PATCH and DELETE")
-        target = sql.Identifier(SCHEMA, table)
+        target = sql.Identifier(query.schema, table)
         params: list[Any] = []
         applied: list[str] = []
         if method == "POST":
@@ -742,9 +1002,15 @@ class Handler(BaseHTTPRequestHandler):
                         " FROM (SELECT {} FROM _w) _t").format(
                     statement + returning, query.select if representation else sql.SQL("1")),
                 params).fetchone()[0]
+        if query.singular:  # PostgREST's failNotSingular: not one row, and the write rolls back
+            written = json.loads(text)
+            if len(written) != 1:
+                raise ApiError(406, "PGRST116", "Cannot coerce the result to a single JSON object",
+                               details=f"The result contains {len(written)} rows")
+            text = json.dumps(written[0], separators=(",", ":"), ensure_ascii=False)
         if not representation:
             return Reply(success, b"", headers)
-        headers["Content-Type"] = JSON_TYPE
+        headers["Content-Type"] = SINGULAR_TYPE if query.singular else JSON_TYPE
         return Reply(201 if method == "POST" else 200, text.encode(), headers)
 
     @staticmethod
@@ -879,6 +1145,12 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
     parser.add_argument("--db-pre-request", metavar="FUNCTION",
                         help="run FUNCTION() before each request, as PostgREST's db-pre-request")
+    parser.add_argument("--schemas", default=SCHEMA, metavar="A,B",
+                        help="the schemas served, as PostgREST's db-schemas: the first by default, "
+                             "the others with Accept-Profile/Content-Profile (default: public)")
+    parser.add_argument("--extra-search-path", default=SCHEMA, metavar="A,B",
+                        help="schemas after the request's in search_path, as PostgREST's "
+                             "db-extra-search-path (default: public)")
     args = parser.parse_args()
 
     if args.setup:
@@ -892,7 +1164,9 @@ def main() -> int:
         print(f"restserver: {problem}", file=sys.stderr, flush=True)
     if any("authenticator" in problem for problem in problems):
         return 2  # it cannot connect at all
-    server = RestServer(args.port, args.conninfo, args.verbose, args.db_pre_request)
+    schemas = [name.strip() for name in args.schemas.split(",") if name.strip()]
+    extra = [name.strip() for name in args.extra_search_path.split(",") if name.strip()]
+    server = RestServer(args.port, args.conninfo, args.verbose, args.db_pre_request, schemas, extra)
 
     def stop(signum: int, frame: Any) -> None:
         # shutdown() waits for serve_forever() to return: call it off the main thread.
