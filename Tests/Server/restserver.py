@@ -2,7 +2,7 @@
 """A small PostgREST-style HTTP front over a real PostgreSQL: test equipment for Sovaria.
 
     restserver.py --conninfo "host=DIR port=P user=postgres dbname=postgres" [--port 0]
-                  [--setup] [--verbose]
+                  [--setup] [--verbose] [--schemas public,other] [--extra-search-path public]
 
 --setup applies schema.sql with the given conninfo (a superuser's) first. The server itself
 always connects as `authenticator` (the same conninfo with user=authenticator) and runs each
