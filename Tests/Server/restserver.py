@@ -74,6 +74,7 @@ IS_VALUES = {"null": "NULL", "not_null": "NOT NULL", "true": "TRUE", "false": "F
              "unknown": "UNKNOWN"}
 JSON_TYPE = "application/json; charset=utf-8"
 SINGULAR_TYPE = "application/vnd.pgrst.object+json; charset=utf-8"
+CSV_TYPE = "text/csv; charset=utf-8"
 
 
 class ApiError(Exception):
@@ -178,6 +179,7 @@ class Query:
     first: int = 0                     # the page: rows first..last of the answer (last None: all)
     last: int | None = None
     singular: bool = False             # Accept: application/vnd.pgrst.object+json
+    csv: bool = False                  # Accept: text/csv (reads)
     location: str = ""                 # Content-Location of a read: /table?params sorted by name
 
 
@@ -438,20 +440,20 @@ def page(query: Query, range_header: str | None) -> tuple[int, int | None]:
 
 
 SINGULAR = ("application/vnd.pgrst.object+json", "application/vnd.pgrst.object")
-PRODUCED = ("application/json", "application/*", "*/*") + SINGULAR
+CSV = "text/csv"
+PRODUCED = ("application/json", "application/*", "*/*", CSV) + SINGULAR
 
 
-def negotiate(accept: str | None) -> bool:
-    """Accept -> whether the answer is one object. JSON (an array) for `application/json`,
-    `*/*` or no Accept; PostgREST's singular object for `application/vnd.pgrst.object[+json]`;
-    the first acceptable type wins, in the client's order. Anything else (CSV included, which
-    this server does not produce) is PostgREST's 406 PGRST107."""
+def negotiate(accept: str | None, read: bool) -> str:
+    """Accept -> "json" (an array: `application/json`, `*/*`, no Accept), "singular" (one object:
+    `application/vnd.pgrst.object[+json]`) or "csv" (`text/csv`, reads only); the first type
+    this server produces wins, in the client's order. Anything else is PostgREST's 406 PGRST107."""
     if accept is None or not accept.strip():
-        return False
+        return "json"
     offered = [item.split(";")[0].strip().lower() for item in accept.split(",")]
     for media in offered:
-        if media in PRODUCED:
-            return media in SINGULAR
+        if media in PRODUCED and (read or media != CSV):
+            return "singular" if media in SINGULAR else "csv" if media == CSV else "json"
     raise ApiError(406, "PGRST107", "None of these media types are available: " +
                    ", ".join(item.strip() for item in accept.split(",")))
 
@@ -754,9 +756,9 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "PGRST205",
                            f"Could not find the table '{schema}.{table}' in the schema cache",
                            hint=hint)
-        singular = negotiate(self.headers.get("Accept"))
+        media = negotiate(self.headers.get("Accept"), method in ("GET", "HEAD"))
         query = parse_query(url.query, info["types"])
-        query.schema, query.singular = schema, singular
+        query.schema, query.singular, query.csv = schema, media == "singular", media == "csv"
         query.location = content_location(table, url.query)
         if method in ("GET", "HEAD"):
             # RFC 9110: Range is for GET only (PostgREST ignores it on other methods).
@@ -880,9 +882,17 @@ class Handler(BaseHTTPRequestHandler):
         statement = sql.SQL("SELECT {cols} FROM {table}").format(
             cols=query.select, table=sql.Identifier(query.schema, table))
         statement = self.tail(statement, query)
+        if query.csv:  # PostgREST's asCsvF: a header of the column names, then each row's text
+            answer = sql.SQL(
+                "(SELECT coalesce(string_agg(a.k, ','), '') FROM (SELECT json_object_keys(r)::text AS k"
+                " FROM (SELECT row_to_json(hh) AS r FROM ({0}) hh LIMIT 1) s) a) || chr(10) ||"
+                " coalesce(string_agg(substring(_t::text, 2, length(_t::text) - 2), chr(10)), '')"
+            ).format(statement)
+        else:
+            answer = sql.SQL("coalesce(json_agg(_t), '[]')::text")
         text, rows, first_row = conn.execute(
-            sql.SQL("SELECT coalesce(json_agg(_t), '[]')::text, count(*), (json_agg(_t)->0)::text"
-                    " FROM ({}) _t").format(statement), query.params).fetchone()
+            sql.SQL("SELECT {}, count(*), (json_agg(_t)->0)::text FROM ({}) _t").format(answer, statement),
+            query.params * (2 if query.csv else 1)).fetchone()
         lower = query.first
         upper = lower + rows - 1
         total = None
@@ -905,7 +915,7 @@ class Handler(BaseHTTPRequestHandler):
                                                    "Content-Range": content_range,
                                                    "Content-Location": query.location})
         status = 206 if total is not None and rows < total else 200
-        return Reply(status, text.encode(), {"Content-Type": JSON_TYPE,
+        return Reply(status, text.encode(), {"Content-Type": CSV_TYPE if query.csv else JSON_TYPE,
                                              "Content-Range": content_range,
                                              "Content-Location": query.location})
 
