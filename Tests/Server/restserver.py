@@ -181,6 +181,7 @@ class Query:
     singular: bool = False             # Accept: application/vnd.pgrst.object+json
     csv: bool = False                  # Accept: text/csv (reads)
     location: str = ""                 # Content-Location of a read: /table?params sorted by name
+    paged: tuple[bool, bool] = (False, False)  # whether `limit`, `offset` were given at all
 
 
 def bad_param(what: str, value: str) -> ApiError:
@@ -378,6 +379,7 @@ def parse_query(query: str, types: dict[str, str] | None = None) -> Query:
     order: list[sql.Composable] = []
     limit = offset = None
     on_conflict = columns = None
+    given = set()
     for key, value in parse_qsl(query, keep_blank_values=True):
         if key == "select":
             if value.strip() not in ("*", ""):  # PostgREST reads an empty select as `*`
@@ -396,6 +398,7 @@ def parse_query(query: str, types: dict[str, str] | None = None) -> Query:
             # negative limit is refused later (416), a negative offset clipped to 0.
             number = int(value) if re.fullmatch(r"-?[0-9]+", value.strip()) else None
             limit, offset = (number, offset) if key == "limit" else (limit, number)
+            given.add(key)
         elif key == "on_conflict":
             on_conflict = names(value, "on_conflict")
         elif key == "columns":
@@ -405,7 +408,9 @@ def parse_query(query: str, types: dict[str, str] | None = None) -> Query:
             where.append(sql.SQL("NOT {}").format(tree) if key.startswith("not.") else tree)
         else:
             where.append(parse_filter(key, value, params, types))
-    return Query(select, where, params, order, limit, offset, on_conflict, columns)
+    parsed = Query(select, where, params, order, limit, offset, on_conflict, columns)
+    parsed.paged = ("limit" in given, "offset" in given)
+    return parsed
 
 
 RANGE = re.compile(r"([0-9]+)-([0-9]*)\Z")
@@ -416,19 +421,25 @@ def range_not_satisfiable(details: str) -> ApiError:
 
 
 def page(query: Query, range_header: str | None) -> tuple[int, int | None]:
-    """The rows a read answers, as PostgREST's RangeQuery computes them: the `Range` header
-    (`first-[last]`; anything else is the whole range; `Range-Unit` is not looked at) intersected
-    with `limit`/`offset`. `limit=0` answers no rows; any other empty page is a 416."""
+    """The rows a read answers, as PostgREST's RangeQuery and QueryParams compute them: the
+    `Range` header (`first-[last]`; anything else is the whole range; `Range-Unit` is not looked
+    at) intersected with the range of `limit`/`offset` (`offset`..`offset+limit-1`; a parameter
+    that is not an integer is ignored, except that with both given an unreadable limit counts as
+    0). That range ending at -1 (`limit=0`) answers no rows, whatever the header; any other
+    empty page is a 416."""
     lo, hi = 0, None
     if range_header is not None and (m := RANGE.match(range_header.strip())):
         lo, hi = int(m.group(1)), (int(m.group(2)) if m.group(2) else None)
     header_empty = hi is not None and lo > hi
     offset = query.offset if query.offset is not None else 0
-    if query.limit is not None:
-        limit_lo, limit_hi = offset, offset + query.limit - 1
+    limit_given, offset_given = query.paged
+    if limit_given and offset_given:
+        limit_lo, limit_hi = offset, offset + (query.limit if query.limit is not None else 0) - 1
+    elif limit_given and query.limit is not None:
+        limit_lo, limit_hi = 0, query.limit - 1
     else:
         limit_lo, limit_hi = offset, None
-    if query.limit == 0:
+    if limit_hi == -1:
         return 0, -1  # PostgREST's "limit zero range", allowed where the Range header's is not
     first = max(lo, limit_lo)
     last = hi if limit_hi is None else (limit_hi if hi is None else min(hi, limit_hi))
