@@ -30,9 +30,28 @@ public protocol OverlayEvaluator: Sendable {
     /// to keep what the session read between answers (the cached answer parsed once, the state
     /// the writes left).
     func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession
+
+    /// For each of `answers` (reads of one table and their cached server answers), the indexes of
+    /// the `changes` (a page of the change feed: each row's last change) that can change it: a
+    /// change of a row the answer holds, or a row it does not hold that now matches the read.
+    /// The change feed evaluates each answer with these alone, and leaves an answer no change
+    /// can touch as it is.
+    ///
+    /// Answer conservatively: an index left out must be a change that cannot alter the answer
+    /// whatever the rows the server holds. By default, every change for every answer.
+    func changesThatCanAlter(
+        _ answers: [(read: DataRequest, cachedBody: String)], among changes: [RowChange]
+    ) -> [[Int]]
 }
 
 extension OverlayEvaluator {
+    /// Every change, for every answer.
+    public func changesThatCanAlter(
+        _ answers: [(read: DataRequest, cachedBody: String)], among changes: [RowChange]
+    ) -> [[Int]] {
+        Array(repeating: Array(changes.indices), count: answers.count)
+    }
+
     /// A session that asks ``answer(_:cachedBody:writes:related:)`` for every answer.
     public func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
         FreshOverlaySession(evaluator: self, read: read, cachedBody: cachedBody, related: related)

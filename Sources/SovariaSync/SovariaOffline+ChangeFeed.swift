@@ -168,11 +168,11 @@ extension SovariaOffline {
         // A change holds its row's whole new state: only the last one of each row matters.
         var last: [String: Int] = [:]
         for (index, change) in page.changes.enumerated() { last[change.key] = index }
-        let writes = page.changes.enumerated().filter { last[$0.element.key] == $0.offset }.map {
+        let changes = page.changes.enumerated().filter { last[$0.element.key] == $0.offset }.map(\.element)
+        let writes = changes.map {
             (
-                position: $0.element.position,
-                write: OverlayWrite(
-                    id: "feed:\($0.element.position)", request: feed.write(for: $0.element), isPending: false)
+                position: $0.position,
+                write: OverlayWrite(id: "feed:\($0.position)", request: feed.write(for: $0), isPending: false)
             )
         }
         let position = page.position ?? page.changes.last?.position
@@ -183,17 +183,33 @@ extension SovariaOffline {
         var refetch: [DataRequest] = []
         var current: [ReadIdentity] = []  // the answers the page leaves exact
         let reads = try await cachedReads(of: table)
+        var answers: [(identity: ReadIdentity, cached: CachedResponse)] = []
         for identity in reads {
+            guard let cached = try await cache.cachedResponse(for: identity.cacheKey) else { continue }
+            answers.append((identity, cached))
+        }
+        // The changes that can alter each answer the overlay brings up to date; the others are
+        // not evaluated with it (an answer none can alter stays as it is).
+        let evaluated = answers.indices.filter { index in
+            !page.mustRefetch && !answers[index].cached.isStale && !api.countsRows(answers[index].identity.request)
+        }
+        var altering = [[Int]?](repeating: nil, count: answers.count)
+        if let overlay = configuration.overlay, !changes.isEmpty, !evaluated.isEmpty {
+            let found = overlay.changesThatCanAlter(
+                evaluated.map { (answers[$0].identity.request, answers[$0].cached.body) }, among: changes)
+            for (index, indexes) in zip(evaluated, found) { altering[index] = indexes }
+        }
+        for (index, (identity, cached)) in answers.enumerated() {
             let query = identity.cacheKey
-            guard let cached = try await cache.cachedResponse(for: query) else { continue }
             guard !page.changes.isEmpty || page.mustRefetch else {
                 if !cached.isStale { current.append(identity) }
                 continue
             }
             let read = identity.request
-            // Only the changes after the position the answer is current to: an older one would
-            // set a row it holds newer back.
-            let fresh = cached.position.map { held in writes.filter { $0.position > held } } ?? writes
+            // Only the changes after the position the answer is current to (an older one would
+            // set a row it holds newer back) that can alter it.
+            let mayAlter = altering[index].map { $0.map { writes[$0] } } ?? writes
+            let fresh = cached.position.map { held in mayAlter.filter { $0.position > held } } ?? mayAlter
             if !page.mustRefetch, !cached.isStale, fresh.isEmpty {
                 current.append(identity)
                 continue

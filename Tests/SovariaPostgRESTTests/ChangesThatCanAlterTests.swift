@@ -1,0 +1,62 @@
+import Foundation
+import SovariaPostgREST
+import SovariaQueue
+import SovariaSync
+import Testing
+
+/// Which of a page's changes can alter a cached answer (issue 62, item 2): the feed evaluates an
+/// answer with those alone.
+@Suite struct ChangesThatCanAlterTests {
+    static let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+    static let open = PostgREST.select("notes", columns: "id,title,done", where: [.eq("done", "false")], order: "id")
+    static let openBody = #"[{"id":"n1","title":"Milk","done":false},{"id":"n3","title":"Eggs","done":false}]"#
+
+    static func upsert(_ key: String, _ row: String) -> RowChange {
+        RowChange(position: 1, table: "notes", key: key, operation: .upsert(row: row))
+    }
+    static func delete(_ key: String) -> RowChange {
+        RowChange(position: 1, table: "notes", key: key, operation: .delete)
+    }
+
+    @Test func aChangeAltersAnAnswerThatHoldsItsRowOrWhoseReadItsNewRowMatches() {
+        let changes = [
+            Self.upsert("n1", #"{"id":"n1","title":"Oat milk","done":true}"#),  // held: leaves the answer
+            Self.upsert("n2", #"{"id":"n2","title":"Bread","done":true}"#),  // not held, does not match
+            Self.upsert("n4", #"{"id":"n4","title":"Apples","done":false}"#),  // not held, matches
+            Self.delete("n3"),  // held
+            Self.delete("n9"),  // not held
+        ]
+        let found = Self.overlay.changesThatCanAlter([(Self.open, Self.openBody)], among: changes)
+        #expect(found == [[0, 2, 3]])
+    }
+
+    @Test func everyChangeCountsWhereTheAnswerCannotTellWhatItHolds() {
+        let changes = [Self.delete("n9"), Self.upsert("n2", #"{"id":"n2","title":"Bread","done":true}"#)]
+        let paged = PostgREST().select("notes", columns: "id,title,done", where: [.eq("done", "false")], order: "id")
+        var offset = paged
+        offset.path += "&offset=10"
+        let noKey = PostgREST.select("notes", columns: "title", where: [.eq("done", "false")], order: "title")
+        var csv = Self.open
+        csv.setHeader("Accept", "text/csv")
+        let found = Self.overlay.changesThatCanAlter(
+            [(offset, Self.openBody), (noKey, #"[{"title":"Eggs"},{"title":"Milk"}]"#), (csv, "id\nn1")],
+            among: changes)
+        #expect(found == [[0, 1], [0, 1], [0, 1]], "a row before the offset, rows without their key, CSV")
+    }
+
+    @Test func aDeletesKeyIsHeldAsTextOrAsANumber() {
+        let numbered = PostgREST.select("notes", columns: "id,title", order: "id")
+        let found = Self.overlay.changesThatCanAlter(
+            [(numbered, #"[{"id":7,"title":"a"}]"#), (numbered, #"[{"id":"7","title":"b"}]"#)],
+            among: [Self.delete("7")])
+        #expect(found == [[0], [0]])
+    }
+
+    @Test func anEmptyAnswerIsAlteredOnlyByRowsThatMatch() {
+        let changes = [
+            Self.upsert("n2", #"{"id":"n2","title":"Bread","done":true}"#),
+            Self.upsert("n4", #"{"id":"n4","title":"Apples","done":false}"#), Self.delete("n1"),
+        ]
+        #expect(Self.overlay.changesThatCanAlter([(Self.open, "[]")], among: changes) == [[1]])
+    }
+}
