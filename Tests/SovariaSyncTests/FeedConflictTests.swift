@@ -15,6 +15,13 @@ import Testing
 /// write waits, and the page shows it out of date.
 @Suite(.serialized) struct FeedConflictTests {
     static let engines = TestEngine.standard(including: .encrypted)
+
+    /// A server on a cluster of this suite's own: the feed serves a change once every older
+    /// transaction of the cluster has ended, and other suites' long polls hold transactions open
+    /// on the shared one (a page would then not show the change yet).
+    static func server() async throws -> RESTServer {
+        try await RESTServer.start(on: try await PostgresCluster.shared(named: "feed-conflicts"))
+    }
     static let tasks = PostgREST.select("tasks", order: "id")
     static func rename(_ title: String) -> DataRequest {
         PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"\#(title)"}"#)
@@ -22,7 +29,7 @@ import Testing
 
     @Test(arguments: engines)
     func aWriteThePageShowsOutOfDateIsAConflictAtOnceAndResolvesAsAtAFlush(_ engine: TestEngine) async throws {
-        let server = try await RESTServer.start()
+        let server = try await Self.server()
         try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
         let a = try await Device(engine, server, versioned: .reject)
         let b = try await Device(engine, server, versioned: .reject, followsTasks: true)
@@ -53,7 +60,7 @@ import Testing
     }
 
     @Test func theEchoOfThisDevicesOwnWriteIsNoConflict() async throws {
-        let server = try await RESTServer.start()
+        let server = try await Self.server()
         try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
         let a = try await Device(.memory, server, versioned: .reject)
         let b = try await Device(.memory, server, versioned: .reject, followsTasks: true)
@@ -73,7 +80,7 @@ import Testing
     }
 
     @Test func withServerWinsTheWriteIsDroppedAsServerWon() async throws {
-        let server = try await RESTServer.start()
+        let server = try await Self.server()
         try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
         let a = try await Device(.memory, server, versioned: .reject)
         let b = try await Device(.memory, server, versioned: .serverWins, followsTasks: true)
