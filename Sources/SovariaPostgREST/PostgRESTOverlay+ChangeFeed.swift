@@ -3,7 +3,7 @@ import SovariaQueue
 import SovariaSync
 
 extension PostgRESTOverlay {
-    /// For each answer, the changes that can alter it (``OverlayEvaluator``'s contract): a change
+    /// For each answer, the changes that can alter it (`OverlayEvaluator`'s contract): a change
     /// of a row the answer holds (by primary key), or an upsert of a row it does not hold whose
     /// new values match the read's filters (or may: a filter the overlay cannot decide counts as a
     /// match). Each change's row is parsed once for every answer.
