@@ -143,6 +143,8 @@ public final class SovariaOffline: Sendable {
         /// The other accounts' cached answers, counted at open and after each device-wide pass.
         var otherAccountsCache: OtherAccountsCache?
         var feedTimer: SyncTimerTicket?
+        /// The open's pull of the followed tables (``Configuration/feedFollowsAtOpen``).
+        var feedPullAtOpen: Task<Void, Never>?
     }
 
     /// Opens the controller on `store`: its queue (what an earlier run left is flushed by the first
@@ -211,7 +213,8 @@ public final class SovariaOffline: Sendable {
             }
             state.withLock { $0.feedTimer = following }
             if configuration.feedFollowsAtOpen {
-                Task { [weak self] in await self?.feedTimerFired() }
+                let pull = Task { [weak self] () async -> Void in await self?.feedTimerFired() }
+                state.withLock { $0.feedPullAtOpen = pull }
             }
         }
         let observation = try? configuration.memoryPressure?.observe { [weak self] level in

@@ -9,7 +9,7 @@ import Testing
 
 /// The `@Observable` model: a view that reads it is told when another object store writes.
 @Suite(.sharedPostgresDatabase) struct ObjectCollectionTests {
-    @MainActor @Test(.timeLimit(.minutes(2)), arguments: ObjectEngine.all)
+    @MainActor @Test(.timeLimit(.minutes(10)), arguments: ObjectEngine.all)
     func theModelTellsAViewAfterAnInsertThroughAnotherObjectStore(engine: ObjectEngine) async throws {
         let store = try await engine.open(try TemporaryFolder().url)
         let writer = ObjectStore<Note>(store: store, collection: "notes")
