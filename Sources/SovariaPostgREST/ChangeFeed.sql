@@ -32,6 +32,24 @@
 -- markers, are every reader's (`visible_to_all`). If your tables' policies are not
 -- "owner = current_user", change the policy `sovaria_changes_select` to match them.
 --
+-- Teams. A table whose rows are a team's (RLS through a membership table: "team_id IN (SELECT
+-- team_id FROM members WHERE user_name = current_user)") is published with the membership
+-- table named:
+--
+--     SELECT sovaria_publish('public.docs', key_column => 'id', visibility_column => 'team_id',
+--         membership => 'public.members', membership_user_column => 'user_name',
+--         membership_team_column => 'team_id');
+--
+-- The log records each change's team (`visible_to`, with `visible_via` naming the membership),
+-- and a user reads a change only if they were in its team at the change's position:
+-- `sovaria_memberships` keeps each membership's period, from the position of the insert that
+-- began it to that of the delete that ended it (the rows the membership table holds when
+-- publishing have been members since position 0). A membership insert or delete is logged for
+-- its user as a `trimmed` row of each table published through it (must-refetch): joining brings
+-- the team's rows, leaving takes them away, with one fetch of the user's answers of each table
+-- and not one change per row of the team (a team's rows can be many; a refetch costs what the
+-- user's screens show). A membership table holds each (user, team) once.
+--
 -- Writes. A published table's writers log each row with one static INSERT (a row trigger) and
 -- set the `Sovaria-Write-Position` header once per statement (a statement trigger); they send
 -- no NOTIFY unless the table is published with `notify => true`, for a server that waits on the
@@ -56,6 +74,26 @@ CREATE TABLE IF NOT EXISTS sovaria_changes (
 -- `seq`: the order the changes were made in. Two writes of one row are made in the order they
 -- commit (the second waits for the first's row lock), which positions need not follow.
 ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS seq bigint GENERATED ALWAYS AS IDENTITY;
+-- `visible_via`: for a table published through a membership table, that table (`schema.name`):
+-- `visible_to` is then the row's team, not its owner.
+ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS visible_via text;
+
+-- Each membership's period, written by the membership table's trigger alone: `member` was in
+-- `team` (through the membership table `membership`, `schema.name`) at the positions after
+-- `joined` and before `left_at` (NULL: still). A user reads their own periods only: the log's
+-- policy asks this table as the reader.
+CREATE TABLE IF NOT EXISTS sovaria_memberships (
+    membership text NOT NULL,
+    member     text NOT NULL,
+    team       text NOT NULL,
+    joined     bigint NOT NULL,
+    left_at    bigint
+);
+CREATE INDEX IF NOT EXISTS sovaria_memberships_by_member ON sovaria_memberships (member, membership, team);
+ALTER TABLE sovaria_memberships ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS sovaria_memberships_select ON sovaria_memberships;
+CREATE POLICY sovaria_memberships_select ON sovaria_memberships FOR SELECT USING (member = current_user);
+GRANT SELECT ON sovaria_memberships TO PUBLIC;
 -- `visible_to_all` (added below, after the functions an upgrade needs): the change is every
 -- reader's (a table without a visibility column, a `trimmed` marker). A NULL `visible_to` alone
 -- means a row nobody owns, seen by nobody.
@@ -95,13 +133,17 @@ DO $do$
 DECLARE
     log text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
+    memberships text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_memberships'::regclass);
 BEGIN
     EXECUTE format($function$
 CREATE OR REPLACE FUNCTION sovaria_record_row() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
 -- Arguments: the key column, the visibility column ('' for none: every reader's), the log, the
--- feed name, 'notify' or ''. Few PL/pgSQL expressions and no PERFORM: PL/pgSQL prepares each
--- expression again in every transaction, and most writes are a transaction of one statement.
+-- feed name, 'notify' or '', and the membership table the visibility column's team is read
+-- through ('', or absent in a trigger of an earlier version: the column names the owner). Few
+-- PL/pgSQL expressions and no PERFORM: PL/pgSQL prepares each expression again in every
+-- transaction, and most writes are a transaction of one statement.
 DECLARE
     number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
     old_row jsonb;
@@ -122,15 +164,15 @@ BEGIN
         OR old_row ->> TG_ARGV[1] IS DISTINCT FROM new_row ->> TG_ARGV[1])
     THEN
         number := number + 1;
-        INSERT INTO %1$s (position, "table", key, op, visible_to, visible_to_all)
+        INSERT INTO %1$s (position, "table", key, op, visible_to, visible_via, visible_to_all)
         VALUES (pg_current_xact_id()::text::bigint * 4194304 + number, TG_ARGV[3], old_row ->> TG_ARGV[0],
-                'delete', old_row ->> TG_ARGV[1], TG_ARGV[1] = '');
+                'delete', old_row ->> TG_ARGV[1], nullif(TG_ARGV[5], ''), TG_ARGV[1] = '');
     END IF;
     IF new_row IS NOT NULL THEN
         number := number + 1;
-        INSERT INTO %1$s (position, "table", key, op, row, visible_to, visible_to_all)
+        INSERT INTO %1$s (position, "table", key, op, row, visible_to, visible_via, visible_to_all)
         VALUES (pg_current_xact_id()::text::bigint * 4194304 + number, TG_ARGV[3], new_row ->> TG_ARGV[0],
-                'upsert', new_row, new_row ->> TG_ARGV[1], TG_ARGV[1] = '');
+                'upsert', new_row, new_row ->> TG_ARGV[1], nullif(TG_ARGV[5], ''), TG_ARGV[1] = '');
     END IF;
     -- A position is the transaction's id times 2^22 plus the change's number in it: past 2^22 it
     -- would reach the next transaction id's, so the write is refused instead.
@@ -203,17 +245,87 @@ BEGIN
 END
 $body$
 $function$, log);
+
+    EXECUTE format($function$
+CREATE OR REPLACE FUNCTION sovaria_record_membership() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
+-- A membership table's trigger. Arguments: its user column, its team column, the membership as
+-- the log names it (`schema.name`), then each table published through it: its feed name and
+-- 'notify' or '' (`sovaria_publish` writes them). A membership that ends closes its period and
+-- one that begins opens one, each at a position of its own; each logs for its user a `trimmed`
+-- row of every table published through it: the user's answers of those tables are fetched
+-- again. A TRUNCATE ends every period, and its `trimmed` rows are every reader's.
+DECLARE
+    number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
+    xact bigint := pg_current_xact_id()::text::bigint * 4194304;
+    old_row jsonb;
+    new_row jsonb;
+    who text;
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        number := number + 1;
+        UPDATE %2$s SET left_at = xact + number WHERE membership = TG_ARGV[2] AND left_at IS NULL;
+        FOR i IN 3 .. TG_NARGS - 1 BY 2 LOOP
+            INSERT INTO %1$s (position, "table", key, op, visible_to_all)
+            VALUES (xact + number, TG_ARGV[i], '', 'trimmed', true);
+        END LOOP;
+    ELSE
+        IF TG_OP <> 'INSERT' THEN old_row := to_jsonb(OLD); END IF;
+        IF TG_OP <> 'DELETE' THEN new_row := to_jsonb(NEW); END IF;
+        IF old_row ->> TG_ARGV[0] IS NOT DISTINCT FROM new_row ->> TG_ARGV[0]
+            AND old_row ->> TG_ARGV[1] IS NOT DISTINCT FROM new_row ->> TG_ARGV[1]
+        THEN
+            RETURN NULL;  -- an update that moves no one
+        END IF;
+        IF old_row IS NOT NULL THEN
+            number := number + 1;
+            who := old_row ->> TG_ARGV[0];
+            UPDATE %2$s SET left_at = xact + number
+            WHERE membership = TG_ARGV[2] AND member = who AND team = old_row ->> TG_ARGV[1] AND left_at IS NULL;
+            FOR i IN 3 .. TG_NARGS - 1 BY 2 LOOP
+                INSERT INTO %1$s (position, "table", key, op, visible_to, visible_to_all)
+                VALUES (xact + number, TG_ARGV[i], '', 'trimmed', who, false);
+            END LOOP;
+        END IF;
+        IF new_row IS NOT NULL AND new_row ->> TG_ARGV[0] IS NOT NULL AND new_row ->> TG_ARGV[1] IS NOT NULL THEN
+            number := number + 1;
+            who := new_row ->> TG_ARGV[0];
+            INSERT INTO %2$s (membership, member, team, joined)
+            VALUES (TG_ARGV[2], who, new_row ->> TG_ARGV[1], xact + number);
+            FOR i IN 3 .. TG_NARGS - 1 BY 2 LOOP
+                INSERT INTO %1$s (position, "table", key, op, visible_to, visible_to_all)
+                VALUES (xact + number, TG_ARGV[i], '', 'trimmed', who, false);
+            END LOOP;
+        END IF;
+    END IF;
+    IF set_config('sovaria.change_number', number::text, true)::int >= 4194304 THEN
+        RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    FOR i IN 3 .. TG_NARGS - 1 BY 2 LOOP
+        IF TG_ARGV[i + 1] = 'notify' THEN
+            PERFORM pg_notify('sovaria_changes', TG_ARGV[i]);
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$body$
+$function$, log, memberships);
 END
 $do$;
 
 -- What is published: each table with a trigger of the feed, the name the feed gives it, its key
--- and visibility columns (NULL: none), and whether its writes notify. Read from the triggers
+-- and visibility columns (NULL: none), whether its writes notify, and the membership table its
+-- visibility column's team is read through, with that table's user and team columns (NULL: the
+-- visibility column names the owner). Read from the triggers
 -- themselves, so it cannot drift. The row triggers of an earlier version of this file
 -- (`sovaria_record_change`, which notified on every row) are listed too, until applying this
 -- file publishes their tables again.
 DROP FUNCTION IF EXISTS sovaria_published();
 CREATE FUNCTION sovaria_published()
-RETURNS TABLE (tab regclass, feed_name text, key_column text, visibility_column text, notifies boolean)
+RETURNS TABLE (
+    tab regclass, feed_name text, key_column text, visibility_column text, notifies boolean, membership text,
+    membership_user_column text, membership_team_column text)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     t record;
@@ -240,7 +352,41 @@ BEGIN
         key_column := args[1];
         visibility_column := nullif(args[2], '');
         notifies := coalesce(args[5] = 'notify', t.tgfoid = to_regproc('sovaria_record_change'));
+        membership := nullif(args[6], '');
+        membership_user_column := nullif(args[7], '');
+        membership_team_column := nullif(args[8], '');
         RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+-- Gives each membership table that a published table is published through its trigger, naming
+-- every table published through it (what it logs a `trimmed` row of when a membership begins or
+-- ends); a membership table no published table names any more loses its trigger (its periods
+-- stay). Called by `sovaria_publish`.
+CREATE OR REPLACE FUNCTION sovaria_refresh_membership_triggers() RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    m record;
+    old record;
+BEGIN
+    FOR old IN SELECT tr.tgrelid::regclass AS tab, tr.tgname FROM pg_trigger tr
+        WHERE tr.tgfoid = to_regproc('sovaria_record_membership')
+    LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', old.tgname, old.tab);
+    END LOOP;
+    FOR m IN SELECT p.membership AS via, min(p.membership_user_column) AS user_column,
+            min(p.membership_team_column) AS team_column,
+            string_agg(format('%L, %L', p.feed_name, CASE WHEN p.notifies THEN 'notify' ELSE '' END), ', '
+                       ORDER BY p.feed_name) AS feeds
+        FROM sovaria_published() p WHERE p.membership IS NOT NULL GROUP BY p.membership
+    LOOP
+        EXECUTE format('CREATE TRIGGER sovaria_membership AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
+                       'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
+                       m.via, m.user_column, m.team_column, m.via, m.feeds);
+        EXECUTE format('CREATE TRIGGER sovaria_membership_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
+                       'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
+                       m.via, m.user_column, m.team_column, m.via, m.feeds);
     END LOOP;
 END
 $$;
@@ -255,11 +401,15 @@ $$;
 -- such channel, and a NOTIFY costs writers their group commit (see the function above).
 DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text);
 DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text, text);
+DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text, text, boolean);
 CREATE OR REPLACE FUNCTION sovaria_publish(
     tab regclass, key_column text, visibility_column text DEFAULT NULL, feed_name text DEFAULT NULL,
-    notify boolean DEFAULT false)
+    notify boolean DEFAULT false, membership regclass DEFAULT NULL, membership_user_column text DEFAULT NULL,
+    membership_team_column text DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
+    via text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = membership);
     feed text := coalesce(feed_name, (
         SELECT CASE WHEN n.nspname = 'public' THEN c.relname::text ELSE n.nspname || '.' || c.relname END
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tab));
@@ -286,6 +436,33 @@ BEGIN
         RAISE EXCEPTION 'sovaria: % has no column "%" (visibility_column)', tab, visibility_column
             USING ERRCODE = 'undefined_column';
     END IF;
+    IF membership IS NOT NULL THEN
+        IF visibility_column IS NULL THEN
+            RAISE EXCEPTION 'sovaria: publishing % through %: name its team column (visibility_column)', tab, membership
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF membership_user_column IS NULL OR membership_team_column IS NULL OR EXISTS (
+            SELECT FROM unnest(ARRAY[membership_user_column, membership_team_column]) needed(name)
+            WHERE NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = membership AND attname = needed.name
+                              AND attnum > 0 AND NOT attisdropped))
+        THEN
+            RAISE EXCEPTION 'sovaria: % has no column "%" or "%" (membership_user_column, membership_team_column)',
+                membership, membership_user_column, membership_team_column
+                USING ERRCODE = 'undefined_column';
+        END IF;
+        SELECT p.tab INTO other FROM sovaria_published() p
+        WHERE p.membership = via AND p.tab <> sovaria_publish.tab
+            AND (p.membership_user_column, p.membership_team_column)
+                IS DISTINCT FROM (sovaria_publish.membership_user_column, sovaria_publish.membership_team_column)
+        LIMIT 1;
+        IF other IS NOT NULL THEN
+            RAISE EXCEPTION 'sovaria: % is published through % with other columns', other, membership
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    ELSIF membership_user_column IS NOT NULL OR membership_team_column IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: membership columns without a membership table'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT p.tab INTO other FROM sovaria_published() p
     WHERE p.feed_name = feed AND p.tab <> sovaria_publish.tab LIMIT 1;
     IF other IS NOT NULL THEN
@@ -302,14 +479,25 @@ BEGIN
     -- Names of their own, not derived from the table's (trigger names are per table): no table
     -- name is too long for them. Each trigger carries the table's arguments (what
     -- `sovaria_published` reads back).
-    args := format('%L, %L, %L, %L, %L', key_column, coalesce(visibility_column, ''), log, feed,
-                   CASE WHEN notify THEN 'notify' ELSE '' END);
+    args := format('%L, %L, %L, %L, %L, %L, %L, %L', key_column, coalesce(visibility_column, ''), log, feed,
+                   CASE WHEN notify THEN 'notify' ELSE '' END, coalesce(via, ''),
+                   coalesce(membership_user_column, ''), coalesce(membership_team_column, ''));
     EXECUTE format('CREATE TRIGGER sovaria_changes AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
                    'EXECUTE FUNCTION sovaria_record_row(%s)', tab, args);
     EXECUTE format('CREATE TRIGGER sovaria_changes_statement AFTER INSERT OR UPDATE OR DELETE ON %s '
                    'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', tab, args);
     EXECUTE format('CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s '
                    'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', tab, args);
+    IF membership IS NOT NULL THEN
+        -- Who is a member now has been since before anything of the table was logged.
+        EXECUTE format('INSERT INTO sovaria_memberships (membership, member, team, joined) '
+                       'SELECT DISTINCT %L, m.%I::text, m.%I::text, 0 FROM %s m '
+                       'WHERE m.%2$I IS NOT NULL AND m.%3$I IS NOT NULL AND NOT EXISTS ('
+                       'SELECT FROM sovaria_memberships p WHERE p.membership = %1$L '
+                       'AND p.member = m.%2$I::text AND p.team = m.%3$I::text AND p.left_at IS NULL)',
+                       via, membership_user_column, membership_team_column, membership);
+    END IF;
+    PERFORM sovaria_refresh_membership_triggers();
     -- Publishing and trimming are the owner's: say so if a role has been given them since.
     SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
     INTO runs
@@ -402,9 +590,15 @@ $$;
 
 ALTER TABLE sovaria_changes ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS sovaria_changes_select ON sovaria_changes;
--- Every reader's changes, and those of rows the reader owns; a NULL owner matches nobody.
+-- Every reader's changes, those of rows the reader owns (a NULL owner matches nobody), and
+-- those of a team's rows made while the reader was in the team: the tables' own policies, as
+-- they were at each change's position.
 CREATE POLICY sovaria_changes_select ON sovaria_changes FOR SELECT
-    USING (visible_to_all OR visible_to = current_user);
+    USING (visible_to_all OR CASE WHEN visible_via IS NULL THEN visible_to = current_user ELSE EXISTS (
+        SELECT FROM sovaria_memberships m
+        WHERE m.member = current_user AND m.membership = sovaria_changes.visible_via
+            AND m.team = sovaria_changes.visible_to AND m.joined < sovaria_changes.position
+            AND (m.left_at IS NULL OR sovaria_changes.position < m.left_at)) END);
 
 -- Publishing and trimming are the schema owner's (the position and the pre-request function are
 -- read-only, and every API role runs them): PostgREST would offer every function a role may
@@ -426,7 +620,8 @@ BEGIN
         FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
         WHERE p.oid IN ('sovaria_publish'::regproc, 'sovaria_published'::regproc,
                         'sovaria_trim_changes'::regproc, 'sovaria_record_row'::regproc,
-                        'sovaria_record_statement'::regproc)
+                        'sovaria_record_statement'::regproc, 'sovaria_record_membership'::regproc,
+                        'sovaria_refresh_membership_triggers'::regproc)
             AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
     LOOP
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
@@ -434,7 +629,8 @@ BEGIN
     FOR g IN SELECT DISTINCT c.oid::regclass AS tab, a.privilege_type AS what,
             CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
         FROM pg_class c, aclexplode(c.relacl) a
-        WHERE c.oid IN ('sovaria_changes'::regclass, 'sovaria_feed'::regclass) AND a.grantee <> c.relowner
+        WHERE c.oid IN ('sovaria_changes'::regclass, 'sovaria_feed'::regclass, 'sovaria_memberships'::regclass)
+            AND a.grantee <> c.relowner
             AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER')
     LOOP
         EXECUTE format('REVOKE %s ON %s FROM %s', g.what, g.tab, g.who);
@@ -452,7 +648,9 @@ BEGIN
     FOR p IN SELECT * FROM sovaria_published() published WHERE EXISTS (
         SELECT FROM pg_trigger WHERE tgrelid = published.tab AND tgfoid = to_regproc('sovaria_record_change'))
     LOOP
-        PERFORM sovaria_publish(p.tab, p.key_column, p.visibility_column, p.feed_name, notify => p.notifies);
+        PERFORM sovaria_publish(p.tab, p.key_column, p.visibility_column, p.feed_name, notify => p.notifies,
+            membership => p.membership::regclass, membership_user_column => p.membership_user_column,
+            membership_team_column => p.membership_team_column);
     END LOOP;
 END
 $$;

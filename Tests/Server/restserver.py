@@ -1098,9 +1098,12 @@ class Handler(BaseHTTPRequestHandler):
             return ok
         if (method, path) == ("POST", "/_test/reset"):
             with self.server.connect() as conn:
-                conn.execute("TRUNCATE public.notes, public.lists, public.items, public.tasks, public.idempotency_keys")
-                # After: the truncate above logs a 'trimmed' row per published table.
-                conn.execute("TRUNCATE public.sovaria_changes")
+                conn.execute(
+                    "TRUNCATE public.notes, public.lists, public.items, public.tasks, public.idempotency_keys,"
+                    " public.team_docs, public.team_members")
+                # After: the truncate above logs a 'trimmed' row per published table (and closes
+                # every membership's period).
+                conn.execute("TRUNCATE public.sovaria_changes, public.sovaria_memberships")
             state.clear()
             return ok
         if (method, path) == ("GET", "/_test/requests"):

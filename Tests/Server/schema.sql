@@ -152,6 +152,32 @@ DROP POLICY IF EXISTS items_all ON public.items;
 CREATE POLICY items_all ON public.items FOR ALL TO authenticated
     USING (owner = current_user) WITH CHECK (owner = current_user);
 
+-- Rows shared with a team (Tests/SovariaHTTPTests/TeamFeedTests.swift): a document is its team's,
+-- and a user sees the documents of the teams `team_members` lists them in. Memberships are
+-- written by the superuser (an admin's tool); a user reads their own.
+CREATE TABLE IF NOT EXISTS public.team_members (
+    team   text NOT NULL,
+    member text NOT NULL,
+    PRIMARY KEY (team, member)
+);
+CREATE TABLE IF NOT EXISTS public.team_docs (
+    id    text PRIMARY KEY,
+    team  text NOT NULL,
+    title text NOT NULL
+);
+REVOKE ALL ON public.team_members, public.team_docs FROM anon;
+GRANT SELECT ON public.team_members TO authenticated;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.team_docs TO authenticated;
+GRANT TRUNCATE ON public.team_members, public.team_docs TO authenticator;
+ALTER TABLE public.team_members ENABLE ROW LEVEL SECURITY;
+ALTER TABLE public.team_docs ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS team_members_own ON public.team_members;
+CREATE POLICY team_members_own ON public.team_members FOR SELECT TO authenticated USING (member = current_user);
+DROP POLICY IF EXISTS team_docs_all ON public.team_docs;
+CREATE POLICY team_docs_all ON public.team_docs FOR ALL TO authenticated
+    USING (team IN (SELECT team FROM public.team_members WHERE member = current_user))
+    WITH CHECK (team IN (SELECT team FROM public.team_members WHERE member = current_user));
+
 -- The change feed, as a user applies it to their database, then what the tests publish to it.
 \ir ../../Sources/SovariaPostgREST/ChangeFeed.sql
 \ir publish.sql

@@ -604,6 +604,60 @@ def run_feed_sql_checks(db: str) -> None:
     check("publishing a visibility column the table lacks is refused (its rows would all be NULL-owned)",
           refused is not None and "ownr" in refused, refused)
 
+    # Teams (issue 62): a table published through a membership table.
+    with admin() as conn:
+        conn.execute("CREATE TABLE crew (crew_id text, who text, PRIMARY KEY (crew_id, who))")
+        conn.execute("CREATE TABLE plans (id text PRIMARY KEY, crew text, title text)")
+        conn.execute("CREATE TABLE chores (id text PRIMARY KEY, crew text)")
+        conn.execute("INSERT INTO crew VALUES ('c1', 'alice')")
+        no_team_column = publish(conn, "'public.plans', 'id', membership => 'public.crew',"
+                                       " membership_user_column => 'who', membership_team_column => 'crew_id'")
+        no_user_column = publish(conn, "'public.plans', 'id', 'crew', membership => 'public.crew',"
+                                       " membership_user_column => 'user', membership_team_column => 'crew_id'")
+        published = publish(conn, "'public.plans', 'id', 'crew', membership => 'public.crew',"
+                                  " membership_user_column => 'who', membership_team_column => 'crew_id'")
+        other_columns = publish(conn, "'public.chores', 'id', 'crew', membership => 'public.crew',"
+                                      " membership_user_column => 'crew_id', membership_team_column => 'who'")
+    check("publishing through a membership table without a team column, or naming a column it lacks, is refused;"
+          " a second table through it with other columns too",
+          no_team_column is not None and "visibility_column" in no_team_column
+          and no_user_column is not None and '"user"' in no_user_column
+          and published is None and other_columns is not None and "other columns" in other_columns,
+          (no_team_column, no_user_column, published, other_columns))
+    with admin() as conn:
+        conn.execute("INSERT INTO plans VALUES ('p1', 'c1', 'for c1')")
+        conn.execute("UPDATE crew SET crew_id = 'c2' WHERE who = 'alice'")  # alice moves to c2
+        conn.execute("INSERT INTO plans VALUES ('p2', 'c1', 'after she left c1'), ('p3', 'c2', 'for c2')")
+        periods_alice = [tuple(row) for row in conn.execute(
+            "SELECT team, joined = 0, left_at IS NULL FROM sovaria_memberships WHERE membership = 'public.crew'"
+            " ORDER BY joined")]
+    moved = [(key, op) for key, op, _ in feed_as("alice", "plans")]
+    check("a member since before publishing sees her team's change; a move to another team leaves (a marker),"
+          " joins (a marker), and shows the new team's changes alone",
+          moved == [("p1", "upsert"), ("", "trimmed"), ("", "trimmed"), ("p3", "upsert")]
+          and periods_alice == [("c1", True, False), ("c2", False, True)], (moved, periods_alice))
+    check("... another user sees none of it", feed_as("bob", "plans") == [], feed_as("bob", "plans"))
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SET ROLE bob")
+        bobs_periods = conn.execute("SELECT count(*) FROM sovaria_memberships").fetchone()[0]
+    check("... and reads no one's membership periods but his own", bobs_periods == 0, bobs_periods)
+    with admin() as conn:
+        conn.execute("TRUNCATE crew")
+        open_periods = conn.execute(
+            "SELECT count(*) FROM sovaria_memberships WHERE membership = 'public.crew' AND left_at IS NULL").fetchone()[0]
+    check("a TRUNCATE of the membership table ends every period and is a must-refetch for every reader",
+          open_periods == 0 and feed_as("bob", "plans") == [("", "trimmed", None)], (open_periods, feed_as("bob", "plans")))
+    with admin() as conn:
+        applied = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
+                                 capture_output=True, text=True)
+        conn.execute("INSERT INTO crew VALUES ('c3', 'bob')")  # bob joins: his marker after the TRUNCATE's
+        after_reapply = [(key, op) for key, op, _ in feed_as("bob", "plans")]
+        conn.execute("SELECT sovaria_publish('public.plans', 'id', 'crew')")  # now the owner's column
+        triggers = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'crew'::regclass").fetchone()[0]
+    check("ChangeFeed.sql applied again keeps a membership table's trigger; publishing the table without it"
+          " drops the trigger", applied.returncode == 0 and after_reapply == [("", "trimmed")] * 2 and triggers == 0,
+          (applied.stderr[-300:], after_reapply, triggers))
+
     # Names: a table name of 63 bytes (PostgreSQL's longest), published twice.
     long_name = "t" * 63
     with admin() as conn:
@@ -716,7 +770,8 @@ def run_feed_sql_checks(db: str) -> None:
             " AND routine_name NOT IN ('sovaria_position', 'sovaria_pre_request') ORDER BY 1, 2")]
         writable = [tuple(row) for row in conn.execute(
             "SELECT table_name, grantee, privilege_type FROM information_schema.table_privileges"
-            " WHERE table_name IN ('sovaria_changes', 'sovaria_feed') AND grantee IN ('anon', 'authenticated')"
+            " WHERE table_name IN ('sovaria_changes', 'sovaria_feed', 'sovaria_memberships')"
+            " AND grantee IN ('anon', 'authenticated')"
             " AND privilege_type <> 'SELECT' ORDER BY 1, 2, 3")]
         conn.execute("GRANT EXECUTE ON FUNCTION sovaria_trim_changes(interval) TO authenticated")
         conn.execute("CREATE TABLE t (id text PRIMARY KEY)")
