@@ -13,6 +13,9 @@ import Synchronization
 ///   again (past `feedRefetchPast`), and every change applied in pages of 500.
 /// - A page of 500 changes applied to the 100 answers, per engine, beside the store's own batch
 ///   of the same writes.
+/// - One change to one answer among 1,000 cached (each the row of one `id`), per engine, beside
+///   the same change with that answer alone cached: what a page costs the answers it does not
+///   touch.
 /// - A live query's answer after another device's commit, over the test server and PostgreSQL
 ///   (`ChangeFeedLatency.swift`), long-polled and polled every second.
 struct ChangeFeedSection {
@@ -37,6 +40,8 @@ struct ChangeFeedSection {
         for engine in BenchEngines.plain where engine.scheme.name != "postgres" && options.runs(engine: engine.name) {
             progress.update("change feed: a page on \(engine.name)")
             rows += try await measureApply(on: engine)
+            progress.update("change feed: one change among 1,000 answers on \(engine.name)")
+            rows += try await measureOneChange(on: engine)
         }
         if options.runs(engine: "test-server") {
             progress.update("change feed: a live query after another device's commit")
@@ -48,13 +53,14 @@ struct ChangeFeedSection {
     /// A controller following `items` on `store`, served by `server`, its 100 answers cached;
     /// a backlog past `refetchPast` changes is skipped and its answers fetched again.
     static func device(
-        _ store: any OfflineStore, _ server: FeedBenchServer, refetchPast: Int? = 5_000
+        _ store: any OfflineStore, _ server: FeedBenchServer, refetchPast: Int? = 5_000, reads: [DataRequest] = reads
     ) async throws -> SovariaOffline {
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.overlay = overlay
         configuration.memoryPressure = nil
         configuration.changeFeed = PostgRESTChangeFeed(transport: server, keyColumns: ["items": "id"])
         configuration.feedRefetchPast = refetchPast
+        configuration.maxCached = max(SovariaOffline.maxCached, reads.count)  // every answer stays
         let offline = try await SovariaOffline(store: store, transport: server, configuration: configuration)
         for read in reads { _ = try await offline.read(read, policy: .networkOnly) }
         while try await offline.pullChanges(of: "items").hasMore {}
@@ -115,6 +121,48 @@ struct ChangeFeedSection {
             rows += refetchPast == nil ? [feedRow] : [feedRow, refetchRow]
         }
         return rows
+    }
+
+    /// One change (one row's name) pulled and applied with 1,000 answers cached, each the row of
+    /// one `id`, beside the same with only the changed row's answer cached: the cost of the 999
+    /// answers a change cannot alter, which a page leaves alone.
+    private func measureOneChange(on engine: BenchEngine) async throws -> [Measurement] {
+        let section = BenchSection.changeFeed.rawValue
+        let calls = options.pick(quick: 20, standard: 100, full: 300)
+        let folder = options.folder.appendingPathComponent("feed-one-\(engine.name)", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var results: [Sample] = []
+        for cached in [1_000, 1] {
+            let server = FeedBenchServer(rows: Self.rowCount)
+            // Every row's answer, or row 1's alone: each call changes row 1.
+            let reads = (cached == 1 ? [1] : Array(0..<Self.rowCount)).map {
+                PostgREST.select("items", where: [.eq("id", String(format: "r%05d", $0))])
+            }
+            let store = try await engine.open(
+                folder.appendingPathComponent("device-\(cached)", isDirectory: true), .flushed)
+            let offline = try await Self.device(store, server, reads: reads)
+            let result = try await Stopwatch(repeats: max(2, options.repeats)).measure(
+                calls: calls, prepare: { _ in }
+            ) { _, _ in
+                _ = server.changeRow(1)
+                let pulled = try await offline.pullChanges(of: "items")
+                guard pulled.changes == 1, pulled.updatedAnswers == 1 else {
+                    throw BenchError.failed("one change updated \(pulled.updatedAnswers) answers: \(pulled)")
+                }
+            }
+            await offline.close()
+            results.append(result)
+        }
+        let variant = "one change, flushed"
+        var row = results[0].measurement(
+            section: section, subject: engine.name, variant: variant, operation: "pull: 1 of 1,000 answers changed")
+        let alone = results[1].measurement(
+            section: section, subject: engine.name, variant: variant, operation: "pull: the one answer cached alone")
+        row.ratio = row.p50Nanoseconds / max(1, alone.p50Nanoseconds)
+        row.baseline = "the same change with that answer alone cached"
+        row.note = "goal: at most 1 ms (issue 62)"
+        return [row, alone]
     }
 
     /// The bytes of the 100 answers as the server sends them now.
@@ -202,6 +250,15 @@ final class FeedBenchServer: SyncTransport {
         }
     }
 
+    /// Changes the name of row `row`, logged.
+    func changeRow(_ row: Int) {
+        state.withLock { state in
+            state.version += 1
+            state.names[row] = "Item \(row) v\(state.version)"
+            state.log.append((Self.position(state.log.count), row))
+        }
+    }
+
     static func json(_ row: Int, _ name: String) -> String {
         let note = row % 3 == 0 ? "null" : #""note \#(row)""#
         return #"{"id":"\#(String(format: "r%05d", row))","name":"\#(name)","qty":\#(row % 100),"note":\#(note)}"#
@@ -270,6 +327,9 @@ final class FeedBenchServer: SyncTransport {
                 headers["Content-Range"] = page.isEmpty ? "*/\(total)" : "0-\(page.count - 1)/\(total)"
             }
             return ("[" + page.joined(separator: ",") + "]", headers)
+        }
+        if let id = query["id"]?.dropFirst("eq.".count), let row = Int(id.dropFirst()), row < rowCount {
+            return ("[" + Self.json(row, state.names[row]) + "]", [:])
         }
         let qty = Int(query["qty"]?.dropFirst("eq.".count) ?? "") ?? 0
         let rows = stride(from: qty, to: rowCount, by: 100).map { Self.json($0, state.names[$0]) }

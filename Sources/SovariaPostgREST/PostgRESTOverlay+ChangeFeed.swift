@@ -12,8 +12,9 @@ extension PostgRESTOverlay {
     /// (a row before it moves the page), an answer that does not show the primary key, or one
     /// whose read the overlay leaves to the server.
     ///
-    /// - Complexity: O(answers × changes) filter evaluations, plus one parse of each answer and
-    ///   each change's row.
+    /// - Complexity: O(answers × changes) filter evaluations, plus one parse of each change's
+    ///   row and of each answer whose body is not the one the last page parsed (kept in
+    ///   `ParsedAnswers`, up to 8 MiB of bodies).
     public func changesThatCanAlter(
         _ answers: [(read: DataRequest, cachedBody: String)], among changes: [RowChange]
     ) -> [[Int]] {
@@ -27,7 +28,9 @@ extension PostgRESTOverlay {
         let unreadable = Set(changes.indices.filter { changes[$0].operation != .delete && rows[$0] == nil })
         return answers.map { answer in
             guard api.answerShape(of: answer.read) == .rows else { return everyChange }
-            let cached = cachedAnswer(of: answer.read, cachedBody: answer.cachedBody, related: [])
+            let cached = parsedAnswers.answer(to: answer.read, body: answer.cachedBody) {
+                cachedAnswer(of: answer.read, cachedBody: answer.cachedBody, related: [])
+            }
             let primaryKey = cached.table.primaryKey
             guard cached.settled == nil, (cached.query.offset ?? 0) == 0,
                 cached.cachedColumns.map({ $0.contains(primaryKey) }) ?? true

@@ -86,12 +86,15 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     }
 
     /// The tables the overlay knows; any other is keyed by `id`, with no defaults.
-    public var tables: [String: Table]
+    public var tables: [String: Table] { didSet { parsedAnswers = ParsedAnswers() } }
     /// How the database orders text. Default: ``TextOrder/unknown``.
-    public var textOrder: TextOrder
+    public var textOrder: TextOrder { didSet { parsedAnswers = ParsedAnswers() } }
     /// The API adapter that names the table of a read and of each write; give the one the
     /// controller has (`SovariaOffline.Configuration.api`). Default: `PostgREST()`.
-    public var api: PostgREST
+    public var api: PostgREST { didSet { parsedAnswers = ParsedAnswers() } }
+    /// The cached answers the change feed's pages parsed, kept for the next page
+    /// (``changesThatCanAlter(_:among:)``); a new one whenever the configuration above changes.
+    private(set) var parsedAnswers = ParsedAnswers()
 
     /// An overlay for the tables in `tables`, with the database's text order, on the API `api`.
     public init(tables: [String: Table] = [:], textOrder: TextOrder = .unknown, api: PostgREST = PostgREST()) {

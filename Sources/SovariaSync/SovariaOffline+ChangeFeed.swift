@@ -165,6 +165,8 @@ extension SovariaOffline {
         _ page: ChangeFeedPage, of table: String, after checkpoint: Int64?, syncedBefore: UInt64,
         feed: any ChangeFeed
     ) async throws -> (pull: ChangeFeedPull, changedAnswers: Bool, refetch: [DataRequest]) {
+        // Read once: each use of the configuration's would copy it, per answer.
+        let (api, overlay) = (self.api, configuration.overlay)
         // A change holds its row's whole new state: only the last one of each row matters.
         var last: [String: Int] = [:]
         for (index, change) in page.changes.enumerated() { last[change.key] = index }
@@ -194,7 +196,7 @@ extension SovariaOffline {
             !page.mustRefetch && !answers[index].cached.isStale && !api.countsRows(answers[index].identity.request)
         }
         var altering = [[Int]?](repeating: nil, count: answers.count)
-        if let overlay = configuration.overlay, !changes.isEmpty, !evaluated.isEmpty {
+        if let overlay, !changes.isEmpty, !evaluated.isEmpty {
             let found = overlay.changesThatCanAlter(
                 evaluated.map { (answers[$0].identity.request, answers[$0].cached.body) }, among: changes)
             for (index, indexes) in zip(evaluated, found) { altering[index] = indexes }
@@ -215,7 +217,7 @@ extension SovariaOffline {
                 continue
             }
             // A counted answer is fetched again: a change would leave its count wrong.
-            if !page.mustRefetch, !cached.isStale, !api.countsRows(read), let overlay = configuration.overlay {
+            if !page.mustRefetch, !cached.isStale, !api.countsRows(read), let overlay {
                 let answer = overlay.answer(read, cachedBody: cached.body, writes: fresh.map(\.write), related: [])
                 if answer.inexactReasons.isEmpty, !answer.wantsRelatedAnswers, let body = answer.body {
                     if body != cached.body {

@@ -35,9 +35,19 @@ extension SovariaOffline {
         try await queriesByTable()[table] ?? []
     }
 
-    /// The cached `GET` reads of `table`, in their cache keys' order.
+    /// The cached `GET` reads of `table`, in their cache keys' order; parsed again only after a
+    /// query of the table was added.
     func cachedReads(of table: String) async throws -> [ReadIdentity] {
-        try await cachedQueries(of: table).sorted().compactMap { ReadIdentity(cacheKey: $0, api: api) }.filter(\.isGet)
+        // Counted before the queries are read: a clear after that keeps nothing parsed here.
+        let cleared = state.withLock { $0.tablesCleared }
+        let queries = try await cachedQueries(of: table)
+        let kept = state.withLock { $0.tablesCleared == cleared ? $0.readsByTable[table] : nil }
+        if let kept, kept.queries == queries.count { return kept.reads }
+        let reads = queries.sorted().compactMap { ReadIdentity(cacheKey: $0, api: api) }.filter(\.isGet)
+        state.withLock { state in
+            if state.tablesCleared == cleared { state.readsByTable[table] = (queries.count, reads) }
+        }
+        return reads
     }
 
     /// The cached queries of each table: from memory, or listed once from the store.

@@ -124,6 +124,11 @@ public final class SovariaOffline: Sendable {
         /// The cached queries of each table, as `sov:meta:tables:` lists them; loaded by the first
         /// call that needs it, then kept in step with the store.
         var queriesByTable: [String: Set<String>]?
+        /// Each table's cached `GET` reads, parsed and in order, with how many queries they were
+        /// parsed from: a table's queries are only ever added to until ``clear()`` empties
+        /// `queriesByTable` (and moves `tablesCleared`), so the same count is the same queries.
+        var readsByTable: [String: (queries: Int, reads: [ReadIdentity])] = [:]
+        var tablesCleared = 0
         var lastSyncedAt: Date?
         var lastError: SyncError?
         /// Sheds the overlay's sessions when memory runs short.
@@ -275,6 +280,8 @@ public final class SovariaOffline: Sendable {
         try await store.write((tables + checkpoints).map { .delete(key: $0) })
         state.withLock { state in
             state.queriesByTable = [:]
+            state.readsByTable = [:]
+            state.tablesCleared += 1
             state.lastError = nil
             state.conflicts = ConflictIndex()
             state.waitingOnConflicts = 0

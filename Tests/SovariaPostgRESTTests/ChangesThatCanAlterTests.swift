@@ -1,8 +1,9 @@
 import Foundation
-import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import Testing
+
+@testable import SovariaPostgREST
 
 /// Which of a page's changes can alter a cached answer (issue 62, item 2): the feed evaluates an
 /// answer with those alone.
@@ -42,6 +43,28 @@ import Testing
             [(offset, Self.openBody), (noKey, #"[{"title":"Eggs"},{"title":"Milk"}]"#), (csv, "id\nn1")],
             among: changes)
         #expect(found == [[0, 1], [0, 1], [0, 1]], "a row before the offset, rows without their key, CSV")
+    }
+
+    /// A page keeps each answer it parsed for the next (`ParsedAnswers`): one whose body changed
+    /// since is parsed again, and a copy of the overlay told another table configuration parses
+    /// afresh.
+    @Test func aKeptParseServesTheSameBodyOnlyUnderTheSameConfiguration() {
+        let read = PostgREST.select("notes", columns: "id,title", order: "id")
+        let holdsN1 = #"[{"id":"n1","title":"Milk"}]"#
+        let holdsN2 = #"[{"id":"n2","title":"Milk"}]"#
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        #expect(overlay.changesThatCanAlter([(read, holdsN1)], among: [Self.delete("n1")]) == [[0]])
+        #expect(overlay.changesThatCanAlter([(read, holdsN1)], among: [Self.delete("n1")]) == [[0]])
+        #expect(overlay.parsedAnswers.count == 1, "one read, parsed once and kept")
+        #expect(
+            overlay.changesThatCanAlter([(read, holdsN2)], among: [Self.delete("n1")]) == [[]],
+            "the new body no longer holds n1")
+        var byTitle = overlay
+        byTitle.tables = ["notes": .init(primaryKey: "title")]
+        #expect(
+            byTitle.changesThatCanAlter([(read, holdsN2)], among: [Self.delete("n2")]) == [[]],
+            "keyed by title, the answer holds Milk, not n2")
+        #expect(overlay.changesThatCanAlter([(read, holdsN2)], among: [Self.delete("n2")]) == [[0]])
     }
 
     @Test func aDeletesKeyIsHeldAsTextOrAsANumber() {

@@ -1,0 +1,47 @@
+import Foundation
+import Sovaria
+import SovariaPostgREST
+import SovariaQueue
+import SovariaTestServers
+import Testing
+
+@testable import SovariaSync
+
+/// The cached reads of a table, as a change feed's page lists them: parsed once and kept until a
+/// query of the table is added or the controller is cleared.
+@Suite struct CachedReadsTests {
+    static func controller(_ server: ScriptedTransport) async throws -> SovariaOffline {
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.timer = ManualTimer()
+        configuration.memoryPressure = nil
+        server.state.withLock { $0.defaultAnswer = DataResponse(status: 200, body: "[]") }
+        return try await SovariaOffline(store: MemoryOfflineStore(), transport: server, configuration: configuration)
+    }
+
+    static func paths(_ reads: [ReadIdentity]) -> [String] { reads.map(\.request.path) }
+
+    @Test func aReadAddedToTheTableIsListedNextTime() async throws {
+        let offline = try await Self.controller(ScriptedTransport())
+        let open = PostgREST.select("notes", where: [.eq("done", "false")])
+        let done = PostgREST.select("notes", where: [.eq("done", "true")])
+        _ = try await offline.read(open, policy: .networkOnly)
+        #expect(try await Self.paths(offline.cachedReads(of: "notes")) == [open.path])
+        _ = try await offline.read(done, policy: .networkOnly)
+        #expect(try await Self.paths(offline.cachedReads(of: "notes")) == [done.path, open.path].sorted())
+        await offline.close()
+    }
+
+    /// After a clear, as many queries as before are other queries: the list kept from before
+    /// must not be taken for theirs.
+    @Test func afterAClearTheSameNumberOfQueriesAreListedAfresh() async throws {
+        let offline = try await Self.controller(ScriptedTransport())
+        let before = PostgREST.select("notes", where: [.eq("owner", "ada")])
+        let after = PostgREST.select("notes", where: [.eq("owner", "grace")])
+        _ = try await offline.read(before, policy: .networkOnly)
+        #expect(try await Self.paths(offline.cachedReads(of: "notes")) == [before.path])
+        try await offline.clear()
+        _ = try await offline.read(after, policy: .networkOnly)
+        #expect(try await Self.paths(offline.cachedReads(of: "notes")) == [after.path])
+        await offline.close()
+    }
+}
