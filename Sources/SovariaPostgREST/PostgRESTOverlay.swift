@@ -14,6 +14,13 @@ import SovariaSync
 ///   `nullsfirst`/`nullslast`), `limit`/`offset` and a `Range` header's page, and its `select`
 ///   (columns, `alias:column`, `::text` and whole-number casts, JSON paths). Numbers compare by
 ///   value, booleans as PostgreSQL's, text by its bytes under ``TextOrder/bytes``.
+/// - For a read that asks for a count (`Prefer: count=exact`), how many rows the writes bring
+///   into its filters or take out of them, over every page (`OverlayAnswer.rowCountChange`): known
+///   when each row a write touches is held (the cached answer, a related answer, or a new key an
+///   insert adds) and the filters decide it, and no write can move a row not held into or out of
+///   them: a delete that may reach a row not held (unless the rows held are every row that
+///   matches), or an update that sets a filter column on one (unless they are every row of the
+///   table), leaves it unknown.
 /// - With nothing cached for the read, a related answer that holds every row of the table (no
 ///   filter, no full page) is the table: the read is evaluated over its rows, pending writes
 ///   applied (a synced write waiting for a refetch makes it inexact).

@@ -31,9 +31,10 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
     /// The read asks for an answer of another shape than rows (the API adapter's name for it,
     /// such as `Accept: text/csv`): pending writes are not applied to it.
     case answerNotRows(String)
-    /// The read asks for a count of the rows, is a page of them (a limit, an offset, a range), and
-    /// pending writes changed its rows: the count (``LocalRead/rowCount``) is the server's, before
-    /// them. A read that is not a page counts the rows of its exact answer instead.
+    /// The read asks for a count of the rows, and how many rows the writes add to or take from
+    /// those it matches is not known (a write may change a row no cached answer holds, or whether
+    /// a row matches is not known): the count (``LocalRead/rowCount``) is the server's, before
+    /// them.
     case countNotRecomputed
     /// The read filters with full-text search (`fts`, `plfts`, `phfts`, `wfts`) on `column`: only
     /// PostgreSQL's text search (its parsers, dictionaries and stemming) decides which rows match.
@@ -138,7 +139,9 @@ public enum InexactReason: Sendable, Hashable, CustomStringConvertible {
         case .unsupportedReadFeature(let feature): "the read uses \(feature), which the overlay does not evaluate"
         case .cachedAnswerNotRows: "the cached answer is not a JSON array of rows"
         case .answerNotRows(let shape): "the read asks for \(shape), not rows: pending writes are not applied to it"
-        case .countNotRecomputed: "the count kept with the answer is the server's, before the pending writes"
+        case .countNotRecomputed:
+            "the count kept with the answer is the server's, before the pending writes: how many rows they add or "
+                + "remove is not known"
         case .fullTextSearch(let column): "the read uses full-text search on \(column): only PostgreSQL decides"
         case .regularExpression(let column):
             "the read matches \(column) with a regular expression: only PostgreSQL decides"

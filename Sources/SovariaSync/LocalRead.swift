@@ -31,11 +31,12 @@ public struct LocalRead: Sendable, Hashable {
     /// live query delivers it as it is; ``SovariaOffline/read(_:policy:maxAge:)`` throws it.
     public var refusal: DataResponse?
     /// The count of the rows the read matches, for a read that asks for one (PostgREST's
-    /// `Prefer: count=exact`): the server's (its `Content-Range` total), or, when pending writes
-    /// change the rows of a read that is not a page, the rows of ``body``. When they change a
-    /// page's rows it stays the server's, and the answer is inexact
-    /// (``InexactReason/countNotRecomputed``). `nil` when the read asks for no count or none is
-    /// known.
+    /// `Prefer: count=exact`): the server's (its `Content-Range` total) moved by the writes. For
+    /// a read that is not a page, the rows of its exact ``body``; for a page (a limit, an offset,
+    /// a range), the server's plus the rows the writes bring into its filters, over every page,
+    /// minus those they take out (``OverlayAnswer/rowCountChange``). When that is not known, the
+    /// server's, and the answer is inexact (``InexactReason/countNotRecomputed``). `nil` when the
+    /// read asks for no count or none is known.
     public var rowCount: Int?
 
     /// Whether the answer is what the server will answer once the pending writes have synced.

@@ -102,13 +102,24 @@ public struct OverlayAnswer: Sendable, Hashable {
     public var pendingRows: [PendingRow]
     /// Whether pending writes changed the answer: rows added, changed or removed.
     public var changedByPendingWrites: Bool
-    /// Whether rows the cached answer does not hold could decide the answer: the controller then
-    /// asks again with the table's other cached answers.
+    /// Whether rows the cached answer does not hold could decide the answer (or its
+    /// ``rowCountChange``): the controller then asks again with the table's other cached answers.
     public var wantsRelatedAnswers: Bool
     /// The server's answer instead of a body, when it will refuse the read once the writes
     /// sync: a read of one row as an object whose rows are not one (PostgREST: 406). Set only on
     /// an exact answer; ``body`` is then `nil`.
     public var refusal: DataResponse?
+    /// How many rows the writes add to the rows the read's filters match, over every page
+    /// (negative: take from them): what moves the server's count (PostgREST's `Content-Range`
+    /// total) to the one it answers once the writes sync. `nil` when that is not known: a write
+    /// may add or remove a row no cached answer holds, or whether a row matches is not known.
+    /// `nil` by default; computed for a read that asks for a count.
+    ///
+    /// - Important: Set it only when every write is decided for the rows the read matches,
+    ///   not only for those its page shows: whether each row a write touches matched before it and
+    ///   matches after it is known, and no write can change a row the evaluator does not hold in a
+    ///   way that changes whether it matches.
+    public var rowCountChange: Int?
 
     /// Whether the answer is what the server will answer once the writes have synced.
     public var isExact: Bool { inexactReasons.isEmpty }
@@ -116,9 +127,11 @@ public struct OverlayAnswer: Sendable, Hashable {
     /// An answer.
     public init(
         body: String?, inexactReasons: [InexactReason] = [], pendingRows: [PendingRow] = [],
-        changedByPendingWrites: Bool = false, wantsRelatedAnswers: Bool = false, refusal: DataResponse? = nil
+        changedByPendingWrites: Bool = false, wantsRelatedAnswers: Bool = false, refusal: DataResponse? = nil,
+        rowCountChange: Int? = nil
     ) {
         self.refusal = refusal
+        self.rowCountChange = rowCountChange
         self.body = body
         self.inexactReasons = inexactReasons
         self.pendingRows = pendingRows

@@ -99,16 +99,19 @@ extension SovariaOffline {
         return answer
     }
 
-    /// Sets `answer`'s ``LocalRead/rowCount``: the server's, or the rows of an exact answer that
-    /// is not a page when pending writes changed it (every row it matches is in it); a page's
-    /// count is the server's and called inexact.
+    /// Sets `answer`'s ``LocalRead/rowCount``: the server's with no write to apply; with writes,
+    /// the rows of an exact answer that is not a page (every row it matches is in it), or else
+    /// the server's moved by the rows the writes add to or take from those the read matches
+    /// (``OverlayAnswer/rowCountChange``). When that is not known, the server's, called inexact.
     private func countRows(of request: DataRequest, in answer: inout LocalRead, overlaid local: OverlayAnswer?) {
         answer.rowCount = answer.response.flatMap { api.rowCount(in: $0.headers) }
-        guard let local, local.changedByPendingWrites else { return }
+        guard let local else { return }
         if !api.pagesRows(request), local.inexactReasons.isEmpty, api.answerShape(of: request) == .rows,
             let rows = answer.body.flatMap(RowJSON.rows)
         {
             answer.rowCount = rows.count
+        } else if let change = local.rowCountChange {
+            answer.rowCount = answer.rowCount.map { $0 + change }
         } else {
             answer.inexactReasons.append(.countNotRecomputed)
         }

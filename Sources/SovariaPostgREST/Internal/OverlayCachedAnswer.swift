@@ -50,6 +50,10 @@ final class OverlayCachedAnswer: Sendable {
     /// Whether the rows held (the cached answer's and those other answers add) are every row of
     /// the table the user sees: a row not held does not exist.
     let holdsEveryRow: Bool
+    /// Whether the rows held are every row the read's filters match, over every page: every row
+    /// of the table (``holdsEveryRow``), or a cached answer that no page cuts (no `offset`, and
+    /// fewer rows than its `limit`). A row not held then does not match.
+    let holdsEveryMatchingRow: Bool
     /// Whether the read asks for a count (`Prefer: count=…`): PostgREST refuses such a page that
     /// starts past its rows (416).
     let countsRows: Bool
@@ -148,7 +152,8 @@ final class OverlayCachedAnswer: Sendable {
         answersFromRelated = fromRelated
         self.settled = settled
         self.hasCache = hasCache
-        cachedCount = hasCache ? loader.rows.count : 0
+        let cachedCount = hasCache ? loader.rows.count : 0
+        self.cachedCount = cachedCount
         pageEdge = hasCache ? loader.rows.last : nil
         cachedColumns = hasCache ? loader.rows.first?.values.keys : nil
         var kinds: [String: OrderKind]?
@@ -168,6 +173,8 @@ final class OverlayCachedAnswer: Sendable {
         cachedRowsFollowOrder = kinds != nil
         orderKinds = kinds ?? [:]
         holdsEveryRow = holdsEvery
+        holdsEveryMatchingRow =
+            holdsEvery || (hasCache && (query.offset ?? 0) == 0 && query.limit.map { cachedCount < $0 } != false)
         rows = loader.rows
         positions = loader.positions
         reasons = loader.reasons

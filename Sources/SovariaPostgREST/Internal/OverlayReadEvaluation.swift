@@ -15,6 +15,8 @@ struct OverlayReadEvaluation {
     let changedRows: Bool
     /// Whether a pending write changed the rows.
     let changedByPending: Bool
+    /// How many rows the writes added to those the read matches (``OverlayRows/rowCountChange``).
+    let rowCountChange: Int?
     /// The writes' reasons, then the read's.
     var reasons: [InexactReason]
 
@@ -24,6 +26,7 @@ struct OverlayReadEvaluation {
         rows = written.rows
         touched = written.touched
         changedByPending = written.changedByPending
+        rowCountChange = written.rowCountChange
         reasons = written.reasons
         changedRows = written.changedRows
     }
@@ -45,11 +48,14 @@ struct OverlayReadEvaluation {
         var answer: OverlayAnswer
         var shown: ShownRows?
         if !evaluation.changedRows && evaluation.cached.hasCache {
-            answer = OverlayAnswer(body: evaluation.cached.cachedBody, inexactReasons: evaluation.reasons)
+            answer = OverlayAnswer(
+                body: evaluation.cached.cachedBody, inexactReasons: evaluation.reasons,
+                rowCountChange: evaluation.rowCountChange)
         } else if !evaluation.cached.hasCache && !evaluation.cached.answersFromRelated
             && !evaluation.rows.contains(where: { !$0.isOutside && !$0.isDeleted })
         {
-            answer = OverlayAnswer(body: nil, inexactReasons: evaluation.reasons)
+            answer = OverlayAnswer(
+                body: nil, inexactReasons: evaluation.reasons, rowCountChange: evaluation.rowCountChange)
         } else {
             (answer, shown) = evaluation.evaluateRead()
         }
@@ -60,8 +66,12 @@ struct OverlayReadEvaluation {
             answer.inexactReasons.append(.countedPageMayBeRefused)
             evaluation.reasons.append(.countedPageMayBeRefused)
         }
-        // Rows other answers hold may settle what this one could not.
-        answer.wantsRelatedAnswers = evaluation.cached.relatedAreEmpty && !evaluation.reasons.isEmpty
+        // Rows other answers hold may settle what this one could not, the count of a page's rows
+        // included.
+        let isPage = evaluation.query.limit != nil || evaluation.query.offset != nil
+        let countIsUnknown = evaluation.cached.countsRows && isPage && evaluation.rowCountChange == nil
+        answer.wantsRelatedAnswers =
+            evaluation.cached.relatedAreEmpty && (!evaluation.reasons.isEmpty || countIsUnknown)
         return (answer, shown)
     }
 
@@ -126,7 +136,7 @@ struct OverlayReadEvaluation {
             body: project(shown), inexactReasons: reasons,
             pendingRows: shown.filter { !rows[$0].pendingIDs.isEmpty }.map {
                 PendingRow(key: rows[$0].values[cached.table.primaryKey]?.text, writeIDs: rows[$0].pendingIDs)
-            }, changedByPendingWrites: changedByPending)
+            }, changedByPendingWrites: changedByPending, rowCountChange: rowCountChange)
     }
 
     /// The answer after writes that touched only the rows in ``touched``, derived from the rows

@@ -49,6 +49,10 @@ struct OverlayRows {
     /// The rows writes touched, added or removed since this was last emptied (by index, in the
     /// order met, repeats kept): what an answer derived from the last one re-evaluates.
     var touched: [Int] = []
+    /// How many rows the writes so far added to the rows the read's filters match, over every
+    /// page (``OverlayAnswer/rowCountChange``); `nil` once a write is not decided for them, and
+    /// for a read that asks for no count (it is not computed).
+    var rowCountChange: Int?
 
     /// The rows of `cached` before any write.
     init(_ cached: OverlayCachedAnswer) {
@@ -56,6 +60,7 @@ struct OverlayRows {
         rows = cached.rows
         positions = cached.positions
         reasons = cached.reasons
+        rowCountChange = cached.countsRows ? 0 : nil
     }
 
     private var table: PostgRESTOverlay.Table { cached.table }
@@ -69,6 +74,7 @@ struct OverlayRows {
             // answers may have been fetched (or moved by the change feed) after it, and later
             // changes to its rows would be undone.
             note(.nothingCached)
+            rowCountChange = nil
             return
         }
         if let offset = query.offset, offset > 0 {
@@ -78,14 +84,17 @@ struct OverlayRows {
         let method = request.method.uppercased()
         guard cached.api.table(of: request) == cached.readTable else {
             note(.writeOutsideTable(method: method, path: request.path))
+            rowCountChange = nil
             return
         }
         let writeQuery = PostgRESTQuery(path: request.path)
         if writeQuery.limit != nil || writeQuery.offset != nil || !writeQuery.order.isEmpty {
             note(.writeWithLimitOrOrder(method: method))
+            rowCountChange = nil
             return
         }
         guard writeQuery.unsupported.isEmpty, writeQuery.logic.isEmpty else {
+            rowCountChange = nil
             let features = writeQuery.unsupported.map { reason in
                 if case .unsupportedReadFeature(let feature) = reason { feature } else { reason.description }
             }
@@ -105,10 +114,12 @@ struct OverlayRows {
             }
             guard !objects.isEmpty else {
                 note(.insertBodyNotObjects)
+                rowCountChange = nil
                 return
             }
             if objects.count > 1, Set(objects.map { Set($0.keys) }).count > 1 {
                 note(.bulkInsertColumnsDiffer)
+                rowCountChange = nil  // the server's nulls, not the defaults, decide which rows match
             }
             for object in objects {
                 insert(typed(object), resolution: Self.resolution(of: request), by: write)
@@ -116,6 +127,7 @@ struct OverlayRows {
         case "PATCH":
             guard case .object(let changes)? = body else {
                 note(.updateBodyNotObject)
+                rowCountChange = nil
                 return
             }
             patch(where: writeQuery.filters, with: typed(changes), by: write)
@@ -123,6 +135,7 @@ struct OverlayRows {
             delete(where: writeQuery.filters, by: write)
         default:
             note(.methodNotEvaluated(method))
+            rowCountChange = nil
         }
     }
 
@@ -160,6 +173,7 @@ struct OverlayRows {
         let key = object[table.primaryKey]
         if resolution != .none, cached.cachedCount > 0, cached.cachedColumns?.contains(table.primaryKey) == false {
             note(.upsertTargetUnknown(primaryKey: table.primaryKey))
+            rowCountChange = nil
         }
         if let key, let index = position(of: key) {
             switch resolution {
@@ -186,12 +200,14 @@ struct OverlayRows {
         }
         for column in typed.unsure { row.values[column] = nil }
         add(row)
+        countMove(from: newRowMatched(resolution: resolution), to: countedMatch(rows.count - 1))
         changedRows = true
         if write.isPending { changedByPending = true }
     }
 
     mutating func merge(_ typed: TypedChanges, into index: Int, by write: OverlayWrite) {
         touched.append(index)
+        let matched = countedMatch(index)
         let changes = typed.values
         let oldKey = rows[index].values[table.primaryKey]
         for column in changes.keys {
@@ -203,10 +219,12 @@ struct OverlayRows {
             positions[Self.keyText(oldKey)] = nil
             if positions[Self.keyText(newKey)] != nil {
                 note(.keyTakenByAnotherRow)
+                rowCountChange = nil
             }
             positions[Self.keyText(newKey)] = index
         }
         if write.isPending, rows[index].pendingIDs.last != write.id { rows[index].pendingIDs.append(write.id) }
+        countMove(from: matched, to: countedMatch(index))
         forget(typed.unsure, in: index)
         changedRows = true
         if write.isPending { changedByPending = true }
@@ -216,10 +234,12 @@ struct OverlayRows {
     /// longer known there, so later filters and the read cannot take the old values for sure.
     mutating func forget(_ columns: [String], in index: Int) {
         touched.append(index)
+        let matched = countedMatch(index)
         for column in columns {
             rows[index].values[column] = nil
             rows[index].changed.insert(column)
         }
+        countMove(from: matched, to: countedMatch(index))
         changedRows = true
     }
 
@@ -247,6 +267,8 @@ struct OverlayRows {
             }
         }
         guard isVisible, !cached.holdsEveryRow, !reachesOnlyKnownRows(filters) else { return }
+        // A row not held may enter the rows the read matches, or leave them (over every page).
+        if !filterColumns.isDisjoint(with: changes.keys) { rowCountChange = nil }
         let moved = entering.intersection(changes.keys).sorted()
         if !moved.isEmpty {
             note(.updateMayBringRowsIn(columns: moved))
@@ -261,6 +283,7 @@ struct OverlayRows {
                 touched.append(index)
                 changedRows = true
                 if write.isPending { changedByPending = true }
+                countMove(from: countedMatch(index), to: false)
                 rows[index].isDeleted = true
                 if let key = row.values[table.primaryKey] {
                     deletedKeys.append(key)
@@ -269,14 +292,22 @@ struct OverlayRows {
             case .unknown where !row.isOutside || query.limit.map({ cached.cachedCount >= $0 }) == true:
                 // (An outside row matters only as one that could fill a full page.)
                 note(.deleteFilterUnknown)
-                rows[index].mayBeDeleted = true
-                touched.append(index)
+                markMayBeDeleted(index)
             case .unknown:
-                rows[index].mayBeDeleted = true
-                touched.append(index)
+                markMayBeDeleted(index)
             case .no, .null: break
             }
         }
+        // A row not held that matches the read may be one the delete removes.
+        if !cached.holdsEveryMatchingRow, !reachesOnlyKnownRows(filters) { rowCountChange = nil }
+    }
+
+    /// Marks the row at `index` as one a pending delete may have removed.
+    private mutating func markMayBeDeleted(_ index: Int) {
+        let matched = countedMatch(index)
+        rows[index].mayBeDeleted = true
+        touched.append(index)
+        countMove(from: matched, to: countedMatch(index))
     }
 
     /// The rows `filters` can match: those a key filter names, when every row has its key;
