@@ -15,7 +15,9 @@ import Testing
 /// The overlay's specification is PostgreSQL itself: random reads cached online, random writes
 /// made offline, each read answered by the overlay; then the flush, and the same reads asked of
 /// the real server (Tests/Server over PostgreSQL). Every answer the overlay called exact must
-/// be the server's: the same rows, the same values, the same order where `order` decides it.
+/// be the server's: the same rows, the same values, the same order where `order` decides it. Every
+/// count not called unknown (`countNotRecomputed`), in an exact answer or not, must be the
+/// server's `Content-Range` total.
 @Suite(.serialized) struct OverlayDifferentialTests {
     /// A store for one case, and how many cases the engine runs (the overlay is the same code on
     /// every engine: most cases run on memory, a few on each other one).
@@ -62,6 +64,8 @@ import Testing
             #expect(tally.inexact * 10 <= answers, "at most a tenth of the answers inexact")
         }
         #expect(tally.exact > 0)
+        print("  counts: \(tally.countedPages) of pages checked, \(tally.countedLists) of lists")
+        #expect(tally.countedPages > 0, "a page's count moved by the writes was checked")
         // Both paths ran: answers that applied only the appended write, and answers that applied
         // every write again (after the flush, the synced writes are no longer pending).
         print(
@@ -78,6 +82,9 @@ import Testing
         var inexact = 0
         var skipped = 0
         var reasons: [InexactReason: Int] = [:]
+        /// The counts of pages and of lists checked (those not called unknown).
+        var countedPages = 0
+        var countedLists = 0
     }
 
     static let overlay = PostgRESTOverlay(
@@ -100,6 +107,8 @@ import Testing
         var refused = false
         var paths = OverlayPaths()
         var mismatches: [(read: DataRequest, overlay: String?, server: String)] = []
+        var countedPages = 0
+        var countedLists = 0
     }
 
     private func run(
@@ -112,6 +121,8 @@ import Testing
             return
         }
         tally.exact += outcome.exact
+        tally.countedPages += outcome.countedPages
+        tally.countedLists += outcome.countedLists
         tally.paths.made += outcome.paths.made
         tally.paths.appended += outcome.paths.appended
         tally.paths.rebuilt += outcome.paths.rebuilt
@@ -128,7 +139,8 @@ import Testing
             } ?? first
         Issue.record(
             """
-            case \(generated.index) on \(engine.name): the overlay called its answer exact, the server differs \
+            case \(generated.index) on \(engine.name): the overlay called its answer (or its count) exact, the server \
+            differs \
             (\(minimal.writes.count) of \(generated.writes.count) writes kept, the others do not matter to it)
               seed rows: \(minimal.seedJSON)
               cached reads: \(minimal.reads.map(\.path))
@@ -205,16 +217,24 @@ import Testing
         guard synced + unmatched == generated.writes.count else { return Outcome(refused: true) }
         var outcome = Outcome(paths: paths)
         for (read, answer) in zip(generated.reads, local) {
-            guard answer.isExact else {
-                outcome.inexactReasons.append(answer.inexactReasons)
-                continue
-            }
-            outcome.exact += 1
+            // A count not called unknown is the server's, whatever else the answer is unsure of.
+            let countIsKnown =
+                PostgREST().countsRows(read) && answer.rowCount != nil
+                && !answer.inexactReasons.contains(.countNotRecomputed)
+            if answer.isExact { outcome.exact += 1 } else { outcome.inexactReasons.append(answer.inexactReasons) }
+            guard answer.isExact || countIsKnown else { continue }
             let truth = try await transport.send(read)
             try #require(truth.isSuccess, "\(read.path): \(truth.status) \(truth.body)")
             let ordered = PostgRESTQuery(path: read.path).order.contains { $0.column == "id" }
-            if !(try Self.same(answer.body, truth.body, ordered: ordered)) {
+            if answer.isExact, !(try Self.same(answer.body, truth.body, ordered: ordered)) {
                 outcome.mismatches.append((read, answer.body, truth.body))
+            }
+            guard countIsKnown else { continue }
+            if PostgREST().pagesRows(read) { outcome.countedPages += 1 } else { outcome.countedLists += 1 }
+            let count = PostgREST().rowCount(in: truth.headers)
+            if answer.rowCount != count {
+                let (mine, theirs) = (answer.rowCount.map(String.init) ?? "nil", count.map(String.init) ?? "nil")
+                outcome.mismatches.append((read, "count " + mine, "count " + theirs))
             }
         }
         return outcome
