@@ -1,6 +1,7 @@
 import Foundation
 import SovariaQueue
 import SovariaSync
+import SovariaTestKit
 import Testing
 
 @testable import SovariaPostgREST
@@ -65,6 +66,58 @@ import Testing
             byTitle.changesThatCanAlter([(read, holdsN2)], among: [Self.delete("n2")]) == [[]],
             "keyed by title, the answer holds Milk, not n2")
         #expect(overlay.changesThatCanAlter([(read, holdsN2)], among: [Self.delete("n2")]) == [[0]])
+    }
+
+    /// The equality index passes over an answer only when evaluating the read on the row would
+    /// say no: seeded answers filtered by `eq` on numbers, strings, booleans, a non-text column,
+    /// with and without other filters, against rows of every JSON type (or without the column),
+    /// each checked against a full evaluation of every answer.
+    @Test(arguments: Array(1...20) as [UInt64])
+    func theEqualityIndexNeverPassesOverAnAnswerTheRowMayMatch(seed: UInt64) throws {
+        var random = SplitMix(seed: seed)
+        let overlay = PostgRESTOverlay(
+            tables: ["notes": .init(primaryKey: "id", nonTextColumns: ["at"])], textOrder: .bytes)
+        let operands = ["5", "5.0", "05", "-5", "6", "a", "A", "true", "t", "1e0", " 5", "2024-01-01", ""]
+        let values = [
+            "5", "5.0", "6", "-5", "1", "\"5\"", "\"a\"", "\"A\"", "\"\"", "true", "false", "null", "[5]",
+            "{\"a\":5}", "\"2024-01-01\"", "\"2024-01-01T00:00:00\"",
+        ]
+        let columns = ["qty", "title", "done", "at"]
+        let answers: [(read: DataRequest, cachedBody: String)] = (0..<40).map { _ in
+            var filters: [PostgREST.Filter] = []
+            if Int.random(in: 0..<5, using: &random) > 0 {
+                filters.append(.eq(columns.randomElement(using: &random)!, operands.randomElement(using: &random)!))
+            }
+            if Bool.random(using: &random) {
+                filters.append(.eq(columns.randomElement(using: &random)!, operands.randomElement(using: &random)!))
+            }
+            return (PostgREST.select("notes", where: filters), "[]")
+        }
+        let changes = (0..<60).map { index -> RowChange in
+            var fields = [#""id":"x\#(index)""#]
+            for column in columns where Int.random(in: 0..<6, using: &random) > 0 {
+                fields.append(#""\#(column)":\#(values.randomElement(using: &random)!)"#)
+            }
+            return Self.upsert("x\(index)", "{" + fields.joined(separator: ",") + "}")
+        }
+        let found = overlay.changesThatCanAlter(answers, among: changes)
+        var everyChange = 0
+        for (answerIndex, answer) in answers.enumerated() {
+            let cached = overlay.cachedAnswer(of: answer.read, cachedBody: answer.cachedBody, related: [])
+            // A read the overlay settles without rows (`eq.` of nothing) takes every change.
+            let takesEvery = cached.settled != nil
+            let expected = changes.indices.filter { index in
+                if takesEvery { return true }
+                guard case .upsert(let text) = changes[index].operation,
+                    case .object(let row) = try! JSONParser.parse(text)
+                else { return true }
+                let truth = cached.readTruth(on: OverlayRows.Row(values: row, cachedIndex: nil, ordinal: 0))
+                return truth != .no && truth != .null
+            }
+            #expect(found[answerIndex] == expected, "seed \(seed), \(answer.read.path)")
+            everyChange += takesEvery ? 1 : 0
+        }
+        #expect(everyChange < answers.count / 2, "most answers are decided change by change")
     }
 
     @Test func aDeletesKeyIsHeldAsTextOrAsANumber() {
