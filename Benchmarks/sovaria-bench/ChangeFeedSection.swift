@@ -119,6 +119,27 @@ struct ChangeFeedSection {
                 + "(\(String(format: "%.2f", Double(feedBytes) / Double(max(1, changedBytes))))x), "
                 + "\(Self.listBytes(server).formatted()) B to refetch"
             rows += refetchPast == nil ? [feedRow] : [feedRow, refetchRow]
+            if refetchPast == nil {
+                // The floor of applying every change: reading the pages alone (the transport and
+                // the parse of each change), nothing applied.
+                let feed = PostgRESTChangeFeed(transport: server, keyColumns: ["items": "id"])
+                let first = try await feed.latestPosition(of: "items").map { $0 - Int64(changed) << 22 }
+                let read = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: max(2, calls / 10)) {
+                    _, _ in
+                    var position = first
+                    var page: ChangeFeedPage
+                    repeat {
+                        page = try await feed.changes(of: "items", after: position, wait: nil)
+                        position = page.position ?? position
+                    } while page.hasMore
+                }
+                var readRow = read.measurement(
+                    section: section, subject: "memory", variant: variant,
+                    operation: "feed: read the changes alone, nothing applied")
+                readRow.ratio = readRow.p50Nanoseconds / max(1, refetchRow.p50Nanoseconds)
+                readRow.baseline = "refetching the 100 answers"
+                rows.append(readRow)
+            }
         }
         return rows
     }

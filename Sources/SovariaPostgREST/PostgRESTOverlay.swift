@@ -118,6 +118,10 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     ) -> OverlayAnswer {
         switch api.answerShape(of: read) {
         case .rows:
+            // The parse a change feed's page just made of this answer, if it did.
+            if related.isEmpty, let cachedBody, let kept = parsedAnswers.kept(read, body: cachedBody) {
+                return kept.answer(writes: writes)
+            }
             return cachedAnswer(of: read, cachedBody: cachedBody, related: related).answer(writes: writes)
         case .singleRow:
             let rows = cachedAnswer(of: read, cachedBody: SingleRowAnswer.rows(of: cachedBody), related: related)

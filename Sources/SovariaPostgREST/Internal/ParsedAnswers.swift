@@ -34,6 +34,12 @@ final class ParsedAnswers: Sendable {
         return parsed
     }
 
+    /// The kept answer to `read` when it was parsed from `body`; keeps nothing new.
+    func kept(_ read: DataRequest, body: String) -> OverlayCachedAnswer? {
+        guard let kept = state.withLock({ $0.answers[read] }), kept.cachedBody == body else { return nil }
+        return kept
+    }
+
     /// How many answers are kept (for tests).
     var count: Int { state.withLock { $0.answers.count } }
 }
