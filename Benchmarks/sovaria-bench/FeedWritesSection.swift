@@ -9,6 +9,8 @@ import Synchronization
 /// - the plain table, the baseline;
 /// - published with `ChangeFeed.sql` (`sovaria_publish`, no NOTIFY: the default);
 /// - published with `notify => true` (what a server that long-polls asks for);
+/// - published through a membership table (rows a team shares: `visibility_column` names the
+///   team, and the log records it with the membership table);
 /// - two floors: the same two triggers (per row and per statement, SECURITY DEFINER with the same
 ///   search path) doing nothing, and the same with the row trigger inserting the row into a copy
 ///   of the log (its indexes, identity and defaults; a position from a sequence, no numbering, no
@@ -25,13 +27,14 @@ struct FeedWritesSection {
 
     /// The tables, the plain one first (the baseline).
     enum Table: Int, CaseIterable {
-        case plain, published, notifying, floor, loggingFloor
+        case plain, published, notifying, team, floor, loggingFloor
 
         var label: String {
             switch self {
             case .plain: "plain table"
             case .published: "published (ChangeFeed.sql)"
             case .notifying: "published, notify => true"
+            case .team: "published through a membership table"
             case .floor: "floor: the two triggers, empty"
             case .loggingFloor: "floor: the two triggers, a log row"
             }
@@ -158,6 +161,15 @@ struct FeedWritesSection {
                 """)
             switch table {
             case .plain: break
+            case .team:
+                try admin.execute(
+                    """
+                    CREATE TABLE \(prefix)_members (team text, member text, PRIMARY KEY (team, member));
+                    INSERT INTO \(prefix)_members VALUES ('alice', 'alice');
+                    SELECT sovaria_publish('\(name)', key_column => 'id', visibility_column => 'owner',
+                        membership => '\(prefix)_members', membership_user_column => 'member',
+                        membership_team_column => 'team');
+                    """)
             case .published, .notifying:
                 try admin.execute(
                     "SELECT sovaria_publish('\(name)', key_column => 'id', visibility_column => 'owner', "

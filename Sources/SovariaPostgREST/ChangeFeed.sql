@@ -255,16 +255,22 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body
 -- one that begins opens one, each at a position of its own; each logs for its user a `trimmed`
 -- row of every table published through it: the user's answers of those tables are fetched
 -- again. A TRUNCATE ends every period, and its `trimmed` rows are every reader's.
+--
+-- A period ends below every transaction still running (`horizon`), this one included: a change
+-- made by one of them, before or after the delete in its own order, commits when the user is no
+-- longer in the team, so the user never reads it (the `trimmed` row fetches their answers again
+-- once every one of them has ended).
 DECLARE
     number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
     xact bigint := pg_current_xact_id()::text::bigint * 4194304;
+    horizon bigint := pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
     old_row jsonb;
     new_row jsonb;
     who text;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         number := number + 1;
-        UPDATE %2$s SET left_at = xact + number WHERE membership = TG_ARGV[2] AND left_at IS NULL;
+        UPDATE %2$s SET left_at = horizon WHERE membership = TG_ARGV[2] AND left_at IS NULL;
         FOR i IN 3 .. TG_NARGS - 1 BY 2 LOOP
             INSERT INTO %1$s (position, "table", key, op, visible_to_all)
             VALUES (xact + number, TG_ARGV[i], '', 'trimmed', true);
@@ -280,7 +286,7 @@ BEGIN
         IF old_row IS NOT NULL THEN
             number := number + 1;
             who := old_row ->> TG_ARGV[0];
-            UPDATE %2$s SET left_at = xact + number
+            UPDATE %2$s SET left_at = horizon
             WHERE membership = TG_ARGV[2] AND member = who AND team = old_row ->> TG_ARGV[1] AND left_at IS NULL;
             FOR i IN 3 .. TG_NARGS - 1 BY 2 LOOP
                 INSERT INTO %1$s (position, "table", key, op, visible_to, visible_to_all)
@@ -410,6 +416,9 @@ RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     via text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = membership);
+    first_time boolean;
+    number int;
+    gone record;
     feed text := coalesce(feed_name, (
         SELECT CASE WHEN n.nspname = 'public' THEN c.relname::text ELSE n.nspname || '.' || c.relname END
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tab));
@@ -489,13 +498,36 @@ BEGIN
     EXECUTE format('CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s '
                    'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', tab, args);
     IF membership IS NOT NULL THEN
-        -- Who is a member now has been since before anything of the table was logged.
+        -- The periods are brought up to the membership table's rows, with no write to it until this
+        -- transaction ends (its trigger is made below): a period whose row is gone ends below every
+        -- running transaction, with a `trimmed` row for its user; a row with no open period begins
+        -- one, since position 0 the first time anything is published through the table (nothing of
+        -- it is logged yet), else from now (what was logged meanwhile stays unseen).
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', membership);
+        first_time := NOT EXISTS (SELECT FROM sovaria_memberships p WHERE p.membership = via);
+        number := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
+        FOR gone IN EXECUTE format(
+            'UPDATE sovaria_memberships p SET left_at = %s WHERE p.membership = %L AND p.left_at IS NULL '
+            'AND NOT EXISTS (SELECT FROM %s m WHERE m.%I::text = p.member AND m.%I::text = p.team) '
+            'RETURNING p.member', pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304, via,
+            membership, membership_user_column, membership_team_column)
+        LOOP
+            number := number + 1;
+            INSERT INTO sovaria_changes (position, "table", key, op, visible_to, visible_to_all)
+            SELECT pg_current_xact_id()::text::bigint * 4194304 + number, p.feed_name, '', 'trimmed', gone.member,
+                false
+            FROM sovaria_published() p WHERE p.membership = via;
+        END LOOP;
+        number := number + 1;
         EXECUTE format('INSERT INTO sovaria_memberships (membership, member, team, joined) '
-                       'SELECT DISTINCT %L, m.%I::text, m.%I::text, 0 FROM %s m '
+                       'SELECT DISTINCT %L, m.%I::text, m.%I::text, %s FROM %s m '
                        'WHERE m.%2$I IS NOT NULL AND m.%3$I IS NOT NULL AND NOT EXISTS ('
                        'SELECT FROM sovaria_memberships p WHERE p.membership = %1$L '
                        'AND p.member = m.%2$I::text AND p.team = m.%3$I::text AND p.left_at IS NULL)',
-                       via, membership_user_column, membership_team_column, membership);
+                       via, membership_user_column, membership_team_column,
+                       CASE WHEN first_time THEN 0 ELSE pg_current_xact_id()::text::bigint * 4194304 + number END,
+                       membership);
+        PERFORM set_config('sovaria.change_number', number::text, true);
     END IF;
     PERFORM sovaria_refresh_membership_triggers();
     -- Publishing and trimming are the owner's: say so if a role has been given them since.

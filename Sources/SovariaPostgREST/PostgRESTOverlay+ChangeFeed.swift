@@ -89,6 +89,14 @@ extension PostgRESTOverlay {
         return found
     }
 
+    /// How many answers are kept for the next page (`ParsedAnswers`).
+    public var keptAnswers: Int { parsedAnswers.count }
+
+    /// Forgets the answers kept for the next page (`ParsedAnswers`), on memory pressure.
+    public func shedKeptAnswers() {
+        parsedAnswers.removeAll()
+    }
+
     /// The ways a key given as text can be held: as a string, and as a number when it reads as one
     /// (`7` may be a text key or an integer one).
     private static func keyTexts(of key: String) -> [String] {

@@ -42,6 +42,10 @@ public protocol OverlayEvaluator: Sendable {
     func changesThatCanAlter(
         _ answers: [(read: DataRequest, cachedBody: String)], among changes: [RowChange]
     ) -> [[Int]]
+
+    /// Gives back what the evaluator keeps in memory between calls (answers it parsed for the
+    /// next page), when the device is short of memory. By default, nothing is kept.
+    func shedKeptAnswers()
 }
 
 extension OverlayEvaluator {
@@ -51,6 +55,9 @@ extension OverlayEvaluator {
     ) -> [[Int]] {
         Array(repeating: Array(changes.indices), count: answers.count)
     }
+
+    /// Nothing kept, nothing to give back.
+    public func shedKeptAnswers() {}
 
     /// A session that asks ``answer(_:cachedBody:writes:related:)`` for every answer.
     public func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {

@@ -230,10 +230,12 @@ public final class SovariaOffline: Sendable {
 
     /// Gives back what the overlay keeps in memory for `level`: its sessions and their answers,
     /// as ``OverlaySessions/shed(for:keeping:)`` says (those of queries a live reader shows stay
-    /// on a warning).
+    /// on a warning), and the answers its evaluator parsed for the change feed's next page.
     func shedOverlays(for level: MemoryPressure) {
         let cache = cache
         sessions.shed(for: level) { cache.isBeingRead($0) }
+        // The change feed's kept parses are made again by its next page.
+        configuration.overlay?.shedKeptAnswers()
     }
 
     deinit {

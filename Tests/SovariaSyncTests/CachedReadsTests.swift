@@ -45,3 +45,23 @@ import Testing
         await offline.close()
     }
 }
+
+/// What the change feed's evaluator keeps between pages goes when memory runs short.
+@Suite struct KeptParsesTests {
+    @Test func memoryPressureEmptiesTheParsesKeptForTheNextPage() async throws {
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.timer = ManualTimer()
+        configuration.memoryPressure = nil
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        configuration.overlay = overlay
+        let offline = try await SovariaOffline(
+            store: MemoryOfflineStore(), transport: ScriptedTransport(), configuration: configuration)
+        let read = PostgREST.select("notes", columns: "id,title", order: "id")
+        let delete = RowChange(position: 1, table: "notes", key: "n1", operation: .delete)
+        _ = overlay.changesThatCanAlter([(read, #"[{"id":"n1","title":"a"}]"#)], among: [delete])
+        #expect(overlay.keptAnswers == 1, "a page's parse is kept, shared with the controller's copy")
+        offline.shedOverlays(for: .warning)
+        #expect(overlay.keptAnswers == 0)
+        await offline.close()
+    }
+}

@@ -43,7 +43,9 @@ public final class PostgresCluster: Sendable {
     /// A cluster of its own for the tests that name it, started on first use and stopped at exit:
     /// for tests whose outcome depends on every transaction of the cluster (the change feed serves
     /// a change only once every transaction older than it has ended, so another test's running
-    /// transaction on a shared cluster would hold its changes back).
+    /// transaction on a shared cluster would hold its changes back). Autovacuum is off there: an
+    /// ANALYZE takes a transaction id too, and one that ran across a test's write would hold it
+    /// back from the test's next pull.
     public static func shared(named name: String) async throws -> PostgresCluster {
         try await sharedCluster.cluster(named: name)
     }
@@ -142,7 +144,8 @@ private actor SharedCluster {
         // Every test of the process shares it, and each store keeps its idle connections: room
         // for more than the default 100 sessions.
         let task = Task {
-            let cluster = try await PostgresCluster.start(serverOptions: "-c max_connections=400")
+            let options = "-c max_connections=400" + (name.isEmpty ? "" : " -c autovacuum=off")
+            let cluster = try await PostgresCluster.start(serverOptions: options)
             SharedClusterExit.register(cluster.directory.path)
             return cluster
         }

@@ -40,6 +40,9 @@ final class ParsedAnswers: Sendable {
         return kept
     }
 
+    /// Forgets every kept answer.
+    func removeAll() { state.withLock { $0 = State() } }
+
     /// How many answers are kept (for tests).
     var count: Int { state.withLock { $0.answers.count } }
 }
