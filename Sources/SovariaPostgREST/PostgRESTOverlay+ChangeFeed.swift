@@ -54,7 +54,8 @@ extension PostgRESTOverlay {
             }
             filters.add(index, filters: cached.query.filters, nonTextColumns: cached.comparison.nonTextColumns)
         }
-        let answersByIndex = Dictionary(uniqueKeysWithValues: parsed.map { ($0.index, $0.answer) })
+        var parsedByIndex = [OverlayCachedAnswer?](repeating: nil, count: answers.count)
+        for (index, cached) in parsed { parsedByIndex[index] = cached }
         var found = [[Int]](repeating: [], count: answers.count)
         for index in everyChange { found[index] = Array(changes.indices) }
         for (changeIndex, change) in changes.enumerated() {
@@ -79,7 +80,7 @@ extension PostgRESTOverlay {
             // overlay cannot decide counts); the equality filters pass over the answers it cannot.
             let asRow = OverlayRows.Row(values: row, cachedIndex: nil, ordinal: 0)
             for index in filters.candidates(for: row) where !altered.contains(index) {
-                switch answersByIndex[index]?.readTruth(on: asRow) {
+                switch parsedByIndex[index]?.readTruth(on: asRow) {
                 case .no?, .null?: break
                 case .yes?, .unknown?, nil: altered.insert(index)
                 }
@@ -88,9 +89,6 @@ extension PostgRESTOverlay {
         }
         return found
     }
-
-    /// How many answers are kept for the next page (`ParsedAnswers`).
-    public var keptAnswers: Int { parsedAnswers.count }
 
     /// Forgets the answers kept for the next page (`ParsedAnswers`), on memory pressure.
     public func shedKeptAnswers() {

@@ -1,10 +1,10 @@
 import Foundation
 import Sovaria
-import SovariaPostgREST
 import SovariaQueue
 import SovariaTestServers
 import Testing
 
+@testable import SovariaPostgREST
 @testable import SovariaSync
 
 /// The cached reads of a table, as a change feed's page lists them: parsed once and kept until a
@@ -59,9 +59,9 @@ import Testing
         let read = PostgREST.select("notes", columns: "id,title", order: "id")
         let delete = RowChange(position: 1, table: "notes", key: "n1", operation: .delete)
         _ = overlay.changesThatCanAlter([(read, #"[{"id":"n1","title":"a"}]"#)], among: [delete])
-        #expect(overlay.keptAnswers == 1, "a page's parse is kept, shared with the controller's copy")
+        #expect(overlay.parsedAnswers.count == 1, "a page's parse is kept, shared with the controller's copy")
         offline.shedOverlays(for: .warning)
-        #expect(overlay.keptAnswers == 0)
+        #expect(overlay.parsedAnswers.count == 0)
         await offline.close()
     }
 }

@@ -22,7 +22,7 @@ final class ParsedAnswers: Sendable {
     /// The answer to `read` parsed from `body`: the kept one when it was parsed from the same
     /// body, else `parse()`'s, kept.
     func answer(to read: DataRequest, body: String, parse: () -> OverlayCachedAnswer) -> OverlayCachedAnswer {
-        if let kept = state.withLock({ $0.answers[read] }), kept.cachedBody == body { return kept }
+        if let kept = kept(read, body: body) { return kept }
         let parsed = parse()
         let size = body.utf8.count
         state.withLock { state in
