@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import Sovaria
 import SovariaTestKit
@@ -202,6 +203,61 @@ import Testing
         #expect(try await store.get("k") == "after")
     }
 
+    /// Two processes creating one store at once: while another connection holds the write lock,
+    /// SQLite fails the switch to WAL at once with `SQLITE_BUSY`, without waiting the busy
+    /// timeout (CI saw a second process's open fail so). The open starts over until the lock is
+    /// free. Here the other connection takes its lock as the switch starts (SQLite's statement
+    /// trace) and lets go in the pause between tries.
+    @Test func anOpenWhileAnotherConnectionCreatesTheFileWaitsForItsLock() throws {
+        let folder = try TemporaryFolder()
+        let file = folder.child("store.sqlite")
+        let other = try rawConnection(to: file, busyTimeoutMilliseconds: 0)
+        defer { other.close() }
+        let opening = try rawConnection(to: file, busyTimeoutMilliseconds: 300_000)
+        defer { opening.close() }
+        let locker = LockOnWALSwitch(other)
+        let context = Unmanaged.passUnretained(locker).toOpaque()
+        sqlite3_trace_v2(
+            opening.handle, UInt32(SQLITE_TRACE_STMT),
+            { _, context, _, sql in
+                guard let context, let sql else { return 0 }
+                let text = String(cString: sql.assumingMemoryBound(to: CChar.self))
+                Unmanaged<LockOnWALSwitch>.fromOpaque(context).takeUnretainedValue().statementStarts(text)
+                return 0
+            }, context)
+
+        var pauses = 0
+        try SQLiteSchema.prepare(opening) {
+            pauses += 1
+            try? other.execute("COMMIT", purpose: "test")
+        }
+        #expect(locker.locks == 1, "the other connection held the lock as the switch began")
+        #expect(pauses == 1, "the first try met the lock, the second found it free")
+        #expect(try opening.text("PRAGMA journal_mode", purpose: "test") == "wal")
+        #expect(try opening.integer("PRAGMA user_version", purpose: "test") == SQLiteSchema.version)
+        withExtendedLifetime(locker) {}
+    }
+
+    /// With no busy timeout, an open that meets another connection's lock fails with `.locked`
+    /// at once, and the file is left for the next open.
+    @Test func anOpenWithNoBusyTimeoutMeetingALockIsLocked() async throws {
+        let folder = try TemporaryFolder()
+        let file = folder.child("store.sqlite")
+        let other = try rawConnection(to: file, busyTimeoutMilliseconds: 0)
+        defer { other.close() }
+        try other.execute("BEGIN IMMEDIATE", purpose: "test")
+        var noWaiting = SQLiteOfflineStore.Configuration()
+        noWaiting.busyTimeout = .zero
+        let error = #expect(throws: OfflineStoreError.self) {
+            try SQLiteOfflineStore(fileURL: file, configuration: noWaiting)
+        }
+        #expect(error?.code == .locked)
+        try other.execute("COMMIT", purpose: "test")
+        let store = try SQLiteOfflineStore(fileURL: file, configuration: noWaiting)
+        try await store.set("k", "v")
+        #expect(try await store.get("k") == "v")
+    }
+
     /// A small flushed write first tries the writer on its caller's thread without waiting for the
     /// lock; when another connection holds it, the write must go on to the queue and wait there
     /// (the busy timeout), not fail with `.locked`.
@@ -384,6 +440,18 @@ import Testing
     }
 
     // MARK: - Helpers
+
+    /// Takes `other`'s write lock the first time the traced connection starts its switch to WAL.
+    private final class LockOnWALSwitch {
+        let other: SQLiteConnection
+        var locks = 0
+        init(_ other: SQLiteConnection) { self.other = other }
+        func statementStarts(_ sql: String) {
+            guard locks == 0, sql.contains("journal_mode = WAL") else { return }
+            locks += 1
+            try? other.execute("BEGIN IMMEDIATE", purpose: "test")
+        }
+    }
 
     /// A connection of the test's own to the store's file, as another program would open it.
     private func rawConnection(

@@ -13,7 +13,7 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     private var isOpen = true
     /// How long a statement waits for another connection's lock before `SQLITE_BUSY`.
-    private let busyTimeoutMilliseconds: Int32
+    let busyTimeoutMilliseconds: Int32
 
     /// Opens `path`, read-only or read-write (created when missing).
     init(path: String, readOnly: Bool, busyTimeoutMilliseconds: Int32) throws(OfflineStoreError) {

@@ -1,3 +1,4 @@
+import Foundation
 import Sovaria
 
 /// The layout of a Sovaria SQLite file, and its creation and checks at open.
@@ -27,7 +28,25 @@ enum SQLiteSchema {
     /// An existing store is only read here (its version and journal mode): open writes nothing, so
     /// a store on a full disk still opens, reads, and deletes entries to free space. Runs on the
     /// writer connection before any other statement.
-    static func prepare(_ connection: SQLiteConnection) throws(OfflineStoreError) {
+    ///
+    /// Two processes creating one file at once: the switch to WAL fails with `SQLITE_BUSY` at once,
+    /// without the busy handler (SQLite never waits in `PRAGMA journal_mode`), while the other holds
+    /// the lock it needs. The preparation starts over (the other may have finished it) every
+    /// millisecond (`pause`) until the connection's busy timeout has passed, as the busy handler would.
+    static func prepare(
+        _ connection: SQLiteConnection, pause: () -> Void = { Thread.sleep(forTimeInterval: 0.001) }
+    ) throws(OfflineStoreError) {
+        let deadline = ContinuousClock.now + .milliseconds(connection.busyTimeoutMilliseconds)
+        while true {
+            do {
+                return try prepareOnce(connection)
+            } catch let error where error.code == .locked && ContinuousClock.now < deadline {
+                pause()
+            }
+        }
+    }
+
+    private static func prepareOnce(_ connection: SQLiteConnection) throws(OfflineStoreError) {
         let found = try connection.integer("PRAGMA user_version", purpose: "Reading the schema version") ?? 0
         if found != 0 {
             try checkVersion(found, of: connection)
