@@ -153,6 +153,27 @@ public final class QueryCache: Sendable {
         try await lookUp(query, id: CacheKeys.id(of: query))?.response
     }
 
+    /// A number that changes whenever `query`'s cached response does (stored, brought up to date,
+    /// marked stale, removed, evicted, cleared) and is never given again in the process; `nil`
+    /// when nothing is cached for it, or while the index still loads behind the open.
+    ///
+    /// What a caller learned from the response at one version holds while the version stays:
+    /// read the version first, then the response, and keep what it shows under that version.
+    /// Two queries whose keys collide share a slot and its version, which only makes it change
+    /// more often. O(1): no store read.
+    public func version(of query: String) -> UInt64? {
+        versions(of: [query])[0]
+    }
+
+    /// ``version(of:)`` of each of `queries`, under one lock.
+    public func versions(of queries: [String]) -> [UInt64?] {
+        let ids = queries.map(CacheKeys.id(of:))
+        return state.withLock { state in
+            guard state.index.isComplete else { return Array(repeating: nil, count: ids.count) }
+            return ids.map { state.index.entries[$0]?.generation }
+        }
+    }
+
     /// Caches `body` as the response to `query` and, when the eviction rules say so, starts an
     /// eviction pass behind it.
     ///

@@ -99,8 +99,9 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     /// The API adapter that names the table of a read and of each write; give the one the
     /// controller has (`SovariaOffline.Configuration.api`). Default: `PostgREST()`.
     public var api: PostgREST { didSet { parsedAnswers = ParsedAnswers() } }
-    /// The cached answers the change feed's pages parsed, kept for the next page
-    /// (``changesThatCanAlter(_:among:)``); a new one whenever the configuration above changes.
+    /// The cached answers the change feed's pages parsed and each table's answers grouped by what
+    /// can reach them, kept for the next page (``changesThatCanAlter(versioned:among:)``); a new
+    /// one whenever the configuration above changes.
     private(set) var parsedAnswers = ParsedAnswers()
 
     /// An overlay for the tables in `tables`, with the database's text order, on the API `api`.

@@ -43,6 +43,16 @@ public protocol OverlayEvaluator: Sendable {
         _ answers: [(read: DataRequest, cachedBody: String)], among changes: [RowChange]
     ) -> [[Int]]
 
+    /// ``changesThatCanAlter(_:among:)`` for answers the evaluator may have met on an earlier
+    /// page: each names its ``FeedAnswer/version``, and comes without its body where the
+    /// controller did not read it. An answer without a body whose version the evaluator does not
+    /// keep gets `nil`: the controller reads it and asks again with every answer.
+    ///
+    /// `answers` are all the table's answers the page evaluates: the evaluator may forget the
+    /// table's others. By default, ``changesThatCanAlter(_:among:)`` of the answers with bodies,
+    /// and `nil` for the others.
+    func changesThatCanAlter(versioned answers: [FeedAnswer], among changes: [RowChange]) -> [[Int]?]
+
     /// Gives back what the evaluator keeps in memory between calls (answers it parsed for the
     /// next page), when the device is short of memory. By default, nothing is kept.
     func shedKeptAnswers()
@@ -56,12 +66,46 @@ extension OverlayEvaluator {
         Array(repeating: Array(changes.indices), count: answers.count)
     }
 
+    /// ``changesThatCanAlter(_:among:)`` of the answers that come with bodies; `nil` for the
+    /// others.
+    public func changesThatCanAlter(versioned answers: [FeedAnswer], among changes: [RowChange]) -> [[Int]?] {
+        let read = answers.indices.filter { answers[$0].cachedBody != nil }
+        let found = changesThatCanAlter(
+            read.map { (answers[$0].read, answers[$0].cachedBody ?? "") }, among: changes)
+        var result = [[Int]?](repeating: nil, count: answers.count)
+        for (index, indexes) in zip(read, found) { result[index] = indexes }
+        return result
+    }
+
     /// Nothing kept, nothing to give back.
     public func shedKeptAnswers() {}
 
     /// A session that asks ``answer(_:cachedBody:writes:related:)`` for every answer.
     public func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
         FreshOverlaySession(evaluator: self, read: read, cachedBody: cachedBody, related: related)
+    }
+}
+
+/// One cached answer of a table as a change feed's page asks which of its changes can alter it
+/// (``OverlayEvaluator/changesThatCanAlter(versioned:among:)``).
+public struct FeedAnswer: Sendable {
+    /// Which answer: the same for each of its versions (the controller gives its cache key).
+    public var id: String
+    /// Changes whenever the cached answer does, and never names two bodies of one ``id``; `nil`
+    /// when not known (then ``cachedBody`` is there, and nothing learned from it is taken as
+    /// known later).
+    public var version: UInt64?
+    /// The read it answers.
+    public var read: DataRequest
+    /// Its cached body, or `nil` where the controller did not read it.
+    public var cachedBody: String?
+
+    /// An answer as a page asks about it.
+    public init(id: String, version: UInt64?, read: DataRequest, cachedBody: String?) {
+        self.id = id
+        self.version = version
+        self.read = read
+        self.cachedBody = cachedBody
     }
 }
 

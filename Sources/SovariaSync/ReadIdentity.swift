@@ -35,12 +35,29 @@ public struct ReadIdentity: Sendable, Hashable {
     /// read chose another one); `nil` for a path that names none.
     public let table: String?
 
+    /// The text the query cache keys the answer by: `GET <path>`, then one `name: value` line
+    /// per header. A read with no shaping header keeps the key earlier versions gave it.
+    public let cacheKey: String
+    /// The request this identity reads: its method, path and headers. Send it as it is (the
+    /// transport adds the access token).
+    public let request: DataRequest
+
     /// The identity of `request` under `api`.
     public init(_ request: DataRequest, api: any DataAPI) {
-        method = request.method.uppercased()
-        path = request.path
-        headers = Self.sorted(api.answerShapingHeaders(of: request))
-        table = api.table(of: request)
+        self.init(
+            method: request.method.uppercased(), path: request.path,
+            headers: Self.sorted(api.answerShapingHeaders(of: request)), table: api.table(of: request))
+    }
+
+    private init(method: String, path: String, headers: [Header], table: String?) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.table = table
+        var key = method + " " + path
+        for header in headers { key += "\n" + header.name + ": " + header.value }
+        cacheKey = key
+        request = Self.request(method: method, path: path, headers: headers)
     }
 
     /// The identity a ``cacheKey`` names, or `nil` when the text is not one.
@@ -52,24 +69,24 @@ public struct ReadIdentity: Sendable, Hashable {
             guard let colon = line.firstIndex(of: ":") else { return nil }
             headers.append(Header(name: String(line[..<colon]), value: String(line[line.index(after: colon)...])))
         }
-        method = String(first[..<space])
-        path = String(first[first.index(after: space)...])
-        self.headers = Self.sorted(headers)
-        table = api.table(of: Self.request(method: method, path: path, headers: self.headers))
+        let (method, path, sorted) = (
+            String(first[..<space]), String(first[first.index(after: space)...]), Self.sorted(headers)
+        )
+        self.init(
+            method: method, path: path, headers: sorted,
+            table: api.table(of: Self.request(method: method, path: path, headers: sorted)))
     }
 
-    /// The request this identity reads: its method, path and headers. Send it as it is (the
-    /// transport adds the access token).
-    public var request: DataRequest {
-        Self.request(method: method, path: path, headers: headers)
+    /// Equal when they read the same table with the same key (the key holds the method, the path
+    /// and the headers).
+    public static func == (lhs: ReadIdentity, rhs: ReadIdentity) -> Bool {
+        lhs.cacheKey == rhs.cacheKey && lhs.table == rhs.table
     }
 
-    /// The text the query cache keys the answer by: `GET <path>`, then one `name: value` line
-    /// per header. A read with no shaping header keeps the key earlier versions gave it.
-    public var cacheKey: String {
-        var key = method + " " + path
-        for header in headers { key += "\n" + header.name + ": " + header.value }
-        return key
+    /// Hashes the key and the table, as ``==(_:_:)`` compares them.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(cacheKey)
+        hasher.combine(table)
     }
 
     /// Whether it reads with `GET`: only such answers are brought up to date or evaluated.

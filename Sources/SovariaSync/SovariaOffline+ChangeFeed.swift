@@ -183,52 +183,53 @@ extension SovariaOffline {
         if !page.changes.isEmpty || page.mustRefetch { state.withLock { $0.feed.applying(table) } }
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
-        var current: [ReadIdentity] = []  // the answers the page leaves exact
+        var current: [Int] = []  // the answers the page leaves exact, by index in `answers`
         let reads = try await cachedReads(of: table)
-        var answers: [(identity: ReadIdentity, cached: CachedResponse)] = []
-        for identity in reads {
-            guard let cached = try await cache.cachedResponse(for: identity.cacheKey) else { continue }
-            answers.append((identity, cached))
-        }
+        var answers = try await pageAnswers(of: table, reads, mustRead: page.mustRefetch)
         // The changes that can alter each answer the overlay brings up to date; the others are
-        // not evaluated with it (an answer none can alter stays as it is).
-        let evaluated = answers.indices.filter { index in
-            !page.mustRefetch && !answers[index].cached.isStale && !api.countsRows(answers[index].identity.request)
-        }
+        // not evaluated with it (an answer none can alter stays as it is, and is not read).
         var altering = [[Int]?](repeating: nil, count: answers.count)
-        if let overlay, !changes.isEmpty, !evaluated.isEmpty {
-            let found = overlay.changesThatCanAlter(
-                evaluated.map { (answers[$0].identity.request, answers[$0].cached.body) }, among: changes)
-            for (index, indexes) in zip(evaluated, found) { altering[index] = indexes }
+        if let overlay, !changes.isEmpty, !page.mustRefetch {
+            altering = try await changesThatCanAlter(&answers, among: changes, overlay: overlay)
         }
-        for (index, (identity, cached)) in answers.enumerated() {
-            let query = identity.cacheKey
+        for (index, answer) in answers.enumerated() {
+            let (identity, query, read) = (answer.identity, answer.identity.cacheKey, answer.identity.request)
             guard !page.changes.isEmpty || page.mustRefetch else {
-                if !cached.isStale { current.append(identity) }
+                if !answer.isStale { current.append(index) }
                 continue
             }
-            let read = identity.request
+            if !page.mustRefetch, !answer.isStale, altering[index]?.isEmpty == true {
+                current.append(index)
+                continue
+            }
+            if answer.isStale {
+                if cache.isBeingRead(query) { refetch.append(read) }
+                continue
+            }
+            var cached = answer.cached
+            if cached == nil { cached = try await cache.cachedResponse(for: query) }
+            guard let cached else { continue }
             // Only the changes after the position the answer is current to (an older one would
             // set a row it holds newer back) that can alter it.
             let mayAlter = altering[index].map { $0.map { writes[$0] } } ?? writes
             let fresh = cached.position.map { held in mayAlter.filter { $0.position > held } } ?? mayAlter
             if !page.mustRefetch, !cached.isStale, fresh.isEmpty {
-                current.append(identity)
+                current.append(index)
                 continue
             }
             // A counted answer is fetched again: a change would leave its count wrong.
             if !page.mustRefetch, !cached.isStale, !api.countsRows(read), let overlay {
-                let answer = overlay.answer(read, cachedBody: cached.body, writes: fresh.map(\.write), related: [])
-                if answer.inexactReasons.isEmpty, !answer.wantsRelatedAnswers, let body = answer.body {
+                let brought = overlay.answer(read, cachedBody: cached.body, writes: fresh.map(\.write), related: [])
+                if brought.inexactReasons.isEmpty, !brought.wantsRelatedAnswers, let body = brought.body {
                     if body != cached.body {
                         updates.append(.replaceBody(base: cached, body: body, position: position))
                     }
-                    current.append(identity)
+                    current.append(index)
                     continue
                 }
             }
             if !cached.isStale { updates.append(.markStale(query: query)) }
-            if cache.isBeingRead(query) { refetch.append(read) }
+            if cache.isBeingRead(query) { refetch.append(identity.request) }
         }
         let moveCheckpoint: [StoreWrite] =
             position.map { [.set(key: Self.feedPrefix + table, value: String($0))] } ?? []
@@ -236,11 +237,20 @@ extension SovariaOffline {
         // An answer whose body the cache did not replace, because a fetch stored another one
         // meanwhile, is a stale mark now: it may lack the page, like any other it was not applied
         // to, and it holds no synced write either.
+        // One at the version the page began with is as it was then: not stale.
+        let replaced = Set(updates.map(\.query))
+        let versionsNow = cache.versions(of: current.map { answers[$0].identity.cacheKey })
         var kept: [String] = []
-        for identity in current {
-            if try await cache.cachedResponse(for: identity.cacheKey)?.isStale == false {
-                kept.append(identity.cacheKey)
-            } else if cache.isBeingRead(identity.cacheKey) {
+        for (index, versionNow) in zip(current, versionsNow) {
+            let (identity, query) = (answers[index].identity, answers[index].identity.cacheKey)
+            let unchanged =
+                answers[index].version != nil && versionNow == answers[index].version
+                && (replaced.isEmpty || !replaced.contains(query))
+            var isCurrent = unchanged
+            if !isCurrent { isCurrent = try await cache.cachedResponse(for: query)?.isStale == false }
+            if isCurrent {
+                kept.append(query)
+            } else if cache.isBeingRead(query) {
                 refetch.append(identity.request)
             }
         }
@@ -260,6 +270,73 @@ extension SovariaOffline {
             position: position ?? checkpoint, mustRefetch: page.mustRefetch,
             hasMore: page.hasMore)
         return (pull, !changed.isEmpty, refetch)
+    }
+
+    /// A cached answer of a table as a page meets it.
+    private struct PageAnswer {
+        var identity: ReadIdentity
+        /// Its version in the cache when the page began (`QueryCache.version(of:)`).
+        var version: UInt64?
+        /// Whether it was stale then.
+        var isStale: Bool
+        /// The cached response, where the page read it (read after `version`).
+        var cached: CachedResponse?
+    }
+
+    /// The cached answers of `table` among `reads` as the page begins: each at its version, read
+    /// only where the last page did not see it at that version (or `mustRead`); kept for the
+    /// next page.
+    private func pageAnswers(of table: String, _ reads: [ReadIdentity], mustRead: Bool) async throws -> [PageAnswer] {
+        // The last page's, when it met the same reads (the same array, unless a query was added).
+        let seen = state.withLock { state in
+            state.feedAnswerVersions[table].flatMap { $0.reads == reads ? $0.seen : nil }
+        }
+        // Before the responses: what is read after them is of this version or a later one.
+        let versions = cache.versions(of: reads.map(\.cacheKey))
+        var answers: [PageAnswer] = []
+        var seenNow = [(version: UInt64, isStale: Bool)?](repeating: nil, count: reads.count)
+        for (index, identity) in reads.enumerated() {
+            let version = versions[index]
+            if !mustRead, let version, let known = seen?[index], known.version == version {
+                answers.append(PageAnswer(identity: identity, version: version, isStale: known.isStale))
+                seenNow[index] = known
+                continue
+            }
+            guard let cached = try await cache.cachedResponse(for: identity.cacheKey) else { continue }
+            answers.append(PageAnswer(identity: identity, version: version, isStale: cached.isStale, cached: cached))
+            seenNow[index] = version.map { ($0, cached.isStale) }
+        }
+        state.withLock { $0.feedAnswerVersions[table] = (reads, seenNow) }
+        return answers
+    }
+
+    /// For each of `answers`, the indexes of `changes` that can alter it (`nil`: every change,
+    /// unasked: a stale or counted answer). The overlay is asked with the answers' versions and
+    /// the bodies the page read; those it does not keep are read and it is asked again.
+    private func changesThatCanAlter(
+        _ answers: inout [PageAnswer], among changes: [RowChange], overlay: any OverlayEvaluator
+    ) async throws -> [[Int]?] {
+        var altering = [[Int]?](repeating: nil, count: answers.count)
+        let evaluated = answers.indices.filter { !answers[$0].isStale && !api.countsRows(answers[$0].identity.request) }
+        guard !evaluated.isEmpty else { return altering }
+        func ask(_ answers: [PageAnswer]) -> [[Int]?] {
+            let asked = evaluated.map {
+                FeedAnswer(
+                    id: answers[$0].identity.cacheKey, version: answers[$0].version,
+                    read: answers[$0].identity.request, cachedBody: answers[$0].cached?.body)
+            }
+            return overlay.changesThatCanAlter(versioned: asked, among: changes)
+        }
+        var found = ask(answers)
+        let unknown = zip(evaluated, found).filter { $0.1 == nil }.map(\.0)
+        if !unknown.isEmpty {
+            for index in unknown {
+                answers[index].cached = try await cache.cachedResponse(for: answers[index].identity.cacheKey)
+            }
+            found = ask(answers)
+        }
+        for (index, indexes) in zip(evaluated, found) { altering[index] = indexes }
+        return altering
     }
 
     /// A page of `table` could not be applied: its cached answers go stale (what a live query

@@ -83,3 +83,66 @@ import Testing
         #expect(CacheRecord.decode(record.replacingOccurrences(of: " 1\n", with: " 1 x\n")) == nil, "a bad one")
     }
 }
+
+/// `QueryCache.version(of:)`: a number that moves with every change of a query's cached response
+/// and is never given twice, so what a change feed's page learned of a response at one version
+/// can be taken as known while the version stays.
+@Suite struct QueryCacheVersionTests {
+    @Test func theVersionMovesWithEveryChangeAndNeverComesBack() async throws {
+        let cache = try await QueryCache(store: MemoryOfflineStore())
+        await cache.waitForBackgroundRefreshes()
+        #expect(cache.version(of: "q") == nil, "nothing cached")
+        var seen: Set<UInt64> = []
+        func next(_ what: String) throws {
+            let version = try #require(cache.version(of: "q"), "\(what): cached")
+            #expect(seen.insert(version).inserted, "\(what): a version given before")
+        }
+        let stored = try await cache.put("q", body: "[1]", serverTime: Date(timeIntervalSince1970: 1))
+        try next("stored")
+        try await cache.put("other", body: "[]", serverTime: Date(timeIntervalSince1970: 1))
+        #expect(seen.contains(try #require(cache.version(of: "q"))), "another query's put leaves it")
+        _ = try await cache.update([.replaceBody(base: stored, body: "[1,2]")], alongWith: [])
+        try next("brought up to date")
+        try await cache.markStale("q")
+        try next("marked stale")
+        try await cache.put("q", body: "[3]", serverTime: Date(timeIntervalSince1970: 2))
+        try next("fetched again")
+        try await cache.remove("q")
+        #expect(cache.version(of: "q") == nil, "removed")
+        try await cache.put("q", body: "[3]", serverTime: Date(timeIntervalSince1970: 2))
+        try next("stored again")
+        try await cache.clearLocalData()
+        #expect(cache.versions(of: ["q", "other"]) == [nil, nil], "cleared")
+        try await cache.put("q", body: "[1]", serverTime: Date(timeIntervalSince1970: 1))
+        try next("stored after a clear, the same body as the first")
+        let reopened = try await QueryCache(store: cache.store)
+        await reopened.waitForBackgroundRefreshes()
+        let version = try #require(reopened.version(of: "q"))
+        #expect(!seen.contains(version), "another cache on the store gives versions of its own")
+    }
+
+    /// While the index still loads behind the open, no version is known: the caller reads.
+    @Test func noVersionIsKnownWhileTheIndexLoads() async throws {
+        let store = MemoryOfflineStore()
+        let first = try await QueryCache(store: store)
+        try await first.put("q", body: "[1]", serverTime: Date(timeIntervalSince1970: 1))
+        let spy = SpyStore(store)
+        let (reached, reachedContinuation) = AsyncStream<Void>.makeStream()
+        let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
+        spy.beforeKeys.withLock { hook in
+            hook = { prefix in
+                guard prefix == CacheKeys.responsePrefix else { return }
+                reachedContinuation.yield()
+                for await _ in release {}
+            }
+        }
+        let reopened = try await QueryCache(store: spy)
+        var loads = reached.makeAsyncIterator()
+        await loads.next()
+        #expect(reopened.version(of: "q") == nil)
+        #expect(try await reopened.cachedResponse(for: "q")?.body == "[1]", "read meanwhile")
+        releaseContinuation.finish()
+        await reopened.waitForBackgroundRefreshes()
+        #expect(reopened.version(of: "q") != nil)
+    }
+}

@@ -120,6 +120,110 @@ import Testing
         #expect(everyChange < answers.count / 2, "most answers are decided change by change")
     }
 
+    /// What a page learned of an answer is kept by the answer's id at its version: the next page
+    /// at the same version needs no body; a new version comes with its body and replaces what was
+    /// kept; an answer not kept and without a body is `nil`; an answer left out is forgotten.
+    @Test func aVersionedAnswerIsKeptUntilItsVersionMovesOrItIsLeftOut() {
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        let read = PostgREST.select("notes", columns: "id,title", order: "id")
+        let other = PostgREST.select("notes", columns: "id,title", where: [.eq("title", "b")])
+        func answer(_ id: String, _ version: UInt64, _ read: DataRequest, _ body: String?) -> FeedAnswer {
+            FeedAnswer(id: id, version: version, read: read, cachedBody: body)
+        }
+        let deleteN1 = [Self.delete("n1")]
+        let n1 = #"[{"id":"n1","title":"a"}]"#
+        #expect(overlay.changesThatCanAlter(versioned: [answer("q", 1, read, n1)], among: deleteN1) == [[0]])
+        #expect(
+            overlay.changesThatCanAlter(versioned: [answer("q", 1, read, nil)], among: deleteN1) == [[0]],
+            "kept at version 1: no body needed")
+        #expect(
+            overlay.changesThatCanAlter(versioned: [answer("q", 2, read, nil)], among: deleteN1) == [nil],
+            "version 2 is not kept")
+        let n2 = #"[{"id":"n2","title":"a"}]"#
+        #expect(overlay.changesThatCanAlter(versioned: [answer("q", 2, read, n2)], among: deleteN1) == [[]])
+        #expect(
+            overlay.changesThatCanAlter(versioned: [answer("q", 2, read, nil)], among: [Self.delete("n2")]) == [[0]],
+            "version 2 holds n2, not n1")
+        // Another answer alone: "q" is forgotten, and must come with its body again.
+        let bRow = Self.upsert("n5", #"{"id":"n5","title":"b"}"#)
+        #expect(overlay.changesThatCanAlter(versioned: [answer("r", 1, other, "[]")], among: [bRow]) == [[0]])
+        #expect(
+            overlay.changesThatCanAlter(
+                versioned: [answer("q", 2, read, nil), answer("r", 1, other, nil)], among: [bRow]) == [nil, [0]])
+        #expect(
+            overlay.changesThatCanAlter(versioned: [answer("q", 3, read, n2)], among: [bRow]) == [[0]],
+            "a new row with no filter to pass over counts for an unfiltered read")
+        overlay.shedKeptAnswers()
+        #expect(overlay.changesThatCanAlter(versioned: [answer("q", 3, read, nil)], among: [bRow]) == [nil])
+    }
+
+    /// Pages of versioned answers, as a controller asks them (a body only where the version moved,
+    /// again with bodies where the overlay says `nil`), find for every answer what a fresh look at
+    /// every body finds: seeded answers that change, go and come back between pages, and memory
+    /// pressure that empties what was kept.
+    @Test(arguments: Array(1...20) as [UInt64])
+    func versionedPagesFindWhatAFreshLookFinds(seed: UInt64) throws {
+        var random = SplitMix(seed: seed)
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        let reads = (0..<12).map { index -> DataRequest in
+            switch index % 4 {
+            case 0: PostgREST.select("notes", columns: "id,qty", where: [.eq("qty", String(index % 5))], order: "id")
+            case 1: PostgREST.select("notes", columns: "id,qty", where: [.eq("id", "x\(index)")])
+            case 2: PostgREST.select("notes", columns: "id,qty", where: [.gte("qty", "3")], order: "id")
+            default: PostgREST.select("notes", columns: "id,qty", order: "id")
+            }
+        }
+        func body(_ random: inout SplitMix) -> String {
+            let ids = Set(
+                (0..<Int.random(in: 0..<5, using: &random)).map { _ in Int.random(in: 0..<15, using: &random) })
+            let rows = ids.sorted().map { #"{"id":"x\#($0)","qty":\#(Int.random(in: 0..<6, using: &random))}"# }
+            return "[" + rows.joined(separator: ",") + "]"
+        }
+        var answers: [(version: UInt64, body: String)?] = reads.map { _ in (1, body(&random)) }
+        var lastAsked: [UInt64?] = Array(repeating: nil, count: reads.count)
+        var version: UInt64 = 1
+        for page in 0..<8 {
+            for index in reads.indices {
+                switch Int.random(in: 0..<6, using: &random) {
+                case 0:
+                    version += 1
+                    answers[index] = (version, body(&random))
+                case 1: answers[index] = Bool.random(using: &random) ? nil : answers[index]
+                case 2 where answers[index] == nil:
+                    version += 1
+                    answers[index] = (version, body(&random))
+                default: break
+                }
+            }
+            if Int.random(in: 0..<5, using: &random) == 0 { overlay.shedKeptAnswers() }
+            let present = reads.indices.filter { answers[$0] != nil }
+            let changes = (0..<6).map { index -> RowChange in
+                let id = "x\(Int.random(in: 0..<15, using: &random))"
+                return Bool.random(using: &random)
+                    ? Self.delete(id)
+                    : Self.upsert(id, #"{"id":"\#(id)","qty":\#(Int.random(in: 0..<6, using: &random))}"#)
+            }
+            func asked(withBodies all: Bool) -> [FeedAnswer] {
+                present.map { index in
+                    let (version, body) = answers[index]!
+                    let known = lastAsked[index] == version
+                    return FeedAnswer(
+                        id: "q\(index)", version: version, read: reads[index], cachedBody: all || !known ? body : nil)
+                }
+            }
+            var found = overlay.changesThatCanAlter(versioned: asked(withBodies: false), among: changes)
+            if found.contains(where: { $0 == nil }) {
+                found = overlay.changesThatCanAlter(versioned: asked(withBodies: true), among: changes)
+            }
+            let fresh = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+                .changesThatCanAlter(present.map { (reads[$0], answers[$0]!.body) }, among: changes)
+            for (position, index) in present.enumerated() {
+                #expect(found[position] == fresh[position], "seed \(seed), page \(page), \(reads[index].path)")
+            }
+            for index in reads.indices { lastAsked[index] = answers[index]?.version }
+        }
+    }
+
     @Test func aDeletesKeyIsHeldAsTextOrAsANumber() {
         let numbered = PostgREST.select("notes", columns: "id,title", order: "id")
         let found = Self.overlay.changesThatCanAlter(

@@ -19,12 +19,15 @@ import Testing
 /// (their answers fetched again), one applies every change.
 @Suite struct ChangeFeedConvergenceTests {
     /// The fixed queries: every column by key; a filter ordered by text; a page; `select=*` with a
-    /// numeric filter.
+    /// numeric filter; an equality on a number and one on the key (a page finds the answers a
+    /// change can alter by these: one it passes over wrongly keeps an old row).
     static let queries = [
         PostgREST.select("notes", columns: "id,title,done,rank", order: "id"),
         PostgREST.select("notes", columns: "id,title", where: [.eq("done", "false")], order: "title,id"),
         PostgREST.select("notes", columns: "id,rank", order: "rank.desc,id", limit: 3),
         PostgREST.select("notes", where: [.gte("rank", "5")], order: "id"),
+        PostgREST.select("notes", columns: "id,title,rank", where: [.eq("rank", "3")], order: "id"),
+        PostgREST.select("notes", columns: "id,title,done", where: [.eq("id", "n2")]),
     ]
 
     static let overlay = PostgRESTOverlay(
@@ -360,6 +363,11 @@ final class FeedServer: @unchecked Sendable {
             }
             .prefix(3).map { #"{"id":"\#($0.id)","rank":\#($0.rank)}"# }
         case queries[3]: rows = byID.filter { $0.rank >= 5 }.map(\.json)
+        case queries[4]:
+            rows = byID.filter { $0.rank == 3 }.map { #"{"id":"\#($0.id)","title":"\#($0.title)","rank":3}"# }
+        case queries[5]:
+            rows = byID.filter { $0.id == "n2" }
+                .map { #"{"id":"\#($0.id)","title":"\#($0.title)","done":\#($0.done)}"# }
         default: rows = []
         }
         return "[" + rows.joined(separator: ",") + "]"

@@ -502,3 +502,74 @@ final class BatchLogStore: ForwardingStore {
         try await inner.write(batch)
     }
 }
+
+/// A page reads only what it needs (issue 62, item 2): the overlay is asked with the body of an
+/// answer only where the answer's version in the cache moved since the last page (or the
+/// overlay no longer keeps it); every other answer is asked by its version alone, and not read.
+@Suite struct ChangeFeedSelectiveReadTests {
+    /// Forwards to a `PostgRESTOverlay`, recording each versioned question.
+    struct RecordingOverlay: OverlayEvaluator {
+        let inner = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        let asked = Recorder<[FeedAnswer]>()
+
+        func answer(
+            _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]
+        ) -> OverlayAnswer {
+            inner.answer(read, cachedBody: cachedBody, writes: writes, related: related)
+        }
+        func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
+            inner.session(read, cachedBody: cachedBody, related: related)
+        }
+        func changesThatCanAlter(versioned answers: [FeedAnswer], among changes: [RowChange]) -> [[Int]?] {
+            asked.append(answers)
+            return inner.changesThatCanAlter(versioned: answers, among: changes)
+        }
+        func shedKeptAnswers() { inner.shedKeptAnswers() }
+    }
+
+    @Test(arguments: SyncEngine.all)
+    func theOverlayGetsTheBodiesOfOnlyTheAnswersWhoseVersionMoved(_ engine: SyncEngine) async throws {
+        let overlay = RecordingOverlay()
+        let feedServer = ScriptedTransport()
+        let rig = try await Rig(engine) { configuration in
+            configuration.overlay = overlay
+            configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer, keyColumns: ["notes": "id"])
+            configuration.feedFollowsAtOpen = false
+        }
+        // One answer per row, by key; and the whole table.
+        let byKey = (1...6).map { PostgREST.select("notes", columns: "id,title", where: [.eq("id", "n\($0)")]) }
+        let all = PostgREST.select("notes", columns: "id,title", order: "id")
+        for (index, read) in byKey.enumerated() {
+            rig.transport.answer(DataResponse(status: 200, body: #"[{"id":"n\#(index + 1)","title":"t"}]"#))
+            _ = try await rig.offline.read(read, policy: .networkOnly)
+        }
+        rig.transport.answer(
+            DataResponse(
+                status: 200, body: "[" + (1...6).map { #"{"id":"n\#($0)","title":"t"}"# }.joined(separator: ",") + "]"))
+        _ = try await rig.offline.read(all, policy: .networkOnly)
+        let keys = (byKey + [all]).map { ReadIdentity($0, api: PostgREST()).cacheKey }
+
+        var lastStart: [String: UInt64] = [:]  // each answer's version as the last page began
+        for page in 1...4 {
+            let row = page % 3 + 1  // n2, n3, n1, n2: each page renames one row
+            feedServer.answer(
+                DataResponse(
+                    status: 200,
+                    body: "[" + ChangeFeedTests.upsert(page * 10, #"{"id":"n\#(row)","title":"p\#(page)"}"#) + "]"))
+            var start: [String: UInt64] = [:]
+            for key in keys { start[key] = try #require(rig.offline.cache.version(of: key)) }
+            let pulled = try await rig.offline.pullChanges(of: "notes")
+            #expect(pulled.updatedAnswers == 2, "page \(page): n\(row)'s own answer and the whole table")
+            let asked = try #require(overlay.asked.all.last)
+            #expect(Set(asked.map(\.id)) == Set(keys), "page \(page): every answer is asked about")
+            for answer in asked { #expect(answer.version == start[answer.id], "page \(page): its version then") }
+            let withBodies = Set(asked.filter { $0.cachedBody != nil }.map(\.id))
+            // The first page has seen none; a later one, the answers the page before rewrote.
+            let moved = Set(keys.filter { lastStart[$0] != start[$0] })
+            #expect(withBodies == moved, "page \(page)")
+            #expect(page == 1 ? moved.count == keys.count : moved.count == 2, "page \(page)")
+            lastStart = start
+        }
+        await rig.offline.close()
+    }
+}

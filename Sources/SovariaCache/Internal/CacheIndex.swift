@@ -1,5 +1,6 @@
 import Sovaria
 import SovariaPlumbing
+import Synchronization
 
 /// What the query cache keeps in memory about the responses in the store: each response's server time
 /// and body size, the order to evict in (a min-heap on server time), and the running total.
@@ -8,7 +9,8 @@ struct CacheIndex: Sendable {
     struct Entry: Equatable, Sendable {
         var serverTimeMillis: Int64
         var sizeBytes: Int
-        /// Which heap item is current: a response stored again leaves its old item behind.
+        /// Which heap item is current: a response stored again leaves its old item behind. Never
+        /// given twice in a process (``QueryCache/version(of:)`` rests on it), whichever index.
         var generation: UInt64
     }
 
@@ -24,7 +26,9 @@ struct CacheIndex: Sendable {
 
     private(set) var entries: [HexID: Entry] = [:]
     private var order = MinHeap<OrderItem>()
-    private var nextGeneration: UInt64 = 0
+    /// The last generation given, by any index of the process: a clear's new index, or another
+    /// cache's, never gives one again.
+    private static let lastGeneration = Atomic<UInt64>(0)
     private(set) var totalBytes = 0
     /// Responses stored since open: every 32nd one starts a size check.
     var responsesStored = 0
@@ -49,8 +53,7 @@ struct CacheIndex: Sendable {
         var items: [OrderItem] = []
         items.reserveCapacity(responses.count)
         for response in responses {
-            index.nextGeneration += 1
-            let generation = index.nextGeneration
+            let generation = newGeneration()
             let entry = Entry(
                 serverTimeMillis: response.serverTimeMillis, sizeBytes: response.sizeBytes, generation: generation)
             if let previous = index.entries.updateValue(entry, forKey: response.id) {
@@ -69,11 +72,10 @@ struct CacheIndex: Sendable {
     /// Records `id`'s new time and size; returns what it had before.
     @discardableResult
     mutating func upsert(_ id: HexID, serverTimeMillis: Int64, sizeBytes: Int) -> Entry? {
-        nextGeneration += 1
-        let entry = Entry(serverTimeMillis: serverTimeMillis, sizeBytes: sizeBytes, generation: nextGeneration)
+        let entry = Entry(serverTimeMillis: serverTimeMillis, sizeBytes: sizeBytes, generation: Self.newGeneration())
         let previous = entries.updateValue(entry, forKey: id)
         totalBytes += sizeBytes - (previous?.sizeBytes ?? 0)
-        order.insert(OrderItem(serverTimeMillis: serverTimeMillis, generation: nextGeneration, id: id))
+        order.insert(OrderItem(serverTimeMillis: serverTimeMillis, generation: entry.generation, id: id))
         compactOrderIfMostlyStale()
         return previous
     }
@@ -99,6 +101,10 @@ struct CacheIndex: Sendable {
     mutating func restore(_ id: HexID, _ entry: Entry) {
         guard entries[id] == entry else { return }
         order.insert(OrderItem(serverTimeMillis: entry.serverTimeMillis, generation: entry.generation, id: id))
+    }
+
+    private static func newGeneration() -> UInt64 {
+        lastGeneration.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
     private mutating func compactOrderIfMostlyStale() {

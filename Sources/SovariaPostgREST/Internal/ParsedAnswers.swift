@@ -3,8 +3,10 @@ import Synchronization
 
 /// The cached answers a change feed's page parsed to decide which changes can alter them, kept
 /// so the next page parses only the answers that changed since: each read's
-/// ``OverlayCachedAnswer`` with the body it was parsed from. A page of one change among 1,000
-/// cached answers then costs a lookup and a filter evaluation per answer, not a parse.
+/// ``OverlayCachedAnswer`` with the body it was parsed from, and each table's ``TableReach``
+/// (its answers indexed by the rows they hold and their `eq` filters, by version). A page of one
+/// change among 1,000 cached answers then costs a version comparison per answer, not a parse
+/// or a lookup of its body.
 ///
 /// Bounded by the bytes of the bodies it holds: past ``byteLimit`` it is emptied (the next
 /// page parses again). Shared by the copies of one ``PostgRESTOverlay`` configuration.
@@ -18,6 +20,8 @@ final class ParsedAnswers: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Each table's ``TableReach``, by table name, bounded by ``byteLimit`` of its own.
+    private let reaches = Mutex([String: TableReach]())
 
     /// The answer to `read` parsed from `body`: the kept one when it was parsed from the same
     /// body, else `parse()`'s, kept.
@@ -40,8 +44,21 @@ final class ParsedAnswers: Sendable {
         return kept
     }
 
-    /// Forgets every kept answer.
-    func removeAll() { state.withLock { $0 = State() } }
+    /// Runs `body` with `table`'s kept reach; past ``byteLimit`` of bodies in all tables' reaches
+    /// together, every reach is forgotten after it (the next page parses again).
+    func withReach<Result>(of table: String, _ body: (inout TableReach) -> Result) -> Result {
+        reaches.withLock { reaches in
+            let result = body(&reaches[table, default: TableReach()])
+            if reaches.values.reduce(0, { $0 + $1.bytes }) > Self.byteLimit { reaches = [:] }
+            return result
+        }
+    }
+
+    /// Forgets every kept answer and reach.
+    func removeAll() {
+        state.withLock { $0 = State() }
+        reaches.withLock { $0 = [:] }
+    }
 
     /// How many answers are kept (for tests).
     var count: Int { state.withLock { $0.answers.count } }

@@ -58,16 +58,17 @@ final class SyncedWrites: Sendable {
     /// it), nor any synced after it: the baseline stops there.
     func caughtUp(_ queries: [String], since count: UInt64, checkpoint: Int64?) {
         state.withLock { state in
-            for query in queries {
-                let baseline = state.baselines[query] ?? 0
-                let held = state.writes.first { write in
-                    guard write.number > baseline, write.number <= count, let position = write.position else {
-                        return false
-                    }
-                    return checkpoint.map { position > $0 } ?? true
-                }
-                state.baselines[query] = max(baseline, held.map { $0.number - 1 } ?? count)
+            // The writes an answer caught up to `checkpoint` may still lack, oldest first: those
+            // counted by `count` whose position is past it (or not known yet).
+            let held = state.writes.filter { write in
+                guard write.number <= count, let position = write.position else { return false }
+                return checkpoint.map { position > $0 } ?? true
+            }.map(\.number)
+            func raise(_ baseline: inout UInt64) {
+                let first = held.first { $0 > baseline }
+                baseline = max(baseline, first.map { $0 - 1 } ?? count)
             }
+            for query in queries { raise(&state.baselines[query, default: 0]) }
         }
     }
 
