@@ -167,11 +167,25 @@ public final class QueryCache: Sendable {
 
     /// ``version(of:)`` of each of `queries`, under one lock.
     public func versions(of queries: [String]) -> [UInt64?] {
-        let ids = queries.map(CacheKeys.id(of:))
-        return state.withLock { state in
-            guard state.index.isComplete else { return Array(repeating: nil, count: ids.count) }
-            return ids.map { state.index.entries[$0]?.generation }
+        versions(of: queries.map(Slot.init))
+    }
+
+    /// ``version(of:)`` of the query of each of `slots`, under one lock: what a caller asking
+    /// about the same queries again and again hashes once.
+    public func versions(of slots: [Slot]) -> [UInt64?] {
+        state.withLock { state in
+            guard state.index.isComplete else { return Array(repeating: nil, count: slots.count) }
+            return slots.map { state.index.entries[$0.id]?.generation }
         }
+    }
+
+    /// Where a query's response is kept in the cache: its key hashed once, for
+    /// ``versions(of:)-(_:[Slot])``.
+    public struct Slot: Sendable, Hashable {
+        let id: HexID
+
+        /// The slot of `query`.
+        public init(_ query: String) { id = CacheKeys.id(of: query) }
     }
 
     /// Caches `body` as the response to `query` and, when the eviction rules say so, starts an

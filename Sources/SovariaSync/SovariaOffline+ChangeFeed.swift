@@ -239,7 +239,7 @@ extension SovariaOffline {
         // to, and it holds no synced write either.
         // One at the version the page began with is as it was then: not stale.
         let replaced = Set(updates.map(\.query))
-        let versionsNow = cache.versions(of: current.map { answers[$0].identity.cacheKey })
+        let versionsNow = cache.versions(of: current.map { answers[$0].slot })
         var kept: [String] = []
         for (index, versionNow) in zip(current, versionsNow) {
             let (identity, query) = (answers[index].identity, answers[index].identity.cacheKey)
@@ -256,8 +256,11 @@ extension SovariaOffline {
         }
         if !page.changes.isEmpty || page.mustRefetch {
             // Every answer the page was not applied to misses its changes until it is fetched.
-            let applied = Set(kept)
-            synced.markedStaleByFeed(reads.map(\.cacheKey).filter { !applied.contains($0) })
+            // All kept (the distinct reads' keys): none to mark.
+            if kept.count < reads.count {
+                let applied = Set(kept)
+                synced.markedStaleByFeed(reads.map(\.cacheKey).filter { !applied.contains($0) })
+            }
         }
         if !page.hasMore {
             // Read to the log's end: the answers brought up to date hold every write synced
@@ -275,6 +278,7 @@ extension SovariaOffline {
     /// A cached answer of a table as a page meets it.
     private struct PageAnswer {
         var identity: ReadIdentity
+        var slot: QueryCache.Slot
         /// Its version in the cache when the page began (`QueryCache.version(of:)`).
         var version: UInt64?
         /// Whether it was stale then.
@@ -288,25 +292,28 @@ extension SovariaOffline {
     /// next page.
     private func pageAnswers(of table: String, _ reads: [ReadIdentity], mustRead: Bool) async throws -> [PageAnswer] {
         // The last page's, when it met the same reads (the same array, unless a query was added).
-        let seen = state.withLock { state in
-            state.feedAnswerVersions[table].flatMap { $0.reads == reads ? $0.seen : nil }
-        }
+        let last = state.withLock { state in state.feedAnswerVersions[table].flatMap { $0.reads == reads ? $0 : nil } }
+        let seen = last?.seen
+        let slots = last?.slots ?? reads.map { QueryCache.Slot($0.cacheKey) }
         // Before the responses: what is read after them is of this version or a later one.
-        let versions = cache.versions(of: reads.map(\.cacheKey))
+        let versions = cache.versions(of: slots)
         var answers: [PageAnswer] = []
         var seenNow = [(version: UInt64, isStale: Bool)?](repeating: nil, count: reads.count)
         for (index, identity) in reads.enumerated() {
             let version = versions[index]
             if !mustRead, let version, let known = seen?[index], known.version == version {
-                answers.append(PageAnswer(identity: identity, version: version, isStale: known.isStale))
+                answers.append(
+                    PageAnswer(identity: identity, slot: slots[index], version: version, isStale: known.isStale))
                 seenNow[index] = known
                 continue
             }
             guard let cached = try await cache.cachedResponse(for: identity.cacheKey) else { continue }
-            answers.append(PageAnswer(identity: identity, version: version, isStale: cached.isStale, cached: cached))
+            answers.append(
+                PageAnswer(
+                    identity: identity, slot: slots[index], version: version, isStale: cached.isStale, cached: cached))
             seenNow[index] = version.map { ($0, cached.isStale) }
         }
-        state.withLock { $0.feedAnswerVersions[table] = (reads, seenNow) }
+        state.withLock { $0.feedAnswerVersions[table] = (reads, slots, seenNow) }
         return answers
     }
 

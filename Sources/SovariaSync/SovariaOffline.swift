@@ -133,7 +133,9 @@ public final class SovariaOffline: Sendable {
         /// `readsByTable`): its version in the cache (`QueryCache.version(of:)`) and whether it
         /// was stale then. The next page reads an answer only when its version moved or its
         /// changes may alter it.
-        var feedAnswerVersions: [String: (reads: [ReadIdentity], seen: [(version: UInt64, isStale: Bool)?])] = [:]
+        var feedAnswerVersions:
+            [String: (reads: [ReadIdentity], slots: [QueryCache.Slot], seen: [(version: UInt64, isStale: Bool)?])] =
+                [:]
         var lastSyncedAt: Date?
         var lastError: SyncError?
         /// Sheds the overlay's sessions when memory runs short.
