@@ -179,8 +179,8 @@ public final class QueryCache: Sendable {
         }
     }
 
-    /// Where a query's response is kept in the cache: its key hashed once, for
-    /// ``versions(of:)-(_:[Slot])``.
+    /// Where a query's response is kept in the cache: its key hashed once, to ask for versions
+    /// by slot.
     public struct Slot: Sendable, Hashable {
         let id: HexID
 

@@ -33,7 +33,7 @@ extension PostgRESTOverlay {
     }
 
     /// ``changesThatCanAlter(_:among:)`` with what earlier pages learned of each answer kept by
-    /// table (``FeedAnswer/id``, at its ``FeedAnswer/version``): an answer met at the same
+    /// table (each answer's `id`, at its `version`): an answer met at the same
     /// version is neither given again nor parsed; one at a new version is parsed from its body
     /// and replaces the kept one; the table's kept answers not among `answers` are forgotten.
     /// `nil` for an answer without a body that is not kept at its version.
