@@ -44,12 +44,20 @@ extension PostgRESTOverlay {
         guard let first = answers.first else { return [] }
         let table = api.table(of: first.read) ?? ""
         return parsedAnswers.withReach(of: table) { reach in
+            let call = reach.beginCall()
             var known = [Bool](repeating: true, count: answers.count)
+            var again: [(index: Int, first: Int)] = []  // an id given twice takes its first's answer
             var met = 0  // kept entries among `answers`
             for (index, answer) in answers.enumerated() {
-                if reach.meet(answer.id, at: answer.version, slot: index) {
+                switch reach.meet(answer.id, at: answer.version, slot: index, call: call) {
+                case .known:
                     met += 1
                     continue
+                case .again(let first):
+                    again.append((index, first))
+                    continue
+                case .unknown:
+                    break
                 }
                 guard let body = answer.cachedBody else {
                     known[index] = false
@@ -57,16 +65,14 @@ extension PostgRESTOverlay {
                     continue
                 }
                 var entry = entry(answer.read, body: body, version: answer.version)
-                entry.slot = index
+                (entry.slot, entry.call) = (index, call)
                 reach.set(answer.id, entry)
                 met += 1
             }
-            // Entries beyond those met are answers gone from the table's (ids are distinct).
-            if reach.entries.count > met {
-                let asked = Set(answers.map(\.id))
-                for id in reach.entries.keys where !asked.contains(id) { reach.remove(id) }
-            }
-            let found = Self.found(answers.count, in: reach, changes: changes)
+            // Entries beyond those met are answers gone from the table's.
+            if reach.entries.count > met { reach.removeAll(notMetIn: call) }
+            var found = Self.found(answers.count, in: reach, changes: changes)
+            for (index, first) in again { (found[index], known[index]) = (found[first], known[first]) }
             return zip(known, found).map { $0 ? $1 : nil }
         }
     }

@@ -48,8 +48,8 @@ public protocol OverlayEvaluator: Sendable {
     /// controller did not read it. An answer without a body whose version the evaluator does not
     /// keep gets `nil`: the controller reads it and asks again with every answer.
     ///
-    /// `answers` are all the table's answers the page evaluates: the evaluator may forget the
-    /// table's others. By default, ``changesThatCanAlter(_:among:)`` of the answers with bodies,
+    /// `answers` are all the table's answers the page evaluates, each ``FeedAnswer/id`` once: the
+    /// evaluator may forget the table's others (an id given twice gets what its first got). By default, ``changesThatCanAlter(_:among:)`` of the answers with bodies,
     /// and `nil` for the others.
     func changesThatCanAlter(versioned answers: [FeedAnswer], among changes: [RowChange]) -> [[Int]?]
 

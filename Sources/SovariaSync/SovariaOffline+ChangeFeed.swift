@@ -206,12 +206,14 @@ extension SovariaOffline {
                 if cache.isBeingRead(query) { refetch.append(read) }
                 continue
             }
-            var cached = answer.cached
-            if cached == nil { cached = try await cache.cachedResponse(for: query) }
+            // Read now, it may be a body a fetch stored since the overlay was asked about the one
+            // it keeps: every change counts for it.
+            var (cached, altered) = (answer.cached, altering[index])
+            if cached == nil { (cached, altered) = (try await cache.cachedResponse(for: query), nil) }
             guard let cached else { continue }
             // Only the changes after the position the answer is current to (an older one would
             // set a row it holds newer back) that can alter it.
-            let mayAlter = altering[index].map { $0.map { writes[$0] } } ?? writes
+            let mayAlter = altered.map { $0.map { writes[$0] } } ?? writes
             let fresh = cached.position.map { held in mayAlter.filter { $0.position > held } } ?? mayAlter
             if !page.mustRefetch, !cached.isStale, fresh.isEmpty {
                 current.append(index)
@@ -236,24 +238,31 @@ extension SovariaOffline {
         let changed = try await cache.update(updates, alongWith: moveCheckpoint)
         // An answer whose body the cache did not replace, because a fetch stored another one
         // meanwhile, is a stale mark now: it may lack the page, like any other it was not applied
-        // to, and it holds no synced write either.
-        // One at the version the page began with is as it was then: not stale.
+        // to, and it holds no synced write either. One at the version the page began with is as
+        // it was then: not stale. One that changed while the page ran is current only if the
+        // server answered it at the page's position or past it (the page's own rewrite is at
+        // it); a fetch answered before the page's changes lacks them, and is marked stale.
         let replaced = Set(updates.map(\.query))
         let versionsNow = cache.versions(of: current.map { answers[$0].slot })
         var kept: [String] = []
+        var missedThePage: [String] = []
         for (index, versionNow) in zip(current, versionsNow) {
             let (identity, query) = (answers[index].identity, answers[index].identity.cacheKey)
             let unchanged =
                 answers[index].version != nil && versionNow == answers[index].version
                 && (replaced.isEmpty || !replaced.contains(query))
             var isCurrent = unchanged
-            if !isCurrent { isCurrent = try await cache.cachedResponse(for: query)?.isStale == false }
+            if !isCurrent, let now = try await cache.cachedResponse(for: query), !now.isStale {
+                isCurrent = page.changes.isEmpty || (now.position ?? .min) >= (position ?? .max)
+                if !isCurrent { missedThePage.append(query) }
+            }
             if isCurrent {
                 kept.append(query)
             } else if cache.isBeingRead(query) {
                 refetch.append(identity.request)
             }
         }
+        for query in missedThePage { try await cache.markStale(query) }
         if !page.changes.isEmpty || page.mustRefetch {
             // Every answer the page was not applied to misses its changes until it is fetched.
             // All kept (the distinct reads' keys): none to mark.

@@ -157,6 +157,29 @@ import Testing
         #expect(overlay.changesThatCanAlter(versioned: [answer("q", 3, read, nil)], among: [bRow]) == [nil])
     }
 
+    /// An id given twice gets what its first got, and an answer kept from an earlier call but not
+    /// given is forgotten even then (its place from that call is not taken for another's).
+    @Test func anIdGivenTwiceGetsItsFirstsAnswer() {
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        let read = PostgREST.select("notes", columns: "id,title", order: "id")
+        let n1 = #"[{"id":"n1","title":"a"}]"#
+        let deleteN1 = [Self.delete("n1")]
+        _ = overlay.changesThatCanAlter(
+            versioned: [
+                FeedAnswer(id: "q", version: 1, read: read, cachedBody: "[]"),
+                FeedAnswer(id: "r", version: 1, read: read, cachedBody: n1),
+            ], among: deleteN1)
+        let found = overlay.changesThatCanAlter(
+            versioned: [
+                FeedAnswer(id: "q", version: 1, read: read, cachedBody: nil),
+                FeedAnswer(id: "q", version: 1, read: read, cachedBody: nil),
+            ], among: deleteN1)
+        #expect(found == [[], []], "r, which holds n1, is gone: its old place 1 is not q's")
+        #expect(
+            overlay.changesThatCanAlter(
+                versioned: [FeedAnswer(id: "r", version: 1, read: read, cachedBody: nil)], among: deleteN1) == [nil])
+    }
+
     /// Pages of versioned answers, as a controller asks them (a body only where the version moved,
     /// again with bodies where the overlay says `nil`), find for every answer what a fresh look at
     /// every body finds: seeded answers that change, go and come back between pages, and memory

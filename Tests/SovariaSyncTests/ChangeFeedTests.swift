@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Sovaria
 import SovariaCache
@@ -525,6 +526,104 @@ final class BatchLogStore: ForwardingStore {
             return inner.changesThatCanAlter(versioned: answers, among: changes)
         }
         func shedKeptAnswers() { inner.shedKeptAnswers() }
+    }
+
+    /// Calls `hook` once, the first time a page asks which changes can alter its answers (the
+    /// page has read the answers' versions, and not yet the bodies it reads late).
+    final class HookedOverlay: OverlayEvaluator, Sendable {
+        let inner = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        let hook = Mutex<(@Sendable () -> Void)?>(nil)
+
+        func answer(
+            _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]
+        ) -> OverlayAnswer {
+            inner.answer(read, cachedBody: cachedBody, writes: writes, related: related)
+        }
+        func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
+            inner.session(read, cachedBody: cachedBody, related: related)
+        }
+        func changesThatCanAlter(versioned answers: [FeedAnswer], among changes: [RowChange]) -> [[Int]?] {
+            hook.withLock { hook in
+                defer { hook = nil }
+                return hook
+            }?()
+            return inner.changesThatCanAlter(versioned: answers, among: changes)
+        }
+        func shedKeptAnswers() { inner.shedKeptAnswers() }
+    }
+
+    /// Runs its jobs on a queue of its own: a page run on it may block in the overlay's hook
+    /// without taking a thread from Swift's cooperative pool, where the fetch it waits for runs.
+    final class QueueExecutor: TaskExecutor {
+        let queue = DispatchQueue(label: "sovaria.test.page")
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    /// The answer `title=eq.open` holding n1, seen by a page at position 7; the next page brings
+    /// `changes`, and while it runs (after it read the answers' versions) a fetch the server
+    /// answered at position 9 stores `[n1 open, n2 open]`. Returns the answer the page leaves.
+    static func aFetchStoresWhileAPageRuns(_ changes: [String]) async throws -> CachedResponse {
+        let overlay = HookedOverlay()
+        let feedServer = ScriptedTransport()
+        let rig = try await Rig(.memory) { configuration in
+            configuration.overlay = overlay
+            configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer, keyColumns: ["notes": "id"])
+            configuration.feedFollowsAtOpen = false
+        }
+        let read = PostgREST.select("notes", columns: "id,title", where: [.eq("title", "open")], order: "id")
+        rig.transport.answer(DataResponse(status: 200, body: #"[{"id":"n1","title":"open"}]"#))
+        _ = try await rig.offline.read(read, policy: .networkOnly)
+        feedServer.answer(
+            DataResponse(status: 200, body: "[" + ChangeFeedTests.upsert(7, #"{"id":"n9","title":"closed"}"#) + "]"))
+        _ = try await rig.offline.pullChanges(of: "notes")
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 7)
+
+        feedServer.answer(DataResponse(status: 200, body: "[" + changes.joined(separator: ",") + "]"))
+        rig.transport.answer(
+            DataResponse(
+                status: 200, headers: ["Sovaria-Position": "9"],
+                body: #"[{"id":"n1","title":"open"},{"id":"n2","title":"open"}]"#))
+        let offline = rig.offline
+        overlay.hook.withLock { hook in
+            hook = {
+                let fetched = DispatchSemaphore(value: 0)
+                Task.detached {
+                    _ = try? await offline.read(read, policy: .networkOnly)
+                    fetched.signal()
+                }
+                fetched.wait()
+            }
+        }
+        _ = try await withTaskExecutorPreference(QueueExecutor()) {
+            try await offline.pullChanges(of: "notes")
+        }
+        #expect(overlay.hook.withLock { $0 == nil }, "the fetch ran while the page did")
+        #expect(try await offline.feedCheckpoint(of: "notes") == 11)
+        let answer = try #require(try await ChangeFeedTests.cached(offline, read))
+        await offline.close()
+        return answer
+    }
+
+    /// The page's changes alter the answer it knew (n1 deleted), and the body it then reads is
+    /// the fetch's: every change counts for that body (n2 closed at 11 leaves it too), not only
+    /// those found for the body the page knew.
+    @Test func aBodyStoredAfterThePageBeganTakesEveryChange() async throws {
+        let answer = try await Self.aFetchStoresWhileAPageRuns([
+            ChangeFeedTests.delete(10, "n1"), ChangeFeedTests.upsert(11, #"{"id":"n2","title":"closed"}"#),
+        ])
+        #expect(answer.body == "[]" && !answer.isStale && answer.position == 11, "\(answer)")
+    }
+
+    /// No change of the page alters the answer it knew, but the fetch stored meanwhile was
+    /// answered at 9, before n2 closed at 11: it is marked stale, not kept as current.
+    @Test func aBodyStoredWhileThePageRanAndAnsweredBeforeItIsMarkedStale() async throws {
+        let answer = try await Self.aFetchStoresWhileAPageRuns([
+            ChangeFeedTests.upsert(11, #"{"id":"n2","title":"closed"}"#)
+        ])
+        #expect(answer.isStale && answer.position == 9, "\(answer)")
     }
 
     @Test(arguments: SyncEngine.all)

@@ -8,7 +8,9 @@ import SovariaSync
 /// whose `eq` its new value passes (and each with none).
 ///
 /// An answer is added when it is first met or met at a new version, and removed when it is gone
-/// from the table's answers or replaced; nothing is rebuilt for the answers that stayed.
+/// from the table's answers or replaced; nothing is rebuilt for the answers that stayed. The
+/// parsed answers it keeps are the values `ParsedAnswers` keeps too (one storage, copied by
+/// value); its bound counts the bodies they were parsed from.
 struct TableReach {
     /// What one answer can be reached by.
     struct Entry {
@@ -19,8 +21,19 @@ struct TableReach {
         var parsed: OverlayCachedAnswer?
         /// The UTF-8 bytes of the body it was parsed from.
         var bytes: Int
-        /// Its place among the answers of the call that met it last.
+        /// Its place among the answers of the call that met it last, and that call.
         var slot = 0
+        var call: UInt64 = 0
+    }
+
+    /// What ``meet(_:at:slot:call:)`` found.
+    enum Meeting: Equatable {
+        /// Kept at that version: it takes the slot.
+        case known
+        /// Met before in the same call, at `slot`: an id given twice.
+        case again(slot: Int)
+        /// Not kept at that version.
+        case unknown
     }
 
     private(set) var entries: [String: Entry] = [:]
@@ -32,13 +45,28 @@ struct TableReach {
     /// The body bytes of the entries kept.
     private(set) var bytes = 0
 
-    /// Whether `id` is known at `version`; if so, its entry takes `slot` (one lookup).
-    mutating func meet(_ id: String, at version: UInt64?, slot: Int) -> Bool {
-        guard let version, let index = entries.index(forKey: id), entries.values[index].version == version else {
-            return false
-        }
+    /// The calls begun, to tell the entries one call met (``Entry/call``).
+    private var calls: UInt64 = 0
+
+    /// Begins a call: the number its entries are stamped with.
+    mutating func beginCall() -> UInt64 {
+        calls += 1
+        return calls
+    }
+
+    /// Whether `id` is known at `version`; if so, its entry takes `slot` in `call` (one lookup).
+    mutating func meet(_ id: String, at version: UInt64?, slot: Int, call: UInt64) -> Meeting {
+        guard let index = entries.index(forKey: id) else { return .unknown }
+        if entries.values[index].call == call { return .again(slot: entries.values[index].slot) }
+        guard let version, entries.values[index].version == version else { return .unknown }
         entries.values[index].slot = slot
-        return true
+        entries.values[index].call = call
+        return .known
+    }
+
+    /// Forgets every entry `call` did not meet.
+    mutating func removeAll(notMetIn call: UInt64) {
+        for (id, entry) in entries where entry.call != call { remove(id) }
     }
 
     /// Keeps `entry` as `id`'s, replacing what it had.
@@ -126,95 +154,5 @@ struct TableReach {
         var texts = [OverlayRows.keyText(.string(key))]
         if Double(key) != nil { texts.append(OverlayRows.keyText(.number(key))) }
         return texts
-    }
-}
-
-/// Cached answers grouped by one `eq` filter each (`qty=eq.5`), so a changed row is checked only
-/// against the answers whose filter its value can pass: the other answers' reads cannot match it.
-/// A filter is indexed only where the overlay's own comparison is equality of text (a string in
-/// a text column) or of integers (a plain integer against an integer literal); every other value
-/// of the column makes each answer indexed on it a candidate, as do answers with no such filter.
-struct EqualityIndex {
-    /// Column → operand → the answers filtered by `column=eq.operand`.
-    private var byText: [String: [String: Set<String>]] = [:]
-    /// Column → the operand read as an integer → those answers.
-    private var byInteger: [String: [Int64: Set<String>]] = [:]
-    /// Column → the answers whose operand is no integer literal (a number may still equal it).
-    private var notInteger: [String: Set<String>] = [:]
-    /// Column → every answer indexed on it.
-    private var everyAnswer: [String: Set<String>] = [:]
-    /// Column → how many of its answers name it among the comparison's `nonTextColumns` (string
-    /// columns that are not text: their strings are not compared as text).
-    private var nonText: [String: Int] = [:]
-    /// The answers with no filter indexed: every row is checked against them.
-    private var unindexed: Set<String> = []
-
-    /// The filter `filters` are indexed by: the first plain `eq`.
-    private static func indexed(_ filters: [PostgRESTQuery.Condition]) -> PostgRESTQuery.Condition? {
-        filters.first { $0.op == .eq && !$0.negated && $0.quantifier == nil }
-    }
-
-    /// Indexes `answer` by the first of its `filters` that is a plain `eq`.
-    mutating func add(_ answer: String, filters: [PostgRESTQuery.Condition], nonTextColumns: Set<String>) {
-        guard let filter = Self.indexed(filters) else {
-            unindexed.insert(answer)
-            return
-        }
-        let column = filter.column
-        byText[column, default: [:]][filter.operand, default: []].insert(answer)
-        if let integer = NumericLiteral(filter.operand)?.integer {
-            byInteger[column, default: [:]][integer, default: []].insert(answer)
-        } else {
-            notInteger[column, default: []].insert(answer)
-        }
-        everyAnswer[column, default: []].insert(answer)
-        if nonTextColumns.contains(column) { nonText[column, default: 0] += 1 }
-    }
-
-    /// Takes out `answer`, added with the same `filters` and `nonTextColumns`.
-    mutating func remove(_ answer: String, filters: [PostgRESTQuery.Condition], nonTextColumns: Set<String>) {
-        guard let filter = Self.indexed(filters) else {
-            unindexed.remove(answer)
-            return
-        }
-        let column = filter.column
-        byText[column]?[filter.operand]?.remove(answer)
-        if byText[column]?[filter.operand]?.isEmpty == true { byText[column]?[filter.operand] = nil }
-        if let integer = NumericLiteral(filter.operand)?.integer {
-            byInteger[column]?[integer]?.remove(answer)
-            if byInteger[column]?[integer]?.isEmpty == true { byInteger[column]?[integer] = nil }
-        } else {
-            notInteger[column]?.remove(answer)
-        }
-        everyAnswer[column]?.remove(answer)
-        if everyAnswer[column]?.isEmpty == true {
-            (byText[column], byInteger[column], notInteger[column], everyAnswer[column]) = (nil, nil, nil, nil)
-        }
-        if nonTextColumns.contains(column) {
-            nonText[column, default: 0] -= 1
-            if nonText[column] == 0 { nonText[column] = nil }
-        }
-    }
-
-    /// The answers `row` may match: those whose indexed filter its value can pass, and the
-    /// unindexed ones.
-    func candidates(for row: JSONObject) -> Set<String> {
-        var found = unindexed
-        for (column, answers) in everyAnswer {
-            switch row[column] {
-            case .string(let text)? where nonText[column] == nil:
-                found.formUnion(byText[column]?[text] ?? [])
-            case .number(let text)?:
-                guard let integer = PostgRESTComparison.plainInteger(text) else {
-                    found.formUnion(answers)
-                    continue
-                }
-                found.formUnion(byInteger[column]?[integer] ?? [])
-                found.formUnion(notInteger[column] ?? [])
-            default:
-                found.formUnion(answers)
-            }
-        }
-        return found
     }
 }
