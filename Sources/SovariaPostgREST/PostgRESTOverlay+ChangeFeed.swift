@@ -33,9 +33,10 @@ extension PostgRESTOverlay {
     }
 
     /// ``changesThatCanAlter(_:among:)`` with what earlier pages learned of each answer kept by
-    /// table (each answer's `id`, at its `version`): an answer met at the same
-    /// version is neither given again nor parsed; one at a new version is parsed from its body
-    /// and replaces the kept one; the table's kept answers not among `answers` are forgotten.
+    /// table (each answer's `id`, at its `version`): an answer met at the same version (and
+    /// body, when one is given) is neither given again nor parsed; one at a new version, or with
+    /// another body, is parsed from its body and replaces the kept one; the table's kept answers
+    /// not among `answers` are forgotten.
     /// `nil` for an answer without a body that is not kept at its version.
     ///
     /// - Complexity: O(answers) version comparisons, then per change as
@@ -49,7 +50,7 @@ extension PostgRESTOverlay {
             var again: [(index: Int, first: Int)] = []  // an id given twice takes its first's answer
             var met = 0  // kept entries among `answers`
             for (index, answer) in answers.enumerated() {
-                switch reach.meet(answer.id, at: answer.version, slot: index, call: call) {
+                switch reach.meet(answer.id, at: answer.version, body: answer.cachedBody, slot: index, call: call) {
                 case .known:
                     met += 1
                     continue

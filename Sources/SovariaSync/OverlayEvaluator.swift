@@ -97,7 +97,9 @@ public struct FeedAnswer: Sendable {
     public var version: UInt64?
     /// The read it answers.
     public var read: DataRequest
-    /// Its cached body, or `nil` where the controller did not read it.
+    /// Its cached body, or `nil` where the controller did not read it. A body given is the one
+    /// the page evaluates: it may be later than ``version`` (a fetch stored it since), and what
+    /// can alter it is found for it, not for a body kept from before.
     public var cachedBody: String?
 
     /// An answer as a page asks about it.

@@ -344,9 +344,15 @@ extension SovariaOffline {
             return overlay.changesThatCanAlter(versioned: asked, among: changes)
         }
         var found = ask(answers)
-        let unknown = zip(evaluated, found).filter { $0.1 == nil }.map(\.0)
-        if !unknown.isEmpty {
-            for index in unknown {
+        // Read now: the answers the overlay does not keep, and those some change can alter (the
+        // page evaluates them). Each is asked about again with the body read: a fetch may have
+        // stored another body since the one the overlay kept, and what can alter it is found
+        // for the body the page evaluates.
+        let toRead = zip(evaluated, found).filter {
+            $0.1 == nil || ($0.1?.isEmpty == false && answers[$0.0].cached == nil)
+        }
+        if !toRead.isEmpty {
+            for (index, _) in toRead {
                 answers[index].cached = try await cache.cachedResponse(for: answers[index].identity.cacheKey)
             }
             found = ask(answers)

@@ -54,11 +54,13 @@ struct TableReach {
         return calls
     }
 
-    /// Whether `id` is known at `version`; if so, its entry takes `slot` in `call` (one lookup).
-    mutating func meet(_ id: String, at version: UInt64?, slot: Int, call: UInt64) -> Meeting {
+    /// Whether `id` is known at `version` (and from `body`, when given: a body read after the
+    /// version may be a later one); if so, its entry takes `slot` in `call` (one lookup).
+    mutating func meet(_ id: String, at version: UInt64?, body: String?, slot: Int, call: UInt64) -> Meeting {
         guard let index = entries.index(forKey: id) else { return .unknown }
         if entries.values[index].call == call { return .again(slot: entries.values[index].slot) }
         guard let version, entries.values[index].version == version else { return .unknown }
+        if let body, let parsed = entries.values[index].parsed, parsed.cachedBody != body { return .unknown }
         entries.values[index].slot = slot
         entries.values[index].call = call
         return .known
