@@ -508,30 +508,12 @@ final class BatchLogStore: ForwardingStore {
 /// answer only where the answer's version in the cache moved since the last page (or the
 /// overlay no longer keeps it); every other answer is asked by its version alone, and not read.
 @Suite struct ChangeFeedSelectiveReadTests {
-    /// Forwards to a `PostgRESTOverlay`, recording each versioned question.
-    struct RecordingOverlay: OverlayEvaluator {
+    /// Forwards to a `PostgRESTOverlay`, recording each versioned question; calls `hook` once, the
+    /// first time a page asks which changes can alter its answers (the page has read the answers'
+    /// versions, and not yet the bodies it reads late).
+    final class WatchedOverlay: OverlayEvaluator, Sendable {
         let inner = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
         let asked = Recorder<[FeedAnswer]>()
-
-        func answer(
-            _ read: DataRequest, cachedBody: String?, writes: [OverlayWrite], related: [RelatedAnswer]
-        ) -> OverlayAnswer {
-            inner.answer(read, cachedBody: cachedBody, writes: writes, related: related)
-        }
-        func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
-            inner.session(read, cachedBody: cachedBody, related: related)
-        }
-        func changesThatCanAlter(versioned answers: [FeedAnswer], among changes: [RowChange]) -> [[Int]?] {
-            asked.append(answers)
-            return inner.changesThatCanAlter(versioned: answers, among: changes)
-        }
-        func shedKeptAnswers() { inner.shedKeptAnswers() }
-    }
-
-    /// Calls `hook` once, the first time a page asks which changes can alter its answers (the
-    /// page has read the answers' versions, and not yet the bodies it reads late).
-    final class HookedOverlay: OverlayEvaluator, Sendable {
-        let inner = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
         let hook = Mutex<(@Sendable () -> Void)?>(nil)
 
         func answer(
@@ -547,6 +529,7 @@ final class BatchLogStore: ForwardingStore {
                 defer { hook = nil }
                 return hook
             }?()
+            asked.append(answers)
             return inner.changesThatCanAlter(versioned: answers, among: changes)
         }
         func shedKeptAnswers() { inner.shedKeptAnswers() }
@@ -566,7 +549,7 @@ final class BatchLogStore: ForwardingStore {
     /// `changes`, and while it runs (after it read the answers' versions) a fetch the server
     /// answered at position 9 stores `[n1 open, n2 open]`. Returns the answer the page leaves.
     static func aFetchStoresWhileAPageRuns(_ changes: [String]) async throws -> CachedResponse {
-        let overlay = HookedOverlay()
+        let overlay = WatchedOverlay()
         let feedServer = ScriptedTransport()
         let rig = try await Rig(.memory) { configuration in
             configuration.overlay = overlay
@@ -628,7 +611,7 @@ final class BatchLogStore: ForwardingStore {
 
     @Test(arguments: SyncEngine.all)
     func theOverlayGetsTheBodiesOfOnlyTheAnswersWhoseVersionMoved(_ engine: SyncEngine) async throws {
-        let overlay = RecordingOverlay()
+        let overlay = WatchedOverlay()
         let feedServer = ScriptedTransport()
         let rig = try await Rig(engine) { configuration in
             configuration.overlay = overlay
