@@ -25,7 +25,8 @@ extension FileCache {
     ) async throws {
         try await self.init(
             directory: Self.accountDirectory(of: account, in: directory),
-            metadata: AccountScopedStore(wrapping: metadata, account: account), configuration: configuration)
+            metadata: AccountScopedStore(wrapping: metadata, account: account), configuration: configuration,
+            sharing: (account, directory, metadata))
     }
 
     /// The folder of `account`'s files under `directory`: `account-` and the id's UTF-8 bytes in

@@ -15,6 +15,10 @@ extension FileCache {
     ///   after it in the order is newer). Files go 16 per store batch, each batch one hold of
     ///   the gate, so a download waits for at most one batch.
     public func evictIfOverBound() async throws {
+        if let sharedBound {
+            try await evictAcrossAccounts(sharedBound.group)
+            return
+        }
         try await passGate.withGate { pass in
             try await removeExpiredLeftovers(pass)
             guard let bound = size.effectiveBytes, let target = size.evictionTargetBytes, totalBytes > bound else {
@@ -50,7 +54,14 @@ extension FileCache {
     /// runs again right after it. A pass that fails keeps what it could not delete; the next
     /// download tries again.
     func checkSizeBehindDownload() {
-        guard let bound = size.effectiveBytes, totalBytes > bound else { return }
+        guard let bound = size.effectiveBytes else { return }
+        if let group = sharedBound?.group {
+            // In memory, unless an account opened or closed since the others were counted: then
+            // the pass counts them.
+            if let total = group.currentTotalBytes, total <= bound { return }
+        } else {
+            guard totalBytes > bound else { return }
+        }
         guard passBehind.start() else { return }
         runInBackground {
             repeat { try? await self.evictIfOverBound() } while self.passBehind.finishShouldRunAgain()
@@ -85,6 +96,17 @@ extension FileCache {
             }
         }
         guard !victims.isEmpty else { return false }
+        try await deleteEvicted(gated, victims)
+        return true
+    }
+
+    /// Deletes the files of `victims`, which are out of the index already, and then their
+    /// metadata keys; counts them in the statistics. A file that cannot be deleted goes back into
+    /// the index, keeps its key, and the call throws `.io` once the others' keys are gone.
+    func deleteEvicted(
+        _ gated: borrowing GateToken<FileCache>, _ victims: [(id: FileID, entry: FileIndex.Entry)]
+    ) async throws {
+        guard !victims.isEmpty else { return }
         // Files first, then their metadata: a crash in between leaves metadata without a file,
         // which the next open drops.
         let paths = victims.map { folder.filePath($0.id) }
@@ -115,7 +137,7 @@ extension FileCache {
                             id: $0.id, sizeBytes: $0.entry.sizeBytes, lastUseMillis: $0.entry.storedUseMillis))
                 })
         }
-        guard !failed.isEmpty else { return true }
+        guard !failed.isEmpty else { return }
         throw OfflineStoreError(
             .io,
             "An eviction pass could not delete \(failed.count) file(s) in \(folder.filesPath); they stay cached. "
@@ -123,7 +145,7 @@ extension FileCache {
     }
 
     /// Deletes the temporary files a crash left once they are more than a day old.
-    private func removeExpiredLeftovers(_ pass: borrowing GateToken<EvictionPasses>) async throws {
+    func removeExpiredLeftovers(_ pass: borrowing GateToken<EvictionPasses>) async throws {
         let now = self.now
         let expired = state.withLock { state in
             state.index.leftovers.filter { now - $0.value.modifiedMillis > Self.temporaryFileMaxAgeMillis }.map(\.key)

@@ -98,6 +98,9 @@ public final class FileCache: Sendable {
     let passGate = AsyncGate<EvictionPasses>()
     /// Whether a pass runs behind a download, and whether another check was asked for meanwhile.
     let passBehind = RunAgainLatch()
+    /// An account's cache: its place among the account caches of the device, which share one
+    /// bound (FileCache+SharedBound.swift). `nil` for a cache opened without an account.
+    let sharedBound: AccountCacheGroup.Membership?
 
     /// What the cache keeps in memory, under one lock.
     struct State {
@@ -122,8 +125,18 @@ public final class FileCache: Sendable {
     ///   empty store and it adopts every file in the folder.
     /// - Complexity: O(n) for n files: one listing of the metadata keys (names only), one of
     ///   `files/` and `tmp/`, a `stat` per file without metadata or temporary file.
-    public init(directory: URL, metadata: any OfflineStore, configuration: Configuration = Configuration()) async throws
-    {
+    public convenience init(
+        directory: URL, metadata: any OfflineStore, configuration: Configuration = Configuration()
+    ) async throws {
+        try await self.init(directory: directory, metadata: metadata, configuration: configuration, sharing: nil)
+    }
+
+    /// Opens the cache; `sharing` names the account, the parent folder and the device's store of
+    /// an account's cache, which shares its bound with the other accounts' (``sharedBound``).
+    init(
+        directory: URL, metadata: any OfflineStore, configuration: Configuration,
+        sharing: (account: AccountID, parent: URL, store: any OfflineStore)?
+    ) async throws {
         self.directory = directory
         self.metadata = metadata
         self.configuration = configuration
@@ -135,6 +148,10 @@ public final class FileCache: Sendable {
         let index = try await Self.reconcile(
             folder: folder, metadata: metadata, work: work, now: FileKeys.millis(clock()))
         state = RankedMutex(LockRank.fileCacheState, State(index: index))
+        // Joined after the folder's lock is held and the folder reconciled: until then a pass of
+        // another account finds the folder locked and leaves it alone.
+        sharedBound = sharing.map { AccountCacheGroup.join($0.account, parent: $0.parent, store: $0.store) }
+        sharedBound?.attach(self)
     }
 
     /// Opens the cache with the given bound and clock: the short form of
@@ -157,12 +174,14 @@ public final class FileCache: Sendable {
     /// The counts since open and the state now.
     public var statistics: FileCacheStatistics {
         let bound = size.effectiveBytes
+        // An account's cache is over its bound when the accounts together are.
+        let boundTotal = sharedBound?.group.lastCountedTotalBytes
         return state.withLock { state in
             var statistics = state.counters
             statistics.totalBytes = state.index.totalBytes
             statistics.fileCount = state.index.entries.count
             statistics.leftoverTemporaryBytes = state.index.leftoverBytes
-            statistics.isOverBound = bound.map { state.index.totalBytes > $0 } ?? false
+            statistics.isOverBound = bound.map { (boundTotal ?? state.index.totalBytes) > $0 } ?? false
             return statistics
         }
     }
