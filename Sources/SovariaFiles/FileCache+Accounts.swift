@@ -13,11 +13,26 @@ extension FileCache {
     /// try await attachments.removeAll()
     /// ```
     ///
-    /// Files every user may see (public images) belong in one device-wide cache opened without an
-    /// account. Each account's cache keeps its own bound (`configuration.size`). The files'
-    /// contents are stored as downloaded: protect the folder with the platform's file
-    /// protection where another user of the device must not read them.
+    /// The accounts' caches share one bound. Every account's files under `directory` whose
+    /// records are in `metadata` (the same store object) count toward it, those of accounts with
+    /// no cache open now included, and a pass deletes the least recently used first whoever owns
+    /// them, down to 90% of the bound: an open account's through its cache, so its leases and its
+    /// 30-second protection hold; a closed account's file first and then its record, holding the
+    /// account's folder lock. The bound is that of the cache whose download (or
+    /// ``evictIfOverBound()``) runs the pass: give every account's cache the same `size`.
+    /// A download within the bound reads totals in memory; the closed accounts are counted from
+    /// their records' key names (and their `files/` folders) by the first pass after an
+    /// account's cache opens or closes.
     ///
+    /// Files every user may see (public images) belong in one device-wide cache opened without an
+    /// account: it keeps its own bound, and the accounts' passes neither count nor touch its
+    /// files. The files' contents are stored as downloaded: protect the folder with the
+    /// platform's file protection where another user of the device must not read them.
+    ///
+    /// - Important: One directory per store for the accounts' caches: a closed account's records
+    ///   are taken to name files in its folder under the `directory` of the cache running the
+    ///   pass. Only the caches of this process are seen as open; a closed account whose folder
+    ///   another process has open is left alone (its folder is locked) but still counted.
     /// - Throws: `.locked` when a cache of this account is open on the folder already; the
     ///   store's errors.
     public convenience init(

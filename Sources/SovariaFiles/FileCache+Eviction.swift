@@ -9,11 +9,18 @@ extension FileCache {
     /// than a day old. Downloads call for a pass by themselves; this is for an app that lowers
     /// its needs (or a test that wants the pass at a known moment).
     ///
+    /// An account's cache (``init(directory:metadata:account:configuration:)``) runs the pass of
+    /// every account of the device, with its own bound: the files of all of them, least recently
+    /// used first, one such pass at a time. Each open cache keeps its leases and recent files.
+    ///
     /// - Complexity: O((e + l) × log n) for e files evicted and l leased files skipped among n:
     ///   the order is a heap walked from the least recently used end, the total is kept, not
     ///   summed, and the pass stops at the first file used in the last 30 seconds (every file
     ///   after it in the order is newer). Files go 16 per store batch, each batch one hold of
-    ///   the gate, so a download waits for at most one batch.
+    ///   the gate, so a download waits for at most one batch. Across accounts, each round takes
+    ///   up to 16 files off each open cache's heap and each closed account's list (kept sorted in
+    ///   memory), and the first pass after an account opens or closes also lists the closed
+    ///   accounts' record keys and `files/` folders.
     public func evictIfOverBound() async throws {
         if let sharedBound {
             try await evictAcrossAccounts(sharedBound.group)

@@ -10,7 +10,9 @@ import Synchronization
 /// The rules, fixed rather than options:
 /// 1. When a download leaves the total over the bound, a pass deletes the least recently used
 ///    files until the total is at most 90% of it. Every such download starts the check; the
-///    pass runs behind the download's answer, one at a time (``waitForPendingWork()``).
+///    pass runs behind the download's answer, one at a time (``waitForPendingWork()``). The
+///    caches of a device's accounts share one bound and one pass
+///    (``init(directory:metadata:account:configuration:)``).
 /// 2. Files with an open ``FileLease`` and files used in the last 30 seconds are kept. If that
 ///    leaves the total over the bound, ``FileCacheStatistics/isOverBound`` says so and the next
 ///    download tries again.
