@@ -21,6 +21,11 @@ import Synchronization
 ///   client id, or a new one when the request has none.
 /// - Reads carry what the controller asks for; a cached ETag arrives as `If-None-Match`, and a
 ///   `304` goes back to the controller, which keeps the cached body.
+/// - A request a controller makes for an account (`SovariaSync.SovariaOffline.sendingAccount`) is
+///   sent only with a token of that account: the provider's ``AccessTokenProvider/accessToken(for:)``,
+///   whose owner ``AccessTokenProvider/account(ofToken:)`` (a JSON Web Token's `sub`, by default)
+///   must be the account. Otherwise nothing is sent, and `SovariaSync.SyncTransportError` with
+///   code `wrongAccount` is thrown: a queued write waits for its author's token.
 /// - A `401` asks the token provider to refresh (once per request; concurrent 401s share one
 ///   refresh) and sends the request again with the new token; the second answer is returned
 ///   whatever it is, so the controller still sees a `401` that a refresh did not cure.
@@ -74,21 +79,50 @@ public final class URLSessionTransport: SyncTransport {
     ///
     /// - Throws: `SovariaSync.SyncTransportError`: code `offline` when the request did not reach
     ///   the server for lack of network; `invalidRequest` for a path that makes no http(s) URL,
-    ///   `invalidResponse` for an answer that is not HTTP, `failed` for another failure. The token
-    ///   provider's errors pass through as they are.
+    ///   `invalidResponse` for an answer that is not HTTP, `wrongAccount` for a request of an
+    ///   account the token provider has no token of (nothing sent), `failed` for another failure.
+    ///   The token provider's errors pass through as they are.
     public func send(_ request: DataRequest) async throws -> DataResponse {
         var request = request
         if !Self.isRead(request.method), request.header(SovariaOffline.idempotencyHeader) == nil {
             request.setHeader(SovariaOffline.idempotencyHeader, WriteQueue.makeClientID())
         }
-        let token = try await tokens?.accessToken()
+        let account = SovariaOffline.sendingAccount
+        let token = try await tokens?.accessToken(for: account)
+        try check(token, isOf: account, request)
         // Taken before the request goes: a refresh of the same token that finishes while it is
         // on the way (another request's 401) already cured its 401, and no second one starts.
         let ticket = refreshes.ticket()
         let first = try await send(request, token: token)
         guard first.status == 401, let tokens else { return first }
-        try await refreshes.run(token, sharing: .finishedAfter(ticket)) { try await tokens.refreshAccessToken() }
-        return try await send(request, token: try await tokens.accessToken())
+        try await refreshes.run(token, sharing: .finishedAfter(ticket)) {
+            try await tokens.refreshAccessToken(for: account)
+        }
+        let renewed = try await tokens.accessToken(for: account)
+        try check(renewed, isOf: account, request)
+        return try await send(request, token: renewed)
+    }
+
+    /// Throws `wrongAccount` unless `token` is `account`'s: a request a controller makes for an
+    /// account goes with that account's token or not at all. Requests for no account, and a
+    /// transport without a token provider, are not checked.
+    private func check(_ token: String?, isOf account: AccountID?, _ request: DataRequest) throws {
+        guard let account, let tokens else { return }
+        let what = "\(request.method) \(request.path) was not sent"
+        guard let token else {
+            throw SyncTransportError(
+                .wrongAccount, "\(what): the token provider has no token for the account \(account); sign it in again.")
+        }
+        guard let owner = tokens.account(ofToken: token) else {
+            throw SyncTransportError(
+                .wrongAccount,
+                "\(what): the account \(account)'s token does not say whose it is (not a JSON Web Token with a `sub` "
+                    + "claim); implement AccessTokenProvider.account(ofToken:).")
+        }
+        guard owner == account else {
+            throw SyncTransportError(
+                .wrongAccount, "\(what): the token provider gave the token of \(owner) for the account \(account).")
+        }
     }
 
     private func send(_ request: DataRequest, token: String?) async throws -> DataResponse {

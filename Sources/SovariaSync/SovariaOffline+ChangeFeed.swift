@@ -53,13 +53,13 @@ extension SovariaOffline {
             var page: ChangeFeedPage
             var skipped = 0
             do {
-                page = try await feed.changes(of: table, after: checkpoint, wait: wait)
+                page = try await asAccount { try await feed.changes(of: table, after: checkpoint, wait: wait) }
                 try Self.check(page, of: table, after: checkpoint)
                 // A backlog past the limit: its answers are fetched again rather than brought up
                 // to date change by change (a must-refetch the controller chose).
                 if let limit = configuration.feedRefetchPast, page.hasMore, let remaining = page.remaining,
                     page.changes.count + remaining > limit,
-                    let latest = try await feed.latestPosition(of: table),
+                    let latest = try await asAccount({ try await feed.latestPosition(of: table) }),
                     latest > (page.position ?? checkpoint ?? .min)
                 {
                     skipped = page.changes.count + remaining

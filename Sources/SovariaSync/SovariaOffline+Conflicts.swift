@@ -46,14 +46,14 @@ extension SovariaOffline {
         request.setHeader(Self.idempotencyHeader, key)
         let checked = changesRows(request)
         if checked { request = api.askingForRows(request) }
-        let response = try await transport.send(request)
+        let response = try await send(request)
         guard response.isSuccess else { return .answered(response) }
         guard checked, let touched = api.rowsTouched(by: response) else {
             return .applied(response, sent: request, newVersion: nil)
         }
         if touched > 0 { return .applied(response, sent: request, newVersion: newVersion(in: response, rule)) }
         if let versionColumn = rule.versionColumn, api.equalValue(of: versionColumn, in: request.path) != nil {
-            let current = try await transport.send(readingRow(of: request, without: versionColumn))
+            let current = try await send(readingRow(of: request, without: versionColumn))
             guard current.isSuccess else {
                 // A 401 goes through the refresh and the write is sent again (its key replays the
                 // answer); a refusal to read the row is the write's refusal.
@@ -68,7 +68,7 @@ extension SovariaOffline {
                     var forced = request
                     forced.path = api.removingFilters(on: versionColumn, from: request.path)
                     forced.setHeader(Self.idempotencyHeader, key + ":client-wins")
-                    let again = try await transport.send(forced)
+                    let again = try await send(forced)
                     guard again.isSuccess else { return .answered(again) }
                     if api.rowsTouched(by: again) != 0 {
                         return .applied(again, sent: forced, newVersion: newVersion(in: again, rule))

@@ -98,6 +98,10 @@ extension SovariaOffline {
             } catch let error as SyncTransportError where error.code == .offline {
                 wentOffline(error, leaving: head)
                 return (synced, false, held)
+            } catch let error as SyncTransportError where error.code == .wrongAccount {
+                // Nothing was sent: the write waits for its account's token, tries not counted.
+                pauseForAccount(error, leaving: head)
+                return (synced, false, held)
             } catch {
                 try await retryLater(head, response: nil, message: "\(error)")
                 return (synced, false, held)
@@ -159,6 +163,13 @@ extension SovariaOffline {
                 }
             }
         }
+    }
+
+    /// The transport held no credentials of this controller's account: the queue waits for
+    /// ``flush()``, and the status and ``syncErrors`` say why.
+    func pauseForAccount(_ error: SyncTransportError, leaving head: QueuedWrite) {
+        state.withLock { $0.pausedForAuthorization = true }
+        report(SyncError(kind: .wrongAccount, write: head, message: error.message))
     }
 
     /// The oldest queued write no conflict holds, and how many writes older than it wait for one.

@@ -24,7 +24,7 @@ extension SovariaOffline {
             if let etag { conditional.setHeader("If-None-Match", etag) }
             let response: DataResponse
             do {
-                response = try await transport.send(conditional)
+                response = try await send(conditional)
             } catch let error as SyncTransportError where error.code == .offline {
                 wentOffline(error)
                 throw error

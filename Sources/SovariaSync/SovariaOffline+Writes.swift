@@ -17,7 +17,9 @@ extension SovariaOffline {
     ///   an update or delete changed a row, or its answer does not say) or answered 401 (the write is not kept; refresh the token and write again) or another
     ///   status that is not a refusal; ``WriteOutcome/rejected(_:)`` when it refused the write or the
     ///   write did not apply (no row matched, a conflict), now in the rejected list; ``WriteOutcome/queued(_:)`` once the write is in the store (offline,
-    ///   writes pending, no network, or 408, 429, 5xx).
+    ///   writes pending, no network, or 408, 429, 5xx; or nothing sent because the transport held
+    ///   no credentials of the controller's account, ``SyncTransportError/Code/wrongAccount``: the
+    ///   queue then pauses until ``flush()``).
     /// - Throws: `WriteQueueError` with `WriteQueueError.Code.queueFull` (`OFFLINE_QUEUE_FULL`)
     ///   past ``Configuration/maxQueued``, with nothing written; the store's errors as
     ///   `OfflineStoreError`; ``SovariaOfflineError/Code/closed`` after ``close()``.
@@ -40,6 +42,7 @@ extension SovariaOffline {
         let request = try await recordingVersion(request)
         // A write to a row in conflict waits with it, in the queue.
         var noNetwork: SyncTransportError?
+        var noCredentials: SyncTransportError?
         if online, queue.count == 0, !isHeld(request) {
             do {
                 let write = QueuedWrite(id: id, sequence: 0, request: request, queuedAt: configuration.clock())
@@ -84,10 +87,14 @@ extension SovariaOffline {
                 }
             } catch let error as SyncTransportError where error.code == .offline {
                 noNetwork = error
+            } catch let error as SyncTransportError where error.code == .wrongAccount {
+                // Nothing was sent: queued, it waits for its account's token.
+                noCredentials = error
             }
         }
         let queued = try await queue.enqueue(request, id: id)
         if let noNetwork { wentOffline(noNetwork, leaving: queued) }
+        if let noCredentials { pauseForAccount(noCredentials, leaving: queued) }
         if isHeld(request) {
             // It waits with a conflict: the status counts it at once, not at the next flush.
             state.withLock { $0.waitingOnConflicts += 1 }

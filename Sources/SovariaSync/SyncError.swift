@@ -16,6 +16,10 @@ public struct SyncError: Error, Sendable, Hashable {
         /// The server answered 401 even after the token refresh hook ran: the queue is paused
         /// until the next ``SovariaOffline/flush()``. A 401 never rejects a write.
         case unauthorized
+        /// The transport would have sent the write with another account's credentials, or none
+        /// (``SyncTransportError/Code/wrongAccount``): nothing was sent, the write stays at the
+        /// head of its queue, and the queue is paused until the next ``SovariaOffline/flush()``.
+        case wrongAccount
         /// The write at the head has failed `attempts` times since `since`: the queue is not
         /// moving, and says so instead of stalling silently.
         case stalled(attempts: Int, since: Date)

@@ -46,6 +46,12 @@ public struct SyncTransportError: Error, Sendable, Hashable, CustomStringConvert
         /// The answer was not one the transport understands (not HTTP): check the base URL points
         /// at the API.
         public static let invalidResponse = Code("invalidResponse")
+        /// The request was made for an account (``SovariaOffline/sendingAccount``) and the
+        /// transport holds no credentials of that account: its token provider gave none, or a
+        /// token issued to another user. Nothing was sent. A queued write waits in its queue,
+        /// which pauses until ``SovariaOffline/flush()`` (``SyncError/Kind/wrongAccount``); a read
+        /// throws it. Give the transport the account's token, then flush.
+        public static let wrongAccount = Code("wrongAccount")
         /// The request failed for a reason other than the network; the message says which.
         public static let failed = Code("failed")
 

@@ -20,6 +20,7 @@ known differences from PostgREST.
 from __future__ import annotations
 
 import argparse
+import base64
 import difflib
 import hashlib
 import json
@@ -50,6 +51,10 @@ USERS = ("alice", "bob", "carol")               # user roles created by schema.s
 TOKENS = {f"token-{user}": user for user in USERS}
 # A refreshed token: `token-<user>.<anything>` is that user too (each spelling expires on its own).
 REFRESHED_TOKEN = re.compile(r"token-([a-z]+)\.[A-Za-z0-9_-]+\Z")
+# A JSON Web Token of a user: `<header>.<payload>.test-signature`, base64url, whose payload's `sub`
+# is the user (the tests' stand-in for a signed JWT; any other signature is refused as forged).
+JWT = re.compile(r"[A-Za-z0-9_-]+\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\Z")
+JWT_SIGNATURE = "test-signature"
 ANON = "anon"
 REST_PREFIX = "/rest/v1/"
 NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")        # the control tables' names
@@ -76,6 +81,15 @@ JSON_TYPE = "application/json; charset=utf-8"
 SINGULAR_TYPE = "application/vnd.pgrst.object+json; charset=utf-8"
 CSV_TYPE = "text/csv; charset=utf-8"
 
+
+
+def jwt_subject(payload: str) -> str | None:
+    """The `sub` claim of a JWT's base64url payload, or None."""
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (ValueError, TypeError):
+        return None
+    return claims.get("sub") if isinstance(claims, dict) else None
 
 class ApiError(Exception):
     """An error answered in PostgREST's shape: {"code", "details", "hint", "message"}."""
@@ -735,6 +749,9 @@ class Handler(BaseHTTPRequestHandler):
             return TOKENS[token]
         elif (refreshed := REFRESHED_TOKEN.match(token)) and refreshed.group(1) in USERS:
             return refreshed.group(1)
+        elif (jwt := JWT.match(token)) and jwt.group(2) == JWT_SIGNATURE \
+                and (subject := jwt_subject(jwt.group(1))) in USERS:
+            return subject
         else:
             message = "JWT cryptographic operation failed" if token else \
                 "Empty JWT is sent in Authorization header"

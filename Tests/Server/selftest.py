@@ -9,6 +9,7 @@ line per check; exits 1 if any check failed.
 """
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import json
 import os
@@ -105,6 +106,18 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     check("unknown token: 401 PGRST301, WWW-Authenticate invalid_token",
           r.status == 401 and r.json()["code"] == "PGRST301"
           and 'error="invalid_token"' in (r.header("WWW-Authenticate") or ""), r)
+
+    def jwt(claims: dict[str, Any], signature: str = "test-signature") -> str:
+        def part(value: dict[str, Any]) -> str:
+            return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+        return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part(claims)}.{signature}"
+
+    r = api.call("GET", "/rest/v1/notes", token=jwt({"sub": "bob", "role": "authenticated"}))
+    check("a JWT whose sub is bob reads as bob", r.status == 200, r)
+    r = api.call("GET", "/rest/v1/notes", token=jwt({"sub": "bob"}, signature="forged"))
+    check("a JWT with another signature: 401 PGRST301", r.status == 401 and r.json()["code"] == "PGRST301", r)
+    r = api.call("GET", "/rest/v1/notes", token=jwt({"sub": "mallory"}))
+    check("a JWT of no user: 401 PGRST301", r.status == 401 and r.json()["code"] == "PGRST301", r)
 
     # --- inserts
     r = api.call("POST", "/rest/v1/lists", {"id": "l1", "name": "Home"}, ALICE, rep)
