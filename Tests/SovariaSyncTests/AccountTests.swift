@@ -18,19 +18,29 @@ import Testing
     static let engines = TestEngine.standard(including: .encrypted)
     static let notes = PostgREST.select("notes", columns: "id,owner,title", order: "id")
 
-    /// A user's token: `token-<user>`, which the test server maps to that user's role.
-    struct UserToken: AccessTokenProvider {
-        let user: String
-        func accessToken() async throws -> String? { "token-" + user }
+    /// The current user's token, a JSON Web Token naming them (`sub`), as a sign-in issues it;
+    /// the app signs another user in by changing ``user``.
+    final class UserToken: AccessTokenProvider {
+        private let state: Mutex<(user: String, signature: String)>
+        init(user: String, signature: String = "test-signature") { state = Mutex((user, signature)) }
+
+        var user: String {
+            get { state.withLock { $0.user } }
+            set { state.withLock { $0.user = newValue } }
+        }
+        func accessToken() async throws -> String? {
+            state.withLock { TestJWT.token(of: $0.user, signature: $0.signature) }
+        }
         func refreshAccessToken() async throws {}
     }
 
-    /// A controller for `user` on `store`, talking to `server` with that user's token.
+    /// A controller for `user` on `store`, talking to `server` with `tokens` (by default, that
+    /// user's token).
     static func signIn(
         _ user: String, on store: any OfflineStore, _ server: RESTServer, feed: (any ChangeFeed)? = nil,
-        key: EncryptionKey? = nil, tokenOf tokenUser: String? = nil
+        key: EncryptionKey? = nil, tokens: (any AccessTokenProvider)? = nil
     ) async throws -> (offline: SovariaOffline, transport: RecordingSwitch) {
-        let tokens = UserToken(user: tokenUser ?? user)
+        let tokens = tokens ?? UserToken(user: user)
         let transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: tokens))
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.account = try AccountID(user)
@@ -272,9 +282,9 @@ import Testing
         #expect(sent.count == 2 || kept.first?.request.body?.contains("n2") == true)
     }
 
-    /// A token the server refuses (401: no such user) for the signed-in account: the flush pauses
-    /// for authorization, the writes stay queued, nothing is applied as anyone; with the user's
-    /// own token they go, as theirs.
+    /// A token of the signed-in user that the server refuses (401: its signature is forged): the
+    /// flush pauses for authorization, the writes stay queued, nothing is applied as anyone; with
+    /// the user's own token they go, as theirs.
     @Test func aTokenTheServerRefusesKeepsTheWritesAndAppliesNothing() async throws {
         let server = try await RESTServer.start()
         let store = MemoryOfflineStore()
@@ -286,7 +296,8 @@ import Testing
         }
         await alice.offline.close()
 
-        let refused = try await Self.signIn("alice", on: store, server, tokenOf: "mallory")
+        let refused = try await Self.signIn(
+            "alice", on: store, server, tokens: UserToken(user: "alice", signature: "forged"))
         _ = try? await refused.offline.flush()
         #expect(refused.offline.status.isPausedForAuthorization)
         #expect(refused.offline.status.pendingCount == 2, "nothing lost")

@@ -32,3 +32,17 @@ public final class TestClock: Sendable {
     /// Moves the clock forward.
     public func advance(seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
+
+/// JSON Web Tokens the test server (`Tests/Server/restserver.py`) takes: `sub` names the user,
+/// and the signature `test-signature` stands in for a real one (any other is refused as forged).
+public enum TestJWT {
+    /// A token of `subject`, as a sign-in would issue it.
+    public static func token(of subject: String, signature: String = "test-signature") -> String {
+        func part(_ json: String) -> String {
+            Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        return part(#"{"alg":"HS256","typ":"JWT"}"#) + "." + part(#"{"sub":"\#(subject)","role":"authenticated"}"#)
+            + "." + signature
+    }
+}
