@@ -29,6 +29,9 @@ package final class AsyncGate<Tag>: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Called each time a caller starts to wait in the line: a test that holds the gate lets the
+    /// holder go from here, so it knows the caller waited rather than guessing when it arrives.
+    package let whenSomeoneWaits = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// Creates an open gate.
     package init() {}
@@ -77,7 +80,7 @@ package final class AsyncGate<Tag>: Sendable {
                 switch entry {
                 case .enter: continuation.resume()
                 case .cancelled: continuation.resume(throwing: CancellationError())
-                case .wait: break
+                case .wait: whenSomeoneWaits.withLock { $0 }?()
                 }
             }
         } onCancel: {

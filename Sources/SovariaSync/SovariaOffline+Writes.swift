@@ -25,6 +25,9 @@ extension SovariaOffline {
     ///   `OfflineStoreError`; ``SovariaOfflineError/Code/closed`` after ``close()``.
     public func write(_ request: DataRequest) async throws -> WriteOutcome {
         try checkOpen()
+        // Counted until it returns: a close waits for it.
+        try inFlight.enter()
+        defer { inFlight.leave() }
         defer { signals.changed(table: api.table(of: request)) }
         return try await writeGate.withGate { gated in try await sendOrQueue(request, gated) }
     }

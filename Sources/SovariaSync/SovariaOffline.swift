@@ -318,10 +318,12 @@ public final class SovariaOffline: Sendable {
         }
         ticket?.cancel()
         feedTicket?.cancel()
+        // Reads and writes under way end first (a write waiting at the gate behind a flush ends
+        // after it: the flush ends on its own once it sees the close).
+        await inFlight.closeAndDrain()
         _ = try? await flight?.value
         // A write already past `checkOpen` ends before this passes the gate.
         _ = try? await writeGate.withGate { _ in }
-        await inFlight.closeAndDrain()
         await cache.waitForBackgroundRefreshes()
     }
 

@@ -374,6 +374,38 @@ import Testing
         #expect(transport.server.received.count == 1)
     }
 
+    /// A close that did not wait for a read or a write under way would return while its request
+    /// is still held at the transport: the request is let through only from inside one of the
+    /// close's waits (for the work under way, or at the write gate), so a close that returns
+    /// without waiting returns first, whatever the scheduling.
+    @Test(arguments: ["read", "write"], [false, true])
+    func closeWaitsForAReadOrAWriteUnderWay(_ work: String, signingOut: Bool) async throws {
+        let transport = HeldTransport()
+        transport.server.answer(DataResponse(status: work == "read" ? 200 : 201, body: "[]"))
+        let offline = try await Self.heldController(transport, store: MemoryOfflineStore())
+        let underWay = Task {
+            if work == "read" {
+                _ = try? await offline.read(Self.notes, policy: .networkOnly)
+            } else {
+                _ = try? await offline.write(
+                    PostgREST.insert(into: "notes", json: #"{"id":"n1"}"#, returning: false))
+            }
+        }
+        await transport.firstRequestArrived()
+        let released = Mutex(false)
+        let release: @Sendable () -> Void = {
+            released.withLock { $0 = true }
+            transport.releaseFirstRequest()
+        }
+        offline.inFlight.whenCloseWaits.withLock { $0 = release }
+        offline.writeGate.whenSomeoneWaits.withLock { $0 = release }
+        if signingOut { try await offline.signOut(keepingUnsyncedWrites: true) } else { await offline.close() }
+        #expect(released.withLock { $0 }, "the close returned with the \(work) still held at the transport")
+        #expect(offline.inFlight.count == 0, "nothing under way once the close returned")
+        transport.releaseFirstRequest()
+        await underWay.value
+    }
+
     @Test func oneAccountIsOpenOnceOnAStore() async throws {
         let server = try await RESTServer.start()
         let store = MemoryOfflineStore()

@@ -1,11 +1,17 @@
 import Synchronization
 
-/// The controller's reads and pulls under way: ``SovariaOffline/close()`` and
+/// The controller's reads and writes under way: ``SovariaOffline/close()`` and
 /// ``SovariaOffline/signOut(keepingUnsyncedWrites:)`` wait for them to end, so nothing the
 /// controller started sends or stores after they return (the app may then give the transport
 /// another user's token).
 final class InFlight: Sendable {
     private let state = Mutex((count: 0, closed: false, drained: [CheckedContinuation<Void, Never>]()))
+    /// Called each time ``closeAndDrain()`` starts to wait for work under way: a test lets that
+    /// work end from here, so a close that did not wait is seen returning before it.
+    let whenCloseWaits = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// How many are under way.
+    var count: Int { state.withLock { $0.count } }
 
     /// Counts one more until `leave()`.
     ///
@@ -39,7 +45,11 @@ final class InFlight: Sendable {
                 state.drained.append(continuation)
                 return false
             }
-            if done { continuation.resume() }
+            if done {
+                continuation.resume()
+            } else {
+                whenCloseWaits.withLock { $0 }?()
+            }
         }
     }
 }
