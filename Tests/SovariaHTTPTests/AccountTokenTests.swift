@@ -26,7 +26,7 @@ import Testing
         }
     }
 
-    static let alice = try! AccountID("alice")
+    static func alice() throws -> AccountID { try AccountID("alice") }
     static let read = PostgREST.select("notes")
 
     static func send(
@@ -53,7 +53,7 @@ import Testing
     @Test func aRequestOfAnAccountGoesWithItsOwnToken() async throws {
         let server = try await RESTServer.start()
         let transport = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken(TestJWT.token(of: "alice")))
-        #expect(try await Self.send(Self.read, as: Self.alice, through: transport).status == 200)
+        #expect(try await Self.send(Self.read, as: Self.alice(), through: transport).status == 200)
         #expect(try await server.requests().count == 1)
     }
 
@@ -62,7 +62,7 @@ import Testing
         let transport = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken(TestJWT.token(of: "bob")))
         let write = PostgREST.insert(into: "notes", json: #"{"id":"n1","title":"Alice's"}"#, returning: false)
         for request in [Self.read, write] {
-            let message = try await Self.expectRefused(request, as: Self.alice, through: transport, server)
+            let message = try await Self.expectRefused(request, as: Self.alice(), through: transport, server)
             #expect(message?.contains("of bob for the account alice") == true, "\(message ?? "")")
         }
         #expect(try await server.query("SELECT count(*)::text FROM notes") == ["0"])
@@ -71,14 +71,14 @@ import Testing
     @Test func noTokenIsNotSentForTheAccount() async throws {
         let server = try await RESTServer.start()
         let transport = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken(nil))
-        let message = try await Self.expectRefused(Self.read, as: Self.alice, through: transport, server)
+        let message = try await Self.expectRefused(Self.read, as: Self.alice(), through: transport, server)
         #expect(message?.contains("no token for the account alice") == true, "\(message ?? "")")
     }
 
     @Test func anOpaqueTokenIsNotSentForTheAccountUnlessTheProviderSaysWhoseItIs() async throws {
         let server = try await RESTServer.start()
         let opaque = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken("token-alice"))
-        let message = try await Self.expectRefused(Self.read, as: Self.alice, through: opaque, server)
+        let message = try await Self.expectRefused(Self.read, as: Self.alice(), through: opaque, server)
         #expect(message?.contains("account(ofToken:)") == true, "\(message ?? "")")
 
         /// Opaque tokens `token-<user>`, whose owner the provider knows.
@@ -90,7 +90,7 @@ import Testing
             }
         }
         let known = URLSessionTransport(baseURL: server.baseURL, tokens: Opaque())
-        #expect(try await Self.send(Self.read, as: Self.alice, through: known).status == 200)
+        #expect(try await Self.send(Self.read, as: Self.alice(), through: known).status == 200)
     }
 
     @Test func aProviderWithATokenPerAccountIsAskedForTheRequestsAccount() async throws {
@@ -108,7 +108,10 @@ import Testing
             let insert = PostgREST.insert(into: "notes", json: #"{"id":"\#(user)-1","title":"x"}"#, returning: false)
             #expect(try await Self.send(insert, as: try AccountID(user), through: transport).status == 201)
         }
-        #expect(try await server.query("SELECT id || '|' || owner FROM notes ORDER BY id") == ["alice-1|alice", "bob-1|bob"])
+        #expect(
+            try await server.query("SELECT id || '|' || owner FROM notes ORDER BY id") == [
+                "alice-1|alice", "bob-1|bob",
+            ])
     }
 
     /// Outside a controller's account, the transport sends what the provider gives, unchecked.
@@ -125,7 +128,7 @@ import Testing
         let tokens = HeldToken(TestJWT.token(of: "alice", signature: "forged"), afterRefresh: TestJWT.token(of: "bob"))
         let transport = URLSessionTransport(baseURL: server.baseURL, tokens: tokens)
         let error = await #expect(throws: SyncTransportError.self) {
-            _ = try await Self.send(Self.read, as: Self.alice, through: transport)
+            _ = try await Self.send(Self.read, as: Self.alice(), through: transport)
         }
         #expect(error?.code == .wrongAccount)
         #expect(try await server.requests().map(\.status) == [401], "only the first try, with Alice's refused token")

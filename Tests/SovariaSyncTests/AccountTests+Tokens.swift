@@ -71,7 +71,9 @@ extension AccountTests {
         let inner = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: tokens))
         let feed = PostgRESTChangeFeed(transport: inner, keyColumns: ["notes": "id"])
         let alice = try await Self.signIn("alice", on: MemoryOfflineStore(), server, feed: feed, tokens: tokens)
-        let error = await #expect(throws: SyncTransportError.self) { _ = try await alice.offline.pullChanges(of: "notes") }
+        let error = await #expect(throws: SyncTransportError.self) {
+            _ = try await alice.offline.pullChanges(of: "notes")
+        }
         #expect(error?.code == .wrongAccount)
         #expect(inner.exchanges().isEmpty && alice.transport.exchanges().isEmpty)
         #expect(try await server.requests().isEmpty)
