@@ -9,7 +9,8 @@ extension FileCache {
     /// as the last pass counted them from their records).
     ///
     /// - Important: Memory only. The accounts with no cache open are counted by the first pass
-    ///   after an account's cache opens or closes; until then they count as before it.
+    ///   after an account's cache opens or closes; until then an account that just closed counts
+    ///   nothing, one that just opened counts as its cache says.
     public var boundTotalBytes: Int {
         sharedBound?.group.lastCountedTotalBytes ?? totalBytes
     }
@@ -17,8 +18,8 @@ extension FileCache {
     /// One file a pass across accounts may delete, and whose it is.
     private struct Candidate {
         enum Owner {
-            /// A file of the open cache at this position in the pass's list.
-            case open(Int, FileID, FileIndex.Entry)
+            /// A file of an open cache (held for the round only).
+            case open(FileCache, FileID, FileIndex.Entry)
             /// A file of an account with no cache open.
             case closed(AccountID, AccountCacheGroup.ClosedFile)
         }
@@ -37,40 +38,51 @@ extension FileCache {
         var reachedRecent = false
     }
 
+    /// A ``Protection`` and the cache it is of, held weakly between rounds.
+    private struct HeldProtection {
+        weak var cache: FileCache?
+        var protection = Protection()
+    }
+
     /// The pass of an account's cache: the files of every account of the device, least recently
     /// used first whoever owns them, until the total is at most 90% of this cache's bound.
     ///
     /// An open cache's files go through it, in its gate, so its leases and its 30-second
     /// protection hold; a closed account's go by ``AccountCacheGroup/deleteClosedFiles(_:of:on:)``.
     /// Each round takes the up to 16 oldest candidates of each owner and deletes the oldest 16 of
-    /// them all: the 16 oldest of the device are among them.
+    /// them all: the 16 oldest of the device are among them. Each round asks the group for its
+    /// open caches again and holds them for that round only: a cache the app lets go during a
+    /// long pass is released (and its folder lock with it), not kept until the pass ends.
     func evictAcrossAccounts(_ group: AccountCacheGroup) async throws {
         try await group.passes.withGate { pass in
-            let members = group.openCaches()
-            for member in members { try await member.cache.removeExpiredLeftovers(pass) }
+            for member in group.openCaches() { try await member.cache.removeExpiredLeftovers(pass) }
             var closed = try await group.closedAccounts(on: work)
             guard let bound = size.effectiveBytes, let target = size.evictionTargetBytes else { return }
-            func total() -> Int { members.reduce(closed.totalBytes) { $0 + $1.cache.totalBytes } }
-            guard total() > bound else { return }
+            func total(_ members: [(account: AccountID, cache: FileCache)]) -> Int {
+                members.reduce(closed.totalBytes) { $0 + $1.cache.totalBytes }
+            }
+            guard total(group.openCaches()) > bound else { return }
             let recentSince = now - Self.recentUseProtectionMillis
-            var protections = Array(repeating: Protection(), count: members.count)
+            var protections: [ObjectIdentifier: HeldProtection] = [:]
             // Closed accounts whose folder is locked: their caches are open elsewhere.
             var locked: Set<AccountID> = []
-            defer {
-                for (position, member) in members.enumerated() {
-                    member.cache.giveBack(protections[position].setAside)
-                }
-            }
+            defer { for held in protections.values { held.cache?.giveBack(held.protection.setAside) } }
             var failure: (any Error)?
             do {
-                while case let current = total(), current > target {
+                while case let members = group.openCaches(), case let current = total(members), current > target {
                     var candidates: [Candidate] = []
-                    for (position, member) in members.enumerated() where !protections[position].reachedRecent {
-                        candidates += member.cache.takeOldest(
-                            Self.evictionBatchFiles, usedBefore: recentSince, protection: &protections[position]
-                        ).map {
+                    for member in members {
+                        let key = ObjectIdentifier(member.cache)
+                        var held =
+                            protections[key].flatMap { $0.cache === member.cache ? $0 : nil }
+                            ?? HeldProtection(cache: member.cache)
+                        guard !held.protection.reachedRecent else { continue }
+                        let taken = member.cache.takeOldest(
+                            Self.evictionBatchFiles, usedBefore: recentSince, protection: &held.protection)
+                        protections[key] = held
+                        candidates += taken.map {
                             Candidate(
-                                owner: .open(position, $0.id, $0.entry), lastUseMillis: $0.entry.lastUseMillis,
+                                owner: .open(member.cache, $0.id, $0.entry), lastUseMillis: $0.entry.lastUseMillis,
                                 sizeBytes: $0.entry.sizeBytes, tieBreak: member.account.rawValue + "/" + $0.id.hex)
                         }
                     }
@@ -89,31 +101,42 @@ extension FileCache {
                         freed += candidates[chosen].sizeBytes
                         chosen += 1
                     }
-                    var fromOpen = Array(repeating: [(id: FileID, entry: FileIndex.Entry)](), count: members.count)
-                    var giveBack = fromOpen
+                    // Each open cache's share, in the order the members came.
+                    var fromOpen: [(cache: FileCache, items: [(id: FileID, entry: FileIndex.Entry)])] = []
+                    var giveBack: [(cache: FileCache, items: [(id: FileID, entry: FileIndex.Entry)])] = []
+                    func add(
+                        _ item: (id: FileID, entry: FileIndex.Entry), of cache: FileCache,
+                        to shares: inout [(cache: FileCache, items: [(id: FileID, entry: FileIndex.Entry)])]
+                    ) {
+                        if let index = shares.firstIndex(where: { $0.cache === cache }) {
+                            shares[index].items.append(item)
+                        } else {
+                            shares.append((cache, [item]))
+                        }
+                    }
                     var fromClosed: [AccountID: [AccountCacheGroup.ClosedFile]] = [:]
                     for (rank, candidate) in candidates.enumerated() {
                         switch candidate.owner {
-                        case .open(let position, let id, let entry):
+                        case .open(let cache, let id, let entry):
                             if rank < chosen {
-                                fromOpen[position].append((id, entry))
+                                add((id, entry), of: cache, to: &fromOpen)
                             } else {
-                                giveBack[position].append((id, entry))
+                                add((id, entry), of: cache, to: &giveBack)
                             }
                         case .closed(let account, let file):
                             if rank < chosen { fromClosed[account, default: []].append(file) }
                         }
                     }
-                    for (position, member) in members.enumerated() { member.cache.giveBack(giveBack[position]) }
+                    for share in giveBack { share.cache.giveBack(share.items) }
                     // Each open cache's share in its own gate; one that fails gives back what it
                     // did not delete, the others' shares go back too (the pass then ends).
                     var openFailure: (any Error)?
-                    for (position, member) in members.enumerated() where !fromOpen[position].isEmpty {
+                    for share in fromOpen {
                         if openFailure != nil {
-                            member.cache.giveBack(fromOpen[position])
+                            share.cache.giveBack(share.items)
                             continue
                         }
-                        do { try await member.cache.evictTaken(fromOpen[position]) } catch { openFailure = error }
+                        do { try await share.cache.evictTaken(share.items) } catch { openFailure = error }
                     }
                     if let openFailure { throw openFailure }
                     for (account, files) in fromClosed {
@@ -136,9 +159,11 @@ extension FileCache {
                 failure = error
             }
             state.withLock { $0.counters.passes += 1 }
-            let overTarget = total() > target
-            for (position, member) in members.enumerated() {
-                member.cache.recordProtected(protections[position], overTarget: overTarget)
+            let members = group.openCaches()
+            let overTarget = total(members) > target
+            for member in members {
+                let held = protections[ObjectIdentifier(member.cache)].flatMap { $0.cache === member.cache ? $0 : nil }
+                member.cache.recordProtected(held?.protection ?? Protection(), overTarget: overTarget)
             }
             if let failure { throw failure }
         }

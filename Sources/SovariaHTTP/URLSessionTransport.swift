@@ -24,8 +24,10 @@ import Synchronization
 /// - A request a controller makes for an account (`SovariaSync.SovariaOffline.sendingAccount`) is
 ///   sent only with a token of that account: the provider's ``AccessTokenProvider/accessToken(for:)``,
 ///   whose owner ``AccessTokenProvider/account(ofToken:)`` (a JSON Web Token's `sub`, by default)
-///   must be the account. Otherwise nothing is sent, and `SovariaSync.SyncTransportError` with
-///   code `wrongAccount` is thrown: a queued write waits for its author's token.
+///   must be the account, and no `Authorization` header of the configuration or the request
+///   replaces it. Otherwise the request is not sent with that token, and
+///   `SovariaSync.SyncTransportError` with code `wrongAccount` is thrown: a queued write waits for
+///   its author's token. Without a token provider nothing is checked: give one with accounts.
 /// - A `401` asks the token provider to refresh (once per request; concurrent 401s share one
 ///   refresh) and sends the request again with the new token; the second answer is returned
 ///   whatever it is, so the controller still sees a `401` that a refresh did not cure.
@@ -108,7 +110,7 @@ public final class URLSessionTransport: SyncTransport {
     /// transport without a token provider, are not checked.
     private func check(_ token: String?, isOf account: AccountID?, _ request: DataRequest) throws {
         guard let account, let tokens else { return }
-        let what = "\(request.method) \(request.path) was not sent"
+        let what = "\(request.method) \(request.path) was not sent with this token"
         guard let token else {
             throw SyncTransportError(
                 .wrongAccount, "\(what): the token provider has no token for the account \(account); sign it in again.")
@@ -163,9 +165,13 @@ public final class URLSessionTransport: SyncTransport {
         if let body = request.body { urlRequest.httpBody = Data(body.utf8) }
         // Each layer wins over the ones before it, whatever the spelling; within a layer, the
         // spelling `DataRequest.header(_:)` reads (the first by its bytes) is set last and wins.
+        let bearer = token.map { ["Authorization": "Bearer " + $0] } ?? [:]
+        // A request of an account goes with the token checked to be the account's: no other
+        // `Authorization` (the configuration's, the request's own) replaces it.
+        let checked = SovariaOffline.sendingAccount != nil && tokens != nil
         let layers: [[String: String]] = [
-            configuration.headers, token.map { ["Authorization": "Bearer " + $0] } ?? [:],
-            request.body == nil ? [:] : ["Content-Type": "application/json"], request.headers,
+            configuration.headers, checked ? [:] : bearer,
+            request.body == nil ? [:] : ["Content-Type": "application/json"], request.headers, checked ? bearer : [:],
         ]
         var headers = DataRequest(method: request.method, path: request.path)
         for layer in layers {

@@ -99,7 +99,7 @@ extension SovariaOffline {
                 wentOffline(error, leaving: head)
                 return (synced, false, held)
             } catch let error as SyncTransportError where error.code == .wrongAccount {
-                // Nothing was sent: the write waits for its account's token, tries not counted.
+                // Not sent with another's token: the write waits for its own, tries not counted.
                 pauseForAccount(error, leaving: head)
                 return (synced, false, held)
             } catch {

@@ -91,7 +91,7 @@ extension SovariaOffline {
             } catch let error as SyncTransportError where error.code == .offline {
                 noNetwork = error
             } catch let error as SyncTransportError where error.code == .wrongAccount {
-                // Nothing was sent: queued, it waits for its account's token.
+                // Not sent with another's token: queued, it waits for its own.
                 noCredentials = error
             }
         }

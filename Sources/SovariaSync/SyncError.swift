@@ -17,7 +17,7 @@ public struct SyncError: Error, Sendable, Hashable {
         /// until the next ``SovariaOffline/flush()``. A 401 never rejects a write.
         case unauthorized
         /// The transport would have sent the write with another account's credentials, or none
-        /// (``SyncTransportError/Code/wrongAccount``): nothing was sent, the write stays at the
+        /// (``SyncTransportError/Code/wrongAccount``): it did not go with them, the write stays at the
         /// head of its queue, and the queue is paused until the next ``SovariaOffline/flush()``.
         case wrongAccount
         /// The write at the head has failed `attempts` times since `since`: the queue is not

@@ -24,8 +24,10 @@ extension SovariaOffline {
     /// The account of the controller whose request is being sent: a controller with a
     /// ``Configuration/account`` sets it around every request it sends (its reads, its queue's
     /// writes, its change feed's reads), so a transport sees it however many transports wrap
-    /// it. `nil` for a controller without an account, and for a request sent outside a
-    /// controller.
+    /// it, as long as each calls the next on the same task: a task-local value does not reach a
+    /// `Task.detached`, nor work handed to another task (a worker fed by a stream, a fetch joined
+    /// from another caller), where a transport would see `nil`. `nil` for a controller without
+    /// an account, and for a request sent outside a controller.
     ///
     /// A transport that adds credentials reads it to send the request only as its account:
     ///

@@ -48,7 +48,9 @@ public struct SyncTransportError: Error, Sendable, Hashable, CustomStringConvert
         public static let invalidResponse = Code("invalidResponse")
         /// The request was made for an account (``SovariaOffline/sendingAccount``) and the
         /// transport holds no credentials of that account: its token provider gave none, or a
-        /// token issued to another user. Nothing was sent. A queued write waits in its queue,
+        /// token issued to another user. The request was not sent with it (after a 401, the first
+        /// try went with the token refreshed away; a write's retry keeps its idempotency key, so
+        /// the server applies it once). A queued write waits in its queue,
         /// which pauses until ``SovariaOffline/flush()`` (``SyncError/Kind/wrongAccount``); a read
         /// throws it. Give the transport the account's token, then flush.
         public static let wrongAccount = Code("wrongAccount")

@@ -190,6 +190,48 @@ import Testing
         #expect(try await alice.open("alice 0") == nil)
     }
 
+    /// A closed account's file used again after the pass counted it (its record now names a
+    /// newer use) is not deleted on the strength of the old count: the pass checks each record
+    /// under the account's folder lock, and counts again.
+    @Test(arguments: MetadataEngine.all)
+    func aClosedAccountsFileUsedSinceTheCountIsKept(engine: MetadataEngine) async throws {
+        let bench = try await AccountBench(engine)
+        do {
+            let alice = try await bench.open("alice", .bytes(10_000))
+            for number in 0..<5 {
+                try await put(alice, "alice \(number)", 1_000, tag: number)
+                bench.clock.advance(by: 60)
+            }
+            await alice.waitForPendingWork()
+        }
+        // Right after the pass lists Alice's records, her "alice 0" is used (as a cache of hers
+        // opened, used it and closed would leave it): its record now names a newer use.
+        let alice = try AccountID("alice")
+        let reused = fileID("alice 0")
+        let hooked = AfterListingStore(
+            bench.store, prefix: AccountScopedStore.accountPrefix(of: alice) + FileKeys.prefix
+        ) {
+            let view = AccountScopedStore(wrapping: bench.store, account: alice)
+            for key in try await view.keys(FileKeys.prefix) {
+                guard let parsed = FileKeys.parse(key), parsed.id.hex == reused else { continue }
+                let value = try #require(try await view.data(key))
+                let newer = FileKeys.metadataKey(
+                    id: parsed.id, sizeBytes: parsed.sizeBytes, lastUseMillis: parsed.lastUseMillis + 3_600_000)
+                try await view.write([.delete(key: key), .setData(key: newer, data: value)])
+            }
+        }
+        let bob = try await bench.open("bob", .bytes(10_000), store: hooked)
+        for number in 0..<6 {
+            try await put(bob, "bob \(number)", 1_000, tag: 10 + number)
+            await bob.waitForPendingWork()
+            bench.clock.advance(by: 60)
+        }
+        #expect(hooked.fired, "the pass counted Alice's records")
+        #expect(bench.onDisk()["alice"]?.contains(reused) == true, "the file used since the count stays")
+        #expect(try await bench.records("alice").contains(reused), "with its newer record")
+        #expect(bench.onDisk()["alice"]?.contains(fileID("alice 1")) == false, "the oldest there was went")
+    }
+
     /// Records whose file is gone (deleted behind the cache, or the account's whole folder) name
     /// no byte: a pass neither counts nor evicts them, deletes them, and evicts the files there are.
     @Test(arguments: MetadataEngine.all)
@@ -307,6 +349,35 @@ struct AccountBench {
 }
 
 /// Counts the listings (`keys`, `entries`, and their borrowed scans) asked of a store, by prefix.
+/// Runs `hook` once, right after the first listing of keys under `prefix` returns.
+final class AfterListingStore: ForwardingStore {
+    let inner: any OfflineStore
+    private let prefix: String
+    private let hook: @Sendable () async throws -> Void
+    private let state = Mutex(false)
+
+    init(_ inner: any OfflineStore, prefix: String, hook: @escaping @Sendable () async throws -> Void) {
+        self.inner = inner
+        self.prefix = prefix
+        self.hook = hook
+    }
+
+    var fired: Bool { state.withLock { $0 } }
+
+    func withKeys(
+        _ prefix: String, after: String?, limit: Int, _ body: (_ key: UnsafeRawBufferPointer) throws -> Bool
+    ) async throws -> StoreScanPage {
+        let page = try await inner.withKeys(prefix, after: after, limit: limit, body)
+        guard prefix == self.prefix else { return page }
+        let first = state.withLock { fired in
+            defer { fired = true }
+            return !fired
+        }
+        if first { try await hook() }
+        return page
+    }
+}
+
 final class ListingCountingStore: ForwardingStore {
     let inner: any OfflineStore
     private let listed = Mutex<[String]>([])

@@ -114,6 +114,25 @@ import Testing
             ])
     }
 
+    /// Another `Authorization`, in the transport's configuration or in the request, does not
+    /// replace the account's checked token.
+    @Test func noOtherAuthorizationHeaderReplacesTheAccountsToken() async throws {
+        let server = try await RESTServer.start()
+        var configuration = URLSessionTransport.Configuration()
+        configuration.headers["authorization"] = "Bearer " + TestJWT.token(of: "bob")
+        let transport = URLSessionTransport(
+            baseURL: server.baseURL, tokens: HeldToken(TestJWT.token(of: "alice")), configuration: configuration)
+        var insert = PostgREST.insert(into: "notes", json: #"{"id":"n1","title":"x"}"#, returning: false)
+        insert.setHeader("AUTHORIZATION", "Bearer " + TestJWT.token(of: "carol"))
+        #expect(try await Self.send(insert, as: Self.alice(), through: transport).status == 201)
+        #expect(try await server.query("SELECT id || '|' || owner FROM notes") == ["n1|alice"])
+        // Outside an account the request's own header still wins, as before.
+        var asCarol = PostgREST.insert(into: "notes", json: #"{"id":"n2","title":"x"}"#, returning: false)
+        asCarol.setHeader("Authorization", "Bearer " + TestJWT.token(of: "carol"))
+        #expect(try await transport.send(asCarol).status == 201)
+        #expect(try await server.query("SELECT owner FROM notes WHERE id = 'n2'") == ["carol"])
+    }
+
     /// Outside a controller's account, the transport sends what the provider gives, unchecked.
     @Test func aRequestOfNoAccountIsNotChecked() async throws {
         let server = try await RESTServer.start()

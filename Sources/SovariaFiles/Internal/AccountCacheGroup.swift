@@ -198,7 +198,8 @@ final class AccountCacheGroup: Sendable {
     ///
     /// Only records whose file is on disk are counted. The others (a file deleted behind the
     /// cache, a pass that deleted a file and failed to delete its record, an account folder that
-    /// is gone) name no byte: their keys are deleted here, as the account's next open would.
+    /// is gone) name no byte: their keys are deleted here, holding the account's folder lock, as
+    /// the account's next open would (left alone when a cache of it holds the lock).
     func closedAccounts(on work: BlockingWorkQueue) async throws -> ClosedAccounts {
         let (generation, open, counted) = state.withLock { ($0.generation, Set($0.members.keys), $0.closed) }
         if let counted, counted.generation == generation { return counted }
@@ -221,7 +222,12 @@ final class AccountCacheGroup: Sendable {
                 return true
             }
             guard !recorded.isEmpty else { continue }
-            let filesPath = FileCache.accountDirectory(of: account, in: parent).path + "/files"
+            let root = FileCache.accountDirectory(of: account, in: parent)
+            let filesPath = root.path + "/files"
+            // The account's folder lock while its folder is listed and its stale records go, so
+            // no cache of it opens meanwhile; `nil` when a cache of it is open in another process
+            // (or opening here): its records are counted and left alone.
+            let lock = try? await work.runConcurrently { try CacheFolder(root: root) }
             // A folder that is gone lists as empty: none of its records names a file.
             let names = try await work.runConcurrently { try POSIXFile.listDirectory(filesPath) }
             let onDisk = Set(names.lazy.filter { !$0.isDirectory }.compactMap { FileKeys.id(fileName: $0.name) })
@@ -229,9 +235,10 @@ final class AccountCacheGroup: Sendable {
             for file in recorded.values {
                 if onDisk.contains(file.id) { found.append(file) } else { stale.append(file.metadataKey) }
             }
-            for start in stride(from: 0, to: stale.count, by: 1_000) {
+            for start in stride(from: 0, to: lock == nil ? 0 : stale.count, by: 1_000) {
                 try await view.write(stale[start..<min(stale.count, start + 1_000)].map { .delete(key: $0) })
             }
+            withExtendedLifetime(lock) {}
             guard !found.isEmpty else { continue }
             found.sort { ($0.lastUseMillis, $0.id.hex) > ($1.lastUseMillis, $1.id.hex) }
             closed.add(found, of: account)
@@ -289,6 +296,19 @@ final class AccountCacheGroup: Sendable {
         } catch let error as OfflineStoreError where error.code == .locked {
             return .locked
         }
+        // The count may be older than the files: a cache of the account that opened and closed
+        // since may have used a file or downloaded it again, under a new record. Only files whose
+        // counted record is still there go; finding one that is not, the count is redone.
+        let view = AccountScopedStore(wrapping: store, account: account)
+        var files = files
+        var current: [ClosedFile] = []
+        for file in files {
+            if try await view.data(file.metadataKey) != nil { current.append(file) }
+        }
+        if current.count != files.count {
+            recountClosedAccounts()
+            files = current
+        }
         let paths = files.map { folder.filePath($0.id) }
         let failed: [Int] = try await work.runConcurrently { [folder] in
             paths.indices.filter { (try? folder.remove(paths[$0])) == nil }
@@ -296,7 +316,7 @@ final class AccountCacheGroup: Sendable {
         let failedSet = Set(failed)
         let deleted = files.indices.filter { !failedSet.contains($0) }.map { files[$0] }
         if !deleted.isEmpty {
-            try await AccountScopedStore(wrapping: store, account: account).writeLearningOutcome(
+            try await view.writeLearningOutcome(
                 deleted.map { .delete(key: $0.metadataKey) })
         }
         withExtendedLifetime(folder) {}  // the lock is held until the records are gone
