@@ -56,14 +56,8 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func aClosedAccountsFilesAreEvictedByAnOpenAccountsPass(engine: MetadataEngine) async throws {
         let bench = try await AccountBench(engine)
-        do {
-            let alice = try await bench.open("alice", .bytes(10_000))
-            for number in 0..<5 {
-                try await put(alice, "alice \(number)", 1_000, tag: number)
-                bench.clock.advance(by: 60)
-            }
-            await alice.waitForPendingWork()
-        }  // Alice's cache is released: she is a closed account now.
+        // Alice fills a cache of hers and releases it: she is a closed account now.
+        try await bench.closedAccount("alice", files: 5, bytes: 1_000)
         let bob = try await bench.open("bob", .bytes(10_000))
         for number in 0..<6 {
             try await put(bob, "bob \(number)", 1_000, tag: 10 + number)
@@ -160,14 +154,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func aStoreFailureMidwayLeavesAConsistentStateAndTheNextPassCompletes(engine: MetadataEngine) async throws {
         let bench = try await AccountBench(engine)
-        do {
-            let alice = try await bench.open("alice", .bytes(10_000))
-            for number in 0..<20 {
-                try await put(alice, "alice \(number)", 100, tag: number)
-                bench.clock.advance(by: 60)
-            }
-            await alice.waitForPendingWork()
-        }
+        try await bench.closedAccount("alice", files: 20, bytes: 100)
         let failing = FailingWritesStore(bench.store)
         let bob = try await FileCache(
             directory: bench.parent, metadata: failing, account: try AccountID("bob"),
@@ -196,14 +183,7 @@ import Testing
     @Test(arguments: MetadataEngine.all)
     func aClosedAccountsFileUsedSinceTheCountIsKept(engine: MetadataEngine) async throws {
         let bench = try await AccountBench(engine)
-        do {
-            let alice = try await bench.open("alice", .bytes(10_000))
-            for number in 0..<5 {
-                try await put(alice, "alice \(number)", 1_000, tag: number)
-                bench.clock.advance(by: 60)
-            }
-            await alice.waitForPendingWork()
-        }
+        try await bench.closedAccount("alice", files: 5, bytes: 1_000)
         // Right after the pass lists Alice's records, her "alice 0" is used (as a cache of hers
         // opened, used it and closed would leave it): its record now names a newer use.
         let alice = try AccountID("alice")
@@ -319,6 +299,17 @@ struct AccountBench {
         try await FileCache(
             directory: parent, metadata: store ?? self.store, account: try AccountID(account),
             configuration: FileCache.Configuration(size: size, clock: clock.function))
+    }
+
+    /// Gives `account` `files` files of `bytes` each ("<account> 0", "<account> 1", …), a minute
+    /// apart, through a cache of its own that is then released: an account with no cache open.
+    func closedAccount(_ account: String, files: Int, bytes: Int) async throws {
+        let cache = try await open(account, .bytes(10_000))
+        for number in 0..<files {
+            try await put(cache, "\(account) \(number)", bytes, tag: number)
+            clock.advance(by: 60)
+        }
+        await cache.waitForPendingWork()
     }
 
     func folder(of account: String) throws -> URL {
