@@ -212,6 +212,34 @@ import Testing
         #expect(bench.onDisk()["alice"]?.contains(fileID("alice 1")) == false, "the oldest there was went")
     }
 
+    /// A pass holds each open cache for one round only: a cache the app lets go while a long pass
+    /// runs is freed before the pass's next round, its folder lock with it, not when the pass ends
+    /// (an account signing in again meanwhile would find its folder locked).
+    @Test(arguments: MetadataEngine.all)
+    func aCacheLetGoDuringAPassIsFreedBeforeItsNextRound(engine: MetadataEngine) async throws {
+        let bench = try await AccountBench(engine)
+        // 40 old files of 100 bytes: a pass down to Bob's target takes two rounds of them at least.
+        try await bench.closedAccount("alice", files: 40, bytes: 100)
+        let hooked = BeforeWritesStore(
+            bench.store, prefix: AccountScopedStore.accountPrefix(of: try AccountID("alice")))
+        // Carol's bound is far: her download runs no pass of its own.
+        let carol = WeakCache(try await bench.open("carol", .bytes(100_000), store: hooked))
+        try await put(carol.held!, "carol 0", 100, tag: 50)
+        await carol.held!.waitForPendingWork()
+        let freedBeforeRoundTwo = Mutex<Bool?>(nil)
+        hooked.beforeEach { round in
+            // Round one's deletes of Alice's files: the app lets Carol's cache go.
+            if round == 1 { carol.letGo() }
+            if round == 2 { freedBeforeRoundTwo.withLock { $0 = carol.isFreed } }
+        }
+        let bob = try await bench.open("bob", .bytes(2_000), store: hooked)
+        try await put(bob, "bob 0", 1_000, tag: 60)
+        await bob.waitForPendingWork()
+        #expect(hooked.calls >= 2, "the pass took \(hooked.calls) rounds of Alice's files")
+        #expect(freedBeforeRoundTwo.withLock { $0 } == true, "Carol's cache was still held in the pass's second round")
+        #expect(bob.boundTotalBytes <= 1_800)
+    }
+
     /// Records whose file is gone (deleted behind the cache, or the account's whole folder) name
     /// no byte: a pass neither counts nor evicts them, deletes them, and evicts the files there are.
     @Test(arguments: MetadataEngine.all)
@@ -340,6 +368,49 @@ struct AccountBench {
 }
 
 /// Counts the listings (`keys`, `entries`, and their borrowed scans) asked of a store, by prefix.
+/// Calls `hook` with the call's number (1, 2, …) before each batch that writes a key under
+/// `prefix`.
+final class BeforeWritesStore: ForwardingStore {
+    let inner: any OfflineStore
+    private let prefix: String
+    private let state = Mutex<(calls: Int, hook: (@Sendable (Int) -> Void)?)>((0, nil))
+
+    init(_ inner: any OfflineStore, prefix: String) {
+        self.inner = inner
+        self.prefix = prefix
+    }
+
+    var calls: Int { state.withLock { $0.calls } }
+    func beforeEach(_ hook: @escaping @Sendable (Int) -> Void) { state.withLock { $0.hook = hook } }
+
+    func write(_ batch: [StoreWrite]) async throws {
+        if batch.contains(where: { $0.key.utf8.starts(with: prefix.utf8) }) {
+            let (call, hook) = state.withLock { state in
+                state.calls += 1
+                return (state.calls, state.hook)
+            }
+            hook?(call)
+        }
+        try await inner.write(batch)
+    }
+}
+
+/// A cache the test holds until it lets it go, and then sees whether it was freed.
+final class WeakCache: Sendable {
+    private let state: Mutex<(strong: FileCache?, weak: WeakReference)>
+
+    private final class WeakReference: @unchecked Sendable {
+        weak var cache: FileCache?
+        init(_ cache: FileCache) { self.cache = cache }
+    }
+
+    init(_ cache: FileCache) { state = Mutex((cache, WeakReference(cache))) }
+
+    var held: FileCache? { state.withLock { $0.strong } }
+    func letGo() { state.withLock { $0.strong = nil } }
+    var isFreed: Bool { state.withLock { $0.weak.cache == nil } }
+}
+
 /// Runs `hook` once, right after the first listing of keys under `prefix` returns.
 final class AfterListingStore: ForwardingStore {
     let inner: any OfflineStore
