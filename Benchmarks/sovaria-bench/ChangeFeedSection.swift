@@ -1,6 +1,6 @@
 import Foundation
 import Sovaria
-import SovariaPostgREST
+@_spi(Benchmarks) import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
 import Synchronization
@@ -213,6 +213,26 @@ struct ChangeFeedSection {
             }
         }
         await offline.close()
+        // The floors under a page, in the same run: reading its changes alone (the server's
+        // answer, the transport and the parse of each change), and parsing the 100 answers'
+        // bodies alone (what a page does with each answer it did not parse before: the last
+        // page's rewrite of it).
+        let reader = PostgRESTChangeFeed(transport: server, keyColumns: ["items": "id"])
+        var readFrom = try await reader.latestPosition(of: "items")
+        let readPage = try await Stopwatch(repeats: max(2, options.repeats)).measure(
+            calls: calls, prepare: { _ in }
+        ) { _, _ in
+            _ = server.change(count: changes)
+            let page = try await reader.changes(of: "items", after: readFrom, wait: nil)
+            guard page.changes.count == changes else {
+                throw BenchError.failed("a page of \(changes) changes read \(page.changes.count)")
+            }
+            readFrom = page.position ?? readFrom
+        }
+        let bodies = Self.reads.map { server.answer($0.path) }
+        let parse = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: calls) { _, _ in
+            for body in bodies { try JSONParserFloor.parse(body) }
+        }
         // The store's floor: one batch of 100 records the size of the answers, and the checkpoint.
         let store = try await engine.open(folder.appendingPathComponent("batch", isDirectory: true), .flushed)
         let record = String(repeating: "x", count: Self.listBytes(server) / Self.answerCount + 120)
@@ -229,7 +249,19 @@ struct ChangeFeedSection {
             operation: "the store's batch of 101 records")
         row.ratio = row.p50Nanoseconds / max(1, floor.p50Nanoseconds)
         row.baseline = "the store's batch of the same records"
-        return [row, floor]
+        var floors: [Measurement] = []
+        for (sample, operation) in [
+            (readPage, "floor: read the page's changes alone, nothing applied"),
+            (parse, "floor: parse the 100 answers' bodies alone"),
+        ] {
+            var floorRow = sample.measurement(
+                section: section, subject: engine.name, variant: "\(changes) changes, 100 answers, flushed",
+                operation: operation)
+            floorRow.ratio = floorRow.p50Nanoseconds / max(1, floor.p50Nanoseconds)
+            floorRow.baseline = "the store's batch of the same records"
+            floors.append(floorRow)
+        }
+        return [row, floor] + floors
     }
 }
 
