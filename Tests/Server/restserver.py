@@ -693,10 +693,14 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(404, "PGRST125", "Invalid path specified in request URL")
         except ApiError as error:
             self.send(self.error_reply(error), head_only=method == "HEAD")
-        except Exception:  # a bug here: answer 500 rather than hang the client
+        except Exception as error:  # a bug here: answer 500 rather than hang the client
             if self.server.verbose:
                 traceback.print_exc()
-            self.send(self.error_reply(ApiError(500, "PGRSTX00", "Internal server error")))
+            # What failed, in `details`: a test that meets this 500 says why in its own output
+            # (the server's stderr is not kept).
+            self.send(self.error_reply(ApiError(
+                500, "PGRSTX00", "Internal server error",
+                details=f"{type(error).__name__}: {error}"[:600])))
 
     # --- /rest/v1/<table>
 
