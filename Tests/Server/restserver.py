@@ -597,7 +597,18 @@ class RestServer(ThreadingHTTPServer):
         # One connection per request: simple, and correct across a PostgreSQL restart. A stopped
         # server refuses at once; the timeout only bounds a connection a loaded machine is slow to
         # accept (the whole suite on 2 cores once took over 5 s, and a read got a 503).
-        return psycopg.connect(self.conninfo, autocommit=True, connect_timeout=30)
+        # A cluster whose connection slots are all taken (every test's servers and stores share
+        # it: over 300 sessions at once were seen in a full run) is waited for, up to 30 s, as
+        # PostgREST's pool waits for a free connection; a CI run once met it as a 500.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                return psycopg.connect(self.conninfo, autocommit=True, connect_timeout=30)
+            except psycopg.OperationalError as error:
+                full = "too many clients" in str(error) or "remaining connection slots" in str(error)
+                if not full or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
 
 @dataclass
