@@ -82,8 +82,8 @@ public final class URLSessionTransport: SyncTransport {
     /// - Throws: `SovariaSync.SyncTransportError`: code `offline` when the request did not reach
     ///   the server for lack of network; `invalidRequest` for a path that makes no http(s) URL,
     ///   `invalidResponse` for an answer that is not HTTP, `wrongAccount` for a request of an
-    ///   account the token provider has no token of (nothing sent), `failed` for another failure.
-    ///   The token provider's errors pass through as they are.
+    ///   account the token provider has no token of (not sent with it), `failed` for another
+    ///   failure. The token provider's errors pass through as they are.
     public func send(_ request: DataRequest) async throws -> DataResponse {
         var request = request
         if !Self.isRead(request.method), request.header(SovariaOffline.idempotencyHeader) == nil {
@@ -95,14 +95,17 @@ public final class URLSessionTransport: SyncTransport {
         // Taken before the request goes: a refresh of the same token that finishes while it is
         // on the way (another request's 401) already cured its 401, and no second one starts.
         let ticket = refreshes.ticket()
-        let first = try await send(request, token: token)
+        // A checked token wins over every other `Authorization` (the configuration's, the
+        // request's own): the request goes as the account or not at all.
+        let checked = account != nil && tokens != nil
+        let first = try await send(request, token: token, winning: checked)
         guard first.status == 401, let tokens else { return first }
         try await refreshes.run(token, sharing: .finishedAfter(ticket)) {
             try await tokens.refreshAccessToken(for: account)
         }
         let renewed = try await tokens.accessToken(for: account)
         try check(renewed, isOf: account, request)
-        return try await send(request, token: renewed)
+        return try await send(request, token: renewed, winning: checked)
     }
 
     /// Throws `wrongAccount` unless `token` is `account`'s: a request a controller makes for an
@@ -127,8 +130,8 @@ public final class URLSessionTransport: SyncTransport {
         }
     }
 
-    private func send(_ request: DataRequest, token: String?) async throws -> DataResponse {
-        let urlRequest = try makeURLRequest(request, token: token)
+    private func send(_ request: DataRequest, token: String?, winning: Bool) async throws -> DataResponse {
+        let urlRequest = try makeURLRequest(request, token: token, winning: winning)
         let data: Data
         let response: URLResponse
         do {
@@ -151,7 +154,9 @@ public final class URLSessionTransport: SyncTransport {
         return DataResponse(status: http.statusCode, headers: headers, body: String(decoding: data, as: UTF8.self))
     }
 
-    private func makeURLRequest(_ request: DataRequest, token: String?) throws -> URLRequest {
+    /// The request as URLSession sends it; `winning`: the token's `Authorization` is set last,
+    /// over the request's own.
+    private func makeURLRequest(_ request: DataRequest, token: String?, winning: Bool) throws -> URLRequest {
         guard let url = URL(string: request.path, relativeTo: baseURL)?.absoluteURL,
             url.scheme == "http" || url.scheme == "https"
         else {
@@ -166,12 +171,9 @@ public final class URLSessionTransport: SyncTransport {
         // Each layer wins over the ones before it, whatever the spelling; within a layer, the
         // spelling `DataRequest.header(_:)` reads (the first by its bytes) is set last and wins.
         let bearer = token.map { ["Authorization": "Bearer " + $0] } ?? [:]
-        // A request of an account goes with the token checked to be the account's: no other
-        // `Authorization` (the configuration's, the request's own) replaces it.
-        let checked = SovariaOffline.sendingAccount != nil && tokens != nil
         let layers: [[String: String]] = [
-            configuration.headers, checked ? [:] : bearer,
-            request.body == nil ? [:] : ["Content-Type": "application/json"], request.headers, checked ? bearer : [:],
+            configuration.headers, winning ? [:] : bearer,
+            request.body == nil ? [:] : ["Content-Type": "application/json"], request.headers, winning ? bearer : [:],
         ]
         var headers = DataRequest(method: request.method, path: request.path)
         for layer in layers {

@@ -49,8 +49,9 @@ public protocol OverlayEvaluator: Sendable {
     /// keep gets `nil`: the controller reads it and asks again with every answer.
     ///
     /// `answers` are all the table's answers the page evaluates, each ``FeedAnswer/id`` once: the
-    /// evaluator may forget the table's others (an id given twice gets what its first got). By default, ``changesThatCanAlter(_:among:)`` of the answers with bodies,
-    /// and `nil` for the others.
+    /// evaluator may forget the table's others (an id given twice gets what its first got). By
+    /// default, ``changesThatCanAlter(_:among:)`` of the answers with bodies, and `nil` for the
+    /// others.
     func changesThatCanAlter(versioned answers: [FeedAnswer], among changes: [RowChange]) -> [[Int]?]
 
     /// Gives back what the evaluator keeps in memory between calls (answers it parsed for the

@@ -24,7 +24,8 @@ public struct SyncStatus: Sendable, Hashable {
     /// (``SovariaOffline/Configuration/flushInterval`` after the failed try), or at once when any
     /// request reaches the server.
     public var nextRetryAt: Date?
-    /// Whether the queue waits for ``SovariaOffline/flush()`` after a second 401.
+    /// Whether the queue waits for ``SovariaOffline/flush()``: after a second 401, or after the
+    /// transport held no token of the controller's account (``SyncError/Kind/wrongAccount``).
     public var isPausedForAuthorization: Bool
     /// Writes whose rows changed on the server since they were read, waiting for the app to
     /// resolve them (``SovariaOffline/conflicts()``).
