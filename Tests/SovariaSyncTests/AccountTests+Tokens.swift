@@ -109,6 +109,42 @@ extension AccountTests {
             ])
     }
 
+    /// The conflict list is the account's too: Alice's write in conflict is listed for her, and
+    /// Bob, signed in next on the same store, lists none, rejects none and counts none.
+    @Test(arguments: engines)
+    func anotherUserSeesNoneOfTheFirstsConflicts(_ engine: TestEngine) async throws {
+        let server = try await RESTServer.start()
+        let seeding = URLSessionTransport(baseURL: server.baseURL, tokens: UserToken(user: "alice"))
+        let seeded = try await seeding.send(
+            PostgREST.insert(into: "tasks", json: #"{"id":"t1","title":"Call the bank"}"#, returning: false))
+        try #require(seeded.isSuccess, "seed: \(seeded.status) \(seeded.body)")
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
+        let tasks = PostgREST.select("tasks", columns: "id,title,version", order: "id")
+        let alice = try await Self.signIn("alice", on: store, server)
+        _ = try await alice.offline.read(tasks)
+        alice.transport.isOffline = true
+        _ = try await alice.offline.write(
+            PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"A's offline title"}"#))
+        // The row changes on the server meanwhile (version 2): Alice's write is in conflict.
+        _ = try await server.query("UPDATE tasks SET title = 'Changed elsewhere' WHERE id = 't1'")
+        alice.transport.isOffline = false
+        _ = try await alice.offline.flush()
+        try #require(try await alice.offline.conflicts().count == 1, "Alice's write is a conflict")
+        await alice.offline.close()
+
+        let bob = try await Self.signIn("bob", on: store, server)
+        #expect(try await bob.offline.conflicts().isEmpty)
+        #expect(try await bob.offline.rejectedWrites().isEmpty)
+        #expect(bob.offline.status.conflictCount == 0 && bob.offline.status.rejectedCount == 0)
+        #expect(try await bob.offline.read(tasks, policy: .cacheOnly).body == nil)
+        await bob.offline.close()
+
+        let back = try await Self.signIn("alice", on: store, server)
+        let kept = try await back.offline.conflicts()
+        #expect(kept.count == 1 && kept.first?.write.request.path.contains("id=eq.t1") == true, "still hers")
+    }
+
     static func writeNotes(_ ids: [String], through offline: SovariaOffline) async throws {
         for id in ids {
             _ = try await offline.write(

@@ -48,7 +48,10 @@ import Testing
         configuration.memoryPressure = nil
         configuration.changeFeed = feed
         if let key { configuration.wrapAccountStore = { EncryptedOfflineStore(wrapping: $0, key: key) } }
-        configuration.overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        // Tasks carry a version: an update of one changed since it was read is a conflict.
+        configuration.conflictRules = ["tasks": ConflictRule(versionColumn: "version", onConflict: .reject)]
+        configuration.overlay = PostgRESTOverlay(
+            tables: ["notes": .init(primaryKey: "id"), "tasks": .init(primaryKey: "id")], textOrder: .bytes)
         return (try await SovariaOffline(store: store, transport: transport, configuration: configuration), transport)
     }
 
