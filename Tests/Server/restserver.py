@@ -532,6 +532,12 @@ class RestServer(ThreadingHTTPServer):
     # Do not join the request threads on close: a client's idle keep-alive connection keeps its
     # thread waiting for the next request, and SIGTERM must stop the server at once.
     block_on_close = False
+    # socketserver listens with a backlog of 5. A burst of connections while the accept loop waits
+    # for the GIL (a full suite on 2 cores) overflows it; Linux then drops the handshake's last
+    # ACK and the client waits out SYN-ACK retransmissions (1, 2, 4, 8, 16 s): URLSession's 30 s
+    # timeout (-1001) in CI. 40 connections during a 0.5 s pause overflowed 114 times; PostgREST
+    # (warp) listens with the system's maximum.
+    request_queue_size = 4096
 
     def __init__(self, port: int, conninfo: str, verbose: bool, pre_request: str | None = None,
                  schemas: list[str] | None = None, extra_search_path: list[str] | None = None) -> None:
