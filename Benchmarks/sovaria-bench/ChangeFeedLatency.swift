@@ -134,7 +134,7 @@ struct ChangeFeedLatency {
         configuration.overlay = PostgRESTOverlay(
             tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
         if follow {
-            configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"])
+            configuration.changeFeed = PostgRESTChangeFeed(transport: transport)
             configuration.followedTables = ["notes"]
             configuration.feedPollInterval = poll
             configuration.feedWait = waits ? .seconds(20) : .zero

@@ -58,7 +58,7 @@ struct ChangeFeedSection {
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.overlay = overlay
         configuration.memoryPressure = nil
-        configuration.changeFeed = PostgRESTChangeFeed(transport: server, keyColumns: ["items": "id"])
+        configuration.changeFeed = PostgRESTChangeFeed(transport: server)
         configuration.feedRefetchPast = refetchPast
         configuration.maxCached = max(SovariaOffline.maxCached, reads.count)  // every answer stays
         let offline = try await SovariaOffline(store: store, transport: server, configuration: configuration)
@@ -122,7 +122,7 @@ struct ChangeFeedSection {
             if refetchPast == nil {
                 // The floor of applying every change: reading the pages alone (the transport and
                 // the parse of each change), nothing applied.
-                let feed = PostgRESTChangeFeed(transport: server, keyColumns: ["items": "id"])
+                let feed = PostgRESTChangeFeed(transport: server)
                 let first = try await feed.latestPosition(of: "items").map { $0 - Int64(changed) << 22 }
                 let read = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: max(2, calls / 10)) {
                     _, _ in
@@ -217,7 +217,7 @@ struct ChangeFeedSection {
         // answer, the transport and the parse of each change), and parsing the 100 answers'
         // bodies alone (what a page does with each answer it did not parse before: the last
         // page's rewrite of it).
-        let reader = PostgRESTChangeFeed(transport: server, keyColumns: ["items": "id"])
+        let reader = PostgRESTChangeFeed(transport: server)
         var readFrom = try await reader.latestPosition(of: "items")
         let readPage = try await Stopwatch(repeats: max(2, options.repeats)).measure(
             calls: calls, prepare: { _ in }

@@ -73,7 +73,7 @@ enum SovariaNotes {
         // `watch` follows the notes' change feed: the server holds each read until a change
         // commits (a long poll), and the overlay brings the cached list up to date with it.
         if following {
-            configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"])
+            configuration.changeFeed = PostgRESTChangeFeed(transport: transport)
             configuration.followedTables = ["notes"]
             configuration.feedWait = .seconds(4)  // below the transport's 5-second timeout
         }

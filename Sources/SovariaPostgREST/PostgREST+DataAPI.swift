@@ -16,6 +16,14 @@ extension PostgREST {
         return schema + "." + name
     }
 
+    /// The table a change feed names `name` (`ChangeFeed.sql` names one of another schema
+    /// `schema.table`), as ``table(of:)`` names a request's: without the default schema.
+    func tableOfChange(_ name: String) -> String {
+        let prefix = defaultSchema + "."
+        guard name.utf8.starts(with: prefix.utf8) else { return name }
+        return String(Substring(name.utf8.dropFirst(prefix.utf8.count)))
+    }
+
     /// The schema `request` chooses with `Accept-Profile` (a `GET` or `HEAD`) or
     /// `Content-Profile` (any other method), or `nil` for ``defaultSchema``.
     func schema(of request: DataRequest) -> String? {

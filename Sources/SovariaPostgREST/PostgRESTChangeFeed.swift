@@ -20,7 +20,7 @@ import SovariaSync
 /// ```swift
 /// var configuration = SovariaOffline.Configuration(api: PostgREST())
 /// configuration.overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
-/// configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"])
+/// configuration.changeFeed = PostgRESTChangeFeed(transport: transport)
 /// configuration.followedTables = ["notes"]
 /// ```
 public struct PostgRESTChangeFeed: ChangeFeed {
@@ -28,22 +28,20 @@ public struct PostgRESTChangeFeed: ChangeFeed {
     public let transport: any SyncTransport
     /// The API's path prefix and dialect.
     public var api: PostgREST
-    /// The primary key column of each table (what a delete names a row by); any other table's
-    /// is `id`.
-    public var keyColumns: [String: String]
     /// The view the feed is read from. Default: `sovaria_feed`.
     public var view: String
     /// The most changes a page holds. Default: 500.
     public var pageSize: Int
 
-    /// The feed read through `transport`, for tables keyed by `keyColumns`.
+    /// The feed read through `transport`. A change names its row by the key `ChangeFeed.sql`
+    /// publishes; the overlay finds the row by its table's key column
+    /// (`PostgRESTOverlay.Table.primaryKey`), so a key is stated once on the device.
     public init(
-        transport: any SyncTransport, api: PostgREST = PostgREST(), keyColumns: [String: String] = [:],
-        view: String = "sovaria_feed", pageSize: Int = 500
+        transport: any SyncTransport, api: PostgREST = PostgREST(), view: String = "sovaria_feed",
+        pageSize: Int = 500
     ) {
         self.transport = transport
         self.api = api
-        self.keyColumns = keyColumns
         self.view = view
         self.pageSize = max(1, pageSize)
     }
@@ -186,25 +184,5 @@ public struct PostgRESTChangeFeed: ChangeFeed {
 
     private static func integer(_ header: String?) -> Int64? {
         header.flatMap { Int64(String($0.filter { $0 != " " && $0 != "\t" })) }
-    }
-
-    /// `change` as the write that has its effect: an upsert of the whole row (`POST` with
-    /// `Prefer: resolution=merge-duplicates`), or a `DELETE` of its key.
-    ///
-    /// A change of a table of another schema (its feed named `schema.table`, as
-    /// `ChangeFeed.sql` names it and ``PostgREST/table(of:)`` names the table) is a write to
-    /// that table with `Content-Profile: schema`.
-    public func write(for change: RowChange) -> DataRequest {
-        let qualified = change.table.split(separator: ".", maxSplits: 1).map(String.init)
-        let (schema, table) = qualified.count == 2 ? (qualified[0], qualified[1]) : (nil, change.table)
-        var write: DataRequest
-        switch change.operation {
-        case .upsert(let row):
-            write = api.insert(into: table, json: row, returning: false, upsert: true)
-        case .delete:
-            write = api.delete(from: table, where: [.eq(keyColumns[change.table] ?? "id", change.key)])
-        }
-        if let schema { write.setHeader("Content-Profile", schema) }
-        return write
     }
 }

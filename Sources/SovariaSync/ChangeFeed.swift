@@ -19,11 +19,6 @@ public protocol ChangeFeed: Sendable {
     ///   errors as they are (`SyncTransportError` with `offline` when there is no network).
     func changes(of table: String, after position: Int64?, wait: Duration?) async throws -> ChangeFeedPage
 
-    /// `change` as the write that has its effect, in the API's own dialect: what the controller's
-    /// ``SovariaOffline/Configuration/overlay`` applies to a cached answer to bring it up to date
-    /// (for PostgREST: an upsert of the row, or a delete by its key).
-    func write(for change: RowChange) -> DataRequest
-
     /// The position of `table`'s latest change the feed serves now (`nil`: none, or the feed
     /// cannot say): where a reader that skips the backlog resumes
     /// (``SovariaOffline/Configuration/feedRefetchPast``).

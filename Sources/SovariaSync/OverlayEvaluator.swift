@@ -126,22 +126,44 @@ public struct RelatedAnswer: Sendable, Hashable {
     }
 }
 
-/// A write the overlay applies: one waiting in the queue, or one synced after the cached answer
+/// A write the overlay applies: one waiting in the queue, one synced after the cached answer
 /// was fetched (it stays in the answers until a fresh server answer has it, so nothing flickers
-/// back between the sync and the refetch).
+/// back between the sync and the refetch), or a change another device made that the change feed
+/// brought.
 public struct OverlayWrite: Sendable, Hashable {
-    /// The write's client id (its `Idempotency-Key`).
+    /// What a write does to the table's rows.
+    public enum Effect: Sendable, Hashable {
+        /// A request in the API's dialect, as the queue keeps it.
+        case request(DataRequest)
+        /// A change the feed brought: the row's whole new state, or its removal, by the row's
+        /// key (the evaluator knows each table's key column).
+        case change(RowChange)
+    }
+
+    /// The write's client id (its `Idempotency-Key`); `feed:<position>` for a change.
     public var id: String
-    /// The request as the queue keeps it.
-    public var request: DataRequest
-    /// `true` while the write waits in the queue; `false` once it synced.
+    /// What the write does.
+    public var effect: Effect
+    /// `true` while the write waits in the queue; `false` once it synced, and for a change.
     public var isPending: Bool
 
-    /// A write for the overlay.
+    /// A write of `request` for the overlay.
     public init(id: String, request: DataRequest, isPending: Bool) {
         self.id = id
-        self.request = request
+        self.effect = .request(request)
         self.isPending = isPending
+    }
+
+    /// A change the feed brought, for the overlay: applied by its row's key, never pending.
+    public init(change: RowChange) {
+        self.id = "feed:\(change.position)"
+        self.effect = .change(change)
+        self.isPending = false
+    }
+
+    /// The request, for a write that is one (`nil` for a change the feed brought).
+    public var request: DataRequest? {
+        if case .request(let request) = effect { request } else { nil }
     }
 }
 

@@ -91,7 +91,7 @@ extension SovariaOffline {
                 changes: 0, updatedAnswers: 0, staleAnswers: 0, position: nil, mustRefetch: false, hasMore: false)
             guard state.withLock({ $0.feed.epoch == epoch && !$0.closed }) else { return cleared }
             var (pulled, changedAnswers, refetch) = try await apply(
-                page, of: table, after: checkpoint, syncedBefore: syncedBefore, feed: feed)
+                page, of: table, after: checkpoint, syncedBefore: syncedBefore)
             guard state.withLock({ $0.feed.epoch }) == epoch else {
                 // The clear ran while the page was applied: what it wrote after the clear goes too
                 // (an answer it updated was already gone: the cache skips it).
@@ -162,8 +162,7 @@ extension SovariaOffline {
     /// store batch; returns what it did, whether an answer changed, and the reads a live query
     /// shows that must be fetched again (the caller signals and fetches once the status is set).
     private func apply(
-        _ page: ChangeFeedPage, of table: String, after checkpoint: Int64?, syncedBefore: UInt64,
-        feed: any ChangeFeed
+        _ page: ChangeFeedPage, of table: String, after checkpoint: Int64?, syncedBefore: UInt64
     ) async throws -> (pull: ChangeFeedPull, changedAnswers: Bool, refetch: [DataRequest]) {
         // Read once: each use of the configuration's would copy it, per answer.
         let (api, overlay) = (self.api, configuration.overlay)
@@ -171,12 +170,7 @@ extension SovariaOffline {
         var last: [String: Int] = [:]
         for (index, change) in page.changes.enumerated() { last[change.key] = index }
         let changes = page.changes.enumerated().filter { last[$0.element.key] == $0.offset }.map(\.element)
-        let writes = changes.map {
-            (
-                position: $0.position,
-                write: OverlayWrite(id: "feed:\($0.position)", request: feed.write(for: $0), isPending: false)
-            )
-        }
+        let writes = changes.map { (position: $0.position, write: OverlayWrite(change: $0)) }
         let position = page.position ?? page.changes.last?.position
         // Counted before the answers are read: a fetch of the table that ends after this finds the
         // count moved, whether it stored its answer before the batch below or after.

@@ -41,7 +41,7 @@ import Testing
         configuration.overlay = PostgRESTOverlay(
             tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
         configuration.changeFeed = PostgRESTChangeFeed(
-            transport: transport, keyColumns: ["notes": "id"], view: view, pageSize: pageSize)
+            transport: transport, view: view, pageSize: pageSize)
         configuration.feedRefetchPast = refetchPast
         if following {
             configuration.timer = TaskSyncTimer()

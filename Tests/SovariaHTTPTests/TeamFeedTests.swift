@@ -31,7 +31,7 @@ import Testing
         configuration.memoryPressure = nil
         configuration.timer = ManualTimer()
         configuration.overlay = PostgRESTOverlay(tables: ["team_docs": .init(primaryKey: "id")], textOrder: .bytes)
-        configuration.changeFeed = PostgRESTChangeFeed(transport: rig.transport, keyColumns: ["team_docs": "id"])
+        configuration.changeFeed = PostgRESTChangeFeed(transport: rig.transport)
         return try await SovariaOffline(
             store: try await engine.open(folder.url), transport: rig.transport, configuration: configuration)
     }

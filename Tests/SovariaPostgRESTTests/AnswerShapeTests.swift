@@ -174,15 +174,26 @@ import Testing
         func send(_ request: DataRequest) async throws -> DataResponse { DataResponse(status: 500) }
     }
 
-    @Test func aChangeOfAnotherSchemasTableIsAWriteToItsSchema() {
-        let feed = PostgRESTChangeFeed(transport: NoServer(), keyColumns: ["other.notes": "key"])
-        let upsert = feed.write(
-            for: RowChange(position: 1, table: "other.notes", key: "k", operation: .upsert(row: #"{"key":"k"}"#)))
-        #expect(upsert.path == "/rest/v1/notes" && upsert.header("Content-Profile") == "other")
-        #expect(PostgREST().table(of: upsert) == "other.notes")
-        let delete = feed.write(for: RowChange(position: 2, table: "other.notes", key: "k", operation: .delete))
-        #expect(delete.path == "/rest/v1/notes?key=eq.k" && PostgREST().table(of: delete) == "other.notes")
-        let plain = feed.write(for: RowChange(position: 3, table: "notes", key: "k", operation: .delete))
-        #expect(plain.header("Content-Profile") == nil && PostgREST().table(of: plain) == "notes")
+    @Test func aChangeOfAnotherSchemasTableAppliesToThatSchemasAnswersOnly() {
+        // Each schema's table keyed by `key`: the overlay finds a change's row by its own table's key.
+        let overlay = PostgRESTOverlay(
+            tables: ["other.notes": .init(primaryKey: "key"), "notes": .init(primaryKey: "key")], textOrder: .bytes)
+        let cached = #"[{"key":"k","title":"old"}]"#
+        let plain = DataRequest(method: "GET", path: "/rest/v1/notes?select=key,title")
+        var other = plain
+        other.setHeader("Accept-Profile", "other")
+        func answer(_ read: DataRequest, _ table: String, _ operation: RowChange.Operation) -> OverlayAnswer {
+            let change = RowChange(position: 1, table: table, key: "k", operation: operation)
+            return overlay.answer(read, cachedBody: cached, writes: [OverlayWrite(change: change)])
+        }
+        let renamed = RowChange.Operation.upsert(row: #"{"key":"k","title":"new"}"#)
+        #expect(answer(other, "other.notes", renamed).body == #"[{"key":"k","title":"new"}]"#)
+        #expect(answer(other, "other.notes", .delete).body == "[]")
+        #expect(answer(plain, "other.notes", renamed).body == cached)
+        #expect(answer(plain, "other.notes", .delete).body == cached)
+        // The default schema's table, named with its schema or without.
+        #expect(answer(plain, "notes", .delete).body == "[]")
+        #expect(answer(plain, "public.notes", renamed).body == #"[{"key":"k","title":"new"}]"#)
+        #expect(answer(other, "notes", .delete).body == cached)
     }
 }

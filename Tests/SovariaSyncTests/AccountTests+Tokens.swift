@@ -69,7 +69,7 @@ extension AccountTests {
         let server = try await RESTServer.start()
         let tokens = UserToken(user: "bob")
         let inner = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: tokens))
-        let feed = PostgRESTChangeFeed(transport: inner, keyColumns: ["notes": "id"])
+        let feed = PostgRESTChangeFeed(transport: inner)
         let alice = try await Self.signIn("alice", on: MemoryOfflineStore(), server, feed: feed, tokens: tokens)
         let error = await #expect(throws: SyncTransportError.self) {
             _ = try await alice.offline.pullChanges(of: "notes")

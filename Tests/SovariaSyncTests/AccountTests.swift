@@ -454,9 +454,4 @@ final class OnePageFeed: ChangeFeed {
         return ChangeFeedPage(
             changes: position == nil ? [RowChange(position: 7, table: table, key: "x", operation: .delete)] : [],
             position: 7)
-    }
-
-    func write(for change: RowChange) -> DataRequest {
-        PostgREST.delete(from: change.table, where: [.eq("id", change.key)])
-    }
-}
+    }}

@@ -165,7 +165,7 @@ final class FeedDevice: @unchecked Sendable {
         configuration.memoryPressure = nil
         configuration.jitter = { 1 }
         configuration.overlay = ChangeFeedConvergenceTests.overlay
-        configuration.changeFeed = PostgRESTChangeFeed(transport: transport, keyColumns: ["notes": "id"], pageSize: 3)
+        configuration.changeFeed = PostgRESTChangeFeed(transport: transport, pageSize: 3)
         configuration.followedTables = ["notes"]
         configuration.feedFollowsAtOpen = false  // the test fires the timer
         configuration.feedRefetchPast = refetchPast

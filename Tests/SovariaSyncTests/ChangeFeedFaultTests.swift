@@ -171,10 +171,6 @@ final class HeldFeed: ChangeFeed {
 
     func latestPosition(of table: String) async throws -> Int64? { 1 }
 
-    func write(for change: RowChange) -> DataRequest {
-        PostgREST.delete(from: change.table, where: [.eq("id", change.key)])
-    }
-
     func position(of response: DataResponse) -> Int64? { nil }
 
     /// Returns once a pull of `a` reached the server.

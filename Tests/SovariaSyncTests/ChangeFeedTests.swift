@@ -39,7 +39,7 @@ import Testing
                 configuration.overlay = PostgRESTOverlay(
                     tables: ["notes": .init(primaryKey: "id", defaults: ["done": "false"])], textOrder: .bytes)
                 configuration.changeFeed = PostgRESTChangeFeed(
-                    transport: feedServer, keyColumns: ["notes": "id"], pageSize: pageSize)
+                    transport: feedServer, pageSize: pageSize)
                 configuration.followedTables = followed
                 configuration.feedFollowsAtOpen = false  // the tests fire the timer
                 configuration.feedRefetchPast = refetchPast
@@ -553,7 +553,7 @@ final class BatchLogStore: ForwardingStore {
         let feedServer = ScriptedTransport()
         let rig = try await Rig(.memory) { configuration in
             configuration.overlay = overlay
-            configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer, keyColumns: ["notes": "id"])
+            configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer)
             configuration.feedFollowsAtOpen = false
         }
         let read = PostgREST.select("notes", columns: "id,title", where: [.eq("title", "open")], order: "id")
@@ -615,7 +615,7 @@ final class BatchLogStore: ForwardingStore {
         let feedServer = ScriptedTransport()
         let rig = try await Rig(engine) { configuration in
             configuration.overlay = overlay
-            configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer, keyColumns: ["notes": "id"])
+            configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer)
             configuration.feedFollowsAtOpen = false
         }
         // One answer per row, by key; and the whole table.

@@ -411,7 +411,7 @@ final class Device: Sendable {
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         if followsTasks {
             let feed = URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken())
-            configuration.changeFeed = PostgRESTChangeFeed(transport: feed, keyColumns: ["tasks": "id"])
+            configuration.changeFeed = PostgRESTChangeFeed(transport: feed)
         }
         configuration.timer = ManualTimer()
         configuration.memoryPressure = nil

@@ -31,7 +31,7 @@ import Testing
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = ManualTimer()  // never fired: only the open reads the feed
         configuration.memoryPressure = nil
-        configuration.changeFeed = PostgRESTChangeFeed(transport: feed, keyColumns: ["notes": "id"])
+        configuration.changeFeed = PostgRESTChangeFeed(transport: feed)
         configuration.followedTables = ["notes"]
         configuration.feedFollowsAtOpen = followsAtOpen
         return try await SovariaOffline(

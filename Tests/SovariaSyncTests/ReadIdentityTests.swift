@@ -352,7 +352,4 @@ final class ShapingServer: SyncTransport {
 final class UnreadableFeed: ChangeFeed {
     func changes(of table: String, after position: Int64?, wait: Duration?) async throws -> ChangeFeedPage {
         throw ChangeFeedError(.malformedChange, table: table, "unreadable")
-    }
-
-    func write(for change: RowChange) -> DataRequest { DataRequest(method: "DELETE", path: "/") }
-}
+    }}

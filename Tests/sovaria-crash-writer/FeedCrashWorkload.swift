@@ -45,7 +45,7 @@ enum FeedCrashWorkload {
         configuration.timer = NeverFiringTimer()
         configuration.memoryPressure = nil
         configuration.overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
-        configuration.changeFeed = PostgRESTChangeFeed(transport: LogFeedServer(), keyColumns: ["notes": "id"])
+        configuration.changeFeed = PostgRESTChangeFeed(transport: LogFeedServer())
         return configuration
     }
 

@@ -80,7 +80,39 @@ struct OverlayRows {
         if let offset = query.offset, offset > 0 {
             note(.readHasOffset)
         }
-        let request = write.request
+        switch write.effect {
+        case .request(let request): apply(request, by: write)
+        case .change(let change): apply(change, by: write)
+        }
+    }
+
+    /// A change the feed brought: the row's new state upserted by its key, as a `POST` with
+    /// `resolution=merge-duplicates` of the row would, or the row of its key deleted, as a
+    /// `DELETE ?<primary key>=eq.<key>` would; without a request built or parsed.
+    private mutating func apply(_ change: RowChange, by write: OverlayWrite) {
+        guard cached.api.tableOfChange(change.table) == cached.readTable else {
+            let method = if case .delete = change.operation { "DELETE" } else { "POST" }
+            note(.writeOutsideTable(method: method, path: change.table))
+            rowCountChange = nil
+            return
+        }
+        switch change.operation {
+        case .upsert(let text):
+            guard case .object(let object)? = try? JSONParser.parse(text) else {
+                note(.insertBodyNotObjects)
+                rowCountChange = nil
+                return
+            }
+            insert(typed(object), resolution: .mergeDuplicates, by: write)
+        case .delete:
+            let byKey = PostgRESTQuery.Condition(
+                column: table.primaryKey, negated: false, op: .eq, operand: change.key, condition: "eq." + change.key)
+            delete(where: [byKey], by: write)
+        }
+    }
+
+    /// A write in PostgREST's dialect.
+    private mutating func apply(_ request: DataRequest, by write: OverlayWrite) {
         let method = request.method.uppercased()
         guard cached.api.table(of: request) == cached.readTable else {
             note(.writeOutsideTable(method: method, path: request.path))
