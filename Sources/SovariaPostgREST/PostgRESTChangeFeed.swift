@@ -73,7 +73,9 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         let response = try await transport.send(request(of: table, after: position, wait: wait))
         guard response.isSuccess else { throw Self.statusError(response, table: table) }
         let offersWaiting = response.header("Preference-Applied")?.contains("wait=") == true
-        guard case .array(let items) = try? JSONParser.parse(response.body) else {
+        // Each change's row is kept as the server wrote it: validated, not parsed into values and
+        // written back (the overlay parses it where it applies it).
+        guard let items = try? JSONParser.elements(of: response.body, keepingTextOf: Self.rowFields) else {
             throw ChangeFeedError(
                 .malformedChange, table: table, "the feed's answer is not a JSON array: \(response.body.prefix(200))")
         }
@@ -101,12 +103,18 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         return Int(contentRange[contentRange.index(after: slash)...]).map { max(0, $0) }
     }
 
+    /// The names a change's row may have: renamed by the request, or its own.
+    private static let rowFields: Set<String> = ["r", "row"]
+
     /// The change `item` holds (`nil` for a `trimmed` marker), at its position.
-    private static func change(_ item: JSONValue, table: String) throws -> (position: Int64, change: RowChange?) {
+    private static func change(
+        _ item: JSONParser.ElementKeepingText, table: String
+    ) throws -> (position: Int64, change: RowChange?) {
         func malformed(_ why: String) -> ChangeFeedError {
-            ChangeFeedError(.malformedChange, table: table, "\(why): \(item.text.prefix(300))")
+            let row = (item.texts["r"] ?? item.texts["row"]).map { ", row \($0.prefix(200))" } ?? ""
+            return ChangeFeedError(.malformedChange, table: table, "\(why): \(item.value.text.prefix(300))\(row)")
         }
-        guard case .object(let object) = item else { throw malformed("a change that is not an object") }
+        guard case .object(let object) = item.value else { throw malformed("a change that is not an object") }
         // The columns as renamed by the request, or by their own names (a server that ignores
         // the renaming).
         func field(_ short: String, _ name: String) -> JSONValue? { object[short] ?? object[name] }
@@ -126,12 +134,10 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         guard case .string(let key)? = field("k", "key") else { throw malformed("a change without a key") }
         switch operation {
         case "upsert":
-            guard case .object? = field("r", "row"), let row = field("r", "row") else {
+            guard let row = item.texts["r"] ?? item.texts["row"], row.utf8.first == UInt8(ascii: "{") else {
                 throw malformed("an upsert without its row")
             }
-            return (
-                position, RowChange(position: position, table: changed, key: key, operation: .upsert(row: row.text))
-            )
+            return (position, RowChange(position: position, table: changed, key: key, operation: .upsert(row: row)))
         case "delete":
             return (position, RowChange(position: position, table: changed, key: key, operation: .delete))
         default:

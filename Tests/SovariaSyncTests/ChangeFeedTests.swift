@@ -88,6 +88,20 @@ import Testing
         try await offline.cache.cachedResponse(for: ReadIdentity(read, api: PostgREST()).cacheKey)
     }
 
+    /// PostgreSQL writes `jsonb` with a space after each `:` and `,`; a row may repeat a column
+    /// (the last value counts, as in `jsonb`). The row reaches the overlay as written.
+    @Test func aRowWrittenWithSpacesAndARepeatedColumnAppliesAsItsValues() async throws {
+        let rig = try await FeedRig(.memory)
+        try await rig.cacheTheLists()
+        rig.feed(
+            #"{"p": 10, "k": "n1", "o": "upsert", "r": { "id" : "n1", "title": "Old", "done": false , "title": "Oat milk" }}"#
+        )
+        #expect(try await rig.offline.pullChanges(of: "notes").updatedAnswers >= 1)
+        let all = try await Self.cached(rig.offline, Self.all)
+        #expect(all?.body.hasPrefix(#"[{"id":"n1","title":"Oat milk","done":false},"#) == true, "\(all?.body ?? "")")
+        #expect(all?.isStale == false)
+    }
+
     @Test(arguments: SyncEngine.all)
     func anotherDevicesInsertUpdateAndDeleteReachTheCachedAnswersWithoutAFetch(_ engine: SyncEngine) async throws {
         let rig = try await FeedRig(engine)
@@ -229,6 +243,16 @@ import Testing
             .malformedChange
         ),
         ("another table", [#"{"position":5,"table":"lists","key":"l1","op":"delete","row":null}"#], .unexpectedTable),
+        // A row is kept as the text the server wrote, not parsed on the way: it must still be an object.
+        (
+            "an upsert whose row is a string", [#"{"position":5,"key":"n1","op":"upsert","row":"{\"id\":\"n1\"}"}"#],
+            .malformedChange
+        ),
+        (
+            "an upsert whose row is an array", [#"{"position":5,"key":"n1","op":"upsert","row":[{"id":"n1"}]}"#],
+            .malformedChange
+        ),
+        ("a row that is not JSON", [#"{"position":5,"key":"n1","op":"upsert","row":{"id":n1}}"#], .malformedChange),
     ])
     func aPageThatCannotBeAppliedIsRefused(
         _ name: String, _ rows: [String], _ code: ChangeFeedError.Code

@@ -140,6 +140,54 @@ package struct JSONParser: JSONLexerReader {
         }
     }
 
+    /// One element of a top-level array whose objects keep some members as text.
+    struct ElementKeepingText {
+        /// The element, without the members kept as text when it is an object.
+        var value: JSONValue
+        /// The members kept as text, each its value's text as written (validated, not parsed).
+        var texts: [String: String]
+    }
+
+    /// The elements of the array `text` holds; in each object, the members named in `keys` are
+    /// validated and kept as their text instead of parsed (a change feed's rows: the overlay
+    /// parses each row where it needs it, and no row is written back into text). `nil` when
+    /// `text` is JSON but not an array. Throws a ``Failure`` when it is not JSON.
+    static func elements(of text: String, keepingTextOf keys: Set<String>) throws -> [ElementKeepingText]? {
+        try read(text) { parser in
+            parser.lexer.skipWhitespace()
+            guard parser.lexer.peek() == UInt8(ascii: "[") else {
+                _ = try parser.value(depth: 0)
+                return nil
+            }
+            var elements: [ElementKeepingText] = []
+            guard try !parser.lexer.beginArray() else { return elements }
+            repeat {
+                guard parser.lexer.peek() == UInt8(ascii: "{") else {
+                    elements.append(ElementKeepingText(value: try parser.value(depth: 1), texts: [:]))
+                    continue
+                }
+                var object = JSONObject()
+                var texts: [String: String] = [:]
+                if try !parser.lexer.beginObject() {
+                    repeat {
+                        let key = try parser.lexer.key()
+                        if keys.contains(key) {
+                            parser.lexer.skipWhitespace()
+                            let start = parser.lexer.position
+                            try parser.lexer.skipValue(depth: 2, maxDepth: 512)
+                            let slice = UnsafeBufferPointer(rebasing: parser.lexer.input[start..<parser.lexer.position])
+                            texts[key] = String(decoding: slice, as: UTF8.self)
+                        } else {
+                            object[key] = try parser.value(depth: 2)
+                        }
+                    } while try !parser.lexer.endOfMember()
+                }
+                elements.append(ElementKeepingText(value: .object(object), texts: texts))
+            } while try !parser.lexer.endOfElement()
+            return elements
+        }
+    }
+
     /// Whether an object read since this was last cleared repeated a key.
     private var repeatsKeys = false
 
