@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -553,6 +552,14 @@ class RestServer(ThreadingHTTPServer):
         self.state = TestState()
         self.tables = self.load_schema_cache()
         threading.Thread(target=self.follow_reloads, daemon=True).start()
+        # The long poll's wake-ups: one LISTEN for the whole server, counted. A connection per
+        # long poll cost each new poll a connection and a LISTEN before its first read (the
+        # first edit a newly opened device waited for), and held a session per waiting client.
+        self.commits = threading.Condition()
+        self.commit_count = 0
+        self.waiting_polls = 0  # long polls waiting for a commit now (GET /_test/waiting)
+        self.listening = threading.Event()
+        threading.Thread(target=self.follow_commits, daemon=True).start()
 
     def follow_reloads(self) -> None:
         """PostgREST's schema reload: `NOTIFY pgrst, 'reload schema'` (or an empty payload)
@@ -567,6 +574,28 @@ class RestServer(ThreadingHTTPServer):
                             self.tables = self.load_schema_cache()
             except psycopg.Error:
                 time.sleep(1)  # PostgreSQL restarting: listen again once it is back
+
+    def follow_commits(self) -> None:
+        """Counts the NOTIFYs on `sovaria_changes` and wakes the long polls waiting for one. While
+        it is not listening (PostgreSQL restarting), long polls read again every
+        `FEED_RECHECK` seconds instead of trusting a wake-up."""
+        while True:
+            try:
+                with psycopg.connect(self.conninfo, autocommit=True) as listener:
+                    listener.execute("LISTEN sovaria_changes")
+                    self.announce_commit()  # what committed while not listening
+                    self.listening.set()
+                    for _ in listener.notifies():
+                        self.announce_commit()
+            except psycopg.Error:
+                pass
+            self.listening.clear()
+            time.sleep(1)  # PostgreSQL restarting: listen again once it is back
+
+    def announce_commit(self) -> None:
+        with self.commits:
+            self.commit_count += 1
+            self.commits.notify_all()
 
     def load_schema_cache(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Schema -> table name -> {"columns": [...], "pk": [...], "types": {column: base type}}
@@ -836,21 +865,26 @@ class Handler(BaseHTTPRequestHandler):
         `Preference-Applied: wait=N`, which a client without it never sees."""
         deadline = time.monotonic() + wait
         woken = False
-        with psycopg.connect(self.server.conninfo, autocommit=True) as listener:
-            listener.execute("LISTEN sovaria_changes")  # before the first read: no change missed
-            while True:
-                reply = self.transact("GET", role, table, None, query, None, {}, None, entry, b"")
-                left = deadline - time.monotonic()
-                if reply.status != 200 or reply.body != b"[]" or left <= 0:
-                    break
-                # Once woken, a change is committed but may be held back behind an older running
-                # transaction, whose end notifies nobody if it wrote no published table: read
-                # again every quarter second rather than waiting for another notification.
-                readable, _, _ = select.select([listener.fileno()], [], [],
-                                               min(left, FEED_RECHECK) if woken else left)
-                if readable:
-                    listener.execute("SELECT 1")  # takes the notifications in
-                    woken = True
+        server = self.server
+        while True:
+            with server.commits:
+                seen = server.commit_count  # before the read: a commit after it wakes this poll
+            reply = self.transact("GET", role, table, None, query, None, {}, None, entry, b"")
+            left = deadline - time.monotonic()
+            if reply.status != 200 or reply.body != b"[]" or left <= 0:
+                break
+            # Once woken, a change is committed but may be held back behind an older running
+            # transaction, whose end notifies nobody if it wrote no published table: read again
+            # every quarter second rather than waiting for another notification. The same while
+            # the server is not listening.
+            timeout = min(left, FEED_RECHECK) if woken or not server.listening.is_set() else left
+            with server.commits:
+                server.waiting_polls += 1
+                try:
+                    if server.commits.wait_for(lambda: server.commit_count != seen, timeout):
+                        woken = True
+                finally:
+                    server.waiting_polls -= 1
         reply.headers["Preference-Applied"] = f"wait={wait:g}"
         return reply
 
@@ -1122,6 +1156,12 @@ class Handler(BaseHTTPRequestHandler):
             # sleeping, that the server applied it.
             held = state.held.wait(30)
             return Reply(200 if held else 408, json.dumps({"held": held}).encode(), {"Content-Type": JSON_TYPE})
+        if (method, path) == ("GET", "/_test/waiting"):
+            # How many long polls wait for a commit now: a test's way to write only once a
+            # reader waits, without sleeping.
+            with self.server.commits:
+                waiting = self.server.waiting_polls
+            return Reply(200, json.dumps({"waiting": waiting}).encode(), {"Content-Type": JSON_TYPE})
         if (method, path) == ("POST", "/_test/release"):
             state.release.set()
             return ok

@@ -501,19 +501,16 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     # table, so nothing notifies when it ends: the waiting read still gets the change. (Should
     # the waiter read only after the older transaction ended, it gets the change at once: this
     # check can pass without the held-back path on a very slow machine, never fail by timing.)
-    # The write waits until the waiter listens: a waiter that began listening after the write's
-    # commit, and read before the older transaction ended, would hear nothing until its wait ran out.
+    # The write waits until the waiter waits (`GET /_test/waiting`): a waiter that read after the
+    # write's commit, before the older transaction ended, would otherwise find nothing to wake it.
     latest = max(row["position"] for row in feed(0).json())
-    with psycopg.connect(db) as older, psycopg.connect(db, autocommit=True) as watch:
-        since = watch.execute("SELECT clock_timestamp()").fetchone()[0]
+    with psycopg.connect(db) as older:
         older.execute("SELECT pg_current_xact_id()")  # takes an id older than the write below
         thread = threading.Thread(target=lambda: waiter.__setitem__(
             "held", feed(latest, headers={"Prefer": "wait=30"})))
         thread.start()
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not watch.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN sovaria_changes%%'"
-                " AND backend_start >= %s", [since]).fetchone()[0]:
+        while time.monotonic() < deadline and not api.call("GET", "/_test/waiting").json()["waiting"]:
             time.sleep(0.02)
         api.call("POST", "/rest/v1/notes", {"id": "f5", "title": "held back"}, token=ALICE)
         time.sleep(0.5)  # the waiter is woken by the commit and finds it held back
@@ -522,6 +519,29 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     r = waiter.get("held")
     check("... and a change held back behind an older transaction arrives when that one ends",
           r is not None and [row["key"] for row in r.json()] == ["f5"], r)
+
+    # Long polls share the server's one LISTEN: a waiting client holds no session of its own.
+    latest = max(row["position"] for row in feed(0).json())
+    polls = [threading.Thread(target=lambda n=n: waiter.__setitem__(f"poll{n}", feed(
+        latest, headers={"Prefer": "wait=30"}))) for n in range(3)]
+    for poll in polls:
+        poll.start()
+    deadline = time.monotonic() + 30
+    waiting = 0
+    while time.monotonic() < deadline and waiting < 3:
+        waiting = api.call("GET", "/_test/waiting").json()["waiting"]
+        time.sleep(0.02)
+    with psycopg.connect(db, autocommit=True) as watch:
+        listening = watch.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = 'authenticator'"
+            " AND query ILIKE 'LISTEN sovaria_changes%%'").fetchone()[0]
+    api.call("POST", "/rest/v1/notes", {"id": "f3-woken-thrice", "title": "wakes three"}, token=ALICE)
+    for poll in polls:
+        poll.join(35)
+    woken = [waiter.get(f"poll{n}") for n in range(3)]
+    check("three long polls waiting share one LISTEN session, and one commit wakes them all",
+          listening == 1 and all(r is not None and [row["key"] for row in r.json() or []] == ["f3-woken-thrice"] for r in woken),
+          (listening, waiting, woken))
 
     with psycopg.connect(db, autocommit=True) as admin:
         admin.execute("TRUNCATE lists CASCADE")
