@@ -28,7 +28,7 @@ extension PostgRESTOverlay {
             entry.slot = index
             reach.set("#\(index)", entry)
         }
-        let found = Self.found(answers.count, in: reach, changes: changes)
+        let found = Self.found(answers.count, in: &reach, changes: changes)
         return found.map { $0 ?? Array(changes.indices) }
     }
 
@@ -72,7 +72,7 @@ extension PostgRESTOverlay {
             }
             // Entries beyond those met are answers gone from the table's.
             if reach.entries.count > met { reach.removeAll(notMetIn: call) }
-            var found = Self.found(answers.count, in: reach, changes: changes)
+            var found = Self.found(answers.count, in: &reach, changes: changes)
             for (index, first) in again { (found[index], known[index]) = (found[first], known[first]) }
             return zip(known, found).map { $0 ? $1 : nil }
         }
@@ -96,13 +96,15 @@ extension PostgRESTOverlay {
 
     /// For each of the `count` slots of the call, the indexes of the `changes` that can alter
     /// the answer kept there (every slot's answer is kept: the caller met or set each). Each
-    /// change's row is parsed once.
-    private static func found(_ count: Int, in reach: TableReach, changes: [RowChange]) -> [[Int]?] {
+    /// change's row is parsed once, and kept in `reach` for the answers the page applies it to.
+    private static func found(_ count: Int, in reach: inout TableReach, changes: [RowChange]) -> [[Int]?] {
         var found = [[Int]?](repeating: [], count: count)
+        reach.pageRows = [:]
         for (changeIndex, change) in changes.enumerated() {
             var row: JSONObject?
             if case .upsert(let text) = change.operation, case .object(let object)? = try? JSONParser.parse(text) {
                 row = object
+                reach.pageRows[change.position] = (text, object)
             }
             let altered = reach.answers(alteredBy: change, row: row).compactMap { reach.entries[$0]?.slot }
             for slot in altered.sorted() { found[slot]?.append(changeIndex) }

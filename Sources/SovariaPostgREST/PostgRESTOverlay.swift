@@ -121,7 +121,9 @@ public struct PostgRESTOverlay: OverlayEvaluator {
         case .rows:
             // The parse a change feed's page just made of this answer, if it did.
             if related.isEmpty, let cachedBody, let kept = parsedAnswers.kept(read, body: cachedBody) {
-                return kept.answer(writes: writes)
+                // And the rows of its changes, parsed by the same page.
+                let rows = writes.contains { $0.request == nil } ? parsedAnswers.pageRows(of: kept.readTable) : [:]
+                return kept.answer(writes: writes, pageRows: rows)
             }
             return cachedAnswer(of: read, cachedBody: cachedBody, related: related).answer(writes: writes)
         case .singleRow:

@@ -46,6 +46,26 @@ import Testing
         #expect(found == [[0, 1], [0, 1], [0, 1]], "a row before the offset, rows without their key, CSV")
     }
 
+    /// A page parses each change's row once: the rows parsed to find what they reach are kept
+    /// for the page's answers (`TableReach.pageRows`), and a change at the same position whose
+    /// row is another text (another feed, another account's page) is parsed afresh.
+    @Test func anAnswerAppliesThePagesParsedRowOnlyForTheSameText() {
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        let oat = #"{"id":"n1","title":"Oat milk","done":false}"#
+        let renamed = RowChange(position: 7, table: "notes", key: "n1", operation: .upsert(row: oat))
+        let asked = [FeedAnswer(id: "open", version: 1, read: Self.open, cachedBody: Self.openBody)]
+        #expect(overlay.changesThatCanAlter(versioned: asked, among: [renamed]) == [[0]])
+        #expect(overlay.parsedAnswers.pageRows(of: "notes")[7]?.text == oat, "the page's row is kept parsed")
+        let applied = overlay.answer(Self.open, cachedBody: Self.openBody, writes: [OverlayWrite(change: renamed)])
+        #expect(applied.body == #"[{"id":"n1","title":"Oat milk","done":false},{"id":"n3","title":"Eggs","done":false}]"#)
+        var other = renamed
+        other.operation = .upsert(row: #"{"id":"n1","title":"Rice milk","done":false}"#)
+        let otherAnswer = overlay.answer(Self.open, cachedBody: Self.openBody, writes: [OverlayWrite(change: other)])
+        #expect(otherAnswer.body?.contains("Rice milk") == true && otherAnswer.isExact)
+        #expect(overlay.changesThatCanAlter(versioned: asked, among: [Self.delete("n3")]) == [[0]])
+        #expect(overlay.parsedAnswers.pageRows(of: "notes").isEmpty, "the next page's rows replace them")
+    }
+
     /// A page keeps each answer it parsed for the next (`ParsedAnswers`): one whose body changed
     /// since is parsed again, and a copy of the overlay told another table configuration parses
     /// afresh.

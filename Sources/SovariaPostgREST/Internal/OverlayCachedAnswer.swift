@@ -181,10 +181,12 @@ final class OverlayCachedAnswer: Sendable {
         serverKinds = loader.serverKinds
     }
 
-    /// The answer with `writes` (oldest first) applied, evaluated afresh.
-    func answer(writes: [OverlayWrite]) -> OverlayAnswer {
+    /// The answer with `writes` (oldest first) applied, evaluated afresh; a change whose row is
+    /// among `pageRows` (by position, from the same text) is applied without parsing it again.
+    func answer(writes: [OverlayWrite], pageRows: [Int64: (text: String, row: JSONObject)] = [:]) -> OverlayAnswer {
         if let settled { return settled }
         var written = OverlayRows(self)
+        written.pageRows = pageRows
         for write in writes { written.apply(write) }
         return OverlayReadEvaluation.answer(written).answer
     }

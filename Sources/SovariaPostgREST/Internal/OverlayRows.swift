@@ -54,6 +54,9 @@ struct OverlayRows {
     /// for a read that asks for no count (it is not computed).
     var rowCountChange: Int?
 
+    /// Changes' rows already parsed, by position (``TableReach/pageRows``).
+    var pageRows: [Int64: (text: String, row: JSONObject)] = [:]
+
     /// The rows of `cached` before any write.
     init(_ cached: OverlayCachedAnswer) {
         self.cached = cached
@@ -98,6 +101,10 @@ struct OverlayRows {
         }
         switch change.operation {
         case .upsert(let text):
+            if let parsed = pageRows[change.position], parsed.text == text {
+                insert(typed(parsed.row), resolution: .mergeDuplicates, by: write)
+                return
+            }
             guard case .object(let object)? = try? JSONParser.parse(text) else {
                 note(.insertBodyNotObjects)
                 rowCountChange = nil

@@ -54,6 +54,12 @@ final class ParsedAnswers: Sendable {
         }
     }
 
+    /// The rows of `table`'s last page, parsed (``TableReach/pageRows``).
+    func pageRows(of table: String?) -> [Int64: (text: String, row: JSONObject)] {
+        guard let table else { return [:] }
+        return reaches.withLock { $0[table]?.pageRows ?? [:] }
+    }
+
     /// Forgets every kept answer and reach.
     func removeAll() {
         state.withLock { $0 = State() }
