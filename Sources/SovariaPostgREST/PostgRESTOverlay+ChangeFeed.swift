@@ -102,11 +102,14 @@ extension PostgRESTOverlay {
         reach.pageRows = [:]
         for (changeIndex, change) in changes.enumerated() {
             var row: JSONObject?
-            if case .upsert(let text) = change.operation, case .object(let object)? = try? JSONParser.parse(text) {
-                row = object
-                reach.pageRows[change.position] = (text, object)
+            var text: String?
+            if case .upsert(let written) = change.operation, case .object(let object)? = try? JSONParser.parse(written)
+            {
+                (row, text) = (object, written)
             }
             let altered = reach.answers(alteredBy: change, row: row).compactMap { reach.entries[$0]?.slot }
+            // Kept only for the answers that apply it: at most a page of rows, until the next page.
+            if let row, let text, !altered.isEmpty { reach.pageRows[change.position] = (text, row) }
             for slot in altered.sorted() { found[slot]?.append(changeIndex) }
         }
         return found

@@ -16,6 +16,10 @@ public protocol OverlayEvaluator: Sendable {
     /// The answer to `read`, given the server's cached answer (`nil`: nothing cached), the
     /// writes of the read's table, oldest first, and the other cached answers of the table.
     ///
+    /// A write is a request (``OverlayWrite/Effect/request(_:)``: queued or synced), or a change
+    /// the change feed brought (``OverlayWrite/Effect/change(_:)``: a row's new state or its
+    /// removal, by key), which the feed's pages apply to the cached answers.
+    ///
     /// `related` is empty at first; an answer that sets ``OverlayAnswer/wantsRelatedAnswers``
     /// (rows it does not hold could decide it) is asked again with the table's other cached
     /// answers, which may know those rows.

@@ -31,7 +31,8 @@ extension SovariaOffline {
             guard case .upsert(let text) = change.operation, let row = RowJSON.rows("[" + text + "]")?.first,
                 let version = RowJSON.filterText(row[versionColumn])
             else { return nil }
-            return ShownRow(key: change.key, version: version, row: text)
+            // Written as a flush's conflict writes the server's row, not as the feed spelled it.
+            return ShownRow(key: change.key, version: version, row: RowJSON.text(row))
         }
         guard !shown.isEmpty else { return }
         // In the write gate: no write is queued, resolved or cleared meanwhile. After a running

@@ -587,9 +587,10 @@ class RestServer(ThreadingHTTPServer):
                     self.listening.set()
                     for _ in listener.notifies():
                         self.announce_commit()
-            except psycopg.Error:
-                pass
-            self.listening.clear()
+            except Exception as error:  # noqa: BLE001 -- any failure: listen again, polls recheck meanwhile
+                print(f"restserver: the long polls' listener stopped: {error!r}", file=sys.stderr, flush=True)
+            finally:
+                self.listening.clear()
             time.sleep(1)  # PostgreSQL restarting: listen again once it is back
 
     def announce_commit(self) -> None:

@@ -540,7 +540,7 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
         poll.join(35)
     woken = [waiter.get(f"poll{n}") for n in range(3)]
     check("three long polls waiting share one LISTEN session, and one commit wakes them all",
-          listening == 1 and all(r is not None and [row["key"] for row in r.json() or []] == ["f3-woken-thrice"] for r in woken),
+          listening == 1 and waiting == 3 and all(r is not None and [row["key"] for row in r.json() or []] == ["f3-woken-thrice"] for r in woken),
           (listening, waiting, woken))
 
     with psycopg.connect(db, autocommit=True) as admin:
@@ -1200,8 +1200,10 @@ def run_backlog_check(server: subprocess.Popen[str], port: int) -> None:
         server.send_signal(signal.SIGCONT)
         for each in sockets:
             each.close()
-    check(f"a burst of {burst} connections waits in the listen queue, none dropped",
-          queued is None or queued >= burst, queued)
+    if queued is None:
+        print("skip a burst of connections waits in the listen queue (no /proc/net/tcp)", flush=True)
+        return
+    check(f"a burst of {burst} connections waits in the listen queue, none dropped", queued >= burst, queued)
 
 
 def main() -> int:

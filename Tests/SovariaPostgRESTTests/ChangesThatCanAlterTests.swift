@@ -57,7 +57,8 @@ import Testing
         #expect(overlay.changesThatCanAlter(versioned: asked, among: [renamed]) == [[0]])
         #expect(overlay.parsedAnswers.pageRows(of: "notes")[7]?.text == oat, "the page's row is kept parsed")
         let applied = overlay.answer(Self.open, cachedBody: Self.openBody, writes: [OverlayWrite(change: renamed)])
-        #expect(applied.body == #"[{"id":"n1","title":"Oat milk","done":false},{"id":"n3","title":"Eggs","done":false}]"#)
+        #expect(
+            applied.body == #"[{"id":"n1","title":"Oat milk","done":false},{"id":"n3","title":"Eggs","done":false}]"#)
         var other = renamed
         other.operation = .upsert(row: #"{"id":"n1","title":"Rice milk","done":false}"#)
         let otherAnswer = overlay.answer(Self.open, cachedBody: Self.openBody, writes: [OverlayWrite(change: other)])

@@ -454,4 +454,5 @@ final class OnePageFeed: ChangeFeed {
         return ChangeFeedPage(
             changes: position == nil ? [RowChange(position: 7, table: table, key: "x", operation: .delete)] : [],
             position: 7)
-    }}
+    }
+}

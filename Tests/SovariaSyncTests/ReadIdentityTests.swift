@@ -352,4 +352,5 @@ final class ShapingServer: SyncTransport {
 final class UnreadableFeed: ChangeFeed {
     func changes(of table: String, after position: Int64?, wait: Duration?) async throws -> ChangeFeedPage {
         throw ChangeFeedError(.malformedChange, table: table, "unreadable")
-    }}
+    }
+}

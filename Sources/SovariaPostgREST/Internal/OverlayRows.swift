@@ -93,12 +93,9 @@ struct OverlayRows {
     /// `resolution=merge-duplicates` of the row would, or the row of its key deleted, as a
     /// `DELETE ?<primary key>=eq.<key>` would; without a request built or parsed.
     private mutating func apply(_ change: RowChange, by write: OverlayWrite) {
-        guard cached.api.tableOfChange(change.table) == cached.readTable else {
-            let method = if case .delete = change.operation { "DELETE" } else { "POST" }
-            note(.writeOutsideTable(method: method, path: change.table))
-            rowCountChange = nil
-            return
-        }
+        // A change of another table's row cannot touch this one's (unlike a request, which may
+        // call a function or fire a trigger).
+        guard cached.api.tableOfChange(change.table) == cached.readTable else { return }
         switch change.operation {
         case .upsert(let text):
             if let parsed = pageRows[change.position], parsed.text == text {
