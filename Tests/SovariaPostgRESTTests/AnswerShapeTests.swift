@@ -174,6 +174,30 @@ import Testing
         func send(_ request: DataRequest) async throws -> DataResponse { DataResponse(status: 500) }
     }
 
+    /// A change names its row by the key's text: a number key is found by its digits, a text key
+    /// as written, the empty string included.
+    @Test func aChangeFindsItsRowByTheKeysTextWhateverTheKeysType() {
+        let overlay = PostgRESTOverlay(
+            tables: ["notes": .init(primaryKey: "key"), "counts": .init(primaryKey: "id")], textOrder: .bytes)
+        func answer(_ table: String, _ cached: String, _ change: RowChange) -> OverlayAnswer {
+            overlay.answer(
+                DataRequest(method: "GET", path: "/rest/v1/\(table)?select=*"), cachedBody: cached,
+                writes: [OverlayWrite(change: change)])
+        }
+        let blank = answer(
+            "notes", #"[{"key":"","title":"blank"},{"key":"k","title":"old"}]"#,
+            RowChange(position: 1, table: "notes", key: "", operation: .delete))
+        #expect(blank.body == #"[{"key":"k","title":"old"}]"# && blank.isExact)
+        let seven = answer(
+            "counts", #"[{"id":7,"n":1},{"id":8,"n":2}]"#,
+            RowChange(position: 2, table: "counts", key: "7", operation: .upsert(row: #"{"id":7,"n":5}"#)))
+        #expect(seven.body == #"[{"id":7,"n":5},{"id":8,"n":2}]"# && seven.isExact)
+        let gone = answer(
+            "counts", #"[{"id":7,"n":1},{"id":8,"n":2}]"#,
+            RowChange(position: 3, table: "counts", key: "8", operation: .delete))
+        #expect(gone.body == #"[{"id":7,"n":1}]"# && gone.isExact)
+    }
+
     @Test func aChangeOfAnotherSchemasTableAppliesToThatSchemasAnswersOnly() {
         // Each schema's table keyed by `key`: the overlay finds a change's row by its own table's key.
         let overlay = PostgRESTOverlay(
