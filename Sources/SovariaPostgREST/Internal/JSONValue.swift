@@ -121,6 +121,19 @@ package struct JSONParser: JSONLexerReader {
     /// The elements of the array `text` holds, each with its byte range; `nil` when `text` is
     /// JSON but not an array. Throws a ``Failure`` when it is not JSON.
     static func elements(of text: String) throws -> [Element]? {
+        try arrayElements(of: text) { parser in
+            let start = parser.lexer.position
+            parser.repeatsKeys = false
+            let value = try parser.value(depth: 1)
+            return Element(value: value, range: start..<parser.lexer.position, repeatsKeys: parser.repeatsKeys)
+        }
+    }
+
+    /// Each element of the array `text` holds, as `element` reads it (the reader at its first
+    /// byte); `nil` when `text` is JSON but not an array.
+    private static func arrayElements<Element>(
+        of text: String, _ element: (inout JSONParser) throws -> Element
+    ) throws -> [Element]? {
         try read(text) { parser in
             parser.lexer.skipWhitespace()
             guard parser.lexer.peek() == UInt8(ascii: "[") else {
@@ -130,11 +143,7 @@ package struct JSONParser: JSONLexerReader {
             var elements: [Element] = []
             guard try !parser.lexer.beginArray() else { return elements }
             repeat {
-                let start = parser.lexer.position
-                parser.repeatsKeys = false
-                let value = try parser.value(depth: 1)
-                elements.append(
-                    Element(value: value, range: start..<parser.lexer.position, repeatsKeys: parser.repeatsKeys))
+                elements.append(try element(&parser))
             } while try !parser.lexer.endOfElement()
             return elements
         }
@@ -153,38 +162,27 @@ package struct JSONParser: JSONLexerReader {
     /// parses each row where it needs it, and no row is written back into text). `nil` when
     /// `text` is JSON but not an array. Throws a ``Failure`` when it is not JSON.
     static func elements(of text: String, keepingTextOf keys: Set<String>) throws -> [ElementKeepingText]? {
-        try read(text) { parser in
-            parser.lexer.skipWhitespace()
-            guard parser.lexer.peek() == UInt8(ascii: "[") else {
-                _ = try parser.value(depth: 0)
-                return nil
+        try arrayElements(of: text) { parser in
+            guard parser.lexer.peek() == UInt8(ascii: "{") else {
+                return ElementKeepingText(value: try parser.value(depth: 1), texts: [:])
             }
-            var elements: [ElementKeepingText] = []
-            guard try !parser.lexer.beginArray() else { return elements }
-            repeat {
-                guard parser.lexer.peek() == UInt8(ascii: "{") else {
-                    elements.append(ElementKeepingText(value: try parser.value(depth: 1), texts: [:]))
-                    continue
-                }
-                var object = JSONObject()
-                var texts: [String: String] = [:]
-                if try !parser.lexer.beginObject() {
-                    repeat {
-                        let key = try parser.lexer.key()
-                        if keys.contains(key) {
-                            parser.lexer.skipWhitespace()
-                            let start = parser.lexer.position
-                            try parser.lexer.skipValue(depth: 2, maxDepth: 512)
-                            let slice = UnsafeBufferPointer(rebasing: parser.lexer.input[start..<parser.lexer.position])
-                            texts[key] = String(decoding: slice, as: UTF8.self)
-                        } else {
-                            object[key] = try parser.value(depth: 2)
-                        }
-                    } while try !parser.lexer.endOfMember()
-                }
-                elements.append(ElementKeepingText(value: .object(object), texts: texts))
-            } while try !parser.lexer.endOfElement()
-            return elements
+            var object = JSONObject()
+            var texts: [String: String] = [:]
+            if try !parser.lexer.beginObject() {
+                repeat {
+                    let key = try parser.lexer.key()
+                    if keys.contains(key) {
+                        parser.lexer.skipWhitespace()
+                        let start = parser.lexer.position
+                        try parser.lexer.skipValue(depth: 2, maxDepth: 512)
+                        let slice = UnsafeBufferPointer(rebasing: parser.lexer.input[start..<parser.lexer.position])
+                        texts[key] = String(decoding: slice, as: UTF8.self)
+                    } else {
+                        object[key] = try parser.value(depth: 2)
+                    }
+                } while try !parser.lexer.endOfMember()
+            }
+            return ElementKeepingText(value: .object(object), texts: texts)
         }
     }
 
