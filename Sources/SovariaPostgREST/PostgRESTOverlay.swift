@@ -122,7 +122,8 @@ public struct PostgRESTOverlay: OverlayEvaluator {
             // The parse a change feed's page just made of this answer, if it did.
             if related.isEmpty, let cachedBody, let kept = parsedAnswers.kept(read, body: cachedBody) {
                 // And the rows of its changes, parsed by the same page.
-                let rows = writes.contains { $0.request == nil } ? parsedAnswers.pageRows(of: kept.readTable) : [:]
+                let hasChanges = writes.contains { if case .change = $0.effect { true } else { false } }
+                let rows = hasChanges ? parsedAnswers.pageRows(of: kept.readTable) : [:]
                 return kept.answer(writes: writes, pageRows: rows)
             }
             return cachedAnswer(of: read, cachedBody: cachedBody, related: related).answer(writes: writes)

@@ -35,7 +35,7 @@ import traceback
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import parse_qsl, quote as quote_url, unquote as unquote_url, urlsplit
 
 try:
@@ -564,34 +564,43 @@ class RestServer(ThreadingHTTPServer):
     def follow_reloads(self) -> None:
         """PostgREST's schema reload: `NOTIFY pgrst, 'reload schema'` (or an empty payload)
         loads the schema cache again, so a table created after the start is served."""
-        while True:
-            try:
-                with psycopg.connect(self.conninfo, autocommit=True) as listener:
-                    listener.execute("LISTEN pgrst")
-                    self.tables = self.load_schema_cache()  # what changed while not listening
-                    for notice in listener.notifies():
-                        if notice.payload in ("", "reload schema"):
-                            self.tables = self.load_schema_cache()
-            except psycopg.Error:
-                time.sleep(1)  # PostgreSQL restarting: listen again once it is back
+        def reload(payload: str | None = None) -> None:
+            if payload in (None, "", "reload schema"):
+                self.tables = self.load_schema_cache()
+
+        self.listen_forever("pgrst", listening=reload, notified=reload)  # what changed while not listening
 
     def follow_commits(self) -> None:
         """Counts the NOTIFYs on `sovaria_changes` and wakes the long polls waiting for one. While
         it is not listening (PostgreSQL restarting), long polls read again every
         `FEED_RECHECK` seconds instead of trusting a wake-up."""
+        def listening() -> None:
+            self.announce_commit()  # what committed while not listening
+            self.listening.set()
+
+        self.listen_forever("sovaria_changes", listening=listening, notified=lambda _: self.announce_commit(),
+                            stopped=self.listening.clear)
+
+    def listen_forever(self, channel: str, listening: Callable[[], None], notified: Callable[[str], None],
+                       stopped: Callable[[], None] = lambda: None) -> None:
+        """Listens on `channel` for the server's life: `listening()` each time a connection
+        listens (what was sent before is missed: catch up there), `notified(payload)` for each
+        notification, `stopped()` when the connection ends; then listens again a second later
+        (PostgreSQL restarting). A failure that is not PostgreSQL's is said on stderr."""
         while True:
             try:
                 with psycopg.connect(self.conninfo, autocommit=True) as listener:
-                    listener.execute("LISTEN sovaria_changes")
-                    self.announce_commit()  # what committed while not listening
-                    self.listening.set()
-                    for _ in listener.notifies():
-                        self.announce_commit()
-            except Exception as error:  # noqa: BLE001 -- any failure: listen again, polls recheck meanwhile
-                print(f"restserver: the long polls' listener stopped: {error!r}", file=sys.stderr, flush=True)
+                    listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                    listening()
+                    for notice in listener.notifies():
+                        notified(notice.payload)
+            except psycopg.Error:
+                pass  # PostgreSQL restarting
+            except Exception as error:  # noqa: BLE001 -- any failure: listen again
+                print(f"restserver: the listener of {channel} stopped: {error!r}", file=sys.stderr, flush=True)
             finally:
-                self.listening.clear()
-            time.sleep(1)  # PostgreSQL restarting: listen again once it is back
+                stopped()
+            time.sleep(1)
 
     def announce_commit(self) -> None:
         with self.commits:

@@ -534,7 +534,7 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     with psycopg.connect(db, autocommit=True) as watch:
         listening = watch.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE usename = 'authenticator'"
-            " AND query ILIKE 'LISTEN sovaria_changes%%'").fetchone()[0]
+            " AND query ILIKE 'LISTEN %%sovaria_changes%%'").fetchone()[0]
     api.call("POST", "/rest/v1/notes", {"id": "f3-woken-thrice", "title": "wakes three"}, token=ALICE)
     for poll in polls:
         poll.join(35)
@@ -1206,6 +1206,23 @@ def run_backlog_check(server: subprocess.Popen[str], port: int) -> None:
     check(f"a burst of {burst} connections waits in the listen queue, none dropped", queued >= burst, queued)
 
 
+def run_reload_check(api: Client, db: str) -> None:
+    """PostgREST's schema reload: a table created after the start is served once
+    `NOTIFY pgrst, 'reload schema'` is sent (the server's listener reads the schema again)."""
+    before = api.call("GET", "/rest/v1/reloaded_later", token=ALICE).status
+    with psycopg.connect(db, autocommit=True) as admin:
+        admin.execute("CREATE TABLE public.reloaded_later (id text PRIMARY KEY)")
+        admin.execute("GRANT SELECT ON public.reloaded_later TO PUBLIC")
+        admin.execute("NOTIFY pgrst, 'reload schema'")
+    deadline = time.monotonic() + 10
+    after = None
+    while time.monotonic() < deadline and after != 200:
+        after = api.call("GET", "/rest/v1/reloaded_later", token=ALICE).status
+        time.sleep(0.02)
+    check("NOTIFY pgrst, 'reload schema': a table created after the start is served",
+          before == 404 and after == 200, (before, after))
+
+
 def main() -> int:
     verbose = "--verbose" in sys.argv
     started = time.monotonic()
@@ -1228,6 +1245,7 @@ def main() -> int:
         port = int(line.split()[1])
         run_checks(Client(f"http://127.0.0.1:{port}"), db, cluster)
         run_backlog_check(server, port)
+        run_reload_check(Client(f"http://127.0.0.1:{port}"), db)
         run_feed_sql_checks(db)
         run_upgrade_checks(db)
         run_bare_database_checks(db)

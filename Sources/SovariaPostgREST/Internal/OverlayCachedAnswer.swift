@@ -183,7 +183,7 @@ final class OverlayCachedAnswer: Sendable {
 
     /// The answer with `writes` (oldest first) applied, evaluated afresh; a change whose row is
     /// among `pageRows` (by position, from the same text) is applied without parsing it again.
-    func answer(writes: [OverlayWrite], pageRows: [Int64: (text: String, row: JSONObject)] = [:]) -> OverlayAnswer {
+    func answer(writes: [OverlayWrite], pageRows: TableReach.PageRows = [:]) -> OverlayAnswer {
         if let settled { return settled }
         var written = OverlayRows(self)
         written.pageRows = pageRows

@@ -55,7 +55,7 @@ struct OverlayRows {
     var rowCountChange: Int?
 
     /// Changes' rows already parsed, by position (``TableReach/pageRows``).
-    var pageRows: [Int64: (text: String, row: JSONObject)] = [:]
+    var pageRows: TableReach.PageRows = [:]
 
     /// The rows of `cached` before any write.
     init(_ cached: OverlayCachedAnswer) {
@@ -98,16 +98,14 @@ struct OverlayRows {
         guard cached.api.tableOfChange(change.table) == cached.readTable else { return }
         switch change.operation {
         case .upsert(let text):
-            if let parsed = pageRows[change.position], parsed.text == text {
-                insert(typed(parsed.row), resolution: .mergeDuplicates, by: write)
-                return
-            }
-            guard case .object(let object)? = try? JSONParser.parse(text) else {
+            var row = pageRows[change.position].flatMap { $0.text == text ? $0.row : nil }
+            if row == nil, case .object(let object)? = try? JSONParser.parse(text) { row = object }
+            guard let row else {
                 note(.insertBodyNotObjects)
                 rowCountChange = nil
                 return
             }
-            insert(typed(object), resolution: .mergeDuplicates, by: write)
+            insert(typed(row), resolution: .mergeDuplicates, by: write)
         case .delete:
             let byKey = PostgRESTQuery.Condition(
                 column: table.primaryKey, negated: false, op: .eq, operand: change.key, condition: "eq." + change.key)

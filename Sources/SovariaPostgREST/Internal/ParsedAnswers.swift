@@ -55,7 +55,7 @@ final class ParsedAnswers: Sendable {
     }
 
     /// The rows of `table`'s last page, parsed (``TableReach/pageRows``).
-    func pageRows(of table: String?) -> [Int64: (text: String, row: JSONObject)] {
+    func pageRows(of table: String?) -> TableReach.PageRows {
         guard let table else { return [:] }
         return reaches.withLock { $0[table]?.pageRows ?? [:] }
     }

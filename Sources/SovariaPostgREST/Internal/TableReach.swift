@@ -45,10 +45,13 @@ struct TableReach {
     /// The body bytes of the entries kept.
     private(set) var bytes = 0
 
-    /// The rows of the last page's upserts, parsed to find what they reach, by position (with
-    /// the text each was parsed from): the page's answers apply them without parsing them again.
-    /// Replaced by each page.
-    var pageRows: [Int64: (text: String, row: JSONObject)] = [:]
+    /// Rows of a page's upserts, parsed, by the change's position, each with the text it was
+    /// parsed from (a row at that position with another text is parsed afresh).
+    typealias PageRows = [Int64: (text: String, row: JSONObject)]
+
+    /// The rows of the last page's upserts that some answer applies, parsed to find what they
+    /// reach: the page's answers apply them without parsing them again. Replaced by each page.
+    var pageRows: PageRows = [:]
 
     /// The calls begun, to tell the entries one call met (``Entry/call``).
     private var calls: UInt64 = 0
