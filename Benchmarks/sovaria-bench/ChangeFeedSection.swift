@@ -84,10 +84,12 @@ struct ChangeFeedSection {
             var skipped = false
             let feed = try await Stopwatch(repeats: max(2, options.repeats)).measure(
                 calls: changed == 10 ? calls : max(2, calls / 10),
-                prepare: { _ in },
-                { _, _ in
+                prepareCall: { _, _ in
+                    // Another device's writes: the server's work, untimed.
                     changedBytes = server.change(count: changed)
                     server.resetBytes()
+                },
+                { _, _ in
                     var pulled: ChangeFeedPull
                     repeat {
                         pulled = try await offline.pullChanges(of: "items")
@@ -164,9 +166,8 @@ struct ChangeFeedSection {
                 folder.appendingPathComponent("device-\(cached)", isDirectory: true), .flushed)
             let offline = try await Self.device(store, server, reads: reads)
             let result = try await Stopwatch(repeats: max(2, options.repeats)).measure(
-                calls: calls, prepare: { _ in }
+                calls: calls, prepareCall: { _, _ in server.changeRow(1) }
             ) { _, _ in
-                _ = server.changeRow(1)
                 let pulled = try await offline.pullChanges(of: "items")
                 guard pulled.changes == 1, pulled.updatedAnswers == 1 else {
                     throw BenchError.failed("one change updated \(pulled.updatedAnswers) answers: \(pulled)")
@@ -204,9 +205,8 @@ struct ChangeFeedSection {
         let offline = try await Self.device(
             try await engine.open(folder.appendingPathComponent("device", isDirectory: true), .flushed), server)
         let apply = try await Stopwatch(repeats: max(2, options.repeats)).measure(
-            calls: calls, prepare: { _ in }
+            calls: calls, prepareCall: { _, _ in _ = server.change(count: changes) }
         ) { _, _ in
-            _ = server.change(count: changes)
             let pulled = try await offline.pullChanges(of: "items")
             guard pulled.changes == changes, pulled.updatedAnswers == Self.answerCount else {
                 throw BenchError.failed("a page of \(changes) updated \(pulled.updatedAnswers) answers")
@@ -220,9 +220,8 @@ struct ChangeFeedSection {
         let reader = PostgRESTChangeFeed(transport: server)
         var readFrom = try await reader.latestPosition(of: "items")
         let readPage = try await Stopwatch(repeats: max(2, options.repeats)).measure(
-            calls: calls, prepare: { _ in }
+            calls: calls, prepareCall: { _, _ in _ = server.change(count: changes) }
         ) { _, _ in
-            _ = server.change(count: changes)
             let page = try await reader.changes(of: "items", after: readFrom, wait: nil)
             guard page.changes.count == changes else {
                 throw BenchError.failed("a page of \(changes) changes read \(page.changes.count)")
@@ -269,7 +268,9 @@ struct ChangeFeedSection {
 /// (`sovaria_feed`, as `ChangeFeed.sql` serves it through PostgREST); counts the bytes it sends.
 final class FeedBenchServer: SyncTransport {
     private struct State {
-        var names: [String]
+        /// Each row's JSON as the server holds it now, rendered when it changes (a page serves
+        /// it as it is, as PostgreSQL serves `row` from the log's `jsonb`).
+        var rows: [String]
         var log: [(position: Int64, row: Int)] = []
         var version = 0
         var bytes = 0
@@ -280,7 +281,7 @@ final class FeedBenchServer: SyncTransport {
 
     init(rows: Int) {
         rowCount = rows
-        state = Mutex(State(names: (0..<rows).map { "Item \($0)" }))
+        state = Mutex(State(rows: (0..<rows).map { Self.json($0, "Item \($0)") }))
     }
 
     /// The bytes sent since ``resetBytes()``.
@@ -295,9 +296,9 @@ final class FeedBenchServer: SyncTransport {
             var bytes = 0
             for index in 0..<count {
                 let row = (index * 37 + state.version) % rowCount
-                state.names[row] = "Item \(row) v\(state.version)"
+                state.rows[row] = Self.json(row, "Item \(row) v\(state.version)")
                 state.log.append((Self.position(state.log.count), row))
-                bytes += Self.json(row, state.names[row]).utf8.count
+                bytes += state.rows[row].utf8.count
             }
             return bytes
         }
@@ -307,7 +308,7 @@ final class FeedBenchServer: SyncTransport {
     func changeRow(_ row: Int) {
         state.withLock { state in
             state.version += 1
-            state.names[row] = "Item \(row) v\(state.version)"
+            state.rows[row] = Self.json(row, "Item \(row) v\(state.version)")
             state.log.append((Self.position(state.log.count), row))
         }
     }
@@ -340,6 +341,39 @@ final class FeedBenchServer: SyncTransport {
     /// (here one per change, from 100 million on) times 2^22, so the feed's bytes are the real ones.
     static func position(_ index: Int) -> Int64 { Int64(100_000_000 + index) << 22 }
 
+    /// A page of the log: the columns `select` asks for, under the names it gives, as PostgREST
+    /// answers (`*`: all). Written into one string, so the server's share of a page stays small
+    /// beside the client's.
+    private static func feedPage(
+        _ page: ArraySlice<(position: Int64, row: Int)>, select: String?, rows: [String]
+    ) -> String {
+        let names = selected(select)
+        let prefixes = ["position", "table", "key", "op", "row"].map { column in
+            names(column).map { #""\#($0)":"# }
+        }
+        var text = "["
+        text.reserveCapacity(page.count * 160)
+        for (index, entry) in zip(page.indices, page) {
+            if index != page.startIndex { text += "," }
+            var first = true
+            for (column, prefix) in prefixes.enumerated() {
+                guard let prefix else { continue }
+                text += first ? "{" : ","
+                first = false
+                text += prefix
+                switch column {
+                case 0: text += String(entry.position)
+                case 1: text += #""items""#
+                case 2: text += #"""# + id(entry.row) + #"""#
+                case 3: text += #""upsert""#
+                default: text += rows[entry.row]
+                }
+            }
+            text += first ? "{}" : "}"
+        }
+        return text + "]"
+    }
+
     /// The answer to `GET path` now.
     func answer(_ path: String) -> String {
         state.withLock { body(path, $0) }
@@ -371,28 +405,19 @@ final class FeedBenchServer: SyncTransport {
             let limit = Int(query["limit"] ?? "") ?? 500
             let start = after.map { Int(($0 >> 22) - 99_999_999) } ?? 0
             // The columns asked for, under the names asked for, as PostgREST answers (`*`: all).
-            let names = Self.selected(query["select"])
-            let page = state.log.dropFirst(start).prefix(limit).map { entry in
-                let values = [
-                    ("position", String(entry.position)), ("table", #""items""#),
-                    ("key", #""\#(Self.id(entry.row))""#), ("op", #""upsert""#),
-                    ("row", Self.json(entry.row, state.names[entry.row])),
-                ]
-                let fields = values.compactMap { column, value in names(column).map { #""\#($0)":\#(value)"# } }
-                return "{" + fields.joined(separator: ",") + "}"
-            }
+            let page = state.log.dropFirst(start).prefix(limit)
             var headers: [String: String] = [:]
             if request.header("Prefer")?.contains("count=exact") == true {
                 let total = max(0, state.log.count - start)
                 headers["Content-Range"] = page.isEmpty ? "*/\(total)" : "0-\(page.count - 1)/\(total)"
             }
-            return ("[" + page.joined(separator: ",") + "]", headers)
+            return (Self.feedPage(page, select: query["select"], rows: state.rows), headers)
         }
         if let id = query["id"]?.dropFirst("eq.".count), let row = Int(id.dropFirst()), row < rowCount {
-            return ("[" + Self.json(row, state.names[row]) + "]", [:])
+            return ("[" + state.rows[row] + "]", [:])
         }
         let qty = Int(query["qty"]?.dropFirst("eq.".count) ?? "") ?? 0
-        let rows = stride(from: qty, to: rowCount, by: 100).map { Self.json($0, state.names[$0]) }
+        let rows = stride(from: qty, to: rowCount, by: 100).map { state.rows[$0] }
         return ("[" + rows.joined(separator: ",") + "]", [:])
     }
 }

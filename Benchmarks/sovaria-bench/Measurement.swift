@@ -46,13 +46,15 @@ struct Stopwatch {
 
     static func now() -> UInt64 { monotonicNanoseconds() }
 
-    /// Runs `prepare` (untimed) and then `calls` timed calls of `body` per repeat; `body` gets
-    /// the repeat and the call's index. `itemsPerCall` turns a batch call into per-item figures.
+    /// Runs `prepare` (untimed) and then `calls` timed calls of `body` per repeat, each after
+    /// an untimed `prepareCall`; both closures of a call get the repeat and the call's index.
+    /// `itemsPerCall` turns a batch call into per-item figures.
     func measure(
         calls: Int,
         itemsPerCall: Int = 1,
         warmUp: Bool = true,
         prepare: (_ repeat: Int) async throws -> Void = { _ in },
+        prepareCall: (_ repeat: Int, _ call: Int) async throws -> Void = { _, _ in },
         _ body: (_ repeat: Int, _ call: Int) async throws -> Void
     ) async throws -> Sample {
         var perItem: [Double] = []
@@ -62,6 +64,7 @@ struct Stopwatch {
             try await prepare(round)
             var total: UInt64 = 0
             for call in 0..<calls {
+                try await prepareCall(round, call)
                 let start = Self.now()
                 try await body(round, call)
                 let elapsed = Self.now() - start

@@ -189,11 +189,14 @@ package struct JSONLexer {
         guard depth <= maxDepth else { throw failure("nested deeper than \(maxDepth)") }
         skipWhitespace()
         switch peek() {
-        case UInt8(ascii: "\""): _ = try string()
+        case UInt8(ascii: "\""): try skipString()
         case UInt8(ascii: "{"):
             guard try !beginObject() else { return }
             repeat {
-                _ = try key()
+                skipWhitespace()
+                try skipString()
+                skipWhitespace()
+                try expect(UInt8(ascii: ":"), "':' after a key")
                 try skipValue(depth: depth + 1, maxDepth: maxDepth)
             } while try !endOfMember()
         case UInt8(ascii: "["):
@@ -233,6 +236,30 @@ package struct JSONLexer {
                 position += 1
                 try unescape(into: &unescaped)
                 runStart = position
+                continue
+            }
+            guard byte >= 0x20 else { throw failure("a control character must be escaped in a string") }
+            position += 1
+        }
+        throw failure("the string does not end")
+    }
+
+    /// Validates and steps over a string as ``string()`` reads it, without making it: an escape
+    /// is checked as it would be resolved.
+    @inlinable
+    package mutating func skipString() throws {
+        try expect(UInt8(ascii: "\""), "a string")
+        var scratch: [UInt8] = []
+        while position < input.count {
+            let byte = input[position]
+            if byte == UInt8(ascii: "\"") {
+                position += 1
+                return
+            }
+            if byte == UInt8(ascii: "\\") {
+                position += 1
+                try unescape(into: &scratch)
+                scratch.removeAll(keepingCapacity: true)
                 continue
             }
             guard byte >= 0x20 else { throw failure("a control character must be escaped in a string") }

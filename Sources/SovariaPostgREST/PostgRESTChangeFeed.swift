@@ -104,14 +104,14 @@ public struct PostgRESTChangeFeed: ChangeFeed {
     }
 
     /// The names a change's row may have: renamed by the request, or its own.
-    private static let rowFields: Set<String> = ["r", "row"]
+    private static let rowFields = ["r", "row"]
 
     /// The change `item` holds (`nil` for a `trimmed` marker), at its position.
     private static func change(
         _ item: JSONParser.ElementKeepingText, table: String
     ) throws -> (position: Int64, change: RowChange?) {
         func malformed(_ why: String) -> ChangeFeedError {
-            let row = (item.texts["r"] ?? item.texts["row"]).map { ", row \($0.prefix(200))" } ?? ""
+            let row = item.text.map { ", row \($0.prefix(200))" } ?? ""
             return ChangeFeedError(.malformedChange, table: table, "\(why): \(item.value.text.prefix(300))\(row)")
         }
         guard case .object(let object) = item.value else { throw malformed("a change that is not an object") }
@@ -134,7 +134,7 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         guard case .string(let key)? = field("k", "key") else { throw malformed("a change without a key") }
         switch operation {
         case "upsert":
-            guard let row = item.texts["r"] ?? item.texts["row"], row.utf8.first == UInt8(ascii: "{") else {
+            guard let row = item.text, row.utf8.first == UInt8(ascii: "{") else {
                 throw malformed("an upsert without its row")
             }
             return (position, RowChange(position: position, table: changed, key: key, operation: .upsert(row: row)))

@@ -77,6 +77,13 @@ public struct RowChange: Sendable, Hashable {
         self.key = key
         self.operation = operation
     }
+
+    /// The UTF-8 bytes of its key and row: what holding it costs a pull
+    /// (``SovariaOffline/Configuration/feedPullBytes``).
+    var textBytes: Int {
+        guard case .upsert(let row) = operation else { return key.utf8.count }
+        return key.utf8.count + row.utf8.count
+    }
 }
 
 /// A page of a feed: its changes, oldest first, and where the reader stands after them.

@@ -10,8 +10,9 @@ extension SovariaOffline {
     /// last change applied, as decimal text.
     static let feedPrefix = "sov:meta:feed:"
 
-    /// Reads one page of `table`'s changes after its checkpoint from ``Configuration/changeFeed``
-    /// and brings the table's cached answers up to date without fetching them: each answer the
+    /// Reads `table`'s changes after its checkpoint from ``Configuration/changeFeed`` (a page,
+    /// and the pages after it while they come full, up to ``Configuration/feedPullBytes`` of
+    /// rows) and brings the table's cached answers up to date without fetching them: each answer the
     /// ``Configuration/overlay`` evaluates exactly with the changes applied (rows replaced or
     /// removed by key, new rows placed by the answer's filter and order, only its columns kept)
     /// is stored so; any other (a `limit` page that lost a row, embedded resources, no overlay)
@@ -67,6 +68,7 @@ extension SovariaOffline {
                         changes: [], position: latest, mustRefetch: true, offersWaiting: page.offersWaiting,
                         remaining: 0)
                 }
+                if skipped == 0 { page = await readingOn(page, of: table, feed: feed, epoch: epoch) }
             } catch let error as SyncTransportError where error.code == .offline {
                 wentOffline(error)
                 throw error
@@ -136,6 +138,31 @@ extension SovariaOffline {
             return true
         }
         return try await feedCheckpoint(of: table) != nil
+    }
+
+    /// `page` with the pages after it joined to it, read while they come full, until their rows
+    /// reach ``Configuration/feedPullBytes`` or one is a must-refetch: applied as one, each cached
+    /// answer is rewritten once for them all. A page that cannot be read or checked ends the
+    /// reading with what came before it; the next pull meets its error.
+    private func readingOn(
+        _ page: ChangeFeedPage, of table: String, feed: any ChangeFeed, epoch: Int
+    ) async
+        -> ChangeFeedPage
+    {
+        var page = page
+        var bytes = page.changes.reduce(0) { $0 + $1.textBytes }
+        while page.hasMore, !page.mustRefetch, bytes < configuration.feedPullBytes, let position = page.position,
+            state.withLock({ $0.feed.epoch == epoch && !$0.closed })
+        {
+            guard let next = try? await asAccount({ try await feed.changes(of: table, after: position, wait: nil) }),
+                (try? Self.check(next, of: table, after: position)) != nil, !next.changes.isEmpty || next.mustRefetch
+            else { break }
+            page.changes += next.changes
+            bytes += next.changes.reduce(0) { $0 + $1.textBytes }
+            page.position = next.position ?? position
+            (page.mustRefetch, page.hasMore, page.remaining) = (next.mustRefetch, next.hasMore, next.remaining)
+        }
+        return page
     }
 
     /// Checks that `page` is `table`'s, in order, after `checkpoint`.

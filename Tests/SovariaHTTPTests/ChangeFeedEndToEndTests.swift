@@ -32,7 +32,7 @@ import Testing
     /// where it reads the log.
     static func follower(
         _ rig: HTTPRig, _ engine: HTTPEngine, folder: TemporaryFolder, following: Bool = false,
-        view: String = "sovaria_feed", pageSize: Int = 500, refetchPast: Int? = 5_000
+        view: String = "sovaria_feed", pageSize: Int = 500, refetchPast: Int? = 5_000, pullBytes: Int = 1 << 20
     ) async throws -> SovariaOffline {
         let transport = URLSessionTransport(baseURL: rig.server.baseURL, apiKey: "test-anon-key", tokens: TestTokens())
         var configuration = SovariaOffline.Configuration(api: PostgREST())
@@ -43,6 +43,7 @@ import Testing
         configuration.changeFeed = PostgRESTChangeFeed(
             transport: transport, view: view, pageSize: pageSize)
         configuration.feedRefetchPast = refetchPast
+        configuration.feedPullBytes = pullBytes
         if following {
             configuration.timer = TaskSyncTimer()
             configuration.followedTables = ["notes"]
@@ -259,7 +260,8 @@ import Testing
         _ = try await rig.offline.flush()
         try #require(try await rig.offline.pendingWrites().isEmpty)
         let folder = try TemporaryFolder()
-        let device = try await Self.follower(rig, engine, folder: folder, pageSize: 2)
+        // One page per pull: the status after each.
+        let device = try await Self.follower(rig, engine, folder: folder, pageSize: 2, pullBytes: 0)
         var behind: [Int?] = []
         var pulled: ChangeFeedPull
         repeat {
@@ -268,6 +270,12 @@ import Testing
         } while pulled.hasMore
         #expect(behind == [3, 1, 0])
         await device.close()
+        // Pages joined: one pull reads the three and is caught up.
+        let joining = try TemporaryFolder()
+        let catchingUp = try await Self.follower(rig, engine, folder: joining, pageSize: 2)
+        let all = try await catchingUp.pullChanges(of: "notes")
+        #expect(all.changes == 5 && !all.hasMore && catchingUp.status.changeFeeds["notes"]?.behindBy == 0, "\(all)")
+        await catchingUp.close()
     }
 
     /// Five changes behind with a limit of three: the device asks for one page and the latest
@@ -300,7 +308,8 @@ import Testing
     func aFetchedAnswerIsNotSetBackByThePagesBehindIt(_ engine: HTTPEngine) async throws {
         let rig = try await HTTPRig(engine, cluster: try await Self.cluster())
         let folder = try TemporaryFolder()
-        let device = try await Self.follower(rig, engine, folder: folder, pageSize: 1, refetchPast: nil)
+        // One page per pull: the first page is applied alone.
+        let device = try await Self.follower(rig, engine, folder: folder, pageSize: 1, refetchPast: nil, pullBytes: 0)
         _ = try await rig.offline.write(insertNote("n1", title: "First"))
         _ = try await rig.offline.write(
             PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"title":"Second"}"#))

@@ -30,7 +30,7 @@ import Testing
 
         init(
             _ engine: SyncEngine, store wrap: Rig.Wrap? = nil, followed: [String] = [], pageSize: Int = 500,
-            refetchPast: Int? = 5_000
+            refetchPast: Int? = 5_000, pullBytes: Int = 1 << 20
         )
             async throws
         {
@@ -43,6 +43,7 @@ import Testing
                 configuration.followedTables = followed
                 configuration.feedFollowsAtOpen = false  // the tests fire the timer
                 configuration.feedRefetchPast = refetchPast
+                configuration.feedPullBytes = pullBytes
             }
         }
 
@@ -214,6 +215,106 @@ import Testing
         rig.feed(Self.delete(13, "n2"))
         #expect(try await rig.offline.pullChanges(of: "notes").position == 13, "the same page, again")
         #expect(try await Self.cached(rig.offline, Self.all)?.body.contains("n2") == false)
+    }
+
+    /// A backlog of full pages is read on in one pull and applied in one store batch: each
+    /// answer is rewritten once for them all, and the checkpoint moves to the last page's end.
+    @Test(arguments: SyncEngine.all)
+    func aPullReadsOnWhilePagesComeFullAndAppliesThemInOneBatch(_ engine: SyncEngine) async throws {
+        let batches = BatchLog()
+        let rig = try await FeedRig(
+            engine, store: Rig.Wrap { BatchLogStore(inner: $0, log: batches) }, pageSize: 2)
+        try await rig.cacheTheLists()
+        rig.feed(Self.threeChanges[0], Self.threeChanges[1])
+        rig.feed(Self.threeChanges[2], Self.upsert(13, #"{"id":"n2","title":"Rye","done":true}"#))
+        rig.feed(Self.upsert(14, #"{"id":"n5","title":"Figs","done":false}"#))
+        batches.reset()
+        let asked = rig.feedServer.received.count
+
+        let pulled = try await rig.offline.pullChanges(of: "notes")
+        #expect(pulled.changes == 5 && pulled.position == 14 && !pulled.hasMore, "\(pulled)")
+        #expect(rig.feedServer.received.count - asked == 3, "three pages, one pull")
+        #expect(batches.all.count == 1, "one store batch: \(batches.all)")
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 14)
+        let all = try await Self.cached(rig.offline, Self.all)
+        #expect(
+            all?.body == #"[{"id":"n2","title":"Rye","done":true},{"id":"n3","title":"Brown eggs","done":false},"#
+                + #"{"id":"n4","title":"Apples","done":false},{"id":"n5","title":"Figs","done":false}]"#)
+        #expect(all?.isStale == false)
+        #expect(rig.offline.status.changeFeeds["notes"]?.isCaughtUp == true)
+    }
+
+    /// A pull reads on until the rows it holds reach `feedPullBytes`; `0` reads one page.
+    @Test(arguments: [0, 1, 2])
+    func aPullStopsReadingOnOnceItsRowsPassTheBytes(pagesOfBytes: Int) async throws {
+        let pages = [
+            [Self.threeChanges[0], Self.threeChanges[1]],
+            [Self.threeChanges[2], Self.upsert(13, #"{"id":"n2","title":"Rye","done":true}"#)],
+            [Self.upsert(14, #"{"id":"n5","title":"Figs","done":false}"#), Self.upsert(15, #"{"id":"n6"}"#)],
+        ]
+        // One byte more than the first `pagesOfBytes` pages' rows: the pull reads one page more
+        // than them (it stops once it reaches the limit, not before); one page with 0.
+        let rows: [[RowChange]] = [
+            [
+                RowChange(
+                    position: 10, table: "notes", key: "n4",
+                    operation: .upsert(row: #"{"id":"n4","title":"Apples","done":false,"owner":"alice"}"#)),
+                RowChange(
+                    position: 11, table: "notes", key: "n3",
+                    operation: .upsert(row: #"{"id":"n3","title":"Brown eggs","done":false,"owner":"alice"}"#)),
+            ],
+            [
+                RowChange(position: 12, table: "notes", key: "n1", operation: .delete),
+                RowChange(
+                    position: 13, table: "notes", key: "n2",
+                    operation: .upsert(row: #"{"id":"n2","title":"Rye","done":true}"#)),
+            ],
+        ]
+        let limit = pagesOfBytes == 0 ? 0 : rows.prefix(pagesOfBytes).joined().reduce(1) { $0 + $1.textBytes }
+        let rig = try await FeedRig(.memory, pageSize: 2, pullBytes: limit)
+        try await rig.cacheTheLists()
+        for page in pages {
+            rig.feedServer.answer(DataResponse(status: 200, body: "[" + page.joined(separator: ",") + "]"))
+        }
+        let asked = rig.feedServer.received.count
+        let pulled = try await rig.offline.pullChanges(of: "notes")
+        let read = pagesOfBytes + 1
+        #expect(rig.feedServer.received.count - asked == read, "\(pulled)")
+        #expect(pulled.changes == 2 * read && pulled.hasMore && pulled.position == 9 + 2 * Int64(read))
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 9 + 2 * Int64(read))
+    }
+
+    /// A later page the feed cannot serve ends the pull with the pages before it, applied; the
+    /// next pull meets the error as a first page does. A must-refetch page ends it too: the pull
+    /// is then a must-refetch.
+    @Test func aLaterPageThatCannotBeAppliedEndsThePullWithThePagesBeforeIt() async throws {
+        let rig = try await FeedRig(.memory, pageSize: 2)
+        try await rig.cacheTheLists()
+        rig.feed(Self.threeChanges[0], Self.threeChanges[1])
+        rig.feedServer.answer(DataResponse(status: 503, body: #"{"message":"busy"}"#))
+        let first = try await rig.offline.pullChanges(of: "notes")
+        #expect(first.changes == 2 && first.position == 11 && first.hasMore, "\(first)")
+        #expect(rig.offline.status.changeFeeds["notes"]?.lastError == nil)
+        #expect(try await Self.cached(rig.offline, Self.all)?.body.contains("Brown eggs") == true)
+
+        // A page whose change goes back behind the last page read: not joined, and an error
+        // of its own at the next pull, which applies nothing.
+        rig.feed(Self.threeChanges[2], Self.upsert(13, #"{"id":"n2","title":"Rye","done":true}"#))
+        rig.feed(Self.upsert(12, #"{"id":"n5","title":"Figs","done":false}"#))
+        let second = try await rig.offline.pullChanges(of: "notes")
+        #expect(second.changes == 2 && second.position == 13, "\(second)")
+        rig.feed(Self.upsert(12, #"{"id":"n5","title":"Figs","done":false}"#))
+        await #expect(throws: ChangeFeedError.self) { try await rig.offline.pullChanges(of: "notes") }
+        #expect(rig.offline.status.changeFeeds["notes"]?.lastError?.code == .positionWentBack)
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 13)
+
+        let refetch = try await FeedRig(.memory, pageSize: 2)
+        try await refetch.cacheTheLists()
+        refetch.feed(Self.threeChanges[0], Self.threeChanges[1])
+        refetch.feed(#"{"position":40,"table":"notes","key":"","op":"trimmed","row":null}"#)
+        let trimmed = try await refetch.offline.pullChanges(of: "notes")
+        #expect(trimmed.mustRefetch && trimmed.position == 40 && trimmed.staleAnswers == 3, "\(trimmed)")
+        #expect(try await refetch.offline.feedCheckpoint(of: "notes") == 40)
     }
 
     @Test(arguments: SyncEngine.all)

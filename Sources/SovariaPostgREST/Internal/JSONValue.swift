@@ -52,6 +52,12 @@ package struct JSONObject: Sendable, Hashable {
 
     init() {}
 
+    /// An empty object with room for `capacity` members.
+    init(reservingCapacity capacity: Int) {
+        keys.reserveCapacity(capacity)
+        values.reserveCapacity(capacity)
+    }
+
     /// An object of `keys` and `values`, side by side (one value per key, no key twice).
     fileprivate init(keys: [String], values: [JSONValue]) {
         self.keys = keys
@@ -149,40 +155,42 @@ package struct JSONParser: JSONLexerReader {
         }
     }
 
-    /// One element of a top-level array whose objects keep some members as text.
+    /// One element of a top-level array whose objects keep a member as text.
     struct ElementKeepingText {
-        /// The element, without the members kept as text when it is an object.
+        /// The element, without the member kept as text when it is an object.
         var value: JSONValue
-        /// The members kept as text, each its value's text as written (validated, not parsed).
-        var texts: [String: String]
+        /// The member kept as text: its value's text as written (validated, not parsed).
+        var text: String?
     }
 
-    /// The elements of the array `text` holds; in each object, the members named in `keys` are
-    /// validated and kept as their text instead of parsed (a change feed's rows: the overlay
-    /// parses each row where it needs it, and no row is written back into text). `nil` when
-    /// `text` is JSON but not an array. Throws a ``Failure`` when it is not JSON.
-    static func elements(of text: String, keepingTextOf keys: Set<String>) throws -> [ElementKeepingText]? {
+    /// The elements of the array `text` holds; in each object, the member named by one of `keys`
+    /// (the names one member may go by; the last one met counts) is validated and kept as its
+    /// text instead of parsed (a change feed's rows: the overlay parses each row where it needs
+    /// it, and no row is written back into text). `nil` when `text` is JSON but not an array.
+    /// Throws a ``Failure`` when it is not JSON.
+    ///
+    /// - Complexity: O(bytes), with no hashing: `keys` are few, and compared as they come.
+    static func elements(of text: String, keepingTextOf keys: [String]) throws -> [ElementKeepingText]? {
         try arrayElements(of: text) { parser in
             guard parser.lexer.peek() == UInt8(ascii: "{") else {
-                return ElementKeepingText(value: try parser.value(depth: 1), texts: [:])
+                return ElementKeepingText(value: try parser.value(depth: 1), text: nil)
             }
-            var object = JSONObject()
-            var texts: [String: String] = [:]
+            var object = JSONObject(reservingCapacity: 4)
+            var kept: String?
             if try !parser.lexer.beginObject() {
                 repeat {
                     let key = try parser.lexer.key()
                     if keys.contains(key) {
-                        parser.lexer.skipWhitespace()
                         let start = parser.lexer.position
                         try parser.lexer.skipValue(depth: 2, maxDepth: 512)
                         let slice = UnsafeBufferPointer(rebasing: parser.lexer.input[start..<parser.lexer.position])
-                        texts[key] = String(decoding: slice, as: UTF8.self)
+                        kept = String(decoding: slice, as: UTF8.self)
                     } else {
                         object[key] = try parser.value(depth: 2)
                     }
                 } while try !parser.lexer.endOfMember()
             }
-            return ElementKeepingText(value: .object(object), texts: texts)
+            return ElementKeepingText(value: .object(object), text: kept)
         }
     }
 
