@@ -271,9 +271,22 @@ final class FeedBenchServer: SyncTransport {
         /// Each row's JSON as the server holds it now, rendered when it changes (a page serves
         /// it as it is, as PostgreSQL serves `row` from the log's `jsonb`).
         var rows: [String]
-        var log: [(position: Int64, row: Int)] = []
+        /// Each change: its position (also as text, written when logged) and its row.
+        var log: [Entry] = []
         var version = 0
         var bytes = 0
+    }
+
+    private struct Entry {
+        var position: Int64
+        var positionText: String
+        var row: Int
+
+        init(_ position: Int64, row: Int) {
+            self.position = position
+            positionText = String(position)
+            self.row = row
+        }
     }
 
     private let state: Mutex<State>
@@ -297,7 +310,7 @@ final class FeedBenchServer: SyncTransport {
             for index in 0..<count {
                 let row = (index * 37 + state.version) % rowCount
                 state.rows[row] = Self.json(row, "Item \(row) v\(state.version)")
-                state.log.append((Self.position(state.log.count), row))
+                state.log.append(Entry(Self.position(state.log.count), row: row))
                 bytes += state.rows[row].utf8.count
             }
             return bytes
@@ -309,7 +322,7 @@ final class FeedBenchServer: SyncTransport {
         state.withLock { state in
             state.version += 1
             state.rows[row] = Self.json(row, "Item \(row) v\(state.version)")
-            state.log.append((Self.position(state.log.count), row))
+            state.log.append(Entry(Self.position(state.log.count), row: row))
         }
     }
 
@@ -344,34 +357,36 @@ final class FeedBenchServer: SyncTransport {
     /// A page of the log: the columns `select` asks for, under the names it gives, as PostgREST
     /// answers (`*`: all). Written into one string, so the server's share of a page stays small
     /// beside the client's.
-    private static func feedPage(
-        _ page: ArraySlice<(position: Int64, row: Int)>, select: String?, rows: [String]
-    ) -> String {
+    private static func feedPage(_ page: ArraySlice<Entry>, select: String?, rows: [String]) -> String {
         let names = selected(select)
         let prefixes = ["position", "table", "key", "op", "row"].map { column in
-            names(column).map { #""\#($0)":"# }
+            names(column).map { Array(#""\#($0)":"#.utf8) }
         }
-        var text = "["
+        var text: [UInt8] = [UInt8(ascii: "[")]
         text.reserveCapacity(page.count * 160)
-        for (index, entry) in zip(page.indices, page) {
-            if index != page.startIndex { text += "," }
+        for entry in page {
+            if text.count > 1 { text.append(UInt8(ascii: ",")) }
             var first = true
             for (column, prefix) in prefixes.enumerated() {
                 guard let prefix else { continue }
-                text += first ? "{" : ","
+                text.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
                 first = false
                 text += prefix
                 switch column {
-                case 0: text += String(entry.position)
-                case 1: text += #""items""#
-                case 2: text += #"""# + id(entry.row) + #"""#
-                case 3: text += #""upsert""#
-                default: text += rows[entry.row]
+                case 0: text += entry.positionText.utf8
+                case 1: text += #""items""#.utf8
+                case 2:
+                    text.append(UInt8(ascii: "\""))
+                    text += id(entry.row).utf8
+                    text.append(UInt8(ascii: "\""))
+                case 3: text += #""upsert""#.utf8
+                default: text += rows[entry.row].utf8
                 }
             }
-            text += first ? "{}" : "}"
+            text += (first ? "{}" : "}").utf8
         }
-        return text + "]"
+        text.append(UInt8(ascii: "]"))
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// The answer to `GET path` now.

@@ -142,8 +142,7 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     ) -> OverlayCachedAnswer {
         let readTable = api.table(of: read)
         let table = readTable.flatMap { tables[$0] } ?? Table()
-        var query = PostgRESTQuery(path: read.path)
-        if let range = read.header("Range") { query.restrict(toRangeHeader: range) }
+        let query = parsedAnswers.query(of: read)
         return OverlayCachedAnswer(
             query: query, api: api, readTable: readTable, table: table,
             comparison: PostgRESTComparison(

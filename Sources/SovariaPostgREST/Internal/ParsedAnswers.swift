@@ -54,16 +54,42 @@ final class ParsedAnswers: Sendable {
         }
     }
 
+    /// The query of `read` (its path and `Range`), parsed once: every page meets the same reads,
+    /// and so do a screen's local-first answers. Forgotten all at once past ``queryLimit`` reads.
+    func query(of read: DataRequest) -> PostgRESTQuery {
+        let key = QueryKey(path: read.path, range: read.header("Range"))
+        if let query = queries.withLock({ $0[key] }) { return query }
+        var query = PostgRESTQuery(path: read.path)
+        if let range = key.range { query.restrict(toRangeHeader: range) }
+        queries.withLock { queries in
+            if queries.count >= Self.queryLimit { queries = [:] }
+            queries[key] = query
+        }
+        return query
+    }
+
+    /// The most reads whose queries are kept.
+    static let queryLimit = 4_096
+
+    /// What a read's query is parsed from.
+    private struct QueryKey: Hashable {
+        var path: String
+        var range: String?
+    }
+
+    private let queries = Mutex([QueryKey: PostgRESTQuery]())
+
     /// The rows of `table`'s last page, parsed (``TableReach/pageRows``).
     func pageRows(of table: String?) -> TableReach.PageRows {
         guard let table else { return [:] }
         return reaches.withLock { $0[table]?.pageRows ?? [:] }
     }
 
-    /// Forgets every kept answer and reach.
+    /// Forgets every kept answer, reach and query.
     func removeAll() {
         state.withLock { $0 = State() }
         reaches.withLock { $0 = [:] }
+        queries.withLock { $0 = [:] }
     }
 
     /// How many answers are kept (for tests).
