@@ -103,9 +103,11 @@ extension SovariaOffline {
         /// How many changes behind a table may be before its backlog is skipped: its cached
         /// answers are marked stale (fetched again at their next network read, at once if a live
         /// query shows them) and its checkpoint moves to the feed's latest position. Applying a
-        /// change costs a few microseconds per cached answer of its table; past this, fetching
-        /// the answers costs less. Needs a feed that counts what is left and says where it ends
-        /// (``ChangeFeedPage/remaining``, ``ChangeFeed/latestPosition(of:)``). `nil`: always apply.
+        /// change costs a few microseconds and its bytes on the wire; past this, with 100 cached
+        /// answers on a link slower than about 60 Mbit/s, fetching the answers costs less
+        /// (<doc:ChangesFromOtherDevices>). Needs a feed that counts what is left and says where
+        /// it ends (``ChangeFeedPage/remaining``, ``ChangeFeed/latestPosition(of:)``). `nil`:
+        /// always apply.
         /// Default: 5,000.
         public var feedRefetchPast: Int? = 5_000
         /// How many bytes of changed rows one pull may gather before it applies them: while the
