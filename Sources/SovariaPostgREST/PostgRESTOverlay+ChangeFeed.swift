@@ -115,7 +115,8 @@ extension PostgRESTOverlay {
         return found
     }
 
-    /// Forgets the answers kept for the next page (`ParsedAnswers`), on memory pressure.
+    /// Forgets the answers kept for the next page and the reads' parsed queries
+    /// (`ParsedAnswers`), on memory pressure.
     public func shedKeptAnswers() {
         parsedAnswers.removeAll()
     }

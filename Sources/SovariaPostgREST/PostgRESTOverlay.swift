@@ -100,8 +100,9 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     /// controller has (`SovariaOffline.Configuration.api`). Default: `PostgREST()`.
     public var api: PostgREST { didSet { parsedAnswers = ParsedAnswers() } }
     /// The cached answers the change feed's pages parsed and each table's answers grouped by what
-    /// can reach them, kept for the next page (``changesThatCanAlter(versioned:among:)``); a new
-    /// one whenever the configuration above changes.
+    /// can reach them, kept for the next page (``changesThatCanAlter(versioned:among:)``), and
+    /// each read's parsed query, for pages and local-first answers alike; a new one whenever the
+    /// configuration above changes.
     private(set) var parsedAnswers = ParsedAnswers()
 
     /// An overlay for the tables in `tables`, with the database's text order, on the API `api`.

@@ -118,6 +118,33 @@ public struct ChangeFeedPage: Sendable, Hashable {
     }
 }
 
+extension ChangeFeedPage {
+    /// Where a reader resumes after the page: its position, or its last change's when it names
+    /// none; `nil` for an empty page that names none.
+    var resumePosition: Int64? { position ?? changes.last?.position }
+
+    /// Whether a pull holding this page, its rows `bytes` long, reads the next one and joins it
+    /// (``SovariaOffline/Configuration/feedPullBytes``): the page came full, is no must-refetch,
+    /// the feed has not said that nothing is left, and the rows are under `limit`.
+    func readsOn(holding bytes: Int, limit: Int) -> Bool {
+        hasMore && !mustRefetch && remaining != 0 && bytes < limit && resumePosition != nil
+    }
+
+    /// This page with `next`, read after it, joined: `next`'s changes after these, the reader at
+    /// `next`'s end (at this page's when `next` is empty and names none), more to follow and how
+    /// many as `next` says, a must-refetch if either is. Whether the server offers waiting stays
+    /// this page's: a page read on never asks to wait.
+    func joined(with next: ChangeFeedPage) -> ChangeFeedPage {
+        var joined = self
+        joined.changes += next.changes
+        joined.position = next.resumePosition ?? resumePosition
+        joined.mustRefetch = mustRefetch || next.mustRefetch
+        joined.hasMore = next.hasMore
+        joined.remaining = next.remaining
+        return joined
+    }
+}
+
 /// A feed's answer that cannot be applied: nothing of it was applied, the table's checkpoint
 /// stays where it was, and its cached answers are marked stale (a network read fetches them).
 public struct ChangeFeedError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -181,7 +208,7 @@ public struct ChangeFeedPull: Sendable, Hashable {
     public var position: Int64?
     /// Whether the feed said the cached answers must be fetched again.
     public var mustRefetch: Bool
-    /// Whether more changes are waiting (the page was full).
+    /// Whether more changes are waiting (the last page read was full).
     public var hasMore: Bool
     /// The changes skipped, not applied: the backlog was past
     /// ``SovariaOffline/Configuration/feedRefetchPast``, and the table's cached answers were
@@ -193,13 +220,14 @@ public struct ChangeFeedPull: Sendable, Hashable {
 public struct ChangeFeedStatus: Sendable, Hashable {
     /// The checkpoint: the position of the last change applied (`nil`: none yet).
     public var position: Int64?
-    /// Whether the last pull found the table caught up (its page was not full).
+    /// Whether the last pull found the table caught up (the last page it read was not full).
     public var isCaughtUp: Bool
     /// How many changes wait after the checkpoint, as of the last pull: 0 once caught up; `nil`
     /// while behind on a feed that does not count them (``ChangeFeedPage/remaining``).
     public var behindBy: Int?
     /// How many times the feed said the table's cached answers must be fetched again.
     public var mustRefetchCount: Int
-    /// The last error of the table's feed, until a pull succeeds.
+    /// The last error of the table's feed, until a pull succeeds. A pull whose later page failed
+    /// succeeds with the pages before it: the next pull meets the error again.
     public var lastError: ChangeFeedError?
 }

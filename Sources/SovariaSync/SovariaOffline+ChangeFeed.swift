@@ -30,11 +30,12 @@ extension SovariaOffline {
     /// if pulled.hasMore { try await offline.pullChanges(of: "notes") }
     /// ```
     ///
-    /// - Throws: ``ChangeFeedError`` for a page that cannot be applied (a malformed change, a
-    ///   position going back, another table): nothing of it is applied, the checkpoint stays,
+    /// - Throws: ``ChangeFeedError`` for a first page that cannot be applied (a malformed change,
+    ///   a position going back, another table): nothing of it is applied, the checkpoint stays,
     ///   the table's cached answers are marked stale, and the error is in ``status`` and
     ///   ``changeFeedErrors``; ``ChangeFeedError/Code/noFeed`` without a feed. The transport's
-    ///   errors as they are (`SyncTransportError` `offline`: ``online`` turns `false`).
+    ///   errors as they are (`SyncTransportError` `offline`: ``online`` turns `false`). A later
+    ///   page that fails ends the pull with the pages before it, applied; the next pull throws.
     @discardableResult
     public func pullChanges(of table: String, wait: Duration? = nil) async throws -> ChangeFeedPull {
         try checkOpen()
@@ -68,7 +69,7 @@ extension SovariaOffline {
                         changes: [], position: latest, mustRefetch: true, offersWaiting: page.offersWaiting,
                         remaining: 0)
                 }
-                if skipped == 0 { page = await readingOn(page, of: table, feed: feed, epoch: epoch) }
+                if skipped == 0 { page = await joiningFullPages(to: page, of: table, feed: feed, epoch: epoch) }
             } catch let error as SyncTransportError where error.code == .offline {
                 wentOffline(error)
                 throw error
@@ -140,27 +141,31 @@ extension SovariaOffline {
         return try await feedCheckpoint(of: table) != nil
     }
 
-    /// `page` with the pages after it joined to it, read while they come full, until their rows
-    /// reach ``Configuration/feedPullBytes`` or one is a must-refetch: applied as one, each cached
-    /// answer is rewritten once for them all. A page that cannot be read or checked ends the
-    /// reading with what came before it; the next pull meets its error.
-    private func readingOn(
-        _ page: ChangeFeedPage, of table: String, feed: any ChangeFeed, epoch: Int
-    ) async
-        -> ChangeFeedPage
+    /// `page` with the full pages after it joined to it (``ChangeFeedPage/readsOn(holding:limit:)``,
+    /// ``ChangeFeedPage/joined(with:)``): applied as one, each cached answer is rewritten once for
+    /// them all. A later page that cannot be read or checked (offline, a 5xx, a change going
+    /// back) ends the reading with the pages before it: the next pull reads it again and meets its
+    /// error as a first page. A close, a clear or a cancellation ends it too.
+    private func joiningFullPages(
+        to page: ChangeFeedPage, of table: String, feed: any ChangeFeed, epoch: Int
+    )
+        async -> ChangeFeedPage
     {
         var page = page
         var bytes = page.changes.reduce(0) { $0 + $1.textBytes }
-        while page.hasMore, !page.mustRefetch, bytes < configuration.feedPullBytes, let position = page.position,
-            state.withLock({ $0.feed.epoch == epoch && !$0.closed })
+        while page.readsOn(holding: bytes, limit: configuration.feedPullBytes), !Task.isCancelled,
+            let position = page.resumePosition, state.withLock({ $0.feed.epoch == epoch && !$0.closed })
         {
-            guard let next = try? await asAccount({ try await feed.changes(of: table, after: position, wait: nil) }),
-                (try? Self.check(next, of: table, after: position)) != nil, !next.changes.isEmpty || next.mustRefetch
-            else { break }
-            page.changes += next.changes
+            let next: ChangeFeedPage
+            do {
+                next = try await asAccount { try await feed.changes(of: table, after: position, wait: nil) }
+                try Self.check(next, of: table, after: position)
+            } catch {
+                break
+            }
+            page = page.joined(with: next)
             bytes += next.changes.reduce(0) { $0 + $1.textBytes }
-            page.position = next.position ?? position
-            (page.mustRefetch, page.hasMore, page.remaining) = (next.mustRefetch, next.hasMore, next.remaining)
+            if next.changes.isEmpty { break }
         }
         return page
     }
@@ -403,7 +408,7 @@ extension SovariaOffline {
         Task { _ = try? await self.readThroughCache(read, policy: .networkOnly, maxAge: nil) }
     }
 
-    /// How many pages of `table` with changes were applied in this run: a fetch that saw it
+    /// How many pulls of `table` with changes were applied in this run: a fetch that saw it
     /// change while it ran may lack what they brought.
     func feedApplies(of request: DataRequest) -> Int {
         guard let table = api.table(of: request) else { return 0 }

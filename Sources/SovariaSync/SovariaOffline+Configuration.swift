@@ -110,12 +110,13 @@ extension SovariaOffline {
         /// always apply.
         /// Default: 5,000.
         public var feedRefetchPast: Int? = 5_000
-        /// How many bytes of changed rows one pull may gather before it applies them: while the
-        /// feed's pages come full, a pull reads the next one, until the rows it holds reach this,
-        /// and applies them all in one store batch. Each cached answer is then rewritten once
-        /// for the lot, not once per page: a catch-up after a long time offline costs its pages'
-        /// reads and one apply. A later page the feed cannot serve ends the pull with what it
-        /// read (the next pull meets the error). `0`: one page per pull. Default: 1 MiB.
+        /// How many bytes of changes a pull gathers before it stops reading on: while the feed's
+        /// pages come full, a pull reads the next one, until the keys and rows it holds reach
+        /// this (it may pass it by the last page read), and applies them all in one store batch.
+        /// Each cached answer is then rewritten once for the lot, not once per page: a catch-up
+        /// after a long time offline costs its pages' reads and one apply per this many bytes. A
+        /// later page the feed cannot serve ends the pull with what it read (the next pull meets
+        /// the error). `0` or less: one page per pull. Default: 1 MiB.
         public var feedPullBytes = 1 << 20
 
         /// The defaults, for the API `api` speaks.

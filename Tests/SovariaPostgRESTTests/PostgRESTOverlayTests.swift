@@ -269,4 +269,24 @@ import Testing
     }
 
     static let insertN = PostgREST.insert(into: "items", json: #"{"id":"n","name":"x"}"#)
+
+    /// A read's query is parsed once per path (``ParsedAnswers/query(of:)``), and two paths that
+    /// spell one text two ways (`é` composed, and `e` with a combining accent) are two queries:
+    /// PostgreSQL compares their filters' bytes, and so does the overlay.
+    @Test func twoSpellingsOfOneFilterAreTwoQueries() throws {
+        let composed = read("select=id,name&name=eq.caf\u{E9}")
+        let decomposed = read("select=id,name&name=eq.cafe\u{301}")
+        #expect(composed.path == decomposed.path, "Swift calls the two paths equal")
+        let insert = PostgREST.insert(into: "items", json: #"{"id":"n","name":"caf\#u{E9}"}"#)
+        let (composedBody, decomposedBody) = (
+            #"[{"id":"a","name":"caf\#u{E9}"}]"#, #"[{"id":"a","name":"cafe\#u{301}"}]"#
+        )
+        for (read, body, shown) in [
+            (composed, composedBody, ["a", "n"]), (decomposed, decomposedBody, ["a"]),
+            (composed, composedBody, ["a", "n"]),
+        ] {
+            let answer = overlay.answer(read, cachedBody: body, writes: pending(insert))
+            #expect(try ids(answer) == shown && answer.isExact, "\(read.path.unicodeScalars.map(\.value)) \(answer)")
+        }
+    }
 }

@@ -292,10 +292,16 @@ import Testing
         try await rig.cacheTheLists()
         rig.feed(Self.threeChanges[0], Self.threeChanges[1])
         rig.feedServer.answer(DataResponse(status: 503, body: #"{"message":"busy"}"#))
+        let asked = rig.feedServer.received.count
         let first = try await rig.offline.pullChanges(of: "notes")
         #expect(first.changes == 2 && first.position == 11 && first.hasMore, "\(first)")
-        #expect(rig.offline.status.changeFeeds["notes"]?.lastError == nil)
+        #expect(rig.feedServer.received.count - asked == 2, "the 503 was the second page's")
         #expect(try await Self.cached(rig.offline, Self.all)?.body.contains("Brown eggs") == true)
+        // The next pull meets the busy server as its first page: a typed, transient error.
+        rig.feedServer.answer(DataResponse(status: 503, body: #"{"message":"busy"}"#))
+        let busy = await #expect(throws: ChangeFeedError.self) { try await rig.offline.pullChanges(of: "notes") }
+        #expect(busy?.code == .unavailable)
+        #expect(try await rig.offline.feedCheckpoint(of: "notes") == 11)
 
         // A page whose change goes back behind the last page read: not joined, and an error
         // of its own at the next pull, which applies nothing.
@@ -376,7 +382,7 @@ import Testing
     /// A read that does not wait asks the server to count what is left; the status says how far
     /// behind the device is, `nil` while behind on a server that does not count, 0 once caught up.
     @Test func theStatusSaysHowFarBehindTheFeedIs() async throws {
-        let rig = try await FeedRig(.memory, pageSize: 2)
+        let rig = try await FeedRig(.memory, pageSize: 2, pullBytes: 0)  // the status after each page
         rig.feed(
             Self.upsert(1, #"{"id":"n1","title":"A"}"#), Self.upsert(2, #"{"id":"n2","title":"B"}"#),
             headers: ["Content-Range": "0-1/5"])

@@ -49,7 +49,50 @@ import Testing
         #expect(failure.problem == problem, "\(text)")
     }
 
+    /// Skipping a string (a key or a value `skipValue` passes over) refuses what reading it
+    /// refuses, at the same byte and for the same reason, and ends where reading it ends.
+    @Test(
+        arguments: [
+            #""\ud800""#, #""\ud800\u0041""#, #""\udc00""#, #""\x""#, #""\u12g4""#, "\"a\u{1}\"",
+            #""a\"b\\c\/d\be\ff\ng\rh\ti\u00e9\ud83d\ude00 é""#, #""""#,
+        ])
+    func skippingAStringRefusesWhatReadingItRefuses(text: String) {
+        let read = Self.lex(text) { lexer in
+            _ = try lexer.string()
+            return lexer.position
+        }
+        let skipped = Self.lex(text) { lexer in
+            try lexer.skipString()
+            return lexer.position
+        }
+        // The same string as a key and as a value of an object that `skipValue` passes over.
+        let asKey = Self.lex("{" + text + ":1}") { try $0.skipValue(depth: 1, maxDepth: 4) }
+        let asValue = Self.lex(#"{"k":"# + text + "}") { try $0.skipValue(depth: 1, maxDepth: 4) }
+        switch (read, skipped) {
+        case (.success(let end), .success(let skippedTo)):
+            #expect(end == skippedTo, "\(text)")
+            #expect((try? asKey.get()) != nil && (try? asValue.get()) != nil, "\(text)")
+        case (.failure(let failure), .failure(let skipFailure)):
+            #expect(failure.offset == skipFailure.offset && failure.problem == skipFailure.problem, "\(text)")
+            for (result, shift) in [(asKey, 1), (asValue, 5)] {
+                guard case .failure(let nested) = result else {
+                    Issue.record("\(text) in an object was skipped")
+                    continue
+                }
+                #expect(nested.offset == failure.offset + shift, "\(text): \(nested)")
+                #expect(nested.problem == failure.problem, "\(text): \(nested)")
+            }
+        default:
+            Issue.record("\(text): read \(read), skipped \(skipped)")
+        }
+    }
+
     @Test func aCutOffTextSaysSo() {
+        guard case .failure(let skipped) = Self.lex(#""abc"#, { try $0.skipString() }) else {
+            Issue.record("an open string was skipped")
+            return
+        }
+        #expect(skipped.offset == 4 && skipped.problem == "the string does not end (the text ends)")
         guard case .failure(let failure) = Self.lex(#""abc"#, { try $0.string() }) else {
             Issue.record("an open string was read")
             return

@@ -164,8 +164,8 @@ package struct JSONParser: JSONLexerReader {
     }
 
     /// The elements of the array `text` holds; in each object, the member named by one of `keys`
-    /// (the names one member may go by; the last one met counts) is validated and kept as its
-    /// text instead of parsed (a change feed's rows: the overlay parses each row where it needs
+    /// (the names one member may go by, the first preferred; of one name, the last one met) is
+    /// validated and kept as its text instead of parsed (a change feed's rows: the overlay parses each row where it needs
     /// it, and no row is written back into text). `nil` when `text` is JSON but not an array.
     /// Throws a ``Failure`` when it is not JSON.
     ///
@@ -176,21 +176,21 @@ package struct JSONParser: JSONLexerReader {
                 return ElementKeepingText(value: try parser.value(depth: 1), text: nil)
             }
             var object = JSONObject(reservingCapacity: 4)
-            var kept: String?
+            var kept: (text: String, name: Int)?
             if try !parser.lexer.beginObject() {
                 repeat {
                     let key = try parser.lexer.key()
-                    if keys.contains(key) {
+                    if let name = keys.firstIndex(of: key) {
                         let start = parser.lexer.position
                         try parser.lexer.skipValue(depth: 2, maxDepth: 512)
                         let slice = UnsafeBufferPointer(rebasing: parser.lexer.input[start..<parser.lexer.position])
-                        kept = String(decoding: slice, as: UTF8.self)
+                        if name <= kept?.name ?? name { kept = (String(decoding: slice, as: UTF8.self), name) }
                     } else {
                         object[key] = try parser.value(depth: 2)
                     }
                 } while try !parser.lexer.endOfMember()
             }
-            return ElementKeepingText(value: .object(object), text: kept)
+            return ElementKeepingText(value: .object(object), text: kept?.text)
         }
     }
 

@@ -8,8 +8,12 @@ import Synchronization
 /// change among 1,000 cached answers then costs a version comparison per answer, not a parse
 /// or a lookup of its body.
 ///
+/// It also keeps each read's parsed query (``query(of:)``), which every page and every
+/// local-first answer of the read needs.
+///
 /// Bounded by the bytes of the bodies it holds: past ``byteLimit`` it is emptied (the next
-/// page parses again). Shared by the copies of one ``PostgRESTOverlay`` configuration.
+/// page parses again); the queries by the bytes of their paths, past ``queryByteLimit``. Shared
+/// by the copies of one ``PostgRESTOverlay`` configuration.
 final class ParsedAnswers: Sendable {
     /// The most body bytes kept: a few thousand typical answers.
     static let byteLimit = 8 << 20
@@ -58,26 +62,46 @@ final class ParsedAnswers: Sendable {
     /// and so do a screen's local-first answers. Forgotten all at once past ``queryLimit`` reads.
     func query(of read: DataRequest) -> PostgRESTQuery {
         let key = QueryKey(path: read.path, range: read.header("Range"))
-        if let query = queries.withLock({ $0[key] }) { return query }
+        if let query = queries.withLock({ $0.parsed[key] }) { return query }
         var query = PostgRESTQuery(path: read.path)
         if let range = key.range { query.restrict(toRangeHeader: range) }
         queries.withLock { queries in
-            if queries.count >= Self.queryLimit { queries = [:] }
-            queries[key] = query
+            if queries.bytes + key.bytes > Self.queryByteLimit { queries = Queries() }
+            if queries.parsed.updateValue(query, forKey: key) == nil { queries.bytes += key.bytes }
         }
         return query
     }
 
-    /// The most reads whose queries are kept.
-    static let queryLimit = 4_096
+    /// The most bytes of paths whose queries are kept: a few thousand typical reads.
+    static let queryByteLimit = 1 << 20
 
-    /// What a read's query is parsed from.
+    /// What a read's query is parsed from, compared byte for byte: two spellings of one text
+    /// (`é` composed or not) are two paths, whose filters compare as bytes.
     private struct QueryKey: Hashable {
         var path: String
         var range: String?
+
+        var bytes: Int { path.utf8.count + (range?.utf8.count ?? 0) }
+
+        static func == (left: QueryKey, right: QueryKey) -> Bool {
+            left.path.utf8.elementsEqual(right.path.utf8) && left.range?.utf8.count == right.range?.utf8.count
+                && (left.range ?? "").utf8.elementsEqual((right.range ?? "").utf8)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            for byte in path.utf8 { hasher.combine(byte) }
+            hasher.combine(0xFF as UInt8)  // no UTF-8 byte: where the path ends
+            for byte in range?.utf8 ?? "".utf8 { hasher.combine(byte) }
+            hasher.combine(range == nil)
+        }
     }
 
-    private let queries = Mutex([QueryKey: PostgRESTQuery]())
+    private struct Queries {
+        var parsed: [QueryKey: PostgRESTQuery] = [:]
+        var bytes = 0
+    }
+
+    private let queries = Mutex(Queries())
 
     /// The rows of `table`'s last page, parsed (``TableReach/pageRows``).
     func pageRows(of table: String?) -> TableReach.PageRows {
@@ -89,7 +113,7 @@ final class ParsedAnswers: Sendable {
     func removeAll() {
         state.withLock { $0 = State() }
         reaches.withLock { $0 = [:] }
-        queries.withLock { $0 = [:] }
+        queries.withLock { $0 = Queries() }
     }
 
     /// How many answers are kept (for tests).

@@ -17,13 +17,14 @@ struct FeedFollower {
     private(set) var statuses: [String: ChangeFeedStatus] = [:]
     /// Moved by every ``forget()``: a pull that began before it leaves nothing behind.
     private(set) var epoch = 0
-    /// Whether each table's feed offered to wait at its last page asked to.
+    /// Whether each table's feed offered to wait at its last pull asked to.
     private var offersWaiting: [String: Bool] = [:]
-    /// Pages applied per table since the controller opened.
+    /// Pulls applied per table since the controller opened (each one page, or the full pages it
+    /// read on).
     private var applies: [String: Int] = [:]
     /// A tick's pulls are running: the next tick does not start others.
     private var following = false
-    /// Tables whose last page could not be applied: ticks pass them over until then.
+    /// Tables whose last pull could not be applied: ticks pass them over until then.
     private var stoppedUntil: [String: Date] = [:]
     /// After failed ticks: none before this, and how many failed in a row.
     private var retryAt: Date?
@@ -69,18 +70,18 @@ struct FeedFollower {
 
     // MARK: - Pulls
 
-    /// A page of `table` is about to be applied (one with changes or a must-refetch).
+    /// A pull of `table` is about to be applied (one with changes or a must-refetch).
     mutating func applying(_ table: String) {
         applies[table, default: 0] += 1
     }
 
-    /// Pages applied to `table` so far: a fetch that sees it move may lack their changes.
+    /// Pulls applied to `table` so far: a fetch that sees it move may lack their changes.
     func applies(of table: String) -> Int {
         applies[table] ?? 0
     }
 
-    /// A page of `table` was applied: the status moves to `position`, caught up unless the page
-    /// `hasMore`, and the table is no longer passed over. `askedToWait`: the read asked to wait, so
+    /// A pull of `table` was applied: the status moves to `position`, caught up unless its last
+    /// page `hasMore`, and the table is no longer passed over. `askedToWait`: the read asked to wait, so
     /// `offersWaiting` says whether the feed does.
     mutating func pulled(
         _ table: String, position: Int64?, hasMore: Bool, behindBy: Int?, mustRefetch: Bool, askedToWait: Bool,
