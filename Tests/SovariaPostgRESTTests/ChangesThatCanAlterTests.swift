@@ -70,6 +70,25 @@ import Testing
     /// A page keeps each answer it parsed for the next (`ParsedAnswers`): one whose body changed
     /// since is parsed again, and a copy of the overlay told another table configuration parses
     /// afresh.
+    /// A live query's session and a change feed's page share one parse of an answer's body
+    /// (issue 62: a page reuses the parsed answer a live session holds), whichever comes first;
+    /// a session with related answers parses its own.
+    @Test func aPageUsesTheParseALiveSessionMadeOfTheSameBody() throws {
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        _ = overlay.session(Self.open, cachedBody: Self.openBody, related: [])
+        let session = try #require(overlay.parsedAnswers.kept(Self.open, body: Self.openBody), "the session's parse")
+        let asked = [FeedAnswer(id: "open", version: 1, read: Self.open, cachedBody: Self.openBody)]
+        let change = Self.upsert("n1", #"{"id":"n1","title":"Oat milk","done":false}"#)
+        #expect(overlay.changesThatCanAlter(versioned: asked, among: [change]) == [[0]])
+        #expect(overlay.parsedAnswers.kept(Self.open, body: Self.openBody) === session, "the page parsed nothing")
+        #expect(overlay.parsedAnswers.count == 1)
+
+        let other = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        let related = RelatedAnswer(read: PostgREST.select("notes", columns: "id,title,done"), body: Self.openBody)
+        _ = other.session(Self.open, cachedBody: Self.openBody, related: [related])
+        #expect(other.parsedAnswers.count == 0, "a parse with related rows is the session's own")
+    }
+
     @Test func aKeptParseServesTheSameBodyOnlyUnderTheSameConfiguration() {
         let read = PostgREST.select("notes", columns: "id,title", order: "id")
         let holdsN1 = #"[{"id":"n1","title":"Milk"}]"#
