@@ -84,8 +84,8 @@ struct ChangeFeedLatency {
     }
 
     /// The first edit a newly opened device sees: B opens with the defaults (poll every second,
-    /// long poll of 20 s), shows the list, and A writes at once; timed from A's write to B's
-    /// answer, one launch per call. Its ratio is against `later`, the long poll's later edits.
+    /// long poll of 20 s), shows the list (fetched, as a new device has nothing cached), and A
+    /// writes at once; timed from A's write to B's answer, one launch per call. Its ratio is against `later`, the long poll's later edits.
     /// Without `followsAtOpen`, following starts at the timer's first tick (the behaviour before
     /// ``SovariaOffline/Configuration/feedFollowsAtOpen``).
     private func firstEditAfterLaunch(
@@ -97,7 +97,9 @@ struct ChangeFeedLatency {
                 server, folder: "launch \(launch)", follow: true, poll: .seconds(1), waits: true,
                 followsAtOpen: followsAtOpen)
             var answers = reader.observe(Self.list, policy: .cacheFirstThenNetwork).makeAsyncIterator()
-            _ = try await answers.next()
+            // B shows the list: its first answer with rows (a new device's first is the empty
+            // cache's, before the fetch; A writing then would race B's own load, not its feed).
+            while let answer = try await answers.next(), answer.body == nil {}
             let title = "launch \(launch)"
             let start = Stopwatch.now()
             _ = try await writer.write(
