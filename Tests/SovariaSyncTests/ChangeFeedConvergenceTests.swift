@@ -40,9 +40,14 @@ import Testing
         for index in 0..<6 { server.change("s\(index)", &random) }
         var devices: [FeedDevice] = []
         // One device applies every change; the others skip backlogs past 4 and 7 (pages of 3).
-        for (engine, refetchPast) in [(SyncEngine.memory, nil), (.sqlite(.flushed), 4), (.lmdb(.flushed), 7)] {
+        // The first joins full pages into one pull, the second reads one page per pull, the
+        // third joins pages until about two changes' rows.
+        for (engine, refetchPast, pullBytes) in [
+            (SyncEngine.memory, nil, 1 << 20), (.sqlite(.flushed), 4, 0), (.lmdb(.flushed), 7, 80),
+        ] as [(SyncEngine, Int?, Int)] {
             devices.append(
-                try await FeedDevice(engine, server: server, seed: random.next(), refetchPast: refetchPast))
+                try await FeedDevice(
+                    engine, server: server, seed: random.next(), refetchPast: refetchPast, pullBytes: pullBytes))
         }
         var exactChecks = 0
         for step in 0..<240 {
@@ -147,18 +152,20 @@ final class FeedDevice: @unchecked Sendable {
 
     /// A backlog past `refetchPast` changes is skipped (`nil`: every change is applied).
     let refetchPast: Int?
+    let pullBytes: Int
 
-    init(_ engine: SyncEngine, server: FeedServer, seed: UInt64, refetchPast: Int?) async throws {
+    init(_ engine: SyncEngine, server: FeedServer, seed: UInt64, refetchPast: Int?, pullBytes: Int) async throws {
         name = engine.name
         folder = try TemporaryFolder()
         store = BatchLogStore(inner: try await engine.open(folder.url), log: batches)
         transport = FaultyTransport(server: server, seed: seed)
         self.refetchPast = refetchPast
-        offline = try await Self.controller(store, transport, refetchPast: refetchPast)
+        self.pullBytes = pullBytes
+        offline = try await Self.controller(store, transport, refetchPast: refetchPast, pullBytes: pullBytes)
     }
 
     static func controller(
-        _ store: any OfflineStore, _ transport: FaultyTransport, refetchPast: Int?
+        _ store: any OfflineStore, _ transport: FaultyTransport, refetchPast: Int?, pullBytes: Int
     ) async throws -> SovariaOffline {
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.timer = ManualTimer()
@@ -169,13 +176,14 @@ final class FeedDevice: @unchecked Sendable {
         configuration.followedTables = ["notes"]
         configuration.feedFollowsAtOpen = false  // the test fires the timer
         configuration.feedRefetchPast = refetchPast
+        configuration.feedPullBytes = pullBytes
         return try await SovariaOffline(store: store, transport: transport, configuration: configuration)
     }
 
     /// The app starts again: a new controller on the same store (what it kept in memory is gone).
     func restart() async throws {
         await offline.close()
-        offline = try await Self.controller(store, transport, refetchPast: refetchPast)
+        offline = try await Self.controller(store, transport, refetchPast: refetchPast, pullBytes: pullBytes)
     }
 }
 
