@@ -97,14 +97,14 @@ struct ChangeFeedLatency {
                 server, folder: "launch \(launch)", follow: true, poll: .seconds(1), waits: true,
                 followsAtOpen: followsAtOpen)
             var answers = reader.observe(Self.list, policy: .cacheFirstThenNetwork).makeAsyncIterator()
-            // B shows the list: its first answer with rows (a new device's first is the empty
+            // B shows the list: its first answer with a body (a new device's first is the empty
             // cache's, before the fetch; A writing then would race B's own load, not its feed).
-            while let answer = try await answers.next(), answer.body == nil {}
+            try await Self.next(&answers) { $0.body != nil }
             let title = "launch \(launch)"
             let start = Stopwatch.now()
             _ = try await writer.write(
                 PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"title":"\#(title)"}"#))
-            while let answer = try await answers.next(), answer.body?.contains(title) != true {}
+            try await Self.next(&answers) { $0.body?.contains(title) == true }
             latencies.append(Double(Stopwatch.now() - start))
             await reader.close()
         }
@@ -122,6 +122,17 @@ struct ChangeFeedLatency {
         }
         row.note = followsAtOpen ? "goal: p50 within 2x a later edit's" : "before feedFollowsAtOpen"
         return row
+    }
+
+    /// Waits for the live query's next answer that `shows`; a stream that ends first fails the
+    /// row rather than timing nothing.
+    private static func next(
+        _ answers: inout LiveQuery.Iterator, _ shows: (LocalRead) -> Bool
+    ) async throws {
+        while let answer = try await answers.next() {
+            if shows(answer) { return }
+        }
+        throw BenchError.failed("the live query ended before its answer")
     }
 
     /// A controller on a memory store talking HTTP to `server` as alice; following `notes` every

@@ -99,10 +99,10 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     /// The API adapter that names the table of a read and of each write; give the one the
     /// controller has (`SovariaOffline.Configuration.api`). Default: `PostgREST()`.
     public var api: PostgREST { didSet { parsedAnswers = ParsedAnswers() } }
-    /// The cached answers the change feed's pages parsed and each table's answers grouped by what
-    /// can reach them, kept for the next page (``changesThatCanAlter(versioned:among:)``), and
-    /// each read's parsed query, for pages and local-first answers alike; a new one whenever the
-    /// configuration above changes.
+    /// The cached answers the change feed's pages and the live queries' sessions parsed, each
+    /// table's answers grouped by what can reach them, kept for the next page
+    /// (``changesThatCanAlter(versioned:among:)``), and each read's parsed query, for pages and
+    /// local-first answers alike; a new one whenever the configuration above changes.
     private(set) var parsedAnswers = ParsedAnswers()
 
     /// An overlay for the tables in `tables`, with the database's text order, on the API `api`.
@@ -120,7 +120,7 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     ) -> OverlayAnswer {
         switch api.answerShape(of: read) {
         case .rows:
-            // The parse a change feed's page just made of this answer, if it did.
+            // The parse a change feed's page or a live query's session made of this body, if one did.
             if related.isEmpty, let cachedBody, let kept = parsedAnswers.kept(read, body: cachedBody) {
                 // And the rows of its changes, parsed by the same page.
                 let hasChanges = writes.contains { if case .change = $0.effect { true } else { false } }

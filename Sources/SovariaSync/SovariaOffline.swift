@@ -237,11 +237,12 @@ public final class SovariaOffline: Sendable {
 
     /// Gives back what the overlay keeps in memory for `level`: its sessions and their answers,
     /// as ``OverlaySessions/shed(for:keeping:)`` says (those of queries a live reader shows stay
-    /// on a warning), and the answers its evaluator parsed for the change feed's next page.
+    /// on a warning), and the answers its evaluator keeps parsed for the change feed's pages and
+    /// the sessions.
     func shedOverlays(for level: MemoryPressure) {
         let cache = cache
         sessions.shed(for: level) { cache.isBeingRead($0) }
-        // The change feed's kept parses are made again by its next page.
+        // The kept parses are made again by the next page or session that needs them.
         configuration.overlay?.shedKeptAnswers()
     }
 
@@ -298,6 +299,7 @@ public final class SovariaOffline: Sendable {
         }
         synced.clear()
         sessions.removeAll()
+        configuration.overlay?.shedKeptAnswers()
         try await store.compact()
     }
 

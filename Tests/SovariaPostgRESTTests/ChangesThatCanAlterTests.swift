@@ -67,12 +67,10 @@ import Testing
         #expect(overlay.parsedAnswers.pageRows(of: "notes").isEmpty, "the next page's rows replace them")
     }
 
-    /// A page keeps each answer it parsed for the next (`ParsedAnswers`): one whose body changed
-    /// since is parsed again, and a copy of the overlay told another table configuration parses
-    /// afresh.
     /// A live query's session and a change feed's page share one parse of an answer's body
     /// (issue 62: a page reuses the parsed answer a live session holds), whichever comes first;
-    /// a session with related answers parses its own.
+    /// a session with related answers parses its own, and so does a read that differs by a
+    /// header, or by the bytes of its path or body alone.
     @Test func aPageUsesTheParseALiveSessionMadeOfTheSameBody() throws {
         let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
         _ = overlay.session(Self.open, cachedBody: Self.openBody, related: [])
@@ -87,8 +85,29 @@ import Testing
         let related = RelatedAnswer(read: PostgREST.select("notes", columns: "id,title,done"), body: Self.openBody)
         _ = other.session(Self.open, cachedBody: Self.openBody, related: [related])
         #expect(other.parsedAnswers.count == 0, "a parse with related rows is the session's own")
+
+        // The page first, then the session.
+        let pageFirst = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        #expect(pageFirst.changesThatCanAlter(versioned: asked, among: [change]) == [[0]])
+        let page = try #require(pageFirst.parsedAnswers.kept(Self.open, body: Self.openBody), "the page's parse")
+        _ = pageFirst.session(Self.open, cachedBody: Self.openBody, related: [])
+        #expect(pageFirst.parsedAnswers.kept(Self.open, body: Self.openBody) === page, "the session parsed nothing")
+        // Another page of the same path (a Range), and the same text in other bytes: not shared.
+        var ranged = Self.open
+        ranged.setHeader("Range", "0-0")
+        #expect(pageFirst.parsedAnswers.kept(ranged, body: Self.openBody) == nil)
+        let decomposed = Self.openBody.replacingOccurrences(of: "Eggs", with: "E\u{301}ggs")
+        let composed = Self.openBody.replacingOccurrences(of: "Eggs", with: "\u{C9}ggs")
+        #expect(decomposed == composed, "Swift calls the two bodies equal")
+        _ = pageFirst.session(Self.open, cachedBody: composed, related: [])
+        let kept = try #require(pageFirst.parsedAnswers.kept(Self.open, body: composed))
+        #expect(pageFirst.parsedAnswers.kept(Self.open, body: decomposed) == nil, "other bytes: parsed afresh")
+        #expect(kept.cachedBody.map { ParsedAnswers.sameBytes($0, composed) } == true)
     }
 
+    /// A page keeps each answer it parsed for the next (`ParsedAnswers`): one whose body changed
+    /// since is parsed again, and a copy of the overlay told another table configuration parses
+    /// afresh.
     @Test func aKeptParseServesTheSameBodyOnlyUnderTheSameConfiguration() {
         let read = PostgREST.select("notes", columns: "id,title", order: "id")
         let holdsN1 = #"[{"id":"n1","title":"Milk"}]"#

@@ -1,10 +1,10 @@
 import Foundation
 import Sovaria
-import SovariaPostgREST
 import SovariaQueue
 import Synchronization
 import Testing
 
+@testable import SovariaPostgREST
 @testable import SovariaSync
 
 /// A pull that reads on past a full page (``SovariaOffline/Configuration/feedPullBytes``): the
@@ -122,6 +122,19 @@ import Testing
         let once = try await other.offline.pullChanges(of: "notes")
         #expect(once.changes == 2 && told.accounts.count == 1, "the feed said 0 left: \(once)")
         #expect(other.offline.status.changeFeeds["notes"]?.behindBy == 0)
+    }
+
+    /// A clear (a sign-out) forgets the answers the overlay keeps parsed for pages and sessions,
+    /// with the answers themselves.
+    @Test func aClearForgetsTheParsesTheOverlayKeeps() async throws {
+        let rig = try await Self.device(PagedFeed([Self.page(1)]))
+        rig.transport.answer(DataResponse(status: 200, body: #"[{"id":"n0"}]"#))
+        _ = try await rig.offline.read(PostgREST.select("notes", columns: "id", order: "id"), policy: .networkOnly)
+        #expect(try await rig.offline.pullChanges(of: "notes").updatedAnswers == 1)
+        let overlay = try #require(rig.offline.configuration.overlay as? PostgRESTOverlay)
+        #expect(overlay.parsedAnswers.count == 1, "the page's parse, kept for the next")
+        try await rig.offline.clear()
+        #expect(overlay.parsedAnswers.count == 0)
     }
 
     /// A clear while the pull waits for its second page: what the pull read is not for what the

@@ -1,8 +1,10 @@
+import Foundation
 import SovariaQueue
 import Synchronization
 
-/// The cached answers a change feed's page parsed to decide which changes can alter them, kept
-/// so the next page parses only the answers that changed since: each read's
+/// The cached answers a change feed's page or a live query's session parsed, kept so the next
+/// page parses only the answers that changed since (and a session or a page does not parse again
+/// a body the other just parsed): each read's
 /// ``OverlayCachedAnswer`` with the body it was parsed from, and each table's ``TableReach``
 /// (its answers indexed by the rows they hold and their `eq` filters, by version). A page of one
 /// change among 1,000 cached answers then costs a version comparison per answer, not a parse
@@ -19,8 +21,41 @@ final class ParsedAnswers: Sendable {
     static let byteLimit = 8 << 20
 
     private struct State {
-        var answers: [DataRequest: OverlayCachedAnswer] = [:]
+        var answers: [ReadKey: OverlayCachedAnswer] = [:]
         var bytes = 0
+    }
+
+    /// A read as bytes: its method, path, headers (sorted by name) and body, compared byte for
+    /// byte. Swift's `String` equality would take two spellings of one text (`é` composed or
+    /// not) for one read, whose filters PostgreSQL compares as bytes.
+    private struct ReadKey: Hashable {
+        let bytes: [UInt8]
+
+        init(_ read: DataRequest) {
+            var bytes = Array(read.method.utf8)
+            bytes.append(0)
+            bytes += read.path.utf8
+            for (name, value) in read.headers.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                bytes.append(0)
+                bytes += name.utf8
+                bytes.append(UInt8(ascii: ":"))
+                bytes += value.utf8
+            }
+            if let body = read.body {
+                bytes.append(1)
+                bytes += body.utf8
+            }
+            self.bytes = bytes
+        }
+    }
+
+    /// Whether `a` and `b` are the same bytes (not only the same text, as `==` says).
+    static func sameBytes(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        var (a, b) = (a, b)
+        return a.withUTF8 { a in
+            b.withUTF8 { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+        }
     }
 
     private let state = Mutex(State())
@@ -28,23 +63,33 @@ final class ParsedAnswers: Sendable {
     private let reaches = Mutex([String: TableReach]())
 
     /// The answer to `read` parsed from `body`: the kept one when it was parsed from the same
-    /// body, else `parse()`'s, kept.
+    /// bytes, else `parse()`'s, kept (unless the body is past a quarter of ``byteLimit``: one
+    /// answer does not empty what every other read keeps).
     func answer(to read: DataRequest, body: String, parse: () -> OverlayCachedAnswer) -> OverlayCachedAnswer {
-        if let kept = kept(read, body: body) { return kept }
+        let key = ReadKey(read)
+        if let kept = kept(key, body: body) { return kept }
         let parsed = parse()
         let size = body.utf8.count
+        guard size <= Self.byteLimit / 4 else { return parsed }
         state.withLock { state in
-            if let old = state.answers[read] { state.bytes -= old.cachedBody?.utf8.count ?? 0 }
+            if let old = state.answers[key] { state.bytes -= old.cachedBody?.utf8.count ?? 0 }
             if state.bytes + size > Self.byteLimit { state = State() }
-            state.answers[read] = parsed
+            state.answers[key] = parsed
             state.bytes += size
         }
         return parsed
     }
 
-    /// The kept answer to `read` when it was parsed from `body`; keeps nothing new.
+    /// The kept answer to `read` when it was parsed from the same bytes as `body`; keeps
+    /// nothing new.
     func kept(_ read: DataRequest, body: String) -> OverlayCachedAnswer? {
-        guard let kept = state.withLock({ $0.answers[read] }), kept.cachedBody == body else { return nil }
+        kept(ReadKey(read), body: body)
+    }
+
+    private func kept(_ key: ReadKey, body: String) -> OverlayCachedAnswer? {
+        guard let kept = state.withLock({ $0.answers[key] }), let parsedFrom = kept.cachedBody,
+            Self.sameBytes(parsedFrom, body)
+        else { return nil }
         return kept
     }
 

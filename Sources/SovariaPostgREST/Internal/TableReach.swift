@@ -9,8 +9,8 @@ import SovariaSync
 ///
 /// An answer is added when it is first met or met at a new version, and removed when it is gone
 /// from the table's answers or replaced; nothing is rebuilt for the answers that stayed. The
-/// parsed answers it keeps are the values `ParsedAnswers` keeps too (one storage, copied by
-/// value); its bound counts the bodies they were parsed from.
+/// parsed answers it keeps are the ones `ParsedAnswers` keeps too (one object, shared by
+/// reference, read-only); its bound counts the bodies they were parsed from.
 struct TableReach {
     /// What one answer can be reached by.
     struct Entry {
@@ -68,7 +68,11 @@ struct TableReach {
         guard let index = entries.index(forKey: id) else { return .unknown }
         if entries.values[index].call == call { return .again(slot: entries.values[index].slot) }
         guard let version, entries.values[index].version == version else { return .unknown }
-        if let body, let parsed = entries.values[index].parsed, parsed.cachedBody != body { return .unknown }
+        if let body, let parsed = entries.values[index].parsed,
+            !(parsed.cachedBody.map { ParsedAnswers.sameBytes($0, body) } ?? false)
+        {
+            return .unknown
+        }
         entries.values[index].slot = slot
         entries.values[index].call = call
         return .known
