@@ -7,7 +7,7 @@ extension PostgRESTOverlay {
     /// answer derived from the last one by moving the rows that write touched when it can.
     ///
     /// Without related answers, the parse is the one a change feed's page makes of the same
-    /// body, whichever comes first (``ParsedAnswers``): a page does not parse again an answer a
+    /// body, whichever comes first (kept by the overlay): a page does not parse again an answer a
     /// live query shows, nor a live query one a page just parsed.
     public func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {
         switch api.answerShape(of: read) {
