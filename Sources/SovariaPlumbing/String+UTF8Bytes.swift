@@ -43,6 +43,12 @@ extension String {
         return try copy.withUTF8 { bytes in Result { () throws(Failure) in try body(bytes) } }.get()
     }
 
+    /// Whether the two strings are the same UTF-8 bytes: not `==`, which takes two spellings of
+    /// one text (`é` composed or not) for one.
+    package func hasSameUTF8Bytes(as other: String) -> Bool {
+        utf8.count == other.utf8.count && compareUTF8Bytes(with: other) == 0
+    }
+
     /// The order of the two strings' UTF-8 bytes, as `memcmp` then length give it: negative when
     /// this one comes first, 0 when the bytes are the same, positive after. Not `String`'s `<`
     /// or `==`, which compare by Unicode equivalence. One storage is equal at once (no compare).

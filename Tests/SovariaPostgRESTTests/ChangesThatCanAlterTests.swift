@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 import SovariaQueue
 import SovariaSync
 import SovariaTestKit
@@ -102,7 +103,7 @@ import Testing
         _ = pageFirst.session(Self.open, cachedBody: composed, related: [])
         let kept = try #require(pageFirst.parsedAnswers.kept(Self.open, body: composed))
         #expect(pageFirst.parsedAnswers.kept(Self.open, body: decomposed) == nil, "other bytes: parsed afresh")
-        #expect(kept.cachedBody.map { ParsedAnswers.sameBytes($0, composed) } == true)
+        #expect(kept.cachedBody?.hasSameUTF8Bytes(as: composed) == true)
     }
 
     /// A page keeps each answer it parsed for the next (`ParsedAnswers`): one whose body changed

@@ -165,9 +165,9 @@ package struct JSONParser: JSONLexerReader {
 
     /// The elements of the array `text` holds; in each object, the member named by one of `keys`
     /// (the names one member may go by, the first preferred; of one name, the last one met) is
-    /// validated and kept as its text instead of parsed (a change feed's rows: the overlay parses each row where it needs
-    /// it, and no row is written back into text). `nil` when `text` is JSON but not an array.
-    /// Throws a ``Failure`` when it is not JSON.
+    /// validated and kept as its text instead of parsed (a change feed's rows: the overlay
+    /// parses each row where it needs it, and no row is written back into text). `nil` when
+    /// `text` is JSON but not an array. Throws a ``Failure`` when it is not JSON.
     ///
     /// - Complexity: O(bytes), with no hashing: `keys` are few, and compared as they come.
     static func elements(of text: String, keepingTextOf keys: [String]) throws -> [ElementKeepingText]? {

@@ -1,4 +1,4 @@
-import Foundation
+import SovariaPlumbing
 import SovariaQueue
 import Synchronization
 
@@ -49,15 +49,6 @@ final class ParsedAnswers: Sendable {
         }
     }
 
-    /// Whether `a` and `b` are the same bytes (not only the same text, as `==` says).
-    static func sameBytes(_ a: String, _ b: String) -> Bool {
-        guard a.utf8.count == b.utf8.count else { return false }
-        var (a, b) = (a, b)
-        return a.withUTF8 { a in
-            b.withUTF8 { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
-        }
-    }
-
     private let state = Mutex(State())
     /// Each table's ``TableReach``, by table name, bounded by ``byteLimit`` of its own.
     private let reaches = Mutex([String: TableReach]())
@@ -88,7 +79,7 @@ final class ParsedAnswers: Sendable {
 
     private func kept(_ key: ReadKey, body: String) -> OverlayCachedAnswer? {
         guard let kept = state.withLock({ $0.answers[key] }), let parsedFrom = kept.cachedBody,
-            Self.sameBytes(parsedFrom, body)
+            parsedFrom.hasSameUTF8Bytes(as: body)
         else { return nil }
         return kept
     }
@@ -104,15 +95,15 @@ final class ParsedAnswers: Sendable {
     }
 
     /// The query of `read` (its path and `Range`), parsed once: every page meets the same reads,
-    /// and so do a screen's local-first answers. Forgotten all at once past ``queryLimit`` reads.
+    /// and so do a screen's local-first answers. Forgotten all at once past ``queryByteLimit``.
     func query(of read: DataRequest) -> PostgRESTQuery {
-        let key = QueryKey(path: read.path, range: read.header("Range"))
+        let key = QueryKey(read)
         if let query = queries.withLock({ $0.parsed[key] }) { return query }
         var query = PostgRESTQuery(path: read.path)
-        if let range = key.range { query.restrict(toRangeHeader: range) }
+        if let range = read.header("Range") { query.restrict(toRangeHeader: range) }
         queries.withLock { queries in
-            if queries.bytes + key.bytes > Self.queryByteLimit { queries = Queries() }
-            if queries.parsed.updateValue(query, forKey: key) == nil { queries.bytes += key.bytes }
+            if queries.bytes + key.bytes.count > Self.queryByteLimit { queries = Queries() }
+            if queries.parsed.updateValue(query, forKey: key) == nil { queries.bytes += key.bytes.count }
         }
         return query
     }
@@ -120,24 +111,18 @@ final class ParsedAnswers: Sendable {
     /// The most bytes of paths whose queries are kept: a few thousand typical reads.
     static let queryByteLimit = 1 << 20
 
-    /// What a read's query is parsed from, compared byte for byte: two spellings of one text
-    /// (`é` composed or not) are two paths, whose filters compare as bytes.
+    /// What a read's query is parsed from, its path and `Range`, as bytes: two spellings of one
+    /// text (`é` composed or not) are two paths, whose filters compare as bytes.
     private struct QueryKey: Hashable {
-        var path: String
-        var range: String?
+        let bytes: [UInt8]
 
-        var bytes: Int { path.utf8.count + (range?.utf8.count ?? 0) }
-
-        static func == (left: QueryKey, right: QueryKey) -> Bool {
-            left.path.utf8.elementsEqual(right.path.utf8) && left.range?.utf8.count == right.range?.utf8.count
-                && (left.range ?? "").utf8.elementsEqual((right.range ?? "").utf8)
-        }
-
-        func hash(into hasher: inout Hasher) {
-            for byte in path.utf8 { hasher.combine(byte) }
-            hasher.combine(0xFF as UInt8)  // no UTF-8 byte: where the path ends
-            for byte in range?.utf8 ?? "".utf8 { hasher.combine(byte) }
-            hasher.combine(range == nil)
+        init(_ read: DataRequest) {
+            var bytes = Array(read.path.utf8)
+            if let range = read.header("Range") {
+                bytes.append(0)
+                bytes += range.utf8
+            }
+            self.bytes = bytes
         }
     }
 

@@ -1,3 +1,4 @@
+import SovariaPlumbing
 import SovariaQueue
 import SovariaSync
 
@@ -69,7 +70,7 @@ struct TableReach {
         if entries.values[index].call == call { return .again(slot: entries.values[index].slot) }
         guard let version, entries.values[index].version == version else { return .unknown }
         if let body, let parsed = entries.values[index].parsed,
-            !(parsed.cachedBody.map { ParsedAnswers.sameBytes($0, body) } ?? false)
+            parsed.cachedBody?.hasSameUTF8Bytes(as: body) != true
         {
             return .unknown
         }

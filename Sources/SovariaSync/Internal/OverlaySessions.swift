@@ -111,7 +111,7 @@ final class OverlaySessions: Sendable {
         /// Whether both are the same UTF-8 bytes, or both `nil`.
         static func sameBytes(_ a: String?, _ b: String?) -> Bool {
             guard let a, let b else { return a == nil && b == nil }
-            return a.utf8.count == b.utf8.count && a.compareUTF8Bytes(with: b) == 0
+            return a.hasSameUTF8Bytes(as: b)
         }
     }
 
