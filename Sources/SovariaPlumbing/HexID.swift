@@ -57,13 +57,20 @@ package struct HexID: Hashable, Sendable, CustomStringConvertible {
     /// 32 lowercase hex digits.
     package var hex: String {
         String(unsafeUninitializedCapacity: 32) { text in
-            for position in 0..<32 {
-                let word = position < 16 ? high : low
-                let shift = UInt64(60 - 4 * (position % 16))
-                let digit = UInt8(truncatingIfNeeded: word >> shift & 0xf)
-                text[position] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
-            }
+            writeHex(into: text, at: 0)
             return 32
+        }
+    }
+
+    /// Writes ``hex`` into `text` at `offset` (32 bytes, which `text` must have room for): a key
+    /// that holds an id is written in one buffer.
+    package func writeHex(into text: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        precondition(offset >= 0 && offset + 32 <= text.count, "no room for 32 hex digits")
+        for position in 0..<32 {
+            let word = position < 16 ? high : low
+            let shift = UInt64(60 - 4 * (position % 16))
+            let digit = UInt8(truncatingIfNeeded: word >> shift & 0xf)
+            text[offset + position] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
         }
     }
 

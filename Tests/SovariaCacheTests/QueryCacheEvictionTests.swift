@@ -537,6 +537,23 @@ final class Counter: Sendable {
         #expect(CacheKeys.parseResponseKey("sov:cache:l2:" + id.hex + "-0000000000000001:0000000012") == nil)
     }
 
+    /// The key is written digit by digit into one buffer: at each width's edges it is the
+    /// layout's text, zero-padded, and a value past a width keeps every digit.
+    @Test func responseKeysAreTheLayoutsTextAtEveryWidth() throws {
+        let id = CacheKeys.id(of: "/rest/v1/items?id=eq.1")
+        for (time, size) in [
+            (0, 0), (9, 9), (10, 10), (-5, 1), (9_999_999_999_999_999, 9_999_999_999), (1_700_000_000_250, 64 << 20),
+            (10_000_000_000_000_000, 10_000_000_000),
+        ] as [(Int64, Int)] {
+            let key = CacheKeys.responseKey(id, .init(serverTimeMillis: time, sizeBytes: size, generation: 0))
+            let digits = (String(max(0, time)), String(max(0, size)))
+            let expected =
+                "sov:cache:l2:" + id.hex + ":" + String(repeating: "0", count: max(0, 16 - digits.0.count)) + digits.0
+                + ":" + String(repeating: "0", count: max(0, 10 - digits.1.count)) + digits.1
+            #expect(key == expected, "time \(time), size \(size)")
+        }
+    }
+
     /// Lists already on devices keep their keys: the layout's text, pinned.
     @Test func responseKeysKeepTheirLayout() throws {
         let id = CacheKeys.id(of: "/rest/v1/notes")

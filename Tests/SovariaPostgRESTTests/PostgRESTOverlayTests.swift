@@ -289,4 +289,36 @@ import Testing
             #expect(try ids(answer) == shown && answer.isExact, "\(read.path.unicodeScalars.map(\.value)) \(answer)")
         }
     }
+
+    /// A change that sets a held row's columns to the values they hold, byte for byte, leaves
+    /// the row as the server sent it: its text (here an escape the change spells otherwise) and
+    /// its place. One column that differs is written in the change's spelling.
+    @Test func aChangeWithTheValuesARowHoldsKeepsTheRowsText() throws {
+        let cached = #"[{"id":"a","name":"caf\u00e9","qty":3},{"id":"b","name":"pear","qty":5}]"#
+        let same = RowChange(
+            position: 1, table: "items", key: "a", operation: .upsert(row: #"{"qty":3,"name":"caf\#u{E9}","id":"a"}"#))
+        let kept = overlay.answer(
+            read("select=id,name,qty&order=qty"), cachedBody: cached, writes: [OverlayWrite(change: same)])
+        #expect(kept.body == cached && kept.isExact)
+        let renamed = RowChange(
+            position: 2, table: "items", key: "a", operation: .upsert(row: #"{"qty":3,"name":"plum","id":"a"}"#))
+        let written = overlay.answer(
+            read("select=id,name,qty&order=qty"), cachedBody: cached, writes: [OverlayWrite(change: renamed)])
+        #expect(written.body == #"[{"id":"a","name":"plum","qty":3},{"id":"b","name":"pear","qty":5}]"#)
+    }
+
+    /// A value Swift calls equal but whose bytes differ (`é` composed against `e` and a combining
+    /// accent, `1.0` against `1`) is a change: the answer holds the change's bytes, as the
+    /// server's next answer would.
+    @Test func aValueOfOtherBytesIsAChangeThoughSwiftCallsItEqual() throws {
+        let cached = #"[{"id":"a","name":"caf\#u{E9}","qty":1}]"#
+        let change = RowChange(
+            position: 1, table: "items", key: "a",
+            operation: .upsert(row: #"{"id":"a","name":"cafe\#u{301}","qty":1.0}"#))
+        #expect(JSONValue.string("caf\u{E9}") == .string("cafe\u{301}"), "Swift calls the two spellings equal")
+        let answer = overlay.answer(
+            read("select=id,name,qty"), cachedBody: cached, writes: [OverlayWrite(change: change)])
+        let body = try #require(answer.body)
+        #expect(Array(body.utf8) == Array(#"[{"id":"a","name":"cafe\#u{301}","qty":1.0}]"#.utf8) && answer.isExact)
+    }
 }

@@ -33,7 +33,32 @@ enum CacheKeys {
     }
 
     static func responseKey(_ id: HexID, _ entry: CacheIndex.Entry) -> String {
-        responsePrefix(of: id) + padded(entry.serverTimeMillis, 16) + ":" + padded(Int64(entry.sizeBytes), 10)
+        let (time, size) = (max(0, entry.serverTimeMillis), Int64(max(0, entry.sizeBytes)))
+        guard time < 10_000_000_000_000_000, size < 10_000_000_000 else {
+            // Wider than the layout (not met: times are clamped, values are at most 64 MiB).
+            return responsePrefix(of: id) + padded(time, 16) + ":" + padded(size, 10)
+        }
+        // One buffer, written once: a page of the change feed makes a key for each answer it
+        // rewrites, and joining the parts made five strings a key.
+        let prefix = responsePrefix.utf8
+        return String(unsafeUninitializedCapacity: prefix.count + 32 + 1 + 16 + 1 + 10) { text in
+            var at = text.initialize(fromContentsOf: prefix)
+            id.writeHex(into: text, at: at)
+            at += 32
+            /// `:` and `value` in `width` digits, zeros first.
+            func writeColonAndDigits(_ value: Int64, width: Int) {
+                text[at] = UInt8(ascii: ":")
+                var rest = value
+                for position in stride(from: at + width, to: at, by: -1) {
+                    text[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                at += width + 1
+            }
+            writeColonAndDigits(time, width: 16)
+            writeColonAndDigits(size, width: 10)
+            return at
+        }
     }
 
     /// The prefix of `id`'s response key: the keys under it are that response's (one, or two a crash

@@ -39,6 +39,24 @@ package enum JSONValue: Sendable, Hashable {
         default: return false
         }
     }
+
+    /// Whether both are the same value written the same way: strings and numbers compared by
+    /// their UTF-8 bytes (`"\u{E9}"` is not `"e\u{301}"`, `1.0` is not `1`), objects with their
+    /// keys in the same order. A value identical to the one a row holds leaves the row's cached
+    /// text true (Swift's `==` takes canonically equivalent strings as one).
+    func isIdentical(to other: JSONValue) -> Bool {
+        switch (self, other) {
+        case (.null, .null): return true
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.number(let a), .number(let b)), (.string(let a), .string(let b)): return a.hasSameUTF8Bytes(as: b)
+        case (.array(let a), .array(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.isIdentical(to: $1) }
+        case (.object(let a), .object(let b)):
+            return a.keys.count == b.keys.count
+                && zip(a.keys, b.keys).allSatisfy { $0.hasSameUTF8Bytes(as: $1) && a[$0]!.isIdentical(to: b[$1]!) }
+        default: return false
+        }
+    }
 }
 
 /// A JSON object that keeps its keys in the order they were written or set.

@@ -245,7 +245,11 @@ struct OverlayRows {
         let changes = typed.values
         let oldKey = rows[index].values[table.primaryKey]
         for column in changes.keys {
-            rows[index].values[column] = changes[column]
+            guard let value = changes[column] else { continue }
+            // A column set to the value it holds, byte for byte, is not changed: the row keeps
+            // its place in the order, its cached text and the server's word on the read's filters.
+            if let held = rows[index].values[column], held.isIdentical(to: value) { continue }
+            rows[index].values[column] = value
             rows[index].changed.insert(column)
         }
         if let newKey = changes[table.primaryKey], let oldKey, !newKey.isEquivalent(to: oldKey) {
