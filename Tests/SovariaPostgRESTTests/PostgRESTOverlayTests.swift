@@ -321,4 +321,21 @@ import Testing
         let body = try #require(answer.body)
         #expect(Array(body.utf8) == Array(#"[{"id":"a","name":"cafe\#u{301}","qty":1.0}]"#.utf8) && answer.isExact)
     }
+
+    /// A value another cached answer lent a row (a column this answer does not select, or a row
+    /// this answer left out) is not the server's word for this answer: a write that sets it to
+    /// that value still counts as a change, and the read's filters decide again.
+    @Test func aValueAnotherAnswerLentIsStillChangedByAWriteOfTheSameValue() throws {
+        let open = read("select=id,name&done=eq.false")
+        let everyRow = RelatedAnswer(
+            read: read("select=id,done"), body: #"[{"id":"a","done":true},{"id":"b","done":false}]"#)
+        let finish = PostgREST.update("items", where: [.eq("id", "a")], json: #"{"done":true}"#)
+        let finished = overlay.answer(
+            open, cachedBody: #"[{"id":"a","name":"apple"}]"#, writes: pending(finish), related: [everyRow])
+        #expect(try ids(finished) == [], "the write makes a's done true: it leaves the answer")
+        let reopen = PostgREST.update("items", where: [.eq("id", "b")], json: #"{"done":false}"#)
+        let reopened = overlay.answer(
+            open, cachedBody: #"[{"id":"a","name":"apple"}]"#, writes: pending(reopen), related: [everyRow])
+        #expect(try ids(reopened).contains("b"), "the write makes b's done false: it enters the answer")
+    }
 }

@@ -246,9 +246,15 @@ struct OverlayRows {
         let oldKey = rows[index].values[table.primaryKey]
         for column in changes.keys {
             guard let value = changes[column] else { continue }
-            // A column set to the value it holds, byte for byte, is not changed: the row keeps
-            // its place in the order, its cached text and the server's word on the read's filters.
-            if let held = rows[index].values[column], held.isIdentical(to: value) { continue }
+            // A column of a cached row set to the value the server sent in it, byte for byte, is
+            // not changed: the row keeps its place in the order, its cached text and the server's
+            // word on the read's filters. Not where other answers lent values (a column this one
+            // does not select, a row it left out): those are not the server's word for this read.
+            if cached.relatedAreEmpty, rows[index].cachedIndex != nil, let held = rows[index].values[column],
+                held.isIdentical(to: value)
+            {
+                continue
+            }
             rows[index].values[column] = value
             rows[index].changed.insert(column)
         }
