@@ -43,11 +43,11 @@ extension QueryCache {
                 let query = update.query
                 let id = CacheKeys.id(of: query)
                 // From the store, under the index's key: the memory layer may hold an older answer.
-                guard let entry = state.withLock({ $0.index.entries[id] }),
-                    let text = try await store.get(CacheKeys.responseKey(id, entry)),
-                    let current = CacheRecord.decode(text), current.query.utf8.elementsEqual(query.utf8)
-                else { continue }
+                guard let entry = state.withLock({ $0.index.entries[id] }) else { continue }
                 let key = CacheKeys.responseKey(id, entry)
+                guard let text = try await store.get(key), let current = CacheRecord.decode(text),
+                    current.query.utf8.elementsEqual(query.utf8)
+                else { continue }
                 switch update {
                 case .replaceBody(let base, let body, let position) where Self.sameRecord(current, base):
                     let response = CachedResponse(
@@ -82,9 +82,10 @@ extension QueryCache {
     }
 
     /// Whether `a` and `b` are the same cached response as the store keeps it (times to the
-    /// millisecond: one read from memory holds the clock's full precision).
+    /// millisecond: one read from memory holds the clock's full precision; bodies byte for byte:
+    /// Swift's `==` takes two spellings of one text for one body).
     private static func sameRecord(_ a: CachedResponse, _ b: CachedResponse) -> Bool {
-        a.body == b.body && a.etag == b.etag && a.isStale == b.isStale && a.position == b.position
+        a.body.hasSameUTF8Bytes(as: b.body) && a.etag == b.etag && a.isStale == b.isStale && a.position == b.position
             && CacheRecord.millis(a.serverTime) == CacheRecord.millis(b.serverTime)
             && CacheRecord.millis(a.fetchedAt) == CacheRecord.millis(b.fetchedAt)
     }

@@ -52,6 +52,23 @@ import Testing
         #expect(now?.body == "[1,2]" && now?.isStale == true, "the fetched body stays, marked stale")
     }
 
+    /// A fetch that stored the same text spelled otherwise (`é` composed, then `e` and a
+    /// combining accent) replaced the base: Swift's `==` calls the two bodies equal, the cache
+    /// does not, and the body computed from the old bytes is not written over the new ones.
+    @Test(arguments: CacheEngine.all)
+    func aBodyRespelledByAFetchIsNotTheBase(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        // One fetch time for both: only the bodies' bytes tell the two records apart.
+        let clock = TestClock()
+        let cache = try await QueryCache(store: try await engine.open(folder.url), clock: clock.function)
+        let first = try await cache.put("q", body: "[\"caf\u{E9}\"]", serverTime: serverTime(1))
+        try await cache.put("q", body: "[\"cafe\u{301}\"]", serverTime: serverTime(1))
+        #expect("[\"caf\u{E9}\"]" == "[\"cafe\u{301}\"]", "Swift calls the two bodies equal")
+        try await cache.update([.replaceBody(base: first, body: "[\"caf\u{E9}\",2]")], alongWith: [])
+        let now = try await cache.cachedResponse(for: "q")
+        #expect(now.map { Array($0.body.utf8) } == Array("[\"cafe\u{301}\"]".utf8) && now?.isStale == true)
+    }
+
     /// The position a fetch's server gave is stored with the answer, survives a reopen, moves with
     /// a replaced body that names one and stays with one that does not; a 304 keeps it; a record
     /// without one (as every record was before positions) reads as `nil`.
