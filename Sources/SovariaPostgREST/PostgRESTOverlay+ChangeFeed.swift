@@ -71,7 +71,7 @@ extension PostgRESTOverlay {
                 met += 1
             }
             // Entries beyond those met are answers gone from the table's.
-            if reach.entries.count > met { reach.removeAll(notMetIn: call) }
+            if reach.count > met { reach.removeAll(notMetIn: call) }
             var found = Self.found(answers.count, in: &reach, changes: changes)
             for (index, first) in again { (found[index], known[index]) = (found[first], known[first]) }
             return zip(known, found).map { $0 ? $1 : nil }
@@ -107,7 +107,7 @@ extension PostgRESTOverlay {
             {
                 (row, text) = (object, written)
             }
-            let altered = reach.answers(alteredBy: change, row: row).compactMap { reach.entries[$0]?.slot }
+            let altered = reach.slots(alteredBy: change, row: row)
             // Kept only for the answers that apply it: at most a page of rows, until the next page.
             if let row, let text, !altered.isEmpty { reach.pageRows[change.position] = (text, row) }
             for slot in altered.sorted() { found[slot]?.append(changeIndex) }

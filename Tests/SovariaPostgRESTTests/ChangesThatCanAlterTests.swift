@@ -322,4 +322,21 @@ import Testing
         ]
         #expect(Self.overlay.changesThatCanAlter([(Self.open, "[]")], among: changes) == [[1]])
     }
+
+    /// Two answers whose ids spell one text two ways (`é` composed, and `e` with a combining
+    /// accent: the cache keys of two reads PostgreSQL tells apart) are two answers, each found
+    /// by its own read, though Swift's `String` calls the ids equal.
+    @Test func answersWhoseIdsDifferOnlyInTheirBytesAreTwo() {
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        let composed = PostgREST.select("notes", columns: "id,title", where: [.eq("title", "caf\u{E9}")])
+        let decomposed = PostgREST.select("notes", columns: "id,title", where: [.eq("title", "cafe\u{301}")])
+        let asked = [
+            FeedAnswer(id: "title=caf\u{E9}", version: 1, read: composed, cachedBody: "[]"),
+            FeedAnswer(id: "title=cafe\u{301}", version: 1, read: decomposed, cachedBody: "[]"),
+        ]
+        #expect(asked[0].id == asked[1].id, "Swift calls the two ids equal")
+        let change = Self.upsert("n1", "{\"id\":\"n1\",\"title\":\"caf\u{E9}\"}")
+        #expect(overlay.changesThatCanAlter(versioned: asked, among: [change]) == [[0], []])
+        #expect(overlay.changesThatCanAlter(versioned: asked, among: [change]) == [[0], []], "kept, the same")
+    }
 }

@@ -5,20 +5,23 @@ import SovariaQueue
 /// A filter is indexed only where the overlay's own comparison is equality of text (a string in
 /// a text column) or of integers (a plain integer against an integer literal); every other value
 /// of the column makes each answer indexed on it a candidate, as do answers with no such filter.
-struct EqualityIndex {
+///
+/// `Answer` is what names an answer: ``TableReach`` gives each a small integer, cheaper to hash
+/// than its read's text.
+struct EqualityIndex<Answer: Hashable> {
     /// Column → operand → the answers filtered by `column=eq.operand`.
-    private var byText: [String: [String: Set<String>]] = [:]
+    private var byText: [String: [String: Set<Answer>]] = [:]
     /// Column → the operand read as an integer → those answers.
-    private var byInteger: [String: [Int64: Set<String>]] = [:]
+    private var byInteger: [String: [Int64: Set<Answer>]] = [:]
     /// Column → the answers whose operand is no integer literal (a number may still equal it).
-    private var notInteger: [String: Set<String>] = [:]
+    private var notInteger: [String: Set<Answer>] = [:]
     /// Column → every answer indexed on it.
-    private var everyAnswer: [String: Set<String>] = [:]
+    private var everyAnswer: [String: Set<Answer>] = [:]
     /// Column → how many of its answers name it among the comparison's `nonTextColumns` (string
     /// columns that are not text: their strings are not compared as text).
     private var nonText: [String: Int] = [:]
     /// The answers with no filter indexed: every row is checked against them.
-    private var unindexed: Set<String> = []
+    private var unindexed: Set<Answer> = []
 
     /// The filter `filters` are indexed by: the first plain `eq`.
     private static func indexed(_ filters: [PostgRESTQuery.Condition]) -> PostgRESTQuery.Condition? {
@@ -26,7 +29,7 @@ struct EqualityIndex {
     }
 
     /// Indexes `answer` by the first of its `filters` that is a plain `eq`.
-    mutating func add(_ answer: String, filters: [PostgRESTQuery.Condition], nonTextColumns: Set<String>) {
+    mutating func add(_ answer: Answer, filters: [PostgRESTQuery.Condition], nonTextColumns: Set<String>) {
         guard let filter = Self.indexed(filters) else {
             unindexed.insert(answer)
             return
@@ -43,7 +46,7 @@ struct EqualityIndex {
     }
 
     /// Takes out `answer`, added with the same `filters` and `nonTextColumns`.
-    mutating func remove(_ answer: String, filters: [PostgRESTQuery.Condition], nonTextColumns: Set<String>) {
+    mutating func remove(_ answer: Answer, filters: [PostgRESTQuery.Condition], nonTextColumns: Set<String>) {
         guard let filter = Self.indexed(filters) else {
             unindexed.remove(answer)
             return
@@ -67,25 +70,25 @@ struct EqualityIndex {
         }
     }
 
-    /// The answers `row` may match: those whose indexed filter its value can pass, and the
-    /// unindexed ones.
-    func candidates(for row: JSONObject) -> Set<String> {
-        var found = unindexed
+    /// Calls `body` with each answer `row` may match: those whose indexed filter its value can
+    /// pass, and the unindexed ones; an answer may come more than once (no set is built: the
+    /// caller, which gathers answers from other indexes too, drops repeats once).
+    func forEachCandidate(for row: JSONObject, _ body: (Answer) -> Void) {
+        unindexed.forEach(body)
         for (column, answers) in everyAnswer {
             switch row[column] {
             case .string(let text)? where nonText[column] == nil:
-                found.formUnion(byText[column]?[text] ?? [])
+                byText[column]?[text]?.forEach(body)
             case .number(let text)?:
                 guard let integer = PostgRESTComparison.plainInteger(text) else {
-                    found.formUnion(answers)
+                    answers.forEach(body)
                     continue
                 }
-                found.formUnion(byInteger[column]?[integer] ?? [])
-                found.formUnion(notInteger[column] ?? [])
+                byInteger[column]?[integer]?.forEach(body)
+                notInteger[column]?.forEach(body)
             default:
-                found.formUnion(answers)
+                answers.forEach(body)
             }
         }
-        return found
     }
 }

@@ -27,7 +27,7 @@ struct TableReach {
         var call: UInt64 = 0
     }
 
-    /// What ``meet(_:at:slot:call:)`` found.
+    /// What ``meet(_:at:body:slot:call:)`` found.
     enum Meeting: Equatable {
         /// Kept at that version: it takes the slot.
         case known
@@ -37,14 +37,24 @@ struct TableReach {
         case unknown
     }
 
-    private(set) var entries: [String: Entry] = [:]
+    /// Each entry under a handle of its own (`nil`: a handle free again), with its id: the
+    /// indexes below name answers by handle, an integer, which costs less to hash than the id
+    /// (its read's text) and finds the entry without a lookup.
+    private var kept: [(id: String, entry: Entry)?] = []
+    /// Each kept id's handle, the id compared byte for byte: two reads that spell one text two
+    /// ways (`é` composed or not) are two answers, which Swift's `String` keys would merge.
+    private var handles: [AnswerID: Int] = [:]
+    private var freeHandles: [Int] = []
     /// Primary key column → key text → the answers holding that row.
-    private var holders: [String: [String: Set<String>]] = [:]
-    private var filters = EqualityIndex()
+    private var holders: [String: [String: Set<Int>]] = [:]
+    private var filters = EqualityIndex<Int>()
     /// The answers every change counts for.
-    private var everyChange: Set<String> = []
+    private var everyChange: Set<Int> = []
     /// The body bytes of the entries kept.
     private(set) var bytes = 0
+    /// For each handle, the last change that found it (``slots(alteredBy:row:)`` drops repeats).
+    private var lastFound: [UInt64] = []
+    private var changesMet: UInt64 = 0
 
     /// Rows of a page's upserts, parsed, by the change's position, each with the text it was
     /// parsed from (a row at that position with another text is parsed afresh).
@@ -57,6 +67,14 @@ struct TableReach {
     /// The calls begun, to tell the entries one call met (``Entry/call``).
     private var calls: UInt64 = 0
 
+    /// How many entries are kept.
+    var count: Int { handles.count }
+
+    /// `id`'s entry, if kept.
+    func entry(_ id: String) -> Entry? {
+        handles[AnswerID(id)].flatMap { kept[$0]?.entry }
+    }
+
     /// Begins a call: the number its entries are stamped with.
     mutating func beginCall() -> UInt64 {
         calls += 1
@@ -66,101 +84,132 @@ struct TableReach {
     /// Whether `id` is known at `version` (and from `body`, when given: a body read after the
     /// version may be a later one); if so, its entry takes `slot` in `call` (one lookup).
     mutating func meet(_ id: String, at version: UInt64?, body: String?, slot: Int, call: UInt64) -> Meeting {
-        guard let index = entries.index(forKey: id) else { return .unknown }
-        if entries.values[index].call == call { return .again(slot: entries.values[index].slot) }
-        guard let version, entries.values[index].version == version else { return .unknown }
-        if let body, let parsed = entries.values[index].parsed,
-            parsed.cachedBody?.hasSameUTF8Bytes(as: body) != true
-        {
+        guard let handle = handles[AnswerID(id)], let entry = kept[handle]?.entry else { return .unknown }
+        if entry.call == call { return .again(slot: entry.slot) }
+        guard let version, entry.version == version else { return .unknown }
+        if let body, let parsed = entry.parsed, parsed.cachedBody?.hasSameUTF8Bytes(as: body) != true {
             return .unknown
         }
-        entries.values[index].slot = slot
-        entries.values[index].call = call
+        kept[handle]?.entry.slot = slot
+        kept[handle]?.entry.call = call
         return .known
     }
 
     /// Forgets every entry `call` did not meet.
     mutating func removeAll(notMetIn call: UInt64) {
-        for (id, entry) in entries where entry.call != call { remove(id) }
+        for case let (id, entry)? in kept where entry.call != call { remove(id) }
     }
 
     /// Keeps `entry` as `id`'s, replacing what it had.
     mutating func set(_ id: String, _ entry: Entry) {
-        if let old = entries[id], let was = old.parsed, let parsed = entry.parsed,
+        if let handle = handles[AnswerID(id)], let old = kept[handle]?.entry, let was = old.parsed, let parsed = entry.parsed,
             was.table.primaryKey == parsed.table.primaryKey, was.query.filters == parsed.query.filters,
             was.comparison.nonTextColumns == parsed.comparison.nonTextColumns
         {
             // A new version of the same read: its filter stays indexed; only the rows it holds move.
             let primaryKey = parsed.table.primaryKey
             for key in was.positions.keys where parsed.positions[key] == nil {
-                holders[primaryKey]?[key]?.remove(id)
+                holders[primaryKey]?[key]?.remove(handle)
                 if holders[primaryKey]?[key]?.isEmpty == true { holders[primaryKey]?[key] = nil }
             }
             for key in parsed.positions.keys where was.positions[key] == nil {
-                holders[primaryKey, default: [:]][key, default: []].insert(id)
+                holders[primaryKey, default: [:]][key, default: []].insert(handle)
             }
-            entries[id] = entry
+            kept[handle]?.entry = entry
             bytes += entry.bytes - old.bytes
             return
         }
         remove(id)
-        entries[id] = entry
+        let handle: Int
+        if let free = freeHandles.popLast() {
+            handle = free
+            kept[handle] = (id, entry)
+        } else {
+            handle = kept.count
+            kept.append((id, entry))
+            lastFound.append(0)
+        }
+        handles[AnswerID(id)] = handle
         bytes += entry.bytes
         guard let parsed = entry.parsed else {
-            everyChange.insert(id)
+            everyChange.insert(handle)
             return
         }
         for key in parsed.positions.keys {
-            holders[parsed.table.primaryKey, default: [:]][key, default: []].insert(id)
+            holders[parsed.table.primaryKey, default: [:]][key, default: []].insert(handle)
         }
-        filters.add(id, filters: parsed.query.filters, nonTextColumns: parsed.comparison.nonTextColumns)
+        filters.add(handle, filters: parsed.query.filters, nonTextColumns: parsed.comparison.nonTextColumns)
     }
 
     /// Forgets `id`.
     mutating func remove(_ id: String) {
-        guard let entry = entries.removeValue(forKey: id) else { return }
+        guard let handle = handles.removeValue(forKey: AnswerID(id)), let entry = kept[handle]?.entry else { return }
+        kept[handle] = nil
+        freeHandles.append(handle)
         bytes -= entry.bytes
         guard let parsed = entry.parsed else {
-            everyChange.remove(id)
+            everyChange.remove(handle)
             return
         }
         let primaryKey = parsed.table.primaryKey
         for key in parsed.positions.keys {
-            holders[primaryKey]?[key]?.remove(id)
+            holders[primaryKey]?[key]?.remove(handle)
             if holders[primaryKey]?[key]?.isEmpty == true { holders[primaryKey]?[key] = nil }
         }
-        filters.remove(id, filters: parsed.query.filters, nonTextColumns: parsed.comparison.nonTextColumns)
+        filters.remove(handle, filters: parsed.query.filters, nonTextColumns: parsed.comparison.nonTextColumns)
     }
 
-    /// The answers `change` can alter, among those kept: every-change answers, holders of its
-    /// key, and answers it does not hold whose read its new row may match (`row`, parsed once by
-    /// the caller; `nil` for a delete or a row that cannot be read).
-    func answers(alteredBy change: RowChange, row: JSONObject?) -> Set<String> {
-        var altered = everyChange
-        guard let row else {
-            if change.operation != .delete {
-                // An upsert whose row cannot be read counts for every answer.
-                return altered.union(entries.keys)
+    /// The slots (``Entry/slot``) of the answers `change` can alter, among those kept, each
+    /// once: every-change answers, holders of its key, and answers it does not hold whose read
+    /// its new row may match (`row`, parsed once by the caller; `nil` for a delete or a row that
+    /// cannot be read).
+    mutating func slots(alteredBy change: RowChange, row: JSONObject?) -> [Int] {
+        changesMet += 1
+        let stamp = changesMet
+        var altered: [Int] = []  // handles
+        func add(_ handle: Int) {
+            guard lastFound[handle] != stamp else { return }
+            lastFound[handle] = stamp
+            altered.append(handle)
+        }
+        everyChange.forEach(add)
+        if let row {
+            for (primaryKey, byKey) in holders {
+                if let key = row[primaryKey] { byKey[OverlayRows.keyText(key)]?.forEach(add) }
             }
+            // Not held: an upsert alters an answer only if its row matches the read (a filter the
+            // overlay cannot decide counts); the equality filters pass over the answers it cannot.
+            let asRow = OverlayRows.Row(values: row, cachedIndex: nil, ordinal: 0)
+            filters.forEachCandidate(for: row) { handle in
+                guard lastFound[handle] != stamp else { return }
+                switch kept[handle]?.entry.parsed?.readTruth(on: asRow) {
+                case .no?, .null?: break
+                case .yes?, .unknown?, nil: add(handle)
+                }
+            }
+        } else if change.operation != .delete {
+            // An upsert whose row cannot be read counts for every answer.
+            kept.indices.forEach { if kept[$0] != nil { add($0) } }
+        } else {
             // A delete alters the answers that hold its key.
             for (_, byKey) in holders {
-                for key in Self.keyTexts(of: change.key) { altered.formUnion(byKey[key] ?? []) }
-            }
-            return altered
-        }
-        for (primaryKey, byKey) in holders {
-            if let key = row[primaryKey] { altered.formUnion(byKey[OverlayRows.keyText(key)] ?? []) }
-        }
-        // Not held: an upsert alters an answer only if its row matches the read (a filter the
-        // overlay cannot decide counts); the equality filters pass over the answers it cannot.
-        let asRow = OverlayRows.Row(values: row, cachedIndex: nil, ordinal: 0)
-        for id in filters.candidates(for: row) where !altered.contains(id) {
-            switch entries[id]?.parsed?.readTruth(on: asRow) {
-            case .no?, .null?: break
-            case .yes?, .unknown?, nil: altered.insert(id)
+                for key in Self.keyTexts(of: change.key) { byKey[key]?.forEach(add) }
             }
         }
-        return altered
+        return altered.compactMap { kept[$0]?.entry.slot }
+    }
+
+    /// An answer's id, hashed and compared by its UTF-8 bytes.
+    private struct AnswerID: Hashable {
+        let id: String
+
+        init(_ id: String) { self.id = id }
+
+        static func == (lhs: AnswerID, rhs: AnswerID) -> Bool { lhs.id.hasSameUTF8Bytes(as: rhs.id) }
+
+        func hash(into hasher: inout Hasher) {
+            id.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
     }
 
     /// The ways a key given as text can be held: as a string, and as a number when it reads as one
