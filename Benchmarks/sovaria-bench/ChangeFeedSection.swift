@@ -12,7 +12,7 @@ import Synchronization
 /// - Catch-up after 10,000 changes while offline: the backlog skipped and the answers fetched
 ///   again (past `feedRefetchPast`), and every change applied in pages of 500.
 /// - A page of 500 changes applied to the 100 answers, per engine, beside the store's own batch
-///   of the same writes.
+///   of the same writes (and the page with the answers the last one wrote parsed again).
 /// - One change to one answer among 1,000 cached (each the row of one `id`), per engine, beside
 ///   the same change with that answer alone cached: what a page costs the answers it does not
 ///   touch.
@@ -53,7 +53,8 @@ struct ChangeFeedSection {
     /// A controller following `items` on `store`, served by `server`, its 100 answers cached;
     /// a backlog past `refetchPast` changes is skipped and its answers fetched again.
     static func device(
-        _ store: any OfflineStore, _ server: FeedBenchServer, refetchPast: Int? = 5_000, reads: [DataRequest] = reads
+        _ store: any OfflineStore, _ server: FeedBenchServer, refetchPast: Int? = 5_000, reads: [DataRequest] = reads,
+        overlay: PostgRESTOverlay = overlay
     ) async throws -> SovariaOffline {
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.overlay = overlay
@@ -193,7 +194,8 @@ struct ChangeFeedSection {
     }
 
     /// A page of 500 changes (100 in a quick run; one per row, each answer touched) applied to
-    /// the 100 answers, beside the store's own batch of the 100 answers' records.
+    /// the 100 answers, beside the store's own batch of the 100 answers' records, and beside the
+    /// same page on a device whose overlay parses again each answer the last page wrote.
     private func measureApply(on engine: BenchEngine) async throws -> [Measurement] {
         let section = BenchSection.changeFeed.rawValue
         let calls = options.pick(quick: 3, standard: 10, full: 30)
@@ -201,18 +203,30 @@ struct ChangeFeedSection {
         let folder = options.folder.appendingPathComponent("feed-\(engine.name)", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = FeedBenchServer(rows: Self.rowCount)
-        let offline = try await Self.device(
-            try await engine.open(folder.appendingPathComponent("device", isDirectory: true), .flushed), server)
-        let apply = try await Stopwatch(repeats: max(2, options.repeats)).measure(
-            calls: calls, prepareCall: { _, _ in _ = server.change(count: changes) }
-        ) { _, _ in
-            let pulled = try await offline.pullChanges(of: "items")
-            guard pulled.changes == changes, pulled.updatedAnswers == Self.answerCount else {
-                throw BenchError.failed("a page of \(changes) updated \(pulled.updatedAnswers) answers")
-            }
+        // The page, and the same page on a device that parses each answer the last page rewrote
+        // again (the overlay's kept parse of what it wrote, off): what keeping it saves. Each
+        // with a server of its own, from an empty log.
+        var parsesAgain = Self.overlay
+        parsesAgain.keepsRewrittenParses = false
+        var samples: [Sample] = []
+        var server = FeedBenchServer(rows: Self.rowCount)
+        for (name, overlay) in [("device-parsing", parsesAgain), ("device", Self.overlay)] {
+            server = FeedBenchServer(rows: Self.rowCount)
+            let offline = try await Self.device(
+                try await engine.open(folder.appendingPathComponent(name, isDirectory: true), .flushed), server,
+                overlay: overlay)
+            samples.append(
+                try await Stopwatch(repeats: max(2, options.repeats)).measure(
+                    calls: calls, prepareCall: { _, _ in _ = server.change(count: changes) }
+                ) { _, _ in
+                    let pulled = try await offline.pullChanges(of: "items")
+                    guard pulled.changes == changes, pulled.updatedAnswers == Self.answerCount else {
+                        throw BenchError.failed("a page of \(changes) updated \(pulled.updatedAnswers) answers")
+                    }
+                })
+            await offline.close()
         }
-        await offline.close()
+        let (applyParsingAgain, apply) = (samples[0], samples[1])
         // The floors under a page, in the same run: reading its changes alone (the server's
         // answer, the transport and the parse of each change), and parsing the 100 answers'
         // bodies alone (what a page does with each answer it did not parse before: the last
@@ -250,6 +264,7 @@ struct ChangeFeedSection {
         row.baseline = "the store's batch of the same records"
         var floors: [Measurement] = []
         for (sample, operation) in [
+            (applyParsingAgain, "pull: apply a page, the answers the last one wrote parsed again"),
             (readPage, "floor: read the page's changes alone, nothing applied"),
             (parse, "floor: parse the 100 answers' bodies alone"),
         ] {

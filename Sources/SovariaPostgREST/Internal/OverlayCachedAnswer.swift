@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 import SovariaQueue
 import SovariaSync
 
@@ -79,12 +80,21 @@ final class OverlayCachedAnswer: Sendable {
     /// The kind of JSON value the server answers a column with.
     enum ServerKind { case number, boolean, string }
 
+    /// A row of an answer's body as the overlay wrote it: its values in the order written, and
+    /// where its text lies in the body.
+    struct WrittenRow {
+        var values: JSONObject
+        var range: Range<Int>
+    }
+
     /// `query` (of the read of `readTable`, under `table`'s rules) over `cachedBody`, with the
     /// rows of `related` answers (the table's other cached answers) for what it leaves out.
+    /// `writtenRows`: the rows of `cachedBody` as the overlay wrote it (``WrittenRow``), read
+    /// instead of parsing the body: what the parse would read.
     init(
         query: PostgRESTQuery, api: PostgREST, readTable: String?, table: PostgRESTOverlay.Table,
         comparison: PostgRESTComparison, cachedBody: String?, related: [RelatedAnswer], countsRows: Bool = false,
-        mergesMovedRows: Bool = true
+        mergesMovedRows: Bool = true, writtenRows: [WrittenRow]? = nil
     ) {
         self.countsRows = countsRows
         self.query = query
@@ -120,6 +130,14 @@ final class OverlayCachedAnswer: Sendable {
         }
         if !loader.reasons.isEmpty {
             settled = OverlayAnswer(body: cachedBody, inexactReasons: loader.reasons)
+        } else if cachedBody != nil, let writtenRows {
+            for written in writtenRows {
+                var row = OverlayRows.Row(
+                    values: written.values, cachedIndex: loader.rows.count, ordinal: loader.rows.count)
+                row.cachedRange = written.range
+                loader.add(row)
+            }
+            hasCache = true
         } else if let cachedBody {
             if let elements = try? JSONParser.elements(of: cachedBody) {
                 for element in elements {
@@ -184,11 +202,28 @@ final class OverlayCachedAnswer: Sendable {
     /// The answer with `writes` (oldest first) applied, evaluated afresh; a change whose row is
     /// among `pageRows` (by position, from the same text) is applied without parsing it again.
     func answer(writes: [OverlayWrite], pageRows: TableReach.PageRows = [:]) -> OverlayAnswer {
-        if let settled { return settled }
+        answerAndParse(writes: writes, pageRows: pageRows).answer
+    }
+
+    /// ``answer(writes:pageRows:)``, and the same read over the answer's body, made from the rows
+    /// the evaluation wrote instead of a parse of the body, where the answer is exact rows of its
+    /// columns and this one has no related answers (`nil` otherwise): a change feed's page keeps
+    /// it, and the next page finds the body it wrote parsed.
+    func answerAndParse(
+        writes: [OverlayWrite], pageRows: TableReach.PageRows = [:]
+    ) -> (answer: OverlayAnswer, parse: OverlayCachedAnswer?) {
+        if let settled { return (settled, nil) }
         var written = OverlayRows(self)
         written.pageRows = pageRows
         for write in writes { written.apply(write) }
-        return OverlayReadEvaluation.answer(written).answer
+        let (answer, _, rows) = OverlayReadEvaluation.answerAndRows(written)
+        guard let rows, let body = answer.body, answer.isExact, !answer.wantsRelatedAnswers, relatedAreEmpty,
+            !answer.changedByPendingWrites, cachedBody.map({ body.hasSameUTF8Bytes(as: $0) }) != true
+        else { return (answer, nil) }
+        let parse = OverlayCachedAnswer(
+            query: query, api: api, readTable: readTable, table: table, comparison: comparison, cachedBody: body,
+            related: [], countsRows: countsRows, mergesMovedRows: mergesMovedRows, writtenRows: rows)
+        return (answer, parse)
     }
 
     /// The rows, their positions by key, the reasons and the column kinds as the cached answer

@@ -60,15 +60,28 @@ final class ParsedAnswers: Sendable {
         let key = ReadKey(read)
         if let kept = kept(key, body: body) { return kept }
         let parsed = parse()
-        let size = body.utf8.count
-        guard size <= Self.byteLimit / 4 else { return parsed }
+        keep(parsed, as: key)
+        return parsed
+    }
+
+    /// Keeps `parsed` as the answer to `read` parsed from its body (``OverlayCachedAnswer/cachedBody``),
+    /// replacing what `read` had: a body a change feed's page wrote, parsed from the rows it
+    /// wrote.
+    func keep(_ parsed: OverlayCachedAnswer, for read: DataRequest) {
+        keep(parsed, as: ReadKey(read))
+    }
+
+    /// Keeps `parsed` under `key`, unless its body is past a quarter of ``byteLimit`` (one answer
+    /// does not empty what every other read keeps).
+    private func keep(_ parsed: OverlayCachedAnswer, as key: ReadKey) {
+        let size = parsed.cachedBody?.utf8.count ?? 0
+        guard size <= Self.byteLimit / 4 else { return }
         state.withLock { state in
             if let old = state.answers[key] { state.bytes -= old.cachedBody?.utf8.count ?? 0 }
             if state.bytes + size > Self.byteLimit { state = State() }
             state.answers[key] = parsed
             state.bytes += size
         }
-        return parsed
     }
 
     /// The kept answer to `read` when it was parsed from the same bytes as `body`; keeps

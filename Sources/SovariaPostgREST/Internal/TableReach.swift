@@ -37,10 +37,12 @@ struct TableReach {
         case unknown
     }
 
-    /// Each entry under a handle of its own (`nil`: a handle free again), with its id: the
-    /// indexes below name answers by handle, an integer, which costs less to hash than the id
-    /// (its read's text) and finds the entry without a lookup.
-    private var kept: [(id: String, entry: Entry)?] = []
+    /// Each entry under a handle of its own (`nil`: a handle free again): the indexes below name
+    /// answers by handle, an integer, which costs less to hash than the id (its read's text) and
+    /// finds the entry without a lookup.
+    private var kept: [Entry?] = []
+    /// Each handle's id (`""` for a free handle).
+    private var ids: [String] = []
     /// Each kept id's handle, the id compared byte for byte: two reads that spell one text two
     /// ways (`é` composed or not) are two answers, which Swift's `String` keys would merge.
     private var handles: [AnswerID: Int] = [:]
@@ -72,7 +74,7 @@ struct TableReach {
 
     /// `id`'s entry, if kept.
     func entry(_ id: String) -> Entry? {
-        handles[AnswerID(id)].flatMap { kept[$0]?.entry }
+        handles[AnswerID(id)].flatMap { kept[$0] }
     }
 
     /// Begins a call: the number its entries are stamped with.
@@ -84,25 +86,25 @@ struct TableReach {
     /// Whether `id` is known at `version` (and from `body`, when given: a body read after the
     /// version may be a later one); if so, its entry takes `slot` in `call` (one lookup).
     mutating func meet(_ id: String, at version: UInt64?, body: String?, slot: Int, call: UInt64) -> Meeting {
-        guard let handle = handles[AnswerID(id)], let entry = kept[handle]?.entry else { return .unknown }
+        guard let handle = handles[AnswerID(id)], let entry = kept[handle] else { return .unknown }
         if entry.call == call { return .again(slot: entry.slot) }
         guard let version, entry.version == version else { return .unknown }
         if let body, let parsed = entry.parsed, parsed.cachedBody?.hasSameUTF8Bytes(as: body) != true {
             return .unknown
         }
-        kept[handle]?.entry.slot = slot
-        kept[handle]?.entry.call = call
+        kept[handle]?.slot = slot
+        kept[handle]?.call = call
         return .known
     }
 
     /// Forgets every entry `call` did not meet.
     mutating func removeAll(notMetIn call: UInt64) {
-        for case let (id, entry)? in kept where entry.call != call { remove(id) }
+        for (handle, entry) in kept.enumerated() where entry.map({ $0.call != call }) == true { remove(ids[handle]) }
     }
 
     /// Keeps `entry` as `id`'s, replacing what it had.
     mutating func set(_ id: String, _ entry: Entry) {
-        if let handle = handles[AnswerID(id)], let old = kept[handle]?.entry, let was = old.parsed, let parsed = entry.parsed,
+        if let handle = handles[AnswerID(id)], let old = kept[handle], let was = old.parsed, let parsed = entry.parsed,
             was.table.primaryKey == parsed.table.primaryKey, was.query.filters == parsed.query.filters,
             was.comparison.nonTextColumns == parsed.comparison.nonTextColumns
         {
@@ -115,7 +117,7 @@ struct TableReach {
             for key in parsed.positions.keys where was.positions[key] == nil {
                 holders[primaryKey, default: [:]][key, default: []].insert(handle)
             }
-            kept[handle]?.entry = entry
+            kept[handle] = entry
             bytes += entry.bytes - old.bytes
             return
         }
@@ -123,10 +125,11 @@ struct TableReach {
         let handle: Int
         if let free = freeHandles.popLast() {
             handle = free
-            kept[handle] = (id, entry)
+            (kept[handle], ids[handle]) = (entry, id)
         } else {
             handle = kept.count
-            kept.append((id, entry))
+            kept.append(entry)
+            ids.append(id)
             lastFound.append(0)
         }
         handles[AnswerID(id)] = handle
@@ -143,8 +146,8 @@ struct TableReach {
 
     /// Forgets `id`.
     mutating func remove(_ id: String) {
-        guard let handle = handles.removeValue(forKey: AnswerID(id)), let entry = kept[handle]?.entry else { return }
-        kept[handle] = nil
+        guard let handle = handles.removeValue(forKey: AnswerID(id)), let entry = kept[handle] else { return }
+        (kept[handle], ids[handle]) = (nil, "")
         freeHandles.append(handle)
         bytes -= entry.bytes
         guard let parsed = entry.parsed else {
@@ -182,7 +185,7 @@ struct TableReach {
             let asRow = OverlayRows.Row(values: row, cachedIndex: nil, ordinal: 0)
             filters.forEachCandidate(for: row) { handle in
                 guard lastFound[handle] != stamp else { return }
-                switch kept[handle]?.entry.parsed?.readTruth(on: asRow) {
+                switch kept[handle]?.parsed?.readTruth(on: asRow) {
                 case .no?, .null?: break
                 case .yes?, .unknown?, nil: add(handle)
                 }
@@ -196,7 +199,7 @@ struct TableReach {
                 for key in Self.keyTexts(of: change.key) { byKey[key]?.forEach(add) }
             }
         }
-        return altered.compactMap { kept[$0]?.entry.slot }
+        return altered.compactMap { kept[$0]?.slot }
     }
 
     /// An answer's id, hashed and compared by its UTF-8 bytes.
