@@ -22,8 +22,12 @@ extension OverlayReadEvaluation {
             for index in shown { for key in rows[index].values.keys where !seen.contains(key) { seen.append(key) } }
             columns = seen
         }
-        var unique: Set<String> = []
-        columns.removeAll { !unique.insert($0).inserted }
+        // A column named twice is shown once (a row's few columns: compared as the row's own
+        // keys are, not hashed).
+        var unique: [String] = []
+        unique.reserveCapacity(columns.count)
+        for column in columns where !unique.contains(column) { unique.append(column) }
+        columns = unique
         var missing: [String] = []
         var out: [UInt8] = []
         var written: [OverlayCachedAnswer.WrittenRow] = []

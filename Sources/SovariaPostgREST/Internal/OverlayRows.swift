@@ -269,7 +269,7 @@ struct OverlayRows {
         }
         if write.isPending, rows[index].pendingIDs.last != write.id { rows[index].pendingIDs.append(write.id) }
         countMove(from: matched, to: countedMatch(index))
-        forget(typed.unsure, in: index)
+        if !typed.unsure.isEmpty { forget(typed.unsure, in: index) }
         changedRows = true
         if write.isPending { changedByPending = true }
     }
