@@ -85,16 +85,21 @@ final class OverlayCachedAnswer: Sendable {
     struct WrittenRow {
         var values: JSONObject
         var range: Range<Int>
+        /// Its index among the rows the writes left (``OverlayRows/rows``).
+        var source: Int
     }
 
     /// `query` (of the read of `readTable`, under `table`'s rules) over `cachedBody`, with the
     /// rows of `related` answers (the table's other cached answers) for what it leaves out.
     /// `writtenRows`: the rows of `cachedBody` as the overlay wrote it (``WrittenRow``), read
-    /// instead of parsing the body: what the parse would read.
+    /// instead of parsing the body: what the parse would read. `sameKeysAndOrderAs`: an answer
+    /// whose rows hold the same keys, at the same places, with the same values in the order's
+    /// columns: its rows' places by key and their order stand, and are not worked out again.
     init(
         query: PostgRESTQuery, api: PostgREST, readTable: String?, table: PostgRESTOverlay.Table,
         comparison: PostgRESTComparison, cachedBody: String?, related: [RelatedAnswer], countsRows: Bool = false,
-        mergesMovedRows: Bool = true, writtenRows: [WrittenRow]? = nil
+        mergesMovedRows: Bool = true, writtenRows: [WrittenRow]? = nil,
+        sameKeysAndOrderAs previous: OverlayCachedAnswer? = nil
     ) {
         self.countsRows = countsRows
         self.query = query
@@ -135,8 +140,9 @@ final class OverlayCachedAnswer: Sendable {
                 var row = OverlayRows.Row(
                     values: written.values, cachedIndex: loader.rows.count, ordinal: loader.rows.count)
                 row.cachedRange = written.range
-                loader.add(row)
+                if previous == nil { loader.add(row) } else { loader.append(row) }
             }
+            if let previous { loader.positions = previous.positions }
             hasCache = true
         } else if let cachedBody {
             if let elements = try? JSONParser.elements(of: cachedBody) {
@@ -177,8 +183,12 @@ final class OverlayCachedAnswer: Sendable {
         var kinds: [String: OrderKind]?
         var holdsEvery = fromRelated
         if settled == nil, hasCache {
-            kinds = Self.cachedOrderKinds(
-                of: loader.rows, query: query, comparison: comparison, orderIsNotText: orderIsNotText)
+            if let previous, writtenRows != nil {
+                kinds = previous.cachedRowsFollowOrder ? previous.orderKinds : nil
+            } else {
+                kinds = Self.cachedOrderKinds(
+                    of: loader.rows, query: query, comparison: comparison, orderIsNotText: orderIsNotText)
+            }
             holdsEvery =
                 query.filters.isEmpty && query.logic.isEmpty && (query.offset ?? 0) == 0
                 && query.limit.map { loader.rows.count < $0 } != false
@@ -216,13 +226,23 @@ final class OverlayCachedAnswer: Sendable {
         var written = OverlayRows(self)
         written.pageRows = pageRows
         for write in writes { written.apply(write) }
-        let (answer, _, rows) = OverlayReadEvaluation.answerAndRows(written)
-        guard let rows, let body = answer.body, answer.isExact, !answer.wantsRelatedAnswers, relatedAreEmpty,
+        let (answer, _, wrote) = OverlayReadEvaluation.answerAndRows(written)
+        guard let wrote, let body = answer.body, answer.isExact, !answer.wantsRelatedAnswers, relatedAreEmpty,
             !answer.changedByPendingWrites, cachedBody.map({ body.hasSameUTF8Bytes(as: $0) }) != true
         else { return (answer, nil) }
+        // The common page: each row where it was, with its key and the order's values as they
+        // were (a change of other columns).
+        let keyAndOrder = orderColumns.union([table.primaryKey])
+        let sameKeysAndOrder =
+            wrote.count == rows.count && rows.count == cachedCount
+            && wrote.indices.allSatisfy { place in
+                let row = written.rows[wrote[place].source]
+                return row.cachedIndex == place && row.changed.isDisjoint(with: keyAndOrder)
+            }
         let parse = OverlayCachedAnswer(
             query: query, api: api, readTable: readTable, table: table, comparison: comparison, cachedBody: body,
-            related: [], countsRows: countsRows, mergesMovedRows: mergesMovedRows, writtenRows: rows)
+            related: [], countsRows: countsRows, mergesMovedRows: mergesMovedRows, writtenRows: wrote,
+            sameKeysAndOrderAs: sameKeysAndOrder ? self : nil)
         return (answer, parse)
     }
 
@@ -244,8 +264,13 @@ final class OverlayCachedAnswer: Sendable {
         }
 
         mutating func add(_ row: OverlayRows.Row) {
-            assert(row.ordinal == rows.count, "a row's ordinal is its index")
             if let key = row.values[primaryKey] { positions[OverlayRows.keyText(key)] = rows.count }
+            append(row)
+        }
+
+        /// ``add(_:)`` without its place by key (the caller has every place already).
+        mutating func append(_ row: OverlayRows.Row) {
+            assert(row.ordinal == rows.count, "a row's ordinal is its index")
             learnKinds(from: row.values)
             rows.append(row)
         }

@@ -44,7 +44,7 @@ extension OverlayReadEvaluation {
                     rows[index].values.keys == columns
                 {
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: cached[range]))
-                    written.append(.init(values: rows[index].values, range: start..<out.count))
+                    written.append(.init(values: rows[index].values, range: start..<out.count, source: index))
                     continue
                 }
                 let row = rows[index]
@@ -65,7 +65,7 @@ extension OverlayReadEvaluation {
                     if projects { values[column] = value }
                 }
                 out.append(UInt8(ascii: "}"))
-                written.append(.init(values: values, range: start..<out.count))
+                written.append(.init(values: values, range: start..<out.count, source: index))
             }
             out.append(UInt8(ascii: "]"))
         }
