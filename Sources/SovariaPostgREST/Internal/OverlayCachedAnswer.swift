@@ -93,8 +93,9 @@ final class OverlayCachedAnswer: Sendable {
     /// rows of `related` answers (the table's other cached answers) for what it leaves out.
     /// `writtenRows`: the rows of `cachedBody` as the overlay wrote it (``WrittenRow``), read
     /// instead of parsing the body: what the parse would read. `sameKeysAndOrderAs`: an answer
-    /// whose rows hold the same keys, at the same places, with the same values in the order's
-    /// columns: its rows' places by key and their order stand, and are not worked out again.
+    /// of the same read and table whose rows hold the same keys, at the same places, with the
+    /// same values in the order's columns: its rows' places by key and their order stand, and
+    /// are not worked out again.
     init(
         query: PostgRESTQuery, api: PostgREST, readTable: String?, table: PostgRESTOverlay.Table,
         comparison: PostgRESTComparison, cachedBody: String?, related: [RelatedAnswer], countsRows: Bool = false,
@@ -109,11 +110,12 @@ final class OverlayCachedAnswer: Sendable {
         self.comparison = comparison
         self.mergesMovedRows = mergesMovedRows
         self.cachedBody = cachedBody
-        orderColumns = query.orderColumns
-        filterColumns = query.filterColumns
-        orderIsNotText = query.order.map { comparison.nonTextColumns.contains($0.column) }
-        defaults = table.defaults.compactMapValues { try? JSONParser.parse($0) }
-        sameInEveryRow = table.sameInEveryRow.compactMapValues { try? JSONParser.parse($0) }
+        // The same read as `previous` (when given): what its query and table make, taken.
+        orderColumns = previous?.orderColumns ?? query.orderColumns
+        filterColumns = previous?.filterColumns ?? query.filterColumns
+        orderIsNotText = previous?.orderIsNotText ?? query.order.map { comparison.nonTextColumns.contains($0.column) }
+        defaults = previous?.defaults ?? table.defaults.compactMapValues { try? JSONParser.parse($0) }
+        sameInEveryRow = previous?.sameInEveryRow ?? table.sameInEveryRow.compactMapValues { try? JSONParser.parse($0) }
         relatedAreEmpty = related.isEmpty
         relatedBytes = related.reduce(0) { $0 + $1.body.utf8.count }
 
