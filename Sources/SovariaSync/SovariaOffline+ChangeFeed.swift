@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaCache
+import SovariaPlumbing
 import SovariaQueue
 
 extension SovariaOffline {
@@ -198,10 +199,12 @@ extension SovariaOffline {
     ) async throws -> (pull: ChangeFeedPull, changedAnswers: Bool, refetch: [DataRequest]) {
         // Read once: each use of the configuration's would copy it, per answer.
         let (api, overlay) = (self.api, configuration.overlay)
-        // A change holds its row's whole new state: only the last one of each row matters.
-        var last: [String: Int] = [:]
-        for (index, change) in page.changes.enumerated() { last[change.key] = index }
-        let changes = page.changes.enumerated().filter { last[$0.element.key] == $0.offset }.map(\.element)
+        // A change holds its row's whole new state: only the last one of each row matters (rows
+        // told apart by their key's bytes: `é` composed and decomposed are two keys).
+        var last: [StoreKey.Bytes: Int] = [:]
+        for (index, change) in page.changes.enumerated() { last[StoreKey.Bytes(change.key)] = index }
+        let changes = page.changes.enumerated().filter { last[StoreKey.Bytes($0.element.key)] == $0.offset }.map(
+            \.element)
         let writes = changes.map { (position: $0.position, write: OverlayWrite(change: $0)) }
         let position = page.position ?? page.changes.last?.position
         // Counted before the answers are read: a fetch of the table that ends after this finds the
@@ -249,7 +252,7 @@ extension SovariaOffline {
             if !page.mustRefetch, !cached.isStale, !api.countsRows(read), let overlay {
                 let brought = overlay.answer(read, cachedBody: cached.body, writes: fresh.map(\.write), related: [])
                 if brought.inexactReasons.isEmpty, !brought.wantsRelatedAnswers, let body = brought.body {
-                    if body != cached.body {
+                    if !body.hasSameUTF8Bytes(as: cached.body) {
                         updates.append(.replaceBody(base: cached, body: body, position: position))
                     }
                     current.append(index)

@@ -214,7 +214,11 @@ final class OverlayCachedAnswer: Sendable {
     /// The answer with `writes` (oldest first) applied, evaluated afresh; a change whose row is
     /// among `pageRows` (by position, from the same text) is applied without parsing it again.
     func answer(writes: [OverlayWrite], pageRows: TableReach.PageRows = [:]) -> OverlayAnswer {
-        answerAndParse(writes: writes, pageRows: pageRows).answer
+        if let settled { return settled }
+        var written = OverlayRows(self)
+        written.pageRows = pageRows
+        for write in writes { written.apply(write) }
+        return OverlayReadEvaluation.answer(written).answer
     }
 
     /// ``answer(writes:pageRows:)``, and the same read over the answer's body, made from the rows

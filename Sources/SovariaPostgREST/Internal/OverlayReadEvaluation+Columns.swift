@@ -30,8 +30,9 @@ extension OverlayReadEvaluation {
         columns = unique
         var missing: [String] = []
         var out: [UInt8] = []
+        let keepsRows = keepsWrittenRows
         var written: [OverlayCachedAnswer.WrittenRow] = []
-        written.reserveCapacity(shown.count)
+        if keepsRows { written.reserveCapacity(shown.count) }
         let cachedText = cached.cachedBody ?? ""
         out.reserveCapacity(cachedText.utf8.count + 128)
         cachedText.withUTF8Bytes { cached in
@@ -44,12 +45,18 @@ extension OverlayReadEvaluation {
                     rows[index].values.keys == columns
                 {
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: cached[range]))
-                    written.append(.init(values: rows[index].values, range: start..<out.count, source: index))
+                    if keepsRows {
+                        written.append(.init(values: rows[index].values, range: start..<out.count, source: index))
+                    }
                     continue
                 }
                 let row = rows[index]
-                var values = row.values.keys == columns ? row.values : JSONObject(reservingCapacity: columns.count)
-                let projects = values.keys.isEmpty
+                // The row's values as written: its own when its names are the columns' bytes.
+                let named =
+                    row.values.keys.count == columns.count
+                    && zip(row.values.keys, columns).allSatisfy { $0.hasSameUTF8Bytes(as: $1) }
+                let projects = keepsRows && !named
+                var values = keepsRows && named ? row.values : JSONObject(reservingCapacity: columns.count)
                 out.append(UInt8(ascii: "{"))
                 var first = true
                 for column in columns {
@@ -65,14 +72,14 @@ extension OverlayReadEvaluation {
                     if projects { values[column] = value }
                 }
                 out.append(UInt8(ascii: "}"))
-                written.append(.init(values: values, range: start..<out.count, source: index))
+                if keepsRows { written.append(.init(values: values, range: start..<out.count, source: index)) }
             }
             out.append(UInt8(ascii: "]"))
         }
         if !missing.isEmpty {
             note(.columnsNotSet(missing))
         }
-        writtenRows = missing.isEmpty ? written : nil
+        writtenRows = keepsRows && missing.isEmpty ? written : nil
         return String(decoding: out, as: UTF8.self)
     }
 

@@ -22,8 +22,11 @@ struct OverlayReadEvaluation {
     /// The rows the answer's body shows, each with its values as written and where its text
     /// lies in the body; `nil` where the body is not rows of the answer's columns alone (a
     /// `select` with aliases, casts or paths, a row without a column shown). Set by ``project(_:)``
-    /// (`OverlayReadEvaluation+Columns.swift`).
+    /// (`OverlayReadEvaluation+Columns.swift`) when ``keepsWrittenRows``.
     var writtenRows: [OverlayCachedAnswer.WrittenRow]?
+    /// Whether ``project(_:)`` keeps the rows it writes: only a caller that keeps the answer
+    /// parsed needs them.
+    var keepsWrittenRows = false
 
     /// The evaluation of the read over `written`.
     init(_ written: OverlayRows) {
@@ -49,16 +52,17 @@ struct OverlayReadEvaluation {
     /// The answer of the rows after the writes, and the rows it shows when a later answer can
     /// be derived from them (``ShownRows``).
     static func answer(_ written: OverlayRows) -> (answer: OverlayAnswer, shown: ShownRows?) {
-        let (answer, shown, _) = answerAndRows(written)
+        let (answer, shown, _) = answerAndRows(written, keepingRows: false)
         return (answer, shown)
     }
 
-    /// ``answer(_:)``, and the rows its body shows as the body holds them (``writtenRows``):
-    /// what parsing the body again would read, without the parse.
+    /// ``answer(_:)``, and (`keepingRows`) the rows its body shows as the body holds them
+    /// (``writtenRows``): what parsing the body again would read, without the parse.
     static func answerAndRows(
-        _ written: OverlayRows
+        _ written: OverlayRows, keepingRows: Bool = true
     ) -> (answer: OverlayAnswer, shown: ShownRows?, rows: [OverlayCachedAnswer.WrittenRow]?) {
         var evaluation = OverlayReadEvaluation(written)
+        evaluation.keepsWrittenRows = keepingRows
         var answer: OverlayAnswer
         var shown: ShownRows?
         if !evaluation.changedRows && evaluation.cached.hasCache {

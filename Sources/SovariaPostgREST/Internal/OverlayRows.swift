@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 import SovariaQueue
 import SovariaSync
 
@@ -98,7 +99,7 @@ struct OverlayRows {
         guard cached.api.tableOfChange(change.table) == cached.readTable else { return }
         switch change.operation {
         case .upsert(let text):
-            var row = pageRows[change.position].flatMap { $0.text == text ? $0.row : nil }
+            var row = pageRows[change.position].flatMap { $0.text.hasSameUTF8Bytes(as: text) ? $0.row : nil }
             if row == nil, case .object(let object)? = try? JSONParser.parse(text) { row = object }
             guard let row else {
                 note(.insertBodyNotObjects)
@@ -398,13 +399,33 @@ struct OverlayRows {
         positions[Self.keyText(key)].flatMap { rows[$0].isDeleted ? nil : $0 }
     }
 
-    /// A key as a dictionary key: text and numbers (by value) apart.
+    /// A key as a dictionary key: text and numbers (by value) apart, and texts told apart by
+    /// their bytes (``bytesAsKey(_:)``).
     static func keyText(_ key: JSONValue) -> String {
         switch key {
-        case .string(let text): "s:" + text
+        case .string(let text): "s:" + bytesAsKey(text)
         case .number: "n:" + (key.numericValue?.description ?? key.text)
-        default: "o:" + key.text
+        default: "o:" + bytesAsKey(key.text)
         }
+    }
+
+    /// `text` with every byte past ASCII, and `%`, written `%XX`: a `String` dictionary key
+    /// merges canonically equivalent texts (`é` composed and decomposed, two keys PostgreSQL
+    /// tells apart), an ASCII one compares byte for byte. ASCII text without `%` is itself.
+    static func bytesAsKey(_ text: String) -> String {
+        let percent = UInt8(ascii: "%")
+        guard text.utf8.contains(where: { $0 >= 0x80 || $0 == percent }) else { return text }
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count * 3)
+        for byte in text.utf8 {
+            if byte < 0x80, byte != percent {
+                out.append(byte)
+            } else {
+                out += [percent, digits[Int(byte >> 4)], digits[Int(byte & 0xF)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The first filter that selects rows by primary key (`eq` or `in`, not negated), and the
