@@ -215,10 +215,16 @@ final class OverlayCachedAnswer: Sendable {
     /// among `pageRows` (by position, from the same text) is applied without parsing it again.
     func answer(writes: [OverlayWrite], pageRows: TableReach.PageRows = [:]) -> OverlayAnswer {
         if let settled { return settled }
+        return OverlayReadEvaluation.answer(rows(after: writes, pageRows: pageRows)).answer
+    }
+
+    /// The rows after `writes` (oldest first), a change whose row is among `pageRows` applied
+    /// without parsing it again.
+    private func rows(after writes: [OverlayWrite], pageRows: TableReach.PageRows) -> OverlayRows {
         var written = OverlayRows(self)
         written.pageRows = pageRows
         for write in writes { written.apply(write) }
-        return OverlayReadEvaluation.answer(written).answer
+        return written
     }
 
     /// ``answer(writes:pageRows:)``, and the same read over the answer's body, made from the rows
@@ -229,10 +235,8 @@ final class OverlayCachedAnswer: Sendable {
         writes: [OverlayWrite], pageRows: TableReach.PageRows = [:]
     ) -> (answer: OverlayAnswer, parse: OverlayCachedAnswer?) {
         if let settled { return (settled, nil) }
-        var written = OverlayRows(self)
-        written.pageRows = pageRows
-        for write in writes { written.apply(write) }
-        let (answer, _, wrote) = OverlayReadEvaluation.answerAndRows(written)
+        let written = rows(after: writes, pageRows: pageRows)
+        let (answer, _, wrote) = OverlayReadEvaluation.answerAndRows(written, keepingRows: true)
         guard let wrote, let body = answer.body, answer.isExact, !answer.wantsRelatedAnswers, relatedAreEmpty,
             !answer.changedByPendingWrites, cachedBody.map({ body.hasSameUTF8Bytes(as: $0) }) != true
         else { return (answer, nil) }

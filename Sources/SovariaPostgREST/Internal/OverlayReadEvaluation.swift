@@ -59,7 +59,7 @@ struct OverlayReadEvaluation {
     /// ``answer(_:)``, and (`keepingRows`) the rows its body shows as the body holds them
     /// (``writtenRows``): what parsing the body again would read, without the parse.
     static func answerAndRows(
-        _ written: OverlayRows, keepingRows: Bool = true
+        _ written: OverlayRows, keepingRows: Bool
     ) -> (answer: OverlayAnswer, shown: ShownRows?, rows: [OverlayCachedAnswer.WrittenRow]?) {
         var evaluation = OverlayReadEvaluation(written)
         evaluation.keepsWrittenRows = keepingRows
