@@ -42,12 +42,27 @@ extension QueryCache {
             for update in updates {
                 let query = update.query
                 let id = CacheKeys.id(of: query)
-                // From the store, under the index's key: the memory layer may hold an older answer.
-                guard let entry = state.withLock({ $0.index.entries[id] }) else { continue }
-                let key = CacheKeys.responseKey(id, entry)
-                guard let text = try await store.get(key), let current = CacheRecord.decode(text),
-                    current.query.utf8.elementsEqual(query.utf8)
+                // The record under the index's key: the memory layer's copy when it holds one,
+                // read with the entry. Every write of a response (under the gate, which this
+                // holds) sets the store first, then the entry and the memory layer together under
+                // `state`; a reader copies a record up only while its entry still names it. So a
+                // copy held is the stored record, and a page does not read back each answer it
+                // just read.
+                guard
+                    let (entry, held) = state.withLock({ state in
+                        state.index.entries[id].map { ($0, memoryHit(query, id: id)) }
+                    })
                 else { continue }
+                let key = CacheKeys.responseKey(id, entry)
+                let current: CachedResponse
+                if let held {
+                    current = held
+                } else {
+                    guard let text = try await store.get(key), let stored = CacheRecord.decode(text),
+                        stored.query.utf8.elementsEqual(query.utf8)
+                    else { continue }
+                    current = stored
+                }
                 switch update {
                 case .replaceBody(let base, let body, let position) where Self.sameRecord(current, base):
                     let response = CachedResponse(

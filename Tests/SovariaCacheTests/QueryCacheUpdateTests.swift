@@ -69,6 +69,51 @@ import Testing
         #expect(now.map { Array($0.body.utf8) } == Array("[\"cafe\u{301}\"]".utf8) && now?.isStale == true)
     }
 
+    /// The record an update compares with its base is the memory layer's copy when it holds
+    /// one (no store read), and the store's when it does not: here the layer keeps one response,
+    /// so one update reads the store and the other does not, and both are replaced.
+    @Test func theRecordComesFromTheMemoryLayerWhenItHoldsItAndFromTheStoreOtherwise() async throws {
+        let spy = SpyStore(MemoryOfflineStore())
+        let cache = try await QueryCache(store: spy, configuration: .init(memoryCountLimit: 1))
+        let dropped = try await cache.put("dropped", body: "[1]", serverTime: serverTime(1))
+        let held = try await cache.put("held", body: "[2]", serverTime: serverTime(2))
+        spy.reset()
+        let changed = try await cache.update(
+            [.replaceBody(base: dropped, body: "[1,10]"), .replaceBody(base: held, body: "[2,20]")], alongWith: [])
+        #expect(changed == ["dropped", "held"])
+        let gets = spy.log.withLock { $0.gets }
+        let droppedPrefix = CacheKeys.responsePrefix(of: CacheKeys.id(of: "dropped"))
+        #expect(gets.count == 1 && gets.first?.hasPrefix(droppedPrefix) == true, "only the record memory does not hold")
+        #expect(try await cache.cachedResponse(for: "dropped")?.body == "[1,10]")
+        #expect(try await cache.cachedResponse(for: "held")?.body == "[2,20]")
+    }
+
+    /// With the memory layer off, every record is read from the store, and a base a fetch
+    /// replaced is still told from the stored answer (marked stale), a base still stored is
+    /// replaced, and a query no longer cached is skipped.
+    @Test(arguments: CacheEngine.all)
+    func withTheMemoryLayerOffTheStoreTellsTheBase(engine: CacheEngine) async throws {
+        let folder = try TemporaryFolder()
+        let cache = try await QueryCache(
+            store: try await engine.open(folder.url), configuration: .init(memoryCountLimit: 0))
+        let first = try await cache.put("q", body: "[1]", serverTime: serverTime(1))
+        try await cache.put("q", body: "[1,2]", serverTime: serverTime(2))
+        let other = try await cache.put("other", body: "[3]", serverTime: serverTime(3))
+        let gone = try await cache.put("gone", body: "[4]", serverTime: serverTime(4))
+        try await cache.remove("gone")
+        let changed = try await cache.update(
+            [
+                .replaceBody(base: first, body: "[1,3]"), .replaceBody(base: other, body: "[3,4]"),
+                .replaceBody(base: gone, body: "[4,5]"),
+            ],
+            alongWith: [])
+        #expect(changed == ["q", "other"])
+        let now = try await cache.cachedResponse(for: "q")
+        #expect(now?.body == "[1,2]" && now?.isStale == true, "the fetched body stays, marked stale")
+        #expect(try await cache.cachedResponse(for: "other")?.body == "[3,4]")
+        #expect(try await cache.cachedResponse(for: "gone") == nil)
+    }
+
     /// The position a fetch's server gave is stored with the answer, survives a reopen, moves with
     /// a replaced body that names one and stays with one that does not; a 304 keeps it; a record
     /// without one (as every record was before positions) reads as `nil`.
