@@ -10,9 +10,12 @@ import Synchronization
 /// (what the client costs; a real server adds its own time and a round trip per request).
 /// - Bytes and time after 10 changed rows: the feed's page against the 100 answers refetched.
 /// - Catch-up after 10,000 changes while offline: the backlog skipped and the answers fetched
-///   again (past `feedRefetchPast`), and every change applied in pages of 500.
+///   again (past `feedRefetchPast`), and every change applied in pages of 500; its floors, the
+///   changes read alone and their answers parsed alone without the server.
 /// - A page of 500 changes applied to the 100 answers, per engine, beside the store's own batch
-///   of the same writes (and the page with the answers the last one wrote parsed again).
+///   of the same writes (and the page with the answers the last one wrote parsed again); its
+///   floors, the page read alone, its answer parsed alone without the server, and the 100
+///   answers' bodies parsed alone.
 /// - One change to one answer among 1,000 cached (each the row of one `id`), per engine, beside
 ///   the same change with that answer alone cached: what a page costs the answers it does not
 ///   touch.
@@ -142,6 +145,29 @@ struct ChangeFeedSection {
                 readRow.ratio = readRow.p50Nanoseconds / max(1, refetchRow.p50Nanoseconds)
                 readRow.baseline = "refetching the 100 answers"
                 rows.append(readRow)
+                // The client's share of that alone: the pages' answers, kept, parsed again without
+                // the server making them (the refetch it is held to keeps its server's share).
+                var pages: [PostgRESTChangeFeed] = []
+                var position = first
+                while true {
+                    let kept = PostgRESTChangeFeed(
+                        transport: CannedTransport(
+                            response: try await server.send(feed.request(of: "items", after: position, wait: nil))))
+                    let page = try await kept.changes(of: "items", after: position, wait: nil)
+                    pages.append(kept)
+                    position = page.position ?? position
+                    if !page.hasMore { break }
+                }
+                let parse = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: max(2, calls / 10)) {
+                    _, _ in
+                    for page in pages { _ = try await page.changes(of: "items", after: nil, wait: nil) }
+                }
+                var parseRow = parse.measurement(
+                    section: section, subject: "memory", variant: variant,
+                    operation: "feed: parse the changes' answers alone, no server")
+                parseRow.ratio = parseRow.p50Nanoseconds / max(1, refetchRow.p50Nanoseconds)
+                parseRow.baseline = "refetching the 100 answers"
+                rows.append(parseRow)
             }
         }
         return rows
@@ -242,6 +268,16 @@ struct ChangeFeedSection {
             }
             readFrom = page.position ?? readFrom
         }
+        // The client's share of that read alone: the last page's answer, kept, parsed again
+        // without the server making it.
+        let lastPage = try await server.send(reader.request(of: "items", after: nil, wait: nil))
+        let cannedReader = PostgRESTChangeFeed(transport: CannedTransport(response: lastPage))
+        let parsePage = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: calls) { _, _ in
+            let page = try await cannedReader.changes(of: "items", after: nil, wait: nil)
+            guard page.changes.count == changes else {
+                throw BenchError.failed("a kept page of \(changes) changes read \(page.changes.count)")
+            }
+        }
         let bodies = Self.reads.map { server.answer($0.path) }
         let parse = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: calls) { _, _ in
             for body in bodies { try JSONParserFloor.parse(body) }
@@ -266,6 +302,7 @@ struct ChangeFeedSection {
         for (sample, operation) in [
             (applyParsingAgain, "pull: apply a page, the answers the last one wrote parsed again"),
             (readPage, "floor: read the page's changes alone, nothing applied"),
+            (parsePage, "floor: parse a page's answer alone, no server"),
             (parse, "floor: parse the 100 answers' bodies alone"),
         ] {
             var floorRow = sample.measurement(
@@ -277,6 +314,14 @@ struct ChangeFeedSection {
         }
         return [row, floor] + floors
     }
+}
+
+/// A transport that answers every request with one kept response: the client's cost of reading
+/// an answer, without a server making it.
+struct CannedTransport: SyncTransport {
+    let response: DataResponse
+
+    func send(_ request: DataRequest) async throws -> DataResponse { response }
 }
 
 /// A server in the process: the table `items` and its change log, the 100 answers and the feed
