@@ -120,4 +120,10 @@ extension PostgRESTOverlay {
     public func shedKeptAnswers() {
         parsedAnswers.removeAll()
     }
+
+    /// The ``Table/primaryKey`` of `table`, when ``tables`` lists it: the key a `ConflictRule`
+    /// without a key column of its own takes.
+    public func primaryKey(of table: String) -> String? {
+        tables[table]?.primaryKey
+    }
 }

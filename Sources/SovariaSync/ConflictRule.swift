@@ -13,8 +13,15 @@ import SovariaQueue
 /// configuration.conflictRules["notes"] = ConflictRule(versionColumn: "version", onConflict: .reject)
 /// ```
 public struct ConflictRule: Sendable, Hashable {
-    /// The primary key column that names a row in a filter (`id=eq.n1`). Default: `"id"`.
-    public var keyColumn: String
+    /// The primary key column that names a row in a filter (`id=eq.n1`). Default: the table's
+    /// key as the controller's overlay states it (`PostgRESTOverlay.Table.primaryKey`), else
+    /// `"id"`; setting it overrides the overlay's.
+    public var keyColumn: String {
+        get { givenKeyColumn ?? "id" }
+        set { givenKeyColumn = newValue }
+    }
+    /// The key column this rule was given (`nil`: the table's key as the overlay states it).
+    var givenKeyColumn: String?
     /// The column the server changes on every update of a row (an integer a trigger increments,
     /// or an `updated_at` it sets). `nil` turns version checks off. Default: `nil`.
     public var versionColumn: String?
@@ -25,15 +32,28 @@ public struct ConflictRule: Sendable, Hashable {
     /// `DataRequest.noMatchPolicy` wins over it. Default: `NoMatchPolicy.reject`.
     public var onNoMatch: NoMatchPolicy
 
-    /// A rule; the defaults check for rows that are gone and nothing else.
+    /// A rule; the defaults check for rows that are gone and nothing else. `keyColumn`: `nil`
+    /// takes the table's key from the controller's overlay, else `"id"`.
     public init(
-        keyColumn: String = "id", versionColumn: String? = nil, onConflict: ConflictPolicy = .reject,
+        keyColumn: String? = nil, versionColumn: String? = nil, onConflict: ConflictPolicy = .reject,
         onNoMatch: NoMatchPolicy = .reject
     ) {
-        self.keyColumn = keyColumn
+        givenKeyColumn = keyColumn
         self.versionColumn = versionColumn
         self.onConflict = onConflict
         self.onNoMatch = onNoMatch
+    }
+
+    /// `table`'s rule among `rules` (the defaults when it has none), its key column the one it
+    /// was given, else the table's key as `overlay` states it.
+    static func rule(
+        of table: String?, in rules: [String: ConflictRule], overlay: (any OverlayEvaluator)?
+    ) -> ConflictRule {
+        var rule = table.flatMap { rules[$0] } ?? ConflictRule()
+        if rule.givenKeyColumn == nil, let table, let key = overlay?.primaryKey(of: table) {
+            rule.givenKeyColumn = key
+        }
+        return rule
     }
 }
 

@@ -61,6 +61,11 @@ public protocol OverlayEvaluator: Sendable {
     /// Gives back what the evaluator keeps in memory between calls (answers it parsed for the
     /// next page), when the device is short of memory. By default, nothing is kept.
     func shedKeptAnswers()
+
+    /// The column that names a row of `table`, where the evaluator is told it: a
+    /// ``ConflictRule`` given no key column takes it, so a table's key is stated once. By
+    /// default, `nil` (the rule's `"id"`).
+    func primaryKey(of table: String) -> String?
 }
 
 extension OverlayEvaluator {
@@ -84,6 +89,9 @@ extension OverlayEvaluator {
 
     /// Nothing kept, nothing to give back.
     public func shedKeptAnswers() {}
+
+    /// No key stated: a ``ConflictRule`` without one uses `"id"`.
+    public func primaryKey(of table: String) -> String? { nil }
 
     /// A session that asks ``answer(_:cachedBody:writes:related:)`` for every answer.
     public func session(_ read: DataRequest, cachedBody: String?, related: [RelatedAnswer]) -> any OverlaySession {

@@ -24,9 +24,10 @@ extension SovariaOffline {
     /// The API adapter of the configuration.
     var api: any DataAPI { configuration.api }
 
-    /// The rule of `table`: the configured one, or the defaults.
+    /// The rule of `table`: the configured one, or the defaults; its key column, when not given,
+    /// the overlay's key of the table.
     func conflictRule(of table: String?) -> ConflictRule {
-        table.flatMap { configuration.conflictRules[$0] } ?? ConflictRule()
+        ConflictRule.rule(of: table, in: configuration.conflictRules, overlay: configuration.overlay)
     }
 
     /// Sends `write` and works out what it did.
@@ -104,8 +105,8 @@ extension SovariaOffline {
     /// update or delete of a table with a version column that names its row by key and has no
     /// version filter yet. Unchanged when no cached answer holds the row.
     func recordingVersion(_ request: DataRequest) async throws -> DataRequest {
-        guard changesRows(request), let table = api.table(of: request), let rule = configuration.conflictRules[table],
-            let versionColumn = rule.versionColumn,
+        guard changesRows(request), let table = api.table(of: request), configuration.conflictRules[table] != nil,
+            case let rule = conflictRule(of: table), let versionColumn = rule.versionColumn,
             !api.filters(on: versionColumn, in: request.path),
             let key = api.equalValue(of: rule.keyColumn, in: request.path)
         else { return request }
@@ -235,7 +236,8 @@ extension SovariaOffline {
     /// time. If the list cannot be read, the index keeps what it had.
     func reloadConflicts() async {
         try? await conflictReloads.withGate { _ in
-            let index = ConflictIndex(try await queue.rejected(), rules: configuration.conflictRules, api: api)
+            let index = ConflictIndex(
+                try await queue.rejected(), keyColumn: { conflictRule(of: $0).keyColumn }, api: api)
             state.withLock { state in
                 state.conflicts = index
                 if index.isEmpty { state.waitingOnConflicts = 0 }

@@ -203,8 +203,10 @@ public final class SovariaOffline: Sendable {
         (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
         // Before the timer's first flush: held rows must be known. A damaged rejected entry holds
         // nothing back (it is reported when the app lists the rejected writes).
+        let (rules, overlay) = (configuration.conflictRules, configuration.overlay)
         let conflicts = ConflictIndex(
-            (try? await queue.rejected()) ?? [], rules: configuration.conflictRules, api: configuration.api)
+            (try? await queue.rejected()) ?? [],
+            keyColumn: { ConflictRule.rule(of: $0, in: rules, overlay: overlay).keyColumn }, api: configuration.api)
         state.withLock { $0.conflicts = conflicts }
         // The writes an earlier run left waiting for a conflict count at once, not at the first flush.
         if !conflicts.isEmpty, let pending = try? await queue.pending() {

@@ -106,3 +106,68 @@ import Testing
         #expect(!SovariaOffline.version("2026-12-05T10:00:01.5Z", isNewerThan: "2026-12-05T10:00:00Z"), "unknown order")
     }
 }
+
+/// A table whose key is not `id`, stated once, in the overlay: its conflict rule, given no key
+/// column, takes the overlay's. The write records the version of the row by that key, and the
+/// feed's page flags it by that key (with `"id"`, neither would find the row).
+@Suite struct FeedConflictKeyTests {
+    /// `notes` keyed by `note_id`: one row at version 2, and a feed whose one change brings it at
+    /// version 3. Writes do not get through.
+    final class Server: SyncTransport {
+        func send(_ request: DataRequest) async throws -> DataResponse {
+            guard request.method == "GET" else { throw SyncTransportError.offline("no writes get through") }
+            if request.path.hasPrefix("/rest/v1/sovaria_feed") {
+                if request.path.contains("order=position.desc") {
+                    return DataResponse(status: 200, body: #"[{"position":10}]"#)
+                }
+                if request.path.contains("position=gt.") { return DataResponse(status: 200, body: "[]") }
+                return DataResponse(
+                    status: 200,
+                    body:
+                        #"[{"position":10,"key":"n1","op":"upsert","row":{"note_id":"n1","title":"theirs","version":3}}]"#
+                )
+            }
+            return DataResponse(status: 200, body: #"[{"note_id":"n1","title":"mine","version":2}]"#)
+        }
+    }
+
+    static func device(keyColumn: String?) async throws -> SovariaOffline {
+        var configuration = SovariaOffline.Configuration(api: PostgREST())
+        configuration.timer = ManualTimer()
+        configuration.memoryPressure = nil
+        configuration.overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "note_id")], textOrder: .bytes)
+        configuration.conflictRules["notes"] = ConflictRule(keyColumn: keyColumn, versionColumn: "version")
+        configuration.changeFeed = PostgRESTChangeFeed(transport: Server())
+        return try await SovariaOffline(store: MemoryOfflineStore(), transport: Server(), configuration: configuration)
+    }
+
+    @Test func aRuleWithoutAKeyColumnTakesTheOverlaysKey() async throws {
+        let offline = try await Self.device(keyColumn: nil)
+        #expect(offline.conflictRule(of: "notes").keyColumn == "note_id")
+        #expect(offline.conflictRule(of: "other").keyColumn == "id", "a table the overlay does not list")
+        _ = try await offline.read(PostgREST.select("notes", order: "note_id"))
+        guard
+            case .queued(let edit) = try await offline.write(
+                PostgREST.update("notes", where: [.eq("note_id", "n1")], json: #"{"title":"mine, edited"}"#))
+        else {
+            Issue.record("the write was not queued")
+            return
+        }
+        #expect(try await offline.pendingWrites().first?.request.path.contains("version=eq.2") == true)
+        try await offline.pullChanges(of: "notes")
+        #expect(try await offline.conflicts().map(\.id) == [edit.id], "flagged by the page, by note_id")
+        await offline.close()
+    }
+
+    @Test func aKeyColumnGivenWinsOverTheOverlays() async throws {
+        let offline = try await Self.device(keyColumn: "id")
+        #expect(offline.conflictRule(of: "notes").keyColumn == "id")
+        _ = try await offline.read(PostgREST.select("notes", order: "note_id"))
+        _ = try await offline.write(
+            PostgREST.update("notes", where: [.eq("note_id", "n1")], json: #"{"title":"mine, edited"}"#))
+        #expect(try await offline.pendingWrites().first?.request.path.contains("version=") == false)
+        try await offline.pullChanges(of: "notes")
+        #expect(try await offline.conflicts().isEmpty, "the rule names rows by id: this write names none")
+        await offline.close()
+    }
+}

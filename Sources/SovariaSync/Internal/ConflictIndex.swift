@@ -20,11 +20,12 @@ struct ConflictIndex: Sendable {
 
     init() {}
 
-    /// The conflicts among `rejected` (newest first, as the rejected list reads).
-    init(_ rejected: [RejectedWrite], rules: [String: ConflictRule], api: any DataAPI) {
+    /// The conflicts among `rejected` (newest first, as the rejected list reads), each row
+    /// named by its table's `keyColumn`.
+    init(_ rejected: [RejectedWrite], keyColumn: (String?) -> String, api: any DataAPI) {
         for entry in rejected.reversed() where entry.reason == .conflict {
-            let keyColumn = rules[api.table(of: entry.write.request) ?? ""]?.keyColumn ?? "id"
-            add(entry.write.request, id: entry.id, keyColumn: keyColumn, api: api)
+            let table = api.table(of: entry.write.request)
+            add(entry.write.request, id: entry.id, keyColumn: keyColumn(table), api: api)
         }
     }
 
