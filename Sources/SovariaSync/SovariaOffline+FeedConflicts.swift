@@ -92,6 +92,11 @@ extension SovariaOffline {
         }
         if flagged {
             await reloadConflicts()
+            // The rows' later writes wait behind their conflicts from now on, not from the next
+            // flush: the status counts them at once.
+            let waiting = try await queue.pending().count { isHeld($0.request) }
+            state.withLock { $0.waitingOnConflicts = waiting }
+            signals.statusChanged()
             signals.changed(table: table)
         }
     }

@@ -97,6 +97,57 @@ import Testing
         #expect(try await b.offline.pendingWrites().isEmpty)
     }
 
+    /// With `clientWins` the page flags nothing: the write stays queued, and the flush sends it
+    /// again without the version (the last writer wins), as it does without a feed.
+    @Test func withClientWinsThePageLeavesTheWriteToTheFlush() async throws {
+        let server = try await Self.server()
+        try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
+        let a = try await Device(.memory, server, versioned: .reject)
+        let b = try await Device(.memory, server, versioned: .clientWins, followsTasks: true)
+        try await b.offline.pullChanges(of: "tasks")
+        _ = try await b.offline.read(Self.tasks)
+        b.transport.isOffline = true
+        let edit = try await b.queued(Self.rename("B's"))
+        _ = try await a.offline.read(Self.tasks)
+        _ = try await a.sent(Self.rename("A's"))
+        try await b.offline.pullChanges(of: "tasks")
+        #expect(try await b.offline.conflicts().isEmpty)
+        #expect(try await b.offline.rejectedWrites().isEmpty)
+        #expect(try await b.offline.pendingWrites().map(\.id) == [edit.id], "left to the flush")
+        b.transport.isOffline = false
+        _ = try await b.offline.flush()
+        #expect(try await server.query("SELECT title FROM tasks") == ["B's"], "the last writer wins")
+    }
+
+    /// A page that flags a row's oldest write holds the row's later writes behind it (counted as
+    /// waiting, never sent), while another row's write goes at the next flush.
+    @Test func aRowsLaterWritesWaitBehindTheConflictThePageFlagged() async throws {
+        let server = try await Self.server()
+        try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
+        try await seed(server, "tasks", #"{"id":"t2","title":"Pay the rent"}"#)
+        let a = try await Device(.memory, server, versioned: .reject)
+        let b = try await Device(.memory, server, versioned: .reject, followsTasks: true)
+        try await b.offline.pullChanges(of: "tasks")
+        _ = try await b.offline.read(Self.tasks)
+        b.transport.isOffline = true
+        let first = try await b.queued(Self.rename("B's first"))
+        let second = try await b.queued(Self.rename("B's second"))
+        let other = try await b.queued(
+            PostgREST.update("tasks", where: [.eq("id", "t2")], json: #"{"title":"B's rent"}"#))
+        _ = try await a.offline.read(Self.tasks)
+        _ = try await a.sent(Self.rename("A's"))
+        try await b.offline.pullChanges(of: "tasks")
+        #expect(try await b.offline.conflicts().map(\.id) == [first.id], "the row's oldest write")
+        #expect(try await b.offline.pendingWrites().map(\.id) == [second.id, other.id])
+        #expect(b.offline.status.waitingOnConflictCount == 1, "the second waits behind it")
+
+        b.transport.isOffline = false
+        _ = try await b.offline.flush()
+        #expect(try await b.offline.pendingWrites().map(\.id) == [second.id], "still waiting")
+        #expect(
+            try await server.query("SELECT id || '|' || title FROM tasks ORDER BY id") == ["t1|A's", "t2|B's rent"])
+    }
+
     @Test func aVersionShownOlderThanTheOneExpectedIsNoConflict() {
         #expect(SovariaOffline.version("3", isNewerThan: "2"))
         #expect(!SovariaOffline.version("2", isNewerThan: "3"))
