@@ -658,6 +658,39 @@ def run_feed_sql_checks(db: str) -> None:
           and no_user_column is not None and '"user"' in no_user_column
           and published is None and other_columns is not None and "other columns" in other_columns,
           (no_team_column, no_user_column, published, other_columns))
+    # Cheap writes (issue 62, item 1): the row trigger logs with static SQL (no EXECUTE per row:
+    # its INSERT is planned once). The log's two indexes are checked below, after an upgrade.
+    with admin() as conn:
+        row_trigger = conn.execute("SELECT prosrc FROM pg_proc WHERE proname = 'sovaria_record_row'").fetchone()[0]
+    check("the row trigger logs with static SQL (no EXECUTE)", "EXECUTE" not in row_trigger.upper()
+          and "INSERT INTO" in row_trigger.upper(), row_trigger[:300])
+
+    def refusal(conn: psycopg.Connection, call: str) -> str | None:
+        """Runs `SELECT sovaria_publish(…)`; the error's SQLSTATE, or None."""
+        try:
+            conn.execute(f"SELECT sovaria_publish({call})")
+            return None
+        except psycopg.Error as error:
+            return error.sqlstate
+
+    def chores_state(conn: psycopg.Connection) -> tuple[Any, ...]:
+        """The triggers on `chores`, and whether `sovaria_published()` lists it."""
+        return (conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public.chores'::regclass"
+                             " AND NOT tgisinternal").fetchone()[0],
+                conn.execute("SELECT count(*) FROM sovaria_published() WHERE tab = 'public.chores'::regclass")
+                .fetchone()[0])
+
+    with admin() as conn:
+        before = chores_state(conn)
+        missing_table = refusal(conn, "'public.chores', 'id', 'crew', membership => 'public.nobody',"
+                                      " membership_user_column => 'who', membership_team_column => 'crew_id'")
+        missing_column = refusal(conn, "'public.chores', 'id', 'crew', membership => 'public.crew',"
+                                       " membership_user_column => 'whom', membership_team_column => 'crew_id'")
+        after = chores_state(conn)
+    check("a membership rule naming a missing table or column is a typed SQL error (undefined_table 42P01,"
+          " undefined_column 42703), and the table is left as it was: no trigger, not published",
+          missing_table == "42P01" and missing_column == "42703" and before == after == (0, 0),
+          (missing_table, missing_column, before, after))
     with admin() as conn:
         conn.execute("INSERT INTO plans VALUES ('p1', 'c1', 'for c1')")
         conn.execute("UPDATE crew SET crew_id = 'c2' WHERE who = 'alice'")  # alice moves to c2
