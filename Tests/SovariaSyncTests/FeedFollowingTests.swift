@@ -62,10 +62,11 @@ import Testing
     @Test func withoutFollowingAtOpenTheFirstTickReadsTheFeed() async throws {
         let feed = SignallingTransport()
         let offline = try await Self.controller(feed: feed, followsAtOpen: false)
-        // Nothing was asked at open: the first request is the one a pull makes now.
+        // Nothing was started at open, so nothing can be asked later behind the test's back: the
+        // one request is the pull's own.
+        #expect(offline.state.withLock { $0.feedPullAtOpen } == nil, "the open started no pull")
+        #expect(feed.server.received.isEmpty)
         try await offline.pullChanges(of: "notes")
-        var asked = feed.requests.makeAsyncIterator()
-        _ = await asked.next()
         #expect(feed.server.received.count == 1, "only the pull's read: \(feed.server.received.map(\.path))")
         await offline.close()
     }
