@@ -71,21 +71,21 @@ extension SovariaOffline {
                         remaining: 0)
                 }
                 if skipped == 0 { page = await joiningFullPages(to: page, of: table, feed: feed, epoch: epoch) }
-            } catch let error as SyncTransportError where error.code == .offline {
-                wentOffline(error)
-                throw error
-            } catch let error as ChangeFeedError where error.isTransient {
-                // The server could not answer now: nothing is stale, the timer tries again.
-                reachedServer()
-                state.withLock { state in
-                    if state.feed.epoch == epoch { state.feed.unavailable(table, error) }
+            } catch {
+                switch FeedFollower.failure(of: error) {
+                case .offline(let offline): wentOffline(offline)
+                case .unavailable(let unavailable):
+                    reachedServer()
+                    state.withLock { state in
+                        if state.feed.epoch == epoch { state.feed.unavailable(table, unavailable) }
+                    }
+                    signals.statusChanged()
+                case .cannotApply(let refused):
+                    reachedServer()
+                    // A page from before a clear() stops nothing of what the store holds now.
+                    if state.withLock({ $0.feed.epoch }) == epoch { try await feedFailed(table, refused) }
+                case .other: break
                 }
-                signals.statusChanged()
-                throw error
-            } catch let error as ChangeFeedError {
-                reachedServer()
-                // A page from before a clear() stops nothing of what the store holds now.
-                if state.withLock({ $0.feed.epoch }) == epoch { try await feedFailed(table, error) }
                 throw error
             }
             reachedServer()
@@ -446,14 +446,14 @@ extension SovariaOffline {
                         while true {
                             let pulled = try await self.pullChanges(
                                 of: table, wait: waits ? self.configuration.feedWait : nil)
-                            // On at once while pages are full, while a wait brings changes (the next
-                            // one waits again), and from a read that caught up without waiting to
-                            // the first wait: a long poll follows the table between ticks, from
-                            // the first one on.
+                            // On at once while the follower's rule says so (full pages, a wait
+                            // that brought changes, the first wait after catching up).
                             let waitsNext = self.waitsForChanges(of: table)
-                            guard pulled.hasMore || (waits && pulled.changes > 0) || (!waits && waitsNext) else {
-                                return nil
-                            }
+                            guard
+                                FeedFollower.readsOn(
+                                    hasMore: pulled.hasMore, changes: pulled.changes, waited: waits,
+                                    waitsNext: waitsNext)
+                            else { return nil }
                             waits = waitsNext
                         }
                     } catch {

@@ -108,4 +108,26 @@ import Testing
             follower.startTick(["notes"], now: Self.start, online: true, offlineRetryAt: nil) == ["notes"], "no backoff"
         )
     }
+
+    @Test func aTickReadsOnWhilePagesComeFullAWaitBringsChangesOrTheFirstWaitIsDue() {
+        #expect(FeedFollower.readsOn(hasMore: true, changes: 500, waited: false, waitsNext: false), "a full page")
+        #expect(FeedFollower.readsOn(hasMore: false, changes: 2, waited: true, waitsNext: true), "a wait brought some")
+        #expect(!FeedFollower.readsOn(hasMore: false, changes: 0, waited: true, waitsNext: true), "a wait brought none")
+        #expect(FeedFollower.readsOn(hasMore: false, changes: 3, waited: false, waitsNext: true), "caught up: wait now")
+        #expect(!FeedFollower.readsOn(hasMore: false, changes: 3, waited: false, waitsNext: false), "polling: stop")
+    }
+
+    @Test func aFailedPullIsOfflineUnavailableOrAPageThatCannotBeApplied() {
+        let offline = SyncTransportError.offline("no network")
+        #expect(FeedFollower.failure(of: offline) == .offline(offline))
+        #expect(FeedFollower.failure(of: Self.busy) == .unavailable(Self.busy), "try later, nothing stale")
+        let malformed = ChangeFeedError(.malformedChange, table: "notes", "not JSON")
+        #expect(FeedFollower.failure(of: malformed) == .cannotApply(malformed))
+        let back = ChangeFeedError(.positionWentBack, table: "notes", "back")
+        #expect(FeedFollower.failure(of: back) == .cannotApply(back))
+        #expect(
+            FeedFollower.failure(of: SyncTransportError(.invalidResponse, "not HTTP")) == .other,
+            "another transport error")
+        #expect(FeedFollower.failure(of: CancellationError()) == .other)
+    }
 }

@@ -61,6 +61,14 @@ struct FeedFollower {
         retryAt = now.addingTimeInterval(min(delay, backoff.maximum).timeInterval)
     }
 
+    /// Whether a tick reads `table` again at once after a pull: while its pages come full
+    /// (`hasMore`), while a read that waited brings changes (the next one waits again), and from
+    /// a read that caught up without waiting to the first wait (`waitsNext`). A long poll thus
+    /// follows the table between ticks, from the first one on.
+    static func readsOn(hasMore: Bool, changes: Int, waited: Bool, waitsNext: Bool) -> Bool {
+        hasMore || (waited && changes > 0) || (!waited && waitsNext)
+    }
+
     /// Whether the next read of `table` waits for a change: when waiting is allowed (`feedWait`
     /// above zero), the table has caught up, and its feed has not answered a read asked to wait
     /// without waiting.
@@ -69,6 +77,31 @@ struct FeedFollower {
     }
 
     // MARK: - Pulls
+
+    /// What a pull that threw means for following its table.
+    enum Failure: Equatable {
+        /// No network: the controller goes offline, and its ticks wait for the flush's retry.
+        case offline(SyncTransportError)
+        /// The server could not answer now (408, 429, 5xx): the table's status shows it, nothing
+        /// is stale, and the next tick tries again.
+        case unavailable(ChangeFeedError)
+        /// A page that cannot be applied (malformed, going back, another table's): the table's
+        /// answers go stale, and ticks pass the table over for a while.
+        case cannotApply(ChangeFeedError)
+        /// Anything else (a cancellation, a closed controller, another transport error): passed
+        /// on as it is, nothing recorded.
+        case other
+    }
+
+    /// The ``Failure`` `error` is.
+    static func failure(of error: any Error) -> Failure {
+        switch error {
+        case let error as SyncTransportError where error.code == .offline: .offline(error)
+        case let error as ChangeFeedError where error.isTransient: .unavailable(error)
+        case let error as ChangeFeedError: .cannotApply(error)
+        default: .other
+        }
+    }
 
     /// A pull of `table` is about to be applied (one with changes or a must-refetch).
     mutating func applying(_ table: String) {
