@@ -20,7 +20,10 @@ extension SovariaOffline {
     /// `RejectionReason.serverWon`; ``ConflictPolicy/clientWins`` leaves them to the flush.
     ///
     /// The echo of this device's own synced write is no conflict: a version this run's writes
-    /// left counts as the one they expect. Versions are compared as numbers, or as text of one
+    /// left counts as the one they expect. Nor is an update whose every column the page's row
+    /// already holds (its answer lost on the way back, or another device's identical edit): it
+    /// is left to the flush, which replays it under its idempotency key where the server keeps
+    /// them, and finds any conflict as before. Versions are compared as numbers, or as text of one
     /// length (timestamps of one format); other values are left to the flush. A running flush
     /// ends first (it may send these writes and find the same conflicts itself, and no write it
     /// sends is taken from under it); a flush that starts meanwhile waits for the flagging.
@@ -73,7 +76,8 @@ extension SovariaOffline {
                 let expected = api.equalValue(of: versionColumn, in: write.request.path),
                 let server = shown.last(where: { RowJSON.same($0.key, key) }),
                 !heldRows.contains(where: { RowJSON.same($0, key) }), !isHeld(write.request),
-                Self.version(server.version, isNewerThan: currentVersion(of: table, key: key, from: expected))
+                Self.version(server.version, isNewerThan: currentVersion(of: table, key: key, from: expected)),
+                !Self.row(server.row, holdsWhat: write.request)
             else { continue }
             let reason: RejectionReason = rule.onConflict == .reject ? .conflict : .serverWon
             let message = Self.message(
@@ -98,6 +102,18 @@ extension SovariaOffline {
             state.withLock { $0.waitingOnConflicts = waiting }
             signals.statusChanged()
             signals.changed(table: table)
+        }
+    }
+
+    /// Whether `row` (JSON text) already holds every column the update `request` sets, each
+    /// value written the same way; `false` for any other write.
+    static func row(_ row: String, holdsWhat request: DataRequest) -> Bool {
+        guard request.method.uppercased() == "PATCH", let body = request.body,
+            let set = RowJSON.rows("[" + body + "]")?.first, !set.isEmpty,
+            let held = RowJSON.rows("[" + row + "]")?.first
+        else { return false }
+        return set.allSatisfy { column, value in
+            held[column].map { RowJSON.same(RowJSON.text(["v": $0]), RowJSON.text(["v": value])) } ?? false
         }
     }
 

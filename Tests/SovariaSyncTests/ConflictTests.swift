@@ -513,6 +513,11 @@ final class RecordingSwitch: SyncTransport {
     /// The network drops after `count` more requests reach the server.
     func dropAfter(_ count: Int) { state.withLock { $0.sendsLeft = count } }
 
+    /// The next request reaches the server, and its answer is lost on the way back (an offline
+    /// error after the server acted on it).
+    func loseNextAnswer() { losesNext.withLock { $0 = true } }
+    private let losesNext = Mutex(false)
+
     func send(_ request: DataRequest) async throws -> DataResponse {
         let offline = state.withLock { state in
             if state.sendsLeft == 0 {
@@ -523,6 +528,11 @@ final class RecordingSwitch: SyncTransport {
         }
         if offline { throw SyncTransportError.offline("switched off by the test") }
         let response = try await inner.send(request)
+        let lost = losesNext.withLock { loses in
+            defer { loses = false }
+            return loses
+        }
+        if lost { throw SyncTransportError.offline("the answer was lost") }
         state.withLock { $0.exchanges.append(Exchange(request: request, response: response)) }
         return response
     }

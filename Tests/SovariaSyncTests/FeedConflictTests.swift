@@ -79,6 +79,45 @@ import Testing
         #expect(try await b.offline.conflicts().map(\.id) == [second.id], "another device's version is")
     }
 
+    /// B's edit reaches the server but its answer is lost: still queued, expecting the version
+    /// before it. The page then brings B's own edit at the next version: no conflict (the row
+    /// holds what the edit sets); the flush replays it under its idempotency key and it syncs.
+    @Test func anEditWhoseAnswerWasLostIsNoConflictWhenThePageShowsItsEcho() async throws {
+        let server = try await Self.server()
+        try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
+        let b = try await Device(.memory, server, versioned: .reject, followsTasks: true)
+        try await b.offline.pullChanges(of: "tasks")
+        _ = try await b.offline.read(Self.tasks)
+        b.transport.loseNextAnswer()
+        guard case .queued(let edit) = try await b.offline.write(Self.rename("B's")) else {
+            Issue.record("the edit was not left queued")
+            return
+        }
+        #expect(try await server.query("SELECT title || '|' || version FROM tasks") == ["B's|2"], "applied")
+        b.transport.isOffline = true  // no flush sends it before the page is applied
+        try await b.offline.pullChanges(of: "tasks")
+        #expect(try await b.offline.conflicts().isEmpty, "its own edit, not another device's")
+        #expect(try await b.offline.pendingWrites().map(\.id) == [edit.id], "left to the flush")
+        b.transport.isOffline = false
+        _ = try await b.offline.flush()
+        #expect(try await b.offline.pendingWrites().isEmpty)
+        #expect(try await b.offline.rejectedWrites().isEmpty)
+        #expect(try await server.query("SELECT title || '|' || version FROM tasks") == ["B's|2"], "once")
+    }
+
+    /// Another device's edit of another column at the next version is a conflict still.
+    @Test func aRowThatHoldsOnlyPartOfTheEditIsAConflict() {
+        let update = PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"B's","done":true}"#)
+        #expect(SovariaOffline.row(#"{"done":true,"id":"t1","title":"B's","version":2}"#, holdsWhat: update))
+        #expect(!SovariaOffline.row(#"{"done":false,"id":"t1","title":"B's","version":2}"#, holdsWhat: update))
+        #expect(!SovariaOffline.row(#"{"id":"t1","title":"B's","version":2}"#, holdsWhat: update), "no done column")
+        let spelled = PostgREST.update("tasks", where: [.eq("id", "t1")], json: #"{"title":"caf\u00e9"}"#)
+        #expect(SovariaOffline.row(#"{"title":"caf\u00e9"}"#, holdsWhat: spelled))
+        #expect(!SovariaOffline.row(#"{"title":"cafe\u0301"}"#, holdsWhat: spelled), "another spelling")
+        let delete = PostgREST.delete(from: "tasks", where: [.eq("id", "t1")])
+        #expect(!SovariaOffline.row(#"{"id":"t1"}"#, holdsWhat: delete), "a delete's row is never shown")
+    }
+
     @Test func withServerWinsTheWriteIsDroppedAsServerWon() async throws {
         let server = try await Self.server()
         try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
