@@ -118,17 +118,27 @@ import Testing
         #expect(!SovariaOffline.row(#"{"id":"t1"}"#, holdsWhat: delete), "a delete's row is never shown")
     }
 
-    @Test func withServerWinsTheWriteIsDroppedAsServerWon() async throws {
+    /// B, following `tasks` under `policy`, queues an edit of t1 offline; A then edits t1 and
+    /// syncs. Returns the server, B and its edit, before B's next pull.
+    static func editMadeOutOfDate(
+        under policy: ConflictPolicy
+    ) async throws -> (server: RESTServer, b: Device, edit: QueuedWrite) {
         let server = try await Self.server()
         try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
         let a = try await Device(.memory, server, versioned: .reject)
-        let b = try await Device(.memory, server, versioned: .serverWins, followsTasks: true)
+        let b = try await Device(.memory, server, versioned: policy, followsTasks: true)
         try await b.offline.pullChanges(of: "tasks")
         _ = try await b.offline.read(Self.tasks)
         b.transport.isOffline = true
         let edit = try await b.queued(Self.rename("B's"))
         _ = try await a.offline.read(Self.tasks)
         _ = try await a.sent(Self.rename("A's"))
+        return (server, b, edit)
+    }
+
+    @Test func withServerWinsTheWriteIsDroppedAsServerWon() async throws {
+        let (server, b, edit) = try await Self.editMadeOutOfDate(under: .serverWins)
+        defer { withExtendedLifetime(server) {} }  // the server's process lives as long as it
         try await b.offline.pullChanges(of: "tasks")
         #expect(try await b.offline.rejectedWrites().map(\.reason) == [.serverWon])
         #expect(b.reported(edit.id) == .serverWon)
@@ -139,16 +149,7 @@ import Testing
     /// With `clientWins` the page flags nothing: the write stays queued, and the flush sends it
     /// again without the version (the last writer wins), as it does without a feed.
     @Test func withClientWinsThePageLeavesTheWriteToTheFlush() async throws {
-        let server = try await Self.server()
-        try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
-        let a = try await Device(.memory, server, versioned: .reject)
-        let b = try await Device(.memory, server, versioned: .clientWins, followsTasks: true)
-        try await b.offline.pullChanges(of: "tasks")
-        _ = try await b.offline.read(Self.tasks)
-        b.transport.isOffline = true
-        let edit = try await b.queued(Self.rename("B's"))
-        _ = try await a.offline.read(Self.tasks)
-        _ = try await a.sent(Self.rename("A's"))
+        let (server, b, edit) = try await Self.editMadeOutOfDate(under: .clientWins)
         try await b.offline.pullChanges(of: "tasks")
         #expect(try await b.offline.conflicts().isEmpty)
         #expect(try await b.offline.rejectedWrites().isEmpty)
