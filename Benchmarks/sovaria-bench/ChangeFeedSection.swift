@@ -275,8 +275,8 @@ struct ChangeFeedSection {
             }
             readFrom = page.position ?? readFrom
         }
-        // The client's share of that read alone: the last page's answer, kept, parsed again
-        // without the server making it.
+        // The client's share of that read alone: a page of as many changes (the log's first),
+        // its answer kept and parsed again without the server making it.
         let lastPage = try await server.send(
             PostgRESTChangeFeed(transport: server, pageSize: changes).request(of: "items", after: nil, wait: nil))
         let cannedReader = PostgRESTChangeFeed(transport: CannedTransport(response: lastPage))

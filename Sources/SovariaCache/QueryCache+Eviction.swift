@@ -146,6 +146,7 @@ extension QueryCache {
             try await store.write(victims.map { StoreWrite.delete(key: CacheKeys.responseKey($0.id, $0.entry)) })
         } catch {
             state.withLock { state in for victim in victims { state.index.restore(victim.id, victim.entry) } }
+            forgetMemory(of: victims.map(\.id))
             throw error
         }
         removeEvicted(victims, of: pass, carried: false, gated)
@@ -176,6 +177,7 @@ extension QueryCache {
             state.withLock { state in
                 for victim in carried.victims { state.index.restore(victim.id, victim.entry) }
             }
+            forgetMemory(of: carried.victims.map(\.id))
             carried.pass.state.withLock { $0.reachedTarget = false }  // the pass deletes them itself
         }
     }

@@ -45,9 +45,10 @@ extension QueryCache {
                 // The record under the index's key: the memory layer's copy when it holds one,
                 // read with the entry. Every write of a response (under the gate, which this
                 // holds) sets the store first, then the entry and the memory layer together under
-                // `state`; a reader copies a record up only while its entry still names it. So a
-                // copy held is the stored record, and a page does not read back each answer it
-                // just read.
+                // `state`; one that throws forgets the memory copies of what it touched
+                // (`forgetMemory(of:)`); a reader copies a record up only while its entry still
+                // names it. So a copy held is the stored record, and a page does not read back
+                // each answer it just read.
                 guard
                     let (entry, held) = state.withLock({ state in
                         state.index.entries[id].map { ($0, memoryHit(query, id: id)) }
@@ -82,7 +83,12 @@ extension QueryCache {
                 }
             }
             guard !writes.isEmpty || !extra.isEmpty else { return [] }
-            try await store.write(writes + extra)
+            do {
+                try await store.write(writes + extra)
+            } catch {
+                forgetMemory(of: changed.map(\.id))
+                throw error
+            }
             for (id, was, response) in changed {
                 // A reader must not take the answer of a fetch that finished before the change.
                 flights.forgetFinished(id)

@@ -218,7 +218,12 @@ public final class QueryCache: Sendable {
                 let current = CacheRecord.decode(text), current.query.utf8.elementsEqual(query.utf8), !current.isStale
             else { return }
             let stale = current.with(stale: true)
-            try await store.set(CacheKeys.responseKey(id, entry), CacheRecord.encode(stale))
+            do {
+                try await store.set(CacheKeys.responseKey(id, entry), CacheRecord.encode(stale))
+            } catch {
+                forgetMemory(of: [id])
+                throw error
+            }
             // A reader that sees the mark must fetch, not take the answer of a fetch that finished
             // before it.
             flights.forgetFinished(id)
@@ -238,7 +243,12 @@ public final class QueryCache: Sendable {
         try await gate.withGate { gated in
             try await loadIndexIfNeeded(gated)
             guard let entry = state.withLock({ $0.index.entries[id] }) else { return }
-            try await store.delete(CacheKeys.responseKey(id, entry))
+            do {
+                try await store.delete(CacheKeys.responseKey(id, entry))
+            } catch {
+                forgetMemory(of: [id])
+                throw error
+            }
             flights.forgetFinished(id)
             state.withLock { state in
                 state.index.remove(id)
@@ -255,8 +265,14 @@ public final class QueryCache: Sendable {
             // No read after the clear is answered with what a fetch brought in before it.
             flights.forgetFinished()
             let keys = try await store.keys(CacheKeys.areaPrefix)
-            for start in stride(from: 0, to: keys.count, by: 1_000) {
-                try await store.write(keys[start..<min(keys.count, start + 1_000)].map { .delete(key: $0) })
+            do {
+                for start in stride(from: 0, to: keys.count, by: 1_000) {
+                    try await store.write(keys[start..<min(keys.count, start + 1_000)].map { .delete(key: $0) })
+                }
+            } catch {
+                // Some batches went: nothing the memory layer holds is sure to be stored.
+                state.withLock { _ in memory.removeAll() }
+                throw error
             }
             state.withLock { state in
                 state.index = CacheIndex(complete: true)
@@ -363,23 +379,38 @@ public final class QueryCache: Sendable {
         // A pass that runs meanwhile has its next ten deletes ride in this write: one commit,
         // and no wait for a commit of the pass's own.
         let change = (bytes: response.sizeBytes - (previous?.sizeBytes ?? 0), responses: previous == nil ? 1 : 0)
-        if let carried = carryEviction(sparing: id, adding: change, gated) {
-            do {
-                try await store.write(writes + carried.writes)
-                finishCarrying(carried, stored: true, gated)
-            } catch {
-                // Alone again, so the put's own error (or none) is what its caller sees.
-                finishCarrying(carried, stored: false, gated)
+        do {
+            if let carried = carryEviction(sparing: id, adding: change, gated) {
+                do {
+                    try await store.write(writes + carried.writes)
+                    finishCarrying(carried, stored: true, gated)
+                } catch {
+                    // Alone again, so the put's own error (or none) is what its caller sees.
+                    finishCarrying(carried, stored: false, gated)
+                    try await store.write(writes)
+                }
+            } else {
                 try await store.write(writes)
             }
-        } else {
-            try await store.write(writes)
+        } catch {
+            forgetMemory(of: [id])
+            throw error
         }
         return state.withLock { state in
             state.index.upsert(id, serverTimeMillis: millis, sizeBytes: response.sizeBytes)
             state.index.responsesStored += 1
             memory.set(response, forKey: id, cost: response.sizeBytes)
             return state.index.responsesStored
+        }
+    }
+
+    /// After a store write that threw, forgets the memory layer's copies of `ids`' responses. A
+    /// write that throws may still have applied, in part or whole (a store without atomic
+    /// batches, a commit whose acknowledgement was lost), and the memory layer never holds a
+    /// record the store may not: the next read, and the next update, go to the store.
+    func forgetMemory(of ids: [HexID]) {
+        state.withLock { _ in
+            for id in ids { memory.removeValue(forKey: id) }
         }
     }
 

@@ -23,7 +23,8 @@ extension SovariaOffline {
     /// left counts as the one they expect. Nor is an update whose every column the page's row
     /// already holds (its answer lost on the way back, or another device's identical edit): it
     /// is left to the flush, which replays it under its idempotency key where the server keeps
-    /// them, and finds any conflict as before. Versions are compared as numbers, or as text of one
+    /// them, and finds any conflict as before; so are the row's later writes, which must not go
+    /// before it. Versions are compared as numbers, or as text of one
     /// length (timestamps of one format); other values are left to the flush. A running flush
     /// ends first (it may send these writes and find the same conflicts itself, and no write it
     /// sends is taken from under it); a flush that starts meanwhile waits for the flagging.
@@ -70,15 +71,22 @@ extension SovariaOffline {
     private func rejectOutdatedWrites(shownBy shown: [ShownRow], of table: String, rule: ConflictRule) async throws {
         guard let versionColumn = rule.versionColumn else { return }
         var heldRows: [String] = []
+        // Rows whose oldest outdated write the page's row already holds: it, and the row's later
+        // writes after it, go to the flush in their order.
+        var leftToFlush: [String] = []
         var flagged = false
         for write in try await queue.pending() where api.table(of: write.request) == table {
             guard let key = api.equalValue(of: rule.keyColumn, in: write.request.path),
                 let expected = api.equalValue(of: versionColumn, in: write.request.path),
                 let server = shown.last(where: { RowJSON.same($0.key, key) }),
-                !heldRows.contains(where: { RowJSON.same($0, key) }), !isHeld(write.request),
-                Self.version(server.version, isNewerThan: currentVersion(of: table, key: key, from: expected)),
-                !Self.row(server.row, holdsWhat: write.request)
+                !heldRows.contains(where: { RowJSON.same($0, key) }),
+                !leftToFlush.contains(where: { RowJSON.same($0, key) }), !isHeld(write.request),
+                Self.version(server.version, isNewerThan: currentVersion(of: table, key: key, from: expected))
             else { continue }
+            if Self.row(server.row, holdsWhat: write.request) {
+                leftToFlush.append(key)
+                continue
+            }
             let reason: RejectionReason = rule.onConflict == .reject ? .conflict : .serverWon
             let message = Self.message(
                 for: .conflict(DataResponse(status: 409), serverRow: server.row, reason: reason), write)
@@ -98,8 +106,11 @@ extension SovariaOffline {
             await reloadConflicts()
             // The rows' later writes wait behind their conflicts from now on, not from the next
             // flush: the status counts them at once.
-            let waiting = try await queue.pending().count { isHeld($0.request) }
-            state.withLock { $0.waitingOnConflicts = waiting }
+            // Counted if the queue can be read (the page is applied either way).
+            if let pending = try? await queue.pending() {
+                let waiting = pending.count { isHeld($0.request) }
+                state.withLock { $0.waitingOnConflicts = waiting }
+            }
             signals.statusChanged()
             signals.changed(table: table)
         }

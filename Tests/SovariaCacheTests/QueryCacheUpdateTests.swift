@@ -88,6 +88,35 @@ import Testing
         #expect(try await cache.cachedResponse(for: "held")?.body == "[2,20]")
     }
 
+    /// A put that throws after its batch applied (its acknowledgement lost) leaves the store
+    /// holding the new answer: the memory layer forgets the old one, so an update computed from
+    /// the old one reads the store, finds another record, and marks it stale instead of writing
+    /// over it. The same for a stale mark that throws after it applied.
+    @Test func aWriteThatThrowsAfterApplyingLeavesNoMemoryCopyAnUpdateWouldTrust() async throws {
+        let spy = SpyStore(MemoryOfflineStore())
+        let cache = try await QueryCache(store: spy)
+        let first = try await cache.put("q", body: "[1]", serverTime: serverTime(1))
+        struct LostAcknowledgement: Error {}
+        spy.afterWrite.withLock { $0 = { _ in throw LostAcknowledgement() } }
+        await #expect(throws: LostAcknowledgement.self) {
+            try await cache.put("q", body: "[2]", serverTime: serverTime(1))  // the same key: same time and size
+        }
+        spy.afterWrite.withLock { $0 = nil }
+        try await cache.update([.replaceBody(base: first, body: "[1,9]")], alongWith: [])
+        let now = try await cache.cachedResponse(for: "q")
+        #expect(now?.body == "[2]" && now?.isStale == true, "the stored answer stays, marked stale")
+
+        // An update that throws after it applied (the same size: the same key).
+        let second = try #require(try await cache.cachedResponse(for: "q"))
+        spy.afterWrite.withLock { $0 = { _ in throw LostAcknowledgement() } }
+        await #expect(throws: LostAcknowledgement.self) {
+            try await cache.update([.replaceBody(base: second, body: "[7]")], alongWith: [])
+        }
+        spy.afterWrite.withLock { $0 = nil }
+        try await cache.update([.replaceBody(base: second, body: "[8]")], alongWith: [])
+        #expect(try await cache.cachedResponse(for: "q")?.body == "[7]", "the store's answer, not overwritten")
+    }
+
     /// With the memory layer off, every record is read from the store, and a base a fetch
     /// replaced is still told from the stored answer (marked stale), a base still stored is
     /// replaced, and a query no longer cached is skipped.

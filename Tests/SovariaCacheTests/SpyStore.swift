@@ -20,6 +20,9 @@ final class SpyStore: OfflineStore {
     let holdWrite = Mutex<(@Sendable ([StoreWrite]) async -> Void)?>(nil)
     /// Awaited before each key listing, given its prefix; throwing fails the listing.
     let beforeKeys = Mutex<(@Sendable (String) async throws -> Void)?>(nil)
+    /// Called after each batch is written; throwing fails the call although the batch applied
+    /// (a commit whose acknowledgement was lost).
+    let afterWrite = Mutex<(@Sendable ([StoreWrite]) throws -> Void)?>(nil)
     /// Called after a get has read its value and before it returns it.
     let afterGet = Mutex<(@Sendable (String) async throws -> Void)?>(nil)
 
@@ -78,6 +81,7 @@ final class SpyStore: OfflineStore {
         if let hold = holdWrite.withLock({ $0 }) { await hold(batch) }
         log.withLock { $0.batches.append(batch) }
         try await inner.write(batch)
+        try afterWrite.withLock { $0 }?(batch)
     }
 
     func entries(_ prefix: String, after: String?, limit: Int) async throws -> [StoreEntry] {

@@ -232,7 +232,7 @@ import Testing
         }
 
         private mutating func log(_ transaction: Int64, number: Int64 = 1, _ key: String, team: String) {
-            let change = "\(transaction << 22 + number)|\(key)"
+            let change = "\((transaction << 22) + number)|\(key)"
             changes.insert(change)
             let member = periods[team, default: []].contains {
                 $0.joined < transaction && ($0.left.map { transaction < $0 } ?? true)

@@ -95,7 +95,8 @@ import Testing
         }
         #expect(try await server.query("SELECT title || '|' || version FROM tasks") == ["B's|2"], "applied")
         b.transport.isOffline = true  // no flush sends it before the page is applied
-        try await b.offline.pullChanges(of: "tasks")
+        let pulled = try await b.offline.pullChanges(of: "tasks")
+        #expect(pulled.changes == 1, "the page holds the edit's echo")
         #expect(try await b.offline.conflicts().isEmpty, "its own edit, not another device's")
         #expect(try await b.offline.pendingWrites().map(\.id) == [edit.id], "left to the flush")
         b.transport.isOffline = false
@@ -103,6 +104,33 @@ import Testing
         #expect(try await b.offline.pendingWrites().isEmpty)
         #expect(try await b.offline.rejectedWrites().isEmpty)
         #expect(try await server.query("SELECT title || '|' || version FROM tasks") == ["B's|2"], "once")
+    }
+
+    /// The same with a second edit of the row queued behind the one whose answer was lost: both
+    /// are left to the flush, in their order (a conflict listed for the second would put the
+    /// first after its resolution).
+    @Test func aRowsLaterEditWaitsBehindTheEditWhoseAnswerWasLost() async throws {
+        let server = try await Self.server()
+        try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
+        let b = try await Device(.memory, server, versioned: .reject, followsTasks: true)
+        try await b.offline.pullChanges(of: "tasks")
+        _ = try await b.offline.read(Self.tasks)
+        b.transport.loseNextAnswer()
+        guard case .queued(let first) = try await b.offline.write(Self.rename("B's first")) else {
+            Issue.record("the first edit was not left queued")
+            return
+        }
+        b.transport.isOffline = true
+        let second = try await b.queued(Self.rename("B's second"))
+        let pulled = try await b.offline.pullChanges(of: "tasks")
+        #expect(pulled.changes == 1, "the page holds the first edit's echo")
+        #expect(try await b.offline.conflicts().isEmpty)
+        #expect(try await b.offline.pendingWrites().map(\.id) == [first.id, second.id])
+        b.transport.isOffline = false
+        _ = try await b.offline.flush()
+        #expect(try await b.offline.pendingWrites().isEmpty)
+        #expect(try await b.offline.rejectedWrites().isEmpty)
+        #expect(try await server.query("SELECT title || '|' || version FROM tasks") == ["B's second|3"])
     }
 
     /// Another device's edit of another column at the next version is a conflict still.
