@@ -79,20 +79,23 @@ import Testing
         #expect(try await b.offline.conflicts().map(\.id) == [second.id], "another device's version is")
     }
 
-    /// B's edit reaches the server but its answer is lost: still queued, expecting the version
-    /// before it. The page then brings B's own edit at the next version: no conflict (the row
-    /// holds what the edit sets); the flush replays it under its idempotency key and it syncs.
-    @Test func anEditWhoseAnswerWasLostIsNoConflictWhenThePageShowsItsEcho() async throws {
+    /// B, following `tasks`, renames t1 to `title`: the edit reaches the server (version 2), and
+    /// its answer is lost on the way back, so it stays queued. Returns the server, B and the edit.
+    static func editWithItsAnswerLost(_ title: String) async throws -> (RESTServer, Device, QueuedWrite) {
         let server = try await Self.server()
         try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
         let b = try await Device(.memory, server, versioned: .reject, followsTasks: true)
         try await b.offline.pullChanges(of: "tasks")
         _ = try await b.offline.read(Self.tasks)
         b.transport.loseNextAnswer()
-        guard case .queued(let edit) = try await b.offline.write(Self.rename("B's")) else {
-            Issue.record("the edit was not left queued")
-            return
-        }
+        return (server, b, try await b.queued(Self.rename(title)))
+    }
+
+    /// B's edit reaches the server but its answer is lost: still queued, expecting the version
+    /// before it. The page then brings B's own edit at the next version: no conflict (the row
+    /// holds what the edit sets); the flush replays it under its idempotency key and it syncs.
+    @Test func anEditWhoseAnswerWasLostIsNoConflictWhenThePageShowsItsEcho() async throws {
+        let (server, b, edit) = try await Self.editWithItsAnswerLost("B's")
         #expect(try await server.query("SELECT title || '|' || version FROM tasks") == ["B's|2"], "applied")
         b.transport.isOffline = true  // no flush sends it before the page is applied
         let pulled = try await b.offline.pullChanges(of: "tasks")
@@ -110,16 +113,7 @@ import Testing
     /// are left to the flush, in their order (a conflict listed for the second would put the
     /// first after its resolution).
     @Test func aRowsLaterEditWaitsBehindTheEditWhoseAnswerWasLost() async throws {
-        let server = try await Self.server()
-        try await seed(server, "tasks", #"{"id":"t1","title":"Call the bank"}"#)
-        let b = try await Device(.memory, server, versioned: .reject, followsTasks: true)
-        try await b.offline.pullChanges(of: "tasks")
-        _ = try await b.offline.read(Self.tasks)
-        b.transport.loseNextAnswer()
-        guard case .queued(let first) = try await b.offline.write(Self.rename("B's first")) else {
-            Issue.record("the first edit was not left queued")
-            return
-        }
+        let (server, b, first) = try await Self.editWithItsAnswerLost("B's first")
         b.transport.isOffline = true
         let second = try await b.queued(Self.rename("B's second"))
         let pulled = try await b.offline.pullChanges(of: "tasks")
