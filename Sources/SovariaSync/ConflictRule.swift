@@ -43,18 +43,6 @@ public struct ConflictRule: Sendable, Hashable {
         self.onConflict = onConflict
         self.onNoMatch = onNoMatch
     }
-
-    /// `table`'s rule among `rules` (the defaults when it has none), its key column the one it
-    /// was given, else the table's key as `overlay` states it.
-    static func rule(
-        of table: String?, in rules: [String: ConflictRule], overlay: (any OverlayEvaluator)?
-    ) -> ConflictRule {
-        var rule = table.flatMap { rules[$0] } ?? ConflictRule()
-        if rule.givenKeyColumn == nil, let table, let key = overlay?.primaryKey(of: table) {
-            rule.givenKeyColumn = key
-        }
-        return rule
-    }
 }
 
 /// What a controller does with a write whose row changed on the server since the app read it.

@@ -27,7 +27,19 @@ extension SovariaOffline {
     /// The rule of `table`: the configured one, or the defaults; its key column, when not given,
     /// the overlay's key of the table.
     func conflictRule(of table: String?) -> ConflictRule {
-        ConflictRule.rule(of: table, in: configuration.conflictRules, overlay: configuration.overlay)
+        var rule = table.flatMap { configuration.conflictRules[$0] } ?? ConflictRule()
+        if rule.givenKeyColumn == nil, let table, let key = configuration.overlay?.primaryKey(of: table) {
+            rule.givenKeyColumn = key
+        }
+        return rule
+    }
+
+    /// Counts the queued writes a conflict holds back (``SyncStatus/waitingOnConflictCount``);
+    /// the count stays as it was when the queue cannot be read.
+    func countWritesWaitingOnConflicts() async {
+        guard let pending = try? await queue.pending() else { return }
+        let waiting = pending.count { isHeld($0.request) }
+        state.withLock { $0.waitingOnConflicts = waiting }
     }
 
     /// Sends `write` and works out what it did.
@@ -105,8 +117,8 @@ extension SovariaOffline {
     /// update or delete of a table with a version column that names its row by key and has no
     /// version filter yet. Unchanged when no cached answer holds the row.
     func recordingVersion(_ request: DataRequest) async throws -> DataRequest {
-        guard changesRows(request), let table = api.table(of: request), configuration.conflictRules[table] != nil,
-            case let rule = conflictRule(of: table), let versionColumn = rule.versionColumn,
+        guard changesRows(request), let table = api.table(of: request), case let rule = conflictRule(of: table),
+            let versionColumn = rule.versionColumn,
             !api.filters(on: versionColumn, in: request.path),
             let key = api.equalValue(of: rule.keyColumn, in: request.path)
         else { return request }

@@ -106,11 +106,7 @@ extension SovariaOffline {
             await reloadConflicts()
             // The rows' later writes wait behind their conflicts from now on, not from the next
             // flush: the status counts them at once.
-            // Counted if the queue can be read (the page is applied either way).
-            if let pending = try? await queue.pending() {
-                let waiting = pending.count { isHeld($0.request) }
-                state.withLock { $0.waitingOnConflicts = waiting }
-            }
+            await countWritesWaitingOnConflicts()
             signals.statusChanged()
             signals.changed(table: table)
         }

@@ -203,16 +203,11 @@ public final class SovariaOffline: Sendable {
         (syncErrors, errors) = AsyncStream.makeStream(of: SyncError.self)
         // Before the timer's first flush: held rows must be known. A damaged rejected entry holds
         // nothing back (it is reported when the app lists the rejected writes).
-        let (rules, overlay) = (configuration.conflictRules, configuration.overlay)
         let conflicts = ConflictIndex(
-            (try? await queue.rejected()) ?? [],
-            keyColumn: { ConflictRule.rule(of: $0, in: rules, overlay: overlay).keyColumn }, api: configuration.api)
+            (try? await queue.rejected()) ?? [], keyColumn: { conflictRule(of: $0).keyColumn }, api: configuration.api)
         state.withLock { $0.conflicts = conflicts }
         // The writes an earlier run left waiting for a conflict count at once, not at the first flush.
-        if !conflicts.isEmpty, let pending = try? await queue.pending() {
-            let waiting = pending.count { isHeld($0.request) }
-            state.withLock { $0.waitingOnConflicts = waiting }
-        }
+        if !conflicts.isEmpty { await countWritesWaitingOnConflicts() }
         let others = try await Self.pendingWritesOfOtherAccounts(on: deviceStore, except: configuration.account)
         state.withLock { $0.otherAccountsPendingCount = others }
         // Another account's answers count against this device's one budget from the start.
