@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+@_spi(Benchmarks) import SovariaCache
 @_spi(Benchmarks) import SovariaPostgREST
 import SovariaQueue
 import SovariaSync
@@ -212,10 +213,6 @@ struct ChangeFeedSection {
         return [row, alone]
     }
 
-    /// Where the query cache keeps its responses (its store layout: the bench fails, not
-    /// guesses, when it moves).
-    static let responsePrefix = "sov:cache:l2:"
-
     /// The bytes of the 100 answers as the server sends them now.
     static func listBytes(_ server: FeedBenchServer) -> Int {
         reads.reduce(0) { $0 + server.answer($1.path).utf8.count }
@@ -253,7 +250,7 @@ struct ChangeFeedSection {
                     }
                 })
             // The records a page rewrites, as the store holds them: the cache's 100 responses.
-            records = try await store.entries(Self.responsePrefix, after: nil, limit: 10_000)
+            records = try await store.entries(QueryCache.responseKeyPrefix, after: nil, limit: 10_000)
             await offline.close()
         }
         guard records.count == Self.answerCount else {

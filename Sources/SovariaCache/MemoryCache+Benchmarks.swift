@@ -15,3 +15,9 @@
     /// ``MemoryCache/set(_:forKey:cost:)``.
     public func set(_ value: String, forKey key: String, cost: Int = 1) { cache.set(value, forKey: key, cost: cost) }
 }
+
+@_spi(Benchmarks) extension QueryCache {
+    /// The prefix of every response key in the store: the bench reads a page's own records
+    /// under it to time the store's batch of them.
+    public static var responseKeyPrefix: String { CacheKeys.responsePrefix }
+}
