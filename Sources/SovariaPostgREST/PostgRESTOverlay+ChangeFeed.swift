@@ -100,17 +100,21 @@ extension PostgRESTOverlay {
     private static func found(_ count: Int, in reach: inout TableReach, changes: [RowChange]) -> [[Int]?] {
         var found = [[Int]?](repeating: [], count: count)
         reach.pageRows = [:]
+        reach.pageRows.reserveCapacity(changes.count)
+        var rowKeys: [String] = []  // the rows of a table share their keys
+        var altered: [Int] = []  // the slots a change alters
         for (changeIndex, change) in changes.enumerated() {
             var row: JSONObject?
             var text: String?
-            if case .upsert(let written) = change.operation, case .object(let object)? = try? JSONParser.parse(written)
+            if case .upsert(let written) = change.operation,
+                case .object(let object)? = try? JSONParser.parse(written, sharingKeys: &rowKeys)
             {
                 (row, text) = (object, written)
             }
-            let altered = reach.slots(alteredBy: change, row: row)
+            reach.slots(alteredBy: change, row: row, into: &altered)
             // Kept only for the answers that apply it: at most a page of rows, until the next page.
             if let row, let text, !altered.isEmpty { reach.pageRows[change.position] = (text, row) }
-            for slot in altered.sorted() { found[slot]?.append(changeIndex) }
+            for slot in altered { found[slot]?.append(changeIndex) }
         }
         return found
     }

@@ -130,13 +130,11 @@ public struct PostgRESTOverlay: OverlayEvaluator {
             // the evaluation wrote (a page rewrites each answer it alters, and the next page
             // would parse it again).
             if keepsRewrittenParses, related.isEmpty, let cachedBody, !writes.isEmpty, writes.allSatisfy(isChange) {
-                let cached =
-                    parsedAnswers.kept(read, body: cachedBody)
-                    ?? cachedAnswer(of: read, cachedBody: cachedBody, related: [])
-                let (answer, parse) = cached.answerAndParse(
-                    writes: writes, pageRows: parsedAnswers.pageRows(of: cached.readTable))
-                if let parse { parsedAnswers.keep(parse, for: read) }
-                return answer
+                return parsedAnswers.rewrite(
+                    read, body: cachedBody, parse: { cachedAnswer(of: read, cachedBody: cachedBody, related: []) }
+                ) { cached in
+                    cached.answerAndParse(writes: writes, pageRows: parsedAnswers.pageRows(of: cached.readTable))
+                }
             }
             // The parse a change feed's page or a live query's session made of this body, if one did.
             if related.isEmpty, let cachedBody, let kept = parsedAnswers.kept(read, body: cachedBody) {

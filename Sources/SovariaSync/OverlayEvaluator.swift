@@ -153,7 +153,17 @@ public struct OverlayWrite: Sendable, Hashable {
     }
 
     /// The write's client id (its `Idempotency-Key`); `feed:<position>` for a change.
-    public var id: String
+    public var id: String {
+        get {
+            if let givenID { return givenID }
+            if case .change(let change) = effect { return "feed:\(change.position)" }
+            return ""
+        }
+        set { givenID = newValue }
+    }
+    /// The id given; `nil` for a change's, made when asked for (a page makes a write of each of
+    /// its changes, and asks none its id).
+    private var givenID: String?
     /// What the write does.
     public var effect: Effect
     /// `true` while the write waits in the queue; `false` once it synced, and for a change.
@@ -161,16 +171,27 @@ public struct OverlayWrite: Sendable, Hashable {
 
     /// A write of `request` for the overlay.
     public init(id: String, request: DataRequest, isPending: Bool) {
-        self.id = id
+        self.givenID = id
         self.effect = .request(request)
         self.isPending = isPending
     }
 
     /// A change the feed brought, for the overlay: applied by its row's key, never pending.
     public init(change: RowChange) {
-        self.id = "feed:\(change.position)"
         self.effect = .change(change)
         self.isPending = false
+    }
+
+    /// Equal when the id, the effect and whether it is pending are.
+    public static func == (lhs: OverlayWrite, rhs: OverlayWrite) -> Bool {
+        lhs.effect == rhs.effect && lhs.isPending == rhs.isPending && lhs.id == rhs.id
+    }
+
+    /// Hashes what ``==(_:_:)`` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(effect)
+        hasher.combine(isPending)
     }
 
     /// The request, for a write that is one (`nil` for a change the feed brought).

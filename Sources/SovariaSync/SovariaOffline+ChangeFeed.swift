@@ -201,10 +201,12 @@ extension SovariaOffline {
         let (api, overlay) = (self.api, configuration.overlay)
         // A change holds its row's whole new state: only the last one of each row matters (rows
         // told apart by their key's bytes: `é` composed and decomposed are two keys).
-        var last: [StoreKey.Bytes: Int] = [:]
-        for (index, change) in page.changes.enumerated() { last[StoreKey.Bytes(change.key)] = index }
-        let changes = page.changes.enumerated().filter { last[StoreKey.Bytes($0.element.key)] == $0.offset }.map(
-            \.element)
+        var seen = Set<StoreKey.Bytes>(minimumCapacity: page.changes.count)
+        var changes: [RowChange] = []
+        for change in page.changes.reversed() where seen.insert(StoreKey.Bytes(change.key)).inserted {
+            changes.append(change)
+        }
+        changes.reverse()
         let writes = changes.map { (position: $0.position, write: OverlayWrite(change: $0)) }
         let position = page.position ?? page.changes.last?.position
         // Counted before the answers are read: a fetch of the table that ends after this finds the
@@ -242,15 +244,16 @@ extension SovariaOffline {
             guard let cached else { continue }
             // Only the changes after the position the answer is current to (an older one would
             // set a row it holds newer back) that can alter it.
-            let mayAlter = altered.map { $0.map { writes[$0] } } ?? writes
-            let fresh = cached.position.map { held in mayAlter.filter { $0.position > held } } ?? mayAlter
+            let fresh = (altered ?? Array(writes.indices)).compactMap { change in
+                cached.position.map { writes[change].position > $0 } ?? true ? writes[change].write : nil
+            }
             if !page.mustRefetch, !cached.isStale, fresh.isEmpty {
                 current.append(index)
                 continue
             }
             // A counted answer is fetched again: a change would leave its count wrong.
             if !page.mustRefetch, !cached.isStale, !api.countsRows(read), let overlay {
-                let brought = overlay.answer(read, cachedBody: cached.body, writes: fresh.map(\.write), related: [])
+                let brought = overlay.answer(read, cachedBody: cached.body, writes: fresh, related: [])
                 if brought.inexactReasons.isEmpty, !brought.wantsRelatedAnswers, let body = brought.body {
                     if !body.hasSameUTF8Bytes(as: cached.body) {
                         updates.append(.replaceBody(base: cached, body: body, position: position))

@@ -19,14 +19,25 @@ enum CacheRecord {
         }
         guard !kept.isEmpty else {
             let position = response.position.map { " \($0)" } ?? ""
-            return "c1 \(times) \(etagLength) \(response.query.utf8.count)\(position)\n" + etag + response.query
-                + response.body
+            return joined(
+                "c1 \(times) \(etagLength) \(response.query.utf8.count)\(position)\n", etag, response.query,
+                response.body)
         }
         let headers = kept.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
             .map { "\($0.key): \($0.value)\n" }.joined()
         let position = response.position.map { String($0) } ?? "-"
-        return "c2 \(times) \(etagLength) \(response.query.utf8.count) \(position) \(headers.utf8.count)\n" + etag
-            + response.query + headers + response.body
+        return joined(
+            "c2 \(times) \(etagLength) \(response.query.utf8.count) \(position) \(headers.utf8.count)\n", etag,
+            response.query, headers, response.body)
+    }
+
+    /// `parts` back to back, copied once into a string of their size (`a + b + c` copies `a`
+    /// into each string it makes: a feed's page encodes a record per answer it rewrites).
+    private static func joined(_ parts: String...) -> String {
+        var record = ""
+        record.reserveCapacity(parts.reduce(0) { $0 + $1.utf8.count })
+        for part in parts { record += part }
+        return record
     }
 
     /// The response, or `nil` when the text is not a record.

@@ -9,17 +9,23 @@ import SovariaQueue
 /// `Answer` is what names an answer: ``TableReach`` gives each a small integer, cheaper to hash
 /// than its read's text.
 struct EqualityIndex<Answer: Hashable> {
-    /// Column → operand → the answers filtered by `column=eq.operand`.
-    private var byText: [String: [String: Set<Answer>]] = [:]
-    /// Column → the operand read as an integer → those answers.
-    private var byInteger: [String: [Int64: Set<Answer>]] = [:]
-    /// Column → the answers whose operand is no integer literal (a number may still equal it).
-    private var notInteger: [String: Set<Answer>] = [:]
-    /// Column → every answer indexed on it.
-    private var everyAnswer: [String: Set<Answer>] = [:]
-    /// Column → how many of its answers name it among the comparison's `nonTextColumns` (string
-    /// columns that are not text: their strings are not compared as text).
-    private var nonText: [String: Int] = [:]
+    /// The answers indexed on one column.
+    private struct Column {
+        /// Operand → the answers filtered by `column=eq.operand`.
+        var byText: [String: Set<Answer>] = [:]
+        /// The operand read as an integer → those answers.
+        var byInteger: [Int64: Set<Answer>] = [:]
+        /// The answers whose operand is no integer literal (a number may still equal it).
+        var notInteger: Set<Answer> = []
+        /// Every answer indexed on the column.
+        var everyAnswer: Set<Answer> = []
+        /// How many of its answers name it among the comparison's `nonTextColumns` (string
+        /// columns that are not text: their strings are not compared as text).
+        var nonText = 0
+    }
+
+    /// Each indexed column's answers (one lookup a column for a changed row).
+    private var columns: [String: Column] = [:]
     /// The answers with no filter indexed: every row is checked against them.
     private var unindexed: Set<Answer> = []
 
@@ -34,15 +40,19 @@ struct EqualityIndex<Answer: Hashable> {
             unindexed.insert(answer)
             return
         }
-        let column = filter.column
-        byText[column, default: [:]][filter.operand, default: []].insert(answer)
-        if let integer = NumericLiteral(filter.operand)?.integer {
-            byInteger[column, default: [:]][integer, default: []].insert(answer)
-        } else {
-            notInteger[column, default: []].insert(answer)
+        let operand = filter.operand
+        let isNonText = nonTextColumns.contains(filter.column)
+        let integer = NumericLiteral(operand)?.integer
+        modify(filter.column) { column in
+            column.byText[operand, default: []].insert(answer)
+            if let integer {
+                column.byInteger[integer, default: []].insert(answer)
+            } else {
+                column.notInteger.insert(answer)
+            }
+            column.everyAnswer.insert(answer)
+            if isNonText { column.nonText += 1 }
         }
-        everyAnswer[column, default: []].insert(answer)
-        if nonTextColumns.contains(column) { nonText[column, default: 0] += 1 }
     }
 
     /// Takes out `answer`, added with the same `filters` and `nonTextColumns`.
@@ -51,23 +61,27 @@ struct EqualityIndex<Answer: Hashable> {
             unindexed.remove(answer)
             return
         }
-        let column = filter.column
-        byText[column]?[filter.operand]?.remove(answer)
-        if byText[column]?[filter.operand]?.isEmpty == true { byText[column]?[filter.operand] = nil }
-        if let integer = NumericLiteral(filter.operand)?.integer {
-            byInteger[column]?[integer]?.remove(answer)
-            if byInteger[column]?[integer]?.isEmpty == true { byInteger[column]?[integer] = nil }
-        } else {
-            notInteger[column]?.remove(answer)
+        let operand = filter.operand
+        let isNonText = nonTextColumns.contains(filter.column)
+        let integer = NumericLiteral(operand)?.integer
+        modify(filter.column) { column in
+            column.byText[operand]?.remove(answer)
+            if column.byText[operand]?.isEmpty == true { column.byText[operand] = nil }
+            if let integer {
+                column.byInteger[integer]?.remove(answer)
+                if column.byInteger[integer]?.isEmpty == true { column.byInteger[integer] = nil }
+            } else {
+                column.notInteger.remove(answer)
+            }
+            column.everyAnswer.remove(answer)
+            if isNonText { column.nonText -= 1 }
         }
-        everyAnswer[column]?.remove(answer)
-        if everyAnswer[column]?.isEmpty == true {
-            (byText[column], byInteger[column], notInteger[column], everyAnswer[column]) = (nil, nil, nil, nil)
-        }
-        if nonTextColumns.contains(column) {
-            nonText[column, default: 0] -= 1
-            if nonText[column] == 0 { nonText[column] = nil }
-        }
+        if columns[filter.column]?.everyAnswer.isEmpty == true { columns[filter.column] = nil }
+    }
+
+    /// Runs `body` on `name`'s column, made if missing, in place.
+    private mutating func modify(_ name: String, _ body: (inout Column) -> Void) {
+        body(&columns[name, default: Column()])
     }
 
     /// Calls `body` with each answer `row` may match: those whose indexed filter its value can
@@ -75,19 +89,19 @@ struct EqualityIndex<Answer: Hashable> {
     /// caller, which gathers answers from other indexes too, drops repeats once).
     func forEachCandidate(for row: JSONObject, _ body: (Answer) -> Void) {
         unindexed.forEach(body)
-        for (column, answers) in everyAnswer {
-            switch row[column] {
-            case .string(let text)? where nonText[column] == nil:
-                byText[column]?[text]?.forEach(body)
+        for (name, column) in columns {
+            switch row[name] {
+            case .string(let text)? where column.nonText == 0:
+                column.byText[text]?.forEach(body)
             case .number(let text)?:
                 guard let integer = PostgRESTComparison.plainInteger(text) else {
-                    answers.forEach(body)
+                    column.everyAnswer.forEach(body)
                     continue
                 }
-                byInteger[column]?[integer]?.forEach(body)
-                notInteger[column]?.forEach(body)
+                column.byInteger[integer]?.forEach(body)
+                column.notInteger.forEach(body)
             default:
-                answers.forEach(body)
+                column.everyAnswer.forEach(body)
             }
         }
     }

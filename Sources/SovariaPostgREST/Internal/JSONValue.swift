@@ -101,6 +101,9 @@ package struct JSONObject: Sendable, Hashable {
 
     /// Whether the object has `key` (with any value, `null` included).
     func has(_ key: String) -> Bool { keys.contains(key) }
+
+    /// Each key with its value, in the object's order.
+    var members: Zip2Sequence<[String], [JSONValue]> { zip(keys, values) }
 }
 
 /// Reads JSON text into ``JSONValue``s through the shared `JSONLexer` (RFC 8259; a duplicate
@@ -118,6 +121,17 @@ package struct JSONParser: JSONLexerReader {
     /// The value `text` holds, or a ``Failure`` saying where it is not JSON.
     package static func parse(_ text: String) throws -> JSONValue {
         try read(text) { parser in
+            parser.lexer.skipWhitespace()
+            return try parser.value(depth: 0)
+        }
+    }
+
+    /// ``parse(_:)``, where an object with `lastKeys`'s keys, in its order, takes that array
+    /// (the rows of a change feed's page share one); `lastKeys` ends as the last object's keys.
+    package static func parse(_ text: String, sharingKeys lastKeys: inout [String]) throws -> JSONValue {
+        try read(text) { parser in
+            parser.lastKeys = lastKeys
+            defer { lastKeys = parser.lastKeys }
             parser.lexer.skipWhitespace()
             return try parser.value(depth: 0)
         }
@@ -244,25 +258,37 @@ package struct JSONParser: JSONLexerReader {
 
     private mutating func object(depth: Int) throws -> JSONObject {
         guard try !lexer.beginObject() else { return JSONObject() }
-        var keys: [String] = []
+        // Rows of one answer share one array of keys: while the keys met are the last object's,
+        // in its order, none is copied (`keys` stays `nil`, and `count` says how many). Taken
+        // now: an object among the values sets its own.
+        let shared = lastKeys
+        var keys: [String]?
+        var count = 0
         var values: [JSONValue] = []
+        values.reserveCapacity(max(shared.count, 4))
         repeat {
             let key = try lexer.key()
             let value = try value(depth: depth + 1)
-            if let index = keys.firstIndex(of: key) {
+            if keys == nil, count < shared.count, shared[count] == key {
+                // The last object's keys are each there once: this one repeats none before it.
+                count += 1
+                values.append(value)
+                continue
+            }
+            if keys == nil { keys = Array(shared[..<count]) }
+            if let index = keys?.firstIndex(of: key) {
                 repeatsKeys = true  // the last value is kept, in the first one's place
                 values[index] = value
             } else {
-                keys.append(key)
+                keys?.append(key)
                 values.append(value)
             }
         } while try !lexer.endOfMember()
-        // Rows of one answer share one array of keys.
-        if keys == lastKeys {
-            keys = lastKeys
-        } else {
-            lastKeys = keys
+        guard let keys else {
+            lastKeys = count < shared.count ? Array(shared[..<count]) : shared
+            return JSONObject(keys: lastKeys, values: values)
         }
+        lastKeys = keys
         return JSONObject(keys: keys, values: values)
     }
 

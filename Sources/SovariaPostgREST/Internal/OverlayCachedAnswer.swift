@@ -2,6 +2,10 @@ import Foundation
 import SovariaPlumbing
 import SovariaQueue
 import SovariaSync
+import Synchronization
+
+/// The last ``OverlayCachedAnswer/positionsID`` given.
+private let positionsIDs = Atomic<UInt64>(0)
 
 /// A read over its cached answer, parsed once: the read's query and its table's rules, the
 /// cached rows and those the table's other cached answers add, and what they tell (the kind of
@@ -40,6 +44,10 @@ final class OverlayCachedAnswer: Sendable {
     let rows: [OverlayRows.Row]
     /// Where each row is in `rows`, by primary key (``OverlayRows/keyText(_:)``).
     let positions: [String: Int]
+    /// The same number for two answers of one read whose ``positions`` are the same because one
+    /// took the other's (made with `sameKeysAndOrderAs:`, or by ``init(rewriting:body:rows:)``):
+    /// `TableReach` then compares no keys.
+    let positionsID: UInt64
     /// The reasons met reading the cached answer.
     let reasons: [InexactReason]
     let hasCache: Bool
@@ -78,7 +86,19 @@ final class OverlayCachedAnswer: Sendable {
     enum OrderKind { case number, boolean, string }
 
     /// The kind of JSON value the server answers a column with.
-    enum ServerKind { case number, boolean, string }
+    enum ServerKind {
+        case number, boolean, string
+
+        /// The kind of `value`; `nil` for `null`, an array or an object, which tell none.
+        init?(_ value: JSONValue) {
+            switch value {
+            case .number: self = .number
+            case .bool: self = .boolean
+            case .string: self = .string
+            case .null, .array, .object: return nil
+            }
+        }
+    }
 
     /// A row of an answer's body as the overlay wrote it: its values in the order written, and
     /// where its text lies in the body.
@@ -127,6 +147,7 @@ final class OverlayCachedAnswer: Sendable {
         loader.learnKinds(from: declared)
         var settled: OverlayAnswer?
         var hasCache = false
+        var positionsFrom: UInt64?  // the positionsID of the answer whose positions these are
         for reason in query.unsupported { loader.note(reason) }
         if let tableColumns = table.columns.map(Set.init) {
             // A name that is no column of the table: a computed column (a function of the row).
@@ -144,7 +165,7 @@ final class OverlayCachedAnswer: Sendable {
                 row.cachedRange = written.range
                 if previous == nil { loader.add(row) } else { loader.append(row) }
             }
-            if let previous { loader.positions = previous.positions }
+            if let previous { (loader.positions, positionsFrom) = (previous.positions, previous.positionsID) }
             hasCache = true
         } else if let cachedBody {
             if let elements = try? JSONParser.elements(of: cachedBody) {
@@ -207,8 +228,37 @@ final class OverlayCachedAnswer: Sendable {
             holdsEvery || (hasCache && (query.offset ?? 0) == 0 && query.limit.map { cachedCount < $0 } != false)
         rows = loader.rows
         positions = loader.positions
+        positionsID = positionsFrom ?? Self.newPositionsID()
         reasons = loader.reasons
         serverKinds = loader.serverKinds
+    }
+
+    /// `previous` over `body`, whose `rows` are previous's at the same places with the same
+    /// keys, the same values in the order's and the filters' columns and the same kind of value
+    /// in each column (``answerInPlace(writes:pageRows:)`` rewrote some in place): what the
+    /// initializer above makes of those rows, with nothing worked out again.
+    init(rewriting previous: OverlayCachedAnswer, body: String, rows: [OverlayRows.Row]) {
+        assert(
+            previous.settled == nil && previous.hasCache && previous.relatedAreEmpty
+                && rows.count == previous.rows.count)
+        (query, table, comparison, api, readTable) =
+            (previous.query, previous.table, previous.comparison, previous.api, previous.readTable)
+        (defaults, sameInEveryRow) = (previous.defaults, previous.sameInEveryRow)
+        (orderColumns, filterColumns, orderIsNotText) =
+            (previous.orderColumns, previous.filterColumns, previous.orderIsNotText)
+        (mergesMovedRows, countsRows) = (previous.mergesMovedRows, previous.countsRows)
+        (cachedBody, relatedBytes, settled, relatedAreEmpty, answersFromRelated) = (body, 0, nil, true, false)
+        self.rows = rows
+        (positions, positionsID, reasons) = (previous.positions, previous.positionsID, previous.reasons)
+        (hasCache, cachedCount, pageEdge, cachedColumns) = (true, rows.count, rows.last, rows.first?.values.keys)
+        (holdsEveryRow, holdsEveryMatchingRow) = (previous.holdsEveryRow, previous.holdsEveryMatchingRow)
+        (cachedRowsFollowOrder, orderKinds) = (previous.cachedRowsFollowOrder, previous.orderKinds)
+        serverKinds = previous.serverKinds
+    }
+
+    /// A number no other ``positionsID`` has.
+    private static func newPositionsID() -> UInt64 {
+        positionsIDs.add(1, ordering: .relaxed).newValue
     }
 
     /// The answer with `writes` (oldest first) applied, evaluated afresh; a change whose row is
@@ -233,6 +283,21 @@ final class OverlayCachedAnswer: Sendable {
     /// it, and the next page finds the body it wrote parsed.
     func answerAndParse(
         writes: [OverlayWrite], pageRows: TableReach.PageRows = [:]
+    ) -> (answer: OverlayAnswer, parse: OverlayCachedAnswer?) {
+        if let settled { return (settled, nil) }
+        if let inPlace = answerInPlace(writes: writes, pageRows: pageRows) {
+            // Every debug build (the tests) holds the shortcut to the evaluation it stands for.
+            assert(
+                Self.same(inPlace, evaluatedAnswerAndParse(writes: writes, pageRows: pageRows)),
+                "the rows rewritten in place differ from the evaluation's")
+            return inPlace
+        }
+        return evaluatedAnswerAndParse(writes: writes, pageRows: pageRows)
+    }
+
+    /// ``answerAndParse(writes:pageRows:)`` by evaluating the read over the rows the writes leave.
+    func evaluatedAnswerAndParse(
+        writes: [OverlayWrite], pageRows: TableReach.PageRows
     ) -> (answer: OverlayAnswer, parse: OverlayCachedAnswer?) {
         if let settled { return (settled, nil) }
         let written = rows(after: writes, pageRows: pageRows)
@@ -295,12 +360,7 @@ final class OverlayCachedAnswer: Sendable {
             guard values.keys != columnsWithKinds else { return }
             defer { if values.keys.allSatisfy({ serverKinds[$0] != nil }) { columnsWithKinds = values.keys } }
             for column in values.keys where serverKinds[column] == nil {
-                switch values[column] {
-                case .number?: serverKinds[column] = .number
-                case .bool?: serverKinds[column] = .boolean
-                case .string?: serverKinds[column] = .string
-                default: break
-                }
+                if let kind = values[column].flatMap(ServerKind.init) { serverKinds[column] = kind }
             }
         }
 

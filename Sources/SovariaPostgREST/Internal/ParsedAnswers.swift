@@ -64,11 +64,18 @@ final class ParsedAnswers: Sendable {
         return parsed
     }
 
-    /// Keeps `parsed` as the answer to `read` parsed from its body (``OverlayCachedAnswer/cachedBody``),
-    /// replacing what `read` had: a body a change feed's page wrote, parsed from the rows it
-    /// wrote.
-    func keep(_ parsed: OverlayCachedAnswer, for read: DataRequest) {
-        keep(parsed, as: ReadKey(read))
+    /// What `step` makes of the answer to `read` parsed from `body` (the kept one when it was
+    /// parsed from the same bytes, else `parse()`'s), keeping the parse `step` gives, if any, as
+    /// the answer to `read` in its place: a change feed's page, which rewrites the body. One
+    /// lookup of the read for both.
+    func rewrite<Result>(
+        _ read: DataRequest, body: String, parse: () -> OverlayCachedAnswer,
+        _ step: (OverlayCachedAnswer) -> (Result, OverlayCachedAnswer?)
+    ) -> Result {
+        let key = ReadKey(read)
+        let (result, rewritten) = step(kept(key, body: body) ?? parse())
+        if let rewritten { keep(rewritten, as: key) }
+        return result
     }
 
     /// Keeps `parsed` under `key`, unless its body is past a quarter of ``byteLimit`` (one answer

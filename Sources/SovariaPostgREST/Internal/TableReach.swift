@@ -54,7 +54,7 @@ struct TableReach {
     private var everyChange: Set<Int> = []
     /// The body bytes of the entries kept.
     private(set) var bytes = 0
-    /// For each handle, the last change that found it (``slots(alteredBy:row:)`` drops repeats).
+    /// For each handle, the last change that found it (``slots(alteredBy:row:into:)`` drops repeats).
     private var lastFound: [UInt64] = []
     private var changesMet: UInt64 = 0
 
@@ -105,17 +105,22 @@ struct TableReach {
     /// Keeps `entry` as `id`'s, replacing what it had.
     mutating func set(_ id: String, _ entry: Entry) {
         if let handle = handles[AnswerID(id)], let old = kept[handle], let was = old.parsed, let parsed = entry.parsed,
-            was.table.primaryKey == parsed.table.primaryKey, was.query.filters == parsed.query.filters,
-            was.comparison.nonTextColumns == parsed.comparison.nonTextColumns
+            // One answer's positions taken by the other: the same read's, under the same rules.
+            was.positionsID == parsed.positionsID
+                || (was.table.primaryKey == parsed.table.primaryKey && was.query.filters == parsed.query.filters
+                    && was.comparison.nonTextColumns == parsed.comparison.nonTextColumns)
         {
-            // A new version of the same read: its filter stays indexed; only the rows it holds move.
+            // A new version of the same read: its filter stays indexed; only the rows it holds move
+            // (none, where the positions are one answer's).
             let primaryKey = parsed.table.primaryKey
-            for key in was.positions.keys where parsed.positions[key] == nil {
-                holders[primaryKey]?[key]?.remove(handle)
-                if holders[primaryKey]?[key]?.isEmpty == true { holders[primaryKey]?[key] = nil }
-            }
-            for key in parsed.positions.keys where was.positions[key] == nil {
-                holders[primaryKey, default: [:]][key, default: []].insert(handle)
+            if was.positionsID != parsed.positionsID {
+                for key in was.positions.keys where parsed.positions[key] == nil {
+                    holders[primaryKey]?[key]?.remove(handle)
+                    if holders[primaryKey]?[key]?.isEmpty == true { holders[primaryKey]?[key] = nil }
+                }
+                for key in parsed.positions.keys where was.positions[key] == nil {
+                    holders[primaryKey, default: [:]][key, default: []].insert(handle)
+                }
             }
             kept[handle] = entry
             bytes += entry.bytes - old.bytes
@@ -163,17 +168,18 @@ struct TableReach {
     }
 
     /// The slots (``Entry/slot``) of the answers `change` can alter, among those kept, each
-    /// once: every-change answers, holders of its key, and answers it does not hold whose read
-    /// its new row may match (`row`, parsed once by the caller; `nil` for a delete or a row that
-    /// cannot be read).
-    mutating func slots(alteredBy change: RowChange, row: JSONObject?) -> [Int] {
+    /// once, into `altered` (emptied first: one array serves a page): every-change answers,
+    /// holders of its key, and answers it does not hold whose read its new row may match (`row`,
+    /// parsed once by the caller; `nil` for a delete or a row that cannot be read).
+    mutating func slots(alteredBy change: RowChange, row: JSONObject?, into altered: inout [Int]) {
         changesMet += 1
         let stamp = changesMet
-        var altered: [Int] = []  // handles
+        altered.removeAll(keepingCapacity: true)
+        let kept = kept
         func add(_ handle: Int) {
             guard lastFound[handle] != stamp else { return }
             lastFound[handle] = stamp
-            altered.append(handle)
+            if let slot = kept[handle]?.slot { altered.append(slot) }
         }
         everyChange.forEach(add)
         if let row {
@@ -199,7 +205,6 @@ struct TableReach {
                 for key in Self.keyTexts(of: change.key) { byKey[key]?.forEach(add) }
             }
         }
-        return altered.compactMap { kept[$0]?.slot }
     }
 
     /// An answer's id, hashed and compared by its UTF-8 bytes.

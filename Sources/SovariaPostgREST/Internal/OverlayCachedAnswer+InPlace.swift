@@ -1,0 +1,215 @@
+import SovariaQueue
+import SovariaSync
+
+// MARK: - Changes that rewrite rows in place
+
+extension OverlayCachedAnswer {
+    /// The answer and its parse after `writes`, when every one is a change the feed brought that
+    /// rewrites a row this answer holds in place: an upsert of a held row (by key) that leaves its
+    /// key and the read's order columns as they were, whose row the read's filters surely keep,
+    /// whose strings the server keeps as strings, and whose values shown are of the kinds the
+    /// answer's parse learned. Each such row is written again from its new values, every other
+    /// row is its cached text, and no row is sorted or paged: what
+    /// ``evaluatedAnswerAndParse(writes:pageRows:)`` gives for such a page, without the
+    /// evaluation. `nil` for any other page (the evaluation answers it): a delete, an insert, a
+    /// key or order column changed, a row the filters may no longer keep, a string the server may
+    /// read as a number or a boolean, a shown value of a kind the parse did not learn of its
+    /// column (or `null` for one that told a kind), a `select` with aliases, a page (`limit`,
+    /// `offset`), a count, related answers, a reason met reading the answer.
+    ///
+    /// - Complexity: O(columns) per change and O(columns) per row rewritten, then one copy of the
+    ///   body's bytes.
+    func answerInPlace(
+        writes: [OverlayWrite], pageRows: TableReach.PageRows
+    ) -> (answer: OverlayAnswer, parse: OverlayCachedAnswer?)? {
+        guard settled == nil, hasCache, relatedAreEmpty, !answersFromRelated, reasons.isEmpty, !countsRows,
+            query.limit == nil, (query.offset ?? 0) == 0, query.selectItems == nil, let cachedBody,
+            rows.count == cachedCount, let cachedColumns, cachedColumns.contains(table.primaryKey)
+        else { return nil }
+        // The columns shown, each once (as `OverlayReadEvaluation.project(_:)` takes them; an
+        // object's keys are).
+        var columns = cachedColumns
+        if let selected = query.columns {
+            columns = []
+            for column in selected where !columns.contains(column) { columns.append(column) }
+        }
+        // Columns a change's string surely stays a string in, learned once for the answer's rows
+        // (compared as a row's few columns are, not hashed per change).
+        var textColumns: [String] = []
+        // The rows the changes rewrote, by index, with their new values; whether a change met a
+        // row held (its echo too: the evaluation then writes the body again).
+        var rewritten = [JSONObject?](repeating: nil, count: rows.count)
+        var metRow = false
+        for write in writes {
+            guard case .change(let change) = write.effect, !write.isPending else { return nil }
+            // Another table's change leaves this answer as it is (`OverlayRows` skips it too).
+            guard api.tableOfChange(change.table) == readTable else { continue }
+            guard case .upsert(let text) = change.operation else { return nil }
+            var changed = pageRows[change.position].flatMap { $0.text.hasSameUTF8Bytes(as: text) ? $0.row : nil }
+            if changed == nil, case .object(let object)? = try? JSONParser.parse(text) { changed = object }
+            // A held row whose text is the cached body's and whose columns are the ones shown.
+            guard let changed, let key = changed[table.primaryKey], let index = positions[OverlayRows.keyText(key)],
+                rows[index].cachedRange != nil, rows[index].values.keys == columns
+            else { return nil }
+            metRow = true
+            var values = rewritten[index] ?? rows[index].values
+            var isRewritten = rewritten[index] != nil
+            for (column, value) in changed.members {
+                if case .string = value, !textColumns.contains(column) {
+                    guard !mayReadAsAnotherKind(value, in: column) else { return nil }
+                    if serverKinds[column] == .string || table.nonTextColumns.contains(column) {
+                        textColumns.append(column)
+                    }
+                }
+                // The server's own value, byte for byte, is no change (as `OverlayRows.merge`).
+                let held = values[column]
+                if let held, held.isIdentical(to: value) { continue }
+                // (A filter's column may change: the row stays where the read's filters keep it,
+                // checked below, as the evaluation checks it.)
+                guard column != table.primaryKey, !orderColumns.contains(column),
+                    !columns.contains(column) || keepsKinds(column, held, value)
+                else { return nil }
+                values[column] = value
+                isRewritten = true
+            }
+            if isRewritten { rewritten[index] = values }
+        }
+        guard metRow else { return (OverlayAnswer(body: cachedBody), nil) }
+        // A rewritten row stays only where the read's filters surely keep it.
+        for (index, values) in rewritten.enumerated() {
+            guard let values else { continue }
+            guard readTruth(on: OverlayRows.Row(values: values, cachedIndex: index, ordinal: index)) == .yes else {
+                return nil
+            }
+        }
+        guard let (body, written) = bodyInPlace(cachedBody, rewritten: rewritten, columns: columns) else { return nil }
+        let answer = OverlayAnswer(body: body)
+        guard !body.hasSameUTF8Bytes(as: cachedBody) else { return (answer, nil) }
+        return (answer, OverlayCachedAnswer(rewriting: self, body: body, rows: written))
+    }
+
+    /// Whether the kinds a parse learns of the rows' values (``serverKinds``: each column's first
+    /// value that tells one) stay the same when `column`'s value `held` becomes `value`: it is
+    /// of the kind learned, or it tells none where `held` told none either.
+    private func keepsKinds(_ column: String, _ held: JSONValue?, _ value: JSONValue) -> Bool {
+        guard let kind = ServerKind(value) else { return held.flatMap(ServerKind.init) == nil }
+        return kind == serverKinds[column]
+    }
+
+    /// Whether the server may store `value`, a change's value of `column`, as another kind:
+    /// a string in a column of numbers or booleans, or one that reads as either in a column no
+    /// row shows (what `OverlayRows.typed(_:)` reads as that kind, or leaves unsure).
+    private func mayReadAsAnotherKind(_ value: JSONValue, in column: String) -> Bool {
+        guard case .string(let text) = value, !table.nonTextColumns.contains(column) else { return false }
+        switch serverKinds[column] {
+        case .string?: return false
+        case nil: return PostgRESTComparison.decimal(text) != nil || PostgRESTComparison.boolean(text) != nil
+        case .number?, .boolean?: return true
+        }
+    }
+
+    /// The body with the `rewritten` rows (by index) written from their values and every other
+    /// row copied from `cachedBody`, and its rows as written (each a parse's row: its values,
+    /// where its text lies); written as ``OverlayReadEvaluation/project(_:)`` writes them. `nil`
+    /// where a rewritten row lacks a column shown (that evaluation notes it), or a cached row's
+    /// columns are not the ones shown.
+    private func bodyInPlace(
+        _ cachedBody: String, rewritten: [JSONObject?], columns: [String]
+    ) -> (body: String, rows: [OverlayRows.Row])? {
+        var out: [UInt8] = []
+        out.reserveCapacity(cachedBody.utf8.count + 128)
+        var written: [OverlayRows.Row] = []
+        written.reserveCapacity(rows.count)
+        let complete = cachedBody.withUTF8Bytes { cached -> Bool in
+            out.append(UInt8(ascii: "["))
+            for index in rows.indices {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                let start = out.count
+                guard let values = rewritten[index] else {
+                    guard let range = rows[index].cachedRange, rows[index].values.keys == columns else { return false }
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: cached[range]))
+                    written.append(Self.row(rows[index].values, at: index, range: start..<out.count))
+                    continue
+                }
+                out.append(UInt8(ascii: "{"))
+                if Self.areNamed(values, columns) {
+                    // Its members are the columns, in their order: each written as it comes.
+                    for (number, (column, value)) in values.members.enumerated() {
+                        if number > 0 { out.append(UInt8(ascii: ",")) }
+                        Self.write(column, value, to: &out)
+                    }
+                    out.append(UInt8(ascii: "}"))
+                    written.append(Self.row(values, at: index, range: start..<out.count))
+                    continue
+                }
+                var shown = JSONObject(reservingCapacity: columns.count)
+                for (number, column) in columns.enumerated() {
+                    guard let value = values[column] else { return false }
+                    if number > 0 { out.append(UInt8(ascii: ",")) }
+                    Self.write(column, value, to: &out)
+                    shown[column] = value
+                }
+                out.append(UInt8(ascii: "}"))
+                written.append(Self.row(shown, at: index, range: start..<out.count))
+            }
+            out.append(UInt8(ascii: "]"))
+            return true
+        }
+        guard complete else { return nil }
+        return (String(decoding: out, as: UTF8.self), written)
+    }
+
+    /// Whether `values`'s keys are `columns`, byte for byte and in order (`project(_:)`'s
+    /// test): at once when the two are one array, as the rows of one parse share theirs.
+    private static func areNamed(_ values: JSONObject, _ columns: [String]) -> Bool {
+        let keys = values.keys
+        guard keys.count == columns.count else { return false }
+        let shared = keys.withUnsafeBufferPointer { keys in
+            columns.withUnsafeBufferPointer { $0.baseAddress == keys.baseAddress }
+        }
+        return shared || zip(keys, columns).allSatisfy { $0.hasSameUTF8Bytes(as: $1) }
+    }
+
+    /// Appends `"column":value`.
+    private static func write(_ column: String, _ value: JSONValue, to out: inout [UInt8]) {
+        JSONValue.writeString(column, to: &out)
+        out.append(UInt8(ascii: ":"))
+        value.write(to: &out)
+    }
+
+    /// A parse's row at `index`, whose text lies at `range` in its body.
+    private static func row(_ values: JSONObject, at index: Int, range: Range<Int>) -> OverlayRows.Row {
+        var row = OverlayRows.Row(values: values, cachedIndex: index, ordinal: index)
+        row.cachedRange = range
+        return row
+    }
+}
+
+extension OverlayCachedAnswer {
+    /// Whether two answers, and the parses kept of them, are the same: bodies byte for byte, and
+    /// the rows each parse holds (values, where their text lies, their places by key).
+    static func same(
+        _ one: (answer: OverlayAnswer, parse: OverlayCachedAnswer?),
+        _ other: (answer: OverlayAnswer, parse: OverlayCachedAnswer?)
+    ) -> Bool {
+        guard one.answer == other.answer,
+            one.answer.body?.utf8.elementsEqual(other.answer.body?.utf8 ?? "".utf8) ?? (other.answer.body == nil)
+        else { return false }
+        switch (one.parse, other.parse) {
+        case (nil, nil): return true
+        case (let a?, let b?):
+            return a.cachedBody?.hasSameUTF8Bytes(as: b.cachedBody ?? "") == true && a.positions == b.positions
+                && a.rows.count == b.rows.count
+                && zip(a.rows, b.rows).allSatisfy { row, other in
+                    row.cachedRange == other.cachedRange && row.cachedIndex == other.cachedIndex
+                        && JSONValue.object(row.values).isIdentical(to: .object(other.values))
+                }
+                && a.positionsID == b.positionsID && a.cachedColumns == b.cachedColumns
+                && a.cachedRowsFollowOrder == b.cachedRowsFollowOrder && a.orderKinds == b.orderKinds
+                && a.serverKinds == b.serverKinds && a.reasons == b.reasons && a.holdsEveryRow == b.holdsEveryRow
+                && a.holdsEveryMatchingRow == b.holdsEveryMatchingRow && a.cachedCount == b.cachedCount
+                && a.pageEdge?.cachedRange == b.pageEdge?.cachedRange
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+import SovariaQueue
+import SovariaSync
+import SovariaTestKit
+import Testing
+
+@testable import SovariaPostgREST
+
+/// A change feed's page rewrites the rows an answer holds in place where it can (issue 62): the
+/// answer and the parse kept of it are the ones the evaluation gives, byte for byte, and every
+/// page it cannot answer that way goes to the evaluation.
+@Suite struct AnswerInPlaceTests {
+    static let table = PostgRESTOverlay.Table(primaryKey: "id", columns: ["id", "name", "qty", "note"])
+
+    /// The read `query` of `items` over `body`, parsed as a page finds it.
+    static func cached(_ query: String, _ body: String, headers: [String: String] = [:]) -> OverlayCachedAnswer {
+        let overlay = PostgRESTOverlay(tables: ["items": table], textOrder: .bytes)
+        let read = DataRequest(method: "GET", path: "/rest/v1/items?" + query, headers: headers)
+        return overlay.cachedAnswer(of: read, cachedBody: body, related: [])
+    }
+
+    /// Upserts of `rows` (JSON objects) as a page's changes.
+    static func changes(_ rows: String...) -> [OverlayWrite] {
+        rows.enumerated().map { index, row in
+            OverlayWrite(
+                change: RowChange(position: Int64(index + 1), table: "items", key: "?", operation: .upsert(row: row)))
+        }
+    }
+
+    static let body = #"[{"id":"a","name":"x","qty":1,"note":null},{"id":"b","name":"y","qty":1,"note":"n"}]"#
+
+    @Test func aChangeOfAColumnNoFilterOrOrderNamesIsWrittenInPlace() throws {
+        let cached = Self.cached("qty=eq.1&order=id", Self.body)
+        let writes = Self.changes(
+            #"{"id":"b","name":"y2","qty":1,"note":"n"}"#, #"{"id":"a","name":"x","qty":1,"note":"m"}"#)
+        let inPlace = try #require(cached.answerInPlace(writes: writes, pageRows: [:]))
+        #expect(
+            inPlace.answer.body
+                == #"[{"id":"a","name":"x","qty":1,"note":"m"},{"id":"b","name":"y2","qty":1,"note":"n"}]"#)
+        #expect(inPlace.answer.isExact && inPlace.parse != nil)
+        #expect(OverlayCachedAnswer.same(inPlace, cached.evaluatedAnswerAndParse(writes: writes, pageRows: [:])))
+        // The next page starts from the kept parse: its rows where the body holds them.
+        let parse = try #require(inPlace.parse)
+        let body = try #require(inPlace.answer.body)
+        for row in parse.rows {
+            let text = Array(body.utf8)[try #require(row.cachedRange)]
+            #expect(try JSONParser.parse(String(decoding: text, as: UTF8.self)) == .object(row.values))
+        }
+    }
+
+    @Test func aFilterColumnChangedWhereTheFiltersStillKeepTheRowIsWrittenInPlace() throws {
+        let cached = Self.cached("qty=in.(1,2)&order=id", Self.body)
+        let writes = Self.changes(#"{"id":"a","name":"x","qty":2,"note":null}"#)
+        let inPlace = try #require(cached.answerInPlace(writes: writes, pageRows: [:]))
+        #expect(
+            inPlace.answer.body
+                == #"[{"id":"a","name":"x","qty":2,"note":null},{"id":"b","name":"y","qty":1,"note":"n"}]"#)
+        #expect(OverlayCachedAnswer.same(inPlace, cached.evaluatedAnswerAndParse(writes: writes, pageRows: [:])))
+    }
+
+    @Test func anEchoOfTheRowsHeldWritesTheBodyAsTheEvaluationDoes() throws {
+        // A body as PostgreSQL's json_agg writes it, with space between the rows.
+        let spaced = #"[{"id":"a","name":"x","qty":1,"note":null}, {"id":"b","name":"y","qty":1,"note":"n"}]"#
+        let cached = Self.cached("qty=eq.1", spaced)
+        let writes = Self.changes(#"{"id":"a","name":"x","qty":1,"note":null}"#)
+        let inPlace = try #require(cached.answerInPlace(writes: writes, pageRows: [:]))
+        #expect(OverlayCachedAnswer.same(inPlace, cached.evaluatedAnswerAndParse(writes: writes, pageRows: [:])))
+        // A change of another table leaves the body as it came.
+        let elsewhere = [
+            OverlayWrite(change: RowChange(position: 1, table: "other", key: "a", operation: .upsert(row: "{}")))
+        ]
+        let untouched = try #require(cached.answerInPlace(writes: elsewhere, pageRows: [:]))
+        #expect(untouched.answer.body.map { Array($0.utf8) } == Array(spaced.utf8) && untouched.parse == nil)
+    }
+
+    /// Each page the rows cannot be rewritten in place for: the evaluation answers it.
+    @Test(arguments: [
+        ("qty=eq.1", #"{"id":"c","name":"z","qty":1,"note":null}"#, "a row not held"),
+        ("qty=eq.1", #"{"id":"a","name":"x","qty":2,"note":null}"#, "a row the filters no longer keep"),
+        ("name=ilike.caf*", #"{"id":"a","name":"caf\u00c9","qty":1,"note":null}"#, "a row the filters may not keep"),
+        ("qty=eq.1&order=name", #"{"id":"a","name":"w","qty":1,"note":null}"#, "an order's column"),
+        ("qty=eq.1", #"{"id":"a","name":"x","qty":"1","note":null}"#, "a string in a column of numbers"),
+        ("qty=eq.1", #"{"id":"a","name":"x","qty":1,"note":7}"#, "a shown value of another kind"),
+        ("qty=eq.1&limit=5", #"{"id":"a","name":"x2","qty":1,"note":null}"#, "a page with a limit"),
+        ("qty=eq.1&offset=1", #"{"id":"a","name":"x2","qty":1,"note":null}"#, "a page past an offset"),
+        ("select=id,label:name&qty=eq.1", #"{"id":"a","name":"x2","qty":1,"note":null}"#, "an alias"),
+        ("qty=eq.1", "[1]", "a row that is not an object"),
+    ])
+    func aPageItCannotRewriteInPlaceIsEvaluated(query: String, row: String, why: String) throws {
+        let cached = Self.cached(query, Self.body)
+        let writes = Self.changes(row)
+        #expect(cached.answerInPlace(writes: writes, pageRows: [:]) == nil, "\(why)")
+        let (answer, _) = cached.answerAndParse(writes: writes)
+        #expect(answer == cached.evaluatedAnswerAndParse(writes: writes, pageRows: [:]).answer, "\(why)")
+    }
+
+    /// A key spelled another way (`1.0` for `1`) finds its row, and changes the row's key text:
+    /// the evaluation writes it, and keeps none of the old parse's places.
+    @Test func aKeySpelledAnotherWayIsEvaluated() throws {
+        let cached = Self.cached("qty=eq.1", #"[{"id":1,"name":"x","qty":1,"note":null}]"#)
+        let writes = Self.changes(#"{"id":1.0,"name":"x2","qty":1,"note":null}"#)
+        #expect(cached.answerInPlace(writes: writes, pageRows: [:]) == nil)
+        let (answer, _) = cached.answerAndParse(writes: writes)
+        #expect(answer.body == #"[{"id":1.0,"name":"x2","qty":1,"note":null}]"#)
+    }
+
+    @Test func aDeleteOrACountedReadIsEvaluated() {
+        let delete = [OverlayWrite(change: RowChange(position: 1, table: "items", key: "a", operation: .delete))]
+        #expect(Self.cached("qty=eq.1", Self.body).answerInPlace(writes: delete, pageRows: [:]) == nil)
+        let counted = Self.cached("qty=eq.1", Self.body, headers: ["Prefer": "count=exact"])
+        let writes = Self.changes(#"{"id":"a","name":"x2","qty":1,"note":null}"#)
+        #expect(counted.answerInPlace(writes: writes, pageRows: [:]) == nil)
+    }
+
+    /// On generated answers and pages, every answer written in place is the evaluation's, and
+    /// so is the parse kept of it; each seed writes some in place (about a quarter of its pages:
+    /// half change whole rows, and most reads filter or order by `name`).
+    @Test(arguments: Array(1...12) as [UInt64])
+    func everyAnswerWrittenInPlaceIsTheEvaluations(seed: UInt64) throws {
+        var random = SplitMix(seed: seed)
+        let numbered = seed % 2 == 1
+        let reads = RewrittenParseTests.reads + ["select=id,tags&order=id", "qty=in.(1,2,10)&select=tags,id,name"]
+        var (inPlace, asked) = (0, 0)
+        for (number, query) in reads.enumerated() {
+            let overlay = PostgRESTOverlay(tables: ["items": RewrittenParseTests.table], textOrder: .bytes)
+            let read = DataRequest(method: "GET", path: "/rest/v1/items?" + query)
+            var server: RewrittenParseTests.ServerRows = [:]
+            let seeds = (0..<Int.random(in: 1...10, using: &random)).map { key in
+                RewrittenParseTests.renew(key, in: &server, using: &random)
+                let row = RewrittenParseTests.row(key, server, numbered: numbered, using: &random)
+                return OverlayWrite(
+                    id: "s\(key)", request: PostgREST.insert(into: "items", json: row), isPending: false)
+            }
+            var body = overlay.answer(read, cachedBody: nil, writes: seeds).body ?? "[]"
+            for page in 0..<8 {
+                let writes =
+                    Bool.random(using: &random)
+                    ? Self.kindKeepingPage(number * 10 + page, of: &server, numbered: numbered, using: &random)
+                    : RewrittenParseTests.page(number * 10 + page, of: &server, numbered: numbered, using: &random)
+                let cached = overlay.cachedAnswer(of: read, cachedBody: body, related: [])
+                let evaluated = cached.evaluatedAnswerAndParse(writes: writes, pageRows: [:])
+                asked += 1
+                if let rewritten = cached.answerInPlace(writes: writes, pageRows: [:]) {
+                    inPlace += 1
+                    #expect(
+                        OverlayCachedAnswer.same(rewritten, evaluated),
+                        "seed \(seed), \(query), page \(page)\n\(body)\n\(rewritten.answer.body ?? "")")
+                }
+                guard evaluated.answer.isExact, let next = evaluated.answer.body else { break }
+                body = next
+            }
+        }
+        #expect(inPlace >= 5, "\(inPlace) of \(asked) pages written in place")
+    }
+
+    /// A page of changes to `name` or `tags` of rows the server holds, mostly to a value of the
+    /// kind the column held (a string for a string, a number for a number; a string or `null`
+    /// for `null`).
+    static func kindKeepingPage(
+        _ number: Int, of rows: inout RewrittenParseTests.ServerRows, numbered: Bool, using random: inout SplitMix
+    ) -> [OverlayWrite] {
+        let keys = rows.keys.sorted()
+        guard !keys.isEmpty else { return [] }
+        return (0..<Int.random(in: 1...6, using: &random)).map { index in
+            let key = keys.randomElement(using: &random)!
+            let column = Bool.random(using: &random) ? "name" : "tags"
+            let held = rows[key]?[column] ?? "null"
+            let value: String
+            switch held.first {
+            case "\"", nil,
+                "n" where Bool.random(using: &random):
+                value = RewrittenParseTests.value(of: "name", using: &random)
+            case "[": value = #"["u",\#(index)]"#
+            case "n": value = "null"
+            default: value = RewrittenParseTests.numbers.randomElement(using: &random)!
+            }
+            rows[key]?[column] = value
+            let row = RewrittenParseTests.row(key, rows, numbered: numbered, using: &random)
+            return OverlayWrite(
+                change: RowChange(
+                    position: Int64(number * 100 + index), table: "items",
+                    key: RewrittenParseTests.keyText(key, numbered), operation: .upsert(row: row)))
+        }
+    }
+
+    /// Rows parsed one after another share their array of keys where their keys are the same,
+    /// in the same order; an object among a row's values, or a row with other keys, keeps its own.
+    @Test func rowsParsedInTurnShareTheirKeysOnlyWhereTheyAreTheSame() throws {
+        var keys: [String] = []
+        let texts = [
+            #"{"a":1,"b":{"x":1,"y":2}}"#, #"{"a":2,"b":{"x":3}}"#, #"{"a":3}"#, #"{"b":4,"a":5}"#,
+            #"{"a":6,"a":7,"b":8}"#, #"{"a":9,"b":10,"c":11}"#,
+        ]
+        var parsed: [JSONObject] = []
+        for text in texts {
+            guard case .object(let object) = try JSONParser.parse(text, sharingKeys: &keys) else {
+                Issue.record("\(text) is not an object")
+                return
+            }
+            // The same as a parse on its own.
+            #expect(JSONValue.object(object).isIdentical(to: try JSONParser.parse(text)), "\(text)")
+            parsed.append(object)
+        }
+        #expect(parsed.map(\.keys) == [["a", "b"], ["a", "b"], ["a"], ["b", "a"], ["a", "b"], ["a", "b", "c"]])
+        #expect(parsed[4]["a"] == .number("7"))
+        #expect(parsed[1]["b"] == .object(try #require(JSONParser.parse(#"{"x":3}"#).objectValue)))
+    }
+}
+
+extension JSONValue {
+    /// The object this value is, if it is one.
+    fileprivate var objectValue: JSONObject? {
+        if case .object(let object) = self { object } else { nil }
+    }
+}
