@@ -36,6 +36,24 @@ import Testing
         #expect(text.hasPrefix("c1 ") && CacheRecord.decode(text) == response)
     }
 
+    /// The stored form, byte for byte: records written by earlier builds are read by later
+    /// ones, and the other way round.
+    @Test func theStoredFormIsTheDocumentedOne() {
+        let millis = Int64(Self.time.timeIntervalSince1970 * 1_000)
+        let plain = CachedResponse(
+            query: "GET /x", body: "[1]", serverTime: Self.time, fetchedAt: Self.time, etag: "\"e\"", isStale: true,
+            position: 7)
+        #expect(CacheRecord.encode(plain) == "c1 \(millis) \(millis) 1 3 6 7\n\"e\"GET /x[1]")
+        let unpositioned = CachedResponse(query: "GET /x", body: "[]", serverTime: Self.time, fetchedAt: Self.time)
+        #expect(CacheRecord.encode(unpositioned) == "c1 \(millis) \(millis) 0 - 6\nGET /x[]")
+        let withHeaders = CachedResponse(
+            query: "GET /x", body: "[]", serverTime: Self.time, fetchedAt: Self.time,
+            headers: ["X-B": "2", "Content-Range": "0-0/1"])
+        #expect(
+            CacheRecord.encode(withHeaders)
+                == "c2 \(millis) \(millis) 0 - 6 - 28\nGET /xContent-Range: 0-0/1\nX-B: 2\n[]")
+    }
+
     @Test(arguments: [
         "c2 1 1 0 - 6 - 99\nGET /x[]", "c2 1 1 0 - 6 x 0\nGET /x[]", "c2 1 1 0 - 6 - 4\nGET /xnope[]",
         "c1 1 1 0 - 6 -\nGET /x[]",

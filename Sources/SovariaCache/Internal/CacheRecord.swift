@@ -10,33 +10,45 @@ import Foundation
 enum CacheRecord {
     static func encode(_ response: CachedResponse) -> String {
         let etag = response.etag ?? ""
-        let etagLength = response.etag == nil ? "-" : String(etag.utf8.count)
-        let times = "\(millis(response.serverTime)) \(millis(response.fetchedAt)) \(response.isStale ? 1 : 0)"
         // A name or value with a line break (no HTTP header has one) is not kept: it would read
         // back as another header.
         let kept = response.headers.filter { header in
             !(header.key + header.value).contains { $0.isNewline } && !header.key.contains(":")
         }
-        guard !kept.isEmpty else {
-            let position = response.position.map { " \($0)" } ?? ""
-            return joined(
-                "c1 \(times) \(etagLength) \(response.query.utf8.count)\(position)\n", etag, response.query,
-                response.body)
-        }
-        let headers = kept.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-            .map { "\($0.key): \($0.value)\n" }.joined()
-        let position = response.position.map { String($0) } ?? "-"
-        return joined(
-            "c2 \(times) \(etagLength) \(response.query.utf8.count) \(position) \(headers.utf8.count)\n", etag,
-            response.query, headers, response.body)
-    }
-
-    /// `parts` back to back, copied once into a string of their size (`a + b + c` copies `a`
-    /// into each string it makes: a feed's page encodes a record per answer it rewrites).
-    private static func joined(_ parts: String...) -> String {
+        let headers =
+            kept.isEmpty
+            ? ""
+            : kept.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { "\($0.key): \($0.value)\n" }
+                .joined()
+        // Written once into a string of its size: a feed's page encodes a record per answer it
+        // rewrites (interpolating the header line and joining the parts cost it a copy each).
         var record = ""
-        record.reserveCapacity(parts.reduce(0) { $0 + $1.utf8.count })
-        for part in parts { record += part }
+        record.reserveCapacity(
+            64 + etag.utf8.count + response.query.utf8.count + headers.utf8.count + response.body.utf8.count)
+        record += kept.isEmpty ? "c1 " : "c2 "
+        record += String(millis(response.serverTime))
+        record += " "
+        record += String(millis(response.fetchedAt))
+        record += response.isStale ? " 1 " : " 0 "
+        record += response.etag == nil ? "-" : String(etag.utf8.count)
+        record += " "
+        record += String(response.query.utf8.count)
+        if kept.isEmpty {
+            if let position = response.position {
+                record += " "
+                record += String(position)
+            }
+        } else {
+            record += " "
+            record += response.position.map { String($0) } ?? "-"
+            record += " "
+            record += String(headers.utf8.count)
+        }
+        record += "\n"
+        record += etag
+        record += response.query
+        record += headers
+        record += response.body
         return record
     }
 

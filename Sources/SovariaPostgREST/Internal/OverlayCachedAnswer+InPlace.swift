@@ -40,10 +40,14 @@ extension OverlayCachedAnswer {
         // row held (its echo too: the evaluation then writes the body again).
         var rewritten = [JSONObject?](repeating: nil, count: rows.count)
         var metRow = false
+        var ours: (table: String, isOurs: Bool)?  // the last change's table, told once for a page's run
         for write in writes {
             guard case .change(let change) = write.effect, !write.isPending else { return nil }
             // Another table's change leaves this answer as it is (`OverlayRows` skips it too).
-            guard api.tableOfChange(change.table) == readTable else { continue }
+            if ours.map({ !$0.table.hasSameUTF8Bytes(as: change.table) }) ?? true {
+                ours = (change.table, api.tableOfChange(change.table) == readTable)
+            }
+            guard ours?.isOurs == true else { continue }
             guard case .upsert(let text) = change.operation else { return nil }
             var changed = pageRows[change.position].flatMap { $0.text.hasSameUTF8Bytes(as: text) ? $0.row : nil }
             if changed == nil, case .object(let object)? = try? JSONParser.parse(text) { changed = object }
@@ -116,17 +120,30 @@ extension OverlayCachedAnswer {
     private func bodyInPlace(
         _ cachedBody: String, rewritten: [JSONObject?], columns: [String]
     ) -> (body: String, rows: [OverlayRows.Row])? {
-        var out: [UInt8] = []
-        out.reserveCapacity(cachedBody.utf8.count + 128)
-        var written: [OverlayRows.Row] = []
-        written.reserveCapacity(rows.count)
-        let complete = cachedBody.withUTF8Bytes { cached -> Bool in
+        // Each column's name as written before its value (`"name":`), back to back, once.
+        var names: [UInt8] = []
+        var nameEnds: [Int] = []
+        nameEnds.reserveCapacity(columns.count)
+        for column in columns {
+            JSONValue.writeString(column, to: &names)
+            names.append(UInt8(ascii: ":"))
+            nameEnds.append(names.count)
+        }
+        // Everything written is the closure's own: a variable it captured and changed would be
+        // checked for exclusive access at every byte appended.
+        let made = cachedBody.withUTF8Bytes { cached -> (body: [UInt8], rows: [OverlayRows.Row])? in
+            var out: [UInt8] = []
+            out.reserveCapacity(cached.count + 128)
+            var written: [OverlayRows.Row] = []
+            written.reserveCapacity(rows.count)
             out.append(UInt8(ascii: "["))
             for index in rows.indices {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 let start = out.count
                 guard let values = rewritten[index] else {
-                    guard let range = rows[index].cachedRange, rows[index].values.keys == columns else { return false }
+                    guard let range = rows[index].cachedRange, rows[index].values.keys == columns else {
+                        return nil
+                    }
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: cached[range]))
                     written.append(Self.row(rows[index].values, at: index, range: start..<out.count))
                     continue
@@ -134,9 +151,8 @@ extension OverlayCachedAnswer {
                 out.append(UInt8(ascii: "{"))
                 if Self.areNamed(values, columns) {
                     // Its members are the columns, in their order: each written as it comes.
-                    for (number, (column, value)) in values.members.enumerated() {
-                        if number > 0 { out.append(UInt8(ascii: ",")) }
-                        Self.write(column, value, to: &out)
+                    for (number, (_, value)) in values.members.enumerated() {
+                        Self.write(value, named: number, from: names, ending: nameEnds, to: &out)
                     }
                     out.append(UInt8(ascii: "}"))
                     written.append(Self.row(values, at: index, range: start..<out.count))
@@ -144,19 +160,28 @@ extension OverlayCachedAnswer {
                 }
                 var shown = JSONObject(reservingCapacity: columns.count)
                 for (number, column) in columns.enumerated() {
-                    guard let value = values[column] else { return false }
-                    if number > 0 { out.append(UInt8(ascii: ",")) }
-                    Self.write(column, value, to: &out)
+                    guard let value = values[column] else { return nil }
+                    Self.write(value, named: number, from: names, ending: nameEnds, to: &out)
                     shown[column] = value
                 }
                 out.append(UInt8(ascii: "}"))
                 written.append(Self.row(shown, at: index, range: start..<out.count))
             }
             out.append(UInt8(ascii: "]"))
-            return true
+            return (body: out, rows: written)
         }
-        guard complete else { return nil }
-        return (String(decoding: out, as: UTF8.self), written)
+        guard let made else { return nil }
+        return (String(decoding: made.body, as: UTF8.self), made.rows)
+    }
+
+    /// Appends column `number`'s name (its bytes in `names`, which end at `ends`) and `value`,
+    /// after a comma but for the first.
+    private static func write(
+        _ value: JSONValue, named number: Int, from names: [UInt8], ending ends: [Int], to out: inout [UInt8]
+    ) {
+        if number > 0 { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: names[(number > 0 ? ends[number - 1] : 0)..<ends[number]])
+        value.write(to: &out)
     }
 
     /// Whether `values`'s keys are `columns`, byte for byte and in order (`project(_:)`'s
@@ -168,13 +193,6 @@ extension OverlayCachedAnswer {
             columns.withUnsafeBufferPointer { $0.baseAddress == keys.baseAddress }
         }
         return shared || zip(keys, columns).allSatisfy { $0.hasSameUTF8Bytes(as: $1) }
-    }
-
-    /// Appends `"column":value`.
-    private static func write(_ column: String, _ value: JSONValue, to out: inout [UInt8]) {
-        JSONValue.writeString(column, to: &out)
-        out.append(UInt8(ascii: ":"))
-        value.write(to: &out)
     }
 
     /// A parse's row at `index`, whose text lies at `range` in its body.

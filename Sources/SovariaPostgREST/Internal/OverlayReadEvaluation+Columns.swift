@@ -9,33 +9,36 @@ extension OverlayReadEvaluation {
     /// text in the cached body. Each row is kept in ``writtenRows`` as written, with its range.
     mutating func project(_ shown: [Int]) -> String {
         if let items = query.selectItems { return project(shown, items: items) }
-        var columns: [String]
+        var named: [String]
         if let selected = query.columns {
-            columns = selected
+            named = selected
         } else if let cachedColumns = cached.cachedColumns {
-            columns = cachedColumns
+            named = cachedColumns
         } else if let all = cached.table.columns {
-            columns = all
+            named = all
         } else {
             note(.columnsUnknown)
             var seen: [String] = []
             for index in shown { for key in rows[index].values.keys where !seen.contains(key) { seen.append(key) } }
-            columns = seen
+            named = seen
         }
         // A column named twice is shown once (a row's few columns: compared as the row's own
         // keys are, not hashed).
         var unique: [String] = []
-        unique.reserveCapacity(columns.count)
-        for column in columns where !unique.contains(column) { unique.append(column) }
-        columns = unique
-        var missing: [String] = []
-        var out: [UInt8] = []
+        unique.reserveCapacity(named.count)
+        for column in named where !unique.contains(column) { unique.append(column) }
+        let columns = unique
         let keepsRows = keepsWrittenRows
-        var written: [OverlayCachedAnswer.WrittenRow] = []
-        if keepsRows { written.reserveCapacity(shown.count) }
         let cachedText = cached.cachedBody ?? ""
-        out.reserveCapacity(cachedText.utf8.count + 128)
-        cachedText.withUTF8Bytes { cached in
+        let rows = rows
+        // Everything written is the closure's own: a variable it captured and changed would be
+        // checked for exclusive access at every byte appended.
+        let (out, written, missing) = cachedText.withUTF8Bytes { cached in
+            var missing: [String] = []
+            var out: [UInt8] = []
+            out.reserveCapacity(cached.count + 128)
+            var written: [OverlayCachedAnswer.WrittenRow] = []
+            if keepsRows { written.reserveCapacity(shown.count) }
             out.append(UInt8(ascii: "["))
             for (position, index) in shown.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
@@ -75,6 +78,7 @@ extension OverlayReadEvaluation {
                 if keepsRows { written.append(.init(values: values, range: start..<out.count, source: index)) }
             }
             out.append(UInt8(ascii: "]"))
+            return (out, written, missing)
         }
         if !missing.isEmpty {
             note(.columnsNotSet(missing))
