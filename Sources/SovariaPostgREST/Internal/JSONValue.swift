@@ -269,7 +269,8 @@ package struct JSONParser: JSONLexerReader {
         repeat {
             let key = try lexer.key()
             let value = try value(depth: depth + 1)
-            if keys == nil, count < shared.count, shared[count] == key {
+            // Byte for byte: a key spelled another way (`é` composed or not) keeps its spelling.
+            if keys == nil, count < shared.count, shared[count].hasSameUTF8Bytes(as: key) {
                 // The last object's keys are each there once: this one repeats none before it.
                 count += 1
                 values.append(value)
