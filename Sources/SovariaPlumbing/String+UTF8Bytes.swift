@@ -46,7 +46,12 @@ extension String {
     /// Whether the two strings are the same UTF-8 bytes: not `==`, which takes two spellings of
     /// one text (`é` composed or not) for one.
     package func hasSameUTF8Bytes(as other: String) -> Bool {
-        utf8.count == other.utf8.count && compareUTF8Bytes(with: other) == 0
+        let count = utf8.count
+        guard count == other.utf8.count else { return false }
+        // A short string is held in the string itself, with no storage to compare in place (the
+        // closures above would copy it): its few bytes are compared as they come.
+        if count <= 15 { return utf8.elementsEqual(other.utf8) }
+        return compareUTF8Bytes(with: other) == 0
     }
 
     /// The order of the two strings' UTF-8 bytes, as `memcmp` then length give it: negative when
