@@ -89,23 +89,6 @@ import Testing
         }
     }
 
-    /// Whether `a` and `b` are the same parse of one body, field by field (values byte for byte).
-    static func sameParse(_ a: OverlayCachedAnswer, _ b: OverlayCachedAnswer) -> Bool {
-        guard a.rows.count == b.rows.count, a.positions == b.positions,
-            a.cachedColumns.map({ $0.map { Array($0.utf8) } }) == b.cachedColumns.map({ $0.map { Array($0.utf8) } }),
-            a.cachedRowsFollowOrder == b.cachedRowsFollowOrder, a.orderKinds == b.orderKinds,
-            a.serverKinds == b.serverKinds, a.holdsEveryRow == b.holdsEveryRow,
-            a.holdsEveryMatchingRow == b.holdsEveryMatchingRow, a.cachedCount == b.cachedCount,
-            a.hasCache == b.hasCache, (a.settled == nil) == (b.settled == nil), a.reasons == b.reasons,
-            a.cachedBody.map({ Array($0.utf8) }) == b.cachedBody.map({ Array($0.utf8) })
-        else { return false }
-        return zip(a.rows, b.rows).allSatisfy { x, y in
-            JSONValue.object(x.values).isIdentical(to: .object(y.values)) && x.cachedRange == y.cachedRange
-                && x.cachedIndex == y.cachedIndex && x.ordinal == y.ordinal && x.changed == y.changed
-                && x.isOutside == y.isOutside
-        }
-    }
-
     @Test(arguments: Array(1...20) as [UInt64])
     func aRewrittenAnswerIsKeptAsAParseOfItsBodyWouldRead(seed: UInt64) throws {
         var random = SplitMix(seed: seed)
@@ -141,7 +124,7 @@ import Testing
                 if let parse = overlay.parsedAnswers.kept(read, body: next) {
                     kept += 1
                     let parsed = fresh.cachedAnswer(of: read, cachedBody: next, related: [])
-                    #expect(Self.sameParse(parse, parsed), "seed \(seed), \(query), page \(page)\n\(next)")
+                    #expect(parse.isSameParse(as: parsed), "seed \(seed), \(query), page \(page)\n\(next)")
                 }
                 body = next
             }

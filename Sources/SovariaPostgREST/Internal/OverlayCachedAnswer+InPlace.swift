@@ -205,29 +205,37 @@ extension OverlayCachedAnswer {
 
 extension OverlayCachedAnswer {
     /// Whether two answers, and the parses kept of them, are the same: bodies byte for byte, and
-    /// the rows each parse holds (values, where their text lies, their places by key).
+    /// each parse the same parse of one body (``isSameParse(as:)``), with the same places by key
+    /// (``positionsID``).
     static func same(
         _ one: (answer: OverlayAnswer, parse: OverlayCachedAnswer?),
         _ other: (answer: OverlayAnswer, parse: OverlayCachedAnswer?)
     ) -> Bool {
         guard one.answer == other.answer,
-            one.answer.body?.utf8.elementsEqual(other.answer.body?.utf8 ?? "".utf8) ?? (other.answer.body == nil)
+            one.answer.body.map({ Array($0.utf8) }) == other.answer.body.map({ Array($0.utf8) })
         else { return false }
         switch (one.parse, other.parse) {
         case (nil, nil): return true
-        case (let a?, let b?):
-            return a.cachedBody?.hasSameUTF8Bytes(as: b.cachedBody ?? "") == true && a.positions == b.positions
-                && a.rows.count == b.rows.count
-                && zip(a.rows, b.rows).allSatisfy { row, other in
-                    row.cachedRange == other.cachedRange && row.cachedIndex == other.cachedIndex
-                        && JSONValue.object(row.values).isIdentical(to: .object(other.values))
-                }
-                && a.positionsID == b.positionsID && a.cachedColumns == b.cachedColumns
-                && a.cachedRowsFollowOrder == b.cachedRowsFollowOrder && a.orderKinds == b.orderKinds
-                && a.serverKinds == b.serverKinds && a.reasons == b.reasons && a.holdsEveryRow == b.holdsEveryRow
-                && a.holdsEveryMatchingRow == b.holdsEveryMatchingRow && a.cachedCount == b.cachedCount
-                && a.pageEdge?.cachedRange == b.pageEdge?.cachedRange
+        case (let a?, let b?): return a.isSameParse(as: b) && a.positionsID == b.positionsID
         default: return false
+        }
+    }
+
+    /// Whether this and `other` are the same parse of one body, field by field (names and values
+    /// byte for byte).
+    func isSameParse(as other: OverlayCachedAnswer) -> Bool {
+        func bytes(_ names: [String]?) -> [[UInt8]]? { names?.map { Array($0.utf8) } }
+        guard rows.count == other.rows.count, positions == other.positions,
+            bytes(cachedColumns) == bytes(other.cachedColumns), cachedRowsFollowOrder == other.cachedRowsFollowOrder,
+            orderKinds == other.orderKinds, serverKinds == other.serverKinds, holdsEveryRow == other.holdsEveryRow,
+            holdsEveryMatchingRow == other.holdsEveryMatchingRow, cachedCount == other.cachedCount,
+            hasCache == other.hasCache, (settled == nil) == (other.settled == nil), reasons == other.reasons,
+            cachedBody.map({ Array($0.utf8) }) == other.cachedBody.map({ Array($0.utf8) })
+        else { return false }
+        return zip(rows, other.rows).allSatisfy { x, y in
+            JSONValue.object(x.values).isIdentical(to: .object(y.values)) && x.cachedRange == y.cachedRange
+                && x.cachedIndex == y.cachedIndex && x.ordinal == y.ordinal && x.changed == y.changed
+                && x.isOutside == y.isOutside
         }
     }
 }
