@@ -68,7 +68,9 @@ final class LoopDisk: Sendable {
     /// Creates an empty file at `path` and syncs it and its folder, so every cut keeps it.
     private static func createDurably(_ path: String) throws {
         for (target, flags) in [(path, O_CREAT | O_WRONLY), ((path as NSString).deletingLastPathComponent, O_RDONLY)] {
-            let descriptor = open(target, flags, 0o600)
+            // Close-on-exec, as every descriptor of the mount: a child another test starts
+            // meanwhile (a PostgreSQL cluster) would hold the mount busy for its whole life.
+            let descriptor = open(target, flags | O_CLOEXEC, 0o600)
             guard descriptor >= 0, fsync(descriptor) == 0 else {
                 throw CrashChild.Failure(description: "could not create \(path) durably: errno \(errno)")
             }
@@ -122,7 +124,7 @@ final class LoopDisk: Sendable {
 
     /// Cuts the power: shuts the file system down without committing its journal.
     func cutPower() throws {
-        let descriptor = open(mountPoint.path, O_RDONLY | O_DIRECTORY)
+        let descriptor = open(mountPoint.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw CrashChild.Failure(description: "open \(mountPoint.path): errno \(errno)") }
         defer { close(descriptor) }
         var flags = Self.goingFlagsNoLogFlush
