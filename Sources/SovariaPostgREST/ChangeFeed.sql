@@ -59,7 +59,12 @@
 -- Retention. `sovaria_trim_changes(keep)` deletes the changes older than `keep` and leaves, per
 -- table, one `trimmed` row at the highest position it deleted: a reader whose checkpoint is below
 -- it reads that row first and knows it must fetch the table's answers again. A TRUNCATE of a
--- published table leaves a `trimmed` row too.
+-- published table leaves a `trimmed` row too. The feed serves each row's last change, not every
+-- write (below, at the view); `sovaria_compact_changes()` deletes the changes it no longer serves.
+-- Run both from a scheduled job, e.g. with pg_cron:
+--
+--     SELECT cron.schedule('sovaria', '*/15 * * * *',
+--         'SELECT sovaria_compact_changes(); SELECT sovaria_trim_changes(''7 days'')');
 
 CREATE TABLE IF NOT EXISTS sovaria_changes (
     position   bigint NOT NULL,
@@ -530,14 +535,15 @@ BEGIN
         PERFORM set_config('sovaria.change_number', number::text, true);
     END IF;
     PERFORM sovaria_refresh_membership_triggers();
-    -- Publishing and trimming are the owner's: say so if a role has been given them since.
+    -- Publishing, trimming and compacting are the owner's: say so if a role has been given them since.
     SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
     INTO runs
     FROM pg_proc p, aclexplode(p.proacl) a
-    WHERE p.oid IN ('sovaria_publish'::regproc, 'sovaria_trim_changes'::regproc, 'sovaria_published'::regproc)
+    WHERE p.oid IN ('sovaria_publish'::regproc, 'sovaria_trim_changes'::regproc, 'sovaria_published'::regproc,
+                    'sovaria_compact_changes'::regproc)
         AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner;
     IF runs IS NOT NULL THEN
-        RAISE WARNING 'sovaria: % may run sovaria_publish, sovaria_published or sovaria_trim_changes', runs
+        RAISE WARNING 'sovaria: % may run sovaria_publish, sovaria_published, sovaria_trim_changes or sovaria_compact_changes', runs
             USING HINT = 'An API role would be offered them as /rpc/...: apply ChangeFeed.sql again, or REVOKE EXECUTE.';
     END IF;
 END
@@ -566,6 +572,13 @@ $$;
 -- can change a row after a later one did and commit after it, so its position comes first, and a
 -- reader that applied the logged states in position order would keep the older one. A change the
 -- view holds back (above the horizon) can lend its state early; its own turn brings it again.
+-- A change superseded by a later one of its key (a later `seq` at a higher position, below the
+-- horizon, that the reader may see) is not served: the later one brings the same newest state at
+-- its own turn, and a reader's position passes this one's only by reading it. So a backlog costs
+-- a reader one change per row changed, not one per write: a row written ten times while a device
+-- was away comes back once. (Not one at a lower position: a device whose own write it would hide
+-- could wait for a position it never reads.) Each change the view steps over costs the read one
+-- probe of the `(table, key, seq)` index; `sovaria_compact_changes()` deletes them.
 CREATE OR REPLACE VIEW sovaria_feed WITH (security_invoker = true) AS
     SELECT c.position, c."table", c.key, coalesce(newest.op, c.op) AS op,
         CASE WHEN newest.op IS NULL THEN c.row ELSE newest.row END AS row
@@ -575,7 +588,12 @@ CREATE OR REPLACE VIEW sovaria_feed WITH (security_invoker = true) AS
         WHERE c.op <> 'trimmed' AND l."table" = c."table" AND l.key = c.key AND l.op <> 'trimmed'
         ORDER BY l.seq DESC LIMIT 1
     ) newest ON true
-    WHERE c.position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
+    WHERE c.position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304
+        AND (c.op = 'trimmed' OR NOT EXISTS (
+            SELECT FROM sovaria_changes later
+            WHERE later."table" = c."table" AND later.key = c.key AND later.seq > c.seq AND later.op <> 'trimmed'
+                AND later.position > c.position
+                AND later.position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304));
 
 -- The position a read is current to: every change at or below it belongs to a transaction that
 -- ended before the reader's snapshot, so the read holds it (it may hold later ones too). A device
@@ -620,6 +638,32 @@ BEGIN
 END
 $$;
 
+-- Deletes the changes `sovaria_feed` steps over for every reader who may read them: each change
+-- superseded by a later change of its key (a later `seq`, at a higher position, below the
+-- horizon) seen by the same readers (the same `visible_to`, `visible_via` and `visible_to_all`).
+-- No reader's feed changes: the view serves those changes to no one who may read them. A
+-- team's member who leaves between the two meets the marker of her leaving first. What changes
+-- is the reads' cost: a page read far behind steps over only what was superseded since the last
+-- run. Run it with `sovaria_trim_changes`, from a scheduled job. Returns the number of changes
+-- deleted.
+CREATE OR REPLACE FUNCTION sovaria_compact_changes() RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    horizon bigint := pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
+    deleted bigint;
+BEGIN
+    DELETE FROM sovaria_changes c
+    WHERE c.op <> 'trimmed' AND c.position < horizon AND EXISTS (
+        SELECT FROM sovaria_changes later
+        WHERE later."table" = c."table" AND later.key = c.key AND later.seq > c.seq AND later.op <> 'trimmed'
+            AND later.position > c.position AND later.position < horizon
+            AND later.visible_to_all = c.visible_to_all AND later.visible_to IS NOT DISTINCT FROM c.visible_to
+            AND later.visible_via IS NOT DISTINCT FROM c.visible_via);
+    GET DIAGNOSTICS deleted = ROW_COUNT;
+    RETURN deleted;
+END
+$$;
+
 ALTER TABLE sovaria_changes ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS sovaria_changes_select ON sovaria_changes;
 -- Every reader's changes, those of rows the reader owns (a NULL owner matches nobody), and
@@ -632,10 +676,10 @@ CREATE POLICY sovaria_changes_select ON sovaria_changes FOR SELECT
             AND m.team = sovaria_changes.visible_to AND m.joined < sovaria_changes.position
             AND (m.left_at IS NULL OR sovaria_changes.position < m.left_at)) END);
 
--- Publishing and trimming are the schema owner's (the position and the pre-request function are
--- read-only, and every API role runs them): PostgREST would offer every function a role may
--- run as /rpc/…, and a table published by an API user with no visibility column would show its
--- rows to everyone. Not only from PUBLIC: a role given EXECUTE by name keeps it after that, and
+-- Publishing, trimming and compacting are the schema owner's (the position and the pre-request
+-- function are read-only, and every API role runs them): PostgREST would offer every function a
+-- role may run as /rpc/…, and a table published by an API user with no visibility column would
+-- show its rows to everyone. Not only from PUBLIC: a role given EXECUTE by name keeps it after that, and
 -- `ALTER DEFAULT PRIVILEGES … GRANT EXECUTE ON FUNCTIONS TO anon, authenticated` (Supabase's
 -- projects have it) gives it so to every function created here. So applying this file leaves
 -- EXECUTE on these to their owner alone; grant it again afterwards if you meant a role to have it.
@@ -651,7 +695,8 @@ BEGIN
             CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
         FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
         WHERE p.oid IN ('sovaria_publish'::regproc, 'sovaria_published'::regproc,
-                        'sovaria_trim_changes'::regproc, 'sovaria_record_row'::regproc,
+                        'sovaria_trim_changes'::regproc, 'sovaria_compact_changes'::regproc,
+                        'sovaria_record_row'::regproc,
                         'sovaria_record_statement'::regproc, 'sovaria_record_membership'::regproc,
                         'sovaria_refresh_membership_triggers'::regproc)
             AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner

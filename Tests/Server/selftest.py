@@ -431,10 +431,34 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
         first.commit()
     same = feed(last).json()
     titles = [row["row"]["title"] for row in same if row["key"] == "f2"]
-    check("one row changed by two transactions out of order: each change carries the newest state",
+    check("one row changed by two transactions out of order: each change carries the newest state "
+          "(both served: the one made last is at the lower position)",
           len(titles) == 2 and titles[-1] == "renamed last"
           and same[0]["position"] < same[-1]["position"], same)
     last = same[-1]["position"]
+    for title in ["w1", "w2", "w3", "w4", "w5"]:
+        api.call("PATCH", "/rest/v1/notes?id=eq.f2", {"title": title}, token=ALICE)
+    backlog = feed(last).json()
+    r = api.call("GET", f"/rest/v1/sovaria_feed?table=eq.notes&position=gt.{last}&order=position&limit=1",
+                 token=ALICE, headers={"Prefer": "count=exact"})
+    check("a row written five times while a reader was away is served once, with its last state, and counted once",
+          [(row["key"], row["row"]["title"]) for row in backlog] == [("f2", "w5")]
+          and r.header("Content-Range") == "0-0/1", (backlog, r.header("Content-Range")))
+    last = backlog[-1]["position"]
+    with psycopg.connect(db) as running, psycopg.connect(db, autocommit=True) as writer:
+        writer.execute("SET ROLE alice")
+        writer.execute("UPDATE notes SET title = 'before the open one' WHERE id = 'f2'")
+        running.execute("INSERT INTO lists (id, name) VALUES ('l-hold', 'x')")  # open, holding the horizon
+        writer.execute("UPDATE notes SET title = 'held back' WHERE id = 'f2'")
+        held = feed(last).json()
+        check("a change whose later change is held back (above the horizon) is still served, lending it "
+              "the newest state",
+              [(row["key"], row["row"]["title"]) for row in held] == [("f2", "held back")], held)
+        running.rollback()
+    after = feed(held[-1]["position"] if held else last).json()
+    check("... and the held change is served at its turn once the horizon passes it",
+          [(row["key"], row["row"]["title"]) for row in after] == [("f2", "held back")], after)
+    last = after[-1]["position"] if after else last
     with psycopg.connect(db, autocommit=True) as admin:
         admin.execute("UPDATE notes SET owner = 'bob' WHERE id = 'f1'")
     check("a row given to bob leaves alice's feed as a delete",
@@ -477,6 +501,26 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
     check("... 200 when the answer holds them all",
           r.status == 200 and r.header("Content-Range") == f"0-{total - 1}/{total}",
           (r, r.header("Content-Range")))
+    api.call("POST", "/rest/v1/notes", {"id": "f7", "title": "compacted"}, token=ALICE)
+    with psycopg.connect(db) as first, psycopg.connect(db) as second:  # the out-of-order pair again
+        first.execute("SET ROLE alice")
+        second.execute("SET ROLE alice")
+        first.execute("INSERT INTO lists (id, name) VALUES ('l-compact', 'compact')")
+        second.execute("UPDATE notes SET title = 'second' WHERE id = 'f7'")
+        second.commit()
+        first.execute("UPDATE notes SET title = 'last' WHERE id = 'f7'")
+        first.commit()
+    with psycopg.connect(db, autocommit=True) as admin:
+        logged = admin.execute("SELECT count(*) FROM sovaria_changes").fetchone()[0]
+        before = {who: feed(0, token).json() for who, token in [("alice", ALICE), ("bob", BOB)]}
+        compacted = admin.execute("SELECT sovaria_compact_changes()").fetchone()[0]
+        left = admin.execute("SELECT count(*) FROM sovaria_changes").fetchone()[0]
+    after = {who: feed(0, token).json() for who, token in [("alice", ALICE), ("bob", BOB)]}
+    check("sovaria_compact_changes deletes the changes the feed steps over, and no reader's feed changes "
+          "(alice's delete of the row given to bob stays)",
+          compacted >= 5 and left == logged - compacted and after == before
+          and ("f1", "delete") in [(row["key"], row["op"]) for row in after["alice"]]
+          and [row["key"] for row in after["alice"]].count("f7") == 2, (compacted, before, after))
 
     started = time.monotonic()
     r = feed(10**18, headers={"Prefer": "wait=1"})
