@@ -216,7 +216,8 @@ extension SovariaOffline {
         var refetch: [DataRequest] = []
         var current: [Int] = []  // the answers the page leaves exact, by index in `answers`
         let reads = try await cachedReads(of: table)
-        var answers = try await pageAnswers(of: table, reads, mustRead: page.mustRefetch)
+        var answers = try await pageAnswers(
+            of: table, reads, mustRead: page.mustRefetch, keepsVersions: !page.changes.isEmpty || page.mustRefetch)
         // The changes that can alter each answer the overlay brings up to date; the others are
         // not evaluated with it (an answer none can alter stays as it is, and is not read).
         var altering = [[Int]?](repeating: nil, count: answers.count)
@@ -330,8 +331,12 @@ extension SovariaOffline {
 
     /// The cached answers of `table` among `reads` as the page begins: each at its version, read
     /// only where the last page did not see it at that version (or `mustRead`); kept for the
-    /// next page.
-    private func pageAnswers(of table: String, _ reads: [ReadIdentity], mustRead: Bool) async throws -> [PageAnswer] {
+    /// next page when `keepsVersions`. A page with nothing to apply keeps none: the overlay
+    /// learns an answer's version only from a page that asks it, so the next page must give it
+    /// the body of each answer a page rewrote since (unread, the overlay would not know it).
+    private func pageAnswers(
+        of table: String, _ reads: [ReadIdentity], mustRead: Bool, keepsVersions: Bool
+    ) async throws -> [PageAnswer] {
         // The last page's, when it met the same reads (the same array, unless a query was added).
         let last = state.withLock { state in state.feedAnswerVersions[table].flatMap { $0.reads == reads ? $0 : nil } }
         let seen = last?.seen
@@ -354,7 +359,7 @@ extension SovariaOffline {
                     identity: identity, slot: slots[index], version: version, isStale: cached.isStale, cached: cached))
             seenNow[index] = version.map { ($0, cached.isStale) }
         }
-        state.withLock { $0.feedAnswerVersions[table] = (reads, slots, seenNow) }
+        if keepsVersions { state.withLock { $0.feedAnswerVersions[table] = (reads, slots, seenNow) } }
         return answers
     }
 

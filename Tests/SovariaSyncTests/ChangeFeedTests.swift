@@ -831,4 +831,44 @@ final class BatchLogStore: ForwardingStore {
         }
         await rig.offline.close()
     }
+
+    /// A pull that brings nothing between two pages (a caught-up read, a long poll that timed
+    /// out) keeps no versions: the next page gives the overlay the bodies of the answers the page
+    /// before rewrote, which it met at their old versions, and asks it once.
+    @Test func aPageAfterAnEmptyPullGivesTheBodiesTheLastPageRewrote() async throws {
+        let overlay = WatchedOverlay()
+        let feedServer = ScriptedTransport()
+        let rig = try await Rig(.memory) { configuration in
+            configuration.overlay = overlay
+            configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer)
+            configuration.feedFollowsAtOpen = false
+        }
+        let byKey = (1...3).map { PostgREST.select("notes", columns: "id,title", where: [.eq("id", "n\($0)")]) }
+        for (index, read) in byKey.enumerated() {
+            rig.transport.answer(DataResponse(status: 200, body: #"[{"id":"n\#(index + 1)","title":"t"}]"#))
+            _ = try await rig.offline.read(read, policy: .networkOnly)
+        }
+        let rewritten = ReadIdentity(byKey[1], api: PostgREST()).cacheKey
+        for (page, body) in [
+            (1, "[" + ChangeFeedTests.upsert(10, #"{"id":"n2","title":"p1"}"#) + "]"), (2, "[]"),
+            (3, "[" + ChangeFeedTests.upsert(30, #"{"id":"n2","title":"p3"}"#) + "]"),
+        ] {
+            feedServer.answer(DataResponse(status: 200, body: body))
+            let askedBefore = overlay.asked.all.count
+            let pulled = try await rig.offline.pullChanges(of: "notes")
+            let asks = overlay.asked.all.dropFirst(askedBefore)
+            switch page {
+            case 2: #expect(pulled.changes == 0 && asks.isEmpty, "an empty page asks nothing")
+            case 3:
+                #expect(pulled.updatedAnswers == 1)
+                #expect(asks.count == 1, "asked once: \(asks.map { $0.map(\.cachedBody) })")
+                let withBodies = asks.first?.filter { $0.cachedBody != nil }.map(\.id)
+                #expect(withBodies == [rewritten], "the body page 1 rewrote")
+            default: #expect(pulled.updatedAnswers == 1)
+            }
+        }
+        let answer = try await rig.offline.read(byKey[1], policy: .cacheOnly)
+        #expect(answer.body?.contains("p3") == true && answer.isExact, "\(answer.body ?? "nil")")
+        await rig.offline.close()
+    }
 }
