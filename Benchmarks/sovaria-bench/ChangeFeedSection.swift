@@ -13,7 +13,8 @@ import Synchronization
 /// - Catch-up after 10,000 changes (each row changed ten times) while offline: the feed serves
 ///   each row's last change, 1,000, applied in one pull; its floors, the changes read alone and
 ///   their answers parsed alone without the server. Beside it, the same backlog skipped and the
-///   answers fetched again (`feedRefetchPast` set to 100).
+///   answers fetched again (`feedRefetchPast` set to 100), and 10,000 changes to as many rows of
+///   a 10,000-row table (100 answers of 100 rows), every one served and applied.
 /// - A page of 500 changes applied to the 100 answers, per engine, beside the store's own batch
 ///   of the same writes (and the page with the answers the last one wrote parsed again); its
 ///   floors, the page read alone, its answer parsed alone without the server, and the 100
@@ -75,15 +76,20 @@ struct ChangeFeedSection {
 
     /// After 10 changed rows, and after 10,000 (1,000 in a quick run): the feed's bytes and time
     /// to bring the 100 answers up to date against refetching them, on the memory store (the
-    /// client's cost alone); and the backlog skipped, its answers fetched again (past 100
-    /// changes waiting), for the cost of the skip.
+    /// client's cost alone); the backlog skipped, its answers fetched again (past 100 changes
+    /// waiting), for the cost of the skip; and a backlog of as many rows as changes, which the
+    /// feed serves whole.
     private func measureAgainstRefetch() async throws -> [Measurement] {
         let section = BenchSection.changeFeed.rawValue
         let calls = options.pick(quick: 5, standard: 20, full: 50)
         var rows: [Measurement] = []
         let backlog = options.pick(quick: 1_000, standard: 10_000, full: 10_000)
-        for (changed, refetchPast) in [(10, 5_000), (backlog, 5_000), (backlog, 100)] {
-            let server = FeedBenchServer(rows: Self.rowCount)
+        let runs: [(rows: Int, changed: Int, refetchPast: Int?)] = [
+            (Self.rowCount, 10, 5_000), (Self.rowCount, backlog, 5_000), (Self.rowCount, backlog, 100),
+            (10 * Self.rowCount, backlog, nil),
+        ]
+        for (rowCount, changed, refetchPast) in runs {
+            let server = FeedBenchServer(rows: rowCount)
             let offline = try await Self.device(MemoryOfflineStore(), server, refetchPast: refetchPast)
             var feedBytes = 0
             var changedBytes = 0
@@ -112,7 +118,7 @@ struct ChangeFeedSection {
                 for read in Self.reads { _ = try await offline.read(read, policy: .networkOnly) }
             }
             await offline.close()
-            let variant = "100 answers of 1,000 rows, \(changed.formatted()) changed rows"
+            let variant = "100 answers of \(rowCount.formatted()) rows, \(changed.formatted()) changed rows"
             let how = skipped ? "feed: backlog skipped, answers fetched" : "feed: pull to the end"
             var feedRow = feed.measurement(section: section, subject: "memory", variant: variant, operation: how)
             let refetchRow = refetch.measurement(
@@ -124,7 +130,7 @@ struct ChangeFeedSection {
                 + "(\(String(format: "%.2f", Double(feedBytes) / Double(max(1, changedBytes))))x), "
                 + "\(Self.listBytes(server).formatted()) B to refetch"
             rows += [feedRow, refetchRow]
-            if changed == backlog && !skipped {
+            if rowCount == Self.rowCount && changed == backlog && !skipped {
                 // The floor of applying every change: reading the pages alone (the transport and
                 // the parse of each change), nothing applied.
                 let feed = PostgRESTChangeFeed(transport: server)

@@ -60,11 +60,12 @@
 -- table, one `trimmed` row at the highest position it deleted: a reader whose checkpoint is below
 -- it reads that row first and knows it must fetch the table's answers again. A TRUNCATE of a
 -- published table leaves a `trimmed` row too. The feed serves each row's last change, not every
--- write (below, at the view); `sovaria_compact_changes()` deletes the changes it no longer serves.
--- Run both from a scheduled job, e.g. with pg_cron:
+-- write (below, at the view); `sovaria_compact_changes()` deletes the superseded changes it
+-- serves to no one, a batch per call. Run each from a scheduled job of its own (one transaction
+-- each), e.g. with pg_cron:
 --
---     SELECT cron.schedule('sovaria', '*/15 * * * *',
---         'SELECT sovaria_compact_changes(); SELECT sovaria_trim_changes(''7 days'')');
+--     SELECT cron.schedule('sovaria-compact', '* * * * *', 'SELECT sovaria_compact_changes()');
+--     SELECT cron.schedule('sovaria-trim', '0 * * * *', 'SELECT sovaria_trim_changes(''7 days'')');
 
 CREATE TABLE IF NOT EXISTS sovaria_changes (
     position   bigint NOT NULL,
@@ -577,8 +578,9 @@ $$;
 -- its own turn, and a reader's position passes this one's only by reading it. So a backlog costs
 -- a reader one change per row changed, not one per write: a row written ten times while a device
 -- was away comes back once. (Not one at a lower position: a device whose own write it would hide
--- could wait for a position it never reads.) Each change the view steps over costs the read one
--- probe of the `(table, key, seq)` index; `sovaria_compact_changes()` deletes them.
+-- could wait for a position it never reads.) The read probes the `(table, key, seq)` index for
+-- each change it meets, served or stepped over; `sovaria_compact_changes()` deletes most of those
+-- it steps over.
 CREATE OR REPLACE VIEW sovaria_feed WITH (security_invoker = true) AS
     SELECT c.position, c."table", c.key, coalesce(newest.op, c.op) AS op,
         CASE WHEN newest.op IS NULL THEN c.row ELSE newest.row END AS row
@@ -638,27 +640,38 @@ BEGIN
 END
 $$;
 
--- Deletes the changes `sovaria_feed` steps over for every reader who may read them: each change
--- superseded by a later change of its key (a later `seq`, at a higher position, below the
--- horizon) seen by the same readers (the same `visible_to`, `visible_via` and `visible_to_all`).
--- No reader's feed changes: the view serves those changes to no one who may read them. A
--- team's member who leaves between the two meets the marker of her leaving first. What changes
--- is the reads' cost: a page read far behind steps over only what was superseded since the last
--- run. Run it with `sovaria_trim_changes`, from a scheduled job. Returns the number of changes
--- deleted.
-CREATE OR REPLACE FUNCTION sovaria_compact_changes() RETURNS bigint
+-- Deletes up to `max_changes` of the changes `sovaria_feed` serves to no one: each change c that a
+-- later change l of its key supersedes (a later `seq`, at a higher position, below the horizon)
+-- where every reader who may see c may see l too. That holds where the two have the same
+-- `visible_to_all`, `visible_to` and `visible_via` and, for a team's change, no member left the
+-- team between them (one who did may see c and not l). So deleting c leaves every reader's feed
+-- as it was, under the policy this file creates or one that decides by those three columns as
+-- step 6's do (a policy that reads other columns of the log: do not compact). A member who
+-- leaves while it runs meets her leave's marker later and fetches again. What changes is the
+-- reads' cost: a page read far behind steps over only what was superseded since the last run.
+-- One call is one transaction: while it runs the feed holds back the commits made after it
+-- began, as behind any transaction, so keep `max_changes` small and run it often. Returns the
+-- number of changes deleted.
+DROP FUNCTION IF EXISTS sovaria_compact_changes();
+CREATE OR REPLACE FUNCTION sovaria_compact_changes(max_changes integer DEFAULT 10000) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
     horizon bigint := pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
     deleted bigint;
 BEGIN
-    DELETE FROM sovaria_changes c
-    WHERE c.op <> 'trimmed' AND c.position < horizon AND EXISTS (
-        SELECT FROM sovaria_changes later
-        WHERE later."table" = c."table" AND later.key = c.key AND later.seq > c.seq AND later.op <> 'trimmed'
-            AND later.position > c.position AND later.position < horizon
-            AND later.visible_to_all = c.visible_to_all AND later.visible_to IS NOT DISTINCT FROM c.visible_to
-            AND later.visible_via IS NOT DISTINCT FROM c.visible_via);
+    DELETE FROM sovaria_changes gone WHERE gone.ctid IN (
+        SELECT c.ctid FROM sovaria_changes c
+        WHERE c.op <> 'trimmed' AND c.position < horizon AND EXISTS (
+            SELECT FROM sovaria_changes later
+            WHERE later."table" = c."table" AND later.key = c.key AND later.seq > c.seq
+                AND later.op <> 'trimmed' AND later.position > c.position AND later.position < horizon
+                AND later.visible_to_all = c.visible_to_all AND later.visible_to IS NOT DISTINCT FROM c.visible_to
+                AND later.visible_via IS NOT DISTINCT FROM c.visible_via
+                AND (c.visible_via IS NULL OR NOT EXISTS (
+                    SELECT FROM sovaria_memberships m
+                    WHERE m.membership = c.visible_via AND m.team = c.visible_to
+                        AND m.left_at > c.position AND m.left_at <= later.position)))
+        LIMIT greatest(max_changes, 0));
     GET DIAGNOSTICS deleted = ROW_COUNT;
     RETURN deleted;
 END

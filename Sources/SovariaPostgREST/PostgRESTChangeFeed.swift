@@ -91,10 +91,12 @@ public struct PostgRESTChangeFeed: ChangeFeed {
                 mustRefetch = true
             }
         }
+        // A full page has more after it, unless the count says none is left: the reader then
+        // waits at once instead of asking for an empty page.
+        let remaining = Self.total(response.header("Content-Range")).map { $0 - items.count }
         return ChangeFeedPage(
-            changes: changes, position: last, mustRefetch: mustRefetch, hasMore: items.count >= pageSize,
-            offersWaiting: offersWaiting,
-            remaining: Self.total(response.header("Content-Range")).map { $0 - items.count })
+            changes: changes, position: last, mustRefetch: mustRefetch,
+            hasMore: items.count >= pageSize && remaining != 0, offersWaiting: offersWaiting, remaining: remaining)
     }
 
     /// The total of a `Content-Range: 0-499/N` (or `*/N`) header; `nil` without one or for `/*`.

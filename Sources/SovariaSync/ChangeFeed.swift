@@ -97,7 +97,8 @@ public struct ChangeFeedPage: Sendable, Hashable {
     /// retention, or the table truncated): every cached answer of the table must be fetched
     /// again. ElectricSQL's `must-refetch`, CouchDB's and RxDB's resync.
     public var mustRefetch: Bool
-    /// Whether the page was full: more changes may follow at once.
+    /// Whether more changes may follow at once: the page was full, and the feed did not count
+    /// none left after it (``remaining``).
     public var hasMore: Bool
     /// Whether the server offers to hold an empty answer until a change comes (a long poll).
     public var offersWaiting: Bool

@@ -129,10 +129,11 @@ public final class SovariaOffline: Sendable {
         /// `queriesByTable` (and moves `tablesCleared`), so the same count is the same queries.
         var readsByTable: [String: (queries: Int, reads: [ReadIdentity])] = [:]
         var tablesCleared = 0
-        /// What the last page of each table's feed saw of each of its cached reads (in the order of
-        /// `readsByTable`): its version in the cache (`QueryCache.version(of:)`) and whether it
-        /// was stale then. The next page reads an answer only when its version moved or its
-        /// changes may alter it.
+        /// What the last page of each table's feed that had changes to apply saw of each of its
+        /// cached reads (in the order of `readsByTable`): its version in the cache
+        /// (`QueryCache.version(of:)`) and whether it was stale then. The next page reads an
+        /// answer only when its version moved or its changes may alter it. A page with nothing
+        /// to apply leaves it: the overlay learns versions only from pages that ask it.
         var feedAnswerVersions:
             [String: (reads: [ReadIdentity], slots: [QueryCache.Slot], seen: [(version: UInt64, isStale: Bool)?])] =
                 [:]

@@ -310,7 +310,9 @@ import Testing
         let folder = try TemporaryFolder()
         // One page per pull: the first page is applied alone.
         let device = try await Self.follower(rig, engine, folder: folder, pageSize: 1, refetchPast: nil, pullBytes: 0)
+        // n1's insert is superseded by its update: the feed serves n2's insert, then n1's update.
         _ = try await rig.offline.write(insertNote("n1", title: "First"))
+        _ = try await rig.offline.write(insertNote("n2", title: "Other"))
         _ = try await rig.offline.write(
             PostgREST.update("notes", where: [.eq("id", "n1")], json: #"{"title":"Second"}"#))
         let fetched = try await device.read(Self.byTitle, policy: .networkOnly)
@@ -320,8 +322,8 @@ import Testing
         #expect((position ?? 0) >= logged, "\(position as Any) \(latest)")
         #expect(fetched.body?.contains("Second") == true)
 
-        let first = try await device.pullChanges(of: "notes")  // the insert alone: older than the answer
-        #expect(first.changes == 1 && first.hasMore)
+        let first = try await device.pullChanges(of: "notes")  // n2's insert alone: older than the answer
+        #expect(first.changes == 1 && first.hasMore, "\(first)")
         let local = try await device.read(Self.byTitle, policy: .cacheOnly)
         #expect(local.body?.contains("Second") == true && local.isExact, "not set back to the insert's title")
         _ = try await Self.catchUp(device)

@@ -438,6 +438,37 @@ import Testing
         #expect(rig.offline.status.changeFeeds["notes"]?.isCaughtUp == true)
     }
 
+    /// A full page whose count says nothing is left after it ends the catch-up: no read of an
+    /// empty page follows (a round trip on a real network), and the device is caught up. A full
+    /// page with more counted, or not counted, is read on.
+    @Test func aFullPageCountedAsTheLastEndsTheCatchUp() async throws {
+        let rig = try await FeedRig(.memory, pageSize: 2)
+        let asked = rig.feedServer.received.count
+        rig.feed(
+            Self.upsert(1, #"{"id":"n1","title":"A"}"#), Self.upsert(2, #"{"id":"n2","title":"B"}"#),
+            headers: ["Content-Range": "0-1/2"])
+        let last = try await rig.offline.pullChanges(of: "notes")
+        #expect(last.changes == 2 && !last.hasMore, "\(last)")
+        #expect(rig.feedServer.received.count - asked == 1, "one read, no empty page after it")
+        #expect(rig.offline.status.changeFeeds["notes"]?.isCaughtUp == true)
+        for range in ["0-1/3", "0-1/*"] {
+            let reader = PostgRESTChangeFeed(
+                transport: CannedFeed(
+                    response: DataResponse(
+                        status: 206, headers: ["Content-Range": range],
+                        body: "[" + Self.upsert(3, #"{"id":"n3"}"#) + "," + Self.upsert(4, #"{"id":"n4"}"#) + "]")),
+                pageSize: 2)
+            let page = try await reader.changes(of: "notes", after: 2, wait: nil)
+            #expect(page.hasMore, "\(range): more may follow")
+        }
+    }
+
+    /// Answers every request with one response.
+    struct CannedFeed: SyncTransport {
+        let response: DataResponse
+        func send(_ request: DataRequest) async throws -> DataResponse { response }
+    }
+
     /// A backlog past `feedRefetchPast` (as the server counts it) is skipped: no change of the
     /// page is applied, every answer of the table goes stale, and the checkpoint moves to the
     /// feed's latest position. A backlog at the limit is applied; so is one on a feed that cannot
