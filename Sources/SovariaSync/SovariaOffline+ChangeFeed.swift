@@ -333,7 +333,8 @@ extension SovariaOffline {
     /// only where the last page did not see it at that version (or `mustRead`); kept for the
     /// next page when `keepsVersions`. A page with nothing to apply keeps none: the overlay
     /// learns an answer's version only from a page that asks it, so the next page must give it
-    /// the body of each answer a page rewrote since (unread, the overlay would not know it).
+    /// the body of each answer a page rewrote since (unread, the overlay would not know it). The
+    /// price: each empty page reads those answers again (from the memory layer, as a rule).
     private func pageAnswers(
         of table: String, _ reads: [ReadIdentity], mustRead: Bool, keepsVersions: Bool
     ) async throws -> [PageAnswer] {

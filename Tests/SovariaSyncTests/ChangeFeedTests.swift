@@ -743,17 +743,24 @@ final class BatchLogStore: ForwardingStore {
         }
     }
 
-    /// The answer `title=eq.open` holding n1, seen by a page at position 7; the next page brings
-    /// `changes`, and while it runs (after it read the answers' versions) a fetch the server
-    /// answered at position 9 stores `[n1 open, n2 open]`. Returns the answer the page leaves.
-    static func aFetchStoresWhileAPageRuns(_ changes: [String]) async throws -> CachedResponse {
+    /// A device whose overlay is watched (``WatchedOverlay``), following a scripted feed it
+    /// pulls by hand.
+    static func watchedRig(_ engine: SyncEngine) async throws -> (Rig, WatchedOverlay, ScriptedTransport) {
         let overlay = WatchedOverlay()
         let feedServer = ScriptedTransport()
-        let rig = try await Rig(.memory) { configuration in
+        let rig = try await Rig(engine) { configuration in
             configuration.overlay = overlay
             configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer)
             configuration.feedFollowsAtOpen = false
         }
+        return (rig, overlay, feedServer)
+    }
+
+    /// The answer `title=eq.open` holding n1, seen by a page at position 7; the next page brings
+    /// `changes`, and while it runs (after it read the answers' versions) a fetch the server
+    /// answered at position 9 stores `[n1 open, n2 open]`. Returns the answer the page leaves.
+    static func aFetchStoresWhileAPageRuns(_ changes: [String]) async throws -> CachedResponse {
+        let (rig, overlay, feedServer) = try await Self.watchedRig(.memory)
         let read = PostgREST.select("notes", columns: "id,title", where: [.eq("title", "open")], order: "id")
         rig.transport.answer(DataResponse(status: 200, body: #"[{"id":"n1","title":"open"}]"#))
         _ = try await rig.offline.read(read, policy: .networkOnly)
@@ -809,13 +816,7 @@ final class BatchLogStore: ForwardingStore {
 
     @Test(arguments: SyncEngine.all)
     func theOverlayGetsTheBodiesOfOnlyTheAnswersWhoseVersionMoved(_ engine: SyncEngine) async throws {
-        let overlay = WatchedOverlay()
-        let feedServer = ScriptedTransport()
-        let rig = try await Rig(engine) { configuration in
-            configuration.overlay = overlay
-            configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer)
-            configuration.feedFollowsAtOpen = false
-        }
+        let (rig, overlay, feedServer) = try await Self.watchedRig(engine)
         // One answer per row, by key; and the whole table.
         let byKey = (1...6).map { PostgREST.select("notes", columns: "id,title", where: [.eq("id", "n\($0)")]) }
         let all = PostgREST.select("notes", columns: "id,title", order: "id")
@@ -867,13 +868,7 @@ final class BatchLogStore: ForwardingStore {
     /// out) keeps no versions: the next page gives the overlay the bodies of the answers the page
     /// before rewrote, which it met at their old versions, and asks it once.
     @Test func aPageAfterAnEmptyPullGivesTheBodiesTheLastPageRewrote() async throws {
-        let overlay = WatchedOverlay()
-        let feedServer = ScriptedTransport()
-        let rig = try await Rig(.memory) { configuration in
-            configuration.overlay = overlay
-            configuration.changeFeed = PostgRESTChangeFeed(transport: feedServer)
-            configuration.feedFollowsAtOpen = false
-        }
+        let (rig, overlay, feedServer) = try await Self.watchedRig(.memory)
         let byKey = (1...3).map { PostgREST.select("notes", columns: "id,title", where: [.eq("id", "n\($0)")]) }
         for (index, read) in byKey.enumerated() {
             rig.transport.answer(DataResponse(status: 200, body: #"[{"id":"n\#(index + 1)","title":"t"}]"#))
