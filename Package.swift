@@ -124,7 +124,8 @@ let package = Package(
         // Test equipment: a throwaway PostgreSQL cluster (Tests/Server/pgcluster) for the tests that
         // need a real server, and a libpq session a test holds a transaction open on.
         .target(
-            name: "SovariaTestServers", dependencies: ["SovariaSync", "CLibPQ"], path: "Tests/SovariaTestServers"),
+            name: "SovariaTestServers", dependencies: ["SovariaSync", "SovariaHTTP", "CLibPQ"],
+            path: "Tests/SovariaTestServers"),
         // The engines every layer's tests run on, listed once (TestEngine.standard).
         .target(
             name: "SovariaTestEngines",

@@ -52,14 +52,16 @@ import Testing
 
     @Test func aRequestOfAnAccountGoesWithItsOwnToken() async throws {
         let server = try await RESTServer.start()
-        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken(TestJWT.token(of: "alice")))
+        let transport = URLSessionTransport(
+            baseURL: server.baseURL, tokens: HeldToken(TestJWT.token(of: "alice")), configuration: .testServer)
         #expect(try await Self.send(Self.read, as: Self.alice(), through: transport).status == 200)
         #expect(try await server.requests().count == 1)
     }
 
     @Test func anotherUsersTokenIsNotSentForTheAccount() async throws {
         let server = try await RESTServer.start()
-        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken(TestJWT.token(of: "bob")))
+        let transport = URLSessionTransport(
+            baseURL: server.baseURL, tokens: HeldToken(TestJWT.token(of: "bob")), configuration: .testServer)
         let write = PostgREST.insert(into: "notes", json: #"{"id":"n1","title":"Alice's"}"#, returning: false)
         for request in [Self.read, write] {
             let message = try await Self.expectRefused(request, as: Self.alice(), through: transport, server)
@@ -70,14 +72,15 @@ import Testing
 
     @Test func noTokenIsNotSentForTheAccount() async throws {
         let server = try await RESTServer.start()
-        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken(nil))
+        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken(nil), configuration: .testServer)
         let message = try await Self.expectRefused(Self.read, as: Self.alice(), through: transport, server)
         #expect(message?.contains("no token for the account alice") == true, "\(message ?? "")")
     }
 
     @Test func anOpaqueTokenIsNotSentForTheAccountUnlessTheProviderSaysWhoseItIs() async throws {
         let server = try await RESTServer.start()
-        let opaque = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken("token-alice"))
+        let opaque = URLSessionTransport(
+            baseURL: server.baseURL, tokens: HeldToken("token-alice"), configuration: .testServer)
         let message = try await Self.expectRefused(Self.read, as: Self.alice(), through: opaque, server)
         #expect(message?.contains("account(ofToken:)") == true, "\(message ?? "")")
 
@@ -89,7 +92,7 @@ import Testing
                 token.hasPrefix("token-") ? try? AccountID(String(token.dropFirst("token-".count))) : nil
             }
         }
-        let known = URLSessionTransport(baseURL: server.baseURL, tokens: Opaque())
+        let known = URLSessionTransport(baseURL: server.baseURL, tokens: Opaque(), configuration: .testServer)
         #expect(try await Self.send(Self.read, as: Self.alice(), through: known).status == 200)
     }
 
@@ -103,7 +106,7 @@ import Testing
                 account.map { TestJWT.token(of: $0.rawValue) }
             }
         }
-        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: PerAccount())
+        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: PerAccount(), configuration: .testServer)
         for user in ["alice", "bob"] {
             let insert = PostgREST.insert(into: "notes", json: #"{"id":"\#(user)-1","title":"x"}"#, returning: false)
             #expect(try await Self.send(insert, as: try AccountID(user), through: transport).status == 201)
@@ -136,7 +139,8 @@ import Testing
     /// Outside a controller's account, the transport sends what the provider gives, unchecked.
     @Test func aRequestOfNoAccountIsNotChecked() async throws {
         let server = try await RESTServer.start()
-        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: HeldToken(TestJWT.token(of: "bob")))
+        let transport = URLSessionTransport(
+            baseURL: server.baseURL, tokens: HeldToken(TestJWT.token(of: "bob")), configuration: .testServer)
         #expect(try await Self.send(Self.read, as: nil, through: transport).status == 200)
         #expect(try await transport.send(Self.read).status == 200)
     }
@@ -145,7 +149,7 @@ import Testing
     @Test func aRefreshThatBringsAnotherUsersTokenSendsNothingMore() async throws {
         let server = try await RESTServer.start()
         let tokens = HeldToken(TestJWT.token(of: "alice", signature: "forged"), afterRefresh: TestJWT.token(of: "bob"))
-        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: tokens)
+        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: tokens, configuration: .testServer)
         let error = await #expect(throws: SyncTransportError.self) {
             _ = try await Self.send(Self.read, as: Self.alice(), through: transport)
         }

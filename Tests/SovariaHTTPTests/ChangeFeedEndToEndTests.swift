@@ -34,7 +34,8 @@ import Testing
         _ rig: HTTPRig, _ engine: HTTPEngine, folder: TemporaryFolder, following: Bool = false,
         view: String = "sovaria_feed", pageSize: Int = 500, refetchPast: Int? = 5_000, pullBytes: Int = 1 << 20
     ) async throws -> SovariaOffline {
-        let transport = URLSessionTransport(baseURL: rig.server.baseURL, apiKey: "test-anon-key", tokens: TestTokens())
+        let transport = URLSessionTransport(
+            baseURL: rig.server.baseURL, apiKey: "test-anon-key", tokens: TestTokens(), configuration: .testServer)
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.memoryPressure = nil
         configuration.timer = ManualTimer()

@@ -32,7 +32,8 @@ import Testing
     @Test(arguments: engines)
     func aKillBeforeAConflictWasRecordedLeavesTheWriteInExactlyOnePlace(_ engine: TestEngine) async throws {
         let server = try await RESTServer.start()
-        let transport = URLSessionTransport(baseURL: server.baseURL, apiKey: "test-anon-key", tokens: TestTokens())
+        let transport = URLSessionTransport(
+            baseURL: server.baseURL, apiKey: "test-anon-key", tokens: TestTokens(), configuration: .testServer)
         let folder = try TemporaryFolder()
         let seeded = try await transport.send(
             PostgREST.insert(into: "tasks", json: #"{"id":"t1","title":"Original"}"#, returning: false))

@@ -63,7 +63,8 @@ struct HTTPRig {
         server = try await RESTServer.start(on: cluster)
         folder = try TemporaryFolder()
         self.engine = engine
-        transport = URLSessionTransport(baseURL: server.baseURL, apiKey: "test-anon-key", tokens: tokens)
+        transport = URLSessionTransport(
+            baseURL: server.baseURL, apiKey: "test-anon-key", tokens: tokens, configuration: .testServer)
         offline = try await Self.controller(
             await engine.open(folder.url), transport: transport, timer: timer, clock: clock, errors: errors)
     }

@@ -45,7 +45,8 @@ import Testing
     func everyAnswerCalledExactIsTheServersAfterTheFlush(engine: Engine) async throws {
         let server = try await RESTServer.start()
         let transport = SwitchableTransport(
-            URLSessionTransport(baseURL: server.baseURL, apiKey: "test-anon-key", tokens: TestTokens()))
+            URLSessionTransport(
+                baseURL: server.baseURL, apiKey: "test-anon-key", tokens: TestTokens(), configuration: .testServer))
         var tally = Tally()
         for index in 0..<engine.cases {
             // A fixed seed per case: a failure names the case, and the case is the same each run.

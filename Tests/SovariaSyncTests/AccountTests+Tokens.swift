@@ -68,7 +68,8 @@ extension AccountTests {
     @Test func aFeedReadWithAnotherUsersTokenIsNotSent() async throws {
         let server = try await RESTServer.start()
         let tokens = UserToken(user: "bob")
-        let inner = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: tokens))
+        let inner = RecordingSwitch(
+            URLSessionTransport(baseURL: server.baseURL, tokens: tokens, configuration: .testServer))
         let feed = PostgRESTChangeFeed(transport: inner)
         let alice = try await Self.signIn("alice", on: MemoryOfflineStore(), server, feed: feed, tokens: tokens)
         let error = await #expect(throws: SyncTransportError.self) {
@@ -114,7 +115,8 @@ extension AccountTests {
     @Test(arguments: engines)
     func anotherUserSeesNoneOfTheFirstsConflicts(_ engine: TestEngine) async throws {
         let server = try await RESTServer.start()
-        let seeding = URLSessionTransport(baseURL: server.baseURL, tokens: UserToken(user: "alice"))
+        let seeding = URLSessionTransport(
+            baseURL: server.baseURL, tokens: UserToken(user: "alice"), configuration: .testServer)
         let seeded = try await seeding.send(
             PostgREST.insert(into: "tasks", json: #"{"id":"t1","title":"Call the bank"}"#, returning: false))
         try #require(seeded.isSuccess, "seed: \(seeded.status) \(seeded.body)")

@@ -41,7 +41,8 @@ import Testing
         key: EncryptionKey? = nil, tokens: (any AccessTokenProvider)? = nil
     ) async throws -> (offline: SovariaOffline, transport: RecordingSwitch) {
         let tokens = tokens ?? UserToken(user: user)
-        let transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: tokens))
+        let transport = RecordingSwitch(
+            URLSessionTransport(baseURL: server.baseURL, tokens: tokens, configuration: .testServer))
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         configuration.account = try AccountID(user)
         configuration.timer = ManualTimer()
@@ -56,7 +57,8 @@ import Testing
     }
 
     static func seed(_ server: RESTServer, as user: String, _ json: String) async throws {
-        let transport = URLSessionTransport(baseURL: server.baseURL, tokens: UserToken(user: user))
+        let transport = URLSessionTransport(
+            baseURL: server.baseURL, tokens: UserToken(user: user), configuration: .testServer)
         let answer = try await transport.send(PostgREST.insert(into: "notes", json: json, returning: false))
         try #require(answer.isSuccess, "seed: \(answer.status) \(answer.body)")
     }

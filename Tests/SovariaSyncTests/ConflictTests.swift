@@ -379,7 +379,7 @@ func twoDevicesEditingT1(
 }
 
 func seed(_ server: RESTServer, _ table: String, _ json: String) async throws {
-    let transport = URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken())
+    let transport = URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken(), configuration: .testServer)
     let answer = try await transport.send(PostgREST.insert(into: table, json: json, returning: false))
     try #require(answer.isSuccess, "seed: \(answer.status) \(answer.body)")
 }
@@ -407,10 +407,11 @@ final class Device: Sendable {
         _ engine: TestEngine, _ server: RESTServer, rules: [String: ConflictRule], followsTasks: Bool = false
     ) async throws {
         folder = try TemporaryFolder()
-        transport = RecordingSwitch(URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken()))
+        transport = RecordingSwitch(
+            URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken(), configuration: .testServer))
         var configuration = SovariaOffline.Configuration(api: PostgREST())
         if followsTasks {
-            let feed = URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken())
+            let feed = URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken(), configuration: .testServer)
             configuration.changeFeed = PostgRESTChangeFeed(transport: feed)
         }
         configuration.timer = ManualTimer()

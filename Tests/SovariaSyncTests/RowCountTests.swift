@@ -144,7 +144,9 @@ import Testing
         #expect(
             synced.rowCount == 3 || synced.inexactReasons.contains(.countNotRecomputed),
             "\(String(describing: synced.rowCount)) \(synced.inexactReasons)")
-        let truth = try await URLSessionTransport(baseURL: server.baseURL, tokens: AliceToken()).send(Self.page)
+        let truth = try await URLSessionTransport(
+            baseURL: server.baseURL, tokens: AliceToken(), configuration: .testServer
+        ).send(Self.page)
         #expect(PostgREST().rowCount(in: truth.headers) == 3, "the server's count: \(truth.headers)")
         let fetched = try await device.offline.read(Self.page, policy: .networkOnly)
         #expect(fetched.rowCount == 3 && fetched.source == .network && fetched.isExact)

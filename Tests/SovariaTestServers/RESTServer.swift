@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// ```swift
 /// let server = try await RESTServer.start()
-/// let transport = URLSessionTransport(baseURL: server.baseURL, tokens: …)
+/// let transport = URLSessionTransport(baseURL: server.baseURL, tokens: …, configuration: .testServer)
 /// try await server.stop()        // offline
 /// try await server.start()       // back
 /// ```
