@@ -49,8 +49,13 @@ extension PostgRESTOverlay {
             var known = [Bool](repeating: true, count: answers.count)
             var again: [(index: Int, first: Int)] = []  // an id given twice takes its first's answer
             var met = 0  // kept entries among `answers`
-            for (index, answer) in answers.enumerated() {
-                switch reach.meet(answer.id, at: answer.version, body: answer.cachedBody, slot: index, call: call) {
+            // By index, without a copy of each answer: most are met at their version, and a copy
+            // (its id, its read) cost as much as the meeting.
+            for index in answers.indices {
+                switch reach.meet(
+                    answers[index].id, at: answers[index].version, body: answers[index].cachedBody, slot: index,
+                    call: call)
+                {
                 case .known:
                     met += 1
                     continue
@@ -60,6 +65,7 @@ extension PostgRESTOverlay {
                 case .unknown:
                     break
                 }
+                let answer = answers[index]
                 guard let body = answer.cachedBody else {
                     known[index] = false
                     reach.remove(answer.id)

@@ -215,6 +215,7 @@ extension SovariaOffline {
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
         var current: [Int] = []  // the answers the page leaves exact, by index in `answers`
+        var rewritten = [Bool](repeating: false, count: 0)  // by index in `answers`: a body replaced
         let reads = try await cachedReads(of: table)
         var answers = try await pageAnswers(
             of: table, reads, mustRead: page.mustRefetch, keepsVersions: !page.changes.isEmpty || page.mustRefetch)
@@ -222,18 +223,21 @@ extension SovariaOffline {
         // not evaluated with it (an answer none can alter stays as it is, and is not read).
         var altering = [[Int]?](repeating: nil, count: answers.count)
         if let overlay, !changes.isEmpty, !page.mustRefetch {
-            altering = try await changesThatCanAlter(&answers, among: changes, overlay: overlay)
+            altering = try await changesThatCanAlter(&answers, of: reads, among: changes, overlay: overlay)
         }
-        for (index, answer) in answers.enumerated() {
-            let (identity, query, read) = (answer.identity, answer.identity.cacheKey, answer.identity.request)
+        for index in answers.indices {
+            // The answers no change can alter, first, without a copy of each (most, as a rule).
             guard !page.changes.isEmpty || page.mustRefetch else {
-                if !answer.isStale { current.append(index) }
+                if !answers[index].isStale { current.append(index) }
                 continue
             }
-            if !page.mustRefetch, !answer.isStale, altering[index]?.isEmpty == true {
+            if !page.mustRefetch, !answers[index].isStale, altering[index]?.isEmpty == true {
                 current.append(index)
                 continue
             }
+            let answer = answers[index]
+            let identity = reads[answer.read]
+            let (query, read) = (identity.cacheKey, identity.request)
             if answer.isStale {
                 if cache.isBeingRead(query) { refetch.append(read) }
                 continue
@@ -258,6 +262,8 @@ extension SovariaOffline {
                 if brought.inexactReasons.isEmpty, !brought.wantsRelatedAnswers, let body = brought.body {
                     if !body.hasSameUTF8Bytes(as: cached.body) {
                         updates.append(.replaceBody(base: cached, body: body, position: position))
+                        if rewritten.isEmpty { rewritten = [Bool](repeating: false, count: answers.count) }
+                        rewritten[index] = true
                     }
                     current.append(index)
                     continue
@@ -275,15 +281,14 @@ extension SovariaOffline {
         // it was then: not stale. One that changed while the page ran is current only if the
         // server answered it at the page's position or past it (the page's own rewrite is at
         // it); a fetch answered before the page's changes lacks them, and is marked stale.
-        let replaced = Set(updates.map(\.query))
         let versionsNow = cache.versions(of: current.map { answers[$0].slot })
         var kept: [String] = []
         var missedThePage: [String] = []
         for (index, versionNow) in zip(current, versionsNow) {
-            let (identity, query) = (answers[index].identity, answers[index].identity.cacheKey)
+            let query = reads[answers[index].read].cacheKey
             let unchanged =
                 answers[index].version != nil && versionNow == answers[index].version
-                && (replaced.isEmpty || !replaced.contains(query))
+                && (rewritten.isEmpty || !rewritten[index])
             var isCurrent = unchanged
             if !isCurrent, let now = try await cache.cachedResponse(for: query), !now.isStale {
                 isCurrent = page.changes.isEmpty || (now.position ?? .min) >= (position ?? .max)
@@ -292,7 +297,7 @@ extension SovariaOffline {
             if isCurrent {
                 kept.append(query)
             } else if cache.isBeingRead(query) {
-                refetch.append(identity.request)
+                refetch.append(reads[answers[index].read].request)
             }
         }
         for query in missedThePage { try await cache.markStale(query) }
@@ -319,7 +324,9 @@ extension SovariaOffline {
 
     /// A cached answer of a table as a page meets it.
     private struct PageAnswer {
-        var identity: ReadIdentity
+        /// Its read, by index in the page's reads (a copy of each read's identity cost more than
+        /// the rest of a page with one change among 1,000 answers).
+        var read: Int
         var slot: QueryCache.Slot
         /// Its version in the cache when the page began (`QueryCache.version(of:)`).
         var version: UInt64?
@@ -346,18 +353,18 @@ extension SovariaOffline {
         let versions = cache.versions(of: slots)
         var answers: [PageAnswer] = []
         var seenNow = [(version: UInt64, isStale: Bool)?](repeating: nil, count: reads.count)
-        for (index, identity) in reads.enumerated() {
+        for index in reads.indices {
             let version = versions[index]
             if !mustRead, let version, let known = seen?[index], known.version == version {
                 answers.append(
-                    PageAnswer(identity: identity, slot: slots[index], version: version, isStale: known.isStale))
+                    PageAnswer(read: index, slot: slots[index], version: version, isStale: known.isStale))
                 seenNow[index] = known
                 continue
             }
-            guard let cached = try await cache.cachedResponse(for: identity.cacheKey) else { continue }
+            guard let cached = try await cache.cachedResponse(for: reads[index].cacheKey) else { continue }
             answers.append(
                 PageAnswer(
-                    identity: identity, slot: slots[index], version: version, isStale: cached.isStale, cached: cached))
+                    read: index, slot: slots[index], version: version, isStale: cached.isStale, cached: cached))
             seenNow[index] = version.map { ($0, cached.isStale) }
         }
         if keepsVersions { state.withLock { $0.feedAnswerVersions[table] = (reads, slots, seenNow) } }
@@ -368,16 +375,19 @@ extension SovariaOffline {
     /// unasked: a stale or counted answer). The overlay is asked with the answers' versions and
     /// the bodies the page read; those it does not keep are read and it is asked again.
     private func changesThatCanAlter(
-        _ answers: inout [PageAnswer], among changes: [RowChange], overlay: any OverlayEvaluator
+        _ answers: inout [PageAnswer], of reads: [ReadIdentity], among changes: [RowChange],
+        overlay: any OverlayEvaluator
     ) async throws -> [[Int]?] {
         var altering = [[Int]?](repeating: nil, count: answers.count)
-        let evaluated = answers.indices.filter { !answers[$0].isStale && !api.countsRows(answers[$0].identity.request) }
+        let evaluated = answers.indices.filter {
+            !answers[$0].isStale && !api.countsRows(reads[answers[$0].read].request)
+        }
         guard !evaluated.isEmpty else { return altering }
         func ask(_ answers: [PageAnswer]) -> [[Int]?] {
             let asked = evaluated.map {
                 FeedAnswer(
-                    id: answers[$0].identity.cacheKey, version: answers[$0].version,
-                    read: answers[$0].identity.request, cachedBody: answers[$0].cached?.body)
+                    id: reads[answers[$0].read].cacheKey, version: answers[$0].version,
+                    read: reads[answers[$0].read].request, cachedBody: answers[$0].cached?.body)
             }
             return overlay.changesThatCanAlter(versioned: asked, among: changes)
         }
@@ -391,7 +401,7 @@ extension SovariaOffline {
         }
         if !toRead.isEmpty {
             for (index, _) in toRead {
-                answers[index].cached = try await cache.cachedResponse(for: answers[index].identity.cacheKey)
+                answers[index].cached = try await cache.cachedResponse(for: reads[answers[index].read].cacheKey)
             }
             found = ask(answers)
         }

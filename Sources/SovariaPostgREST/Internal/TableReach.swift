@@ -47,6 +47,11 @@ struct TableReach {
     /// ways (`é` composed or not) are two answers, which Swift's `String` keys would merge.
     private var handles: [AnswerID: Int] = [:]
     private var freeHandles: [Int] = []
+    /// The handle met or set at each slot, as last seen: a page asks about the table's answers
+    /// in the order the last one did, as a rule, so ``meet(_:at:body:slot:call:)`` compares the
+    /// id with that handle's before it hashes it (an id of a few dozen bytes: the hash was most
+    /// of a meeting's cost with 1,000 answers cached). Checked against ``ids`` at each use.
+    private var slotHandles: [Int] = []
     /// Primary key column → key text → the answers holding that row.
     private var holders: [String: [String: Set<Int>]] = [:]
     private var filters = EqualityIndex<Int>()
@@ -86,7 +91,7 @@ struct TableReach {
     /// Whether `id` is known at `version` (and from `body`, when given: a body read after the
     /// version may be a later one); if so, its entry takes `slot` in `call` (one lookup).
     mutating func meet(_ id: String, at version: UInt64?, body: String?, slot: Int, call: UInt64) -> Meeting {
-        guard let handle = handles[AnswerID(id)], let entry = kept[handle] else { return .unknown }
+        guard let handle = handle(of: id, at: slot), let entry = kept[handle] else { return .unknown }
         if entry.call == call { return .again(slot: entry.slot) }
         guard let version, entry.version == version else { return .unknown }
         if let body, let parsed = entry.parsed, parsed.cachedBody?.hasSameUTF8Bytes(as: body) != true {
@@ -94,7 +99,25 @@ struct TableReach {
         }
         kept[handle]?.slot = slot
         kept[handle]?.call = call
+        remember(handle, at: slot)
         return .known
+    }
+
+    /// `id`'s handle: the one last seen at `slot` when it is `id`'s, else found by its hash.
+    private func handle(of id: String, at slot: Int) -> Int? {
+        if slot < slotHandles.count {
+            let handle = slotHandles[slot]
+            if handle >= 0, kept[handle] != nil, ids[handle].hasSameUTF8Bytes(as: id) { return handle }
+        }
+        return handles[AnswerID(id)]
+    }
+
+    /// Notes that `handle` was met at `slot`, for the next call's ``handle(of:at:)``.
+    private mutating func remember(_ handle: Int, at slot: Int) {
+        if slot >= slotHandles.count {
+            slotHandles.append(contentsOf: repeatElement(-1, count: slot + 1 - slotHandles.count))
+        }
+        slotHandles[slot] = handle
     }
 
     /// Forgets every entry `call` did not meet.
@@ -124,6 +147,7 @@ struct TableReach {
             }
             kept[handle] = entry
             bytes += entry.bytes - old.bytes
+            remember(handle, at: entry.slot)
             return
         }
         remove(id)
@@ -138,6 +162,7 @@ struct TableReach {
             lastFound.append(0)
         }
         handles[AnswerID(id)] = handle
+        remember(handle, at: entry.slot)
         bytes += entry.bytes
         guard let parsed = entry.parsed else {
             everyChange.insert(handle)

@@ -57,6 +57,9 @@ final class SyncedWrites: Sendable {
     /// whose change is past the checkpoint (a transaction still running holds the feed short of
     /// it), nor any synced after it: the baseline stops there.
     func caughtUp(_ queries: [String], since count: UInt64, checkpoint: Int64?) {
+        // Nothing synced before the read: every baseline is at least `count` already (a page of a
+        // device that only reads, the common case, hashes none of its answers' queries).
+        guard count > 0 else { return }
         state.withLock { state in
             // The writes an answer caught up to `checkpoint` may still lack, oldest first: those
             // counted by `count` whose position is past it (or not known yet).
