@@ -838,7 +838,12 @@ final class BatchLogStore: ForwardingStore {
                     status: 200,
                     body: "[" + ChangeFeedTests.upsert(page * 10, #"{"id":"n\#(row)","title":"p\#(page)"}"#) + "]"))
             var start: [String: UInt64] = [:]
-            for key in keys { start[key] = try #require(rig.offline.cache.version(of: key)) }
+            // Unwrapped first: assigned straight into the dictionary, `#require` would check an
+            // optional of the optional, and a missing version would pass.
+            for key in keys {
+                let version: UInt64 = try #require(rig.offline.cache.version(of: key))
+                start[key] = version
+            }
             let askedBefore = overlay.asked.all.count
             let pulled = try await rig.offline.pullChanges(of: "notes")
             #expect(pulled.updatedAnswers == 2, "page \(page): n\(row)'s own answer and the whole table")
