@@ -78,7 +78,7 @@ extension PostgRESTOverlay {
             }
             // Entries beyond those met are answers gone from the table's.
             if reach.count > met { reach.removeAll(notMetIn: call) }
-            var found = Self.found(answers.count, in: &reach, changes: changes)
+            var found = Self.foundAgain(answers.count, in: &reach, changes: changes)
             for (index, first) in again { (found[index], known[index]) = (found[first], known[first]) }
             return zip(known, found).map { $0 ? $1 : nil }
         }
@@ -98,6 +98,36 @@ extension PostgRESTOverlay {
             cached.cachedColumns.map({ $0.contains(cached.table.primaryKey) }) ?? true
         else { return .init(version: version, parsed: nil, bytes: bytes) }
         return .init(version: version, parsed: cached, bytes: bytes)
+    }
+
+    /// ``found(_:in:changes:)``, or the last call's where nothing it depends on has moved since:
+    /// the same changes, and the same entries at the same slots (a controller asks again with the
+    /// bodies it read, and they were the bodies kept). A page that alters answers it did not
+    /// read (those the page before left alone) asks twice, and found for every change twice.
+    private static func foundAgain(_ count: Int, in reach: inout TableReach, changes: [RowChange]) -> [[Int]?] {
+        if let last = reach.lastCall, last.revision == reach.revision, last.count == count,
+            same(last.changes, changes)
+        {
+            return last.found
+        }
+        let found = found(count, in: &reach, changes: changes)
+        reach.lastCall = TableReach.Found(revision: reach.revision, count: count, changes: changes, found: found)
+        return found
+    }
+
+    /// Whether `a` and `b` are the same changes, byte for byte (Swift's `==` takes two
+    /// spellings of one text for one: a key or a row another way is another change here).
+    private static func same(_ a: [RowChange], _ b: [RowChange]) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { a, b in
+            guard a.position == b.position, a.table.hasSameUTF8Bytes(as: b.table), a.key.hasSameUTF8Bytes(as: b.key)
+            else { return false }
+            switch (a.operation, b.operation) {
+            case (.delete, .delete): return true
+            case (.upsert(let rowA), .upsert(let rowB)): return rowA.hasSameUTF8Bytes(as: rowB)
+            default: return false
+            }
+        }
     }
 
     /// For each of the `count` slots of the call, the indexes of the `changes` that can alter

@@ -339,4 +339,43 @@ import Testing
         #expect(overlay.changesThatCanAlter(versioned: asked, among: [change]) == [[0], []])
         #expect(overlay.changesThatCanAlter(versioned: asked, among: [change]) == [[0], []], "kept, the same")
     }
+
+    /// Asked again with what it was just asked (a controller with the bodies it read), the
+    /// overlay answers as it did; a change whose row differs at the same position, answers
+    /// given in another order, an answer at another body, or a change spelled another way is
+    /// found afresh, not taken from the call before.
+    @Test func askedAgainFindsWhatAFreshLookFinds() {
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        let qty1 = PostgREST.select("notes", columns: "id,qty", where: [.eq("qty", "1")], order: "id")
+        let x1 = PostgREST.select("notes", columns: "id,qty", where: [.eq("id", "x1")])
+        let (qty1Body, x1Body) = (#"[{"id":"x1","qty":1}]"#, #"[{"id":"x1","qty":1}]"#)
+        func ask(_ answers: [(String, DataRequest, String?, UInt64)], _ changes: [RowChange]) -> [[Int]?] {
+            overlay.changesThatCanAlter(
+                versioned: answers.map { FeedAnswer(id: $0.0, version: $0.3, read: $0.1, cachedBody: $0.2) },
+                among: changes)
+        }
+        let toQty1 = RowChange(position: 5, table: "notes", key: "x5", operation: .upsert(row: #"{"id":"x5","qty":1}"#))
+        let toQty2 = RowChange(position: 5, table: "notes", key: "x5", operation: .upsert(row: #"{"id":"x5","qty":2}"#))
+        let both = [("q", qty1, qty1Body, UInt64(1)), ("x", x1, x1Body, UInt64(1))]
+        #expect(ask(both, [toQty1]) == [[0], []])
+        #expect(ask(both, [toQty1]) == [[0], []], "the same call again")
+        #expect(ask(both.map { ($0.0, $0.1, nil, $0.3) }, [toQty1]) == [[0], []], "again without the bodies")
+        #expect(ask(both.reversed(), [toQty1]) == [[], [0]], "the answers in another order")
+        #expect(ask(both, [toQty2]) == [[], []], "the same position, another row")
+        let emptied = [("q", qty1, "[]", UInt64(2)), ("x", x1, x1Body, UInt64(1))]
+        let deleteX1 = RowChange(position: 6, table: "notes", key: "x1", operation: .delete)
+        #expect(ask(both, [deleteX1]) == [[0], [0]])
+        #expect(ask(emptied, [deleteX1]) == [[], [0]], "q at a new version, without x1")
+        // A row that Swift's `==` calls the same, spelled another way: `café` composed passes the
+        // read's `eq`, decomposed does not (PostgreSQL compares the bytes).
+        let cafe = PostgREST.select("notes", columns: "id,title", where: [.eq("title", "caf\u{E9}")])
+        func titled(_ title: String) -> RowChange {
+            RowChange(
+                position: 7, table: "notes", key: "x7",
+                operation: .upsert(row: "{\"id\":\"x7\",\"title\":\"\(title)\"}"))
+        }
+        #expect(titled("caf\u{E9}") == titled("cafe\u{301}"), "Swift calls the two changes equal")
+        #expect(ask([("c", cafe, "[]", 1)], [titled("caf\u{E9}")]) == [[0]])
+        #expect(ask([("c", cafe, "[]", 1)], [titled("cafe\u{301}")]) == [[]], "the row spelled another way")
+    }
 }

@@ -71,6 +71,25 @@ struct TableReach {
     /// reach: the page's answers apply them without parsing them again. Replaced by each page.
     var pageRows: PageRows = [:]
 
+    /// Moves with every change to what ``slots(alteredBy:row:into:)`` finds: an entry set or
+    /// removed, or met at another slot.
+    private(set) var revision: UInt64 = 0
+
+    /// What a call found for its changes, at the ``revision`` it was found at.
+    struct Found {
+        var revision: UInt64
+        /// The call's number of slots.
+        var count: Int
+        var changes: [RowChange]
+        /// For each slot, the indexes of the changes that can alter its answer.
+        var found: [[Int]?]
+    }
+
+    /// The last call's: a controller that read the bodies of the answers some change alters asks
+    /// again with them, and when those are the bodies kept, nothing found has moved. Held until
+    /// the next call: at most a page of changes, which ``pageRows`` holds too.
+    var lastCall: Found?
+
     /// The calls begun, to tell the entries one call met (``Entry/call``).
     private var calls: UInt64 = 0
 
@@ -97,6 +116,7 @@ struct TableReach {
         if let body, let parsed = entry.parsed, parsed.cachedBody?.hasSameUTF8Bytes(as: body) != true {
             return .unknown
         }
+        if entry.slot != slot { revision += 1 }
         kept[handle]?.slot = slot
         kept[handle]?.call = call
         remember(handle, at: slot)
@@ -127,6 +147,7 @@ struct TableReach {
 
     /// Keeps `entry` as `id`'s, replacing what it had.
     mutating func set(_ id: String, _ entry: Entry) {
+        revision += 1
         if let handle = handles[AnswerID(id)], let old = kept[handle], let was = old.parsed, let parsed = entry.parsed,
             // One answer's positions taken by the other: the same read's, under the same rules.
             was.positionsID == parsed.positionsID
@@ -177,6 +198,7 @@ struct TableReach {
     /// Forgets `id`.
     mutating func remove(_ id: String) {
         guard let handle = handles.removeValue(forKey: AnswerID(id)), let entry = kept[handle] else { return }
+        revision += 1
         (kept[handle], ids[handle]) = (nil, "")
         freeHandles.append(handle)
         bytes -= entry.bytes
