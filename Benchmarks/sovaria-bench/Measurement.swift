@@ -78,6 +78,39 @@ struct Stopwatch {
 }
 
 extension Stopwatch {
+    /// Two bodies timed taking turns: per call, `prepareCall` (untimed), then `first`, then
+    /// `second`, after a warm-up repeat, as ``measure(calls:itemsPerCall:warmUp:prepare:prepareCall:_:)``
+    /// times one. A machine that slows down or speeds up between calls weighs on both alike, so
+    /// the ratio of their medians holds where two loops run one after the other would not.
+    func measureTakingTurns(
+        calls: Int,
+        prepareCall: (_ repeat: Int, _ call: Int) async throws -> Void = { _, _ in },
+        _ first: (_ repeat: Int, _ call: Int) async throws -> Void,
+        then second: (_ repeat: Int, _ call: Int) async throws -> Void
+    ) async throws -> (first: Sample, second: Sample) {
+        var samples = [Sample](repeating: Sample(perItemNanoseconds: [], callLatencies: []), count: 2)
+        for round in -1..<repeats {
+            var totals: [UInt64] = [0, 0]
+            for call in 0..<calls {
+                try await prepareCall(round, call)
+                var start = Self.now()
+                try await first(round, call)
+                let firstElapsed = Self.now() - start
+                start = Self.now()
+                try await second(round, call)
+                for (which, elapsed) in [firstElapsed, Self.now() - start].enumerated() {
+                    totals[which] += elapsed
+                    if round >= 0 { samples[which].callLatencies.append(Double(elapsed)) }
+                }
+            }
+            guard round >= 0 else { continue }
+            for which in 0..<2 {
+                samples[which].perItemNanoseconds.append(Double(totals[which]) / Double(max(1, calls)))
+            }
+        }
+        return (samples[0], samples[1])
+    }
+
     /// The latencies of `calls` timed calls of `body`, after one untimed call: the first run of a
     /// path in the process is cold (code, caches and lazily built state), and a loop timed by hand
     /// must not count it. `body` gets the call's index (0 is the untimed one) and returns the

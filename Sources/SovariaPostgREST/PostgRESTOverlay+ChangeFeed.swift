@@ -102,8 +102,8 @@ extension PostgRESTOverlay {
 
     /// ``found(_:in:changes:)``, or the last call's where nothing it depends on has moved since:
     /// the same changes, and the same entries at the same slots (a controller asks again with the
-    /// bodies it read, and they were the bodies kept). A page that alters answers it did not
-    /// read (those the page before left alone) asks twice, and found for every change twice.
+    /// bodies it read, and they were the bodies kept: a page that alters answers it did not read
+    /// asks twice).
     private static func foundAgain(_ count: Int, in reach: inout TableReach, changes: [RowChange]) -> [[Int]?] {
         if let last = reach.lastCall, last.revision == reach.revision, last.count == count,
             same(last.changes, changes)

@@ -215,7 +215,7 @@ extension SovariaOffline {
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
         var current: [Int] = []  // the answers the page leaves exact, by index in `answers`
-        var rewritten = [Bool](repeating: false, count: 0)  // by index in `answers`: a body replaced
+        var rewritten: [Bool] = []  // by index in `answers`: a body replaced (empty: none)
         let reads = try await cachedReads(of: table)
         var answers = try await pageAnswers(
             of: table, reads, mustRead: page.mustRefetch, keepsVersions: !page.changes.isEmpty || page.mustRefetch)
@@ -324,8 +324,8 @@ extension SovariaOffline {
 
     /// A cached answer of a table as a page meets it.
     private struct PageAnswer {
-        /// Its read, by index in the page's reads (a copy of each read's identity cost more than
-        /// the rest of a page with one change among 1,000 answers).
+        /// Its read, by index in the page's reads: not a copy of the read's identity, which a page
+        /// would make for every cached answer of the table.
         var read: Int
         var slot: QueryCache.Slot
         /// Its version in the cache when the page began (`QueryCache.version(of:)`).

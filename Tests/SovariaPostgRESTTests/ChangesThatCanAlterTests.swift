@@ -361,6 +361,7 @@ import Testing
         #expect(ask(both, [toQty1]) == [[0], []], "the same call again")
         #expect(ask(both.map { ($0.0, $0.1, nil, $0.3) }, [toQty1]) == [[0], []], "again without the bodies")
         #expect(ask(both.reversed(), [toQty1]) == [[], [0]], "the answers in another order")
+        #expect(ask(both, [toQty1]) == [[0], []], "back in their order")
         #expect(ask(both, [toQty2]) == [[], []], "the same position, another row")
         let emptied = [("q", qty1, "[]", UInt64(2)), ("x", x1, x1Body, UInt64(1))]
         let deleteX1 = RowChange(position: 6, table: "notes", key: "x1", operation: .delete)
