@@ -215,10 +215,10 @@ extension SovariaOffline {
         var updates: [CachedResponseUpdate] = []
         var refetch: [DataRequest] = []
         var current: [Int] = []  // the answers the page leaves exact, by index in `answers`
-        var rewritten: [Bool] = []  // by index in `answers`: a body replaced (empty: none)
         let reads = try await cachedReads(of: table)
         var answers = try await pageAnswers(
             of: table, reads, mustRead: page.mustRefetch, keepsVersions: !page.changes.isEmpty || page.mustRefetch)
+        var rewritten = [Bool](repeating: false, count: answers.count)  // a body replaced, by index
         // The changes that can alter each answer the overlay brings up to date; the others are
         // not evaluated with it (an answer none can alter stays as it is, and is not read).
         var altering = [[Int]?](repeating: nil, count: answers.count)
@@ -262,7 +262,6 @@ extension SovariaOffline {
                 if brought.inexactReasons.isEmpty, !brought.wantsRelatedAnswers, let body = brought.body {
                     if !body.hasSameUTF8Bytes(as: cached.body) {
                         updates.append(.replaceBody(base: cached, body: body, position: position))
-                        if rewritten.isEmpty { rewritten = [Bool](repeating: false, count: answers.count) }
                         rewritten[index] = true
                     }
                     current.append(index)
@@ -288,7 +287,7 @@ extension SovariaOffline {
             let query = reads[answers[index].read].cacheKey
             let unchanged =
                 answers[index].version != nil && versionNow == answers[index].version
-                && (rewritten.isEmpty || !rewritten[index])
+                && !rewritten[index]
             var isCurrent = unchanged
             if !isCurrent, let now = try await cache.cachedResponse(for: query), !now.isStale {
                 isCurrent = page.changes.isEmpty || (now.position ?? .min) >= (position ?? .max)
