@@ -60,7 +60,7 @@ extension QueryCache {
                     current = held
                 } else {
                     guard let text = try await store.get(key), let stored = CacheRecord.decode(text),
-                        stored.query.utf8.elementsEqual(query.utf8)
+                        stored.query.hasSameUTF8Bytes(as: query)
                     else { continue }
                     current = stored
                 }

@@ -215,7 +215,7 @@ public final class QueryCache: Sendable {
             // From the store, under the index's key: the memory layer may hold an older answer.
             guard let entry = state.withLock({ $0.index.entries[id] }),
                 let text = try await store.get(CacheKeys.responseKey(id, entry)),
-                let current = CacheRecord.decode(text), current.query.utf8.elementsEqual(query.utf8), !current.isStale
+                let current = CacheRecord.decode(text), current.query.hasSameUTF8Bytes(as: query), !current.isStale
             else { return }
             let stale = current.with(stale: true)
             do {
@@ -315,7 +315,7 @@ public final class QueryCache: Sendable {
                 key = found
             }
             if let text = try await store.get(key) {
-                guard let response = CacheRecord.decode(text), response.query.utf8.elementsEqual(query.utf8) else {
+                guard let response = CacheRecord.decode(text), response.query.hasSameUTF8Bytes(as: query) else {
                     return nil
                 }
                 // Copied up only if no write changed the response meanwhile; the memory layer
@@ -337,7 +337,7 @@ public final class QueryCache: Sendable {
     /// The memory layer's answer for `query`, or `nil` (also when the entry belongs to another
     /// query).
     func memoryHit(_ query: String, id: HexID) -> CachedResponse? {
-        guard let hit = memory.value(forKey: id), hit.query.utf8.elementsEqual(query.utf8) else { return nil }
+        guard let hit = memory.value(forKey: id), hit.query.hasSameUTF8Bytes(as: query) else { return nil }
         return hit
     }
 

@@ -46,12 +46,26 @@ extension String {
     /// Whether the two strings are the same UTF-8 bytes: not `==`, which takes two spellings of
     /// one text (`é` composed or not) for one.
     package func hasSameUTF8Bytes(as other: String) -> Bool {
+        // The same representation is the same string: one storage, or the same few bytes held in
+        // the string itself (a table's name, a column's, met once per change).
+        if Self.haveSameRepresentation(self, other) { return true }
         let count = utf8.count
         guard count == other.utf8.count else { return false }
         // A short string is held in the string itself, with no storage to compare in place (the
         // closures above would copy it): its few bytes are compared as they come.
         if count <= 15 { return utf8.elementsEqual(other.utf8) }
         return compareUTF8Bytes(with: other) == 0
+    }
+
+    /// Whether `a` and `b` are the same bits: then they are the same string (a `false` says
+    /// nothing: one text may be held two ways).
+    private static func haveSameRepresentation(_ a: String, _ b: String) -> Bool {
+        withUnsafeBytes(of: a) { a in
+            withUnsafeBytes(of: b) { b in
+                guard let first = a.baseAddress, let second = b.baseAddress else { return false }
+                return memcmp(first, second, a.count) == 0
+            }
+        }
     }
 
     /// The order of the two strings' UTF-8 bytes, as `memcmp` then length give it: negative when

@@ -36,14 +36,16 @@ final class LiveQueryFollower {
     private let query: LiveQuery
     private var changes: AsyncStream<Void>.Iterator
     private let reader: LiveReader
+    /// The query's read identity, built once for every answer it reads.
+    private let identity: ReadIdentity
     private var last: LocalRead?
     private var refresh: Task<Void, Never>?
 
     init(_ query: LiveQuery) {
         self.query = query
-        changes = query.offline.signals.follow(table: query.offline.api.table(of: query.request) ?? "")
-            .makeAsyncIterator()
-        reader = query.offline.cache.startReading(ReadIdentity(query.request, api: query.offline.api).cacheKey)
+        identity = ReadIdentity(query.request, api: query.offline.api)
+        changes = query.offline.signals.follow(table: identity.table ?? "").makeAsyncIterator()
+        reader = query.offline.cache.startReading(identity.cacheKey)
     }
 
     deinit {
@@ -55,18 +57,20 @@ final class LiveQueryFollower {
         let offline = query.offline
         guard let last else {
             try offline.checkOpen()
-            let current = try await offline.currentAnswer(query.request)
+            let current = try await offline.currentAnswer(query.request, identity: identity)
             self.last = current
             if query.policy != .cacheOnly {
                 // Its answer reaches a later `next()` as a change of the table.
-                let (request, policy, maxAge) = (query.request, query.policy, query.maxAge)
-                refresh = Task { _ = try? await offline.readThroughCache(request, policy: policy, maxAge: maxAge) }
+                let (request, identity, policy, maxAge) = (query.request, identity, query.policy, query.maxAge)
+                refresh = Task {
+                    _ = try? await offline.readThroughCache(request, identity: identity, policy: policy, maxAge: maxAge)
+                }
             }
             return current
         }
         while await changes.next(isolation: actor) != nil {
             guard !Task.isCancelled, (try? offline.checkOpen()) != nil else { return nil }
-            var answer = try await offline.currentAnswer(query.request)
+            var answer = try await offline.currentAnswer(query.request, identity: identity)
             // The answer is read from the cache: a server answer that arrived since the last one
             // (the query's own fetch, another read's, the change feed's) came from the network;
             // one that did not came from where the last answer's did.

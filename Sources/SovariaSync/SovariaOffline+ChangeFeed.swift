@@ -431,8 +431,8 @@ extension SovariaOffline {
 
     /// How many pulls of `table` with changes were applied in this run: a fetch that saw it
     /// change while it ran may lack what they brought.
-    func feedApplies(of request: DataRequest) -> Int {
-        guard let table = api.table(of: request) else { return 0 }
+    func feedApplies(of table: String?) -> Int {
+        guard let table else { return 0 }
         return state.withLock { $0.feed.applies(of: table) }
     }
 

@@ -33,16 +33,18 @@ extension SovariaOffline {
     public func read(
         _ request: DataRequest, policy: ReadPolicy = .cacheFirstThenNetwork, maxAge: Duration? = nil
     ) async throws -> LocalRead {
+        // Built once: the cache, the overlay and the writes it applies all key by it.
+        let identity = ReadIdentity(request, api: api)
         let server: CacheRead
         do {
-            server = try await readThroughCache(request, policy: policy, maxAge: maxAge)
+            server = try await readThroughCache(request, identity: identity, policy: policy, maxAge: maxAge)
         } catch let error as SyncTransportError where error.code == .offline {
             // Offline with nothing cached: rows written offline may still answer.
-            let local = try await overlaid(request, on: nil)
+            let local = try await overlaid(request, identity: identity, on: nil)
             guard local.body != nil || local.refusal != nil else { throw error }
             return try Self.refusingIfRefused(local, request)
         }
-        return try Self.refusingIfRefused(try await overlaid(request, on: server), request)
+        return try Self.refusingIfRefused(try await overlaid(request, identity: identity, on: server), request)
     }
 
     /// `answer`, or the error of the server's refusal it holds.
@@ -71,16 +73,20 @@ extension SovariaOffline {
     }
 
     /// The server's answer in `server` (`nil`: nothing cached) with the overlay of its table's
-    /// writes; `fresh` computes it afresh, past the overlay's sessions (for tests).
-    func overlaid(_ request: DataRequest, on server: CacheRead?, fresh: Bool = false) async throws -> LocalRead {
+    /// writes; `fresh` computes it afresh, past the overlay's sessions (for tests). `identity`
+    /// is the read's, built here when not given.
+    func overlaid(
+        _ request: DataRequest, identity: ReadIdentity? = nil, on server: CacheRead?, fresh: Bool = false
+    ) async throws -> LocalRead {
+        let identity = identity ?? ReadIdentity(request, api: api)
         var answer = LocalRead(
             body: server?.response?.body, response: server?.response, source: server?.source ?? .none,
             isRefreshing: server?.isRefreshing ?? false, inexactReasons: [], pendingRows: [])
-        let local = try await overlay(request, on: server?.response?.body, fresh: fresh)
-        let query = ReadIdentity(request, api: api).cacheKey
+        let local = try await overlay(request, identity: identity, on: server?.response?.body, fresh: fresh)
+        let query = identity.cacheKey
         if server?.response?.isStale == true, synced.isStaleAfterFeed(query) {
             answer.inexactReasons = [.staleAfterServerChanges]
-        } else if server?.response?.isStale == true, let table = api.table(of: request),
+        } else if server?.response?.isStale == true, let table = identity.table,
             synced.writes(notIn: query, table: table, api: api).isEmpty
         {
             // Marked stale by a sync this run does not know of (one before a restart): the write
@@ -95,7 +101,7 @@ extension SovariaOffline {
             answer.changedByPendingWrites = local.changedByPendingWrites
         }
         if api.countsRows(request) { countRows(of: request, in: &answer, overlaid: local) }
-        answer.conflictedRows = conflictedRows(of: request, in: answer.body)
+        answer.conflictedRows = conflictedRows(of: identity.table, in: answer.body)
         return answer
     }
 
@@ -117,9 +123,9 @@ extension SovariaOffline {
         }
     }
 
-    /// The rows of `body` (an answer to `request`) that a conflict waiting for the app holds.
-    private func conflictedRows(of request: DataRequest, in body: String?) -> [ConflictedRow] {
-        guard let table = api.table(of: request), let body else { return [] }
+    /// The rows of `body` (an answer of `table`) that a conflict waiting for the app holds.
+    private func conflictedRows(of table: String?, in body: String?) -> [ConflictedRow] {
+        guard let table, let body else { return [] }
         let held = state.withLock { $0.conflicts.keys(of: table) }
         guard !held.isEmpty, let rows = RowJSON.rows(body) else { return [] }
         let keyColumn = conflictRule(of: table).keyColumn
@@ -133,11 +139,11 @@ extension SovariaOffline {
     /// applies, from the read's session (the cached answer parsed once, only new writes applied):
     /// what was kept when nothing changed since it was asked (the same change version), so a
     /// repeated read reads no write. `fresh` asks the evaluator afresh instead, the answer tests
-    /// compare the session's with.
+    /// compare the session's with. `identity` is the read's.
     func overlay(
-        _ request: DataRequest, on cachedBody: String?, fresh: Bool = false
+        _ request: DataRequest, identity: ReadIdentity, on cachedBody: String?, fresh: Bool = false
     ) async throws -> OverlayAnswer? {
-        let key = ReadIdentity(request, api: api).cacheKey
+        let key = identity.cacheKey
         // Read before the writes: a change while the answer is computed leaves it stale.
         let version = signals.version
         if !fresh, let kept = sessions.kept(request, key: key, withRelated: false, cachedBody: cachedBody, at: version)
@@ -150,7 +156,7 @@ extension SovariaOffline {
             case nil: break
             }
         }
-        let writes = try await overlayWrites(for: request)
+        let writes = try await overlayWrites(for: request, identity: identity)
         guard !writes.isEmpty else {
             if !fresh {
                 sessions.keepNothing(request, key: key, withRelated: false, cachedBody: cachedBody, at: version)
@@ -170,7 +176,7 @@ extension SovariaOffline {
         }
         let local = answer(related: [])
         guard local.wantsRelatedAnswers else { return local }
-        let related = try await relatedAnswers(of: request)
+        let related = try await relatedAnswers(of: request, identity: identity)
         guard !related.isEmpty else {
             if !fresh {
                 sessions.keepNothing(request, key: key, withRelated: true, cachedBody: cachedBody, at: version)
@@ -182,10 +188,11 @@ extension SovariaOffline {
 
     /// The writes the answer to `request` must show: those synced after its cached answer was
     /// fetched, then those waiting in the queue, all of the request's table, oldest first.
-    func overlayWrites(for request: DataRequest) async throws -> [OverlayWrite] {
-        guard request.method.uppercased() == "GET", let table = api.table(of: request) else { return [] }
+    /// `identity` is the read's.
+    func overlayWrites(for request: DataRequest, identity: ReadIdentity) async throws -> [OverlayWrite] {
+        guard identity.isGet, let table = identity.table else { return [] }
         let rule = conflictRule(of: table)
-        var synced = synced.writes(notIn: ReadIdentity(request, api: api).cacheKey, table: table, api: api).map {
+        var synced = synced.writes(notIn: identity.cacheKey, table: table, api: api).map {
             OverlayWrite(id: $0.id, request: byKey($0.request, rule), isPending: false)
         }
         // The common online case, an empty queue, reads nothing from the store.
@@ -217,10 +224,12 @@ extension SovariaOffline {
         return applied
     }
 
-    /// The other cached answers of `request`'s table, from memory or the store.
-    func relatedAnswers(of request: DataRequest) async throws -> [RelatedAnswer] {
-        guard let table = api.table(of: request) else { return [] }
-        let own = ReadIdentity(request, api: api).cacheKey
+    /// The other cached answers of `request`'s table, from memory or the store. `identity` is
+    /// the read's, built here when not given.
+    func relatedAnswers(of request: DataRequest, identity: ReadIdentity? = nil) async throws -> [RelatedAnswer] {
+        let identity = identity ?? ReadIdentity(request, api: api)
+        guard let table = identity.table else { return [] }
+        let own = identity.cacheKey
         let baseline = synced.baseline(of: own)
         var related: [RelatedAnswer] = []
         // Only answers of rows: a singular object or a CSV page holds no row list to read.
@@ -277,9 +286,11 @@ extension SovariaOffline {
         }
     }
 
-    /// The answer a live query shows now: the cached one, with the overlay.
-    func currentAnswer(_ request: DataRequest) async throws -> LocalRead {
-        try await overlaid(request, on: try await readThroughCache(request, policy: .cacheOnly, maxAge: nil))
+    /// The answer a live query shows now: the cached one, with the overlay. `identity` is the
+    /// read's.
+    func currentAnswer(_ request: DataRequest, identity: ReadIdentity) async throws -> LocalRead {
+        let server = try await readThroughCache(request, identity: identity, policy: .cacheOnly, maxAge: nil)
+        return try await overlaid(request, identity: identity, on: server)
     }
 
     // MARK: - Sync status

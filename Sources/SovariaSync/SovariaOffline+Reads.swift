@@ -7,14 +7,17 @@ extension SovariaOffline {
     // MARK: - Reads
 
     /// Answers `request` through the query cache, by `policy`; offline, from the last cached
-    /// result: the server's answer, before any overlay.
-    func readThroughCache(_ request: DataRequest, policy: ReadPolicy, maxAge: Duration?) async throws -> CacheRead {
+    /// result: the server's answer, before any overlay. `identity` is the read's
+    /// (``ReadIdentity``), built once per read by the caller, or here when not given.
+    func readThroughCache(
+        _ request: DataRequest, identity: ReadIdentity? = nil, policy: ReadPolicy, maxAge: Duration?
+    ) async throws -> CacheRead {
         try inFlight.enter()
         defer { inFlight.leave() }
-        let identity = ReadIdentity(request, api: api)
+        let identity = identity ?? ReadIdentity(request, api: api)
         let query = identity.cacheKey
-        try await rememberTable(of: request, query: query)
-        let feedAppliesBefore = feedApplies(of: request)
+        try await rememberTable(identity.table, query: query)
+        let feedAppliesBefore = feedApplies(of: identity.table)
         let answer = try await cache.read(query, policy: policy, maxAge: maxAge) { [self] etag in
             // The synced writes this fetch's answer will hold: every one synced before it starts.
             synced.fetchStarted(query)
@@ -51,8 +54,8 @@ extension SovariaOffline {
             // Changes from the feed applied while the fetch ran may be missing from its answer:
             // the next network read fetches it again. Not when the server said the answer is
             // current to the checkpoint the feed reached, or past it: it holds them.
-            if feedApplies(of: request) != feedAppliesBefore,
-                try await !holdsTheFeed(answer.response, of: request)
+            if feedApplies(of: identity.table) != feedAppliesBefore,
+                try await !holdsTheFeed(answer.response, of: identity.table)
             {
                 try await cache.markStale(query)
                 synced.markedStaleByFeed([query])
@@ -66,9 +69,10 @@ extension SovariaOffline {
         return answer
     }
 
-    /// Whether `response` is current to its table's checkpoint or past it, as the server said.
-    private func holdsTheFeed(_ response: CachedResponse?, of request: DataRequest) async throws -> Bool {
-        guard let position = response?.position, let table = api.table(of: request),
+    /// Whether `response`, an answer of `table`, is current to the table's checkpoint or past
+    /// it, as the server said.
+    private func holdsTheFeed(_ response: CachedResponse?, of table: String?) async throws -> Bool {
+        guard let position = response?.position, let table,
             let checkpoint = try await feedCheckpoint(of: table)
         else { return false }
         return position >= checkpoint

@@ -10,8 +10,9 @@ extension SovariaOffline {
     /// the query, so a write to the table finds its cached lists after a restart too.
     static let tablesPrefix = "sov:meta:tables:"
 
-    func rememberTable(of request: DataRequest, query: String) async throws {
-        guard let table = api.table(of: request) else { return }
+    /// Lists `query` among the cached queries of `table` (`nil`: a read of no table), once.
+    func rememberTable(_ table: String?, query: String) async throws {
+        guard let table else { return }
         let known = try await queriesByTable()
         guard known[table]?.contains(query) != true else { return }
         let hash = String(EntryChecksum.of(key: table, value: query), radix: 16)

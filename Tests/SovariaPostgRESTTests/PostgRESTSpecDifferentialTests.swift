@@ -326,8 +326,8 @@ import Testing
                     return .different("refused with \(refusal.status), PostgREST answers \(status)")
                 }
                 guard let body else { return .statusOnly }
-                return Self.sameJSON(refusal.body ?? "", body, ordered: true)
-                    ? .equal : .different("refusal \(refusal.body ?? "")")
+                return Self.sameJSON(refusal.body, body, ordered: true)
+                    ? .equal : .different("refusal \(refusal.body)")
             }
             guard status == 200 || status == 206 else {
                 return .different("answered rows; PostgREST answers \(status)")

@@ -152,7 +152,7 @@ final class ShapingServer: SyncTransport {
             #expect(error.code == .unexpectedStatus && error.response?.status == 406)
         }
         // A live query shows the refusal as a value.
-        let answer = try await offline.currentAnswer(Self.single)
+        let answer = try await offline.currentAnswer(Self.single, identity: ReadIdentity(Self.single, api: offline.api))
         #expect(answer.body == nil && answer.refusal?.status == 406)
     }
 

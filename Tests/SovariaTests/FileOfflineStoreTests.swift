@@ -87,7 +87,7 @@ import Testing
         let handle = try #require(store.sharedHandle)
         let blocked = String(repeating: "b", count: 300)  // its file lies in a folder of its own
         let blockingName = try #require(FileNameScheme.path(for: blocked).folders.first)
-        FileManager.default.createFile(atPath: folder.url.path + "/" + blockingName, contents: Data())
+        _ = FileManager.default.createFile(atPath: folder.url.path + "/" + blockingName, contents: Data())
 
         // The queue is held, so every write below waits for one group.
         let (holding, held) = AsyncStream<Void>.makeStream()

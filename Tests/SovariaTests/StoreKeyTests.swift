@@ -72,6 +72,25 @@ import Testing
         #expect(shared.compareUTF8Bytes(with: shared) == 0)
     }
 
+    @Test func sameBytesAreTheSameWhereverTheStringsKeepThem() {
+        // Short strings are held in the string itself, long ones in storage; a copy made from the
+        // bytes is another storage with the same bytes.
+        for same in ["", "items", "exactly15 bytes", "sixteen bytes!!!", String(repeating: "k", count: 100)] {
+            let copy = text(Array(same.utf8))!
+            #expect(
+                same.hasSameUTF8Bytes(as: same) && same.hasSameUTF8Bytes(as: copy) && copy.hasSameUTF8Bytes(as: same))
+        }
+        let different: [(String, String)] = [
+            ("a", "b"), ("items", "itemz"), ("a", "ab"), ("\u{E9}", "e\u{301}"), ("\u{E9}x", "e\u{301}"),
+            (String(repeating: "k", count: 100), String(repeating: "k", count: 99) + "K"),
+            (String(repeating: "k", count: 16), String(repeating: "k", count: 17)),
+        ]
+        for (a, b) in different {
+            #expect(
+                !a.hasSameUTF8Bytes(as: b) && !b.hasSameUTF8Bytes(as: a), "\(Array(a.utf8)) against \(Array(b.utf8))")
+        }
+    }
+
     @Test func acceptsValidUTF8AndRejectsEveryKindOfInvalidByte() {
         #expect(text([]) == "")
         #expect(text(Array("a\0é😀\u{FFFD}".utf8)).map { Array($0.utf8) } == Array("a\0é😀\u{FFFD}".utf8))

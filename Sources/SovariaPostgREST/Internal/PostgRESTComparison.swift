@@ -261,7 +261,7 @@ struct PostgRESTComparison: Sendable {
             return a == b ? .orderedSame : (a ? .orderedDescending : .orderedAscending)
         case (.string(let a), .string(let b)):
             if textOrderIsBytes { return Self.compareBytes(a, b) }
-            return a.utf8.elementsEqual(b.utf8) ? .orderedSame : nil
+            return a.hasSameUTF8Bytes(as: b) ? .orderedSame : nil
         default: return nil
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SovariaPlumbing
 
 /// Reads and changes the `column=eq.value` filters of a PostgREST path's query, percent-encoded
 /// as `PostgREST` writes them.
@@ -48,7 +49,7 @@ enum RowFilters {
     /// Swift's `==` calls equal (`"é"`, `"e\u{301}"`) are two keys to PostgreSQL.
     static func same(_ a: String?, _ b: String?) -> Bool {
         guard let a, let b else { return a == nil && b == nil }
-        return a.utf8.elementsEqual(b.utf8)
+        return a.hasSameUTF8Bytes(as: b)
     }
 
     private static func parts(of path: String) -> (base: Substring, query: [Substring]) {

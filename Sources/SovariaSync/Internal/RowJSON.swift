@@ -50,7 +50,7 @@ package enum RowJSON {
     /// Swift's `==` calls equal (`"é"`, `"e\u{301}"`) are two keys to the server.
     package static func same(_ a: String?, _ b: String?) -> Bool {
         guard let a, let b else { return a == nil && b == nil }
-        return a.utf8.elementsEqual(b.utf8)
+        return a.hasSameUTF8Bytes(as: b)
     }
 }
 
