@@ -145,10 +145,12 @@ struct TableReach {
         for (handle, entry) in kept.enumerated() where entry.map({ $0.call != call }) == true { remove(ids[handle]) }
     }
 
-    /// Keeps `entry` as `id`'s, replacing what it had.
+    /// Keeps `entry` as `id`'s, replacing what it had (found at the entry's slot first, as
+    /// ``meet(_:at:body:slot:call:)`` finds it).
     mutating func set(_ id: String, _ entry: Entry) {
         revision += 1
-        if let handle = handles[AnswerID(id)], let old = kept[handle], let was = old.parsed, let parsed = entry.parsed,
+        if let handle = handle(of: id, at: entry.slot), let old = kept[handle], let was = old.parsed,
+            let parsed = entry.parsed,
             // One answer's positions taken by the other: the same read's, under the same rules.
             was.positionsID == parsed.positionsID
                 || (was.table.primaryKey == parsed.table.primaryKey && was.query.filters == parsed.query.filters
