@@ -57,13 +57,14 @@ extension String {
         return compareUTF8Bytes(with: other) == 0
     }
 
-    /// Whether `a` and `b` are the same bits: then they are the same string (a `false` says
-    /// nothing: one text may be held two ways).
+    /// Whether `a` and `b` are the same bits: then they are the same string, since both are
+    /// alive while they are compared: one storage (same address, same count), or the same few
+    /// bytes held in the string itself. A `false` says nothing: one text may be held two ways.
     private static func haveSameRepresentation(_ a: String, _ b: String) -> Bool {
-        withUnsafeBytes(of: a) { a in
-            withUnsafeBytes(of: b) { b in
-                guard let first = a.baseAddress, let second = b.baseAddress else { return false }
-                return memcmp(first, second, a.count) == 0
+        withUnsafeBytes(of: a) { mine in
+            withUnsafeBytes(of: b) { theirs in
+                guard let first = mine.baseAddress, let second = theirs.baseAddress else { return false }
+                return memcmp(first, second, mine.count) == 0
             }
         }
     }

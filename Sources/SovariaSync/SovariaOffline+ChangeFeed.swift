@@ -430,7 +430,7 @@ extension SovariaOffline {
     }
 
     /// How many pulls of `table` with changes were applied in this run: a fetch that saw it
-    /// change while it ran may lack what they brought.
+    /// change while it ran may lack what they brought. 0 for `nil`, a read of no table.
     func feedApplies(of table: String?) -> Int {
         guard let table else { return 0 }
         return state.withLock { $0.feed.applies(of: table) }

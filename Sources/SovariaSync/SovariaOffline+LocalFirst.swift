@@ -74,11 +74,12 @@ extension SovariaOffline {
 
     /// The server's answer in `server` (`nil`: nothing cached) with the overlay of its table's
     /// writes; `fresh` computes it afresh, past the overlay's sessions (for tests). `identity`
-    /// is the read's, built here when not given.
+    /// must be `request`'s, built here when not given.
     func overlaid(
         _ request: DataRequest, identity: ReadIdentity? = nil, on server: CacheRead?, fresh: Bool = false
     ) async throws -> LocalRead {
         let identity = identity ?? ReadIdentity(request, api: api)
+        assert(identity.cacheKey == ReadIdentity(request, api: api).cacheKey, "another request's identity")
         var answer = LocalRead(
             body: server?.response?.body, response: server?.response, source: server?.source ?? .none,
             isRefreshing: server?.isRefreshing ?? false, inexactReasons: [], pendingRows: [])
@@ -139,7 +140,7 @@ extension SovariaOffline {
     /// applies, from the read's session (the cached answer parsed once, only new writes applied):
     /// what was kept when nothing changed since it was asked (the same change version), so a
     /// repeated read reads no write. `fresh` asks the evaluator afresh instead, the answer tests
-    /// compare the session's with. `identity` is the read's.
+    /// compare the session's with. `identity` is `request`'s.
     func overlay(
         _ request: DataRequest, identity: ReadIdentity, on cachedBody: String?, fresh: Bool = false
     ) async throws -> OverlayAnswer? {
@@ -188,7 +189,7 @@ extension SovariaOffline {
 
     /// The writes the answer to `request` must show: those synced after its cached answer was
     /// fetched, then those waiting in the queue, all of the request's table, oldest first.
-    /// `identity` is the read's.
+    /// `identity` is `request`'s.
     func overlayWrites(for request: DataRequest, identity: ReadIdentity) async throws -> [OverlayWrite] {
         guard identity.isGet, let table = identity.table else { return [] }
         let rule = conflictRule(of: table)
@@ -225,7 +226,7 @@ extension SovariaOffline {
     }
 
     /// The other cached answers of `request`'s table, from memory or the store. `identity` is
-    /// the read's, built here when not given.
+    /// `request`'s, built here when not given.
     func relatedAnswers(of request: DataRequest, identity: ReadIdentity? = nil) async throws -> [RelatedAnswer] {
         let identity = identity ?? ReadIdentity(request, api: api)
         guard let table = identity.table else { return [] }
@@ -286,8 +287,8 @@ extension SovariaOffline {
         }
     }
 
-    /// The answer a live query shows now: the cached one, with the overlay. `identity` is the
-    /// read's.
+    /// The answer a live query shows now: the cached one, with the overlay. `identity` is
+    /// `request`'s.
     func currentAnswer(_ request: DataRequest, identity: ReadIdentity) async throws -> LocalRead {
         let server = try await readThroughCache(request, identity: identity, policy: .cacheOnly, maxAge: nil)
         return try await overlaid(request, identity: identity, on: server)

@@ -7,7 +7,7 @@ extension SovariaOffline {
     // MARK: - Reads
 
     /// Answers `request` through the query cache, by `policy`; offline, from the last cached
-    /// result: the server's answer, before any overlay. `identity` is the read's
+    /// result: the server's answer, before any overlay. `identity` must be `request`'s
     /// (``ReadIdentity``), built once per read by the caller, or here when not given.
     func readThroughCache(
         _ request: DataRequest, identity: ReadIdentity? = nil, policy: ReadPolicy, maxAge: Duration?
@@ -15,6 +15,7 @@ extension SovariaOffline {
         try inFlight.enter()
         defer { inFlight.leave() }
         let identity = identity ?? ReadIdentity(request, api: api)
+        assert(identity.cacheKey == ReadIdentity(request, api: api).cacheKey, "another request's identity")
         let query = identity.cacheKey
         try await rememberTable(identity.table, query: query)
         let feedAppliesBefore = feedApplies(of: identity.table)

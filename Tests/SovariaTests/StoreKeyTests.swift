@@ -75,13 +75,17 @@ import Testing
     @Test func sameBytesAreTheSameWhereverTheStringsKeepThem() {
         // Short strings are held in the string itself, long ones in storage; a copy made from the
         // bytes is another storage with the same bytes.
-        for same in ["", "items", "exactly15 bytes", "sixteen bytes!!!", String(repeating: "k", count: 100)] {
+        for same in [
+            "", "items", "é", "\u{E9}t\u{E9}", "exactly15 bytes", "sixteen bytes!!!",
+            String(repeating: "k", count: 100),
+        ] {
             let copy = text(Array(same.utf8))!
             #expect(
                 same.hasSameUTF8Bytes(as: same) && same.hasSameUTF8Bytes(as: copy) && copy.hasSameUTF8Bytes(as: same))
         }
         let different: [(String, String)] = [
-            ("a", "b"), ("items", "itemz"), ("a", "ab"), ("\u{E9}", "e\u{301}"), ("\u{E9}x", "e\u{301}"),
+            ("a", "b"), ("items", "itemz"), ("a", "ab"), ("abcdefgh1", "abcdefgh2"), ("é", "è"), ("\u{E9}", "e\u{301}"),
+            ("\u{E9}x", "e\u{301}"),
             (String(repeating: "k", count: 100), String(repeating: "k", count: 99) + "K"),
             (String(repeating: "k", count: 16), String(repeating: "k", count: 17)),
         ]
