@@ -76,11 +76,15 @@ struct PostgRESTQuery: Sendable {
 
     /// The query of `path` (after `?`), percent-decoded as PostgREST does.
     init(path: String) {
-        guard let mark = path.firstIndex(of: "?") else { return }
-        for item in path[path.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: true) {
-            let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = Self.decode(pair[0])
-            let value = pair.count > 1 ? Self.decode(pair[1]) : ""
+        // Split at bytes, as PostgREST splits a query string (a `&` a combining mark follows is
+        // still one), and without a Character walk: a read's query is taken apart at every
+        // first read of it.
+        let bytes = path.utf8
+        guard let mark = bytes.firstIndex(of: UInt8(ascii: "?")) else { return }
+        for item in bytes[bytes.index(after: mark)...].split(separator: UInt8(ascii: "&")) {
+            let equals = item.firstIndex(of: UInt8(ascii: "="))
+            let key = Self.decode(Substring(item[..<(equals ?? item.endIndex)]))
+            let value = equals.map { Self.decode(Substring(item[item.index(after: $0)...])) } ?? ""
             take(key, value)
         }
     }
@@ -127,9 +131,7 @@ struct PostgRESTQuery: Sendable {
         case "select":
             // PostgREST reads an empty `select` as `*` (its QuerySpec: "empty root select gives
             // all columns"); an empty item between commas is its parse error (400).
-            let items = value.split(separator: ",", omittingEmptySubsequences: false).map {
-                $0.trimmingCharacters(in: .whitespaces)
-            }
+            let items = value.split(separator: ",", omittingEmptySubsequences: false).map(Self.trimmingWhitespace)
             if value.isEmpty {
                 columns = nil
             } else if items.contains("") {
@@ -294,15 +296,34 @@ struct PostgRESTQuery: Sendable {
         return result
     }
 
-    /// A column name without alias, cast, JSON path or embedding.
+    /// A column name without alias, cast, JSON path or embedding: none of the bytes of aliases,
+    /// casts and embedding, `:()!*`, and no `->` (a `-` alone is a name's, `field-with_sep`).
     static func isPlainColumn(_ name: String) -> Bool {
-        !name.isEmpty && !name.utf8.contains(where: { notInAPlainColumn.contains($0) }) && !name.contains("->")
-            && name != "or" && name != "and" && name != "not"
+        guard !name.isEmpty, name != "or", name != "and", name != "not" else { return false }
+        // Byte by byte: a read's query is taken apart at every first read of it, and Foundation's
+        // `contains` cost more than the rest of the parse.
+        var afterDash = false
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: ":"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "!"), UInt8(ascii: "*"):
+                return false
+            case UInt8(ascii: ">") where afterDash: return false
+            default: afterDash = byte == UInt8(ascii: "-")
+            }
+        }
+        return true
     }
 
-    /// The bytes of aliases, casts and embedding: `:()!*` (a `-` alone is a name's, `field-with_sep`;
-    /// `->` is a JSON path's).
-    private static let notInAPlainColumn = Set(":()!*".utf8)
+    /// `text` without the whitespace at its ends, as Foundation's `trimmingCharacters(in:
+    /// .whitespaces)` takes it (tabs and Unicode's space separators), asked of Foundation only
+    /// where an end is not a plain ASCII byte.
+    static func trimmingWhitespace(_ text: Substring) -> String {
+        func plain(_ byte: UInt8?) -> Bool {
+            byte.map { $0 < 0x80 && $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") } ?? true
+        }
+        guard plain(text.utf8.first), plain(text.utf8.last) else { return text.trimmingCharacters(in: .whitespaces) }
+        return String(text)
+    }
 
     static func condition(_ column: String, _ text: String) -> Condition? {
         var rest = Substring(text)
