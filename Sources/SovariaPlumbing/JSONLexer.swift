@@ -138,6 +138,44 @@ package struct JSONLexer {
         return key
     }
 
+    /// Steps over a member's key and the `:` after it when the key is written as `expected`'s
+    /// bytes, without an escape, and returns `true`; otherwise reads nothing and returns `false`
+    /// (``key()`` then reads it, and throws where the text is not JSON). Makes no string: the
+    /// rows of an answer repeat their keys, and matching them costs less than making each.
+    @inlinable
+    package mutating func keyIfWritten(as expected: String) -> Bool {
+        let start = position
+        skipWhitespace()
+        guard peek() == UInt8(ascii: "\"") else {
+            position = start
+            return false
+        }
+        var at = position + 1
+        for byte in expected.utf8 {
+            // A byte that must be escaped never stands for itself: `key()` decides.
+            guard at < input.count, input[at] == byte, byte >= 0x20, byte != UInt8(ascii: "\""),
+                byte != UInt8(ascii: "\\")
+            else {
+                position = start
+                return false
+            }
+            at += 1
+        }
+        guard at < input.count, input[at] == UInt8(ascii: "\"") else {
+            position = start
+            return false
+        }
+        position = at + 1
+        skipWhitespace()
+        guard peek() == UInt8(ascii: ":") else {
+            position = start
+            return false
+        }
+        position += 1
+        skipWhitespace()
+        return true
+    }
+
     /// After a member's value: steps over `,` (`false`: another member follows) or `}` (`true`:
     /// the object is closed).
     @inlinable

@@ -223,6 +223,22 @@ import Testing
         #expect(parsed[1]["b"] == .object(try #require(JSONParser.parse(#"{"x":3}"#).objectValue)))
     }
 
+    /// A row whose keys are the last row's, one written with an escape, shares them as when
+    /// written plainly; a key with an unescaped control character is refused in its place.
+    @Test func aKeyWrittenWithAnEscapeIsStillTheLastRowsKey() throws {
+        var keys: [String] = []
+        var parsed: [JSONObject] = []
+        for text in [#"{"id":1,"name":"a"}"#, #"{"\u0069d":2,"name":"b"}"#, #"{"id":3,"name":"c"}"#] {
+            parsed.append(try #require(JSONParser.parse(text, sharingKeys: &keys).objectValue))
+        }
+        #expect(parsed.map(\.keys) == [["id", "name"], ["id", "name"], ["id", "name"]])
+        #expect(parsed.map { $0["id"] } == [.number("1"), .number("2"), .number("3")])
+        // The last row's key holds a control character (escaped there): written raw it is no JSON.
+        _ = try JSONParser.parse(#"{"a\u0001":1}"#, sharingKeys: &keys)
+        #expect(keys == ["a\u{1}"])
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse("{\"a\u{1}\":2}", sharingKeys: &keys) }
+    }
+
     /// A key spelled another way than the last row's (`é` decomposed after composed) keeps its
     /// own bytes: PostgreSQL's jsonb tells the two keys apart.
     @Test func aKeySpelledAnotherWayKeepsItsBytes() throws {

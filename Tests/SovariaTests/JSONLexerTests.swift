@@ -170,6 +170,28 @@ import Testing
         }
     }
 
+    /// A key matched by its bytes steps over it and its `:` as `key()` does; any other spelling,
+    /// a key a byte longer or shorter, or text that is no key leaves the lexer where it was.
+    @Test(
+        arguments: [
+            (#" "id" : 1"#, "id", true), (#""id":1"#, "id", true), (#""":1"#, "", true),
+            (#""caf\#u{E9}":1"#, "caf\u{E9}", true), (#""\u0069d":1"#, "id", false), (#""idx":1"#, "id", false),
+            (#""i":1"#, "id", false), (#""id" 1"#, "id", false), (#""id"#, "id", false), ("1", "id", false),
+            ("\"a\u{1}\":1", "a\u{1}", false), (#""a\"b":1"#, "a\"b", false), (#""a\\b":1"#, "a\\b", false),
+        ])
+    func aKeyIsMatchedByItsBytesOrNotReadAtAll(text: String, expected: String, matches: Bool) throws {
+        let (matched, position, valueStart) = try Self.lex(text) { lexer in
+            let matched = lexer.keyIfWritten(as: expected)
+            let position = lexer.position
+            // Where `key()` leaves the lexer, when it reads a key at all.
+            lexer.position = 0
+            let valueStart = (try? lexer.key()).map { _ in lexer.position }
+            return (matched, position, valueStart)
+        }.get()
+        #expect(matched == matches)
+        #expect(position == (matches ? valueStart : 0))
+    }
+
     @Test func everyPrefixOfAValueFailsWithoutTrapping() {
         let value = #"{"k":["é\n",-1.5e-3,{"n":null,"t":true,"f":false}],"u":"\ud83d\ude00"}"#
         let bytes = Array(value.utf8)

@@ -267,11 +267,17 @@ package struct JSONParser: JSONLexerReader {
         var values: [JSONValue] = []
         values.reserveCapacity(max(shared.count, 4))
         repeat {
+            // Byte for byte: a key spelled another way (`é` composed or not) keeps its spelling.
+            // The last object's keys are each there once: one met in its place repeats none
+            // before it, and is not made again.
+            if keys == nil, count < shared.count, lexer.keyIfWritten(as: shared[count]) {
+                count += 1
+                values.append(try value(depth: depth + 1))
+                continue
+            }
             let key = try lexer.key()
             let value = try value(depth: depth + 1)
-            // Byte for byte: a key spelled another way (`é` composed or not) keeps its spelling.
             if keys == nil, count < shared.count, shared[count].hasSameUTF8Bytes(as: key) {
-                // The last object's keys are each there once: this one repeats none before it.
                 count += 1
                 values.append(value)
                 continue

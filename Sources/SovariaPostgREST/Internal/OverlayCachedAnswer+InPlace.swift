@@ -53,7 +53,7 @@ extension OverlayCachedAnswer {
             if changed == nil, case .object(let object)? = try? JSONParser.parse(text) { changed = object }
             // A held row whose text is the cached body's and whose columns are the ones shown.
             guard let changed, let key = changed[table.primaryKey], let index = positions[OverlayRows.keyText(key)],
-                rows[index].cachedRange != nil, rows[index].values.keys == columns
+                rows[index].cachedRange != nil, Self.areNamed(rows[index].values, columns)
             else { return nil }
             metRow = true
             var values = rewritten[index] ?? rows[index].values
@@ -141,7 +141,7 @@ extension OverlayCachedAnswer {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 let start = out.count
                 guard let values = rewritten[index] else {
-                    guard let range = rows[index].cachedRange, rows[index].values.keys == columns else {
+                    guard let range = rows[index].cachedRange, Self.areNamed(rows[index].values, columns) else {
                         return nil
                     }
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: cached[range]))
