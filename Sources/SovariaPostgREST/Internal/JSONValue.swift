@@ -99,6 +99,9 @@ package struct JSONObject: Sendable, Hashable {
         }
     }
 
+    /// The value of the member at `place`, in ``keys``' order.
+    func value(at place: Int) -> JSONValue { values[place] }
+
     /// Whether the object has `key` (with any value, `null` included).
     func has(_ key: String) -> Bool { keys.contains(key) }
 

@@ -39,6 +39,9 @@ extension OverlayCachedAnswer {
         // The rows the changes rewrote, by index, with their new values; whether a change met a
         // row held (its echo too: the evaluation then writes the body again).
         var rewritten = [JSONObject?](repeating: nil, count: rows.count)
+        // The changed rows' columns as this answer takes them, by place, for the keys they share
+        // (a page's rows share one array); `nil` facts where the loop goes by name.
+        var facts: (keys: [String], byPlace: [ColumnFacts]?)?
         var metRow = false
         var ours: (table: String, isOurs: Bool)?  // the last change's table, told once for a page's run
         for write in writes {
@@ -56,7 +59,22 @@ extension OverlayCachedAnswer {
                 rows[index].cachedRange != nil, Self.areNamed(rows[index].values, columns)
             else { return nil }
             metRow = true
-            var values = rewritten[index] ?? rows[index].values
+            // A change naming the held row's columns in their order, as a feed's rows do: its
+            // values are compared by place, and it becomes the row as it is (no copy of the row).
+            let held = rewritten[index] ?? rows[index].values
+            if Self.areNamed(changed, held.keys) {
+                if facts.map({ !Self.areNamed(changed, $0.keys) }) ?? true {
+                    facts = (changed.keys, columnFacts(of: changed.keys, shown: columns))
+                }
+                if let byPlace = facts?.byPlace {
+                    guard let isRewritten = Self.rewrites(held, with: changed, byPlace, answer: self) else {
+                        return nil
+                    }
+                    if isRewritten { rewritten[index] = changed }
+                    continue
+                }
+            }
+            var values = held
             var isRewritten = rewritten[index] != nil
             for (column, value) in changed.members {
                 if case .string = value, !textColumns.contains(column) {
@@ -96,8 +114,63 @@ extension OverlayCachedAnswer {
     /// value that tells one) stay the same when `column`'s value `held` becomes `value`: it is
     /// of the kind learned, or it tells none where `held` told none either.
     private func keepsKinds(_ column: String, _ held: JSONValue?, _ value: JSONValue) -> Bool {
+        Self.keepsKind(serverKinds[column], held, value)
+    }
+
+    /// ``keepsKinds(_:_:_:)`` for a column whose kind learned is `learned`.
+    private static func keepsKind(_ learned: ServerKind?, _ held: JSONValue?, _ value: JSONValue) -> Bool {
         guard let kind = ServerKind(value) else { return held.flatMap(ServerKind.init) == nil }
-        return kind == serverKinds[column]
+        return kind == learned
+    }
+
+    /// What ``answerInPlace(writes:pageRows:)`` asks of one column of a changed row, learned
+    /// once for the rows that share their keys.
+    struct ColumnFacts {
+        /// Whether a string in it surely stays a string (no ``mayReadAsAnotherKind(_:in:)``).
+        var stringStaysText: Bool
+        /// Whether a change of it can be written in place: neither the key nor an order column.
+        var mayChange: Bool
+        /// Whether the answer shows it.
+        var isShown: Bool
+        /// The kind the parse learned of it.
+        var kind: ServerKind?
+    }
+
+    /// The facts of each of `keys` for this answer, showing `columns`; `nil` when two keys are
+    /// one name to `String`'s `==` (the name lookups by place would not find what they find).
+    private func columnFacts(of keys: [String], shown columns: [String]) -> [ColumnFacts]? {
+        for place in keys.indices where keys[..<place].contains(keys[place]) { return nil }
+        return keys.map { column in
+            ColumnFacts(
+                stringStaysText: serverKinds[column] == .string || table.nonTextColumns.contains(column),
+                mayChange: column != table.primaryKey && !orderColumns.contains(column),
+                isShown: columns.contains(column), kind: serverKinds[column])
+        }
+    }
+
+    /// Whether `changed`, with `held`'s columns in their order (`facts` for each place), rewrites
+    /// it: `true` when a value changes, `false` when every value is the server's own already,
+    /// `nil` where the evaluation must answer; as the loop by name in
+    /// ``answerInPlace(writes:pageRows:)`` decides, member by member.
+    private static func rewrites(
+        _ held: JSONObject, with changed: JSONObject, _ facts: [ColumnFacts], answer: OverlayCachedAnswer
+    ) -> Bool? {
+        var isRewritten = false
+        for place in facts.indices {
+            let value = changed.value(at: place)
+            if case .string = value, !facts[place].stringStaysText,
+                answer.mayReadAsAnotherKind(value, in: changed.keys[place])
+            {
+                return nil
+            }
+            let old = held.value(at: place)
+            if old.isIdentical(to: value) { continue }
+            guard facts[place].mayChange, !facts[place].isShown || keepsKind(facts[place].kind, old, value) else {
+                return nil
+            }
+            isRewritten = true
+        }
+        return isRewritten
     }
 
     /// Whether the server may store `value`, a change's value of `column`, as another kind:
