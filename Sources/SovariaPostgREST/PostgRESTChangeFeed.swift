@@ -75,76 +75,19 @@ public struct PostgRESTChangeFeed: ChangeFeed {
         let offersWaiting = response.header("Preference-Applied")?.contains("wait=") == true
         // Each change's row is kept as the server wrote it: validated, not parsed into values and
         // written back (the overlay parses it where it applies it).
-        guard let items = try? JSONParser.elements(of: response.body, keepingTextOf: Self.rowFields) else {
-            throw ChangeFeedError(
-                .malformedChange, table: table, "the feed's answer is not a JSON array: \(response.body.prefix(200))")
-        }
-        var changes: [RowChange] = []
-        var last: Int64?
-        var mustRefetch = false
-        for item in items {
-            let change = try Self.change(item, table: table)
-            last = change.position
-            if let change = change.change {
-                changes.append(change)
-            } else {
-                mustRefetch = true
-            }
-        }
+        let page = try FeedPageReader.read(response.body, table: table)
         // A full page has more after it, unless the count says none is left: the reader then
         // waits at once instead of asking for an empty page.
-        let remaining = Self.total(response.header("Content-Range")).map { $0 - items.count }
+        let remaining = Self.total(response.header("Content-Range")).map { $0 - page.count }
         return ChangeFeedPage(
-            changes: changes, position: last, mustRefetch: mustRefetch,
-            hasMore: items.count >= pageSize && remaining != 0, offersWaiting: offersWaiting, remaining: remaining)
+            changes: page.changes, position: page.last, mustRefetch: page.mustRefetch,
+            hasMore: page.count >= pageSize && remaining != 0, offersWaiting: offersWaiting, remaining: remaining)
     }
 
     /// The total of a `Content-Range: 0-499/N` (or `*/N`) header; `nil` without one or for `/*`.
     static func total(_ contentRange: String?) -> Int? {
         guard let contentRange, let slash = contentRange.lastIndex(of: "/") else { return nil }
         return Int(contentRange[contentRange.index(after: slash)...]).map { max(0, $0) }
-    }
-
-    /// The names a change's row may have: renamed by the request, or its own.
-    private static let rowFields = ["r", "row"]
-
-    /// The change `item` holds (`nil` for a `trimmed` marker), at its position.
-    private static func change(
-        _ item: JSONParser.ElementKeepingText, table: String
-    ) throws -> (position: Int64, change: RowChange?) {
-        func malformed(_ why: String) -> ChangeFeedError {
-            let row = item.text.map { ", row \($0.prefix(200))" } ?? ""
-            return ChangeFeedError(.malformedChange, table: table, "\(why): \(item.value.text.prefix(300))\(row)")
-        }
-        guard case .object(let object) = item.value else { throw malformed("a change that is not an object") }
-        // The columns as renamed by the request, or by their own names (a server that ignores
-        // the renaming).
-        func field(_ short: String, _ name: String) -> JSONValue? { object[short] ?? object[name] }
-        guard case .number(let number)? = field("p", "position"), let position = Int64(number) else {
-            throw malformed("a change without an integer position")
-        }
-        // A feed that names each change's table is checked against the one asked for (by the
-        // controller); this one is asked for one table's changes and does not repeat it.
-        let changed: String
-        switch object["table"] {
-        case nil: changed = table
-        case .string(let named)?: changed = named
-        case _?: throw malformed("a change whose table is not a string")
-        }
-        guard case .string(let operation)? = field("o", "op") else { throw malformed("a change without an op") }
-        if operation == "trimmed" { return (position, nil) }
-        guard case .string(let key)? = field("k", "key") else { throw malformed("a change without a key") }
-        switch operation {
-        case "upsert":
-            guard let row = item.text, row.utf8.first == UInt8(ascii: "{") else {
-                throw malformed("an upsert without its row")
-            }
-            return (position, RowChange(position: position, table: changed, key: key, operation: .upsert(row: row)))
-        case "delete":
-            return (position, RowChange(position: position, table: changed, key: key, operation: .delete))
-        default:
-            throw malformed("an unknown op \"\(operation)\"")
-        }
     }
 
     /// The position of `table`'s latest change the view serves: `GET

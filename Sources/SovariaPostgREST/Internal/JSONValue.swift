@@ -190,45 +190,6 @@ package struct JSONParser: JSONLexerReader {
         }
     }
 
-    /// One element of a top-level array whose objects keep a member as text.
-    struct ElementKeepingText {
-        /// The element, without the member kept as text when it is an object.
-        var value: JSONValue
-        /// The member kept as text: its value's text as written (validated, not parsed).
-        var text: String?
-    }
-
-    /// The elements of the array `text` holds; in each object, the member named by one of `keys`
-    /// (the names one member may go by, the first preferred; of one name, the last one met) is
-    /// validated and kept as its text instead of parsed (a change feed's rows: the overlay
-    /// parses each row where it needs it, and no row is written back into text). `nil` when
-    /// `text` is JSON but not an array. Throws a ``Failure`` when it is not JSON.
-    ///
-    /// - Complexity: O(bytes), with no hashing: `keys` are few, and compared as they come.
-    static func elements(of text: String, keepingTextOf keys: [String]) throws -> [ElementKeepingText]? {
-        try arrayElements(of: text) { parser in
-            guard parser.lexer.peek() == UInt8(ascii: "{") else {
-                return ElementKeepingText(value: try parser.value(depth: 1), text: nil)
-            }
-            var object = JSONObject(reservingCapacity: 4)
-            var kept: (text: String, name: Int)?
-            if try !parser.lexer.beginObject() {
-                repeat {
-                    let key = try parser.lexer.key()
-                    if let name = keys.firstIndex(of: key) {
-                        let start = parser.lexer.position
-                        try parser.lexer.skipValue(depth: 2, maxDepth: 512)
-                        let slice = UnsafeBufferPointer(rebasing: parser.lexer.input[start..<parser.lexer.position])
-                        if name <= kept?.name ?? name { kept = (String(decoding: slice, as: UTF8.self), name) }
-                    } else {
-                        object[key] = try parser.value(depth: 2)
-                    }
-                } while try !parser.lexer.endOfMember()
-            }
-            return ElementKeepingText(value: .object(object), text: kept?.text)
-        }
-    }
-
     /// Whether an object read since this was last cleared repeated a key.
     private var repeatsKeys = false
 
