@@ -25,6 +25,17 @@ import Testing
         #expect(empty.changes.isEmpty && empty.last == nil && !empty.mustRefetch && empty.count == 0)
     }
 
+    /// A position is any integer `Int64` holds, read from its digits as `Int64(_:)` reads them.
+    @Test(arguments: [
+        ("9223372036854775807", Int64.max), ("-9223372036854775808", Int64.min), ("-0", 0), ("0", 0), ("42", 42),
+        ("-42", -42),
+    ])
+    func aPositionIsAnyInt64(text: String, position: Int64) throws {
+        let page = try FeedPageReader.read(#"[{"p":\#(text),"k":"a","o":"delete"}]"#, table: "notes")
+        #expect(page.changes.map(\.position) == [position] && page.last == position)
+        #expect(Int64(text) == position)
+    }
+
     /// The request's one-letter name wins over the column's own, whichever comes first; of one
     /// name, the last one met counts (as in a parsed object); a table named is kept.
     @Test func theOneLetterNameIsPreferredAndTheLastOfANameCounts() throws {
@@ -45,6 +56,7 @@ import Testing
         (#"[{"p":"7","k":"a","o":"delete"}]"#, "a position as a string"),
         (#"[{"p":null,"position":7,"k":"a","o":"delete"}]"#, "a null position before a good one"),
         (#"[{"p":9223372036854775808,"k":"a","o":"delete"}]"#, "a position past Int64"),
+        (#"[{"p":-9223372036854775809,"k":"a","o":"delete"}]"#, "a position before Int64"),
         (#"[{"p":1,"k":"a"}]"#, "no op"), (#"[{"p":1,"o":"delete"}]"#, "no key"),
         (#"[{"p":1,"k":7,"o":"delete"}]"#, "a key that is not a string"),
         (#"[{"p":1,"k":"a","o":"merge"}]"#, "an unknown op"),

@@ -53,7 +53,7 @@ enum FeedPageReader {
                 }
                 page.count += 1
                 guard let fields else { throw malformed("a change that is not an object") }
-                guard case .some(let position?) = fields.position else {
+                guard case .some(let position?) = fields.preferredPosition else {
                     throw malformed("a change without an integer position")
                 }
                 page.last = position
@@ -65,12 +65,12 @@ enum FeedPageReader {
                 case .some(let named?): changed = named
                 case .some(nil): throw malformed("a change whose table is not a string")
                 }
-                guard case .some(let operation?) = fields.op else { throw malformed("a change without an op") }
+                guard case .some(let operation?) = fields.preferredOp else { throw malformed("a change without an op") }
                 if operation == "trimmed" {
                     page.mustRefetch = true
                     continue
                 }
-                guard case .some(let key?) = fields.key else { throw malformed("a change without a key") }
+                guard case .some(let key?) = fields.preferredKey else { throw malformed("a change without a key") }
                 switch operation {
                 case "upsert":
                     guard let range = fields.row, lexer.input[range.lowerBound] == UInt8(ascii: "{") else {
@@ -121,11 +121,16 @@ enum FeedPageReader {
         /// The row's bytes in the input, by the name preferred among those met (`r` before `row`).
         var row: Range<Int>?
         var rowName: Field?
+
+        /// Each field by its preferred name.
+        var preferredPosition: Int64?? { p ?? position }
+        var preferredKey: String?? { k ?? key }
+        var preferredOp: String?? { o ?? op }
     }
 
     /// The fields of the element at the lexer (`nil` when it is not an object, stepped over);
     /// `order` holds the last element's members, tried first, and ends as this one's.
-    private static func element(_ lexer: inout JSONLexer, order: inout [Field]) throws -> FieldValues? {
+    private static func element(_ lexer: inout JSONLexer, order: inout [Field]) throws -> Fields? {
         guard lexer.peek() == UInt8(ascii: "{") else {
             try lexer.skipValue(depth: 1, maxDepth: 512)
             return nil
@@ -133,7 +138,7 @@ enum FeedPageReader {
         var fields = Fields()
         guard try !lexer.beginObject() else {
             order = []
-            return FieldValues(fields)
+            return fields
         }
         // The fields met, while they are `order`'s first ones (no array made), else their list.
         var count = 0
@@ -177,24 +182,7 @@ enum FeedPageReader {
         } else if count < order.count {
             order.removeLast(order.count - count)
         }
-        return FieldValues(fields)
-    }
-
-    /// An element's fields, each by its preferred name.
-    private struct FieldValues {
-        var position: Int64??
-        var key: String??
-        var op: String??
-        var table: String??
-        var row: Range<Int>?
-
-        init(_ fields: Fields) {
-            position = fields.p ?? fields.position
-            key = fields.k ?? fields.key
-            op = fields.o ?? fields.op
-            table = fields.table
-            row = fields.row
-        }
+        return fields
     }
 
     /// The integer value at the lexer, stepped over: `.some(nil)` for any other value (a number
@@ -204,7 +192,16 @@ enum FeedPageReader {
         case UInt8(ascii: "-")?, (UInt8(ascii: "0")...UInt8(ascii: "9"))?:
             let number = try lexer.number()
             guard number.fraction.isEmpty, !number.hasExponent else { return .some(nil) }
-            return .some(number.exactInteger(in: lexer.input, as: Int64.self))
+            // Accumulated negative, so `Int64.min` fits; past the range it is no integer.
+            var value: Int64 = 0
+            for index in number.integerPart {
+                let (tens, overflow) = value.multipliedReportingOverflow(by: 10)
+                let (next, borrow) = tens.subtractingReportingOverflow(Int64(lexer.input[index] &- UInt8(ascii: "0")))
+                guard !overflow, !borrow else { return .some(nil) }
+                value = next
+            }
+            if number.negative { return .some(value) }
+            return .some(value == .min ? nil : -value)
         default:
             try lexer.skipValue(depth: 2, maxDepth: 512)
             return .some(nil)
