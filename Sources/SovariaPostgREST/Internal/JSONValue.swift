@@ -99,6 +99,13 @@ package struct JSONObject: Sendable, Hashable {
         }
     }
 
+    /// This object with its keys held in `keys`, which must be the same names, byte for byte and
+    /// in order: rows that hold one array of keys are told to have the same columns at once.
+    func sharingKeys(_ keys: [String]) -> JSONObject {
+        assert(keys.count == self.keys.count && zip(keys, self.keys).allSatisfy { $0.hasSameUTF8Bytes(as: $1) })
+        return JSONObject(keys: keys, values: values)
+    }
+
     /// The value of the member at `place`, in ``keys``' order.
     func value(at place: Int) -> JSONValue { values[place] }
 

@@ -70,7 +70,9 @@ extension OverlayCachedAnswer {
                     guard let isRewritten = Self.rewrites(held, with: changed, byPlace, answer: self) else {
                         return nil
                     }
-                    if isRewritten { rewritten[index] = changed }
+                    // In the answer's own array of columns (the held row's are the same names),
+                    // so the body written next, and the next page, compare them at once.
+                    if isRewritten { rewritten[index] = changed.sharingKeys(held.keys) }
                     continue
                 }
             }

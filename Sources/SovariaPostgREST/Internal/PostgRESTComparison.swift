@@ -269,14 +269,21 @@ struct PostgRESTComparison: Sendable {
     /// A JSON number that is an integer of at most 18 digits (exact in `Int64`, the same value as
     /// `Decimal` reads), else `nil`: the common case, compared without `Decimal`.
     static func plainInteger(_ text: String) -> Int64? {
+        // One pass: 18 digits never overflow.
         var digits = 0
+        var value: Int64 = 0
+        var negative = false
         for (index, byte) in text.utf8.enumerated() {
-            if index == 0, byte == UInt8(ascii: "-") { continue }
-            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            if index == 0, byte == UInt8(ascii: "-") {
+                negative = true
+                continue
+            }
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), digits < 18 else { return nil }
             digits += 1
+            value = value * 10 + Int64(byte - UInt8(ascii: "0"))
         }
-        guard digits > 0, digits <= 18 else { return nil }
-        return Int64(text)
+        guard digits > 0 else { return nil }
+        return negative ? -value : value
     }
 
     static func compare(_ a: Decimal, _ b: Decimal) -> ComparisonResult {
