@@ -30,6 +30,12 @@ final class ParsedAnswers: Sendable {
     /// not) for one read, whose filters PostgreSQL compares as bytes.
     private struct ReadKey: Hashable {
         let bytes: [UInt8]
+        /// The bytes' hash, taken once: a page looks a read up two to four times.
+        let hash: Int
+
+        static func == (a: ReadKey, b: ReadKey) -> Bool { a.hash == b.hash && a.bytes == b.bytes }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
         init(_ read: DataRequest) {
             var bytes = Array(read.method.utf8)
@@ -46,6 +52,7 @@ final class ParsedAnswers: Sendable {
                 bytes += body.utf8
             }
             self.bytes = bytes
+            hash = bytes.hashValue
         }
     }
 
