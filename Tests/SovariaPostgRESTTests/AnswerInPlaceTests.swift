@@ -94,6 +94,23 @@ import Testing
         #expect(answer == cached.evaluatedAnswerAndParse(writes: writes, pageRows: [:]).answer, "\(why)")
     }
 
+    /// Two changes of one row in a page, the first with a column the answer does not show: the
+    /// second meets the row with that column too, and goes by name, as the evaluation does (here
+    /// its string may be a number to the server: the evaluation answers).
+    @Test func aRowAnEarlierChangeGaveAColumnIsMetByName() throws {
+        let cached = Self.cached("select=id,name,qty,note&qty=eq.1", Self.body)
+        let first = #"{"id":"a","name":"x","qty":1,"note":null,"extra":1}"#
+        let inPlace = try #require(cached.answerInPlace(writes: Self.changes(first), pageRows: [:]))
+        #expect(
+            OverlayCachedAnswer.same(
+                inPlace, cached.evaluatedAnswerAndParse(writes: Self.changes(first), pageRows: [:])))
+        let writes = Self.changes(first, #"{"id":"a","name":"x2","qty":1,"note":null,"extra":"7"}"#)
+        #expect(cached.answerInPlace(writes: writes, pageRows: [:]) == nil)
+        #expect(
+            cached.answerAndParse(writes: writes).answer
+                == cached.evaluatedAnswerAndParse(writes: writes, pageRows: [:]).answer)
+    }
+
     /// A string the server may hold as a number, in a column whose first value told a number, is
     /// left to the evaluation even where the change repeats it (a row whose columns are the held
     /// row's, compared by place).

@@ -39,9 +39,10 @@ extension OverlayCachedAnswer {
         // The rows the changes rewrote, by index, with their new values; whether a change met a
         // row held (its echo too: the evaluation then writes the body again).
         var rewritten = [JSONObject?](repeating: nil, count: rows.count)
-        // The changed rows' columns as this answer takes them, by place, for the keys they share
-        // (a page's rows share one array); `nil` facts where the loop goes by name.
-        var facts: (keys: [String], byPlace: [ColumnFacts]?)?
+        // What the rewrite asks of each column shown, by place: learned once for this answer and
+        // its rewrites (`columnFacts`), for changes naming the held row's columns in their order;
+        // `nil` where two columns are one name to `String`'s `==` (the loop goes by name).
+        var facts: [ColumnFacts]?? = columnFacts.map { .some($0) }
         var metRow = false
         var ours: (table: String, isOurs: Bool)?  // the last change's table, told once for a page's run
         for write in writes {
@@ -59,14 +60,13 @@ extension OverlayCachedAnswer {
                 rows[index].cachedRange != nil, Self.areNamed(rows[index].values, columns)
             else { return nil }
             metRow = true
-            // A change naming the held row's columns in their order, as a feed's rows do: its
-            // values are compared by place, and it becomes the row as it is (no copy of the row).
+            // A change naming the columns shown in their order, as the held row does (a feed's
+            // rows do): its values are compared by place, and it becomes the row as it is (no
+            // copy of the row). A row an earlier change gave another column goes by name.
             let held = rewritten[index] ?? rows[index].values
-            if Self.areNamed(changed, held.keys) {
-                if facts.map({ !Self.areNamed(changed, $0.keys) }) ?? true {
-                    facts = (changed.keys, columnFacts(of: changed.keys, shown: columns))
-                }
-                if let byPlace = facts?.byPlace {
+            if Self.areNamed(held, columns), Self.areNamed(changed, columns) {
+                if facts == nil { facts = .some(learnColumnFacts(of: columns)) }
+                if case .some(let byPlace?) = facts {
                     guard let isRewritten = Self.rewrites(held, with: changed, byPlace, answer: self) else {
                         return nil
                     }
@@ -109,7 +109,7 @@ extension OverlayCachedAnswer {
         guard let (body, written) = bodyInPlace(cachedBody, rewritten: rewritten, columns: columns) else { return nil }
         let answer = OverlayAnswer(body: body)
         guard !body.hasSameUTF8Bytes(as: cachedBody) else { return (answer, nil) }
-        return (answer, OverlayCachedAnswer(rewriting: self, body: body, rows: written))
+        return (answer, OverlayCachedAnswer(rewriting: self, body: body, rows: written, columnFacts: facts ?? nil))
     }
 
     /// Whether the kinds a parse learns of the rows' values (``serverKinds``: each column's first
@@ -125,28 +125,27 @@ extension OverlayCachedAnswer {
         return kind == learned
     }
 
-    /// What ``answerInPlace(writes:pageRows:)`` asks of one column of a changed row, learned
-    /// once for the rows that share their keys.
+    /// What ``answerInPlace(writes:pageRows:)`` asks of one column shown, learned once for an
+    /// answer and kept with the parses its rewrites make (``columnFacts``).
     struct ColumnFacts {
         /// Whether a string in it surely stays a string (no ``mayReadAsAnotherKind(_:in:)``).
         var stringStaysText: Bool
         /// Whether a change of it can be written in place: neither the key nor an order column.
         var mayChange: Bool
-        /// Whether the answer shows it.
-        var isShown: Bool
         /// The kind the parse learned of it.
         var kind: ServerKind?
     }
 
-    /// The facts of each of `keys` for this answer, showing `columns`; `nil` when two keys are
-    /// one name to `String`'s `==` (the name lookups by place would not find what they find).
-    private func columnFacts(of keys: [String], shown columns: [String]) -> [ColumnFacts]? {
-        for place in keys.indices where keys[..<place].contains(keys[place]) { return nil }
-        return keys.map { column in
+    /// The facts of each of `columns`, the columns shown (each a held row's, in its order); `nil`
+    /// when two are one name to `String`'s `==` (a lookup by place would not find what a lookup
+    /// by name finds).
+    private func learnColumnFacts(of columns: [String]) -> [ColumnFacts]? {
+        for place in columns.indices where columns[..<place].contains(columns[place]) { return nil }
+        return columns.map { column in
             ColumnFacts(
                 stringStaysText: serverKinds[column] == .string || table.nonTextColumns.contains(column),
                 mayChange: column != table.primaryKey && !orderColumns.contains(column),
-                isShown: columns.contains(column), kind: serverKinds[column])
+                kind: serverKinds[column])
         }
     }
 
@@ -167,7 +166,8 @@ extension OverlayCachedAnswer {
             }
             let old = held.value(at: place)
             if old.isIdentical(to: value) { continue }
-            guard facts[place].mayChange, !facts[place].isShown || keepsKind(facts[place].kind, old, value) else {
+            // Every column is shown (the held row's are the answer's): its kind must stay.
+            guard facts[place].mayChange, keepsKind(facts[place].kind, old, value) else {
                 return nil
             }
             isRewritten = true

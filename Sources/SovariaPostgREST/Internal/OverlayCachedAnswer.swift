@@ -81,6 +81,9 @@ final class OverlayCachedAnswer: Sendable {
     /// What kind of value the server answers each column with, where a row it sent (or a
     /// default) shows one.
     let serverKinds: [String: ServerKind]
+    /// What a page's in-place rewrite asks of each of the columns shown, kept from the rewrite
+    /// that made this parse (`nil`: not learned yet).
+    let columnFacts: [ColumnFacts]?
 
     /// A kind of value whose values always compare with each other.
     enum OrderKind { case number, boolean, string }
@@ -231,13 +234,17 @@ final class OverlayCachedAnswer: Sendable {
         positionsID = positionsFrom ?? Self.newPositionsID()
         reasons = loader.reasons
         serverKinds = loader.serverKinds
+        columnFacts = nil
     }
 
     /// `previous` over `body`, whose `rows` are previous's at the same places with the same
     /// keys, the same values in the order's and the filters' columns and the same kind of value
     /// in each column (``answerInPlace(writes:pageRows:)`` rewrote some in place): what the
     /// initializer above makes of those rows, with nothing worked out again.
-    init(rewriting previous: OverlayCachedAnswer, body: String, rows: [OverlayRows.Row]) {
+    init(
+        rewriting previous: OverlayCachedAnswer, body: String, rows: [OverlayRows.Row],
+        columnFacts: [ColumnFacts]? = nil
+    ) {
         assert(
             previous.settled == nil && previous.hasCache && previous.relatedAreEmpty
                 && rows.count == previous.rows.count)
@@ -254,6 +261,7 @@ final class OverlayCachedAnswer: Sendable {
         (holdsEveryRow, holdsEveryMatchingRow) = (previous.holdsEveryRow, previous.holdsEveryMatchingRow)
         (cachedRowsFollowOrder, orderKinds) = (previous.cachedRowsFollowOrder, previous.orderKinds)
         serverKinds = previous.serverKinds
+        self.columnFacts = columnFacts ?? previous.columnFacts
     }
 
     /// A number no other ``positionsID`` has.
