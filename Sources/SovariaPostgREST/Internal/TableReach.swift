@@ -237,10 +237,14 @@ struct TableReach {
             }
             // Not held: an upsert alters an answer only if its row matches the read (a filter the
             // overlay cannot decide counts); the equality filters pass over the answers it cannot.
-            let asRow = OverlayRows.Row(values: row, cachedIndex: nil, ordinal: 0)
+            // Made for the first answer it is evaluated against: most candidates hold the row
+            // already, and were found by its key.
+            var asRow: OverlayRows.Row?
             filters.forEachCandidate(for: row) { handle in
                 guard lastFound[handle] != stamp else { return }
-                switch kept[handle]?.parsed?.readTruth(on: asRow) {
+                let candidate = asRow ?? OverlayRows.Row(values: row, cachedIndex: nil, ordinal: 0)
+                asRow = candidate
+                switch kept[handle]?.parsed?.readTruth(on: candidate) {
                 case .no?, .null?: break
                 case .yes?, .unknown?, nil: add(handle)
                 }
