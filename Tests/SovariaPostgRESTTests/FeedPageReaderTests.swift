@@ -1,5 +1,6 @@
 import Foundation
 import SovariaSync
+import SovariaTestKit
 import Testing
 
 @testable import SovariaPostgREST
@@ -165,21 +166,11 @@ import Testing
 
     struct Failure: Error {}
 
-    /// A small seeded generator (SplitMix64), so a failing seed replays.
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+}
 
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func pick<T>(_ choices: [T]) -> T { choices[Int(next() % UInt64(choices.count))] }
-    }
+extension SplitMix {
+    /// One of `choices`, at random.
+    fileprivate mutating func pick<T>(_ choices: [T]) -> T { choices[Int(next() % UInt64(choices.count))] }
 }
 
 extension RowChange.Operation {

@@ -1,6 +1,7 @@
 import Foundation
 import SovariaQueue
 import SovariaSync
+import SovariaTestKit
 import Testing
 
 @testable import SovariaPostgREST
@@ -76,16 +77,4 @@ import Testing
         }
     }
 
-    /// A fixed-seed generator: the same random trees every run.
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 }
