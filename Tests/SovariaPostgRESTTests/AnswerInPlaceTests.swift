@@ -104,6 +104,10 @@ import Testing
         #expect(
             OverlayCachedAnswer.same(
                 inPlace, cached.evaluatedAnswerAndParse(writes: Self.changes(first), pageRows: [:])))
+        // The second change names the columns shown, the row now one more: it goes by name too.
+        let shown = Self.changes(first, #"{"id":"a","name":"x2","qty":1,"note":null}"#)
+        let rewritten = try #require(cached.answerInPlace(writes: shown, pageRows: [:]))
+        #expect(OverlayCachedAnswer.same(rewritten, cached.evaluatedAnswerAndParse(writes: shown, pageRows: [:])))
         let writes = Self.changes(first, #"{"id":"a","name":"x2","qty":1,"note":null,"extra":"7"}"#)
         #expect(cached.answerInPlace(writes: writes, pageRows: [:]) == nil)
         #expect(

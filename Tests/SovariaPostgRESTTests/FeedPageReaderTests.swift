@@ -80,6 +80,23 @@ import Testing
         }
     }
 
+    /// A value nests as deep as the overlay's parser reads one (a member's innermost value at
+    /// depth 511), a row as deep as the feed's reader always validated it (512): one level more
+    /// refuses the page.
+    @Test func aValueNestedPastTheParsersDepthRefusesThePage() throws {
+        func nested(_ count: Int) -> String {
+            String(repeating: "[", count: count) + String(repeating: "]", count: count)
+        }
+        let member = { (count: Int) in #"[{"p":1,"k":"a","o":"delete","x":\#(nested(count))}]"# }
+        let row = { (count: Int) in #"[{"p":1,"k":"a","o":"upsert","r":{"a":\#(nested(count))}}]"# }
+        #expect(try FeedPageReader.read(member(510), table: "notes").changes.count == 1)
+        #expect(throws: ChangeFeedError.self) { try FeedPageReader.read(member(511), table: "notes") }
+        #expect(try FeedPageReader.read(row(510), table: "notes").changes.count == 1)
+        #expect(throws: ChangeFeedError.self) { try FeedPageReader.read(row(511), table: "notes") }
+        // Not an object: a value as deep refuses the page too.
+        #expect(throws: ChangeFeedError.self) { try FeedPageReader.read("[" + nested(511) + "]", table: "notes") }
+    }
+
     /// Random pages, their members in any order, spelled either way, repeated, with members the
     /// feed does not name and space anywhere: the reader finds what a general parse of the same
     /// text finds (`p` before `position`, the last of one name), rows included.
@@ -92,7 +109,7 @@ import Testing
                 var members: [String] = []
                 members.append(#""\#(random.pick(["p", "position"]))":\#(element + 1)"#)
                 members.append(#""\#(random.pick(["k", "key"]))":"k\#(random.next() % 9)""#)
-                let op = random.pick(["upsert", "delete"])
+                let op = random.pick(["upsert", "delete", "upsert", "delete", "trimmed"])
                 members.append(#""\#(random.pick(["o", "op"]))":"\#(op)""#)
                 if op == "upsert" || random.next() % 2 == 0 {
                     let row = #"{"id":"k\#(random.next() % 9)",\#(random.pick([" ", ""]))"n":\#(random.next() % 99)}"#
@@ -111,9 +128,10 @@ import Testing
             let body = "[" + elements.joined(separator: ", ") + "]"
             let expected = try Self.generalRead(body, table: "notes")
             switch expected {
-            case .success(let changes):
+            case .success(let (changes, last, mustRefetch)):
                 let page = try FeedPageReader.read(body, table: "notes")
                 #expect(page.count == elements.count, "\(body)")
+                #expect(page.last == last && page.mustRefetch == mustRefetch, "\(body)")
                 #expect(page.changes.count == changes.count, "\(body)")
                 for (read, general) in zip(page.changes, changes) {
                     #expect(read.position == general.position && read.key == general.key, "\(body)")
@@ -138,15 +156,23 @@ import Testing
 
     /// The changes of `body` read with the overlay's general parser, each field by its
     /// one-letter name or else its own; a failure where an element is not a change.
-    static func generalRead(_ body: String, table: String) throws -> Result<[GeneralChange], Failure> {
+    static func generalRead(
+        _ body: String, table: String
+    ) throws -> Result<(changes: [GeneralChange], last: Int64?, mustRefetch: Bool), Failure> {
         guard case .array(let items) = try JSONParser.parse(body) else { return .failure(Failure()) }
         var changes: [GeneralChange] = []
+        var (last, mustRefetch): (Int64?, Bool) = (nil, false)
         for item in items {
             guard case .object(let object) = item,
                 case .number(let number)? = object["p"] ?? object["position"], let position = Int64(number),
-                case .string(let op)? = object["o"] ?? object["op"],
-                case .string(let key)? = object["k"] ?? object["key"]
+                case .string(let op)? = object["o"] ?? object["op"]
             else { return .failure(Failure()) }
+            last = position
+            if op == "trimmed" {
+                mustRefetch = true
+                continue
+            }
+            guard case .string(let key)? = object["k"] ?? object["key"] else { return .failure(Failure()) }
             var named = table
             if let value = object["table"] {
                 guard case .string(let text) = value else { return .failure(Failure()) }
@@ -161,7 +187,7 @@ import Testing
             default: return .failure(Failure())
             }
         }
-        return .success(changes)
+        return .success((changes, last, mustRefetch))
     }
 
     struct Failure: Error {}

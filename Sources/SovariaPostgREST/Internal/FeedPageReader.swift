@@ -21,6 +21,12 @@ enum FeedPageReader {
         var count = 0
     }
 
+    /// The deepest a value other than a row may nest (an element at depth 1), as the overlay's
+    /// parser reads values (refused from depth 512); a row is validated to depth 512, as the
+    /// feed's reader always has.
+    private static let valueMaxDepth = 511
+    private static let rowMaxDepth = 512
+
     /// The changes `body` holds, each of `table` unless it names its own.
     ///
     /// - Throws: `ChangeFeedError` with `malformedChange` for a body that is not a JSON array of
@@ -132,7 +138,7 @@ enum FeedPageReader {
     /// `order` holds the last element's members, tried first, and ends as this one's.
     private static func element(_ lexer: inout JSONLexer, order: inout [Field]) throws -> Fields? {
         guard lexer.peek() == UInt8(ascii: "{") else {
-            try lexer.skipValue(depth: 1, maxDepth: 512)
+            try lexer.skipValue(depth: 1, maxDepth: valueMaxDepth)
             return nil
         }
         var fields = Fields()
@@ -152,7 +158,7 @@ enum FeedPageReader {
                 field = Field(named: try lexer.key())
             }
             guard let field else {
-                try lexer.skipValue(depth: 2, maxDepth: 512)
+                try lexer.skipValue(depth: 2, maxDepth: valueMaxDepth)
                 continue
             }
             if other == nil, count < order.count, order[count] == field {
@@ -171,7 +177,7 @@ enum FeedPageReader {
             case .table: fields.table = try string(&lexer)
             case .r, .row:
                 let start = lexer.position
-                try lexer.skipValue(depth: 2, maxDepth: 512)
+                try lexer.skipValue(depth: 2, maxDepth: rowMaxDepth)
                 if field.rawValue <= fields.rowName?.rawValue ?? field.rawValue {
                     (fields.row, fields.rowName) = (start..<lexer.position, field)
                 }
@@ -203,7 +209,7 @@ enum FeedPageReader {
             if number.negative { return .some(value) }
             return .some(value == .min ? nil : -value)
         default:
-            try lexer.skipValue(depth: 2, maxDepth: 512)
+            try lexer.skipValue(depth: 2, maxDepth: valueMaxDepth)
             return .some(nil)
         }
     }
@@ -211,7 +217,7 @@ enum FeedPageReader {
     /// The string at the lexer, stepped over: `.some(nil)` for any other value.
     private static func string(_ lexer: inout JSONLexer) throws -> String?? {
         guard lexer.peek() == UInt8(ascii: "\"") else {
-            try lexer.skipValue(depth: 2, maxDepth: 512)
+            try lexer.skipValue(depth: 2, maxDepth: valueMaxDepth)
             return .some(nil)
         }
         return .some(try lexer.string())
