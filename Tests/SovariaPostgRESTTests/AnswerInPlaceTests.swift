@@ -48,6 +48,38 @@ import Testing
         }
     }
 
+    /// The parse a rewrite makes keeps the columns' facts it learned, and the next page's rewrite
+    /// from it is still the evaluation's: a name, then a kind the parse learned of another column
+    /// (refused: a string where the parse learned a number), then an order column.
+    @Test func theNextPageFromARewrittenParseIsTheEvaluations() throws {
+        let cached = Self.cached("qty=eq.1", Self.body)
+        let first = try #require(
+            cached.answerInPlace(writes: Self.changes(#"{"id":"a","name":"x2","qty":1,"note":null}"#), pageRows: [:]))
+        let parse = try #require(first.parse)
+        #expect(parse.columnFacts?.count == 4, "the facts learned are kept")
+        for row in [
+            #"{"id":"b","name":"y2","qty":1,"note":"n"}"#, #"{"id":"a","name":"x3","qty":1,"note":"m"}"#,
+            #"{"id":"b","name":"y","qty":"1","note":"n"}"#, #"{"id":"a","name":"x2","qty":1,"note":7}"#,
+        ] {
+            let writes = Self.changes(row)
+            let evaluated = parse.evaluatedAnswerAndParse(writes: writes, pageRows: [:])
+            if let next = parse.answerInPlace(writes: writes, pageRows: [:]) {
+                #expect(OverlayCachedAnswer.same(next, evaluated), "\(row)")
+            } else {
+                #expect(parse.answerAndParse(writes: writes).answer == evaluated.answer, "\(row)")
+            }
+        }
+        #expect(
+            parse.answerInPlace(writes: Self.changes(#"{"id":"b","name":"y","qty":"1","note":"n"}"#), pageRows: [:])
+                == nil)
+        let ordered = try #require(
+            Self.cached("qty=eq.1&order=name", Self.body).answerInPlace(
+                writes: Self.changes(#"{"id":"a","name":"x","qty":1,"note":"m"}"#), pageRows: [:])?.parse)
+        #expect(
+            ordered.answerInPlace(writes: Self.changes(#"{"id":"a","name":"z","qty":1,"note":"m"}"#), pageRows: [:])
+                == nil)
+    }
+
     @Test func aFilterColumnChangedWhereTheFiltersStillKeepTheRowIsWrittenInPlace() throws {
         let cached = Self.cached("qty=in.(1,2)&order=id", Self.body)
         let writes = Self.changes(#"{"id":"a","name":"x","qty":2,"note":null}"#)
