@@ -140,16 +140,16 @@ extension PostgRESTOverlay {
         var rowKeys: [String] = []  // the rows of a table share their keys
         var altered: [Int] = []  // the slots a change alters
         for (changeIndex, change) in changes.enumerated() {
-            var row: JSONObject?
-            var text: String?
-            if case .upsert(let written) = change.operation,
-                case .object(let object)? = try? JSONParser.parse(written, sharingKeys: &rowKeys)
+            var parsed: (text: String, row: JSONObject, isWrittenAsIs: Bool)?
+            if case .upsert(let text) = change.operation,
+                let (row, isWrittenAsIs) = JSONParser.pageRow(
+                    text, sharingKeys: &rowKeys)
             {
-                (row, text) = (object, written)
+                parsed = (text, row, isWrittenAsIs)
             }
-            reach.slots(alteredBy: change, row: row, into: &altered)
+            reach.slots(alteredBy: change, row: parsed?.row, into: &altered)
             // Kept only for the answers that apply it: at most a page of rows, until the next page.
-            if let row, let text, !altered.isEmpty { reach.pageRows[change.position] = (text, row) }
+            if let parsed, !altered.isEmpty { reach.pageRows[change.position] = parsed }
             for slot in altered { found[slot]?.append(changeIndex) }
         }
         return found

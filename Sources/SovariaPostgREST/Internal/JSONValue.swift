@@ -147,6 +147,45 @@ package struct JSONParser: JSONLexerReader {
         }
     }
 
+    /// A change feed's row: `text` parsed as ``parse(_:sharingKeys:)`` parses it, and whether
+    /// writing the row (`JSONValue.write(to:)`) gives `text` back byte for byte: no space between
+    /// its tokens, no escape in a string (the writer escapes only what JSON requires), no key
+    /// repeated in any object (a parse keeps one of them). `nil` when `text` is no JSON object.
+    static func pageRow(_ text: String, sharingKeys lastKeys: inout [String]) -> (row: JSONObject, isWrittenAsIs: Bool)?
+    {
+        var repeatsKeys = false
+        guard
+            case .object(let row)? = try? read(
+                text,
+                { parser in
+                    parser.lastKeys = lastKeys
+                    defer { lastKeys = parser.lastKeys }
+                    parser.lexer.skipWhitespace()
+                    let value = try parser.value(depth: 0)
+                    repeatsKeys = parser.repeatsKeys
+                    return value
+                })
+        else { return nil }
+        return (row, !repeatsKeys && isCompact(text))
+    }
+
+    /// Whether `text`, JSON, has no space outside its strings and no backslash anywhere.
+    private static func isCompact(_ text: String) -> Bool {
+        text.withUTF8Bytes { bytes in
+            var inString = false
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\\"): return false
+                case UInt8(ascii: "\""): inString.toggle()
+                case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+                    if !inString { return false }
+                default: continue
+                }
+            }
+            return true
+        }
+    }
+
     /// Runs `body` over `text`, then requires nothing but space after what it read.
     private static func read<Value>(_ text: String, _ body: (inout JSONParser) throws -> Value) throws -> Value {
         do {

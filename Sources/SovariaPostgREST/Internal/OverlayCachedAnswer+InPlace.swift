@@ -39,6 +39,9 @@ extension OverlayCachedAnswer {
         // The rows the changes rewrote, by index, with their new values; whether a change met a
         // row held (its echo too: the evaluation then writes the body again).
         var rewritten = [JSONObject?](repeating: nil, count: rows.count)
+        // The text of each row a change became whole, where writing the row gives it back: the
+        // body takes it as it is (`nil`: the row is written from its values).
+        var asWritten = [String?](repeating: nil, count: rows.count)
         // What the rewrite asks of each column shown, by place: learned once for this answer and
         // its rewrites (`columnFacts`), for changes naming the held row's columns in their order;
         // `nil` where two columns are one name to `String`'s `==` (the loop goes by name).
@@ -53,7 +56,8 @@ extension OverlayCachedAnswer {
             }
             guard ours?.isOurs == true else { continue }
             guard case .upsert(let text) = change.operation else { return nil }
-            var changed = pageRows[change.position].flatMap { $0.text.hasSameUTF8Bytes(as: text) ? $0.row : nil }
+            let pageRow = pageRows[change.position].flatMap { $0.text.hasSameUTF8Bytes(as: text) ? $0 : nil }
+            var changed = pageRow?.row
             if changed == nil, case .object(let object)? = try? JSONParser.parse(text) { changed = object }
             // A held row whose text is the cached body's and whose columns are the ones shown.
             guard let changed, let key = changed[table.primaryKey], let index = positions[OverlayRows.keyText(key)],
@@ -72,7 +76,10 @@ extension OverlayCachedAnswer {
                     }
                     // In the answer's own array of columns (the held row's are the same names),
                     // so the body written next, and the next page, compare them at once.
-                    if isRewritten { rewritten[index] = changed.sharingKeys(held.keys) }
+                    if isRewritten {
+                        rewritten[index] = changed.sharingKeys(held.keys)
+                        asWritten[index] = pageRow?.isWrittenAsIs == true ? text : nil
+                    }
                     continue
                 }
             }
@@ -96,7 +103,7 @@ extension OverlayCachedAnswer {
                 values[column] = value
                 isRewritten = true
             }
-            if isRewritten { rewritten[index] = values }
+            if isRewritten { (rewritten[index], asWritten[index]) = (values, nil) }
         }
         guard metRow else { return (OverlayAnswer(body: cachedBody), nil) }
         // A rewritten row stays only where the read's filters surely keep it.
@@ -106,7 +113,9 @@ extension OverlayCachedAnswer {
                 return nil
             }
         }
-        guard let (body, written) = bodyInPlace(cachedBody, rewritten: rewritten, columns: columns) else { return nil }
+        guard
+            let (body, written) = bodyInPlace(cachedBody, rewritten: rewritten, asWritten: asWritten, columns: columns)
+        else { return nil }
         let answer = OverlayAnswer(body: body)
         guard !body.hasSameUTF8Bytes(as: cachedBody) else { return (answer, nil) }
         return (answer, OverlayCachedAnswer(rewriting: self, body: body, rows: written, columnFacts: facts ?? nil))
@@ -187,13 +196,14 @@ extension OverlayCachedAnswer {
         }
     }
 
-    /// The body with the `rewritten` rows (by index) written from their values and every other
-    /// row copied from `cachedBody`, and its rows as written (each a parse's row: its values,
-    /// where its text lies); written as ``OverlayReadEvaluation/project(_:)`` writes them. `nil`
-    /// where a rewritten row lacks a column shown (that evaluation notes it), or a cached row's
-    /// columns are not the ones shown.
+    /// The body with the `rewritten` rows (by index) written from their values (or as
+    /// `asWritten` gives them: the text writing them gives) and every other row copied from
+    /// `cachedBody`, and its rows as written (each a parse's row: its values, where its text
+    /// lies); written as ``OverlayReadEvaluation/project(_:)`` writes them. `nil` where a
+    /// rewritten row lacks a column shown (that evaluation notes it), or a cached row's columns
+    /// are not the ones shown.
     private func bodyInPlace(
-        _ cachedBody: String, rewritten: [JSONObject?], columns: [String]
+        _ cachedBody: String, rewritten: [JSONObject?], asWritten: [String?], columns: [String]
     ) -> (body: String, rows: [OverlayRows.Row])? {
         // Each column's name as written before its value (`"name":`), back to back, once.
         var names: [UInt8] = []
@@ -221,6 +231,12 @@ extension OverlayCachedAnswer {
                     }
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: cached[range]))
                     written.append(Self.row(rows[index].values, at: index, range: start..<out.count))
+                    continue
+                }
+                if let text = asWritten[index], Self.areNamed(values, columns) {
+                    // Its members are the columns, in their order, and its text is theirs written.
+                    text.withUTF8Bytes { out.append(contentsOf: $0) }
+                    written.append(Self.row(values, at: index, range: start..<out.count))
                     continue
                 }
                 out.append(UInt8(ascii: "{"))

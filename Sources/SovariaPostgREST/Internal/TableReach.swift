@@ -64,8 +64,9 @@ struct TableReach {
     private var changesMet: UInt64 = 0
 
     /// Rows of a page's upserts, parsed, by the change's position, each with the text it was
-    /// parsed from (a row at that position with another text is parsed afresh).
-    typealias PageRows = [Int64: (text: String, row: JSONObject)]
+    /// parsed from (a row at that position with another text is parsed afresh) and whether
+    /// writing the row gives that text back (`JSONParser.pageRow(_:sharingKeys:)`).
+    typealias PageRows = [Int64: (text: String, row: JSONObject, isWrittenAsIs: Bool)]
 
     /// The rows of the last page's upserts that some answer applies, parsed to find what they
     /// reach: the page's answers apply them without parsing them again. Replaced by each page.
