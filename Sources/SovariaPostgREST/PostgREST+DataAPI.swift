@@ -126,12 +126,14 @@ extension PostgREST {
     /// Whether `request` asks for a page: a `limit` or `offset` in its query, or a `Range` header.
     public func pagesRows(_ request: DataRequest) -> Bool {
         if request.header("Range") != nil { return true }
-        let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first ?? ""
-        return query.split(separator: "&").contains { item in
-            let name = item.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            let decoded = name.removingPercentEncoding ?? name
-            return decoded == "limit" || decoded == "offset" || decoded.hasSuffix(".limit")
-                || decoded.hasSuffix(".offset")
+        // Its items as the overlay reads them: split at bytes, decoded as a query string is.
+        let path = Substring(request.path)
+        guard let mark = path.firstIndex(ofByte: UInt8(ascii: "?")) else { return false }
+        return path.after(byteAt: mark).split(atByte: UInt8(ascii: "&"), omittingEmptyParts: true).contains { item in
+            let name = Substring(
+                PostgRESTQuery.decode(item[..<(item.firstIndex(ofByte: UInt8(ascii: "=")) ?? item.endIndex)]))
+            return name == "limit" || name == "offset" || name.endsWithBytes(of: ".limit")
+                || name.endsWithBytes(of: ".offset")
         }
     }
 

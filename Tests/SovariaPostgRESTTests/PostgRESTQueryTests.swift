@@ -1,4 +1,5 @@
 import Foundation
+import SovariaQueue
 import Testing
 
 @testable import SovariaPostgREST
@@ -26,6 +27,70 @@ import Testing
         let query = PostgRESTQuery(path: "/rest/v1/items?qty=eq.1&\u{301}name=eq.x")
         #expect(query.filters.map(\.column) == ["qty", "\u{301}name"])
         #expect(query.filters.first?.operand == "1")
+    }
+
+    /// Every delimiter of a filter, an order, a `select`, a list and a logic tree is still one
+    /// when a combining mark follows it: PostgREST reads code points, where Swift's `Character`
+    /// joins the two (and walked past the delimiter, or dropped the mark with `not.`).
+    @Test func eachDelimiterACombiningMarkFollowsIsStillOne() throws {
+        let mark = "\u{301}"
+        // `not.` and then an operator PostgREST does not know: its 400, never a negated `eq`.
+        #expect(PostgRESTQuery.condition("qty", "not.\(mark)eq.5") == nil)
+        #expect(!PostgRESTQuery(path: "/rest/v1/items?qty=not.\(mark)eq.5").unsupported.isEmpty)
+        // An operand that begins with the mark keeps it.
+        let operand = try #require(PostgRESTQuery.condition("name", "eq.\(mark)x"))
+        #expect(operand.op == .eq && operand.operand.unicodeScalars.elementsEqual("\(mark)x".unicodeScalars))
+        let negated = try #require(PostgRESTQuery.condition("name", "not.eq.\(mark)x"))
+        #expect(negated.negated && negated.operand.unicodeScalars.elementsEqual("\(mark)x".unicodeScalars))
+        let quantified = try #require(PostgRESTQuery.condition("name", "eq(any).{a,b}"))
+        #expect(quantified.op == .eq && quantified.quantifier == .any && quantified.operand == "{a,b}")
+        #expect(PostgRESTQuery.condition("name", "eq(any)(all).{a}") == nil, "one modifier, not two")
+        // The operator of a server-only filter ends at the `.`.
+        #expect(PostgRESTQuery.serverOnlyReason("body", "fts.\(mark)x") == .fullTextSearch(column: "body"))
+        #expect(PostgRESTQuery.serverOnlyReason("body", "not.\(mark)fts.x") == nil)
+        // An order term's modifier after `.` and a mark: not one PostgREST knows (its 400).
+        #expect(
+            PostgRESTQuery(path: "/rest/v1/items?order=id.\(mark)desc").unsupported.contains {
+                if case .refusedRead = $0 { true } else { false }
+            })
+        let twoTerms = PostgRESTQuery(path: "/rest/v1/items?order=id,\(mark)name")
+        #expect(twoTerms.order.map { Array($0.column.utf8) } == [Array("id".utf8), Array("\(mark)name".utf8)])
+        // Two `select` columns, an alias and a JSON path.
+        let columns = PostgRESTQuery(path: "/rest/v1/items?select=id,\(mark)name").columns
+        #expect(columns?.map { Array($0.utf8) } == [Array("id".utf8), Array("\(mark)name".utf8)])
+        let items = try #require(PostgRESTQuery.selectItems(["a:\(mark)id", "data->\(mark)key"]))
+        #expect(Array(items[0].column.utf8) == Array("\(mark)id".utf8) && items[0].name == "a")
+        #expect(items[1].column == "data" && items[1].path.map { Array($0.key.utf8) } == [Array("\(mark)key".utf8)])
+        // A list's items.
+        let list = PostgRESTQuery.Condition(
+            column: "id", negated: false, op: .in, operand: "(a,\(mark)b)", condition: "")
+        #expect(list.listItems?.map { Array($0.utf8) } == [Array("a".utf8), Array("\(mark)b".utf8)])
+        let quoted = PostgRESTQuery.Condition(
+            column: "id", negated: false, op: .in, operand: "(\"\(mark)a,b\")", condition: "")
+        #expect(quoted.listItems?.map { Array($0.utf8) } == [Array("\(mark)a,b".utf8)])
+        // A logic tree's condition and its quoted operand.
+        for (value, expected) in [("(name.eq.\(mark)x)", "\(mark)x"), ("(name.eq.\"\(mark)a,b\")", "\(mark)a,b")] {
+            guard case .any(let trees, _)? = LogicTreeParser.parse("or", value),
+                case .condition(let condition)? = trees.first
+            else {
+                Issue.record("\(value) is not one condition")
+                continue
+            }
+            #expect(condition.column == "name" && Array(condition.operand.utf8) == Array(expected.utf8), "\(value)")
+        }
+        #expect(LogicTreeParser.parse("or", "(name.\(mark)eq.x)") == nil)
+    }
+
+    /// A write's filters are read as a read's are: split at bytes, `+` a space.
+    @Test func aWritesFiltersAreReadAsAReadsAre() {
+        let api = PostgREST()
+        #expect(api.equalValue(of: "id", in: "/rest/v1/items?id=eq.a+b%2Bc") == "a b+c")
+        #expect(api.equalValue(of: "id", in: "/rest/v1/items?qty=eq.1&\u{301}id=eq.2") == nil)
+        #expect(api.filters(on: "\u{301}id", in: "/rest/v1/items?qty=eq.1&\u{301}id=eq.2"))
+        #expect(api.equalValue(of: "\u{301}id", in: "/rest/v1/items?qty=eq.1&\u{301}id=eq.2") == "2")
+        #expect(api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/items?id=eq.1&limit=1")))
+        #expect(api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/items?films.offset=1")))
+        #expect(!api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/items?id=eq.limit&x=offset")))
     }
 
     @Test func aPlainColumnHasNoAliasCastPathOrEmbedding() {

@@ -104,11 +104,12 @@ enum LogicTreeParser {
             guard !quoted, depth == 0 else { return nil }
             var scalars = String.UnicodeScalarView()
             scalars.append(contentsOf: text[start..<index])
-            let item = String(scalars).trimmingTrailingSpaces()
-            guard let dot = item.firstIndex(of: ".") else { return nil }
+            let item = Substring(String(scalars).trimmingTrailingSpaces())
+            // At the byte: a `.` a combining mark follows is still the separator.
+            guard let dot = item.firstIndex(ofByte: UInt8(ascii: ".")) else { return nil }
             let column = String(item[..<dot])
             guard PostgRESTQuery.isPlainColumn(column) else { return nil }
-            let conditionText = String(item[item.index(after: dot)...])
+            let conditionText = String(item.after(byteAt: dot))
             guard let reason = PostgRESTQuery.serverOnlyReason(column, conditionText) else {
                 guard var condition = PostgRESTQuery.condition(column, conditionText), !condition.operand.isEmpty else {
                     return nil
@@ -127,20 +128,21 @@ enum LogicTreeParser {
 
         /// `"…"` without its quotes and `\` escapes; `nil` when the operand is not quoted.
         static func unquoted(_ operand: String) -> String? {
-            guard operand.count >= 2, operand.first == "\"", operand.last == "\"" else { return nil }
-            var result = ""
+            let scalars = operand.unicodeScalars
+            guard scalars.count >= 2, scalars.first == "\"", scalars.last == "\"" else { return nil }
+            var result = String.UnicodeScalarView()
             var escaped = false
-            for character in operand.dropFirst().dropLast() {
+            for scalar in scalars.dropFirst().dropLast() {
                 if escaped {
-                    result.append(character)
+                    result.append(scalar)
                     escaped = false
-                } else if character == "\\" {
+                } else if scalar == "\\" {
                     escaped = true
                 } else {
-                    result.append(character)
+                    result.append(scalar)
                 }
             }
-            return result
+            return String(result)
         }
     }
 }
@@ -148,7 +150,9 @@ enum LogicTreeParser {
 extension String {
     fileprivate func trimmingTrailingSpaces() -> String {
         var text = Substring(self)
-        while text.last == " " || text.last == "\t" { text = text.dropLast() }
+        while text.utf8.last == UInt8(ascii: " ") || text.utf8.last == UInt8(ascii: "\t") {
+            text = text.droppingLastBytes(1)
+        }
         return String(text)
     }
 }

@@ -56,7 +56,7 @@ struct PostgRESTQuery: Sendable {
             case eq, neq, gt, gte, lt, lte, like, ilike, `in`, `is`, isdistinct, cs, cd, ov
         }
         /// `eq(any).{…}`, `like(all).{…}`: the operator over each item of a list.
-        enum Quantifier: String, Sendable { case any, all }
+        enum Quantifier: String, Sendable, CaseIterable { case any, all }
         var column: String
         var negated: Bool
         var op: Operator
@@ -131,7 +131,8 @@ struct PostgRESTQuery: Sendable {
         case "select":
             // PostgREST reads an empty `select` as `*` (its QuerySpec: "empty root select gives
             // all columns"); an empty item between commas is its parse error (400).
-            let items = value.split(separator: ",", omittingEmptySubsequences: false).map(Self.trimmingWhitespace)
+            let items = Substring(value).split(atByte: UInt8(ascii: ","), omittingEmptyParts: false).map(
+                Self.trimmingWhitespace)
             if value.isEmpty {
                 columns = nil
             } else if items.contains("") {
@@ -152,13 +153,13 @@ struct PostgRESTQuery: Sendable {
             }
         case "order":
             // `order=` or an empty term is PostgREST's parse error, not "no order".
-            let terms = value.split(separator: ",", omittingEmptySubsequences: false)
+            let terms = Substring(value).split(atByte: UInt8(ascii: ","), omittingEmptyParts: false)
             guard !terms.contains(where: \.isEmpty) else {
                 unsupported.append(.refusedRead("order=\(value)"))
                 return
             }
             for term in terms {
-                let parts = term.split(separator: ".").map(String.init)
+                let parts = term.split(atByte: UInt8(ascii: "."), omittingEmptyParts: true).map(String.init)
                 guard let column = parts.first, Self.isPlainColumn(column) else {
                     unsupported.append(.unsupportedReadFeature("order=\(value)"))
                     return
@@ -234,8 +235,8 @@ struct PostgRESTQuery: Sendable {
     /// regular expression, a range type's own operators; `nil` for any other.
     static func serverOnlyReason(_ column: String, _ condition: String) -> InexactReason? {
         var rest = Substring(condition)
-        if rest.hasPrefix("not.") { rest = rest.dropFirst(4) }
-        let op = rest.prefix { $0 != "." && $0 != "(" }
+        if rest.startsWithBytes(of: "not.") { rest = rest.droppingFirstBytes(4) }
+        let op = rest[..<(rest.utf8.firstIndex { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "(") } ?? rest.endIndex)]
         switch op {
         case "fts", "plfts", "phfts", "wfts": return .fullTextSearch(column: column)
         case "match", "imatch": return .regularExpression(column: column)
@@ -261,25 +262,27 @@ struct PostgRESTQuery: Sendable {
             var text = Substring(item)
             var alias: String?
             // `alias:column`, not the `::` of a cast.
-            if let colon = text.firstIndex(of: ":"), text[text.index(after: colon)...].first != ":" {
+            if let colon = text.firstIndex(ofByte: UInt8(ascii: ":")),
+                text.after(byteAt: colon).utf8.first != UInt8(ascii: ":")
+            {
                 alias = String(text[..<colon])
-                text = text[text.index(after: colon)...]
+                text = text.after(byteAt: colon)
             }
             var cast: String?
-            if let range = text.range(of: "::") {
+            if let range = text.range(ofBytes: "::") {
                 cast = String(text[range.upperBound...]).trimmingCharacters(in: .whitespaces)
                 text = text[..<range.lowerBound]
             }
             var path: [(key: String, asText: Bool)] = []
             var column = text
-            if let arrow = text.range(of: "->") {
+            if let arrow = text.range(ofBytes: "->") {
                 column = text[..<arrow.lowerBound]
                 var rest = text[arrow.lowerBound...]
                 while !rest.isEmpty {
-                    let asText = rest.hasPrefix("->>")
-                    guard rest.hasPrefix("->") else { return nil }
-                    rest = rest.dropFirst(asText ? 3 : 2)
-                    let end = rest.range(of: "->")?.lowerBound ?? rest.endIndex
+                    let asText = rest.startsWithBytes(of: "->>")
+                    guard rest.startsWithBytes(of: "->") else { return nil }
+                    rest = rest.droppingFirstBytes(asText ? 3 : 2)
+                    let end = rest.range(ofBytes: "->")?.lowerBound ?? rest.endIndex
                     let key = String(rest[..<end])
                     guard !key.isEmpty, !(path.last?.asText ?? false) else { return nil }
                     path.append((key, asText))
@@ -328,16 +331,16 @@ struct PostgRESTQuery: Sendable {
     static func condition(_ column: String, _ text: String) -> Condition? {
         var rest = Substring(text)
         var negated = false
-        if rest.utf8.starts(with: "not.".utf8) {
+        if rest.startsWithBytes(of: "not.") {
             negated = true
-            rest = rest.dropFirst(4)
+            rest = rest.droppingFirstBytes(4)
         }
-        guard let dot = rest.firstIndex(of: ".") else { return nil }
+        guard let dot = rest.firstIndex(ofByte: UInt8(ascii: ".")) else { return nil }
         var name = rest[..<dot]
         var quantifier: Condition.Quantifier?
-        if name.hasSuffix("(any)") || name.hasSuffix("(all)") {
-            quantifier = Condition.Quantifier(rawValue: String(name.dropFirst(name.count - 4).dropLast()))
-            name = name.dropLast(5)
+        if let modifier = Condition.Quantifier.allCases.first(where: { name.endsWithBytes(of: "(\($0.rawValue))") }) {
+            quantifier = modifier
+            name = name.droppingLastBytes(modifier.rawValue.utf8.count + 2)
         }
         guard let op = Condition.Operator(rawValue: String(name)) else { return nil }
         if quantifier != nil {
@@ -346,7 +349,7 @@ struct PostgRESTQuery: Sendable {
         }
         return Condition(
             column: column, negated: negated, op: op, quantifier: quantifier,
-            operand: String(rest[rest.index(after: dot)...]), condition: text)
+            operand: String(rest.after(byteAt: dot)), condition: text)
     }
 
     /// Every column the filters and the order name.
@@ -361,41 +364,44 @@ extension PostgRESTQuery.Condition {
     }
 
     /// The operand of `in.(…)` as a list: comma-separated, each item optionally double-quoted
-    /// (with `\` escaping), as PostgREST reads it; `nil` when it is not a list.
+    /// (with `\` escaping), as PostgREST reads it; `nil` when it is not a list. Read by code
+    /// points, as PostgREST reads it: a `,` or `"` a combining mark follows is still one.
     var listItems: [String]? {
-        guard operand.first == "(", operand.last == ")", operand.count >= 2 else { return nil }
+        let scalars = operand.unicodeScalars
+        guard scalars.first == "(", scalars.last == ")", scalars.count >= 2 else { return nil }
         var items: [String] = []
-        var current = ""
+        var current = String.UnicodeScalarView()
         var quoted = false
         var wasQuoted = false
         var escaped = false
-        for character in operand.dropFirst().dropLast() {
+        func item() -> String {
+            wasQuoted ? String(current) : String(current).trimmingCharacters(in: .whitespaces)
+        }
+        for scalar in scalars.dropFirst().dropLast() {
             if escaped {
-                current.append(character)
+                current.append(scalar)
                 escaped = false
             } else if quoted {
-                if character == "\\" {
+                if scalar == "\\" {
                     escaped = true
-                } else if character == "\"" {
+                } else if scalar == "\"" {
                     quoted = false
                 } else {
-                    current.append(character)
+                    current.append(scalar)
                 }
-            } else if character == "\"" {
+            } else if scalar == "\"" {
                 quoted = true
                 wasQuoted = true
-            } else if character == "," {
-                items.append(wasQuoted ? current : current.trimmingCharacters(in: .whitespaces))
-                current = ""
+            } else if scalar == "," {
+                items.append(item())
+                current = String.UnicodeScalarView()
                 wasQuoted = false
             } else {
-                current.append(character)
+                current.append(scalar)
             }
         }
         guard !quoted else { return nil }
-        if !current.isEmpty || wasQuoted || !items.isEmpty {
-            items.append(wasQuoted ? current : current.trimmingCharacters(in: .whitespaces))
-        }
+        if !current.isEmpty || wasQuoted || !items.isEmpty { items.append(item()) }
         return items
     }
 }

@@ -52,18 +52,18 @@ enum RowFilters {
         return a.hasSameUTF8Bytes(as: b)
     }
 
+    /// Split at the bytes `?` and `&`, as `PostgRESTQuery` reads a read's query.
     private static func parts(of path: String) -> (base: Substring, query: [Substring]) {
-        guard let mark = path.firstIndex(of: "?") else { return (path[...], []) }
-        let query = path[path.index(after: mark)...]
-        return (path[..<mark], query.split(separator: "&", omittingEmptySubsequences: true))
+        let path = Substring(path)
+        guard let mark = path.firstIndex(ofByte: UInt8(ascii: "?")) else { return (path, []) }
+        return (path[..<mark], path.after(byteAt: mark).split(atByte: UInt8(ascii: "&"), omittingEmptyParts: true))
     }
 
     private static func items(of path: String) -> [Substring] { parts(of: path).query }
 
+    /// An item's name and condition, decoded as `PostgRESTQuery` decodes a read's (`+` a space).
     private static func split(_ item: Substring) -> (name: String, condition: String)? {
-        guard let equals = item.firstIndex(of: "=") else { return nil }
-        let name = item[..<equals].removingPercentEncoding ?? String(item[..<equals])
-        let value = item[item.index(after: equals)...]
-        return (name, value.removingPercentEncoding ?? String(value))
+        guard let equals = item.firstIndex(ofByte: UInt8(ascii: "=")) else { return nil }
+        return (PostgRESTQuery.decode(item[..<equals]), PostgRESTQuery.decode(item.after(byteAt: equals)))
     }
 }
