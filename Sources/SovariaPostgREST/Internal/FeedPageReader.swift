@@ -197,17 +197,9 @@ enum FeedPageReader {
         switch lexer.peek() {
         case UInt8(ascii: "-")?, (UInt8(ascii: "0")...UInt8(ascii: "9"))?:
             let number = try lexer.number()
+            // Written as a whole number only (`7.0` is no position, as `Int64(_:)` reads it).
             guard number.fraction.isEmpty, !number.hasExponent else { return .some(nil) }
-            // Accumulated negative, so `Int64.min` fits; past the range it is no integer.
-            var value: Int64 = 0
-            for index in number.integerPart {
-                let (tens, overflow) = value.multipliedReportingOverflow(by: 10)
-                let (next, borrow) = tens.subtractingReportingOverflow(Int64(lexer.input[index] &- UInt8(ascii: "0")))
-                guard !overflow, !borrow else { return .some(nil) }
-                value = next
-            }
-            if number.negative { return .some(value) }
-            return .some(value == .min ? nil : -value)
+            return .some(number.exactInteger(in: lexer.input, as: Int64.self))
         default:
             try lexer.skipValue(depth: 2, maxDepth: valueMaxDepth)
             return .some(nil)
