@@ -4,11 +4,11 @@
 /// Kept as two integers, not a string: opening a cache of 100,000 entries parses, hashes and
 /// compares 100,000 of them several times, and a 32-character Swift string costs a heap
 /// allocation and a SipHash over 32 bytes each time (about 4x slower at open, measured).
-package struct HexID: Hashable, Sendable, CustomStringConvertible {
+public struct HexID: Hashable, Sendable, CustomStringConvertible {
     /// The first 64 bits: the first 16 hex digits.
-    package var high: UInt64
+    @usableFromInline package var high: UInt64
     /// The last 64 bits: the last 16 hex digits.
-    package var low: UInt64
+    @usableFromInline package var low: UInt64
 
     /// The id made of two 64-bit halves.
     package init(high: UInt64, low: UInt64) {
@@ -75,5 +75,5 @@ package struct HexID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// ``hex``.
-    package var description: String { hex }
+    public var description: String { hex }
 }

@@ -8,14 +8,14 @@
 ///
 /// - Important: Its methods are `@inlinable` so the queue codec, in another module, gets them
 ///   specialized into its own loops (the codec's measured speed depends on it).
-package struct JSONLexer {
+public struct JSONLexer {
     /// Why the text is not the JSON a reader expected: the byte offset where reading stopped and
     /// what was wrong there.
-    package struct Failure: Error, CustomStringConvertible {
+    public struct Failure: Error, CustomStringConvertible {
         /// The UTF-8 byte offset in the text.
-        package let offset: Int
+        @usableFromInline package let offset: Int
         /// What was expected or wrong, ending in " (the text ends)" when the text ended there.
-        package let problem: String
+        @usableFromInline package let problem: String
 
         /// Makes a failure at `offset`.
         @inlinable
@@ -25,13 +25,13 @@ package struct JSONLexer {
         }
 
         /// The problem and where it is.
-        package var description: String { "invalid JSON at byte \(offset): \(problem)" }
+        public var description: String { "invalid JSON at byte \(offset): \(problem)" }
     }
 
     /// The text's UTF-8 bytes.
-    package let input: UnsafeBufferPointer<UInt8>
+    @usableFromInline package let input: UnsafeBufferPointer<UInt8>
     /// The offset of the next byte to read.
-    package var position = 0
+    @usableFromInline package var position = 0
 
     /// A lexer at the start of `input`, which must outlive it.
     @inlinable
@@ -358,20 +358,20 @@ package struct JSONLexer {
     // MARK: - Numbers
 
     /// A JSON number as where its parts lie in the input: `-? int (. fraction)? (e exponent)?`.
-    package struct Number {
+    public struct Number {
         /// The whole number's bytes.
-        package let text: Range<Int>
+        @usableFromInline package let text: Range<Int>
         /// Whether it starts with `-`.
-        package let negative: Bool
+        @usableFromInline package let negative: Bool
         /// The digits before the point.
-        package let integerPart: Range<Int>
+        @usableFromInline package let integerPart: Range<Int>
         /// The digits after the point (empty without one).
-        package let fraction: Range<Int>
+        @usableFromInline package let fraction: Range<Int>
         /// Whether it has an exponent (`e` or `E`).
-        package let hasExponent: Bool
+        @usableFromInline package let hasExponent: Bool
         /// The exponent's value, saturated at ±10,000 (past that a value is 0 or out of any
         /// range anyway); 0 without one.
-        package let exponent: Int
+        @usableFromInline package let exponent: Int
 
         @inlinable
         init(

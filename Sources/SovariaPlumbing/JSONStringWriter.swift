@@ -4,7 +4,7 @@
 /// It writes what `JSONEncoder` writes with `.withoutEscapingSlashes` (and PostgreSQL's `json`
 /// output): `"` and `\` escaped, U+0000–U+001F as `\b \t \n \f \r` where JSON has a short form
 /// and lowercase `\u00xx` otherwise, every other character, `/` included, as its UTF-8 bytes.
-package enum JSONStringWriter {
+public enum JSONStringWriter {
     /// Appends `value` to `bytes` as a quoted JSON string.
     @inlinable
     package static func append(_ value: String, to bytes: inout [UInt8]) {

@@ -5,7 +5,7 @@
 /// comparison went through the generic witness table, and an open of 100,000 lists spent most
 /// of its time there.
 @frozen
-package struct MinHeap<Element: Comparable> {
+public struct MinHeap<Element: Comparable> {
     /// The heap in an array: each item's children are at `2i + 1` and `2i + 2`.
     @usableFromInline var items: [Element] = []
 

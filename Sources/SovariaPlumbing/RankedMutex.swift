@@ -14,7 +14,7 @@ import Synchronization
 ///
 ///     let index = RankedMutex(LockRank(1, "QueryCache.index"), CacheIndex())
 ///     let memory = RankedMutex(LockRank(2, "QueryCache.memory"), …)  // taken inside index only
-package struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
+public struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
     @usableFromInline let mutex: Mutex<Value>
     /// Where this lock stands in its type's order.
     @usableFromInline package let rank: LockRank
@@ -53,7 +53,7 @@ package struct RankedMutex<Value: ~Copyable>: ~Copyable, Sendable {
 }
 
 /// A lock's place in the order its type takes its locks in; see ``RankedMutex``.
-package struct LockRank: Sendable, CustomStringConvertible {
+public struct LockRank: Sendable, CustomStringConvertible {
     /// Higher ranks are taken later: inside lower ones, never around them.
     package let level: Int
     /// The lock's name in a failed check.
@@ -66,7 +66,7 @@ package struct LockRank: Sendable, CustomStringConvertible {
     }
 
     /// The lock's name and level.
-    package var description: String { "\(name) (rank \(level))" }
+    public var description: String { "\(name) (rank \(level))" }
 
     #if DEBUG
         /// Checks `rank` against the ranks this thread holds, then records it as held: for a lock

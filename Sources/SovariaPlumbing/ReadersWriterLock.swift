@@ -13,7 +13,7 @@
 /// Given a ``LockRank``, the lock takes its place in its type's lock order like a ``RankedMutex``:
 /// debug builds check both sides against the ranks the thread holds (a thread holding either side
 /// may take only higher ranks, so taking a side twice stops too).
-package final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the pthread lock is the synchronization
+public final class ReadersWriterLock: @unchecked Sendable {  // @unchecked: the pthread lock is the synchronization
     @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
     /// Where this lock stands in its type's order; `nil`: not checked.
     @usableFromInline let rank: LockRank?

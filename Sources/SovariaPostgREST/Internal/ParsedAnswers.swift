@@ -52,7 +52,10 @@ final class ParsedAnswers: Sendable {
                 bytes += body.utf8
             }
             self.bytes = bytes
-            hash = bytes.hashValue
+            // As one run of bytes: an array's own hash feeds the hasher one element at a time.
+            var hasher = Hasher()
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hash = hasher.finalize()
         }
     }
 
