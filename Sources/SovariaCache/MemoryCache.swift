@@ -20,60 +20,48 @@ import Synchronization
 /// memory.value(forKey: "k")  // "v", now the most recently used
 /// ```
 package final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    // The hot paths are @inlinable so they are specialized for the caller's key and value types
-    // (unspecialized generic code was slower than NSCache), and the links live in arrays of
-    // their own so reordering moves integers, never retains a key or a value.
-    @usableFromInline
+    // Specialized for the query cache's key and value types in this module (unspecialized generic
+    // code was slower than NSCache). Not `@inlinable`: Swift does not inline a member of a
+    // `package` type in another module, so the overlay's sessions (SovariaSync) call it
+    // unspecialized either way. The links live in arrays of their own so reordering moves
+    // integers, never retains a key or a value.
     struct Link {
-        @usableFromInline var newer: Int  // towards the head (most recent); -1 at the head
-        @usableFromInline var older: Int  // towards the tail (least recent); -1 at the tail
-
-        @inlinable
+        var newer: Int  // towards the head (most recent); -1 at the head
+        var older: Int  // towards the tail (least recent); -1 at the tail
         init(newer: Int, older: Int) {
             self.newer = newer
             self.older = older
         }
     }
 
-    @usableFromInline
     struct List {
-        @usableFromInline var index: [Key: Int] = [:]
-        @usableFromInline var keys: [Key?] = []
-        @usableFromInline var values: [Value?] = []
-        @usableFromInline var costs: [Int] = []
+        var index: [Key: Int] = [:]
+        var keys: [Key?] = []
+        var values: [Value?] = []
+        var costs: [Int] = []
         /// Each slot's neighbours, side by side so a reorder touches one cache line per slot.
-        @usableFromInline var links: [Link] = []
-        @usableFromInline var free: [Int] = []
-        @usableFromInline var head = -1
-        @usableFromInline var tail = -1
-        @usableFromInline var totalCost = 0
-
-        @inlinable
+        var links: [Link] = []
+        var free: [Int] = []
+        var head = -1
+        var tail = -1
+        var totalCost = 0
         init() {}
-
-        @inlinable
         mutating func moveToHead(_ slot: Int) {
             guard head != slot else { return }
             unlink(slot)
             linkAtHead(slot)
         }
-
-        @inlinable
         mutating func unlink(_ slot: Int) {
             let link = links[slot]
             if link.newer >= 0 { links[link.newer].older = link.older } else { head = link.older }
             if link.older >= 0 { links[link.older].newer = link.newer } else { tail = link.newer }
         }
-
-        @inlinable
         mutating func linkAtHead(_ slot: Int) {
             links[slot] = Link(newer: -1, older: head)
             if head >= 0 { links[head].newer = slot }
             head = slot
             if tail < 0 { tail = slot }
         }
-
-        @inlinable
         mutating func insert(_ key: Key, _ value: Value, cost: Int) {
             let slot: Int
             if let reused = free.popLast() {
@@ -93,7 +81,7 @@ package final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Send
             linkAtHead(slot)
         }
 
-        @inlinable @discardableResult
+        @discardableResult
         mutating func remove(_ slot: Int) -> Value? {
             unlink(slot)
             if let key = keys[slot] { index[key] = nil }
@@ -108,7 +96,7 @@ package final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Send
 
     /// Ranked so that a type that takes it inside a lock of its own has the order checked in
     /// debug builds (SovariaPlumbing/LockOrder.swift).
-    @usableFromInline let list: RankedMutex<List>
+    let list: RankedMutex<List>
     /// The most entries kept.
     package let countLimit: Int
     /// The most total cost kept (for example bytes).
@@ -125,7 +113,6 @@ package final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Send
     /// The value for `key`, which becomes the most recently used; `nil` when absent.
     ///
     /// - Complexity: O(1).
-    @inlinable
     package func value(forKey key: Key) -> Value? {
         list.withLock { list in
             guard let slot = list.index[key] else { return nil }
@@ -138,7 +125,6 @@ package final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Send
     /// used until both limits hold. An entry costlier than `costLimit` is not kept.
     ///
     /// - Complexity: O(1), plus O(1) per evicted entry.
-    @inlinable
     package func set(_ value: Value, forKey key: Key, cost: Int = 1) {
         let cost = max(0, cost)
         list.withLock { list in

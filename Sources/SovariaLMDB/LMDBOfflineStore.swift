@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 /// Keeps entries in an LMDB environment: a memory-mapped B+tree whose reads cost well under a
 /// microsecond, with atomic batches, an ordered index and compaction.

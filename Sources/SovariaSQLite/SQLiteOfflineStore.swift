@@ -1,5 +1,6 @@
 import Foundation
 import Sovaria
+import SovariaPlumbing
 
 /// Keeps entries in one SQLite file: atomic batches, ordered scans from the key index, and
 /// compaction that gives deleted space back to the operating system.
