@@ -61,7 +61,9 @@ let package = Package(
 
         // The layers, bottom up; no module reaches up.
         // 0. Plumbing every layer shares (locks, gates, group commit, hashing, the lock order):
-        //    package access only, and not a product, so none of it is part of the API.
+        //    not a product, so none of it is part of the API. Members are `package`; a type whose
+        //    `@inlinable` members other modules inline is `public` (Swift does not inline those of
+        //    a `package` type across modules; `make lint` checks it).
         .target(name: "SovariaPlumbing"),
         // 1. The protocol, the memory and file stores, migration, store URLs.
         .target(name: "Sovaria", dependencies: ["SovariaPlumbing"]),
