@@ -39,6 +39,8 @@ extension QueryCache {
             try await loadIndexIfNeeded(gated)
             var writes: [StoreWrite] = []
             var changed: [(id: HexID, was: CacheIndex.Entry, response: CachedResponse)] = []
+            writes.reserveCapacity(2 * updates.count + extra.count)
+            changed.reserveCapacity(updates.count)
             for update in updates {
                 let query = update.query
                 let id = CacheKeys.id(of: query)
@@ -83,8 +85,9 @@ extension QueryCache {
                 }
             }
             guard !writes.isEmpty || !extra.isEmpty else { return [] }
+            writes.append(contentsOf: extra)
             do {
-                try await store.write(writes + extra)
+                try await store.write(writes)
             } catch {
                 forgetMemory(of: changed.map(\.id))
                 throw error

@@ -88,8 +88,10 @@ extension PostgREST {
     /// `application/vnd.pgrst.object+json` (or `Prefer: plurality=singular`); any other media
     /// type (`text/csv`, `…;nulls=stripped`, a plan) is another shape.
     public func answerShape(of request: DataRequest) -> AnswerShape {
-        let prefer = request.header("Prefer")?.lowercased() ?? ""
-        if prefer.contains("plurality=singular") { return .singleRow }
+        // Asked of each cached answer a page meets: no string search without the header.
+        if let prefer = request.header("Prefer"), prefer.lowercased().contains("plurality=singular") {
+            return .singleRow
+        }
         guard let accept = request.header("Accept")?.trimmingCharacters(in: .whitespaces).lowercased(),
             !accept.isEmpty
         else { return .rows }

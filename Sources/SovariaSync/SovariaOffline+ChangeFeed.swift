@@ -203,6 +203,7 @@ extension SovariaOffline {
         // told apart by their key's bytes: `é` composed and decomposed are two keys).
         var seen = Set<StoreKey.Bytes>(minimumCapacity: page.changes.count)
         var changes: [RowChange] = []
+        changes.reserveCapacity(page.changes.count)
         for change in page.changes.reversed() where seen.insert(StoreKey.Bytes(change.key)).inserted {
             changes.append(change)
         }
@@ -249,8 +250,11 @@ extension SovariaOffline {
             guard let cached else { continue }
             // Only the changes after the position the answer is current to (an older one would
             // set a row it holds newer back) that can alter it.
-            let fresh = (altered ?? Array(writes.indices)).compactMap { change in
-                cached.position.map { writes[change].position > $0 } ?? true ? writes[change].write : nil
+            var fresh: [OverlayWrite] = []
+            fresh.reserveCapacity(altered?.count ?? writes.count)
+            for change in altered ?? Array(writes.indices)
+            where cached.position.map({ writes[change].position > $0 }) ?? true {
+                fresh.append(writes[change].write)
             }
             if !page.mustRefetch, !cached.isStale, fresh.isEmpty {
                 current.append(index)

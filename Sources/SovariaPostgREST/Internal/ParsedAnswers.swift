@@ -38,7 +38,12 @@ final class ParsedAnswers: Sendable {
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
         init(_ read: DataRequest) {
-            var bytes = Array(read.method.utf8)
+            var bytes: [UInt8] = []
+            // One allocation: a page makes a key for each of its answers.
+            bytes.reserveCapacity(
+                read.method.utf8.count + read.path.utf8.count + 2 + (read.body?.utf8.count ?? 0)
+                    + read.headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 2 })
+            bytes += read.method.utf8
             bytes.append(0)
             bytes += read.path.utf8
             for (name, value) in read.headers.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {

@@ -230,7 +230,10 @@ struct PostgRESTComparison: Sendable {
     private func compare(_ value: JSONValue, _ operand: String) -> ComparisonResult? {
         switch value {
         case .number(let text):
-            if let number = Self.plainInteger(text), let other = NumericLiteral(operand)?.integer {
+            // A plain operand (`5`, `-12`) read without the literal's copy of its bytes.
+            if let number = Self.plainInteger(text),
+                let other = Self.plainInteger(operand) ?? NumericLiteral(operand)?.integer
+            {
                 return number == other ? .orderedSame : (number < other ? .orderedAscending : .orderedDescending)
             }
             guard let number = value.numericValue, let other = Self.decimal(operand) else { return nil }
