@@ -139,6 +139,9 @@ extension PostgRESTOverlay {
         reach.pageRows.reserveCapacity(changes.count)
         var rowKeys: [String] = []  // the rows of a table share their keys
         var altered: [Int] = []  // the slots a change alters
+        // Room for a slot's share of the changes and a few more, made at its first: grown from
+        // empty, each slot's list was three allocations for five changes.
+        let expected = changes.count / max(1, count) + 4
         for (changeIndex, change) in changes.enumerated() {
             var parsed: (text: String, row: JSONObject, isWrittenAsIs: Bool)?
             if case .upsert(let text) = change.operation,
@@ -150,7 +153,10 @@ extension PostgRESTOverlay {
             reach.slots(alteredBy: change, row: parsed?.row, into: &altered)
             // Kept only for the answers that apply it: at most a page of rows, until the next page.
             if let parsed, !altered.isEmpty { reach.pageRows[change.position] = parsed }
-            for slot in altered { found[slot]?.append(changeIndex) }
+            for slot in altered {
+                if found[slot]?.isEmpty == true { found[slot]?.reserveCapacity(expected) }
+                found[slot]?.append(changeIndex)
+            }
         }
         return found
     }

@@ -207,6 +207,7 @@ extension OverlayCachedAnswer {
     ) -> (body: String, rows: [OverlayRows.Row])? {
         // Each column's name as written before its value (`"name":`), back to back, once.
         var names: [UInt8] = []
+        names.reserveCapacity(columns.reduce(0) { $0 + $1.utf8.count + 3 })
         var nameEnds: [Int] = []
         nameEnds.reserveCapacity(columns.count)
         for column in columns {
