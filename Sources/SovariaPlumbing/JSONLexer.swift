@@ -473,7 +473,7 @@ public struct JSONLexer {
 
 /// A reader of one kind of JSON text over the lexer (the overlay's value parser, the queue's
 /// record reader): ``readWhole(_:endingAfter:_:)`` runs one over a whole text.
-package protocol JSONLexerReader {
+public protocol JSONLexerReader {
     /// The lexer it reads through.
     var lexer: JSONLexer { get set }
     /// A reader at the lexer's position.

@@ -15,9 +15,12 @@ import pathlib
 import re
 import sys
 
+# Attributes, then modifiers in any order (`final package class`, `indirect package enum`), then
+# the kind and the name.
 TYPE_DECLARATION = re.compile(
-    r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?P<access>public|package|internal|fileprivate|private)?\s*"
-    r"(?:final\s+|indirect\s+)*(?P<kind>struct|class|enum|actor)\s+(?P<name>\w+)"
+    r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*"
+    r"(?P<modifiers>(?:(?:public|package|internal|fileprivate|private|final|indirect|open)\s+)*)"
+    r"(?P<kind>struct|class|enum|actor|protocol)\s+(?P<name>\w+)"
 )
 EXTENSION = re.compile(r"^\s*(?:(?:public|package|internal|fileprivate|private)\s+)?extension\s+(?P<name>[\w.]+)")
 INLINABLE = re.compile(r"@(inlinable|_alwaysEmitIntoClient)\b")
@@ -29,13 +32,30 @@ def code_of(line: str) -> str:
     return line.split("//", 1)[0]
 
 
+def code_lines(path: pathlib.Path) -> list[str]:
+    """Each line of `path` as code: a multi-line string's lines (between two `\"\"\"`) are empty."""
+    lines: list[str] = []
+    inside = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        quotes = line.count('"""')
+        if inside:
+            lines.append("")
+            inside = quotes % 2 == 0
+        elif quotes % 2 == 1:
+            lines.append(code_of(line.split('"""', 1)[0]))
+            inside = True
+        else:
+            lines.append(code_of(line.replace('"""', '""')))
+    return lines
+
+
 def package_types(paths: list[pathlib.Path]) -> set[str]:
     """The names of the types declared `package` in any of `paths`."""
     names: set[str] = set()
     for path in paths:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            match = TYPE_DECLARATION.match(code_of(line))
-            if match and match.group("access") == "package":
+        for line in code_lines(path):
+            match = TYPE_DECLARATION.match(line)
+            if match and "package" in match.group("modifiers").split():
                 names.add(match.group("name"))
     return names
 
@@ -48,14 +68,13 @@ def findings(path: pathlib.Path, package_names: set[str]) -> list[tuple[int, str
     # (the depth inside the type's braces, whether it is package, its name)
     scopes: list[tuple[int, bool, str]] = []
     pending: tuple[bool, str] | None = None
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        code = code_of(line)
+    for number, code in enumerate(code_lines(path), start=1):
         if code.lstrip().startswith("///") or code.lstrip().startswith("*"):
             continue
         declaration = TYPE_DECLARATION.match(code)
         extension = EXTENSION.match(code)
         if declaration:
-            pending = (declaration.group("access") == "package", declaration.group("name"))
+            pending = ("package" in declaration.group("modifiers").split(), declaration.group("name"))
         elif extension:
             name = extension.group("name").split(".")[-1]
             pending = (name in package_names, name)

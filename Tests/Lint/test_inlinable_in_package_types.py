@@ -46,6 +46,20 @@ class InlinableMembersOfPackageTypesAreFound(unittest.TestCase):
         self.assertEqual(lines_found(source), [3])
 
 
+    def test_modifiers_before_the_access_word(self):
+        self.assertEqual(lines_found("final package class Lock {\n    @inlinable package func f() {}\n}\n"), [2])
+        self.assertEqual(lines_found("indirect package enum E {\n    @inlinable package func f() {}\n}\n"), [2])
+
+    def test_an_extension_of_a_package_protocol(self):
+        other = "package protocol Reader {\n    init()\n}\n"
+        source = "extension Reader {\n    @inlinable package static func read() {}\n}\n"
+        self.assertEqual(lines_found(source, other), [2])
+
+    def test_after_a_multi_line_string_with_a_brace(self):
+        source = 'package struct S {\n    let t = """\n    }\n    """\n    @inlinable package func f() {}\n}\n'
+        self.assertEqual(lines_found(source), [5])
+
+
 class OthersAreNot(unittest.TestCase):
     def test_a_public_type_with_package_members(self):
         source = "public struct Heap {\n    @inlinable package func insert() {}\n}\n"

@@ -91,6 +91,10 @@ import Testing
         #expect(api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/items?id=eq.1&limit=1")))
         #expect(api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/items?films.offset=1")))
         #expect(!api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/items?id=eq.limit&x=offset")))
+        // An `=` a combining mark follows still ends the name `limit`; `+` in a name is a space.
+        #expect(api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/items?limit=\u{301}1")))
+        #expect(api.filters(on: "a b", in: "/rest/v1/items?a+b=eq.1"))
+        #expect(api.removingFilters(on: "a b", from: "/rest/v1/items?a+b=eq.1&id=eq.2") == "/rest/v1/items?id=eq.2")
     }
 
     @Test func aPlainColumnHasNoAliasCastPathOrEmbedding() {
