@@ -145,8 +145,7 @@ extension PostgRESTOverlay {
         for (changeIndex, change) in changes.enumerated() {
             var parsed: (text: String, row: JSONObject, isWrittenAsIs: Bool)?
             if case .upsert(let text) = change.operation,
-                let (row, isWrittenAsIs) = JSONParser.pageRow(
-                    text, sharingKeys: &rowKeys)
+                let (row, isWrittenAsIs) = JSONParser.pageRow(text, sharingKeys: &rowKeys)
             {
                 parsed = (text, row, isWrittenAsIs)
             }

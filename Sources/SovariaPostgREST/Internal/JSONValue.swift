@@ -139,11 +139,19 @@ package struct JSONParser: JSONLexerReader {
     /// ``parse(_:)``, where an object with `lastKeys`'s keys, in its order, takes that array
     /// (the rows of a change feed's page share one); `lastKeys` ends as the last object's keys.
     package static func parse(_ text: String, sharingKeys lastKeys: inout [String]) throws -> JSONValue {
+        try parseNotingRepeats(text, sharingKeys: &lastKeys).value
+    }
+
+    /// ``parse(_:sharingKeys:)``, and whether an object in it repeats a key.
+    private static func parseNotingRepeats(
+        _ text: String, sharingKeys lastKeys: inout [String]
+    ) throws -> (value: JSONValue, repeatsKeys: Bool) {
         try read(text) { parser in
             parser.lastKeys = lastKeys
             defer { lastKeys = parser.lastKeys }
             parser.lexer.skipWhitespace()
-            return try parser.value(depth: 0)
+            let value = try parser.value(depth: 0)
+            return (value, parser.repeatsKeys)
         }
     }
 
@@ -153,20 +161,9 @@ package struct JSONParser: JSONLexerReader {
     /// repeated in any object (a parse keeps one of them). `nil` when `text` is no JSON object.
     static func pageRow(_ text: String, sharingKeys lastKeys: inout [String]) -> (row: JSONObject, isWrittenAsIs: Bool)?
     {
-        var repeatsKeys = false
-        guard
-            case .object(let row)? = try? read(
-                text,
-                { parser in
-                    parser.lastKeys = lastKeys
-                    defer { lastKeys = parser.lastKeys }
-                    parser.lexer.skipWhitespace()
-                    let value = try parser.value(depth: 0)
-                    repeatsKeys = parser.repeatsKeys
-                    return value
-                })
+        guard let parsed = try? parseNotingRepeats(text, sharingKeys: &lastKeys), case .object(let row) = parsed.value
         else { return nil }
-        return (row, !repeatsKeys && isCompact(text))
+        return (row, !parsed.repeatsKeys && isCompact(text))
     }
 
     /// Whether `text`, JSON, has no space outside its strings and no backslash anywhere.

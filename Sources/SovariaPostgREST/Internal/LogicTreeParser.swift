@@ -6,8 +6,9 @@
 enum LogicTreeParser {
     /// The tree of `key` (`or`, `and`, `not.or`, `not.and`) and its `value`.
     static func parse(_ key: String, _ value: String) -> PostgRESTQuery.LogicTree? {
-        let negated = key.hasPrefix("not.")
-        let isAny = key.hasSuffix("or")
+        // `key` is one of the four the query names exactly; read by bytes, as the rest of the syntax.
+        let negated = Substring(key).startsWithBytes(of: "not.")
+        let isAny = Substring(key).endsWithBytes(of: "or")
         var reader = Reader(Array(value.unicodeScalars))
         reader.skipSpaces()
         guard let trees = reader.list() else { return nil }
