@@ -167,9 +167,11 @@ struct ChangeFeedSection {
                 + "(\(String(format: "%.2f", Double(feedBytes) / Double(max(1, changedBytes))))x), "
                 + "\(Self.listBytes(server).formatted()) B to refetch"
             rows += [feedRow, refetchRow]
-            if rowCount == Self.rowCount && changed == backlog && !skipped && !relaunched {
+            if changed == backlog && !skipped && !relaunched {
                 // The floor of applying every change: reading the pages alone (the transport and
-                // the parse of each change), nothing applied.
+                // the parse of each change), nothing applied. For the backlog of distinct rows
+                // too, which the feed serves whole: what its pages alone cost, against the same
+                // refetch.
                 let feed = PostgRESTChangeFeed(transport: server)
                 let first = try await feed.latestPosition(of: "items").map { $0 - Int64(changed) << 22 }
                 let read = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: max(2, calls / 10)) {
@@ -274,30 +276,45 @@ struct ChangeFeedSection {
         // with a server of its own, from an empty log.
         var parsesAgain = Self.overlay
         parsesAgain.keepsRewrittenParses = false
-        var samples: [Sample] = []
+        // One page pulled and checked: the page's changes all read, each of the 100 answers
+        // written again.
+        func pullPage(_ offline: SovariaOffline) async throws {
+            let pulled = try await offline.pullChanges(of: "items")
+            guard pulled.changes == changes, pulled.updatedAnswers == Self.answerCount else {
+                throw BenchError.failed("a page of \(changes) updated \(pulled.updatedAnswers) answers")
+            }
+        }
         var server = FeedBenchServer(rows: Self.rowCount)
-        var records: [StoreEntry] = []
-        for (name, overlay) in [("device-parsing", parsesAgain), ("device", Self.overlay)] {
-            server = FeedBenchServer(rows: Self.rowCount)
-            let store = try await engine.open(folder.appendingPathComponent(name, isDirectory: true), .flushed)
-            let offline = try await Self.device(store, server, overlay: overlay)
-            samples.append(
-                try await Stopwatch(repeats: max(2, options.repeats)).measure(
-                    calls: calls, prepareCall: { _, _ in _ = server.change(count: changes) }
-                ) { _, _ in
-                    let pulled = try await offline.pullChanges(of: "items")
-                    guard pulled.changes == changes, pulled.updatedAnswers == Self.answerCount else {
-                        throw BenchError.failed("a page of \(changes) updated \(pulled.updatedAnswers) answers")
-                    }
-                })
-            // The records a page rewrites, as the store holds them: the cache's 100 responses.
-            records = try await store.entries(QueryCache.responseKeyPrefix, after: nil, limit: 10_000)
-            await offline.close()
-        }
-        guard records.count == Self.answerCount else {
-            throw BenchError.failed("the device's store holds \(records.count) cached responses")
-        }
-        let (applyParsingAgain, apply) = (samples[0], samples[1])
+        let deviceParsing = try await engine.open(
+            folder.appendingPathComponent("device-parsing", isDirectory: true), .flushed)
+        var offline = try await Self.device(deviceParsing, server, overlay: parsesAgain)
+        let applyParsingAgain = try await Stopwatch(repeats: max(2, options.repeats)).measure(
+            calls: calls, prepareCall: { _, _ in _ = server.change(count: changes) }
+        ) { _, _ in try await pullPage(offline) }
+        await offline.close()
+        // The page and the store's batch of the records it rewrites, taking turns call by call
+        // (the goal is their ratio, on a machine whose speed drifts), on the device's own store:
+        // before each page, the cache's 100 responses written again as the store holds them (the
+        // same keys, spread over the store as the cache's hashed ids are, the same bytes, read
+        // before the clock runs), with a record the size of the checkpoint.
+        server = FeedBenchServer(rows: Self.rowCount)
+        let device = try await engine.open(folder.appendingPathComponent("device", isDirectory: true), .flushed)
+        offline = try await Self.device(device, server, overlay: Self.overlay)
+        var records: [StoreWrite] = []
+        let (batch, apply) = try await Stopwatch(repeats: max(2, options.repeats)).measureTakingTurns(
+            calls: calls,
+            prepareCall: { _, call in
+                _ = server.change(count: changes)
+                let entries = try await device.entries(QueryCache.responseKeyPrefix, after: nil, limit: 10_000)
+                guard entries.count == Self.answerCount else {
+                    throw BenchError.failed("the device's store holds \(entries.count) cached responses")
+                }
+                records = entries.map { .set(key: $0.key, value: $0.value) }
+                records.append(.set(key: "sov:bench:checkpoint", value: String(FeedBenchServer.position(call))))
+            },
+            { _, _ in try await device.write(records) },
+            then: { _, _ in try await pullPage(offline) })
+        await offline.close()
         // The floors under a page, in the same run: reading its changes alone (the server's
         // answer, the transport and the parse of each change), and parsing the 100 answers'
         // bodies alone (what a page does with each answer it did not parse before: the last
@@ -327,19 +344,6 @@ struct ChangeFeedSection {
         let bodies = Self.reads.map { server.answer($0.path) }
         let parse = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: calls) { _, _ in
             for body in bodies { try JSONParserFloor.parse(body) }
-        }
-        // The store's floor: the page's own batch, the 100 records it rewrites (the same keys,
-        // spread over the store as the cache's hashed ids are, and the same sizes) over a store
-        // that holds them, and the checkpoint.
-        let store = try await engine.open(folder.appendingPathComponent("batch", isDirectory: true), .flushed)
-        try await store.write(records.map { .set(key: $0.key, value: $0.value) })
-        // Two spellings of each record, of the same size, made before the clock runs: each call
-        // writes the other one.
-        let spellings: [[StoreWrite]] = ["0", "1"].map { last in
-            records.map { .set(key: $0.key, value: String($0.value.dropLast()) + last) }
-        }
-        let batch = try await Stopwatch(repeats: max(2, options.repeats)).measure(calls: calls) { _, call in
-            try await store.write(spellings[call % 2] + [.set(key: "sov:meta:feed:items", value: String(call))])
         }
         var row = apply.measurement(
             section: section, subject: engine.name, variant: "\(changes) changes, 100 answers, flushed",
