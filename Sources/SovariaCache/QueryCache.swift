@@ -153,6 +153,13 @@ public final class QueryCache: Sendable {
         try await lookUp(query, id: CacheKeys.id(of: query))?.response
     }
 
+    /// ``cachedResponse(for:)`` where the caller holds `query`'s ``Slot``: its key is not hashed
+    /// again (a change feed's page reads each answer it rewrote at the last page). `nil` also
+    /// when `slot` is another query's: the response read is checked against `query`.
+    public func cachedResponse(for query: String, at slot: Slot) async throws -> CachedResponse? {
+        try await lookUp(query, id: slot.id)?.response
+    }
+
     /// A number that changes whenever `query`'s cached response does (stored, brought up to date,
     /// marked stale, removed, evicted, cleared) and is never given again in the process; `nil`
     /// when nothing is cached for it, or while the index still loads behind the open.

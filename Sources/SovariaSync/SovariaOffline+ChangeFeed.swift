@@ -246,7 +246,7 @@ extension SovariaOffline {
             // Read now, it may be a body a fetch stored since the overlay was asked about the one
             // it keeps: every change counts for it.
             var (cached, altered) = (answer.cached, altering[index])
-            if cached == nil { (cached, altered) = (try await cache.cachedResponse(for: query), nil) }
+            if cached == nil { (cached, altered) = (try await cache.cachedResponse(for: query, at: answer.slot), nil) }
             guard let cached else { continue }
             // Only the changes after the position the answer is current to (an older one would
             // set a row it holds newer back) that can alter it.
@@ -293,7 +293,7 @@ extension SovariaOffline {
                 answers[index].version != nil && versionNow == answers[index].version
                 && !rewritten[index]
             var isCurrent = unchanged
-            if !isCurrent, let now = try await cache.cachedResponse(for: query), !now.isStale {
+            if !isCurrent, let now = try await cache.cachedResponse(for: query, at: answers[index].slot), !now.isStale {
                 isCurrent = page.changes.isEmpty || (now.position ?? .min) >= (position ?? .max)
                 if !isCurrent { missedThePage.append(query) }
             }
@@ -364,7 +364,9 @@ extension SovariaOffline {
                 seenNow[index] = known
                 continue
             }
-            guard let cached = try await cache.cachedResponse(for: reads[index].cacheKey) else { continue }
+            guard let cached = try await cache.cachedResponse(for: reads[index].cacheKey, at: slots[index]) else {
+                continue
+            }
             answers.append(
                 PageAnswer(
                     read: index, slot: slots[index], version: version, isStale: cached.isStale, cached: cached))
@@ -404,7 +406,8 @@ extension SovariaOffline {
         }
         if !toRead.isEmpty {
             for (index, _) in toRead {
-                answers[index].cached = try await cache.cachedResponse(for: reads[answers[index].read].cacheKey)
+                answers[index].cached = try await cache.cachedResponse(
+                    for: reads[answers[index].read].cacheKey, at: answers[index].slot)
             }
             found = ask(answers)
         }

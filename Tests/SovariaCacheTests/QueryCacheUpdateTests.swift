@@ -212,6 +212,23 @@ import Testing
         #expect(!seen.contains(version), "another cache on the store gives versions of its own")
     }
 
+    /// A read by the query's slot finds what a read by the query finds, from memory and from the
+    /// store; another query's slot finds nothing (the record read is checked against the query).
+    @Test func aReadByItsSlotIsAReadByTheQuery() async throws {
+        let store = MemoryOfflineStore()
+        let cache = try await QueryCache(store: store)
+        try await cache.put("q", body: "[1]", serverTime: Date(timeIntervalSince1970: 1))
+        try await cache.put("other", body: "[2]", serverTime: Date(timeIntervalSince1970: 1))
+        let (slot, otherSlot) = (QueryCache.Slot("q"), QueryCache.Slot("other"))
+        #expect(try await cache.cachedResponse(for: "q", at: slot)?.body == "[1]", "from memory")
+        #expect(try await cache.cachedResponse(for: "q", at: otherSlot) == nil, "another query's slot")
+        let reopened = try await QueryCache(store: store)
+        await reopened.waitForBackgroundRefreshes()
+        #expect(try await reopened.cachedResponse(for: "q", at: slot)?.body == "[1]", "from the store")
+        #expect(try await reopened.cachedResponse(for: "other", at: slot) == nil, "from the store, another's slot")
+        #expect(try await reopened.cachedResponse(for: "absent", at: QueryCache.Slot("absent")) == nil)
+    }
+
     /// While the index still loads behind the open, no version is known: the caller reads.
     @Test func noVersionIsKnownWhileTheIndexLoads() async throws {
         let store = MemoryOfflineStore()

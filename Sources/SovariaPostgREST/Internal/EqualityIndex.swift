@@ -24,8 +24,13 @@ struct EqualityIndex<Answer: Hashable> {
         var nonText = 0
     }
 
-    /// Each indexed column's answers (one lookup a column for a changed row).
-    private var columns: [String: Column] = [:]
+    /// Each indexed column's name and answers, by place: a changed row looks up its value of
+    /// each, walking the places (a walk of a dictionary copies each column it yields, a retain
+    /// of each of its four tables, for every change).
+    private var names: [String] = []
+    private var columns: [Column] = []
+    /// Each indexed column's place.
+    private var places: [String: Int] = [:]
     /// The answers with no filter indexed: every row is checked against them.
     private var unindexed: Set<Answer> = []
 
@@ -76,12 +81,28 @@ struct EqualityIndex<Answer: Hashable> {
             column.everyAnswer.remove(answer)
             if isNonText { column.nonText -= 1 }
         }
-        if columns[filter.column]?.everyAnswer.isEmpty == true { columns[filter.column] = nil }
+        // An emptied column leaves its place to the last one.
+        guard let place = places[filter.column], columns[place].everyAnswer.isEmpty else { return }
+        places[filter.column] = nil
+        let last = columns.count - 1
+        if place != last {
+            (names[place], columns[place]) = (names[last], columns[last])
+            places[names[place]] = place
+        }
+        names.removeLast()
+        columns.removeLast()
     }
 
     /// Runs `body` on `name`'s column, made if missing, in place.
     private mutating func modify(_ name: String, _ body: (inout Column) -> Void) {
-        body(&columns[name, default: Column()])
+        if let place = places[name] {
+            body(&columns[place])
+            return
+        }
+        places[name] = columns.count
+        names.append(name)
+        columns.append(Column())
+        body(&columns[columns.count - 1])
     }
 
     /// Calls `body` with each answer `row` may match: those whose indexed filter its value can
@@ -89,19 +110,19 @@ struct EqualityIndex<Answer: Hashable> {
     /// caller, which gathers answers from other indexes too, drops repeats once).
     func forEachCandidate(for row: JSONObject, _ body: (Answer) -> Void) {
         unindexed.forEach(body)
-        for (name, column) in columns {
-            switch row[name] {
-            case .string(let text)? where column.nonText == 0:
-                column.byText[text]?.forEach(body)
+        for place in columns.indices {
+            switch row[names[place]] {
+            case .string(let text)? where columns[place].nonText == 0:
+                columns[place].byText[text]?.forEach(body)
             case .number(let text)?:
                 guard let integer = PostgRESTComparison.plainInteger(text) else {
-                    column.everyAnswer.forEach(body)
+                    columns[place].everyAnswer.forEach(body)
                     continue
                 }
-                column.byInteger[integer]?.forEach(body)
-                column.notInteger.forEach(body)
+                columns[place].byInteger[integer]?.forEach(body)
+                columns[place].notInteger.forEach(body)
             default:
-                column.everyAnswer.forEach(body)
+                columns[place].everyAnswer.forEach(body)
             }
         }
     }

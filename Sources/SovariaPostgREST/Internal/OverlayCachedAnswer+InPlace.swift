@@ -48,6 +48,15 @@ extension OverlayCachedAnswer {
         var facts: [ColumnFacts]?? = columnFacts.map { .some($0) }
         var metRow = false
         var ours: (table: String, isOurs: Bool)?  // the last change's table, told once for a page's run
+        // An array of names found to be the columns shown, held (so its storage is not reused
+        // while it is): a page's rows share one, met again by its storage, not name by name.
+        var shownNames: [String]?
+        func namesTheColumns(_ values: JSONObject) -> Bool {
+            if let shownNames, Self.isSameStorage(values.keys, shownNames) { return true }
+            guard Self.areNamed(values, columns) else { return false }
+            shownNames = values.keys
+            return true
+        }
         for write in writes {
             guard case .change(let change) = write.effect, !write.isPending else { return nil }
             // Another table's change leaves this answer as it is (`OverlayRows` skips it too).
@@ -68,7 +77,7 @@ extension OverlayCachedAnswer {
             // rows do): its values are compared by place, and it becomes the row as it is (no
             // copy of the row). A row an earlier change gave another column goes by name.
             let held = rewritten[index] ?? rows[index].values
-            if Self.areNamed(held, columns), Self.areNamed(changed, columns) {
+            if Self.areNamed(held, columns), namesTheColumns(changed) {
                 if facts == nil { facts = .some(learnColumnFacts(of: columns)) }
                 if case .some(let byPlace?) = facts {
                     guard let isRewritten = Self.rewrites(held, with: changed, byPlace, answer: self) else {
@@ -281,10 +290,14 @@ extension OverlayCachedAnswer {
     private static func areNamed(_ values: JSONObject, _ columns: [String]) -> Bool {
         let keys = values.keys
         guard keys.count == columns.count else { return false }
-        let shared = keys.withUnsafeBufferPointer { keys in
-            columns.withUnsafeBufferPointer { $0.baseAddress == keys.baseAddress }
-        }
-        return shared || zip(keys, columns).allSatisfy { $0.hasSameUTF8Bytes(as: $1) }
+        return isSameStorage(keys, columns) || zip(keys, columns).allSatisfy { $0.hasSameUTF8Bytes(as: $1) }
+    }
+
+    /// Whether `a` and `b` are one array's storage (the same names, both being alive): `false`
+    /// says nothing.
+    private static func isSameStorage(_ a: [String], _ b: [String]) -> Bool {
+        a.count == b.count
+            && a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { $0.baseAddress == a.baseAddress } }
     }
 
     /// A parse's row at `index`, whose text lies at `range` in its body.

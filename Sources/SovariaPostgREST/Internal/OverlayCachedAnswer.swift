@@ -162,6 +162,7 @@ final class OverlayCachedAnswer: Sendable {
         if !loader.reasons.isEmpty {
             settled = OverlayAnswer(body: cachedBody, inexactReasons: loader.reasons)
         } else if cachedBody != nil, let writtenRows {
+            loader.reserveCapacity(writtenRows.count, withPositions: previous == nil)
             for written in writtenRows {
                 var row = OverlayRows.Row(
                     values: written.values, cachedIndex: loader.rows.count, ordinal: loader.rows.count)
@@ -172,6 +173,7 @@ final class OverlayCachedAnswer: Sendable {
             hasCache = true
         } else if let cachedBody {
             if let elements = try? JSONParser.elements(of: cachedBody) {
+                loader.reserveCapacity(elements.count, withPositions: true)
                 for element in elements {
                     guard case .object(let object) = element.value else {
                         loader.note(.cachedAnswerNotRows)
@@ -341,6 +343,13 @@ final class OverlayCachedAnswer: Sendable {
         var columnsWithKinds: [String] = []
 
         init(primaryKey: String) { self.primaryKey = primaryKey }
+
+        /// Room for `rows` rows, and their places by key when `withPositions` (grown one row at a
+        /// time, an answer's table of places was rehashed at each doubling).
+        mutating func reserveCapacity(_ rows: Int, withPositions: Bool) {
+            self.rows.reserveCapacity(rows)
+            if withPositions { positions.reserveCapacity(rows) }
+        }
 
         mutating func note(_ reason: InexactReason) {
             if !reasons.contains(reason) { reasons.append(reason) }
