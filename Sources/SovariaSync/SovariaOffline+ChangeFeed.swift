@@ -208,7 +208,9 @@ extension SovariaOffline {
             changes.append(change)
         }
         changes.reverse()
-        let writes = changes.map { (position: $0.position, write: OverlayWrite(change: $0)) }
+        // Two arrays, not one of pairs: a pair holding a write is copied by the runtime's generic
+        // tuple copy, for each change of each answer.
+        let writes = changes.map(OverlayWrite.init(change:))
         let position = page.position ?? page.changes.last?.position
         // Counted before the answers are read: a fetch of the table that ends after this finds the
         // count moved, whether it stored its answer before the batch below or after.
@@ -253,8 +255,8 @@ extension SovariaOffline {
             var fresh: [OverlayWrite] = []
             fresh.reserveCapacity(altered?.count ?? writes.count)
             for change in altered ?? Array(writes.indices)
-            where cached.position.map({ writes[change].position > $0 }) ?? true {
-                fresh.append(writes[change].write)
+            where cached.position.map({ changes[change].position > $0 }) ?? true {
+                fresh.append(writes[change])
             }
             if !page.mustRefetch, !cached.isStale, fresh.isEmpty {
                 current.append(index)
@@ -384,6 +386,7 @@ extension SovariaOffline {
         overlay: any OverlayEvaluator
     ) async throws -> [[Int]?] {
         var altering = [[Int]?](repeating: nil, count: answers.count)
+        let api = self.api  // read once: each use copies the configuration it is read from
         let evaluated = answers.indices.filter {
             !answers[$0].isStale && !api.countsRows(reads[answers[$0].read].request)
         }
