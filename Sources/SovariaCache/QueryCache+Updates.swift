@@ -56,7 +56,9 @@ extension QueryCache {
                         state.index.entries[id].map { ($0, memoryHit(query, id: id)) }
                     })
                 else { continue }
-                let key = CacheKeys.responseKey(id, entry)
+                // The record's key, written out only where it is read or deleted (a page rewrites
+                // most records at the size they had, under the key they had).
+                var key: String { CacheKeys.responseKey(id, entry) }
                 let current: CachedResponse
                 if let held {
                     current = held
@@ -71,11 +73,11 @@ extension QueryCache {
                     let response = CachedResponse(
                         query: query, body: body, serverTime: current.serverTime, fetchedAt: current.fetchedAt,
                         isStale: current.isStale, position: position ?? current.position)
-                    let moved = CacheKeys.responseKey(
-                        id,
-                        .init(serverTimeMillis: entry.serverTimeMillis, sizeBytes: response.sizeBytes, generation: 0))
-                    writes.append(.set(key: moved, value: CacheRecord.encode(response)))
-                    if moved != key { writes.append(.delete(key: key)) }
+                    // The key names the time and the size: a body of another size moves it.
+                    let moved = CacheIndex.Entry(
+                        serverTimeMillis: entry.serverTimeMillis, sizeBytes: response.sizeBytes, generation: 0)
+                    writes.append(.set(key: CacheKeys.responseKey(id, moved), value: CacheRecord.encode(response)))
+                    if !CacheKeys.sameResponseKey(entry, moved) { writes.append(.delete(key: key)) }
                     changed.append((id, entry, response))
                 case .replaceBody, .markStale:
                     guard !current.isStale else { continue }

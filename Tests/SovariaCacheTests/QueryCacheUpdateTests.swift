@@ -212,6 +212,42 @@ import Testing
         #expect(!seen.contains(version), "another cache on the store gives versions of its own")
     }
 
+    /// A body brought up to date keeps its record's key when it keeps its size, and moves it
+    /// (the old key deleted in the same batch) when it does not: read back from the store in both
+    /// cases, one key under the response's prefix.
+    @Test(arguments: ["[2]", "[2,20]"])
+    func aRecordKeepsItsKeyUnlessItsSizeMoves(body: String) async throws {
+        let store = MemoryOfflineStore()
+        let cache = try await QueryCache(store: store)
+        let stored = try await cache.put("q", body: "[1]", serverTime: Date(timeIntervalSince1970: 1))
+        let prefix = CacheKeys.responsePrefix(of: CacheKeys.id(of: "q"))
+        let before = try await store.keys(prefix)
+        _ = try await cache.update([.replaceBody(base: stored, body: body)], alongWith: [])
+        let after = try await store.keys(prefix)
+        #expect(after.count == 1)
+        #expect((after == before) == (body.utf8.count == 3), "the key moves with the size alone")
+        let reopened = try await QueryCache(store: store)
+        #expect(try await reopened.cachedResponse(for: "q")?.body == body)
+    }
+
+    /// `sameResponseKey` says what comparing the two keys written out says, at the edges of the
+    /// layout too (times and sizes below zero are written as zero).
+    @Test func twoEntriesShareAKeyWhenTheirWrittenKeysAreEqual() {
+        let id = CacheKeys.id(of: "q")
+        let times: [Int64] = [-5, 0, 1, 9_999_999_999_999_999, 10_000_000_000_000_000]
+        let sizes = [-1, 0, 7, 9_999_999_999, 10_000_000_000]
+        let entries = times.flatMap { time in
+            sizes.map { CacheIndex.Entry(serverTimeMillis: time, sizeBytes: $0, generation: 0) }
+        }
+        for a in entries {
+            for b in entries {
+                #expect(
+                    CacheKeys.sameResponseKey(a, b) == (CacheKeys.responseKey(id, a) == CacheKeys.responseKey(id, b)),
+                    "\(a) \(b)")
+            }
+        }
+    }
+
     /// A read by the query's slot finds what a read by the query finds, from memory and from the
     /// store; another query's slot finds nothing (the record read is checked against the query).
     @Test func aReadByItsSlotIsAReadByTheQuery() async throws {

@@ -61,6 +61,12 @@ enum CacheKeys {
         }
     }
 
+    /// Whether `a` and `b` give one response key (``responseKey(_:_:)``), without writing either:
+    /// the key names the server time and the size, each clamped at zero.
+    static func sameResponseKey(_ a: CacheIndex.Entry, _ b: CacheIndex.Entry) -> Bool {
+        max(0, a.serverTimeMillis) == max(0, b.serverTimeMillis) && max(0, a.sizeBytes) == max(0, b.sizeBytes)
+    }
+
     /// The prefix of `id`'s response key: the keys under it are that response's (one, or two a crash
     /// left, the later of which is current).
     static func responsePrefix(of id: HexID) -> String {

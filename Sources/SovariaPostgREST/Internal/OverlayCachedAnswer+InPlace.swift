@@ -36,12 +36,10 @@ extension OverlayCachedAnswer {
         // Columns a change's string surely stays a string in, learned once for the answer's rows
         // (compared as a row's few columns are, not hashed per change).
         var textColumns: [String] = []
-        // The rows the changes rewrote, by index, with their new values; whether a change met a
-        // row held (its echo too: the evaluation then writes the body again).
-        var rewritten = [JSONObject?](repeating: nil, count: rows.count)
-        // The text of each row a change became whole, where writing the row gives it back: the
-        // body takes it as it is (`nil`: the row is written from its values).
-        var asWritten = [String?](repeating: nil, count: rows.count)
+        // The rows the changes rewrote, by index, with their new values and the text of the row
+        // a change became whole, where writing the row gives it back (the body takes it as it
+        // is; `nil`: the row is written from its values).
+        var rewritten = [Rewritten?](repeating: nil, count: rows.count)
         // What the rewrite asks of each column shown, by place: learned once for this answer and
         // its rewrites (`columnFacts`), for changes naming the held row's columns in their order;
         // `nil` where two columns are one name to `String`'s `==` (the loop goes by name).
@@ -50,11 +48,11 @@ extension OverlayCachedAnswer {
         var ours: (table: String, isOurs: Bool)?  // the last change's table, told once for a page's run
         // An array of names found to be the columns shown, held (so its storage is not reused
         // while it is): a page's rows share one, met again by its storage, not name by name.
-        var shownNames: [String]?
+        var namesMet: [String]?
         func namesTheColumns(_ values: JSONObject) -> Bool {
-            if let shownNames, Self.isSameStorage(values.keys, shownNames) { return true }
+            if let namesMet, Self.isSameStorage(values.keys, namesMet) { return true }
             guard Self.areNamed(values, columns) else { return false }
-            shownNames = values.keys
+            namesMet = values.keys
             return true
         }
         for write in writes {
@@ -76,7 +74,7 @@ extension OverlayCachedAnswer {
             // A change naming the columns shown in their order, as the held row does (a feed's
             // rows do): its values are compared by place, and it becomes the row as it is (no
             // copy of the row). A row an earlier change gave another column goes by name.
-            let held = rewritten[index] ?? rows[index].values
+            let held = rewritten[index]?.values ?? rows[index].values
             if Self.areNamed(held, columns), namesTheColumns(changed) {
                 if facts == nil { facts = .some(learnColumnFacts(of: columns)) }
                 if case .some(let byPlace?) = facts {
@@ -86,8 +84,8 @@ extension OverlayCachedAnswer {
                     // In the answer's own array of columns (the held row's are the same names),
                     // so the body written next, and the next page, compare them at once.
                     if isRewritten {
-                        rewritten[index] = changed.sharingKeys(held.keys)
-                        asWritten[index] = pageRow?.isWrittenAsIs == true ? text : nil
+                        rewritten[index] = Rewritten(
+                            values: changed.sharingKeys(held.keys), text: pageRow?.isWrittenAsIs == true ? text : nil)
                     }
                     continue
                 }
@@ -112,22 +110,63 @@ extension OverlayCachedAnswer {
                 values[column] = value
                 isRewritten = true
             }
-            if isRewritten { (rewritten[index], asWritten[index]) = (values, nil) }
+            if isRewritten { rewritten[index] = Rewritten(values: values, text: nil) }
         }
         guard metRow else { return (OverlayAnswer(body: cachedBody), nil) }
         // A rewritten row stays only where the read's filters surely keep it.
-        for (index, values) in rewritten.enumerated() {
-            guard let values else { continue }
-            guard readTruth(on: OverlayRows.Row(values: values, cachedIndex: index, ordinal: index)) == .yes else {
+        for (index, row) in rewritten.enumerated() {
+            guard let row else { continue }
+            guard readTruth(on: OverlayRows.Row(values: row.values, cachedIndex: index, ordinal: index)) == .yes else {
                 return nil
             }
         }
-        guard
-            let (body, written) = bodyInPlace(cachedBody, rewritten: rewritten, asWritten: asWritten, columns: columns)
+        let names = shownNames.flatMap { $0.isWritten(for: columns) ? $0 : nil } ?? ShownNames(columns)
+        guard let (body, written) = bodyInPlace(cachedBody, rewritten: rewritten, columns: columns, names: names)
         else { return nil }
         let answer = OverlayAnswer(body: body)
         guard !body.hasSameUTF8Bytes(as: cachedBody) else { return (answer, nil) }
-        return (answer, OverlayCachedAnswer(rewriting: self, body: body, rows: written, columnFacts: facts ?? nil))
+        return (
+            answer,
+            OverlayCachedAnswer(
+                rewriting: self, body: body, rows: written, columnFacts: facts ?? nil, shownNames: names)
+        )
+    }
+
+    /// A row a page's changes rewrote: its new values, and its text where writing them gives it.
+    private struct Rewritten {
+        var values: JSONObject
+        var text: String?
+    }
+
+    /// The columns shown, each written as a rewrite writes it before its value (`"name":`), back
+    /// to back: made once for an answer and kept with the parses its rewrites make
+    /// (``shownNames``).
+    struct ShownNames {
+        /// The columns, in order.
+        let columns: [String]
+        /// Their names written, and where each ends.
+        let bytes: [UInt8]
+        let ends: [Int]
+
+        init(_ columns: [String]) {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(columns.reduce(0) { $0 + $1.utf8.count + 3 })
+            var ends: [Int] = []
+            ends.reserveCapacity(columns.count)
+            for column in columns {
+                JSONValue.writeString(column, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                ends.append(bytes.count)
+            }
+            (self.columns, self.bytes, self.ends) = (columns, bytes, ends)
+        }
+
+        /// Whether these are `columns`' names, byte for byte and in order.
+        func isWritten(for columns: [String]) -> Bool {
+            columns.count == self.columns.count
+                && (OverlayCachedAnswer.isSameStorage(columns, self.columns)
+                    || zip(columns, self.columns).allSatisfy { $0.hasSameUTF8Bytes(as: $1) })
+        }
     }
 
     /// Whether the kinds a parse learns of the rows' values (``serverKinds``: each column's first
@@ -205,25 +244,16 @@ extension OverlayCachedAnswer {
         }
     }
 
-    /// The body with the `rewritten` rows (by index) written from their values (or as
-    /// `asWritten` gives them: the text writing them gives) and every other row copied from
-    /// `cachedBody`, and its rows as written (each a parse's row: its values, where its text
-    /// lies); written as ``OverlayReadEvaluation/project(_:)`` writes them. `nil` where a
-    /// rewritten row lacks a column shown (that evaluation notes it), or a cached row's columns
-    /// are not the ones shown.
+    /// The body with the `rewritten` rows (by index) written from their values (or as their
+    /// text, where writing them gives it) and every other row copied from `cachedBody`, and its
+    /// rows as written (each a parse's row: its values, where its text lies); written as
+    /// ``OverlayReadEvaluation/project(_:)`` writes them, each column's name as `names` holds
+    /// it. `nil` where a rewritten row lacks a column shown (that evaluation notes it), or a
+    /// cached row's columns are not the ones shown.
     private func bodyInPlace(
-        _ cachedBody: String, rewritten: [JSONObject?], asWritten: [String?], columns: [String]
+        _ cachedBody: String, rewritten: [Rewritten?], columns: [String], names shown: ShownNames
     ) -> (body: String, rows: [OverlayRows.Row])? {
-        // Each column's name as written before its value (`"name":`), back to back, once.
-        var names: [UInt8] = []
-        names.reserveCapacity(columns.reduce(0) { $0 + $1.utf8.count + 3 })
-        var nameEnds: [Int] = []
-        nameEnds.reserveCapacity(columns.count)
-        for column in columns {
-            JSONValue.writeString(column, to: &names)
-            names.append(UInt8(ascii: ":"))
-            nameEnds.append(names.count)
-        }
+        let (names, nameEnds) = (shown.bytes, shown.ends)
         // Everything written is the closure's own: a variable it captured and changed would be
         // checked for exclusive access at every byte appended.
         let made = cachedBody.withUTF8Bytes { cached -> (body: [UInt8], rows: [OverlayRows.Row])? in
@@ -235,7 +265,7 @@ extension OverlayCachedAnswer {
             for index in rows.indices {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 let start = out.count
-                guard let values = rewritten[index] else {
+                guard let values = rewritten[index]?.values else {
                     guard let range = rows[index].cachedRange, Self.areNamed(rows[index].values, columns) else {
                         return nil
                     }
@@ -243,7 +273,7 @@ extension OverlayCachedAnswer {
                     written.append(Self.row(rows[index].values, at: index, range: start..<out.count))
                     continue
                 }
-                if let text = asWritten[index], Self.areNamed(values, columns) {
+                if let text = rewritten[index]?.text, Self.areNamed(values, columns) {
                     // Its members are the columns, in their order, and its text is theirs written.
                     text.withUTF8Bytes { out.append(contentsOf: $0) }
                     written.append(Self.row(values, at: index, range: start..<out.count))
@@ -295,7 +325,7 @@ extension OverlayCachedAnswer {
 
     /// Whether `a` and `b` are one array's storage (the same names, both being alive): `false`
     /// says nothing.
-    private static func isSameStorage(_ a: [String], _ b: [String]) -> Bool {
+    fileprivate static func isSameStorage(_ a: [String], _ b: [String]) -> Bool {
         a.count == b.count
             && a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { $0.baseAddress == a.baseAddress } }
     }

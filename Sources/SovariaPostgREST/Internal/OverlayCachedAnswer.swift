@@ -84,6 +84,9 @@ final class OverlayCachedAnswer: Sendable {
     /// What a page's in-place rewrite asks of each of the columns shown, kept from the rewrite
     /// that made this parse (`nil`: not learned yet).
     let columnFacts: [ColumnFacts]?
+    /// The columns shown as a rewrite writes them before their values (`"name":`), kept from
+    /// the rewrite that made this parse (`nil`: not written yet).
+    let shownNames: ShownNames?
 
     /// A kind of value whose values always compare with each other.
     enum OrderKind { case number, boolean, string }
@@ -237,6 +240,7 @@ final class OverlayCachedAnswer: Sendable {
         reasons = loader.reasons
         serverKinds = loader.serverKinds
         columnFacts = nil
+        shownNames = nil
     }
 
     /// `previous` over `body`, whose `rows` are previous's at the same places with the same
@@ -245,7 +249,7 @@ final class OverlayCachedAnswer: Sendable {
     /// initializer above makes of those rows, with nothing worked out again.
     init(
         rewriting previous: OverlayCachedAnswer, body: String, rows: [OverlayRows.Row],
-        columnFacts: [ColumnFacts]? = nil
+        columnFacts: [ColumnFacts]? = nil, shownNames: ShownNames? = nil
     ) {
         assert(
             previous.settled == nil && previous.hasCache && previous.relatedAreEmpty
@@ -264,6 +268,7 @@ final class OverlayCachedAnswer: Sendable {
         (cachedRowsFollowOrder, orderKinds) = (previous.cachedRowsFollowOrder, previous.orderKinds)
         serverKinds = previous.serverKinds
         self.columnFacts = columnFacts ?? previous.columnFacts
+        self.shownNames = shownNames ?? previous.shownNames
     }
 
     /// A number no other ``positionsID`` has.
