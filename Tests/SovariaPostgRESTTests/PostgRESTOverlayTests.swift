@@ -290,6 +290,53 @@ import Testing
         }
     }
 
+    /// The parses kept of answers (``ParsedAnswers``) are by read, byte for byte: two paths, two
+    /// header values or two bodies Swift calls equal (`é` composed or not) are two reads, and
+    /// one set of headers made in another order is one read.
+    @Test func keptParsesAreByTheReadsBytes() {
+        let answers = ParsedAnswers()
+        let body = #"[{"id":"a","name":"x"}]"#
+        var parses = 0
+        func meet(_ read: DataRequest) {
+            _ = answers.answer(to: read, body: body) {
+                parses += 1
+                return overlay.cachedAnswer(of: read, cachedBody: body, related: [])
+            }
+        }
+        let composed = read("select=id,name&name=eq.caf\u{E9}")
+        let decomposed = read("select=id,name&name=eq.cafe\u{301}")
+        meet(composed)
+        meet(composed)
+        #expect(parses == 1, "kept")
+        meet(decomposed)
+        #expect(parses == 2, "a path of other bytes")
+        #expect(answers.kept(composed, body: body) != nil && answers.kept(decomposed, body: body) != nil)
+
+        var headers = composed
+        headers.headers = ["Range": "0-9", "Accept": "application/json", "X-Note": "caf\u{E9}"]
+        var reordered = composed
+        reordered.headers["X-Note"] = "caf\u{E9}"
+        reordered.headers["Accept"] = "application/json"
+        reordered.headers["Range"] = "0-9"
+        meet(headers)
+        meet(reordered)
+        #expect(parses == 3, "one set of headers, in either order")
+        var respelled = headers
+        respelled.headers["X-Note"] = "cafe\u{301}"
+        meet(respelled)
+        #expect(parses == 4, "a header value of other bytes")
+        var withBody = composed
+        withBody.body = "caf\u{E9}"
+        var otherBody = composed
+        otherBody.body = "cafe\u{301}"
+        var emptyBody = composed
+        emptyBody.body = ""
+        for read in [withBody, otherBody, emptyBody] { meet(read) }
+        #expect(parses == 7, "each body, and an empty one beside none")
+        meet(otherBody)
+        #expect(parses == 7)
+    }
+
     /// A change that sets a held row's columns to the values they hold, byte for byte, leaves
     /// the row as the server sent it: its text (here an escape the change spells otherwise) and
     /// its place. One column that differs is written in the change's spelling.

@@ -25,42 +25,51 @@ final class ParsedAnswers: Sendable {
         var bytes = 0
     }
 
-    /// A read as bytes: its method, path, headers (sorted by name) and body, compared byte for
-    /// byte. Swift's `String` equality would take two spellings of one text (`é` composed or
-    /// not) for one read, whose filters PostgreSQL compares as bytes.
+    /// A read by its method, path, headers (sorted by name) and body, compared byte for byte.
+    /// Swift's `String` equality would take two spellings of one text (`é` composed or not) for
+    /// one read, whose filters PostgreSQL compares as bytes. It holds the read's own strings (no
+    /// copy: a page makes a key for each of its answers, twice).
     private struct ReadKey: Hashable {
-        let bytes: [UInt8]
-        /// The bytes' hash, taken once: a page looks a read up two to four times.
+        let read: DataRequest
+        /// The hash of the read's parts, taken once: a page looks a read up two to four times.
         let hash: Int
 
-        static func == (a: ReadKey, b: ReadKey) -> Bool { a.hash == b.hash && a.bytes == b.bytes }
+        init(_ read: DataRequest) {
+            self.read = read
+            var hasher = Hasher()
+            func combine(_ text: String, after separator: UInt8) {
+                hasher.combine(separator)
+                text.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            }
+            combine(read.method, after: 0)
+            combine(read.path, after: 0)
+            for (name, value) in Self.headers(of: read) {
+                combine(name, after: 0)
+                combine(value, after: UInt8(ascii: ":"))
+            }
+            if let body = read.body { combine(body, after: 1) }
+            hash = hasher.finalize()
+        }
+
+        static func == (a: ReadKey, b: ReadKey) -> Bool {
+            let (x, y) = (a.read, b.read)
+            guard a.hash == b.hash, x.method.hasSameUTF8Bytes(as: y.method), x.path.hasSameUTF8Bytes(as: y.path),
+                x.headers.count == y.headers.count, (x.body == nil) == (y.body == nil)
+            else { return false }
+            if let body = x.body, let other = y.body, !body.hasSameUTF8Bytes(as: other) { return false }
+            // Most reads have no headers: nothing sorted for them.
+            return x.headers.isEmpty
+                || zip(headers(of: x), headers(of: y)).allSatisfy {
+                    $0.key.hasSameUTF8Bytes(as: $1.key) && $0.value.hasSameUTF8Bytes(as: $1.value)
+                }
+        }
 
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
-        init(_ read: DataRequest) {
-            var bytes: [UInt8] = []
-            // One allocation: a page makes a key for each of its answers.
-            bytes.reserveCapacity(
-                read.method.utf8.count + read.path.utf8.count + 2 + (read.body?.utf8.count ?? 0)
-                    + read.headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 2 })
-            bytes += read.method.utf8
-            bytes.append(0)
-            bytes += read.path.utf8
-            for (name, value) in read.headers.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-                bytes.append(0)
-                bytes += name.utf8
-                bytes.append(UInt8(ascii: ":"))
-                bytes += value.utf8
-            }
-            if let body = read.body {
-                bytes.append(1)
-                bytes += body.utf8
-            }
-            self.bytes = bytes
-            // As one run of bytes: an array's own hash feeds the hasher one element at a time.
-            var hasher = Hasher()
-            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-            hash = hasher.finalize()
+        /// `read`'s headers in the order of their names' bytes (a dictionary's own order is not
+        /// the same for two equal ones).
+        private static func headers(of read: DataRequest) -> [(key: String, value: String)] {
+            read.headers.isEmpty ? [] : read.headers.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         }
     }
 
