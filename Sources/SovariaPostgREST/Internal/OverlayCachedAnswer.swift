@@ -381,6 +381,7 @@ final class OverlayCachedAnswer: Sendable {
             // Rows of one answer share their list of columns: once each has a kind, skip the rest.
             guard values.keys != columnsWithKinds else { return }
             defer { if values.keys.allSatisfy({ serverKinds[$0] != nil }) { columnsWithKinds = values.keys } }
+            if serverKinds.isEmpty { serverKinds.reserveCapacity(values.keys.count) }
             for column in values.keys where serverKinds[column] == nil {
                 if let kind = values[column].flatMap(ServerKind.init) { serverKinds[column] = kind }
             }

@@ -144,10 +144,10 @@ final class ParsedAnswers: Sendable {
         let key = QueryKey(read)
         if let query = queries.withLock({ $0.parsed[key] }) { return query }
         var query = PostgRESTQuery(path: read.path)
-        if let range = read.header("Range") { query.restrict(toRangeHeader: range) }
+        if let range = key.range { query.restrict(toRangeHeader: range) }
         queries.withLock { queries in
-            if queries.bytes + key.bytes.count > Self.queryByteLimit { queries = Queries() }
-            if queries.parsed.updateValue(query, forKey: key) == nil { queries.bytes += key.bytes.count }
+            if queries.bytes + key.byteCount > Self.queryByteLimit { queries = Queries() }
+            if queries.parsed.updateValue(query, forKey: key) == nil { queries.bytes += key.byteCount }
         }
         return query
     }
@@ -155,18 +155,35 @@ final class ParsedAnswers: Sendable {
     /// The most bytes of paths whose queries are kept: a few thousand typical reads.
     static let queryByteLimit = 1 << 20
 
-    /// What a read's query is parsed from, its path and `Range`, as bytes: two spellings of one
-    /// text (`é` composed or not) are two paths, whose filters compare as bytes.
+    /// What a read's query is parsed from, its path and `Range`, compared byte for byte: two
+    /// spellings of one text (`é` composed or not) are two paths, whose filters compare as
+    /// bytes. It holds the read's own strings (no copy of their bytes).
     private struct QueryKey: Hashable {
-        let bytes: [UInt8]
+        let path: String
+        let range: String?
 
         init(_ read: DataRequest) {
-            var bytes = Array(read.path.utf8)
-            if let range = read.header("Range") {
-                bytes.append(0)
-                bytes += range.utf8
+            (path, range) = (read.path, read.header("Range"))
+        }
+
+        /// The bytes it holds, toward ``queryByteLimit``.
+        var byteCount: Int { path.utf8.count + (range?.utf8.count ?? 0) }
+
+        static func == (a: QueryKey, b: QueryKey) -> Bool {
+            guard a.path.hasSameUTF8Bytes(as: b.path) else { return false }
+            switch (a.range, b.range) {
+            case (nil, nil): return true
+            case (let x?, let y?): return x.hasSameUTF8Bytes(as: y)
+            default: return false
             }
-            self.bytes = bytes
+        }
+
+        func hash(into hasher: inout Hasher) {
+            path.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            if let range {
+                hasher.combine(0 as UInt8)
+                range.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            }
         }
     }
 

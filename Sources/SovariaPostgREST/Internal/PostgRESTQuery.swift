@@ -338,7 +338,11 @@ struct PostgRESTQuery: Sendable {
         guard let dot = rest.firstIndex(ofByte: UInt8(ascii: ".")) else { return nil }
         var name = rest[..<dot]
         var quantifier: Condition.Quantifier?
-        if let modifier = Condition.Quantifier.allCases.first(where: { name.endsWithBytes(of: "(\($0.rawValue))") }) {
+        // A modifier ends in `)`: no other name is matched against each (a filter is parsed at every
+        // first read of its query).
+        if name.utf8.last == UInt8(ascii: ")"),
+            let modifier = Condition.Quantifier.allCases.first(where: { name.endsWithBytes(of: "(\($0.rawValue))") })
+        {
             quantifier = modifier
             name = name.droppingLastBytes(modifier.rawValue.utf8.count + 2)
         }
