@@ -350,8 +350,15 @@ extension SovariaOffline {
     private func pageAnswers(
         of table: String, _ reads: [ReadIdentity], mustRead: Bool, keepsVersions: Bool
     ) async throws -> [PageAnswer] {
-        // The last page's, when it met the same reads (the same array, unless a query was added).
-        let last = state.withLock { state in state.feedAnswerVersions[table].flatMap { $0.reads == reads ? $0 : nil } }
+        // The last page's, when it met the same reads, their keys byte for byte: a slot is the hash
+        // of a key's bytes, and one of another spelling (`é` composed or not, which `==` calls
+        // the same read) would find no response of this read.
+        let last = state.withLock { state in
+            state.feedAnswerVersions[table].flatMap { last in
+                last.reads.count == reads.count
+                    && zip(last.reads, reads).allSatisfy { $0.cacheKey.hasSameUTF8Bytes(as: $1.cacheKey) } ? last : nil
+            }
+        }
         let seen = last?.seen
         let slots = last?.slots ?? reads.map { QueryCache.Slot($0.cacheKey) }
         // Before the responses: what is read after them is of this version or a later one.

@@ -289,6 +289,7 @@ public final class SovariaOffline: Sendable {
         state.withLock { state in
             state.queriesByTable = [:]
             state.readsByTable = [:]
+            state.feedAnswerVersions = [:]
             state.tablesCleared += 1
             state.lastError = nil
             state.conflicts = ConflictIndex()
