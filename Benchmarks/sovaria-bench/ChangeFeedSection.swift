@@ -293,26 +293,34 @@ struct ChangeFeedSection {
         ) { _, _ in try await pullPage(offline) }
         await offline.close()
         // The page and the store's batch of the records it rewrites, taking turns call by call
-        // (the goal is their ratio, on a machine whose speed drifts), on the device's own store:
-        // before each page, the cache's 100 responses written again as the store holds them (the
-        // same keys, spread over the store as the cache's hashed ids are, the same bytes, read
-        // before the clock runs), with a record the size of the checkpoint.
+        // (the goal is their ratio, on a machine whose speed drifts), on the device's own store.
+        // The batch writes records of the sizes of the cache's 100 responses after a page, each
+        // under a key of its own (the cache's records must stay the page's) and each call in the
+        // other of two spellings, so every record really changes, as a page's do (an engine may
+        // skip writing bytes it already holds: SQLite does), with one of the checkpoint's size.
         server = FeedBenchServer(rows: Self.rowCount)
         let device = try await engine.open(folder.appendingPathComponent("device", isDirectory: true), .flushed)
         offline = try await Self.device(device, server, overlay: Self.overlay)
-        var records: [StoreWrite] = []
+        _ = server.change(count: changes)
+        try await pullPage(offline)
+        let records = try await device.entries(QueryCache.responseKeyPrefix, after: nil, limit: 10_000)
+        guard records.count == Self.answerCount else {
+            throw BenchError.failed("the device's store holds \(records.count) cached responses")
+        }
+        let spellings: [[StoreWrite]] = ["0", "1"].map { last in
+            records.map { .set(key: "sov:bench:batch:" + $0.key, value: String($0.value.dropLast()) + last) }
+        }
+        try await device.write(spellings[0])  // the first call writes the other spelling
+        var batches = 0
         let (batch, apply) = try await Stopwatch(repeats: max(2, options.repeats)).measureTakingTurns(
-            calls: calls,
-            prepareCall: { _, call in
-                _ = server.change(count: changes)
-                let entries = try await device.entries(QueryCache.responseKeyPrefix, after: nil, limit: 10_000)
-                guard entries.count == Self.answerCount else {
-                    throw BenchError.failed("the device's store holds \(entries.count) cached responses")
-                }
-                records = entries.map { .set(key: $0.key, value: $0.value) }
-                records.append(.set(key: "sov:bench:checkpoint", value: String(FeedBenchServer.position(call))))
+            calls: calls, prepareCall: { _, _ in _ = server.change(count: changes) },
+            { _, _ in
+                batches += 1
+                try await device.write(
+                    spellings[batches % 2] + [
+                        .set(key: "sov:bench:checkpoint", value: String(FeedBenchServer.position(batches)))
+                    ])
             },
-            { _, _ in try await device.write(records) },
             then: { _, _ in try await pullPage(offline) })
         await offline.close()
         // The floors under a page, in the same run: reading its changes alone (the server's
