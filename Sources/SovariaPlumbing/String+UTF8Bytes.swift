@@ -43,6 +43,13 @@ extension String {
         return try copy.withUTF8 { bytes in Result { () throws(Failure) in try body(bytes) } }.get()
     }
 
+    /// Feeds the string's UTF-8 bytes to `hasher` as one run: the hash that goes with
+    /// ``hasSameUTF8Bytes(as:)``, as `String`'s own goes with `==`.
+    @inlinable
+    package func hashUTF8Bytes(into hasher: inout Hasher) {
+        withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
     /// Whether the two strings are the same UTF-8 bytes: not `==`, which takes two spellings of
     /// one text (`é` composed or not) for one.
     package func hasSameUTF8Bytes(as other: String) -> Bool {

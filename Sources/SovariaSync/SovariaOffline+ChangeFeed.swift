@@ -393,7 +393,7 @@ extension SovariaOffline {
         overlay: any OverlayEvaluator
     ) async throws -> [[Int]?] {
         var altering = [[Int]?](repeating: nil, count: answers.count)
-        let api = self.api  // read once: each use copies the configuration it is read from
+        let api = self.api  // read once, not copied out of the configuration at each use
         let evaluated = answers.indices.filter {
             !answers[$0].isStale && !api.countsRows(reads[answers[$0].read].request)
         }

@@ -75,7 +75,7 @@ extension SovariaOffline {
         // writes after it, go to the flush in their order.
         var leftToFlush: [String] = []
         var flagged = false
-        let api = self.api  // read once: each use copies the configuration it is read from
+        let api = self.api  // read once, not copied out of the configuration at each use
         for write in try await queue.pending() where api.table(of: write.request) == table {
             guard let key = api.equalValue(of: rule.keyColumn, in: write.request.path),
                 let expected = api.equalValue(of: versionColumn, in: write.request.path),

@@ -193,7 +193,7 @@ extension SovariaOffline {
     func overlayWrites(for request: DataRequest, identity: ReadIdentity) async throws -> [OverlayWrite] {
         guard identity.isGet, let table = identity.table else { return [] }
         let rule = conflictRule(of: table)
-        let api = self.api  // read once: each use copies the configuration it is read from
+        let api = self.api  // read once, not copied out of the configuration at each use
         var synced = synced.writes(notIn: identity.cacheKey, table: table, api: api).map {
             OverlayWrite(id: $0.id, request: byKey($0.request, rule), isPending: false)
         }

@@ -44,7 +44,7 @@ extension SovariaOffline {
         let queries = try await cachedQueries(of: table)
         let kept = state.withLock { $0.tablesCleared == cleared ? $0.readsByTable[table] : nil }
         if let kept, kept.queries == queries.count { return kept.reads }
-        let api = self.api  // read once: each use copies the configuration it is read from
+        let api = self.api  // read once, not copied out of the configuration at each use
         let reads = queries.sorted().compactMap { ReadIdentity(cacheKey: $0, api: api) }.filter(\.isGet)
         state.withLock { state in
             if state.tablesCleared == cleared { state.readsByTable[table] = (queries.count, reads) }

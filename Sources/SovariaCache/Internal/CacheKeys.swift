@@ -33,7 +33,7 @@ enum CacheKeys {
     }
 
     static func responseKey(_ id: HexID, _ entry: CacheIndex.Entry) -> String {
-        let (time, size) = (max(0, entry.serverTimeMillis), Int64(max(0, entry.sizeBytes)))
+        let (time, size) = keyFields(entry)
         guard time < 10_000_000_000_000_000, size < 10_000_000_000 else {
             // Wider than the layout (not met: times are clamped, values are at most 64 MiB).
             return responsePrefix(of: id) + padded(time, 16) + ":" + padded(size, 10)
@@ -64,7 +64,12 @@ enum CacheKeys {
     /// Whether `a` and `b` give one response key (``responseKey(_:_:)``), without writing either:
     /// the key names the server time and the size, each clamped at zero.
     static func sameResponseKey(_ a: CacheIndex.Entry, _ b: CacheIndex.Entry) -> Bool {
-        max(0, a.serverTimeMillis) == max(0, b.serverTimeMillis) && max(0, a.sizeBytes) == max(0, b.sizeBytes)
+        keyFields(a) == keyFields(b)
+    }
+
+    /// What a response key writes of `entry`: its server time and size, each clamped at zero.
+    private static func keyFields(_ entry: CacheIndex.Entry) -> (time: Int64, size: Int64) {
+        (max(0, entry.serverTimeMillis), Int64(max(0, entry.sizeBytes)))
     }
 
     /// The prefix of `id`'s response key: the keys under it are that response's (one, or two a crash

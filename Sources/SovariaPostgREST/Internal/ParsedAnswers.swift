@@ -39,7 +39,7 @@ final class ParsedAnswers: Sendable {
             var hasher = Hasher()
             func combine(_ text: String, after separator: UInt8) {
                 hasher.combine(separator)
-                text.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+                text.hashUTF8Bytes(into: &hasher)
             }
             combine(read.method, after: 0)
             combine(read.path, after: 0)
@@ -179,10 +179,10 @@ final class ParsedAnswers: Sendable {
         }
 
         func hash(into hasher: inout Hasher) {
-            path.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            path.hashUTF8Bytes(into: &hasher)
             if let range {
                 hasher.combine(0 as UInt8)
-                range.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+                range.hashUTF8Bytes(into: &hasher)
             }
         }
     }

@@ -270,7 +270,7 @@ struct TableReach {
         static func == (lhs: AnswerID, rhs: AnswerID) -> Bool { lhs.id.hasSameUTF8Bytes(as: rhs.id) }
 
         func hash(into hasher: inout Hasher) {
-            id.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            id.hashUTF8Bytes(into: &hasher)
         }
     }
 
