@@ -307,8 +307,12 @@ struct ChangeFeedSection {
         guard records.count == Self.answerCount else {
             throw BenchError.failed("the device's store holds \(records.count) cached responses")
         }
-        let spellings: [[StoreWrite]] = ["0", "1"].map { last in
-            records.map { .set(key: "sov:bench:batch:" + $0.key, value: String($0.value.dropLast()) + last) }
+        // Both batches made before the clock runs.
+        let spellings: [[StoreWrite]] = [0, 1].map { spelling in
+            records.map {
+                .set(key: "sov:bench:batch:" + $0.key, value: String($0.value.dropLast()) + String(spelling))
+            }
+                + [.set(key: "sov:bench:checkpoint", value: String(FeedBenchServer.position(spelling)))]
         }
         try await device.write(spellings[0])  // the first call writes the other spelling
         var batches = 0
@@ -316,10 +320,7 @@ struct ChangeFeedSection {
             calls: calls, prepareCall: { _, _ in _ = server.change(count: changes) },
             { _, _ in
                 batches += 1
-                try await device.write(
-                    spellings[batches % 2] + [
-                        .set(key: "sov:bench:checkpoint", value: String(FeedBenchServer.position(batches)))
-                    ])
+                try await device.write(spellings[batches % 2])
             },
             then: { _, _ in try await pullPage(offline) })
         await offline.close()
