@@ -1,6 +1,8 @@
+import Dispatch
 import Foundation
 import SovariaQueue
 import SovariaSync
+import Synchronization
 
 extension PostgRESTOverlay {
     /// For each answer, the changes that can alter it (`OverlayEvaluator`'s contract): a change
@@ -23,8 +25,9 @@ extension PostgRESTOverlay {
     ) -> [[Int]] {
         // Each answer by its place, at no version: a reach of this call's own, nothing kept.
         var reach = TableReach()
-        for (index, answer) in answers.enumerated() {
-            var entry = entry(answer.read, body: answer.cachedBody, version: nil)
+        let entries = entries(of: answers.map { ($0.read, $0.cachedBody, nil) })
+        reach.reserveHolders(for: entries)
+        for (index, var entry) in entries.enumerated() {
             entry.slot = index
             reach.set("#\(index)", entry)
         }
@@ -49,6 +52,7 @@ extension PostgRESTOverlay {
             var known = [Bool](repeating: true, count: answers.count)
             var again: [(index: Int, first: Int)] = []  // an id given twice takes its first's answer
             var met = 0  // kept entries among `answers`
+            var unknown: [Int] = []  // the answers not kept at their version, parsed after the others are met
             // By index, without a copy of each answer: most are met at their version, and a copy
             // (its id, its read) cost as much as the meeting.
             for index in answers.indices {
@@ -56,22 +60,33 @@ extension PostgRESTOverlay {
                     answers[index].id, at: answers[index].version, body: answers[index].cachedBody, slot: index,
                     call: call)
                 {
-                case .known:
-                    met += 1
-                    continue
-                case .again(let first):
+                case .known: met += 1
+                case .again(let first): again.append((index, first))
+                case .unknown: unknown.append(index)
+                }
+            }
+            // Parsed all together (an app just launched meets every answer unknown), then kept in
+            // the order given: an id given twice is met again, and takes its first's answer.
+            let parsed = entries(
+                of: unknown.compactMap { index in
+                    answers[index].cachedBody.map { (answers[index].read, $0, answers[index].version) }
+                })
+            reach.reserveHolders(for: parsed)
+            var next = parsed.makeIterator()
+            for index in unknown {
+                let answer = answers[index]
+                let parse = answer.cachedBody == nil ? nil : next.next()  // one for each with a body
+                if case .again(let first) = reach.meet(
+                    answer.id, at: answer.version, body: answer.cachedBody, slot: index, call: call)
+                {
                     again.append((index, first))
                     continue
-                case .unknown:
-                    break
                 }
-                let answer = answers[index]
-                guard let body = answer.cachedBody else {
+                guard var entry = parse else {
                     known[index] = false
                     reach.remove(answer.id)
                     continue
                 }
-                var entry = entry(answer.read, body: body, version: answer.version)
                 (entry.slot, entry.call) = (index, call)
                 reach.set(answer.id, entry)
                 met += 1
@@ -83,6 +98,30 @@ extension PostgRESTOverlay {
             return zip(known, found).map { $0 ? $1 : nil }
         }
     }
+
+    /// The ``entry(_:body:version:)`` of each answer, parsed on the device's cores when there
+    /// are many: an app just launched parses every cached answer of the table at its first page,
+    /// each parse independent of the others (only the index they go into is built in order, by
+    /// the caller).
+    private func entries(of answers: [(read: DataRequest, body: String, version: UInt64?)]) -> [TableReach.Entry] {
+        let chunks = (answers.count + Self.answersPerChunk - 1) / Self.answersPerChunk
+        guard chunks > 1, ProcessInfo.processInfo.activeProcessorCount > 1 else {
+            return answers.map { entry($0.read, body: $0.body, version: $0.version) }
+        }
+        let parsed = Mutex([[TableReach.Entry]](repeating: [], count: chunks))
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            let start = chunk * Self.answersPerChunk
+            let entries = answers[start..<min(start + Self.answersPerChunk, answers.count)].map {
+                entry($0.read, body: $0.body, version: $0.version)
+            }
+            parsed.withLock { $0[chunk] = entries }
+        }
+        return parsed.withLock { $0.flatMap { $0 } }
+    }
+
+    /// The answers parsed together on one core, at least: fewer cost less to parse than to hand
+    /// to another core.
+    private static let answersPerChunk = 16
 
     /// What `read`'s answer `body` can be reached by (``TableReach/Entry``). Every change counts
     /// for a read whose answer is not a list of rows, a page past an `offset` (a row before it

@@ -49,32 +49,45 @@ public struct ReadIdentity: Sendable, Hashable {
             headers: Self.sorted(api.answerShapingHeaders(of: request)), table: api.table(of: request))
     }
 
-    private init(method: String, path: String, headers: [Header], table: String?) {
+    /// `key`: the ``cacheKey`` these parts make, when the caller holds it already.
+    private init(method: String, path: String, headers: [Header], table: String?, key: String? = nil) {
         self.method = method
         self.path = path
         self.headers = headers
         self.table = table
-        var key = method + " " + path
-        for header in headers { key += "\n" + header.name + ": " + header.value }
-        cacheKey = key
+        if let key {
+            cacheKey = key
+        } else {
+            var key = method + " " + path
+            for header in headers { key += "\n" + header.name + ": " + header.value }
+            cacheKey = key
+        }
         request = Self.request(method: method, path: path, headers: headers)
     }
 
     /// The identity a ``cacheKey`` names, or `nil` when the text is not one.
     public init?(cacheKey: String, api: any DataAPI) {
-        let lines = cacheKey.split(separator: "\n", omittingEmptySubsequences: false)
-        guard let first = lines.first, let space = first.firstIndex(of: " ") else { return nil }
+        // Taken apart at its bytes, the inverse of how the key is written (a `Character` walk
+        // takes a `\r` before a line's `\n` as one character with it): an app just launched reads
+        // back every cached read of a table this way at its first page.
+        let utf8 = cacheKey.utf8
+        let lines = utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        guard let first = lines.first, let space = first.firstIndex(of: UInt8(ascii: " ")) else { return nil }
         var headers: [Header] = []
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { return nil }
-            headers.append(Header(name: String(line[..<colon]), value: String(line[line.index(after: colon)...])))
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+            let (name, value) = (line[..<colon], line[utf8.index(after: colon)...])
+            headers.append(Header(name: String(Substring(name)), value: String(Substring(value))))
         }
-        let (method, path, sorted) = (
-            String(first[..<space]), String(first[first.index(after: space)...]), Self.sorted(headers)
-        )
+        let method = String(Substring(first[..<space]))
+        let path = String(Substring(first[utf8.index(after: space)...]))
+        let sorted = Self.sorted(headers)
         self.init(
             method: method, path: path, headers: sorted,
-            table: api.table(of: Self.request(method: method, path: path, headers: sorted)))
+            table: api.table(of: Self.request(method: method, path: path, headers: sorted)),
+            // With no header, the key is the text given; one with headers is written again (the
+            // text may hold them in another order, or a name in capitals).
+            key: headers.isEmpty ? cacheKey : nil)
     }
 
     /// Equal when they read the same table with the same key (the key holds the method, the path

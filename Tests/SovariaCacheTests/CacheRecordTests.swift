@@ -29,6 +29,17 @@ import Testing
         #expect(read.headers == ["Content-Range": "  0-0/1"])
     }
 
+    /// A value whose first character is a space with a combining mark after it: the record's
+    /// one space is a byte of its own, and the value keeps the space it starts with.
+    @Test func aValueStartingWithASpaceAndAMarkComesBackWhole() throws {
+        let response = CachedResponse(
+            query: "GET /x", body: "[]", serverTime: Self.time, fetchedAt: Self.time,
+            headers: ["X-Mark": " \u{301}a", "X-Plain": "\u{301}b"])
+        let read = try #require(CacheRecord.decode(CacheRecord.encode(response)))
+        #expect(read.headers["X-Mark"].map { Array($0.utf8) } == Array(" \u{301}a".utf8))
+        #expect(read.headers["X-Plain"].map { Array($0.utf8) } == Array("\u{301}b".utf8))
+    }
+
     @Test func aResponseWithoutHeadersKeepsTheEarlierForm() throws {
         let response = CachedResponse(
             query: "GET /x", body: "[1]", serverTime: Self.time, fetchedAt: Self.time, position: 7)

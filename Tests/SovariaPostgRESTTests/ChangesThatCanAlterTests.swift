@@ -307,6 +307,66 @@ import Testing
         }
     }
 
+    /// Many answers met at once (an app just launched meets every answer at its first page, and
+    /// parses them together, on several cores): each finds what it finds alone, an id given twice
+    /// takes its first's, an answer without a body that is not kept is `nil`, and each is kept
+    /// for the next page as if it had been parsed alone.
+    @Test(arguments: Array(1...5) as [UInt64])
+    func manyAnswersMetAtOnceFindWhatEachFindsAlone(seed: UInt64) throws {
+        var random = SplitMix(seed: seed)
+        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        func body() -> String {
+            let ids = Set(
+                (0..<Int.random(in: 0..<6, using: &random)).map { _ in Int.random(in: 0..<40, using: &random) })
+            let rows = ids.sorted().map { #"{"id":"x\#($0)","qty":\#(Int.random(in: 0..<6, using: &random))}"# }
+            return "[" + rows.joined(separator: ",") + "]"
+        }
+        var answers = (0..<70).map { index in
+            let read =
+                switch index % 3 {
+                case 0:
+                    PostgREST.select("notes", columns: "id,qty", where: [.eq("qty", String(index % 6))], order: "id")
+                case 1: PostgREST.select("notes", columns: "id,qty", where: [.gte("qty", "3")], order: "id")
+                default: PostgREST.select("notes", columns: "id,qty", order: "id")
+                }
+            return FeedAnswer(id: "q\(index)", version: 1, read: read, cachedBody: body())
+        }
+        answers[41] = answers[9]  // an id given twice
+        answers[55].cachedBody = nil  // not kept, no body
+        // Two deletes and two upserts, one of them of a `qty` no `eq` filter names: some answers
+        // are reached, and some not.
+        let changes = (0..<4).map { index -> RowChange in
+            let id = "x\(Int.random(in: 0..<40, using: &random))"
+            let qty = index == 3 ? 1 : Int.random(in: 0..<6, using: &random)
+            return index < 2 ? Self.delete(id) : Self.upsert(id, #"{"id":"\#(id)","qty":\#(qty)}"#)
+        }
+        func alone(_ answer: FeedAnswer) -> [Int]? {
+            answer.cachedBody.map {
+                PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+                    .changesThatCanAlter([(answer.read, $0)], among: changes)[0]
+            }
+        }
+        let found = overlay.changesThatCanAlter(versioned: answers, among: changes)
+        #expect(found == answers.map(alone))
+        #expect(found[41] == found[9] && found[55] == nil)
+        #expect(found.contains { $0?.isEmpty == false } && found.contains { $0?.isEmpty == true })
+        // Kept at their versions: asked again without bodies, the same.
+        answers[55].cachedBody = body()
+        let expected = answers.map(alone)
+        let bodies = answers.map(\.cachedBody)
+        for index in answers.indices where index != 55 { answers[index].cachedBody = nil }
+        #expect(overlay.changesThatCanAlter(versioned: answers, among: changes) == expected)
+        // Half of them at new versions, with new bodies: parsed again, together.
+        for index in answers.indices where index % 2 == 0 && index != 41 {
+            answers[index].version = 2
+            answers[index].cachedBody = body()
+        }
+        for index in answers.indices where answers[index].cachedBody == nil {
+            answers[index].cachedBody = bodies[index]
+        }
+        #expect(overlay.changesThatCanAlter(versioned: answers, among: changes) == answers.map(alone))
+    }
+
     @Test func aDeletesKeyIsHeldAsTextOrAsANumber() {
         let numbered = PostgREST.select("notes", columns: "id,title", order: "id")
         let found = Self.overlay.changesThatCanAlter(

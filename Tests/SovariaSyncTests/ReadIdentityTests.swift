@@ -291,6 +291,33 @@ final class ShapingServer: SyncTransport {
         #expect(!api.pagesRows(DataRequest(method: "GET", path: "/rest/v1/notes?title=eq.limit")))
     }
 
+    @Test func anIdentityIsReadBackFromItsCacheKey() throws {
+        let api = PostgREST()
+        let reads = [
+            Self.list,
+            Self.with(Self.with(Self.list, "Range", "0-9"), "Accept-Profile", "other"),
+            // Bytes a `Character` walk reads as one with their neighbours: `\r\n` is one
+            // character, and so is a space before a combining mark.
+            Self.with(DataRequest(method: "GET", path: "/rest/v1/notes?title=eq.a\r"), "Range", "0-1"),
+            DataRequest(method: "GET", path: "/rest/v1/notes?title=eq. \u{301}"),
+        ]
+        for read in reads {
+            let identity = ReadIdentity(read, api: api)
+            let back = try #require(ReadIdentity(cacheKey: identity.cacheKey, api: api))
+            #expect(back == identity)
+            #expect(back.method == identity.method && back.headers == identity.headers && back.table == identity.table)
+            #expect(back.path.utf8.elementsEqual(read.path.utf8), "\(back.path.debugDescription)")
+            #expect(back.cacheKey.utf8.elementsEqual(identity.cacheKey.utf8))
+        }
+        // A key written by another version, a header's name in capitals: read as the read it names.
+        let written = try #require(ReadIdentity(cacheKey: "GET /rest/v1/notes?id=eq.1\nRange: 0-1", api: api))
+        #expect(written.cacheKey == "GET /rest/v1/notes?id=eq.1\nrange: 0-1")
+        #expect(written.request.header("Range") == "0-1")
+        #expect(ReadIdentity(cacheKey: "GET/rest/v1/notes", api: api) == nil, "no space after the method")
+        #expect(
+            ReadIdentity(cacheKey: "GET /rest/v1/notes\nno colon", api: api) == nil, "a header line without a colon")
+    }
+
     @Test func aSingularReadTellsTheVersionAnEditExpects() async throws {
         let rig = try await Rig(.memory) { configuration in
             configuration.conflictRules = ["notes": ConflictRule(versionColumn: "version", onConflict: .reject)]

@@ -53,7 +53,7 @@ struct TableReach {
     /// of a meeting's cost with 1,000 answers cached). Checked against ``ids`` at each use.
     private var slotHandles: [Int] = []
     /// Primary key column → key text → the answers holding that row.
-    private var holders: [String: [String: Set<Int>]] = [:]
+    private var holders: [String: [String: CompactSet<Int>]] = [:]
     private var filters = EqualityIndex<Int>()
     /// The answers every change counts for.
     private var everyChange: Set<Int> = []
@@ -161,12 +161,13 @@ struct TableReach {
             // (none, where the positions are one answer's).
             let primaryKey = parsed.table.primaryKey
             if was.positionsID != parsed.positionsID {
-                for key in was.positions.keys where parsed.positions[key] == nil {
-                    holders[primaryKey]?[key]?.remove(handle)
-                    if holders[primaryKey]?[key]?.isEmpty == true { holders[primaryKey]?[key] = nil }
-                }
-                for key in parsed.positions.keys where was.positions[key] == nil {
-                    holders[primaryKey, default: [:]][key, default: []].insert(handle)
+                modifyHolders(of: primaryKey) { byKey in
+                    for key in was.positions.keys where parsed.positions[key] == nil {
+                        Self.remove(handle, from: key, in: &byKey)
+                    }
+                    for key in parsed.positions.keys where was.positions[key] == nil {
+                        byKey[key, default: CompactSet()].insert(handle)
+                    }
                 }
             }
             kept[handle] = entry
@@ -192,8 +193,8 @@ struct TableReach {
             everyChange.insert(handle)
             return
         }
-        for key in parsed.positions.keys {
-            holders[parsed.table.primaryKey, default: [:]][key, default: []].insert(handle)
+        modifyHolders(of: parsed.table.primaryKey) { byKey in
+            for key in parsed.positions.keys { byKey[key, default: CompactSet()].insert(handle) }
         }
         filters.add(handle, filters: parsed.query.filters, nonTextColumns: parsed.comparison.nonTextColumns)
     }
@@ -209,12 +210,40 @@ struct TableReach {
             everyChange.remove(handle)
             return
         }
-        let primaryKey = parsed.table.primaryKey
-        for key in parsed.positions.keys {
-            holders[primaryKey]?[key]?.remove(handle)
-            if holders[primaryKey]?[key]?.isEmpty == true { holders[primaryKey]?[key] = nil }
+        modifyHolders(of: parsed.table.primaryKey) { byKey in
+            for key in parsed.positions.keys { Self.remove(handle, from: key, in: &byKey) }
         }
         filters.remove(handle, filters: parsed.query.filters, nonTextColumns: parsed.comparison.nonTextColumns)
+    }
+
+    /// Runs `body` on the holders of the rows keyed by `primaryKey`, in place: one lookup of the
+    /// column for all of an answer's rows. A column left with no row is forgotten.
+    private mutating func modifyHolders(of primaryKey: String, _ body: (inout [String: CompactSet<Int>]) -> Void) {
+        var byKey = holders.removeValue(forKey: primaryKey) ?? [:]
+        body(&byKey)
+        if !byKey.isEmpty { holders[primaryKey] = byKey }
+    }
+
+    /// Room in the holders for the rows of `entries`, about to be set: an app just launched
+    /// indexes every answer of the table at once, and grown a key at a time the table of keys
+    /// was rehashed at each doubling.
+    mutating func reserveHolders(for entries: [Entry]) {
+        var rows: [String: Int] = [:]
+        for case let parsed? in entries.lazy.map(\.parsed) {
+            rows[parsed.table.primaryKey, default: 0] += parsed.positions.count
+        }
+        for (primaryKey, rows) in rows {
+            var byKey = holders.removeValue(forKey: primaryKey) ?? [:]
+            byKey.reserveCapacity(byKey.count + rows)
+            holders[primaryKey] = byKey
+        }
+    }
+
+    /// Takes `handle` out of the holders of `key`'s row, and the row out when none is left.
+    private static func remove(_ handle: Int, from key: String, in byKey: inout [String: CompactSet<Int>]) {
+        guard let index = byKey.index(forKey: key) else { return }
+        byKey.values[index].remove(handle)
+        if byKey.values[index].isEmpty { byKey.remove(at: index) }
     }
 
     /// The slots (``Entry/slot``) of the answers `change` can alter, among those kept, each

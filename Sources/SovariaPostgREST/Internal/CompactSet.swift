@@ -1,0 +1,45 @@
+/// A set that holds its first element inline and only the others in a `Set`: most rows are held
+/// by one cached answer, and most `eq` operands name one answer, so indexing a table's answers
+/// (``TableReach``, ``EqualityIndex``) allocates nothing for them. An app just launched indexes
+/// every answer at its first page, one set per row it holds.
+struct CompactSet<Element: Hashable> {
+    /// The element held inline; `nil` only when the set is empty.
+    private var first: Element?
+    /// The other elements (an empty `Set` allocates nothing).
+    private var rest: Set<Element> = []
+
+    /// An empty set.
+    init() {}
+
+    /// A set of `element` alone.
+    init(_ element: Element) { first = element }
+
+    var isEmpty: Bool { first == nil }
+
+    var count: Int { first == nil ? 0 : 1 + rest.count }
+
+    /// Adds `element`, unless the set holds it.
+    mutating func insert(_ element: Element) {
+        guard let first else {
+            self.first = element
+            return
+        }
+        if first != element { rest.insert(element) }
+    }
+
+    /// Takes out `element`, if the set holds it.
+    mutating func remove(_ element: Element) {
+        if first == element {
+            first = rest.popFirst()
+        } else {
+            rest.remove(element)
+        }
+    }
+
+    /// Calls `body` with each element, once.
+    func forEach(_ body: (Element) -> Void) {
+        guard let first else { return }
+        body(first)
+        rest.forEach(body)
+    }
+}
