@@ -77,13 +77,16 @@ struct ChangeFeedSection {
 
     /// The app opened again on `store`, a ``device(_:_:refetchPast:reads:overlay:)``'s, its 100
     /// answers cached: a new controller with an overlay of its own, nothing it parsed kept.
+    /// `oneCore`: its overlay parses the answers on one core (the default spreads a launch's
+    /// parses over the device's cores).
     static func relaunched(
-        _ store: any OfflineStore, _ server: FeedBenchServer, refetchPast: Int?
+        _ store: any OfflineStore, _ server: FeedBenchServer, refetchPast: Int?, oneCore: Bool = false
     ) async throws -> SovariaOffline {
-        try await SovariaOffline(
+        var overlay = makeOverlay()
+        overlay.parsesOnEveryCore = !oneCore
+        return try await SovariaOffline(
             store: store, transport: server,
-            configuration: configuration(server, refetchPast: refetchPast, answers: reads.count, overlay: makeOverlay())
-        )
+            configuration: configuration(server, refetchPast: refetchPast, answers: reads.count, overlay: overlay))
     }
 
     /// A device's configuration: `overlay`, the feed of `server`, room for `answers` cached.
@@ -103,19 +106,21 @@ struct ChangeFeedSection {
     /// to bring the 100 answers up to date against refetching them, on the memory store (the
     /// client's cost alone); the backlog skipped, its answers fetched again (past 100 changes
     /// waiting), for the cost of the skip; the backlog once more on an app relaunched before
-    /// each catch-up (a new controller, nothing parsed kept: it parses each answer again); and a
-    /// backlog of as many rows as changes, which the feed serves whole.
+    /// each catch-up (a new controller, nothing parsed kept: it parses each answer again), its
+    /// parses spread over the cores and on one; and a backlog of as many rows as changes, which
+    /// the feed serves whole.
     private func measureAgainstRefetch() async throws -> [Measurement] {
         let section = BenchSection.changeFeed.rawValue
         let calls = options.pick(quick: 5, standard: 20, full: 50)
         var rows: [Measurement] = []
         let backlog = options.pick(quick: 1_000, standard: 10_000, full: 10_000)
-        let runs: [(rows: Int, changed: Int, refetchPast: Int?, relaunched: Bool)] = [
-            (Self.rowCount, 10, 5_000, false), (Self.rowCount, backlog, 5_000, false),
-            (Self.rowCount, backlog, 5_000, true), (Self.rowCount, backlog, 100, false),
-            (10 * Self.rowCount, backlog, nil, false),
+        let runs: [(rows: Int, changed: Int, refetchPast: Int?, launch: Launch)] = [
+            (Self.rowCount, 10, 5_000, .running), (Self.rowCount, backlog, 5_000, .running),
+            (Self.rowCount, backlog, 5_000, .relaunched), (Self.rowCount, backlog, 5_000, .relaunchedOnOneCore),
+            (Self.rowCount, backlog, 100, .running), (10 * Self.rowCount, backlog, nil, .running),
         ]
-        for (rowCount, changed, refetchPast, relaunched) in runs {
+        for (rowCount, changed, refetchPast, launch) in runs {
+            let relaunched = launch != .running
             let server = FeedBenchServer(rows: rowCount)
             let store = MemoryOfflineStore()
             var offline = try await Self.device(store, server, refetchPast: refetchPast)
@@ -135,7 +140,8 @@ struct ChangeFeedSection {
                     changedBytes = server.change(count: changed)
                     if relaunched {
                         await offline.close()
-                        offline = try await Self.relaunched(store, server, refetchPast: refetchPast)
+                        offline = try await Self.relaunched(
+                            store, server, refetchPast: refetchPast, oneCore: launch == .relaunchedOnOneCore)
                     }
                     server.resetBytes()
                 },
@@ -156,6 +162,7 @@ struct ChangeFeedSection {
             let variant =
                 "100 answers of \(rowCount.formatted()) rows, \(changed.formatted()) changed rows"
                 + (relaunched ? ", relaunched before each catch-up" : "")
+                + (launch == .relaunchedOnOneCore ? ", its answers parsed on one core" : "")
             let how = skipped ? "feed: backlog skipped, answers fetched" : "feed: pull to the end"
             var feedRow = feed.measurement(section: section, subject: "memory", variant: variant, operation: how)
             let refetchRow = refetch.measurement(
@@ -214,6 +221,11 @@ struct ChangeFeedSection {
         }
         return rows
     }
+
+    /// How the app meets a catch-up: running since its last pull (what it parsed is kept), or
+    /// opened again before it (it parses every answer again), its overlay spreading those parses
+    /// over the device's cores (the default) or not.
+    enum Launch { case running, relaunched, relaunchedOnOneCore }
 
     /// One change (one row's name) pulled and applied with 1,000 answers cached, each the row of
     /// one `id`, beside the same with only the changed row's answer cached: the cost of the 999

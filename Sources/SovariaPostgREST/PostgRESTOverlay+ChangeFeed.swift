@@ -99,40 +99,69 @@ extension PostgRESTOverlay {
         }
     }
 
-    /// The ``entry(_:body:version:)`` of each answer, parsed on the device's cores when there
-    /// are many: an app just launched parses every cached answer of the table at its first page,
-    /// each parse independent of the others (only the index they go into is built in order, by
-    /// the caller).
+    /// The ``entry(_:body:version:)`` of each answer: those kept parsed first (a running
+    /// app's page meets most answers at the bodies its last page wrote, parsed), then the others
+    /// parsed, on the device's cores when there are many (``parsesOnEveryCore``). An app just
+    /// launched parses every cached answer of the table at its first page; each parse is
+    /// independent of the others, and only the index they go into is built in order, by the
+    /// caller.
     private func entries(of answers: [(read: DataRequest, body: String, version: UInt64?)]) -> [TableReach.Entry] {
-        let chunks = (answers.count + Self.answersPerChunk - 1) / Self.answersPerChunk
-        guard chunks > 1, ProcessInfo.processInfo.activeProcessorCount > 1 else {
-            return answers.map { entry($0.read, body: $0.body, version: $0.version) }
+        var entries = [TableReach.Entry?](repeating: nil, count: answers.count)
+        var unparsed: [Int] = []
+        for (index, answer) in answers.enumerated() {
+            entries[index] = keptEntry(answer.read, body: answer.body, version: answer.version)
+            if entries[index] == nil { unparsed.append(index) }
         }
-        let parsed = Mutex([[TableReach.Entry]](repeating: [], count: chunks))
-        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-            let start = chunk * Self.answersPerChunk
-            let entries = answers[start..<min(start + Self.answersPerChunk, answers.count)].map {
-                entry($0.read, body: $0.body, version: $0.version)
+        let chunks = (unparsed.count + Self.answersPerChunk - 1) / Self.answersPerChunk
+        if chunks > 1, parsesOnEveryCore, ProcessInfo.processInfo.activeProcessorCount > 1 {
+            let unparsed = unparsed
+            let parsed = Mutex([[TableReach.Entry]](repeating: [], count: chunks))
+            DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+                let start = chunk * Self.answersPerChunk
+                let chunkEntries = unparsed[start..<min(start + Self.answersPerChunk, unparsed.count)].map { index in
+                    let answer = answers[index]
+                    return entry(answer.read, body: answer.body, version: answer.version)
+                }
+                parsed.withLock { $0[chunk] = chunkEntries }
             }
-            parsed.withLock { $0[chunk] = entries }
+            for (index, entry) in zip(unparsed, parsed.withLock { $0.joined() }) { entries[index] = entry }
+        } else {
+            for index in unparsed {
+                entries[index] = entry(answers[index].read, body: answers[index].body, version: answers[index].version)
+            }
         }
-        return parsed.withLock { $0.flatMap { $0 } }
+        return entries.map { $0! }
     }
 
     /// The answers parsed together on one core, at least: fewer cost less to parse than to hand
     /// to another core.
     private static let answersPerChunk = 16
 
-    /// What `read`'s answer `body` can be reached by (``TableReach/Entry``). Every change counts
-    /// for a read whose answer is not a list of rows, a page past an `offset` (a row before it
-    /// moves the page), an answer that does not show the primary key, or one whose read the
-    /// overlay leaves to the server.
+    /// What `read`'s answer `body` can be reached by (``TableReach/Entry``), parsed unless a
+    /// parse of the same bytes is kept.
     private func entry(_ read: DataRequest, body: String, version: UInt64?) -> TableReach.Entry {
-        let bytes = body.utf8.count
-        guard api.answerShape(of: read) == .rows else { return .init(version: version, parsed: nil, bytes: bytes) }
-        let cached = parsedAnswers.answer(to: read, body: body) {
+        guard api.answerShape(of: read) == .rows else {
+            return .init(version: version, parsed: nil, bytes: body.utf8.count)
+        }
+        let parsed = parsedAnswers.answer(to: read, body: body) {
             cachedAnswer(of: read, cachedBody: body, related: [])
         }
+        return Self.entry(parsed, version: version, bytes: body.utf8.count)
+    }
+
+    /// ``entry(_:body:version:)`` without a parse: `nil` when no parse of the same bytes is kept.
+    private func keptEntry(_ read: DataRequest, body: String, version: UInt64?) -> TableReach.Entry? {
+        guard api.answerShape(of: read) == .rows else {
+            return .init(version: version, parsed: nil, bytes: body.utf8.count)
+        }
+        return parsedAnswers.kept(read, body: body).map { Self.entry($0, version: version, bytes: body.utf8.count) }
+    }
+
+    /// The entry of `cached`, parsed from `bytes` bytes. Every change counts for a read whose
+    /// answer is not a list of rows, a page past an `offset` (a row before it moves the page), an
+    /// answer that does not show the primary key, or one whose read the overlay leaves to the
+    /// server.
+    private static func entry(_ cached: OverlayCachedAnswer, version: UInt64?, bytes: Int) -> TableReach.Entry {
         guard cached.settled == nil, (cached.query.offset ?? 0) == 0,
             cached.cachedColumns.map({ $0.contains(cached.table.primaryKey) }) ?? true
         else { return .init(version: version, parsed: nil, bytes: bytes) }

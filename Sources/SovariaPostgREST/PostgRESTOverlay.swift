@@ -110,6 +110,12 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     /// saves in the same run.
     @_spi(Benchmarks) public var keepsRewrittenParses = true
 
+    /// Whether the answers a change feed's page must parse (an app just launched meets every
+    /// cached answer of the table unparsed) are parsed on the device's cores, more than 16 at a
+    /// time. Default: `true`; the bench turns it off to measure a launch's catch-up on one core in
+    /// the same run.
+    @_spi(Benchmarks) public var parsesOnEveryCore = true
+
     /// An overlay for the tables in `tables`, with the database's text order, on the API `api`.
     public init(tables: [String: Table] = [:], textOrder: TextOrder = .unknown, api: PostgREST = PostgREST()) {
         self.tables = tables

@@ -5,7 +5,7 @@ import SovariaSync
 import SovariaTestKit
 import Testing
 
-@testable import SovariaPostgREST
+@_spi(Benchmarks) @testable import SovariaPostgREST
 
 /// Which of a page's changes can alter a cached answer (issue 62, item 2): the feed evaluates an
 /// answer with those alone.
@@ -310,11 +310,12 @@ import Testing
     /// Many answers met at once (an app just launched meets every answer at its first page, and
     /// parses them together, on several cores): each finds what it finds alone, an id given twice
     /// takes its first's, an answer without a body that is not kept is `nil`, and each is kept
-    /// for the next page as if it had been parsed alone.
-    @Test(arguments: Array(1...5) as [UInt64])
-    func manyAnswersMetAtOnceFindWhatEachFindsAlone(seed: UInt64) throws {
+    /// for the next page as if it had been parsed alone; parsed on every core or on one.
+    @Test(arguments: Array(1...5) as [UInt64], [true, false])
+    func manyAnswersMetAtOnceFindWhatEachFindsAlone(seed: UInt64, onEveryCore: Bool) throws {
         var random = SplitMix(seed: seed)
-        let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        var overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+        overlay.parsesOnEveryCore = onEveryCore
         func body() -> String {
             let ids = Set(
                 (0..<Int.random(in: 0..<6, using: &random)).map { _ in Int.random(in: 0..<40, using: &random) })
