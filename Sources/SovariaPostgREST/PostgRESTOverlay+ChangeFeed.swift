@@ -53,20 +53,29 @@ extension PostgRESTOverlay {
             var again: [(index: Int, first: Int)] = []  // an id given twice takes its first's answer
             var met = 0  // kept entries among `answers`
             var unknown: [Int] = []  // the answers not kept at their version, parsed after the others are met
+            // The ids met unknown: a later answer of one of them is not met until the first is
+            // kept (below), as if each answer were met and kept in turn.
+            var unknownIDs = Set<TableReach.AnswerID>()
             // By index, without a copy of each answer: most are met at their version, and a copy
             // (its id, its read) cost as much as the meeting.
             for index in answers.indices {
+                if !unknownIDs.isEmpty, unknownIDs.contains(TableReach.AnswerID(answers[index].id)) {
+                    unknown.append(index)
+                    continue
+                }
                 switch reach.meet(
                     answers[index].id, at: answers[index].version, body: answers[index].cachedBody, slot: index,
                     call: call)
                 {
                 case .known: met += 1
                 case .again(let first): again.append((index, first))
-                case .unknown: unknown.append(index)
+                case .unknown:
+                    unknown.append(index)
+                    unknownIDs.insert(TableReach.AnswerID(answers[index].id))
                 }
             }
             // Parsed all together (an app just launched meets every answer unknown), then kept in
-            // the order given: an id given twice is met again, and takes its first's answer.
+            // the order given: each is met again, and an id given twice takes its first's answer.
             let parsed = entries(
                 of: unknown.compactMap { index in
                     answers[index].cachedBody.map { (answers[index].read, $0, answers[index].version) }

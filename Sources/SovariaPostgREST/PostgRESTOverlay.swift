@@ -111,9 +111,9 @@ public struct PostgRESTOverlay: OverlayEvaluator {
     @_spi(Benchmarks) public var keepsRewrittenParses = true
 
     /// Whether the answers a change feed's page must parse (an app just launched meets every
-    /// cached answer of the table unparsed) are parsed on the device's cores, more than 16 at a
-    /// time. Default: `true`; the bench turns it off to measure a launch's catch-up on one core in
-    /// the same run.
+    /// cached answer of the table unparsed) are spread over the device's cores when there are
+    /// many. Default: `true`; the bench turns it off to measure a launch's catch-up on one core
+    /// in the same run.
     @_spi(Benchmarks) public var parsesOnEveryCore = true
 
     /// An overlay for the tables in `tables`, with the database's text order, on the API `api`.

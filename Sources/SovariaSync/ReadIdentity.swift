@@ -120,6 +120,9 @@ extension String {
     /// The text without leading or trailing white space, each run of it inside one space (a
     /// header value written over two lines, or with two spaces, is the same value).
     func trimmingWhiteSpace() -> String {
-        split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }).joined(separator: " ")
+        // At bytes: `\r\n` is one `Character`, neither `\r` nor `\n`, and a value kept with it
+        // would break a ``ReadIdentity/cacheKey`` into lines.
+        utf8.split { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }.map { String(Substring($0)) }.joined(
+            separator: " ")
     }
 }

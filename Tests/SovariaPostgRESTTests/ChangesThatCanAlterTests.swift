@@ -240,6 +240,46 @@ import Testing
                 versioned: [FeedAnswer(id: "r", version: 1, read: read, cachedBody: nil)], among: deleteN1) == [nil])
     }
 
+    /// An id given twice, its first unknown and its second kept: each gets what the first gets,
+    /// as if the answers were met in turn (the first replaces what was kept before the second is
+    /// met), whether the two differ in version, in body, or come without bodies.
+    @Test func anIdGivenTwiceIsMetInTurnWhenItsFirstIsNotKept() {
+        let read = PostgREST.select("notes", columns: "id,title", order: "id")
+        let n1 = #"[{"id":"n1","title":"a"}]"#
+        let deleteN1 = [Self.delete("n1")]
+        func overlayKeepingQAtVersion1() -> PostgRESTOverlay {
+            let overlay = PostgRESTOverlay(tables: ["notes": .init(primaryKey: "id")], textOrder: .bytes)
+            _ = overlay.changesThatCanAlter(
+                versioned: [FeedAnswer(id: "q", version: 1, read: read, cachedBody: "[]")], among: [])
+            return overlay
+        }
+        var overlay = overlayKeepingQAtVersion1()
+        #expect(
+            overlay.changesThatCanAlter(
+                versioned: [
+                    FeedAnswer(id: "q", version: 2, read: read, cachedBody: n1),
+                    FeedAnswer(id: "q", version: 1, read: read, cachedBody: nil),
+                ], among: deleteN1) == [[0], [0]], "a new version, then the kept one")
+        #expect(
+            overlay.changesThatCanAlter(
+                versioned: [FeedAnswer(id: "q", version: 2, read: read, cachedBody: nil)], among: deleteN1) == [[0]],
+            "version 2 is kept")
+        overlay = overlayKeepingQAtVersion1()
+        #expect(
+            overlay.changesThatCanAlter(
+                versioned: [
+                    FeedAnswer(id: "q", version: 2, read: read, cachedBody: nil),
+                    FeedAnswer(id: "q", version: 1, read: read, cachedBody: nil),
+                ], among: deleteN1) == [nil, nil], "a version not kept, without its body")
+        overlay = overlayKeepingQAtVersion1()
+        #expect(
+            overlay.changesThatCanAlter(
+                versioned: [
+                    FeedAnswer(id: "q", version: 1, read: read, cachedBody: n1),
+                    FeedAnswer(id: "q", version: 1, read: read, cachedBody: "[]"),
+                ], among: deleteN1) == [[0], [0]], "another body at the same version, then the kept one")
+    }
+
     /// Pages of versioned answers, as a controller asks them (a body only where the version moved,
     /// again with bodies where the overlay says `nil`), find for every answer what a fresh look at
     /// every body finds: seeded answers that change, go and come back between pages, and memory

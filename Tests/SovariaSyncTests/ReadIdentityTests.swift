@@ -300,6 +300,8 @@ final class ShapingServer: SyncTransport {
             // character, and so is a space before a combining mark.
             Self.with(DataRequest(method: "GET", path: "/rest/v1/notes?title=eq.a\r"), "Range", "0-1"),
             DataRequest(method: "GET", path: "/rest/v1/notes?title=eq. \u{301}"),
+            // A header value with a line break in it, kept as one space.
+            Self.with(Self.list, "Range", "0-\r\n 9"),
         ]
         for read in reads {
             let identity = ReadIdentity(read, api: api)
@@ -309,6 +311,7 @@ final class ShapingServer: SyncTransport {
             #expect(back.path.utf8.elementsEqual(read.path.utf8), "\(back.path.debugDescription)")
             #expect(back.cacheKey.utf8.elementsEqual(identity.cacheKey.utf8))
         }
+        #expect(ReadIdentity(reads.last!, api: api).headers.map(\.value) == ["0- 9"])
         // A key written by another version, a header's name in capitals: read as the read it names.
         let written = try #require(ReadIdentity(cacheKey: "GET /rest/v1/notes?id=eq.1\nRange: 0-1", api: api))
         #expect(written.cacheKey == "GET /rest/v1/notes?id=eq.1\nrange: 0-1")

@@ -5,7 +5,7 @@
 struct CompactSet<Element: Hashable> {
     /// The element held inline; `nil` only when the set is empty.
     private var first: Element?
-    /// The other elements (an empty `Set` allocates nothing).
+    /// The other elements (a `Set` never given one allocates nothing).
     private var rest: Set<Element> = []
 
     /// An empty set.

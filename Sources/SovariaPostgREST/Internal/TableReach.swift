@@ -232,7 +232,7 @@ struct TableReach {
         for case let parsed? in entries.lazy.map(\.parsed) {
             rows[parsed.table.primaryKey, default: 0] += parsed.positions.count
         }
-        for (primaryKey, rows) in rows {
+        for (primaryKey, rows) in rows where rows > 0 {
             var byKey = holders.removeValue(forKey: primaryKey) ?? [:]
             byKey.reserveCapacity(byKey.count + rows)
             holders[primaryKey] = byKey
@@ -291,7 +291,7 @@ struct TableReach {
     }
 
     /// An answer's id, hashed and compared by its UTF-8 bytes.
-    private struct AnswerID: Hashable {
+    struct AnswerID: Hashable {
         let id: String
 
         init(_ id: String) { self.id = id }
