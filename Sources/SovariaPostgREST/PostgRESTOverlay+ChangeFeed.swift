@@ -52,53 +52,71 @@ extension PostgRESTOverlay {
             var known = [Bool](repeating: true, count: answers.count)
             var again: [(index: Int, first: Int)] = []  // an id given twice takes its first's answer
             var met = 0  // kept entries among `answers`
-            var unknown: [Int] = []  // the answers not kept at their version, parsed after the others are met
-            // The ids met unknown: a later answer of one of them is not met until the first is
-            // kept (below), as if each answer were met and kept in turn.
-            var unknownIDs = Set<TableReach.AnswerID>()
+            // The answers to parse (no parse of their body is kept: every answer of an app just
+            // launched), parsed together after the others are met, and the ids they hold: a later
+            // answer of one waits too, so that each is met in turn, as if kept one by one.
+            var deferred: [Int] = []
+            var deferredIDs = Set<TableReach.AnswerID>()
             // By index, without a copy of each answer: most are met at their version, and a copy
             // (its id, its read) cost as much as the meeting.
             for index in answers.indices {
-                if !unknownIDs.isEmpty, unknownIDs.contains(TableReach.AnswerID(answers[index].id)) {
-                    unknown.append(index)
+                if !deferredIDs.isEmpty, deferredIDs.contains(TableReach.AnswerID(answers[index].id)) {
+                    deferred.append(index)
                     continue
                 }
                 switch reach.meet(
                     answers[index].id, at: answers[index].version, body: answers[index].cachedBody, slot: index,
                     call: call)
                 {
-                case .known: met += 1
-                case .again(let first): again.append((index, first))
-                case .unknown:
-                    unknown.append(index)
-                    unknownIDs.insert(TableReach.AnswerID(answers[index].id))
-                }
-            }
-            // Parsed all together (an app just launched meets every answer unknown), then kept in
-            // the order given: each is met again, and an id given twice takes its first's answer.
-            let parsed = entries(
-                of: unknown.compactMap { index in
-                    answers[index].cachedBody.map { (answers[index].read, $0, answers[index].version) }
-                })
-            reach.reserveHolders(for: parsed)
-            var next = parsed.makeIterator()
-            for index in unknown {
-                let answer = answers[index]
-                let parse = answer.cachedBody == nil ? nil : next.next()  // one for each with a body
-                if case .again(let first) = reach.meet(
-                    answer.id, at: answer.version, body: answer.cachedBody, slot: index, call: call)
-                {
+                case .known:
+                    met += 1
+                    continue
+                case .again(let first):
                     again.append((index, first))
                     continue
+                case .unknown:
+                    break
                 }
-                guard var entry = parse else {
+                let answer = answers[index]
+                guard let body = answer.cachedBody else {
                     known[index] = false
                     reach.remove(answer.id)
+                    continue
+                }
+                guard var entry = keptEntry(answer.read, body: body, version: answer.version) else {
+                    deferred.append(index)
+                    deferredIDs.insert(TableReach.AnswerID(answer.id))
                     continue
                 }
                 (entry.slot, entry.call) = (index, call)
                 reach.set(answer.id, entry)
                 met += 1
+            }
+            if !deferred.isEmpty {
+                let parsed = entries(
+                    of: deferred.compactMap { index in
+                        answers[index].cachedBody.map { (answers[index].read, $0, answers[index].version) }
+                    })
+                reach.reserveHolders(for: parsed)
+                var next = parsed.makeIterator()
+                for index in deferred {
+                    let answer = answers[index]
+                    let parse = answer.cachedBody == nil ? nil : next.next()  // one for each with a body
+                    if case .again(let first) = reach.meet(
+                        answer.id, at: answer.version, body: answer.cachedBody, slot: index, call: call)
+                    {
+                        again.append((index, first))
+                        continue
+                    }
+                    guard var entry = parse else {
+                        known[index] = false
+                        reach.remove(answer.id)
+                        continue
+                    }
+                    (entry.slot, entry.call) = (index, call)
+                    reach.set(answer.id, entry)
+                    met += 1
+                }
             }
             // Entries beyond those met are answers gone from the table's.
             if reach.count > met { reach.removeAll(notMetIn: call) }

@@ -12,9 +12,9 @@ struct EqualityIndex<Answer: Hashable> {
     /// The answers indexed on one column.
     private struct Column {
         /// Operand → the answers filtered by `column=eq.operand`.
-        var byText: [String: CompactSet<Answer>] = [:]
+        var byText: [String: Set<Answer>] = [:]
         /// The operand read as an integer → those answers.
-        var byInteger: [Int64: CompactSet<Answer>] = [:]
+        var byInteger: [Int64: Set<Answer>] = [:]
         /// The answers whose operand is no integer literal (a number may still equal it).
         var notInteger: Set<Answer> = []
         /// Every answer indexed on the column.
@@ -49,9 +49,9 @@ struct EqualityIndex<Answer: Hashable> {
         let isNonText = nonTextColumns.contains(filter.column)
         let integer = NumericLiteral(operand)?.integer
         modify(filter.column) { column in
-            column.byText[operand, default: CompactSet()].insert(answer)
+            column.byText[operand, default: []].insert(answer)
             if let integer {
-                column.byInteger[integer, default: CompactSet()].insert(answer)
+                column.byInteger[integer, default: []].insert(answer)
             } else {
                 column.notInteger.insert(answer)
             }
