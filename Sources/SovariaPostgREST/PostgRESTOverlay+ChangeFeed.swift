@@ -14,6 +14,10 @@ extension PostgRESTOverlay {
     /// (a row before it moves the page), an answer that does not show the primary key, or one
     /// whose read the overlay leaves to the server.
     ///
+    /// - Important: The answers to parse are parsed together, spread over the device's cores
+    ///   (`DispatchQueue.concurrentPerform`) when there are many; the call returns when every one
+    ///   is parsed.
+    ///
     /// - Complexity: O(answers + rows they hold) to group them (`TableReach`), then per change a
     ///   lookup of its key and a filter evaluation for each answer its row may match: those whose
     ///   first `eq` filter its value passes, and those with none (`EqualityIndex`). One parse of
@@ -41,6 +45,11 @@ extension PostgRESTOverlay {
     /// another body, is parsed from its body and replaces the kept one; the table's kept answers
     /// not among `answers` are forgotten.
     /// `nil` for an answer without a body that is not kept at its version.
+    ///
+    /// - Important: The answers to parse (every answer, at an app's first page after a launch)
+    ///   are parsed together once the others are met, spread over the device's cores
+    ///   (`DispatchQueue.concurrentPerform`) when there are many; the call returns when every
+    ///   one is parsed.
     ///
     /// - Complexity: O(answers) version comparisons, then per change as
     ///   ``changesThatCanAlter(_:among:)``: nothing is grouped again.
