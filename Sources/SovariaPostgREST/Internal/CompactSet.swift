@@ -1,7 +1,8 @@
 /// A set that holds its first element inline and only the others in a `Set`: most rows are held
-/// by one cached answer, and most `eq` operands name one answer, so indexing a table's answers
-/// (``TableReach``, ``EqualityIndex``) allocates nothing for them. An app just launched indexes
-/// every answer at its first page, one set per row it holds.
+/// by one cached answer, so ``TableReach``'s index of the rows its answers hold allocates nothing
+/// for them (an app just launched indexes every answer at its first page, one set per row it
+/// holds). `EqualityIndex` keeps `Set`: it reads its sets for every change, and copying this one
+/// out of a dictionary cost more than it saved.
 struct CompactSet<Element: Hashable> {
     /// The element held inline; `nil` only when the set is empty.
     private var first: Element?
@@ -10,9 +11,6 @@ struct CompactSet<Element: Hashable> {
 
     /// An empty set.
     init() {}
-
-    /// A set of `element` alone.
-    init(_ element: Element) { first = element }
 
     var isEmpty: Bool { first == nil }
 
