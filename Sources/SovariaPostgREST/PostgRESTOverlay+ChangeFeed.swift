@@ -102,7 +102,7 @@ extension PostgRESTOverlay {
                 met += 1
             }
             if !deferred.isEmpty {
-                let parsed = entries(
+                let parsed = parsedEntries(
                     of: deferred.compactMap { index in
                         answers[index].cachedBody.map { (answers[index].read, $0, answers[index].version) }
                     })
@@ -135,38 +135,35 @@ extension PostgRESTOverlay {
         }
     }
 
-    /// The ``entry(_:body:version:)`` of each answer: those kept parsed first (a running
-    /// app's page meets most answers at the bodies its last page wrote, parsed), then the others
-    /// parsed, on the device's cores when there are many (``parsesOnEveryCore``). An app just
-    /// launched parses every cached answer of the table at its first page; each parse is
-    /// independent of the others, and only the index they go into is built in order, by the
-    /// caller.
+    /// The ``entry(_:body:version:)`` of each answer: those kept parsed first, then the others
+    /// parsed together (``parsedEntries(of:)``).
     private func entries(of answers: [(read: DataRequest, body: String, version: UInt64?)]) -> [TableReach.Entry] {
-        var entries = [TableReach.Entry?](repeating: nil, count: answers.count)
-        var unparsed: [Int] = []
-        for (index, answer) in answers.enumerated() {
-            entries[index] = keptEntry(answer.read, body: answer.body, version: answer.version)
-            if entries[index] == nil { unparsed.append(index) }
-        }
-        let chunks = (unparsed.count + Self.answersPerChunk - 1) / Self.answersPerChunk
-        if chunks > 1, parsesOnEveryCore, ProcessInfo.processInfo.activeProcessorCount > 1 {
-            let unparsed = unparsed
-            let parsed = Mutex([[TableReach.Entry]](repeating: [], count: chunks))
-            DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-                let start = chunk * Self.answersPerChunk
-                let chunkEntries = unparsed[start..<min(start + Self.answersPerChunk, unparsed.count)].map { index in
-                    let answer = answers[index]
-                    return entry(answer.read, body: answer.body, version: answer.version)
-                }
-                parsed.withLock { $0[chunk] = chunkEntries }
-            }
-            for (index, entry) in zip(unparsed, parsed.withLock { $0.joined() }) { entries[index] = entry }
-        } else {
-            for index in unparsed {
-                entries[index] = entry(answers[index].read, body: answers[index].body, version: answers[index].version)
-            }
-        }
+        var entries = answers.map { keptEntry($0.read, body: $0.body, version: $0.version) }
+        let unparsed = entries.indices.filter { entries[$0] == nil }
+        for (index, entry) in zip(unparsed, parsedEntries(of: unparsed.map { answers[$0] })) { entries[index] = entry }
         return entries.map { $0! }
+    }
+
+    /// The ``entry(_:body:version:)`` of each answer, none of them kept parsed as a rule (an app
+    /// just launched parses every cached answer of the table at its first page), parsed on the
+    /// device's cores when there are many (``parsesOnEveryCore``): each parse is independent of
+    /// the others, and only the index they go into is built in order, by the caller.
+    private func parsedEntries(
+        of answers: [(read: DataRequest, body: String, version: UInt64?)]
+    ) -> [TableReach.Entry] {
+        let chunks = (answers.count + Self.answersPerChunk - 1) / Self.answersPerChunk
+        guard chunks > 1, parsesOnEveryCore, ProcessInfo.processInfo.activeProcessorCount > 1 else {
+            return answers.map { entry($0.read, body: $0.body, version: $0.version) }
+        }
+        let parsed = Mutex([[TableReach.Entry]](repeating: [], count: chunks))
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            let start = chunk * Self.answersPerChunk
+            let chunkEntries = answers[start..<min(start + Self.answersPerChunk, answers.count)].map {
+                entry($0.read, body: $0.body, version: $0.version)
+            }
+            parsed.withLock { $0[chunk] = chunkEntries }
+        }
+        return parsed.withLock { Array($0.joined()) }
     }
 
     /// The answers parsed together on one core, at least: fewer cost less to parse than to hand
