@@ -4,7 +4,8 @@
 #   make bench  builds sovaria-bench in release and runs it (about two minutes; bench-full: the full run)
 #   make reliability  the long fault battery (power cuts, I/O errors, kills; docs/RELIABILITY.md)
 #   make lint   checks formatting with the committed .swift-format, that Linux-only calls are guarded,
-#               and that no package type has an @inlinable member (another module would not inline it)
+#               that no package type has an @inlinable member (another module would not inline it),
+#               and that no test releases its TemporaryFolder at once (its folder would stay behind)
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 DEB_PACKAGES := libsqlite3-dev liblmdb-dev libleveldb-dev libsodium-dev libpq-dev postgresql python3-psycopg strace tmux e2fsprogs zstd
@@ -123,6 +124,8 @@ lint:
 	python3 Tests/Lint/linux-only-calls.py Sources Benchmarks
 	python3 Tests/Lint/test_inlinable_in_package_types.py
 	python3 Tests/Lint/inlinable-in-package-types.py Sources
+	python3 Tests/Lint/test_released_temporary_folders.py
+	python3 Tests/Lint/released-temporary-folders.py Sources Tests Benchmarks/Tests
 
 format:
 	$(SWIFT) format format --in-place --recursive Sources Tests Examples Package.swift \

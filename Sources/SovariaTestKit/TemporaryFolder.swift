@@ -6,6 +6,10 @@ import Foundation
 /// let folder = try TemporaryFolder()
 /// let store = try MyStore(folder: folder.child("store"))
 /// ```
+///
+/// Keep the value for as long as the folder is used: `try TemporaryFolder().url` removes the
+/// folder as soon as its URL is read, and a store opened there makes it again, for good
+/// (`make lint` refuses that form).
 public final class TemporaryFolder: Sendable {
     /// The folder, created empty.
     public let url: URL

@@ -11,7 +11,8 @@ import Testing
 @Suite(.sharedPostgresDatabase) struct ObjectChangesTests {
     @Test(arguments: ObjectEngine.all)
     func eventsTellInsertedUpdatedAndRemovedApart(engine: ObjectEngine) async throws {
-        let notes = ObjectStore<Note>(store: try await engine.open(try TemporaryFolder().url), collection: "notes")
+        let folder = try TemporaryFolder()
+        let notes = ObjectStore<Note>(store: try await engine.open(folder.url), collection: "notes")
         try await notes.insert(Note(id: "old"))
         var changes = notes.changes().makeAsyncIterator()
         try await notes.insert(contentsOf: [Note(id: "old", title: "new title"), Note(id: "new")])
@@ -24,7 +25,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func changesMadeWhileTheReaderIsAwayArriveAsOneEvent(engine: ObjectEngine) async throws {
-        let notes = ObjectStore<Note>(store: try await engine.open(try TemporaryFolder().url), collection: "notes")
+        let folder = try TemporaryFolder()
+        let notes = ObjectStore<Note>(store: try await engine.open(folder.url), collection: "notes")
         try await notes.insert(contentsOf: [Note(id: "kept"), Note(id: "gone")])
         var changes = notes.changes().makeAsyncIterator()
         try await notes.insert(Note(id: "a"))
@@ -80,7 +82,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func objectStoresOverOneStoreSeeEachOthersWrites(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let writer = ObjectStore<Note>(store: store, collection: "notes")
         let reader = ObjectStore<Note>(store: store, collection: "notes")
         let otherCollection = ObjectStore<Note>(store: store, collection: "drafts")

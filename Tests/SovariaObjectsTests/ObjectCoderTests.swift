@@ -32,7 +32,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func jsonObjectsAreUTF8TextAndReadBackExactly(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let notes = ObjectStore<Note>(store: store, collection: "notes", coder: .json)
         let note = Note(id: "a", title: "\u{0}é🙂", stars: -3, due: Date(timeIntervalSince1970: 1_234.25))
         try await notes.insert(note)
@@ -42,7 +43,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func sortedKeysJSONWritesTheSameBytesForTheSameObject(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let notes = ObjectStore<Note>(store: store, collection: "notes", coder: JSONObjectCoder(sortsKeys: true))
         try await notes.insert(Note(id: "a", title: "t", stars: 1))
         let text = try #require(try await store.get("sov:objects:notes:a"))
@@ -51,7 +53,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func propertyListObjectsAreBinaryBytesAndReadBack(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let notes = ObjectStore<Note>(store: store, collection: "notes", coder: .propertyList)
         let note = Note(id: "a", title: "é", stars: 9)
         try await notes.insert(note)
@@ -63,7 +66,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func oneUndecodableObjectFailsAStrictReadWithItsIDAndKey(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let notes = ObjectStore<Note>(store: store, collection: "notes")
         try await notes.insert(contentsOf: [Note(id: "a"), Note(id: "c")])
         try await store.set("sov:objects:notes:b", #"{"id":"b"}"#)
@@ -77,7 +81,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func aSkippingReadShowsTheOthersAndReportsTheUndecodable(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let notes = ObjectStore<Note>(store: store, collection: "notes")
         try await notes.insert(contentsOf: [Note(id: "a"), Note(id: "c"), Note(id: "d")])
         try await store.set("sov:objects:notes:b", "not json")

@@ -11,7 +11,8 @@ import Testing
 @Suite(.sharedPostgresDatabase) struct ObjectCollectionTests {
     @MainActor @Test(.timeLimit(.minutes(10)), arguments: ObjectEngine.all)
     func theModelTellsAViewAfterAnInsertThroughAnotherObjectStore(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let writer = ObjectStore<Note>(store: store, collection: "notes")
         try await writer.insert(Note(id: "b"))
         let model = ObjectCollection(ObjectStore<Note>(store: store, collection: "notes"), limit: 10)
@@ -47,7 +48,8 @@ import Testing
 
     @MainActor @Test(arguments: ObjectEngine.all)
     func theModelShowsTheGoodObjectsAndReportsTheUndecodable(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let notes = ObjectStore<Note>(store: store, collection: "notes")
         try await notes.insert(contentsOf: [Note(id: "a"), Note(id: "c")])
         try await store.set("sov:objects:notes:b", "[]")

@@ -104,7 +104,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func aNewerStoredVersionIsRefusedAndNothingChanges(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         try await Self.writeVersion1(store, count: 2)
         let error = await #expect(throws: ObjectStoreError.self) {
             try await ObjectStore<Note>.open(store: store, collection: "notes", version: 0) { _, _ in nil }

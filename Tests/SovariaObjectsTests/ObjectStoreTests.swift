@@ -48,7 +48,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func insertReplacesTheObjectWithTheSameID(engine: ObjectEngine) async throws {
-        let notes = ObjectStore<Note>(store: try await engine.open(try TemporaryFolder().url), collection: "notes")
+        let folder = try TemporaryFolder()
+        let notes = ObjectStore<Note>(store: try await engine.open(folder.url), collection: "notes")
         try await notes.insert(Note(id: "a", title: "first"))
         try await notes.insert(Note(id: "a", title: "second"))
         #expect(try await notes.objects() == [Note(id: "a", title: "second")])
@@ -56,7 +57,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func removeByIDOrObjectAndAMissingIDIsNotAnError(engine: ObjectEngine) async throws {
-        let notes = ObjectStore<Note>(store: try await engine.open(try TemporaryFolder().url), collection: "notes")
+        let folder = try TemporaryFolder()
+        let notes = ObjectStore<Note>(store: try await engine.open(folder.url), collection: "notes")
         try await notes.insert(contentsOf: [Note(id: "a"), Note(id: "b"), Note(id: "c")])
         try await notes.remove("a")
         try await notes.remove(Note(id: "b", title: "another title, same id"))
@@ -66,7 +68,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func insertAndRemoveContentsOfAreOneBatchEach(engine: ObjectEngine) async throws {
-        let spy = FailingStore(try await engine.open(try TemporaryFolder().url))
+        let folder = try TemporaryFolder()
+        let spy = FailingStore(try await engine.open(folder.url))
         let notes = ObjectStore<Note>(store: spy, collection: "notes")
         try await notes.insert(contentsOf: (0..<50).map { Note(id: "n\($0)") })
         #expect(spy.batches.count == 1 && spy.batches[0].count == 50)
@@ -77,7 +80,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func aBatchWithAnInvalidIDChangesNothing(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let notes = ObjectStore<Note>(store: store, collection: "notes")
         let longest = String(repeating: "x", count: notes.maxIDByteCount)
         #expect(notes.maxIDByteCount == 511 - "sov:objects:notes:".utf8.count)
@@ -95,7 +99,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func removeAllRemovesThisCollectionOnlyAndKeepsItsVersion(engine: ObjectEngine) async throws {
-        let store = try await engine.open(try TemporaryFolder().url)
+        let folder = try TemporaryFolder()
+        let store = try await engine.open(folder.url)
         let notes = try await ObjectStore<Note>.open(store: store, collection: "notes", version: 1) { _, data in data }
         let others = ObjectStore<Note>(store: store, collection: "notes2")
         try await notes.insert(contentsOf: (0..<30).map { Note(id: "n\($0)") })
@@ -108,7 +113,8 @@ import Testing
 
     @Test(arguments: ObjectEngine.all)
     func objectsAndPagesFollowTheIDsBytesAndTheCursor(engine: ObjectEngine) async throws {
-        let notes = ObjectStore<Note>(store: try await engine.open(try TemporaryFolder().url), collection: "notes")
+        let folder = try TemporaryFolder()
+        let notes = ObjectStore<Note>(store: try await engine.open(folder.url), collection: "notes")
         let ids = ["b", "a", "é", "Z", "e\u{301}", "a0"] + (10..<29).map { "n\($0)" }
         try await notes.insert(contentsOf: ids.map { Note(id: $0) })
         let byteOrder = ids.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
