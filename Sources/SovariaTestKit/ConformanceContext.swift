@@ -17,7 +17,7 @@ public final class ConformanceContext: Sendable {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
     }
 
-    deinit { try? FileManager.default.removeItem(at: root) }
+    deinit { removeFolder(at: root) }
 
     /// A new, empty folder that no other store uses.
     public func makeFolder() throws -> URL {

@@ -21,7 +21,7 @@ public final class TemporaryFolder: Sendable {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    deinit { try? FileManager.default.removeItem(at: url) }
+    deinit { removeFolder(at: url) }
 
     /// The URL of `name` inside the folder (not created).
     public func child(_ name: String) -> URL { url.appendingPathComponent(name) }

@@ -35,7 +35,8 @@ final class LoopDisk: Sendable {
     /// `EXT4_GOING_FLAGS_NOLOGFLUSH`: shut down without committing the journal, as a power cut would.
     static let goingFlagsNoLogFlush: UInt32 = 2
 
-    /// The folder holding the image and the mount point; removed in `deinit`.
+    /// The folder holding the image and the mount point; removed in `deinit`, or by the next
+    /// disk's sweep when the test process was killed (``TestMounts``).
     let folder: URL
     /// The image file.
     let image: URL
@@ -48,7 +49,8 @@ final class LoopDisk: Sendable {
     /// Makes an image of `sizeBytes` with a fresh ext4 file system and mounts it.
     init(sizeBytes: Int) throws {
         try #require(getuid() == 0, "power-cut tests mount loop devices and need root (make test runs as root in CI)")
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-powercut-\(UUID().uuidString)")
+        TestMounts.sweepLeftovers()
+        folder = try TestMounts.makeFolder()
         image = folder.appendingPathComponent("disk.img")
         mountPoint = folder.appendingPathComponent("mnt")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)

@@ -10,23 +10,32 @@ import Testing
 
 /// A tmpfs of a fixed size mounted on a folder of its own: a disk that fills up on demand.
 ///
-/// Needs root (CI and the development machines run tests as root); unmounted when released.
+/// Needs root (CI and the development machines run tests as root); unmounted and removed when
+/// released, or by the next disk's sweep when its test process was killed (``TestMounts``).
 final class SmallDisk: Sendable {
-    let folder: TemporaryFolder
     /// The mounted folder.
-    var url: URL { folder.url }
+    let url: URL
 
     init(sizeBytes: Int) throws {
         try #require(getuid() == 0, "fault tests mount a tmpfs and need root (make test runs as root in CI)")
-        folder = try TemporaryFolder()
-        try Self.run("/bin/mount", "-t", "tmpfs", "-o", "size=\(sizeBytes),mode=0755", "tmpfs", folder.url.path)
+        TestMounts.sweepLeftovers()
+        url = try TestMounts.makeFolder()
+        do {
+            try Self.run("/bin/mount", "-t", "tmpfs", "-o", "size=\(sizeBytes),mode=0755", "tmpfs", url.path)
+        } catch {
+            try? FileManager.default.removeItem(at: url)
+            throw error
+        }
     }
 
-    deinit { try? Self.run("/bin/umount", "-l", folder.url.path) }
+    deinit {
+        try? Self.run("/bin/umount", "-l", url.path)
+        try? FileManager.default.removeItem(at: url)
+    }
 
     /// Gives the disk a new size (more space after a full disk, as an app freeing space would).
     func resize(toBytes sizeBytes: Int) throws {
-        try Self.run("/bin/mount", "-o", "remount,size=\(sizeBytes)", folder.url.path)
+        try Self.run("/bin/mount", "-o", "remount,size=\(sizeBytes)", url.path)
     }
 
     /// Makes the mount read-only, or writable again.
@@ -45,12 +54,12 @@ final class SmallDisk: Sendable {
         while true {
             attempt += 1
             do {
-                try Self.run("/bin/mount", "-o", readOnly ? "remount,ro" : "remount,rw", folder.url.path)
+                try Self.run("/bin/mount", "-o", readOnly ? "remount,ro" : "remount,rw", url.path)
                 return
             } catch  where "\(error)".contains("busy") && attempt < 2_000 {
                 continue
             } catch {
-                throw DiskBusy(failure: "\(error) (try \(attempt))", holders: Self.holders(of: folder.url.path))
+                throw DiskBusy(failure: "\(error) (try \(attempt))", holders: Self.holders(of: url.path))
             }
         }
     }
@@ -86,7 +95,7 @@ final class SmallDisk: Sendable {
         }
     }
 
-    func child(_ name: String) -> URL { folder.child(name) }
+    func child(_ name: String) -> URL { url.appendingPathComponent(name) }
 
     static func run(_ tool: String, _ arguments: String...) throws {
         _ = try ChildProcess.run(tool, arguments)  // throws with the tool's error output on failure
