@@ -31,25 +31,26 @@ import Testing
     }
 
     #if DEBUG
-        @Test func takingTheFlightsLockInsideTheStateLockStopsTheProcess() async {
-            await #expect(processExitsWith: .failure) {
+        // Each folder is made here, not in the child: a child that stops never releases one.
+        @Test func takingTheFlightsLockInsideTheStateLockStopsTheProcess() async throws {
+            let folder = try TemporaryFolder()
+            await #expect(processExitsWith: .failure) { [path = folder.child("cache").path as String] in
                 // Only the lock-order check may end this process with a failure.
                 do {
-                    let folder = try TemporaryFolder()
                     let cache = try await FileCache(
-                        directory: folder.child("cache"), metadata: MemoryOfflineStore(), size: .unlimited)
+                        directory: URL(fileURLWithPath: path), metadata: MemoryOfflineStore(), size: .unlimited)
                     cache.state.withLock { _ in _ = cache.flights.waiterCount(for: "photo") }
                 } catch {}
                 _exit(0)
             }
         }
 
-        @Test func takingTheLocksInTheirOrderDoesNotStopTheProcess() async {
-            await #expect(processExitsWith: .success) {
+        @Test func takingTheLocksInTheirOrderDoesNotStopTheProcess() async throws {
+            let folder = try TemporaryFolder()
+            await #expect(processExitsWith: .success) { [path = folder.child("cache").path as String] in
                 do {
-                    let folder = try TemporaryFolder()
                     let cache = try await FileCache(
-                        directory: folder.child("cache"), metadata: MemoryOfflineStore(), size: .unlimited)
+                        directory: URL(fileURLWithPath: path), metadata: MemoryOfflineStore(), size: .unlimited)
                     try await cache.store("photo", data: Data(repeating: 1, count: 100))
                     // The path that nests them: a caller joining a download claims the cached file.
                     let lease = try await cache.open("photo") { _ in }

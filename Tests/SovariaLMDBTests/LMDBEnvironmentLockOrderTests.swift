@@ -13,12 +13,13 @@ import Testing
 /// transaction pool), checked in debug builds: an inversion stops the process.
 @Suite struct LMDBEnvironmentLockOrderTests {
     #if DEBUG
-        @Test func takingTheWriterInsideATransactionStopsTheProcess() async {
-            await #expect(processExitsWith: .failure) {
+        // Each folder is made here, not in the child: a child that stops never releases one.
+        @Test func takingTheWriterInsideATransactionStopsTheProcess() async throws {
+            let folder = try TemporaryFolder()
+            await #expect(processExitsWith: .failure) { [path = folder.url.path as String] in
                 // Only the lock-order check may end this process with a failure.
                 do {
-                    let folder = try TemporaryFolder()
-                    let environment = try LMDBOfflineStore(directory: folder.url).environment
+                    let environment = try LMDBOfflineStore(directory: URL(fileURLWithPath: path)).environment
                     try environment.handles.withShared { _ in
                         _ = try environment.writeIfIdle([.set(key: "k", value: "v")], forceSync: false)
                     }
@@ -27,22 +28,22 @@ import Testing
             }
         }
 
-        @Test func takingTheHandlesLockTwiceStopsTheProcess() async {
-            await #expect(processExitsWith: .failure) {
+        @Test func takingTheHandlesLockTwiceStopsTheProcess() async throws {
+            let folder = try TemporaryFolder()
+            await #expect(processExitsWith: .failure) { [path = folder.url.path as String] in
                 do {
-                    let folder = try TemporaryFolder()
-                    let environment = try LMDBOfflineStore(directory: folder.url).environment
+                    let environment = try LMDBOfflineStore(directory: URL(fileURLWithPath: path)).environment
                     _ = try environment.read { _, _ in environment.mapSizeBytes }
                 } catch {}
                 _exit(0)
             }
         }
 
-        @Test func takingTheLocksInTheirOrderDoesNotStopTheProcess() async {
-            await #expect(processExitsWith: .success) {
+        @Test func takingTheLocksInTheirOrderDoesNotStopTheProcess() async throws {
+            let folder = try TemporaryFolder()
+            await #expect(processExitsWith: .success) { [path = folder.url.path as String] in
                 do {
-                    let folder = try TemporaryFolder()
-                    let environment = try LMDBOfflineStore(directory: folder.url).environment
+                    let environment = try LMDBOfflineStore(directory: URL(fileURLWithPath: path)).environment
                     let wrote = try environment.writeIfIdle([.set(key: "k", value: "v")], forceSync: false)
                     let value = try environment.value(for: "k")
                     _exit(wrote && value == "v" ? 0 : 1)
