@@ -14,10 +14,13 @@ import Testing
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// The replayer: SOVARIA_C_REPLAY, or compiled once per test run into a temporary folder.
+    /// The replayer: SOVARIA_C_REPLAY, or compiled once per test run into the package's build
+    /// folder (each run's replaces the last; in the temporary directory, one was left per run).
     static let program: Result<String, Error> = Result {
         if let path = ProcessInfo.processInfo.environment["SOVARIA_C_REPLAY"] { return path }
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("sovaria-c-replay-\(getpid())").path
+        let build = packageRoot.appendingPathComponent(".build", isDirectory: true)
+        try FileManager.default.createDirectory(at: build, withIntermediateDirectories: true)
+        let output = build.appendingPathComponent("sovaria-c-replay-tests").path
         let (status, _, errors) = try run(
             "/usr/bin/env",
             [
