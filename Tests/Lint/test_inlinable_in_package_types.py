@@ -3,15 +3,13 @@
 type (or of an extension of one, or of a type nested in one) is found; those of public types, and
 the attribute in a comment or a string, are not. Run by `make lint` before the check itself."""
 
-import importlib.util
 import pathlib
 import tempfile
 import unittest
 
-HERE = pathlib.Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location("inlinable_in_package_types", HERE / "inlinable-in-package-types.py")
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+import planted
+
+check = planted.load("inlinable-in-package-types.py")
 
 
 def lines_found(source: str, other: str = "") -> list[int]:

@@ -2,23 +2,18 @@
 """The Linux-only-call check (linux-only-calls.py) on planted lines: each unguarded call is found,
 each guarded one and each comment is not. Run by `make lint` before the check itself."""
 
-import importlib.util
 import pathlib
 import sys
 import tempfile
 import unittest
 
-HERE = pathlib.Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location("linux_only_calls", HERE / "linux-only-calls.py")
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+import planted
+
+check = planted.load("linux-only-calls.py")
 
 
 def lines_found(source: str) -> list[int]:
-    with tempfile.TemporaryDirectory() as folder:
-        path = pathlib.Path(folder) / "Planted.swift"
-        path.write_text(source, encoding="utf-8")
-        return [number for number, _ in check.findings(path)]
+    return planted.lines_found(check, source)
 
 
 class UnguardedCallsAreFound(unittest.TestCase):
@@ -74,12 +69,12 @@ class GuardedCallsAndCommentsPass(unittest.TestCase):
 class TheCommandFailsListingThem(unittest.TestCase):
     def test_exit_status_and_listing(self):
         with tempfile.TemporaryDirectory() as folder:
-            planted = pathlib.Path(folder) / "Sources" / "Planted.swift"
-            planted.parent.mkdir()
-            planted.write_text('let exe = "/proc/self/exe"\n', encoding="utf-8")
-            self.assertEqual(check.main([str(planted.parent)]), 1)
-            planted.write_text('#if os(Linux)\n    let exe = "/proc/self/exe"\n#endif\n', encoding="utf-8")
-            self.assertEqual(check.main([str(planted.parent)]), 0)
+            source = pathlib.Path(folder) / "Sources" / "Planted.swift"
+            source.parent.mkdir()
+            source.write_text('let exe = "/proc/self/exe"\n', encoding="utf-8")
+            self.assertEqual(check.main([str(source.parent)]), 1)
+            source.write_text('#if os(Linux)\n    let exe = "/proc/self/exe"\n#endif\n', encoding="utf-8")
+            self.assertEqual(check.main([str(source.parent)]), 0)
 
 
 if __name__ == "__main__":

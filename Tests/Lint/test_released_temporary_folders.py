@@ -3,22 +3,15 @@
 from the initializer's value is found; a kept folder, and the words in a comment or a string, are
 not. Run by `make lint` before the check itself."""
 
-import importlib.util
-import pathlib
-import tempfile
 import unittest
 
-HERE = pathlib.Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location("released_temporary_folders", HERE / "released-temporary-folders.py")
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+import planted
+
+check = planted.load("released-temporary-folders.py")
 
 
 def lines_found(source: str) -> list[int]:
-    with tempfile.TemporaryDirectory() as folder:
-        path = pathlib.Path(folder) / "Planted.swift"
-        path.write_text(source, encoding="utf-8")
-        return [number for number, _ in check.findings(path)]
+    return planted.lines_found(check, source)
 
 
 class FoldersReleasedAtOnceAreFound(unittest.TestCase):
