@@ -3,10 +3,10 @@
 is one.
 
 `try TemporaryFolder().url` releases the folder as soon as its URL is read: its `deinit` removes the
-folder, and a store opened at that URL then makes it again, which nothing removes. Every such test
-left a folder (and its store's files) in the temporary directory for good: SovariaObjectsTests left
-85 a run until 2026-12-07. Keep the folder in a constant (`let folder = try TemporaryFolder()`) for
-as long as the test uses it.
+folder, and a store opened at that URL then makes it again, which nothing removes, so the folder
+and its store's files stay in the temporary directory for good. `_ = try TemporaryFolder()` keeps
+nothing either. Keep the folder in a constant (`let folder = try TemporaryFolder()`) for as long as
+the test uses it.
 
 Usage: released-temporary-folders.py [FOLDER…]   (default: Sources Tests Benchmarks/Tests). Exit
 status 1 with one line per finding, `path:line: what`, else 0.
@@ -16,8 +16,9 @@ import pathlib
 import re
 import sys
 
-# `TemporaryFolder()` followed by a member access, a subscript or nothing kept: `.url`, `.child(…)`.
-RELEASED_AT_ONCE = re.compile(r"\bTemporaryFolder\(\)\s*[.\[]")
+# `TemporaryFolder()` followed by a member access or a subscript (`.url`, `.child(…)`, also in
+# parentheses), or assigned to nothing.
+RELEASED_AT_ONCE = re.compile(r"\bTemporaryFolder\(\)\)?\s*[.\[]|^\s*_\s*=\s*(?:try\s+)?TemporaryFolder\(\)")
 
 
 def code_of(line: str) -> str:

@@ -22,6 +22,10 @@ class FoldersReleasedAtOnceAreFound(unittest.TestCase):
     def test_a_child_of_a_folder_not_kept(self):
         self.assertEqual(lines_found("let path = try TemporaryFolder() .child(\"db\")\n"), [1])
 
+    def test_a_folder_in_parentheses_or_assigned_to_nothing(self):
+        source = "let url = (try TemporaryFolder()).url\n_ = try TemporaryFolder()\n"
+        self.assertEqual(lines_found(source), [1, 2])
+
     def test_a_kept_folder_is_not_a_finding(self):
         source = "let folder = try TemporaryFolder()\nlet store = try await engine.open(folder.url)\n"
         self.assertEqual(lines_found(source), [])

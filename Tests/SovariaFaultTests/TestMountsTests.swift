@@ -13,8 +13,7 @@ import Testing
     /// would be. (In a folder of the test's own: the disks other tests make meanwhile sweep the
     /// temporary directory.)
     static func mountedFolder(of pid: pid_t, in root: URL) throws -> URL {
-        let name = "\(TestMounts.namePrefix)\(pid)-\(UUID().uuidString)"
-        let folder = root.appendingPathComponent(name, isDirectory: true)
+        let folder = root.appendingPathComponent(TestMounts.folderName(pid: pid), isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         _ = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=65536", "tmpfs", folder.path])
         try Data("left".utf8).write(to: folder.appendingPathComponent("file"))
@@ -41,12 +40,12 @@ import Testing
 
         let removed = TestMounts.sweepLeftovers(in: root.url)
 
-        #expect(removed.map(\.path) == [gone.path])
+        #expect(removed.map(\.path) == [gone.resolvingSymlinksInPath().path])
         #expect(TestMounts.mountPoints(under: gone.path).isEmpty)
         #expect(!FileManager.default.fileExists(atPath: gone.path))
     }
 
-    @Test func aRunningProcesssDiskIsLeftMounted() throws {
+    @Test func aRunningProcesssDiskIsLeftMountedAndWhole() throws {
         try #require(getuid() == 0, "mounts a tmpfs and needs root (make test runs as root in CI)")
         let root = try TemporaryFolder()
         let ours = try Self.mountedFolder(of: getpid(), in: root.url)
@@ -63,10 +62,30 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: ours.appendingPathComponent("file").path))
     }
 
-    @Test func aFolderNameTellsItsProcess() {
-        #expect(TestMounts.owner(ofFolderNamed: "sovaria-mount-4242-6F1C0D2E-1111-2222-3333-444455556666") == 4242)
+    @Test func aDiskOfAnotherPidNamespaceIsLeftAlone() throws {
+        try #require(getuid() == 0, "mounts a tmpfs and needs root (make test runs as root in CI)")
+        let root = try TemporaryFolder()
+        // A process that ran here and is gone, named as if of another namespace: its pid there
+        // says nothing about a process here.
+        let pid = try Self.finishedProcess()
+        let name = "\(TestMounts.namePrefix)\(pid)-\(TestMounts.pidNamespace &+ 1)-\(UUID().uuidString)"
+        let other = root.url.appendingPathComponent(name, isDirectory: true)
+        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+        try Data("theirs".utf8).write(to: other.appendingPathComponent("file"))
+
+        let removed = TestMounts.sweepLeftovers(in: root.url)
+
+        #expect(removed.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: other.appendingPathComponent("file").path))
+    }
+
+    @Test func aFolderNameTellsItsProcessAndNamespace() {
+        let name = TestMounts.folderName(pid: 4242)
+        #expect(TestMounts.owner(ofFolderNamed: name)?.pid == 4242)
+        #expect(TestMounts.owner(ofFolderNamed: name)?.namespace == TestMounts.pidNamespace)
         #expect(TestMounts.owner(ofFolderNamed: "sovaria-test-6F1C0D2E-1111-2222-3333-444455556666") == nil)
-        #expect(TestMounts.owner(ofFolderNamed: "sovaria-mount-x-6F1C0D2E") == nil)
+        #expect(TestMounts.owner(ofFolderNamed: "sovaria-mount-x-1-6F1C0D2E") == nil)
+        #expect(TestMounts.owner(ofFolderNamed: "sovaria-mount-77-6F1C0D2E") == nil)
         #expect(TestMounts.owner(ofFolderNamed: "sovaria-mount-77") == nil)
     }
 }

@@ -10,39 +10,46 @@ import Synchronization
 /// The folders tests mount a disk on (a tmpfs that fills up, a loop-mounted ext4 whose power is
 /// cut), and the sweep that takes away those a killed test run left mounted.
 ///
-/// A disk is unmounted when its test releases it. A test process that is killed (a developer's
-/// Ctrl-C, a timeout, `kill -9`) releases nothing, and its mounts stayed for good: a development
-/// machine held 26 of them after a day of runs. Each folder's name carries the process that
-/// mounted it, `sovaria-mount-<pid>-<UUID>`, and every new disk first sweeps the folders of
-/// processes that no longer run: unmounted (lazily, so nothing can hold it) and removed.
+/// A disk is unmounted when its test releases it, which a killed test process (Ctrl-C, a
+/// timeout, `kill -9`) never does. So each folder's name carries the process that mounted it,
+/// `sovaria-mount-<pid>-<pid namespace>-<UUID>`, and every new disk first sweeps the folders of
+/// processes of its own pid namespace that no longer run: unmounted (lazily, so nothing can hold
+/// it) and removed. A folder of another pid namespace (a container sharing the temporary
+/// directory) is left alone: its process cannot be seen from here.
 public enum TestMounts {
+    /// What every mount folder's name starts with.
+    public static let namePrefix = "sovaria-mount-"
+
     /// One sweep at a time in this process: a sweep that finds a folder another is removing
     /// would return before it is gone.
     private static let sweeping = Mutex(())
 
-    /// What every mount folder's name starts with.
-    public static let namePrefix = "sovaria-mount-"
-
     /// A new, empty folder under the temporary directory, named for this process.
     public static func makeFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory
-            .appendingPathComponent("\(namePrefix)\(getpid())-\(UUID().uuidString)", isDirectory: true)
+            .appendingPathComponent(folderName(pid: getpid()), isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return folder
     }
 
-    /// The process that made the mount folder `name` (a folder's last path component), or `nil`
-    /// when the name is not one ``makeFolder()`` gives.
-    public static func owner(ofFolderNamed name: String) -> pid_t? {
+    /// A new folder name for a disk of process `pid`, of this process's pid namespace.
+    public static func folderName(pid: pid_t) -> String {
+        "\(namePrefix)\(pid)-\(pidNamespace)-\(UUID().uuidString)"
+    }
+
+    /// The process that made the mount folder `name` (a folder's last path component), and its
+    /// pid namespace; `nil` when the name is not one ``folderName(pid:)`` gives.
+    public static func owner(ofFolderNamed name: String) -> (pid: pid_t, namespace: UInt64)? {
         guard name.hasPrefix(namePrefix) else { return nil }
-        let rest = name.dropFirst(namePrefix.count)
-        guard let dash = rest.firstIndex(of: "-") else { return nil }
-        return pid_t(rest[..<dash])
+        let parts = name.dropFirst(namePrefix.count).split(separator: "-", maxSplits: 2)
+        guard parts.count == 3, let pid = pid_t(parts[0]), let namespace = UInt64(parts[1]) else { return nil }
+        return (pid, namespace)
     }
 
     /// Unmounts and removes the mount folders in `root` (the temporary directory) of processes
-    /// that no longer run; returns the folders it removed. A folder of a running process (this
-    /// one, or another test run's) is left alone.
+    /// of this pid namespace that no longer run; returns the folders it removed. A folder of a
+    /// running process (this one, or another test run's) is left alone, and so is one whose
+    /// disk would not unmount.
     @discardableResult
     public static func sweepLeftovers(in root: URL = FileManager.default.temporaryDirectory) -> [URL] {
         sweeping.withLock { _ in sweep(root) }
@@ -50,16 +57,19 @@ public enum TestMounts {
 
     private static func sweep(_ root: URL) -> [URL] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        // As the mount table writes it: symbolic links resolved.
+        let resolvedRoot = root.resolvingSymlinksInPath()
         var removed: [URL] = []
         for name in names {
-            guard let owner = owner(ofFolderNamed: name), !isRunning(owner) else { continue }
-            let folder = root.appendingPathComponent(name, isDirectory: true)
+            guard let owner = owner(ofFolderNamed: name), owner.namespace == pidNamespace, !isRunning(owner.pid)
+            else { continue }
+            let folder = resolvedRoot.appendingPathComponent(name, isDirectory: true)
             // The disk itself, or (a loop disk) one inside the folder: deepest first.
             for mountPoint in mountPoints(under: folder.path).sorted(by: { $0.count > $1.count }) {
                 _ = try? ChildProcess.run("/bin/umount", ["-l", mountPoint])
             }
-            // A read-only storage test makes files immutable; on the disk they went with it.
-            _ = try? ChildProcess.run("/usr/bin/chattr", ["-R", "-i", folder.path])
+            // Never the files of a disk still mounted.
+            guard mountPoints(under: folder.path).isEmpty else { continue }
             if (try? FileManager.default.removeItem(at: folder)) != nil { removed.append(folder) }
         }
         return removed
@@ -69,6 +79,19 @@ public enum TestMounts {
     static func isRunning(_ pid: pid_t) -> Bool {
         pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH)
     }
+
+    /// This process's pid namespace (the inode of `/proc/self/ns/pid`); 0 where there is none.
+    public static let pidNamespace: UInt64 = {
+        #if os(Linux)
+            guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/pid") else {
+                return 0
+            }
+            // "pid:[4026531836]"
+            return UInt64(link.filter(\.isNumber)) ?? 0
+        #else
+            return 0
+        #endif
+    }()
 
     /// The mount points at `path` or under it, as this process sees them.
     public static func mountPoints(under path: String) -> [String] {

@@ -14,8 +14,8 @@ import Testing
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// The replayer: SOVARIA_C_REPLAY, or compiled once per test run into the package's build
-    /// folder (each run's replaces the last; in the temporary directory, one was left per run).
+    /// The replayer: SOVARIA_C_REPLAY, or compiled once per test run into the Benchmarks
+    /// package's build folder (each run's replaces the last).
     static let program: Result<String, Error> = Result {
         if let path = ProcessInfo.processInfo.environment["SOVARIA_C_REPLAY"] { return path }
         let build = packageRoot.appendingPathComponent(".build", isDirectory: true)
