@@ -13,6 +13,9 @@ import Testing
 /// Offline edits that no longer apply, against a real PostgreSQL behind the PostgREST-style test
 /// server (Tests/Server): two or three devices of one user, each a controller on its own store.
 /// `notes` has no version column; `tasks` has one its trigger increments on every update.
+///
+/// Three suites, each serialized (every case starts a server), side by side: rows that are gone,
+/// version checks, and the randomized one.
 @Suite(.serialized) struct ConflictTests {
     static let engines = TestEngine.standard(including: .encrypted)
 
@@ -121,7 +124,11 @@ import Testing
         #expect(try await device.offline.rejectedWrites().map(\.id) == [strict.id])
     }
 
-    // MARK: - Version checks, each policy
+}
+
+/// Version checks, each policy (see ``ConflictTests``).
+@Suite(.serialized) struct VersionConflictTests {
+    static let engines = ConflictTests.engines
 
     @Test(arguments: engines)
     func withRejectTheSecondFlushConflictsAndResolveSendsAMergedRowTheServerTakes(_ engine: TestEngine) async throws {
@@ -265,7 +272,11 @@ import Testing
         #expect(try await server.query("SELECT count(*) FROM tasks") == ["0"])
     }
 
-    // MARK: - Randomized
+}
+
+/// Random offline edits of three devices (see ``ConflictTests``).
+@Suite(.serialized) struct RandomConflictTests {
+    static let engines = ConflictTests.engines
 
     /// Three devices make random offline edits and deletes of 20 rows and flush in random
     /// orders; conflicts are dropped (the server's row kept) until every queue is empty. Then every
