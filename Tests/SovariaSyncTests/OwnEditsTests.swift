@@ -12,6 +12,9 @@ import Testing
 /// PostgREST-style test server (Tests/Server): header names in any case, the device's own edits in
 /// its answers after a partial flush and a resolution, the edit after a resolution, a requeue and a
 /// reopen. `tasks` has a version column its trigger increments on every update; `notes` has none.
+///
+/// Two suites, each serialized (every case starts a server), side by side: this one, and what
+/// follows a resolution (``EditsAfterAResolutionTests``).
 @Suite(.serialized) struct OwnEditsTests {
     static let engines = TestEngine.standard(including: .encrypted)
 
@@ -117,7 +120,11 @@ import Testing
         #expect(!body.contains("B's title") && !body.contains("A's title"))
     }
 
-    // MARK: - After a resolution
+}
+
+/// The edit after a resolution, a requeue and a reopen (see ``OwnEditsTests``).
+@Suite(.serialized) struct EditsAfterAResolutionTests {
+    static let engines = OwnEditsTests.engines
 
     @Test(arguments: engines)
     func anEditOnlineAfterAResolutionSyncedExpectsTheResolvedVersion(_ engine: TestEngine) async throws {
@@ -205,12 +212,13 @@ import Testing
         _ = server
     }
 
-    // MARK: - Rig
+}
 
-    /// B's rename of `t1` is a conflict waiting for the app: A renamed it first (version 2).
-    private func conflictOnT1(_ engine: TestEngine) async throws -> (RESTServer, Device) {
-        let (server, _, b) = try await twoDevicesEditingT1(engine, policy: .reject)
-        try #require(try await b.offline.conflicts().count == 1)
-        return (server, b)
-    }
+// MARK: - Rig
+
+/// B's rename of `t1` is a conflict waiting for the app: A renamed it first (version 2).
+private func conflictOnT1(_ engine: TestEngine) async throws -> (RESTServer, Device) {
+    let (server, _, b) = try await twoDevicesEditingT1(engine, policy: .reject)
+    try #require(try await b.offline.conflicts().count == 1)
+    return (server, b)
 }
