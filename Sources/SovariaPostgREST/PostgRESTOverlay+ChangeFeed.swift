@@ -66,6 +66,17 @@ extension PostgRESTOverlay {
             // answer of one waits too, so that each is met in turn, as if kept one by one.
             var deferred: [Int] = []
             var deferredIDs = Set<TableReach.AnswerID>()
+            /// Keeps `parse` as the answer's at `index`; one without a parse (no body) is not known.
+            func keep(_ index: Int, _ parse: TableReach.Entry?) {
+                guard var entry = parse else {
+                    known[index] = false
+                    reach.remove(answers[index].id)
+                    return
+                }
+                (entry.slot, entry.call) = (index, call)
+                reach.set(answers[index].id, entry)
+                met += 1
+            }
             // By index, without a copy of each answer: most are met at their version, and a copy
             // (its id, its read) cost as much as the meeting.
             for index in answers.indices {
@@ -88,18 +99,15 @@ extension PostgRESTOverlay {
                 }
                 let answer = answers[index]
                 guard let body = answer.cachedBody else {
-                    known[index] = false
-                    reach.remove(answer.id)
+                    keep(index, nil)
                     continue
                 }
-                guard var entry = keptEntry(answer.read, body: body, version: answer.version) else {
+                guard let entry = keptEntry(answer.read, body: body, version: answer.version) else {
                     deferred.append(index)
                     deferredIDs.insert(TableReach.AnswerID(answer.id))
                     continue
                 }
-                (entry.slot, entry.call) = (index, call)
-                reach.set(answer.id, entry)
-                met += 1
+                keep(index, entry)
             }
             if !deferred.isEmpty {
                 let parsed = parsedEntries(
@@ -117,14 +125,7 @@ extension PostgRESTOverlay {
                         again.append((index, first))
                         continue
                     }
-                    guard var entry = parse else {
-                        known[index] = false
-                        reach.remove(answer.id)
-                        continue
-                    }
-                    (entry.slot, entry.call) = (index, call)
-                    reach.set(answer.id, entry)
-                    met += 1
+                    keep(index, parse)
                 }
             }
             // Entries beyond those met are answers gone from the table's.
