@@ -6,36 +6,6 @@ import Testing
 ///
 /// Mounts a tmpfs, so it needs root, as Tests/SovariaFaultTests does (CI runs tests as root).
 @Suite struct FullDiskTests {
-    /// A tmpfs of `sizeBytes` on a folder of its own, unmounted and removed when released (or by
-    /// the next disk's sweep, ``TestMounts``, when the test process was killed).
-    final class SmallDisk: Sendable {
-        let path: String
-
-        init(sizeBytes: Int) throws {
-            try #require(getuid() == 0, "this test mounts a tmpfs and needs root (make test runs as root in CI)")
-            TestMounts.sweepLeftovers()
-            path = try TestMounts.makeFolder().path
-            do {
-                _ = try ChildProcess.run(
-                    "/bin/mount", ["-t", "tmpfs", "-o", "size=\(sizeBytes),mode=0755", "tmpfs", path])
-            } catch {
-                try? FileManager.default.removeItem(atPath: path)
-                throw error
-            }
-        }
-
-        func file(_ name: String) -> String { path + "/" + name }
-
-        func resize(toBytes sizeBytes: Int) throws {
-            _ = try ChildProcess.run("/bin/mount", ["-o", "remount,size=\(sizeBytes)", path])
-        }
-
-        deinit {
-            _ = try? ChildProcess.run("/bin/umount", ["-l", path])
-            try? FileManager.default.removeItem(atPath: path)
-        }
-    }
-
     @Test func fullTargetExitsFiveAndResumesOnceThereIsSpace() async throws {
         let folder = try Fixtures.Folder()
         let source = Fixtures.url("leveldb", in: folder, name: "source")
@@ -43,7 +13,7 @@ import Testing
         try #require(load.status == 0)
         // About 600 KB of keys and values: more than the disk holds.
         let disk = try SmallDisk(sizeBytes: 256 * 1_024)
-        let target = "sqlite:" + disk.file("target.sqlite")
+        let target = "sqlite:" + disk.child("target.sqlite").path
 
         let full = try await CommandRunner.run(["migrate", "--from", source, "--to", target, "--batch", "100"])
         #expect(full.status == 5, "\(full.errors)")

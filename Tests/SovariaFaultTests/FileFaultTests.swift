@@ -1,6 +1,7 @@
 import Foundation
 import Sovaria
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 /// The file store under a full disk.

@@ -6,6 +6,7 @@ import SovariaQueue
 import SovariaSodium
 import SovariaTestEngines
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 @testable import sovaria_crash_writer

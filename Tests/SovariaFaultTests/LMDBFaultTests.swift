@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 import SovariaLMDB
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 /// LMDB under a full disk and damaged files.

@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 import SovariaLevelDB
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 /// LevelDB under a full disk and damaged files: no acknowledged write is dropped, no damage is

@@ -2,6 +2,7 @@ import Foundation
 import Sovaria
 import SovariaSQLite
 import SovariaTestKit
+import SovariaTestServers
 import Testing
 
 /// SQLite under a full disk and a read-only mount.
