@@ -79,6 +79,25 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: other.appendingPathComponent("file").path))
     }
 
+    @Test func aMountPastTheFirst4KBOfTheMountTableIsFound() throws {
+        try #require(getuid() == 0, "mounts a tmpfs and needs root (make test runs as root in CI)")
+        let root = try TemporaryFolder()
+        var mounted: [String] = []
+        defer {
+            for path in mounted.reversed() { _ = try? ChildProcess.run("/bin/umount", ["-l", path]) }
+            withExtendedLifetime(root) {}
+        }
+        // About 100 bytes of the table each: the last is well past its first 8 KB.
+        for index in 0..<90 {
+            let path = root.child("disk-\(index)").path
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            _ = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=65536", "tmpfs", path])
+            mounted.append(path)
+        }
+
+        #expect(TestMounts.mountPoints(under: root.url.path) == mounted)
+    }
+
     @Test func aFolderNameTellsItsProcessAndNamespace() {
         let name = TestMounts.folderName(pid: 4242)
         #expect(TestMounts.owner(ofFolderNamed: name)?.pid == 4242)

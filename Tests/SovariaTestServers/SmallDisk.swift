@@ -89,7 +89,7 @@ public final class SmallDisk: Sendable {
                 return "\(pid) (\(name)) fd \(descriptor): \(target)"
             }
             // /proc/<pid>/maps lines end in the mapped file's path; "rw-s" is a shared writable map.
-            let maps = (try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)) ?? ""
+            let maps = TestMounts.procFile("/proc/\(pid)/maps") ?? ""
             let mapped = maps.split(separator: "\n").filter { $0.contains(path) }.map { line in
                 "\(pid) (\(name)) map: \(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") "
                     + (line.split(separator: " ", omittingEmptySubsequences: true).last.map(String.init) ?? "")

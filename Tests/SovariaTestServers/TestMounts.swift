@@ -93,10 +93,17 @@ public enum TestMounts {
         #endif
     }()
 
+    /// The text of a `/proc` file, read to its end. (`String(contentsOfFile:)` reads such a file,
+    /// whose size says 0, only as far as its first 4 KB: a busy machine's mount table is longer.)
+    static func procFile(_ path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path), let data = try? handle.readToEnd() else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// The mount points at `path` or under it, as this process sees them.
     public static func mountPoints(under path: String) -> [String] {
         #if os(Linux)
-            guard let table = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return [] }
+            guard let table = procFile("/proc/self/mounts") else { return [] }
             return table.split(separator: "\n").compactMap { line in
                 // "device mount-point type options 0 0"; a space in a path is written `\040`.
                 let fields = line.split(separator: " ")
