@@ -434,6 +434,7 @@ DECLARE
     old_trigger text;
     args text;
     runs text;
+    array_column text;
 BEGIN
     IF feed IS NULL OR feed = '' THEN
         RAISE EXCEPTION 'sovaria: a feed name may not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -464,6 +465,19 @@ BEGIN
             RAISE EXCEPTION 'sovaria: % has no column "%" or "%" (membership_user_column, membership_team_column)',
                 membership, membership_user_column, membership_team_column
                 USING ERRCODE = 'undefined_column';
+        END IF;
+        -- A row shared with several teams (an array of them) is not followed: its changes would
+        -- name the array, which no membership names, so no member would ever see them.
+        SELECT format('%s.%I', a.attrelid::regclass, a.attname) INTO array_column
+        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+        WHERE (a.attrelid = tab AND a.attname = visibility_column
+               OR a.attrelid = membership AND a.attname IN (membership_user_column, membership_team_column))
+            AND a.attnum > 0 AND NOT a.attisdropped AND t.typcategory = 'A'
+        LIMIT 1;
+        IF array_column IS NOT NULL THEN
+            RAISE EXCEPTION 'sovaria: % is an array: a row shared with several teams is not followed', array_column
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Name one team per row (and one user and one team per membership row).';
         END IF;
         SELECT p.tab INTO other FROM sovaria_published() p
         WHERE p.membership = via AND p.tab <> sovaria_publish.tab
@@ -508,13 +522,16 @@ BEGIN
         -- transaction ends (its trigger is made below): a period whose row is gone ends below every
         -- running transaction, with a `trimmed` row for its user; a row with no open period begins
         -- one, since position 0 the first time anything is published through the table (nothing of
-        -- it is logged yet), else from now (what was logged meanwhile stays unseen).
+        -- it is logged yet), else from now (what was logged meanwhile stays unseen). A user and a
+        -- team are named as the triggers name them, by their JSON text (`to_jsonb(…) #>> '{}'`,
+        -- what `->>` gives): a `char(4)` team 'c1' is 'c1  ' there, and 'c1' as `::text`.
         EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', membership);
         first_time := NOT EXISTS (SELECT FROM sovaria_memberships p WHERE p.membership = via);
         number := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
         FOR gone IN EXECUTE format(
             'UPDATE sovaria_memberships p SET left_at = %s WHERE p.membership = %L AND p.left_at IS NULL '
-            'AND NOT EXISTS (SELECT FROM %s m WHERE m.%I::text = p.member AND m.%I::text = p.team) '
+            'AND NOT EXISTS (SELECT FROM %s m WHERE to_jsonb(m.%I) #>> ''{}'' = p.member '
+            'AND to_jsonb(m.%I) #>> ''{}'' = p.team) '
             'RETURNING p.member', pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304, via,
             membership, membership_user_column, membership_team_column)
         LOOP
@@ -526,10 +543,11 @@ BEGIN
         END LOOP;
         number := number + 1;
         EXECUTE format('INSERT INTO sovaria_memberships (membership, member, team, joined) '
-                       'SELECT DISTINCT %L, m.%I::text, m.%I::text, %s FROM %s m '
+                       'SELECT DISTINCT %L, to_jsonb(m.%I) #>> ''{}'', to_jsonb(m.%I) #>> ''{}'', %s FROM %s m '
                        'WHERE m.%2$I IS NOT NULL AND m.%3$I IS NOT NULL AND NOT EXISTS ('
                        'SELECT FROM sovaria_memberships p WHERE p.membership = %1$L '
-                       'AND p.member = m.%2$I::text AND p.team = m.%3$I::text AND p.left_at IS NULL)',
+                       'AND p.member = to_jsonb(m.%2$I) #>> ''{}'' AND p.team = to_jsonb(m.%3$I) #>> ''{}'' '
+                       'AND p.left_at IS NULL)',
                        via, membership_user_column, membership_team_column,
                        CASE WHEN first_time THEN 0 ELSE pg_current_xact_id()::text::bigint * 4194304 + number END,
                        membership);

@@ -736,6 +736,36 @@ def run_feed_sql_checks(db: str) -> None:
           " undefined_column 42703), and the table is left as it was: no trigger, not published",
           missing_table == "42P01" and missing_column == "42703" and before == after == (0, 0),
           (missing_table, missing_column, before, after))
+    # A team column whose text is not its JSON text (review after issue 62): the triggers name a
+    # `char(4)` team 'c1' as 'c1  ' (`->>`), and publishing named the members it found as 'c1'
+    # (`::text`), so a member since before publishing never saw her team's changes, and
+    # publishing again ended her period. And an array of teams (a row shared with several) is
+    # refused: its changes would name the array, which no member is in.
+    with admin() as conn:
+        conn.execute("CREATE TABLE squads (squad char(4), who text, PRIMARY KEY (squad, who))")
+        conn.execute("CREATE TABLE drills (id text PRIMARY KEY, squad char(4))")
+        conn.execute("CREATE TABLE tagged (id text PRIMARY KEY, squads text[])")
+        conn.execute("INSERT INTO squads VALUES ('s1', 'alice')")
+        padded = publish(conn, "'public.drills', 'id', 'squad', membership => 'public.squads',"
+                               " membership_user_column => 'who', membership_team_column => 'squad'")
+        conn.execute("INSERT INTO drills VALUES ('d1', 's1')")
+        again = publish(conn, "'public.drills', 'id', 'squad', membership => 'public.squads',"
+                              " membership_user_column => 'who', membership_team_column => 'squad'")
+        squad_periods = [tuple(row) for row in conn.execute(
+            "SELECT team, joined, left_at FROM sovaria_memberships WHERE membership = 'public.squads'")]
+        tagged_before = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public.tagged'::regclass"
+                                     " AND NOT tgisinternal").fetchone()[0]
+        of_arrays = refusal(conn, "'public.tagged', 'id', 'squads', membership => 'public.squads',"
+                                  " membership_user_column => 'who', membership_team_column => 'squad'")
+        tagged_after = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public.tagged'::regclass"
+                                    " AND NOT tgisinternal").fetchone()[0]
+    check("a member of a char(4) team since before publishing sees its change, and publishing again"
+          " keeps her period",
+          padded is None and again is None and feed_as("alice", "drills") == [("d1", "upsert", {"id": "d1", "squad": "s1  "})]
+          and squad_periods == [("s1  ", 0, None)], (padded, again, feed_as("alice", "drills"), squad_periods))
+    check("a team column that is an array (a row shared with several teams) is refused"
+          " (feature_not_supported 0A000), the table left without a trigger",
+          of_arrays == "0A000" and tagged_before == tagged_after == 0, (of_arrays, tagged_before, tagged_after))
     with admin() as conn:
         conn.execute("INSERT INTO plans VALUES ('p1', 'c1', 'for c1')")
         conn.execute("UPDATE crew SET crew_id = 'c2' WHERE who = 'alice'")  # alice moves to c2
