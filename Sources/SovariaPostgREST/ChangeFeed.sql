@@ -7,6 +7,9 @@
 --
 --     SELECT sovaria_publish('public.notes', key_column => 'id', visibility_column => 'owner');
 --
+-- The key column is one a unique index holds alone (the primary key's, as a rule): publishing
+-- refuses another, since two rows sharing a key would take each other's place on a device.
+--
 -- Table names. The feed names a table of the schema `public` by its name (`notes`: what the
 -- client sends for a table of the API's default schema) and a table of any other schema by
 -- `schema.name` (`table=eq.sales.orders`). If your API's default schema is not `public`
@@ -444,6 +447,17 @@ BEGIN
                    AND attnum > 0 AND NOT attisdropped) THEN
         RAISE EXCEPTION 'sovaria: % has no column "%" (key_column)', tab, key_column
             USING ERRCODE = 'undefined_column';
+    END IF;
+    -- A key two rows may share would make them one row in the feed: each change carries its
+    -- key's newest state, which could be the other row's. So the key is a unique index's one
+    -- column (the primary key's, as a rule), of every row (no predicate).
+    IF NOT EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                   WHERE i.indrelid = tab AND i.indisunique AND i.indnkeyatts = 1 AND i.indpred IS NULL
+                       AND a.attname = key_column) THEN
+        RAISE EXCEPTION 'sovaria: % has no unique index on "%" alone (key_column): two of its rows could share a key',
+            tab, key_column
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Publish the column of the table''s primary key, or make the column UNIQUE.';
     END IF;
     IF visibility_column IS NOT NULL AND NOT EXISTS (
         SELECT FROM pg_attribute WHERE attrelid = tab AND attname = visibility_column

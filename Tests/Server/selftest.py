@@ -682,6 +682,25 @@ def run_feed_sql_checks(db: str) -> None:
         refused = publish(conn, "'public.memos', key_column => 'id', visibility_column => 'ownr'")
     check("publishing a visibility column the table lacks is refused (its rows would all be NULL-owned)",
           refused is not None and "ownr" in refused, refused)
+    # A key two rows may share (review after issue 62): each change carries its key's newest state,
+    # which could be the other row's, so the feed would put one row in the other's place.
+    with admin() as conn:
+        conn.execute("CREATE TABLE entries (org text, id text, owner text, PRIMARY KEY (org, id))")
+        conn.execute("CREATE TABLE ledger (org text, id text, owner text, PRIMARY KEY (org, id))")
+        conn.execute("CREATE UNIQUE INDEX ledger_id ON ledger (id)")
+        conn.execute("CREATE TABLE drafts (id text, owner text)")
+        conn.execute("CREATE UNIQUE INDEX drafts_live_id ON drafts (id) WHERE owner IS NOT NULL")
+        shared_key = publish(conn, "'public.entries', key_column => 'id', visibility_column => 'owner'")
+        partial = publish(conn, "'public.drafts', key_column => 'id', visibility_column => 'owner'")
+        unique_key = publish(conn, "'public.ledger', key_column => 'id', visibility_column => 'owner'")
+        left_alone = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid IN"
+                                  " ('public.entries'::regclass, 'public.drafts'::regclass)"
+                                  " AND NOT tgisinternal").fetchone()[0]
+    check("publishing a key column that no unique index holds alone (one column of a primary key, a"
+          " partial unique index) is refused, nothing changed; a column made UNIQUE is published",
+          shared_key is not None and "unique index" in shared_key and partial is not None
+          and "unique index" in partial and unique_key is None and left_alone == 0,
+          (shared_key, partial, unique_key, left_alone))
 
     # Teams (issue 62): a table published through a membership table.
     with admin() as conn:
