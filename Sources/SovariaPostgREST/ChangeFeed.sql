@@ -442,6 +442,11 @@ BEGIN
     IF feed IS NULL OR feed = '' THEN
         RAISE EXCEPTION 'sovaria: a feed name may not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- Only a table's writes can be logged (a view's are its tables').
+    IF (SELECT relkind FROM pg_class WHERE oid = tab) NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION 'sovaria: % is not a table', tab
+            USING ERRCODE = 'wrong_object_type', HINT = 'Publish the table its rows are written to.';
+    END IF;
     -- A column that is not there would log every key or owner as NULL: every row nobody's.
     IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = tab AND attname = key_column
                    AND attnum > 0 AND NOT attisdropped) THEN

@@ -645,6 +645,14 @@ def run_feed_sql_checks(db: str) -> None:
         except psycopg.Error as error:
             return str(error)
 
+    def refusal(conn: psycopg.Connection, call: str) -> str | None:
+        """Runs `SELECT sovaria_publish(…)`; the error's SQLSTATE, or None."""
+        try:
+            conn.execute(f"SELECT sovaria_publish({call})")
+            return None
+        except psycopg.Error as error:
+            return error.sqlstate
+
     # A NULL owner: the table's policy shows the row to nobody, and so must the feed.
     with admin() as conn:
         conn.execute("CREATE TABLE memos (id text PRIMARY KEY, owner text, title text)")
@@ -693,6 +701,8 @@ def run_feed_sql_checks(db: str) -> None:
         shared_key = publish(conn, "'public.entries', key_column => 'id', visibility_column => 'owner'")
         partial = publish(conn, "'public.drafts', key_column => 'id', visibility_column => 'owner'")
         unique_key = publish(conn, "'public.ledger', key_column => 'id', visibility_column => 'owner'")
+        conn.execute("CREATE VIEW ledger_view AS SELECT * FROM ledger")
+        of_view = refusal(conn, "'public.ledger_view', key_column => 'id', visibility_column => 'owner'")
         left_alone = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid IN"
                                   " ('public.entries'::regclass, 'public.drafts'::regclass)"
                                   " AND NOT tgisinternal").fetchone()[0]
@@ -701,6 +711,7 @@ def run_feed_sql_checks(db: str) -> None:
           shared_key is not None and "unique index" in shared_key and partial is not None
           and "unique index" in partial and unique_key is None and left_alone == 0,
           (shared_key, partial, unique_key, left_alone))
+    check("publishing a view is refused as not a table (wrong_object_type 42809)", of_view == "42809", of_view)
 
     # Teams (issue 62): a table published through a membership table.
     with admin() as conn:
@@ -728,14 +739,6 @@ def run_feed_sql_checks(db: str) -> None:
         row_trigger = conn.execute("SELECT prosrc FROM pg_proc WHERE proname = 'sovaria_record_row'").fetchone()[0]
     check("the row trigger logs with static SQL (no EXECUTE)", "EXECUTE" not in row_trigger.upper()
           and "INSERT INTO" in row_trigger.upper(), row_trigger[:300])
-
-    def refusal(conn: psycopg.Connection, call: str) -> str | None:
-        """Runs `SELECT sovaria_publish(…)`; the error's SQLSTATE, or None."""
-        try:
-            conn.execute(f"SELECT sovaria_publish({call})")
-            return None
-        except psycopg.Error as error:
-            return error.sqlstate
 
     def chores_state(conn: psycopg.Connection) -> tuple[Any, ...]:
         """The triggers on `chores`, and whether `sovaria_published()` lists it."""
