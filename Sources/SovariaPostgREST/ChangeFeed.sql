@@ -7,8 +7,10 @@
 --
 --     SELECT sovaria_publish('public.notes', key_column => 'id', visibility_column => 'owner');
 --
--- The key column is one a unique index holds alone (the primary key's, as a rule): publishing
--- refuses another, since two rows sharing a key would take each other's place on a device.
+-- The key column is one a unique index holds alone (the primary key's, as a rule), NOT NULL, of
+-- a type whose text does not depend on the writer's settings: publishing refuses another, since
+-- two rows sharing a key would take each other's place on a device. `sovaria_publish` says
+-- what else it refuses, each with a typed error and nothing changed.
 --
 -- Table names. The feed names a table of the schema `public` by its name (`notes`: what the
 -- client sends for a table of the API's default schema) and a table of any other schema by
@@ -184,9 +186,10 @@ BEGIN
                 'upsert', new_row, new_row ->> TG_ARGV[1], nullif(TG_ARGV[5], ''), TG_ARGV[1] = '');
     END IF;
     -- A position is the transaction's id times 2^22 plus the change's number in it: past 2^22 it
-    -- would reach the next transaction id's, so the write is refused instead.
-    IF set_config('sovaria.change_number', number::text, true)::int >= 4194304 THEN
-        RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
+    -- would reach the next transaction id's, and below 1 (the setting set by hand) the last one's,
+    -- under positions already served, so the write is refused instead.
+    IF set_config('sovaria.change_number', number::text, true)::int NOT BETWEEN 1 AND 4194303 THEN
+        RAISE EXCEPTION 'sovaria: change number %% is out of range: more than 4194303 changes to published tables in one transaction, or sovaria.change_number set by hand', number
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
     RETURN NULL;
@@ -208,14 +211,17 @@ BEGIN
         -- A TRUNCATE logs no row: it leaves a `trimmed` row, so every reader fetches the table's
         -- answers again. The write-position header does not name it.
         number := number + 1;
-        IF number >= 4194304 THEN
-            RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
+        IF number NOT BETWEEN 1 AND 4194303 THEN
+            RAISE EXCEPTION 'sovaria: change number %% is out of range: more than 4194303 changes to published tables in one transaction, or sovaria.change_number set by hand', number
                 USING ERRCODE = 'program_limit_exceeded';
         END IF;
         INSERT INTO %1$s (position, "table", key, op, visible_to_all)
         VALUES (pg_current_xact_id()::text::bigint * 4194304 + number, TG_ARGV[3], '', 'trimmed', true);
         headers := set_config('sovaria.change_number', number::text, true)
             || set_config('sovaria.announced_number', number::text, true);
+        IF TG_ARGV[4] = 'notify' THEN
+            PERFORM pg_notify('sovaria_changes', TG_ARGV[3]);
+        END IF;
         RETURN NULL;
     ELSIF number <= announced THEN
         -- The statement logged nothing (or the other statement trigger of an upsert, an INSERT
@@ -313,8 +319,8 @@ BEGIN
             END LOOP;
         END IF;
     END IF;
-    IF set_config('sovaria.change_number', number::text, true)::int >= 4194304 THEN
-        RAISE EXCEPTION 'sovaria: more than 4194303 changes to published tables in one transaction'
+    IF set_config('sovaria.change_number', number::text, true)::int NOT BETWEEN 0 AND 4194303 THEN
+        RAISE EXCEPTION 'sovaria: change number %% is out of range: more than 4194303 changes to published tables in one transaction, or sovaria.change_number set by hand', number
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
     FOR i IN 3 .. TG_NARGS - 1 BY 2 LOOP
@@ -350,6 +356,7 @@ BEGIN
     FOR t IN SELECT DISTINCT ON (tr.tgrelid) tr.tgrelid, tr.tgargs, tr.tgfoid, c.relname
         FROM pg_catalog.pg_trigger tr JOIN pg_catalog.pg_class c ON c.oid = tr.tgrelid
         WHERE tr.tgfoid IN (to_regproc('sovaria_record_row'), to_regproc('sovaria_record_change'))
+            AND tr.tgparentid = 0  -- not a partition's clone of its table's trigger
         ORDER BY tr.tgrelid
     LOOP
         -- `tgargs`: each argument followed by a zero byte.
@@ -434,10 +441,14 @@ DECLARE
     log text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
     other regclass;
-    old_trigger text;
     args text;
     runs text;
     array_column text;
+    padded_column text;
+    unsteady_type text;
+    team_types text;
+    part regclass;
+    stale record;
 BEGIN
     IF feed IS NULL OR feed = '' THEN
         RAISE EXCEPTION 'sovaria: a feed name may not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -455,14 +466,33 @@ BEGIN
     END IF;
     -- A key two rows may share would make them one row in the feed: each change carries its
     -- key's newest state, which could be the other row's. So the key is a unique index's one
-    -- column (the primary key's, as a rule), of every row (no predicate).
+    -- column (the primary key's, as a rule), of every row (no predicate), checked at each
+    -- statement (not deferred: an UPDATE that shifts keys would log a key's delete after the
+    -- upsert of the row that took it). And NOT NULL: a row without a key cannot be logged.
     IF NOT EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                   WHERE i.indrelid = tab AND i.indisunique AND i.indnkeyatts = 1 AND i.indpred IS NULL
-                       AND a.attname = key_column) THEN
-        RAISE EXCEPTION 'sovaria: % has no unique index on "%" alone (key_column): two of its rows could share a key',
+                   WHERE i.indrelid = tab AND i.indisunique AND i.indimmediate AND i.indnkeyatts = 1
+                       AND i.indpred IS NULL AND a.attname = key_column) THEN
+        RAISE EXCEPTION 'sovaria: % has no unique index on "%" alone, checked at each statement (key_column): two of its rows could share a key',
             tab, key_column
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Publish the column of the table''s primary key, or make the column UNIQUE.';
+                  HINT = 'Publish the column of the table''s primary key, or make the column UNIQUE (not DEFERRABLE).';
+    END IF;
+    IF NOT (SELECT attnotnull FROM pg_attribute WHERE attrelid = tab AND attname = key_column) THEN
+        RAISE EXCEPTION 'sovaria: % column "%" may be NULL (key_column): a row without a key cannot be logged',
+            tab, key_column
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Make the column NOT NULL.';
+    END IF;
+    -- A key is logged as its JSON text: of these types that text depends on the writer's settings
+    -- (TimeZone, IntervalStyle, extra_float_digits, lc_monetary, bytea_output), so one key could
+    -- be logged as two.
+    SELECT format_type(t.oid, NULL) INTO unsteady_type FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+    WHERE a.attrelid = tab AND a.attname = key_column
+        AND coalesce(nullif(t.typbasetype, 0), t.oid) IN ('timestamptz'::regtype, 'interval'::regtype,
+            'float4'::regtype, 'float8'::regtype, 'money'::regtype, 'bytea'::regtype);
+    IF unsteady_type IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: % column "%" is %, whose text depends on the writer''s settings (key_column)',
+            tab, key_column, unsteady_type
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Publish a key of a text, integer, numeric or uuid type.';
     END IF;
     IF visibility_column IS NOT NULL AND NOT EXISTS (
         SELECT FROM pg_attribute WHERE attrelid = tab AND attname = visibility_column
@@ -470,6 +500,33 @@ BEGIN
     THEN
         RAISE EXCEPTION 'sovaria: % has no column "%" (visibility_column)', tab, visibility_column
             USING ERRCODE = 'undefined_column';
+    END IF;
+    -- A row shared with several users or teams (an array of them) is not followed: its changes
+    -- would name the array, which is no user's name and which no membership names, so no one
+    -- would ever see them.
+    SELECT format('%s.%I', a.attrelid::regclass, a.attname) INTO array_column
+    FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+    WHERE (a.attrelid = tab AND a.attname = visibility_column
+           OR a.attrelid = membership AND a.attname IN (membership_user_column, membership_team_column))
+        AND a.attnum > 0 AND NOT a.attisdropped AND t.typcategory = 'A'
+    LIMIT 1;
+    IF array_column IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: % is an array: a row shared with several users or teams is not followed', array_column
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Name one owner or team per row (and one user and one team per membership row).';
+    END IF;
+    -- A user's name is compared with `current_user` as text: a char(n) column's text is padded
+    -- ('alice   '), and would never equal it.
+    SELECT format('%s.%I', a.attrelid::regclass, a.attname) INTO padded_column
+    FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+    WHERE (a.attrelid = tab AND a.attname = visibility_column AND membership IS NULL
+           OR a.attrelid = membership AND a.attname = membership_user_column)
+        AND coalesce(nullif(t.typbasetype, 0), t.oid) = 'bpchar'::regtype
+    LIMIT 1;
+    IF padded_column IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: % names users as char(n), whose text is padded and never equals a user''s name',
+            padded_column
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Make the column text or varchar.';
     END IF;
     IF membership IS NOT NULL THEN
         IF visibility_column IS NULL THEN
@@ -485,18 +542,23 @@ BEGIN
                 membership, membership_user_column, membership_team_column
                 USING ERRCODE = 'undefined_column';
         END IF;
-        -- A row shared with several teams (an array of them) is not followed: its changes would
-        -- name the array, which no membership names, so no member would ever see them.
-        SELECT format('%s.%I', a.attrelid::regclass, a.attname) INTO array_column
-        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+        -- A team is compared by its text on both sides: the row's team column and the membership
+        -- table's are of one type (integers of any size, or text and varchar, count as one).
+        SELECT string_agg(format('%s.%I is %s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod)),
+                          ' and ')
+        INTO team_types
+        FROM pg_attribute a
         WHERE (a.attrelid = tab AND a.attname = visibility_column
-               OR a.attrelid = membership AND a.attname IN (membership_user_column, membership_team_column))
-            AND a.attnum > 0 AND NOT a.attisdropped AND t.typcategory = 'A'
-        LIMIT 1;
-        IF array_column IS NOT NULL THEN
-            RAISE EXCEPTION 'sovaria: % is an array: a row shared with several teams is not followed', array_column
-                USING ERRCODE = 'feature_not_supported',
-                      HINT = 'Name one team per row (and one user and one team per membership row).';
+               OR a.attrelid = membership AND a.attname = membership_team_column)
+        HAVING count(DISTINCT (
+            SELECT CASE WHEN base IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN 'integer'
+                        WHEN base IN ('text'::regtype, 'varchar'::regtype) THEN 'text'
+                        ELSE format_type(base, CASE WHEN t.typbasetype <> 0 THEN t.typtypmod ELSE a.atttypmod END) END
+            FROM pg_type t, LATERAL (SELECT coalesce(nullif(t.typbasetype, 0), t.oid)::regtype AS base) b
+            WHERE t.oid = a.atttypid)) > 1;
+        IF team_types IS NOT NULL THEN
+            RAISE EXCEPTION 'sovaria: %: a team''s text would differ between them', team_types
+                USING ERRCODE = 'datatype_mismatch', HINT = 'Give the two team columns one type.';
         END IF;
         SELECT p.tab INTO other FROM sovaria_published() p
         WHERE p.membership = via AND p.tab <> sovaria_publish.tab
@@ -518,11 +580,14 @@ BEGIN
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Publish this table under another name: sovaria_publish(..., feed_name => ''...'').';
     END IF;
-    FOR old_trigger IN SELECT tgname FROM pg_trigger WHERE tgrelid = tab
-        AND tgfoid IN (to_regproc('sovaria_record_row'), to_regproc('sovaria_record_statement'),
-                       to_regproc('sovaria_record_change'), to_regproc('sovaria_record_truncate'))
+    -- The table's triggers, and its partitions' own TRUNCATE triggers (below); a partition's
+    -- clones of the table's row trigger go with it.
+    FOR stale IN SELECT tgrelid::regclass AS rel, tgname FROM pg_trigger
+        WHERE (tgrelid = tab OR tgrelid IN (SELECT relid FROM pg_partition_tree(tab))) AND tgparentid = 0
+            AND tgfoid IN (to_regproc('sovaria_record_row'), to_regproc('sovaria_record_statement'),
+                           to_regproc('sovaria_record_change'), to_regproc('sovaria_record_truncate'))
     LOOP
-        EXECUTE format('DROP TRIGGER %I ON %s', old_trigger, tab);
+        EXECUTE format('DROP TRIGGER %I ON %s', stale.tgname, stale.rel);
     END LOOP;
     -- Names of their own, not derived from the table's (trigger names are per table): no table
     -- name is too long for them. Each trigger carries the table's arguments (what
@@ -536,6 +601,13 @@ BEGIN
                    'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', tab, args);
     EXECUTE format('CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s '
                    'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', tab, args);
+    -- A TRUNCATE of one partition fires that partition's statement triggers alone (row triggers
+    -- are cloned to partitions, statement triggers are not): each partition gets the table's. A
+    -- partition attached later gets it when the table is published again.
+    FOR part IN SELECT relid FROM pg_partition_tree(tab) WHERE relid <> tab LOOP
+        EXECUTE format('CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', part, args);
+    END LOOP;
     IF membership IS NOT NULL THEN
         -- The periods are brought up to the membership table's rows, with no write to it until this
         -- transaction ends (its trigger is made below): a period whose row is gone ends below every

@@ -952,6 +952,105 @@ def run_feed_sql_checks(db: str) -> None:
             listener.execute("SELECT 1")
     check("a transaction of four statements on a table published with notify => true notifies once;"
           " one published without it, never", heard == ["loud", "loud"], heard)
+    truncated_heard: list[str] = []
+    with psycopg.connect(db, autocommit=True) as listener, admin() as conn:
+        conn.execute("CREATE TABLE shouts (id text PRIMARY KEY, owner text)")
+        conn.execute("SELECT sovaria_publish('public.shouts', 'id', 'owner', notify => true)")
+        listener.execute("LISTEN sovaria_changes")
+        listener.add_notify_handler(lambda notice: truncated_heard.append(notice.payload))
+        conn.execute("TRUNCATE shouts")
+        conn.execute("INSERT INTO shouts VALUES ('s1', 'alice')")  # the marker, as above
+        deadline = time.monotonic() + 30
+        while truncated_heard.count("shouts") < 2 and time.monotonic() < deadline:
+            select.select([listener.fileno()], [], [], 1)
+            listener.execute("SELECT 1")
+    check("a TRUNCATE of a table published with notify => true notifies too (review after issue 62)",
+          truncated_heard == ["shouts", "shouts"], truncated_heard)
+
+    # What publishing refuses, and what it takes (an outside review after issue 62): each refusal
+    # is a typed error that leaves the table without a trigger.
+    def triggers_on(conn: psycopg.Connection, table: str) -> int:
+        return conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = %s::regclass AND NOT tgisinternal",
+                            [table]).fetchone()[0]
+
+    with admin() as conn:
+        conn.execute("CREATE TABLE slots (id int PRIMARY KEY DEFERRABLE INITIALLY DEFERRED, owner text)")
+        conn.execute("CREATE TABLE slugs (pk serial PRIMARY KEY, slug text UNIQUE, owner text)")
+        conn.execute("CREATE TABLE moments (at timestamptz PRIMARY KEY, owner text)")
+        conn.execute("CREATE TABLE shared_notes (id text PRIMARY KEY, owners text[])")
+        conn.execute("CREATE TABLE padded_notes (id text PRIMARY KEY, owner char(8))")
+        conn.execute("CREATE TABLE padded_crew (team text, who char(8), PRIMARY KEY (team, who))")
+        conn.execute("CREATE TABLE int_crew (team bigint, who text, PRIMARY KEY (team, who))")
+        conn.execute("CREATE TABLE padded_docs (id text PRIMARY KEY, team char(4))")
+        conn.execute("CREATE TABLE priced_docs (id text PRIMARY KEY, team numeric(10, 2))")
+        conn.execute("CREATE TABLE int_docs (id text PRIMARY KEY, team int)")
+        refused = {
+            "deferred key": refusal(conn, "'public.slots', 'id', 'owner'"),
+            "nullable key": refusal(conn, "'public.slugs', 'slug', 'owner'"),
+            "timestamptz key": refusal(conn, "'public.moments', 'at', 'owner'"),
+            "array owner": refusal(conn, "'public.shared_notes', 'id', 'owners'"),
+            "char(n) owner": refusal(conn, "'public.padded_notes', 'id', 'owner'"),
+            "char(n) member": refusal(conn, "'public.int_docs', 'id', 'team', membership => 'public.padded_crew',"
+                                            " membership_user_column => 'who', membership_team_column => 'team'"),
+            "char(4) team, text members": refusal(
+                conn, "'public.padded_docs', 'id', 'team', membership => 'public.crew',"
+                      " membership_user_column => 'who', membership_team_column => 'crew_id'"),
+            "numeric team, bigint members": refusal(
+                conn, "'public.priced_docs', 'id', 'team', membership => 'public.int_crew',"
+                      " membership_user_column => 'who', membership_team_column => 'team'"),
+        }
+        left_alone = {table: triggers_on(conn, table) for table in (
+            "slots", "slugs", "moments", "shared_notes", "padded_notes", "int_docs", "padded_docs", "priced_docs")}
+        int_teams = refusal(conn, "'public.int_docs', 'id', 'team', membership => 'public.int_crew',"
+                                  " membership_user_column => 'who', membership_team_column => 'team'")
+    expected = {"deferred key": "22023", "nullable key": "22023", "timestamptz key": "22023",
+                "array owner": "0A000", "char(n) owner": "22023", "char(n) member": "22023",
+                "char(4) team, text members": "42804", "numeric team, bigint members": "42804"}
+    check("publishing refuses a deferred or nullable key, a key whose text depends on settings, an array or"
+          " char(n) owner, a char(n) member and team columns of two types, with typed errors, nothing changed",
+          refused == expected and set(left_alone.values()) == {0}, (refused, left_alone))
+    check("... and takes an int team column with bigint members (one text)", int_teams is None, int_teams)
+
+    # A change number set by hand below 0 would log a change under positions already served.
+    with admin() as conn:
+        try:
+            with conn.transaction():
+                conn.execute("SET LOCAL sovaria.change_number = '-41943040'")
+                conn.execute("INSERT INTO quiet VALUES ('q-low', 'alice', 'below')")
+            low = None
+        except psycopg.Error as error:
+            low = error.sqlstate
+        logged_low = conn.execute("SELECT count(*) FROM sovaria_changes WHERE key = 'q-low'").fetchone()[0]
+    check("a change number set by hand below 0 is refused (program_limit_exceeded 54000), nothing logged",
+          low == "54000" and logged_low == 0, (low, logged_low))
+
+    # Partitioned tables: the partitions' clones of the row trigger are not tables of their own
+    # (the membership trigger logged a marker for each, at one position, and every membership
+    # write failed), and a TRUNCATE of one partition leaves a marker.
+    with admin() as conn:
+        conn.execute("CREATE TABLE part_crew (team text, who text, PRIMARY KEY (team, who))")
+        conn.execute("CREATE TABLE part_docs (id int PRIMARY KEY, team text) PARTITION BY RANGE (id)")
+        conn.execute("CREATE TABLE part_docs_low PARTITION OF part_docs FOR VALUES FROM (0) TO (100)")
+        conn.execute("CREATE TABLE part_docs_high PARTITION OF part_docs FOR VALUES FROM (100) TO (200)")
+        call = ("'public.part_docs', 'id', 'team', membership => 'public.part_crew',"
+                " membership_user_column => 'who', membership_team_column => 'team'")
+        first = refusal(conn, call)
+        try:
+            conn.execute("INSERT INTO part_crew VALUES ('p1', 'alice')")
+            joined = None
+        except psycopg.Error as error:
+            joined = error.sqlstate
+        again = refusal(conn, call)
+        listed = [row[0] for row in conn.execute(
+            "SELECT tab::text FROM sovaria_published() WHERE feed_name = 'part_docs'")]
+        conn.execute("INSERT INTO part_docs VALUES (1, 'p1'), (150, 'p1')")
+        conn.execute("TRUNCATE part_docs_high")
+    part_feed = [(key, op) for key, op, _ in feed_as("alice", "part_docs")]
+    check("a partitioned table published through a membership table: joining its team works, publishing"
+          " again works, it alone is listed, and a TRUNCATE of one partition is a must-refetch",
+          first is None and joined is None and again is None and listed == ["part_docs"]
+          and part_feed[-3:] == [("1", "upsert"), ("150", "upsert"), ("", "trimmed")],
+          (first, joined, again, listed, part_feed))
 
     with admin() as conn:
         volatility = conn.execute(
