@@ -209,7 +209,10 @@ DECLARE
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         -- A TRUNCATE logs no row: it leaves a `trimmed` row, so every reader fetches the table's
-        -- answers again. The write-position header does not name it.
+        -- answers again. The write-position header does not name it. The row is at this
+        -- transaction's position: a change another transaction committed before the TRUNCATE,
+        -- at a later position, is served after it (what the article says: run TRUNCATE as its
+        -- transaction's first write).
         number := number + 1;
         IF number NOT BETWEEN 1 AND 4194303 THEN
             RAISE EXCEPTION 'sovaria: change number %% is out of range: more than 4194303 changes to published tables in one transaction, or sovaria.change_number set by hand', number
