@@ -277,10 +277,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body
 -- A period ends below every transaction still running (`horizon`), this one included: a change
 -- made by one of them, before or after the delete in its own order, commits when the user is no
 -- longer in the team, so the user never reads it (the `trimmed` row fetches their answers again
--- once every one of them has ended). A period begins there too: a change made by one of them
--- commits when the user is in the team, and reaches them. (Begun at the insert's own position,
--- an older transaction's change that commits later stayed unseen, and the newest state of its
--- row the feed served them after their refetch was an earlier one: the row went back.)
+-- once every one of them has ended).
 DECLARE
     number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
     xact bigint := pg_current_xact_id()::text::bigint * 4194304;
@@ -318,7 +315,7 @@ BEGIN
             number := number + 1;
             who := new_row ->> TG_ARGV[0];
             INSERT INTO %2$s (membership, member, team, joined)
-            VALUES (TG_ARGV[2], who, new_row ->> TG_ARGV[1], horizon);
+            VALUES (TG_ARGV[2], who, new_row ->> TG_ARGV[1], xact + number);
             FOR i IN 3 .. TG_NARGS - 1 BY 2 LOOP
                 INSERT INTO %1$s (position, "table", key, op, visible_to, visible_to_all)
                 VALUES (xact + number, TG_ARGV[i], '', 'trimmed', who, false);
@@ -619,8 +616,7 @@ BEGIN
         -- transaction ends (its trigger is made below): a period whose row is gone ends below every
         -- running transaction, with a `trimmed` row for its user; a row with no open period begins
         -- one, since position 0 the first time anything is published through the table (nothing of
-        -- it is logged yet), else from below every running transaction, as a membership's insert
-        -- begins one (what was logged before stays unseen). A user and a
+        -- it is logged yet), else from now (what was logged meanwhile stays unseen). A user and a
         -- team are named as the triggers name them, by their JSON text (`to_jsonb(…) #>> '{}'`,
         -- what `->>` gives): a `char(4)` team 'c1' is 'c1  ' there, and 'c1' as `::text`.
         EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', membership);
@@ -639,6 +635,7 @@ BEGIN
                 false
             FROM sovaria_published() p WHERE p.membership = via;
         END LOOP;
+        number := number + 1;
         EXECUTE format('INSERT INTO sovaria_memberships (membership, member, team, joined) '
                        'SELECT DISTINCT %L, to_jsonb(m.%I) #>> ''{}'', to_jsonb(m.%I) #>> ''{}'', %s FROM %s m '
                        'WHERE m.%2$I IS NOT NULL AND m.%3$I IS NOT NULL AND NOT EXISTS ('
@@ -646,7 +643,7 @@ BEGIN
                        'AND p.member = to_jsonb(m.%2$I) #>> ''{}'' AND p.team = to_jsonb(m.%3$I) #>> ''{}'' '
                        'AND p.left_at IS NULL)',
                        via, membership_user_column, membership_team_column,
-                       CASE WHEN first_time THEN 0 ELSE pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304 END,
+                       CASE WHEN first_time THEN 0 ELSE pg_current_xact_id()::text::bigint * 4194304 + number END,
                        membership);
         PERFORM set_config('sovaria.change_number', number::text, true);
     END IF;
