@@ -805,6 +805,28 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("SET ROLE bob")
         bobs_periods = conn.execute("SELECT count(*) FROM sovaria_memberships").fetchone()[0]
     check("... and reads no one's membership periods but his own", bobs_periods == 0, bobs_periods)
+    # Joining while older transactions run (an outside review after issue 62): s1 (the oldest)
+    # moves a row to team B after s2 (younger) wrote it in team A, and alice then joins A. A
+    # period begun below the transactions running at her join (tried, and reverted) served her
+    # s2's change, whose newest state she could see was the team-A one: B's row. It begins at the
+    # join's own position, so she gets only her marker.
+    with admin() as conn:
+        conn.execute("CREATE TABLE moved_crew (team text, who text, PRIMARY KEY (team, who))")
+        conn.execute("CREATE TABLE moved_docs (id text PRIMARY KEY, team text, body text)")
+        conn.execute("SELECT sovaria_publish('public.moved_docs', 'id', 'team', membership => 'public.moved_crew',"
+                     " membership_user_column => 'who', membership_team_column => 'team')")
+        conn.execute("INSERT INTO moved_docs VALUES ('m1', 'A', 'first')")
+        with psycopg.connect(db) as s1, psycopg.connect(db) as s3:
+            s1.execute("SELECT pg_current_xact_id()")
+            s3.execute("SELECT pg_current_xact_id()")  # holds the feed back until the end
+            conn.execute("UPDATE moved_docs SET body = 'written in A' WHERE id = 'm1'")  # s2
+            s1.execute("UPDATE moved_docs SET team = 'B' WHERE id = 'm1'")
+            s1.commit()
+            conn.execute("INSERT INTO moved_crew VALUES ('A', 'alice')")
+            s3.commit()
+    moved_seen = [(key, op, row) for key, op, row in feed_as("alice", "moved_docs")]
+    check("a member who joins a team while an older transaction moves a row out of it never reads that row",
+          moved_seen == [("", "trimmed", None)], moved_seen)
     # Leaving (review of issue 62): a change a transaction makes before it removes the member, and
     # one a transaction that took its id before the removal makes after it, commit once the user
     # is no longer in the team: neither reaches them.
