@@ -1004,8 +1004,21 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("CREATE TABLE padded_crew (team text, who char(8), PRIMARY KEY (team, who))")
         conn.execute("CREATE TABLE int_crew (team bigint, who text, PRIMARY KEY (team, who))")
         conn.execute("CREATE TABLE padded_docs (id text PRIMARY KEY, team char(4))")
-        conn.execute("CREATE TABLE priced_docs (id text PRIMARY KEY, team numeric(10, 2))")
         conn.execute("CREATE TABLE int_docs (id text PRIMARY KEY, team int)")
+        # Domains over domains: what is under them counts (a review of the first version, which
+        # looked one domain deep).
+        conn.execute("CREATE DOMAIN moment1 AS timestamptz")
+        conn.execute("CREATE DOMAIN moment2 AS moment1")
+        conn.execute("CREATE DOMAIN label1 AS text")
+        conn.execute("CREATE DOMAIN label2 AS label1")
+        conn.execute("CREATE DOMAIN given_id AS text NOT NULL")
+        conn.execute("CREATE TYPE shade AS ENUM ('red', 'blue')")
+        conn.execute("CREATE TABLE moments2 (at moment2 PRIMARY KEY, owner text)")
+        conn.execute("CREATE TABLE given (id given_id UNIQUE, owner text)")
+        conn.execute("CREATE TABLE labelled_docs (id text PRIMARY KEY, team label2)")
+        conn.execute("CREATE TABLE shaded_docs (id text PRIMARY KEY, team shade)")
+        conn.execute("CREATE TABLE counted_docs (id text PRIMARY KEY, team numeric(10, 0))")
+        conn.execute("CREATE TABLE text_crew (team text, who text, PRIMARY KEY (team, who))")
         refused = {
             "deferred key": refusal(conn, "'public.slots', 'id', 'owner'"),
             "nullable key": refusal(conn, "'public.slugs', 'slug', 'owner'"),
@@ -1017,21 +1030,35 @@ def run_feed_sql_checks(db: str) -> None:
             "char(4) team, text members": refusal(
                 conn, "'public.padded_docs', 'id', 'team', membership => 'public.crew',"
                       " membership_user_column => 'who', membership_team_column => 'crew_id'"),
-            "numeric team, bigint members": refusal(
-                conn, "'public.priced_docs', 'id', 'team', membership => 'public.int_crew',"
-                      " membership_user_column => 'who', membership_team_column => 'team'"),
+            "timestamptz key under two domains": refusal(conn, "'public.moments2', 'at', 'owner'"),
         }
         left_alone = {table: triggers_on(conn, table) for table in (
-            "slots", "slugs", "moments", "shared_notes", "padded_notes", "int_docs", "padded_docs", "priced_docs")}
-        int_teams = refusal(conn, "'public.int_docs', 'id', 'team', membership => 'public.int_crew',"
-                                  " membership_user_column => 'who', membership_team_column => 'team'")
+            "slots", "slugs", "moments", "shared_notes", "padded_notes", "int_docs", "padded_docs", "moments2")}
+        taken = {
+            "int team, bigint members": refusal(
+                conn, "'public.int_docs', 'id', 'team', membership => 'public.int_crew',"
+                      " membership_user_column => 'who', membership_team_column => 'team'"),
+            "numeric(10,0) team, bigint members": refusal(
+                conn, "'public.counted_docs', 'id', 'team', membership => 'public.int_crew',"
+                      " membership_user_column => 'who', membership_team_column => 'team'"),
+            "text under two domains, text members": refusal(
+                conn, "'public.labelled_docs', 'id', 'team', membership => 'public.text_crew',"
+                      " membership_user_column => 'who', membership_team_column => 'team'"),
+            "enum team, text members": refusal(
+                conn, "'public.shaded_docs', 'id', 'team', membership => 'public.text_crew',"
+                      " membership_user_column => 'who', membership_team_column => 'team'"),
+            "key of a NOT NULL domain": refusal(conn, "'public.given', 'id', 'owner'"),
+        }
     expected = {"deferred key": "22023", "nullable key": "22023", "timestamptz key": "22023",
                 "array owner": "0A000", "char(n) owner": "22023", "char(n) member": "22023",
-                "char(4) team, text members": "42804", "numeric team, bigint members": "42804"}
-    check("publishing refuses a deferred or nullable key, a key whose text depends on settings, an array or"
-          " char(n) owner, a char(n) member and team columns of two types, with typed errors, nothing changed",
+                "char(4) team, text members": "42804", "timestamptz key under two domains": "22023"}
+    check("publishing refuses a deferred or nullable key, a key whose text depends on settings (under domains"
+          " too), an array or char(n) owner, a char(n) member and a char(n) team beside another type,"
+          " with typed errors, nothing changed",
           refused == expected and set(left_alone.values()) == {0}, (refused, left_alone))
-    check("... and takes an int team column with bigint members (one text)", int_teams is None, int_teams)
+    check("... and takes team columns whose texts agree (integers of two sizes, numeric(10,0) and bigint, text"
+          " under two domains and text, an enum and text) and a key of a NOT NULL domain",
+          set(taken.values()) == {None}, taken)
 
     # A change number set by hand below 0 would log a change under positions already served.
     with admin() as conn:
