@@ -388,15 +388,19 @@ $$;
 -- Gives each membership table that a published table is published through its trigger, naming
 -- every table published through it (what it logs a `trimmed` row of when a membership begins or
 -- ends); a membership table no published table names any more loses its trigger (its periods
--- stay). Called by `sovaria_publish`.
+-- stay). A partitioned membership table's partitions get its TRUNCATE trigger too (statement
+-- triggers are not cloned to partitions, and a TRUNCATE of one must end its periods); a
+-- partition attached later gets it when a table is published through it again. Called by
+-- `sovaria_publish`, and when this file is applied.
 CREATE OR REPLACE FUNCTION sovaria_refresh_membership_triggers() RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     m record;
     old record;
+    part regclass;
 BEGIN
     FOR old IN SELECT tr.tgrelid::regclass AS tab, tr.tgname FROM pg_trigger tr
-        WHERE tr.tgfoid = to_regproc('sovaria_record_membership')
+        WHERE tr.tgfoid = to_regproc('sovaria_record_membership') AND tr.tgparentid = 0
     LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', old.tgname, old.tab);
     END LOOP;
@@ -412,6 +416,11 @@ BEGIN
         EXECUTE format('CREATE TRIGGER sovaria_membership_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
                        'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
                        m.via, m.user_column, m.team_column, m.via, m.feeds);
+        FOR part IN SELECT relid FROM pg_partition_tree(m.via::regclass) WHERE relid <> m.via::regclass LOOP
+            EXECUTE format('CREATE TRIGGER sovaria_membership_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
+                           'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
+                           part, m.user_column, m.team_column, m.via, m.feeds);
+        END LOOP;
     END LOOP;
 END
 $$;
@@ -869,3 +878,30 @@ END
 $$;
 DROP FUNCTION IF EXISTS sovaria_record_change();
 DROP FUNCTION IF EXISTS sovaria_record_truncate();
+
+-- What an earlier version of this file published and this one would publish otherwise: a
+-- partitioned table is published again (its partitions get their TRUNCATE triggers), the
+-- membership tables' triggers are made again (they named each partition of a partitioned table
+-- as a table of its own), and a table that publishing now refuses is named in a warning (it
+-- stays published as it was: publish it again once its key or columns are fixed).
+DO $$
+DECLARE
+    p record;
+BEGIN
+    FOR p IN SELECT * FROM sovaria_published() ORDER BY tab::text LOOP
+        BEGIN
+            PERFORM sovaria_publish(p.tab, p.key_column, p.visibility_column, p.feed_name, notify => p.notifies,
+                membership => p.membership::regclass, membership_user_column => p.membership_user_column,
+                membership_team_column => p.membership_team_column);
+            IF (SELECT relkind FROM pg_class WHERE oid = p.tab) <> 'p' THEN
+                RAISE EXCEPTION USING ERRCODE = 'P0001';  -- the check alone: undone
+            END IF;
+        EXCEPTION
+            WHEN raise_exception THEN NULL;
+            WHEN OTHERS THEN
+                RAISE WARNING 'sovaria: % is published, and publishing it now is refused: %', p.tab, SQLERRM;
+        END;
+    END LOOP;
+    PERFORM sovaria_refresh_membership_triggers();
+END
+$$;

@@ -1100,6 +1100,63 @@ def run_feed_sql_checks(db: str) -> None:
           first is None and joined is None and again is None and listed == ["part_docs"]
           and part_feed[-3:] == [("1", "upsert"), ("150", "upsert"), ("", "trimmed")],
           (first, joined, again, listed, part_feed))
+    # Applying the file over what an earlier version left: its membership trigger named each
+    # partition as a table of its own, and the partitions had no TRUNCATE trigger. Made by hand
+    # here, then the file applied: it makes both again (a review of the first fix).
+    with admin() as conn:
+        conn.execute("DROP TRIGGER sovaria_membership ON part_crew")
+        conn.execute("CREATE TRIGGER sovaria_membership AFTER INSERT OR UPDATE OR DELETE ON part_crew FOR EACH ROW"
+                     " EXECUTE FUNCTION sovaria_record_membership('who', 'team', 'public.part_crew',"
+                     " 'part_docs', '', 'part_docs', '', 'part_docs', '')")
+        for partition in ("part_docs_low", "part_docs_high"):
+            conn.execute(f"DROP TRIGGER sovaria_changes_truncate ON {partition}")
+        # And a table published with a key that publishing would now refuse.
+        conn.execute("CREATE TABLE lost_key (id text PRIMARY KEY, owner text)")
+        conn.execute("SELECT sovaria_publish('public.lost_key', 'id', 'owner')")
+        conn.execute("ALTER TABLE lost_key DROP CONSTRAINT lost_key_pkey")
+    reapplied = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
+                               capture_output=True, text=True)
+    with admin() as conn:
+        try:
+            conn.execute("INSERT INTO part_crew VALUES ('p2', 'alice')")
+            rejoined = None
+        except psycopg.Error as error:
+            rejoined = error.sqlstate
+        partition_triggers = conn.execute(
+            "SELECT count(*) FROM pg_trigger WHERE tgname = 'sovaria_changes_truncate'"
+            " AND tgrelid IN ('part_docs_low'::regclass, 'part_docs_high'::regclass)").fetchone()[0]
+        still_published = conn.execute(
+            "SELECT count(*) FROM sovaria_published() WHERE tab = 'public.lost_key'::regclass").fetchone()[0]
+    check("applying the file again mends what an earlier version left on a partitioned table: a membership"
+          " write works, and its partitions have their TRUNCATE triggers",
+          reapplied.returncode == 0 and rejoined is None and partition_triggers == 2,
+          (reapplied.stderr[-300:], rejoined, partition_triggers))
+    check("... and names in a warning a published table that publishing now refuses, leaving it published",
+          "lost_key is published, and publishing it now is refused" in reapplied.stderr and still_published == 1,
+          (reapplied.stderr[-400:], still_published))
+
+    # A partitioned membership table: a second table is published through it, and a TRUNCATE of
+    # one partition ends the periods it held (else alice kept reading the team she was removed
+    # from).
+    with admin() as conn:
+        conn.execute("CREATE TABLE squad_list (team text, who text, PRIMARY KEY (team, who)) PARTITION BY LIST (team)")
+        conn.execute("CREATE TABLE squad_list_q PARTITION OF squad_list FOR VALUES IN ('q')")
+        conn.execute("CREATE TABLE squad_list_r PARTITION OF squad_list FOR VALUES IN ('r')")
+        conn.execute("CREATE TABLE squad_plans (id text PRIMARY KEY, team text)")
+        conn.execute("CREATE TABLE squad_notes (id text PRIMARY KEY, team text)")
+        conn.execute("INSERT INTO squad_list VALUES ('q', 'alice')")
+        through = ("membership => 'public.squad_list', membership_user_column => 'who',"
+                   " membership_team_column => 'team'")
+        plans = refusal(conn, f"'public.squad_plans', 'id', 'team', {through}")
+        notes = refusal(conn, f"'public.squad_notes', 'id', 'team', {through}")
+        conn.execute("INSERT INTO squad_plans VALUES ('before', 'q')")
+        conn.execute("TRUNCATE squad_list_q")
+        conn.execute("INSERT INTO squad_plans VALUES ('after', 'q')")
+    squad_feed = [(key, op) for key, op, _ in feed_as("alice", "squad_plans")]
+    check("a partitioned membership table: a second table is published through it, and a TRUNCATE of one"
+          " partition ends its periods (a must-refetch, and no change after it)",
+          plans is None and notes is None and squad_feed == [("before", "upsert"), ("", "trimmed")],
+          (plans, notes, squad_feed))
 
     with admin() as conn:
         volatility = conn.execute(
