@@ -596,6 +596,16 @@ BEGIN
         RAISE EXCEPTION 'sovaria: membership columns without a membership table'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- A partition published on its own would be published twice, and publishing the table
+    -- would drop the partition's own triggers.
+    SELECT p.tab INTO other FROM sovaria_published() p
+    WHERE p.tab IN (SELECT t.relid FROM pg_partition_tree(sovaria_publish.tab) t WHERE t.relid <> sovaria_publish.tab)
+    LIMIT 1;
+    IF other IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: %, a partition of %, is published on its own', other, tab
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Unpublish the partition (drop its sovaria_changes triggers), then publish the table.';
+    END IF;
     SELECT p.tab INTO other FROM sovaria_published() p
     WHERE p.feed_name = feed AND p.tab <> sovaria_publish.tab LIMIT 1;
     IF other IS NOT NULL THEN

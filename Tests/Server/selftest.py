@@ -1153,6 +1153,16 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("TRUNCATE squad_list_q")
         conn.execute("INSERT INTO squad_plans VALUES ('after', 'q')")
     squad_feed = [(key, op) for key, op, _ in feed_as("alice", "squad_plans")]
+    # A partition published on its own, then its table: refused (publishing the table dropped the
+    # partition's own triggers, and its feed vanished without a marker).
+    with admin() as conn:
+        conn.execute("CREATE TABLE zones (id int PRIMARY KEY, owner text) PARTITION BY RANGE (id)")
+        conn.execute("CREATE TABLE zones_a PARTITION OF zones FOR VALUES FROM (0) TO (10)")
+        conn.execute("SELECT sovaria_publish('public.zones_a', 'id', 'owner', feed_name => 'zones_a_own')")
+        whole = refusal(conn, "'public.zones', 'id', 'owner'")
+        own = conn.execute("SELECT count(*) FROM sovaria_published() WHERE feed_name = 'zones_a_own'").fetchone()[0]
+    check("publishing a table one of whose partitions is published on its own is refused (duplicate_object"
+          " 42710), and the partition's feed stays", whole == "42710" and own == 1, (whole, own))
     check("a partitioned membership table: a second table is published through it, and a TRUNCATE of one"
           " partition ends its periods (a must-refetch, and no change after it)",
           plans is None and notes is None and squad_feed == [("before", "upsert"), ("", "trimmed")],
