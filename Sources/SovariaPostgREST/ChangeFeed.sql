@@ -272,7 +272,8 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body
 -- 'notify' or '' (`sovaria_publish` writes them). A membership that ends closes its period and
 -- one that begins opens one, each at a position of its own; each logs for its user a `trimmed`
 -- row of every table published through it: the user's answers of those tables are fetched
--- again. A TRUNCATE ends every period, and its `trimmed` rows are every reader's.
+-- again. A TRUNCATE (of the table, or of one of its partitions, which have this trigger too)
+-- ends the periods whose row is gone, and its `trimmed` rows are every reader's.
 --
 -- A period ends below every transaction still running (`horizon`), this one included: a change
 -- made by one of them, before or after the delete in its own order, commits when the user is no
@@ -285,10 +286,18 @@ DECLARE
     old_row jsonb;
     new_row jsonb;
     who text;
+    ended bigint;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
+        EXECUTE format('UPDATE %2$s p SET left_at = $1 WHERE p.membership = $2 AND p.left_at IS NULL '
+                       'AND NOT EXISTS (SELECT FROM %%s m WHERE to_jsonb(m.%%I) #>> ''{}'' = p.member '
+                       'AND to_jsonb(m.%%I) #>> ''{}'' = p.team)', TG_ARGV[2], TG_ARGV[0], TG_ARGV[1])
+            USING horizon, TG_ARGV[2];
+        GET DIAGNOSTICS ended = ROW_COUNT;
+        IF ended = 0 THEN
+            RETURN NULL;  -- a partition of no one, or the table's rows truncated a level up already
+        END IF;
         number := number + 1;
-        UPDATE %2$s SET left_at = horizon WHERE membership = TG_ARGV[2] AND left_at IS NULL;
         FOR i IN 3 .. TG_NARGS - 1 BY 2 LOOP
             INSERT INTO %1$s (position, "table", key, op, visible_to_all)
             VALUES (xact + number, TG_ARGV[i], '', 'trimmed', true);
@@ -410,6 +419,11 @@ BEGIN
                        ORDER BY p.feed_name) AS feeds
         FROM sovaria_published() p WHERE p.membership IS NOT NULL GROUP BY p.membership
     LOOP
+        IF to_regclass(m.via) IS NULL THEN
+            RAISE WARNING 'sovaria: the membership table % is gone (renamed or dropped): tables published through it follow no membership',
+                m.via USING HINT = 'Publish those tables again, naming the membership table.';
+            CONTINUE;
+        END IF;
         EXECUTE format('CREATE TRIGGER sovaria_membership AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
                        'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
                        m.via, m.user_column, m.team_column, m.via, m.feeds);
@@ -422,6 +436,54 @@ BEGIN
                            part, m.user_column, m.team_column, m.via, m.feeds);
         END LOOP;
     END LOOP;
+END
+$$;
+
+-- Brings the periods of the membership table `membership` up to its rows, with no write to it
+-- until this transaction ends: a period whose row is gone ends below every running transaction,
+-- with a `trimmed` row for its user; a row with no open period begins one, since position 0 the
+-- first time anything is published through the table (nothing of it is logged yet), else from
+-- now (what was logged meanwhile stays unseen). A user and a team are named as the triggers
+-- name them, by their JSON text (`to_jsonb(…) #>> '{}'`, what `->>` gives): a `char(4)` team
+-- 'c1' is 'c1  ' there, and 'c1' as `::text`. Called by `sovaria_publish`, and when this file
+-- is applied.
+CREATE OR REPLACE FUNCTION sovaria_sync_memberships(
+    membership regclass, membership_user_column text, membership_team_column text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    via text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = membership);
+    first_time boolean;
+    number int;
+    gone record;
+BEGIN
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', membership);
+    first_time := NOT EXISTS (SELECT FROM sovaria_memberships p WHERE p.membership = via);
+    number := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
+    FOR gone IN EXECUTE format(
+        'UPDATE sovaria_memberships p SET left_at = %s WHERE p.membership = %L AND p.left_at IS NULL '
+        'AND NOT EXISTS (SELECT FROM %s m WHERE to_jsonb(m.%I) #>> ''{}'' = p.member '
+        'AND to_jsonb(m.%I) #>> ''{}'' = p.team) '
+        'RETURNING p.member', pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304, via,
+        membership, membership_user_column, membership_team_column)
+    LOOP
+        number := number + 1;
+        INSERT INTO sovaria_changes (position, "table", key, op, visible_to, visible_to_all)
+        SELECT pg_current_xact_id()::text::bigint * 4194304 + number, p.feed_name, '', 'trimmed', gone.member,
+            false
+        FROM sovaria_published() p WHERE p.membership = via;
+    END LOOP;
+    number := number + 1;
+    EXECUTE format('INSERT INTO sovaria_memberships (membership, member, team, joined) '
+                   'SELECT DISTINCT %L, to_jsonb(m.%I) #>> ''{}'', to_jsonb(m.%I) #>> ''{}'', %s FROM %s m '
+                   'WHERE m.%2$I IS NOT NULL AND m.%3$I IS NOT NULL AND NOT EXISTS ('
+                   'SELECT FROM sovaria_memberships p WHERE p.membership = %1$L '
+                   'AND p.member = to_jsonb(m.%2$I) #>> ''{}'' AND p.team = to_jsonb(m.%3$I) #>> ''{}'' '
+                   'AND p.left_at IS NULL)',
+                   via, membership_user_column, membership_team_column,
+                   CASE WHEN first_time THEN 0 ELSE pg_current_xact_id()::text::bigint * 4194304 + number END,
+                   membership);
+    PERFORM set_config('sovaria.change_number', number::text, true);
 END
 $$;
 
@@ -444,9 +506,6 @@ RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     via text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = membership);
-    first_time boolean;
-    number int;
-    gone record;
     feed text := coalesce(feed_name, (
         SELECT CASE WHEN n.nspname = 'public' THEN c.relname::text ELSE n.nspname || '.' || c.relname END
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tab));
@@ -546,8 +605,9 @@ BEGIN
         END IF;
         -- A user's name is compared with `current_user` as text: a char(n) column's text is
         -- padded ('alice   '), and would never equal it.
-        IF col.base = 'bpchar'::regtype AND (col.attrelid = tab AND col.attname = visibility_column AND membership IS NULL
-                                              OR col.attrelid = membership AND col.attname = membership_user_column) THEN
+        IF col.base = 'bpchar'::regtype AND col.mod <> -1
+            AND (col.attrelid = tab AND col.attname = visibility_column AND membership IS NULL
+                 OR col.attrelid = membership AND col.attname = membership_user_column) THEN
             RAISE EXCEPTION 'sovaria: %.% names users as char(n), whose text is padded and never equals a user''s name',
                 col.attrelid::regclass, quote_ident(col.attname)
                 USING ERRCODE = 'invalid_parameter_value', HINT = 'Make the column text or varchar.';
@@ -556,7 +616,8 @@ BEGIN
                                        OR col.attrelid = membership AND col.attname = membership_team_column) THEN
             team_types := array_append(team_types, format('%s.%I is %s', col.attrelid::regclass, col.attname,
                                                           format_type(col.base, col.mod)));
-            team_padded := array_append(team_padded, CASE WHEN col.base = 'bpchar'::regtype THEN col.mod ELSE NULL END);
+            team_padded := array_append(team_padded, CASE WHEN col.base = 'bpchar'::regtype AND col.mod <> -1
+                                                          THEN col.mod END);
         END IF;
     END LOOP;
     IF membership IS NOT NULL THEN
@@ -642,40 +703,7 @@ BEGIN
                        'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', part, args);
     END LOOP;
     IF membership IS NOT NULL THEN
-        -- The periods are brought up to the membership table's rows, with no write to it until this
-        -- transaction ends (its trigger is made below): a period whose row is gone ends below every
-        -- running transaction, with a `trimmed` row for its user; a row with no open period begins
-        -- one, since position 0 the first time anything is published through the table (nothing of
-        -- it is logged yet), else from now (what was logged meanwhile stays unseen). A user and a
-        -- team are named as the triggers name them, by their JSON text (`to_jsonb(…) #>> '{}'`,
-        -- what `->>` gives): a `char(4)` team 'c1' is 'c1  ' there, and 'c1' as `::text`.
-        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', membership);
-        first_time := NOT EXISTS (SELECT FROM sovaria_memberships p WHERE p.membership = via);
-        number := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
-        FOR gone IN EXECUTE format(
-            'UPDATE sovaria_memberships p SET left_at = %s WHERE p.membership = %L AND p.left_at IS NULL '
-            'AND NOT EXISTS (SELECT FROM %s m WHERE to_jsonb(m.%I) #>> ''{}'' = p.member '
-            'AND to_jsonb(m.%I) #>> ''{}'' = p.team) '
-            'RETURNING p.member', pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304, via,
-            membership, membership_user_column, membership_team_column)
-        LOOP
-            number := number + 1;
-            INSERT INTO sovaria_changes (position, "table", key, op, visible_to, visible_to_all)
-            SELECT pg_current_xact_id()::text::bigint * 4194304 + number, p.feed_name, '', 'trimmed', gone.member,
-                false
-            FROM sovaria_published() p WHERE p.membership = via;
-        END LOOP;
-        number := number + 1;
-        EXECUTE format('INSERT INTO sovaria_memberships (membership, member, team, joined) '
-                       'SELECT DISTINCT %L, to_jsonb(m.%I) #>> ''{}'', to_jsonb(m.%I) #>> ''{}'', %s FROM %s m '
-                       'WHERE m.%2$I IS NOT NULL AND m.%3$I IS NOT NULL AND NOT EXISTS ('
-                       'SELECT FROM sovaria_memberships p WHERE p.membership = %1$L '
-                       'AND p.member = to_jsonb(m.%2$I) #>> ''{}'' AND p.team = to_jsonb(m.%3$I) #>> ''{}'' '
-                       'AND p.left_at IS NULL)',
-                       via, membership_user_column, membership_team_column,
-                       CASE WHEN first_time THEN 0 ELSE pg_current_xact_id()::text::bigint * 4194304 + number END,
-                       membership);
-        PERFORM set_config('sovaria.change_number', number::text, true);
+        PERFORM sovaria_sync_memberships(membership, membership_user_column, membership_team_column);
     END IF;
     PERFORM sovaria_refresh_membership_triggers();
     -- Publishing, trimming and compacting are the owner's: say so if a role has been given them since.
@@ -853,7 +881,7 @@ BEGIN
                         'sovaria_trim_changes'::regproc, 'sovaria_compact_changes'::regproc,
                         'sovaria_record_row'::regproc,
                         'sovaria_record_statement'::regproc, 'sovaria_record_membership'::regproc,
-                        'sovaria_refresh_membership_triggers'::regproc)
+                        'sovaria_refresh_membership_triggers'::regproc, 'sovaria_sync_memberships'::regproc)
             AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
     LOOP
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
@@ -889,29 +917,36 @@ $$;
 DROP FUNCTION IF EXISTS sovaria_record_change();
 DROP FUNCTION IF EXISTS sovaria_record_truncate();
 
--- What an earlier version of this file published and this one would publish otherwise: a
--- partitioned table is published again (its partitions get their TRUNCATE triggers), the
--- membership tables' triggers are made again (they named each partition of a partitioned table
--- as a table of its own), and a table that publishing now refuses is named in a warning (it
--- stays published as it was: publish it again once its key or columns are fixed).
+-- What an earlier version of this file left and this one makes otherwise: the membership
+-- tables' triggers are made again (they named each partition of a partitioned table as a table
+-- of its own), their periods brought up to their rows (they named a char(n) team without its
+-- padding), and each partition of a published table gets the table's TRUNCATE trigger. Nothing
+-- else is published again (publishing takes each table's lock): publish a table again to have
+-- its key and columns checked as `sovaria_publish` checks them now.
 DO $$
 DECLARE
     p record;
+    part regclass;
+    log text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
 BEGIN
-    FOR p IN SELECT * FROM sovaria_published() ORDER BY tab::text LOOP
-        BEGIN
-            PERFORM sovaria_publish(p.tab, p.key_column, p.visibility_column, p.feed_name, notify => p.notifies,
-                membership => p.membership::regclass, membership_user_column => p.membership_user_column,
-                membership_team_column => p.membership_team_column);
-            IF (SELECT relkind FROM pg_class WHERE oid = p.tab) <> 'p' THEN
-                RAISE EXCEPTION USING ERRCODE = 'P0001';  -- the check alone: undone
-            END IF;
-        EXCEPTION
-            WHEN raise_exception THEN NULL;
-            WHEN OTHERS THEN
-                RAISE WARNING 'sovaria: % is published, and publishing it now is refused: %', p.tab, SQLERRM;
-        END;
-    END LOOP;
     PERFORM sovaria_refresh_membership_triggers();
+    FOR p IN SELECT DISTINCT ON (membership) * FROM sovaria_published()
+        WHERE membership IS NOT NULL AND to_regclass(membership) IS NOT NULL ORDER BY membership
+    LOOP
+        PERFORM sovaria_sync_memberships(p.membership::regclass, p.membership_user_column, p.membership_team_column);
+    END LOOP;
+    FOR p IN SELECT * FROM sovaria_published() pub WHERE (SELECT relkind FROM pg_class WHERE oid = pub.tab) = 'p' LOOP
+        FOR part IN SELECT t.relid FROM pg_partition_tree(p.tab) t WHERE t.relid <> p.tab AND NOT EXISTS (
+            SELECT FROM pg_trigger tr WHERE tr.tgrelid = t.relid AND tr.tgname = 'sovaria_changes_truncate')
+        LOOP
+            -- The arguments `sovaria_publish` gives the table's triggers.
+            EXECUTE format('CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s '
+                           'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%L, %L, %L, %L, %L, %L, %L, %L)',
+                           part, p.key_column, coalesce(p.visibility_column, ''), log, p.feed_name,
+                           CASE WHEN p.notifies THEN 'notify' ELSE '' END, coalesce(p.membership, ''),
+                           coalesce(p.membership_user_column, ''), coalesce(p.membership_team_column, ''));
+        END LOOP;
+    END LOOP;
 END
 $$;

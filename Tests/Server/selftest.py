@@ -1110,10 +1110,23 @@ def run_feed_sql_checks(db: str) -> None:
                      " 'part_docs', '', 'part_docs', '', 'part_docs', '')")
         for partition in ("part_docs_low", "part_docs_high"):
             conn.execute(f"DROP TRIGGER sovaria_changes_truncate ON {partition}")
-        # And a table published with a key that publishing would now refuse.
+        # A table published with a key that publishing would now refuse: left as it is.
         conn.execute("CREATE TABLE lost_key (id text PRIMARY KEY, owner text)")
         conn.execute("SELECT sovaria_publish('public.lost_key', 'id', 'owner')")
         conn.execute("ALTER TABLE lost_key DROP CONSTRAINT lost_key_pkey")
+        # Periods an earlier version opened for a char(4) team by its text without padding.
+        conn.execute("CREATE TABLE pad_crew (team char(4), who text, PRIMARY KEY (team, who))")
+        conn.execute("CREATE TABLE pad_docs (id text PRIMARY KEY, team char(4))")
+        conn.execute("INSERT INTO pad_crew VALUES ('k1', 'alice')")
+        conn.execute("SELECT sovaria_publish('public.pad_docs', 'id', 'team', membership => 'public.pad_crew',"
+                     " membership_user_column => 'who', membership_team_column => 'team')")
+        conn.execute("UPDATE sovaria_memberships SET team = rtrim(team) WHERE membership = 'public.pad_crew'")
+        # And a membership table renamed since: applying the file warns, and goes on.
+        conn.execute("CREATE TABLE gone_crew (team text, who text, PRIMARY KEY (team, who))")
+        conn.execute("CREATE TABLE gone_docs (id text PRIMARY KEY, team text)")
+        conn.execute("SELECT sovaria_publish('public.gone_docs', 'id', 'team', membership => 'public.gone_crew',"
+                     " membership_user_column => 'who', membership_team_column => 'team')")
+        conn.execute("ALTER TABLE gone_crew RENAME TO renamed_crew")
     reapplied = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
                                capture_output=True, text=True)
     with admin() as conn:
@@ -1127,13 +1140,19 @@ def run_feed_sql_checks(db: str) -> None:
             " AND tgrelid IN ('part_docs_low'::regclass, 'part_docs_high'::regclass)").fetchone()[0]
         still_published = conn.execute(
             "SELECT count(*) FROM sovaria_published() WHERE tab = 'public.lost_key'::regclass").fetchone()[0]
+        conn.execute("INSERT INTO pad_docs VALUES ('pd1', 'k1')")
     check("applying the file again mends what an earlier version left on a partitioned table: a membership"
           " write works, and its partitions have their TRUNCATE triggers",
           reapplied.returncode == 0 and rejoined is None and partition_triggers == 2,
           (reapplied.stderr[-300:], rejoined, partition_triggers))
-    check("... and names in a warning a published table that publishing now refuses, leaving it published",
-          "lost_key is published, and publishing it now is refused" in reapplied.stderr and still_published == 1,
+    check("... leaves a published table that publishing would now refuse as it was, warns about a renamed"
+          " membership table and goes on",
+          still_published == 1 and "membership table public.gone_crew is gone" in reapplied.stderr,
           (reapplied.stderr[-400:], still_published))
+    pad_feed = [(key, op) for key, op, _ in feed_as("alice", "pad_docs")]
+    check("... and brings periods an earlier version opened for a char(4) team to the team's padded text:"
+          " its member is served the team's change",
+          ("pd1", "upsert") in pad_feed, pad_feed)
 
     # A partitioned membership table: a second table is published through it, and a TRUNCATE of
     # one partition ends the periods it held (else alice kept reading the team she was removed
@@ -1144,15 +1163,16 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("CREATE TABLE squad_list_r PARTITION OF squad_list FOR VALUES IN ('r')")
         conn.execute("CREATE TABLE squad_plans (id text PRIMARY KEY, team text)")
         conn.execute("CREATE TABLE squad_notes (id text PRIMARY KEY, team text)")
-        conn.execute("INSERT INTO squad_list VALUES ('q', 'alice')")
+        conn.execute("INSERT INTO squad_list VALUES ('q', 'alice'), ('r', 'bob')")
         through = ("membership => 'public.squad_list', membership_user_column => 'who',"
                    " membership_team_column => 'team'")
         plans = refusal(conn, f"'public.squad_plans', 'id', 'team', {through}")
         notes = refusal(conn, f"'public.squad_notes', 'id', 'team', {through}")
         conn.execute("INSERT INTO squad_plans VALUES ('before', 'q')")
         conn.execute("TRUNCATE squad_list_q")
-        conn.execute("INSERT INTO squad_plans VALUES ('after', 'q')")
+        conn.execute("INSERT INTO squad_plans VALUES ('after', 'q'), ('for r', 'r')")
     squad_feed = [(key, op) for key, op, _ in feed_as("alice", "squad_plans")]
+    bobs_squad = [(key, op) for key, op, _ in feed_as("bob", "squad_plans")]
     # A partition published on its own, then its table: refused (publishing the table dropped the
     # partition's own triggers, and its feed vanished without a marker).
     with admin() as conn:
@@ -1164,9 +1184,10 @@ def run_feed_sql_checks(db: str) -> None:
     check("publishing a table one of whose partitions is published on its own is refused (duplicate_object"
           " 42710), and the partition's feed stays", whole == "42710" and own == 1, (whole, own))
     check("a partitioned membership table: a second table is published through it, and a TRUNCATE of one"
-          " partition ends its periods (a must-refetch, and no change after it)",
-          plans is None and notes is None and squad_feed == [("before", "upsert"), ("", "trimmed")],
-          (plans, notes, squad_feed))
+          " partition ends its periods (a must-refetch, and no change after it), and no other",
+          plans is None and notes is None and squad_feed == [("before", "upsert"), ("", "trimmed")]
+          and bobs_squad == [("", "trimmed"), ("for r", "upsert")],
+          (plans, notes, squad_feed, bobs_squad))
 
     with admin() as conn:
         volatility = conn.execute(
