@@ -266,7 +266,7 @@ $function$, log);
 
     EXECUTE format($function$
 CREATE OR REPLACE FUNCTION sovaria_record_membership() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET row_security = off AS $body$
 -- A membership table's trigger. Arguments: its user column, its team column, the membership as
 -- the log names it (`schema.name`), then each table published through it: its feed name and
 -- 'notify' or '' (`sovaria_publish` writes them). A membership that ends closes its period and
@@ -287,11 +287,23 @@ DECLARE
     new_row jsonb;
     who text;
     ended bigint;
+    membership_table regclass;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
+        -- The rows left are read from the table this trigger fires on (its partition tree's
+        -- root), never from what its saved name resolves to now: the name could be another
+        -- object's since, a view whose functions would run as this function's owner. With row
+        -- security off, a policy that would hide rows from that owner fails the read instead.
+        membership_table := to_regclass(TG_ARGV[2]);
+        IF membership_table IS DISTINCT FROM coalesce(pg_partition_root(TG_RELID), TG_RELID) THEN
+            RAISE EXCEPTION 'sovaria: %% is not the membership table %% any more (renamed, or a partition detached from it)',
+                TG_RELID::regclass, TG_ARGV[2]
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'Publish the tables published through it again, or drop this trigger.';
+        END IF;
         EXECUTE format('UPDATE %2$s p SET left_at = $1 WHERE p.membership = $2 AND p.left_at IS NULL '
                        'AND NOT EXISTS (SELECT FROM %%s m WHERE to_jsonb(m.%%I) #>> ''{}'' = p.member '
-                       'AND to_jsonb(m.%%I) #>> ''{}'' = p.team)', TG_ARGV[2], TG_ARGV[0], TG_ARGV[1])
+                       'AND to_jsonb(m.%%I) #>> ''{}'' = p.team)', membership_table, TG_ARGV[0], TG_ARGV[1])
             USING horizon, TG_ARGV[2];
         GET DIAGNOSTICS ended = ROW_COUNT;
         IF ended = 0 THEN
@@ -407,10 +419,23 @@ DECLARE
     m record;
     old record;
     part regclass;
+    saved regclass;
 BEGIN
-    FOR old IN SELECT tr.tgrelid::regclass AS tab, tr.tgname FROM pg_trigger tr
+    -- Each trigger goes, to be made again below, unless the name it saved (its third argument)
+    -- resolves to no table now: its table was renamed, or the name is another object's (a view
+    -- must never be read as a membership table), and the trigger keeps following its table
+    -- (warned about below) until the tables published through it are published again. A
+    -- trigger on a partition detached from its table goes, as does that of a table no published
+    -- table names any more.
+    FOR old IN SELECT tr.tgrelid::regclass AS tab, tr.tgname, convert_from(decode(
+            split_part(encode(tr.tgargs, 'escape'), '\000', 3), 'escape'), pg_catalog.getdatabaseencoding()) AS name
+        FROM pg_trigger tr
         WHERE tr.tgfoid = to_regproc('sovaria_record_membership') AND tr.tgparentid = 0
     LOOP
+        saved := to_regclass(old.name);
+        IF saved IS NULL OR (SELECT relkind FROM pg_class WHERE oid = saved) NOT IN ('r', 'p') THEN
+            CONTINUE;
+        END IF;
         EXECUTE format('DROP TRIGGER %I ON %s', old.tgname, old.tab);
     END LOOP;
     FOR m IN SELECT p.membership AS via, min(p.membership_user_column) AS user_column,
@@ -419,18 +444,19 @@ BEGIN
                        ORDER BY p.feed_name) AS feeds
         FROM sovaria_published() p WHERE p.membership IS NOT NULL GROUP BY p.membership
     LOOP
-        IF to_regclass(m.via) IS NULL THEN
-            RAISE WARNING 'sovaria: the membership table % is gone (renamed or dropped): tables published through it follow no membership',
-                m.via USING HINT = 'Publish those tables again, naming the membership table.';
+        saved := to_regclass(m.via);
+        IF saved IS NULL OR (SELECT relkind FROM pg_class WHERE oid = saved) NOT IN ('r', 'p') THEN
+            RAISE WARNING 'sovaria: the membership table % is gone (renamed or dropped, or its name is another object''s): its trigger is left as it was',
+                m.via USING HINT = 'Publish the tables published through it again, naming the membership table.';
             CONTINUE;
         END IF;
         EXECUTE format('CREATE TRIGGER sovaria_membership AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
                        'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
-                       m.via, m.user_column, m.team_column, m.via, m.feeds);
+                       saved, m.user_column, m.team_column, m.via, m.feeds);
         EXECUTE format('CREATE TRIGGER sovaria_membership_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
                        'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
-                       m.via, m.user_column, m.team_column, m.via, m.feeds);
-        FOR part IN SELECT relid FROM pg_partition_tree(m.via::regclass) WHERE relid <> m.via::regclass LOOP
+                       saved, m.user_column, m.team_column, m.via, m.feeds);
+        FOR part IN SELECT relid FROM pg_partition_tree(saved) WHERE relid <> saved LOOP
             EXECUTE format('CREATE TRIGGER sovaria_membership_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
                            'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
                            part, m.user_column, m.team_column, m.via, m.feeds);
@@ -449,7 +475,7 @@ $$;
 -- is applied.
 CREATE OR REPLACE FUNCTION sovaria_sync_memberships(
     membership regclass, membership_user_column text, membership_team_column text)
-RETURNS void LANGUAGE plpgsql AS $$
+RETURNS void LANGUAGE plpgsql SET row_security = off AS $$
 DECLARE
     via text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = membership);
@@ -457,6 +483,11 @@ DECLARE
     number int;
     gone record;
 BEGIN
+    -- Read as the caller: a table, never a view (whose functions would run as the caller).
+    IF (SELECT relkind FROM pg_class WHERE oid = membership) NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION 'sovaria: the membership table % is not a table', membership
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', membership);
     first_time := NOT EXISTS (SELECT FROM sovaria_memberships p WHERE p.membership = via);
     number := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
@@ -621,6 +652,10 @@ BEGIN
         END IF;
     END LOOP;
     IF membership IS NOT NULL THEN
+        IF (SELECT relkind FROM pg_class WHERE oid = membership) NOT IN ('r', 'p') THEN
+            RAISE EXCEPTION 'sovaria: the membership table % is not a table', membership
+                USING ERRCODE = 'wrong_object_type';
+        END IF;
         IF visibility_column IS NULL THEN
             RAISE EXCEPTION 'sovaria: publishing % through %: name its team column (visibility_column)', tab, membership
                 USING ERRCODE = 'invalid_parameter_value';
@@ -934,7 +969,13 @@ BEGIN
     FOR p IN SELECT DISTINCT ON (membership) * FROM sovaria_published()
         WHERE membership IS NOT NULL AND to_regclass(membership) IS NOT NULL ORDER BY membership
     LOOP
-        PERFORM sovaria_sync_memberships(p.membership::regclass, p.membership_user_column, p.membership_team_column);
+        BEGIN
+            PERFORM sovaria_sync_memberships(p.membership::regclass, p.membership_user_column,
+                                             p.membership_team_column);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'sovaria: the periods of % were left as they were: %', p.membership, SQLERRM
+                USING HINT = 'Publish the tables published through it again.';
+        END;
     END LOOP;
     FOR p IN SELECT * FROM sovaria_published() pub WHERE (SELECT relkind FROM pg_class WHERE oid = pub.tab) = 'p' LOOP
         FOR part IN SELECT t.relid FROM pg_partition_tree(p.tab) t WHERE t.relid <> p.tab AND NOT EXISTS (

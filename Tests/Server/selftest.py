@@ -1173,6 +1173,50 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("INSERT INTO squad_plans VALUES ('after', 'q'), ('for r', 'r')")
     squad_feed = [(key, op) for key, op, _ in feed_as("alice", "squad_plans")]
     bobs_squad = [(key, op) for key, op, _ in feed_as("bob", "squad_plans")]
+    # The membership trigger runs as the log's owner: its TRUNCATE reads the table it fires on,
+    # never what the name it saved resolves to now. A membership table's owner (not a superuser)
+    # renamed the table and put a view with a function of hers in its name's place: the
+    # TRUNCATE read the view as the owner, and her function ran as that owner (a fourth review).
+    with admin() as conn:
+        conn.execute("CREATE ROLE crew_owner")
+        conn.execute("GRANT CREATE ON SCHEMA public TO crew_owner")
+        conn.execute("CREATE TABLE owned_crew (team text, who text, PRIMARY KEY (team, who))")
+        conn.execute("ALTER TABLE owned_crew OWNER TO crew_owner")
+        conn.execute("CREATE TABLE owned_docs (id text PRIMARY KEY, team text)")
+        conn.execute("SELECT sovaria_publish('public.owned_docs', 'id', 'team', membership => 'public.owned_crew',"
+                     " membership_user_column => 'who', membership_team_column => 'team')")
+        conn.execute("SET ROLE crew_owner")
+        conn.execute("CREATE TABLE ran_as (who text)")
+        conn.execute("GRANT INSERT ON ran_as TO PUBLIC")
+        conn.execute("CREATE FUNCTION note_caller() RETURNS boolean LANGUAGE plpgsql AS"
+                     " $$ BEGIN INSERT INTO public.ran_as VALUES (current_user); RETURN true; END $$")
+        conn.execute("ALTER TABLE owned_crew RENAME TO owned_crew_real")
+        conn.execute("CREATE VIEW owned_crew AS SELECT 't'::text AS team, 'x'::text AS who WHERE note_caller()")
+        conn.execute("INSERT INTO owned_crew_real VALUES ('t', 'alice')")
+        try:
+            conn.execute("TRUNCATE owned_crew_real")
+            swapped = None
+        except psycopg.Error as error:
+            swapped = error.sqlstate
+        conn.execute("RESET ROLE")
+        ran = [row[0] for row in conn.execute("SELECT who FROM ran_as")]
+    check("a membership table's TRUNCATE never reads what its saved name resolves to now: behind a view in"
+          " its name's place it fails (55000), and no function of the view runs",
+          swapped == "55000" and ran == [], (swapped, ran))
+    # Renamed, and the file applied again: its trigger stays and still follows who leaves.
+    with admin() as conn:
+        conn.execute("DROP VIEW owned_crew")
+        conn.execute("INSERT INTO owned_crew_real VALUES ('t', 'bob')")
+    kept = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
+                          capture_output=True, text=True)
+    with admin() as conn:
+        conn.execute("DELETE FROM owned_crew_real WHERE who = 'bob'")
+        conn.execute("INSERT INTO owned_docs VALUES ('after bob left', 't')")
+    bob_after = [key for key, _, _ in feed_as("bob", "owned_docs")]
+    check("a membership table renamed since publishing keeps its trigger when the file is applied again: a"
+          " member who leaves it stops reading the team",
+          kept.returncode == 0 and "owned_crew is gone" in kept.stderr and "after bob left" not in bob_after,
+          (kept.returncode, kept.stderr[-300:], bob_after))
     # A partition published on its own, then its table: refused (publishing the table dropped the
     # partition's own triggers, and its feed vanished without a marker).
     with admin() as conn:
