@@ -302,8 +302,8 @@ BEGIN
                       HINT = 'Publish the tables published through it again, or drop this trigger.';
         END IF;
         EXECUTE format('UPDATE %2$s p SET left_at = $1 WHERE p.membership = $2 AND p.left_at IS NULL '
-                       'AND NOT EXISTS (SELECT FROM %%s m WHERE to_jsonb(m.%%I) #>> ''{}'' = p.member '
-                       'AND to_jsonb(m.%%I) #>> ''{}'' = p.team)', membership_table, TG_ARGV[0], TG_ARGV[1])
+                       'AND NOT EXISTS (SELECT FROM %%s m WHERE to_jsonb(m.%%I) #>> ''{}''::text[] = p.member '
+                       'AND to_jsonb(m.%%I) #>> ''{}''::text[] = p.team)', membership_table, TG_ARGV[0], TG_ARGV[1])
             USING horizon, TG_ARGV[2];
         GET DIAGNOSTICS ended = ROW_COUNT;
         IF ended = 0 THEN
@@ -421,22 +421,26 @@ DECLARE
     part regclass;
     saved regclass;
 BEGIN
-    -- Each trigger goes, to be made again below, unless the name it saved (its third argument)
-    -- resolves to no table now: its table was renamed, or the name is another object's (a view
-    -- must never be read as a membership table), and the trigger keeps following its table
-    -- (warned about below) until the tables published through it are published again. A
-    -- trigger on a partition detached from its table goes, as does that of a table no published
-    -- table names any more.
-    FOR old IN SELECT tr.tgrelid::regclass AS tab, tr.tgname, convert_from(decode(
+    -- A trigger on the table its saved name (its third argument) resolves to, or on one of that
+    -- table's partitions, goes: it is made again below while a published table names the
+    -- membership table. Any other stays, and is warned about: its table was renamed (the
+    -- trigger keeps following it until the tables published through it are published again,
+    -- naming it), its name is another object's now (a view, or a table someone else made: never
+    -- read as the membership table, nor given its triggers), or it is a partition detached from
+    -- its table (drop its trigger).
+    FOR old IN SELECT tr.tgrelid AS rel, tr.tgname, convert_from(decode(
             split_part(encode(tr.tgargs, 'escape'), '\000', 3), 'escape'), pg_catalog.getdatabaseencoding()) AS name
         FROM pg_trigger tr
         WHERE tr.tgfoid = to_regproc('sovaria_record_membership') AND tr.tgparentid = 0
     LOOP
         saved := to_regclass(old.name);
-        IF saved IS NULL OR (SELECT relkind FROM pg_class WHERE oid = saved) NOT IN ('r', 'p') THEN
-            CONTINUE;
+        IF saved IS NOT NULL AND saved::oid = coalesce(pg_partition_root(old.rel), old.rel::regclass)::oid THEN
+            EXECUTE format('DROP TRIGGER %I ON %s', old.tgname, old.rel::regclass);
+        ELSIF old.tgname = 'sovaria_membership_truncate' THEN
+            RAISE WARNING 'sovaria: % keeps its trigger for the membership table %, which it is not (any more)',
+                old.rel::regclass, old.name
+                USING HINT = 'Publish the tables published through it again, naming it; or drop the trigger.';
         END IF;
-        EXECUTE format('DROP TRIGGER %I ON %s', old.tgname, old.tab);
     END LOOP;
     FOR m IN SELECT p.membership AS via, min(p.membership_user_column) AS user_column,
             min(p.membership_team_column) AS team_column,
@@ -445,18 +449,32 @@ BEGIN
         FROM sovaria_published() p WHERE p.membership IS NOT NULL GROUP BY p.membership
     LOOP
         saved := to_regclass(m.via);
-        IF saved IS NULL OR (SELECT relkind FROM pg_class WHERE oid = saved) NOT IN ('r', 'p') THEN
+        IF saved IS NULL OR (SELECT relkind FROM pg_class WHERE oid = saved) NOT IN ('r', 'p')
+            OR EXISTS (  -- a trigger left on another table, saving this name: that table is the one
+                SELECT FROM pg_trigger tr
+                WHERE tr.tgfoid = to_regproc('sovaria_record_membership') AND tr.tgparentid = 0
+                    AND convert_from(decode(split_part(encode(tr.tgargs, 'escape'), '\000', 3), 'escape'),
+                                     pg_catalog.getdatabaseencoding()) = m.via
+                    AND coalesce(pg_partition_root(tr.tgrelid), tr.tgrelid::regclass)::oid <> saved::oid)
+        THEN
             RAISE WARNING 'sovaria: the membership table % is gone (renamed or dropped, or its name is another object''s): its trigger is left as it was',
                 m.via USING HINT = 'Publish the tables published through it again, naming the membership table.';
             CONTINUE;
         END IF;
+        -- Triggers this table kept under a name it had before (it was renamed): replaced.
+        FOR old IN SELECT tr.tgrelid::regclass AS rel, tr.tgname FROM pg_trigger tr
+            WHERE tr.tgfoid = to_regproc('sovaria_record_membership') AND tr.tgparentid = 0
+                AND (tr.tgrelid = saved::oid OR tr.tgrelid IN (SELECT t.relid::oid FROM pg_partition_tree(saved) t))
+        LOOP
+            EXECUTE format('DROP TRIGGER %I ON %s', old.tgname, old.rel);
+        END LOOP;
         EXECUTE format('CREATE TRIGGER sovaria_membership AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
                        'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
                        saved, m.user_column, m.team_column, m.via, m.feeds);
         EXECUTE format('CREATE TRIGGER sovaria_membership_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
                        'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
                        saved, m.user_column, m.team_column, m.via, m.feeds);
-        FOR part IN SELECT relid FROM pg_partition_tree(saved) WHERE relid <> saved LOOP
+        FOR part IN SELECT t.relid FROM pg_partition_tree(saved) t WHERE t.relid::oid <> saved::oid LOOP
             EXECUTE format('CREATE TRIGGER sovaria_membership_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
                            'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
                            part, m.user_column, m.team_column, m.via, m.feeds);
@@ -493,8 +511,8 @@ BEGIN
     number := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
     FOR gone IN EXECUTE format(
         'UPDATE sovaria_memberships p SET left_at = %s WHERE p.membership = %L AND p.left_at IS NULL '
-        'AND NOT EXISTS (SELECT FROM %s m WHERE to_jsonb(m.%I) #>> ''{}'' = p.member '
-        'AND to_jsonb(m.%I) #>> ''{}'' = p.team) '
+        'AND NOT EXISTS (SELECT FROM %s m WHERE to_jsonb(m.%I) #>> ''{}''::text[] = p.member '
+        'AND to_jsonb(m.%I) #>> ''{}''::text[] = p.team) '
         'RETURNING p.member', pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304, via,
         membership, membership_user_column, membership_team_column)
     LOOP
@@ -506,10 +524,10 @@ BEGIN
     END LOOP;
     number := number + 1;
     EXECUTE format('INSERT INTO sovaria_memberships (membership, member, team, joined) '
-                   'SELECT DISTINCT %L, to_jsonb(m.%I) #>> ''{}'', to_jsonb(m.%I) #>> ''{}'', %s FROM %s m '
+                   'SELECT DISTINCT %L, to_jsonb(m.%I) #>> ''{}''::text[], to_jsonb(m.%I) #>> ''{}''::text[], %s FROM %s m '
                    'WHERE m.%2$I IS NOT NULL AND m.%3$I IS NOT NULL AND NOT EXISTS ('
                    'SELECT FROM sovaria_memberships p WHERE p.membership = %1$L '
-                   'AND p.member = to_jsonb(m.%2$I) #>> ''{}'' AND p.team = to_jsonb(m.%3$I) #>> ''{}'' '
+                   'AND p.member = to_jsonb(m.%2$I) #>> ''{}''::text[] AND p.team = to_jsonb(m.%3$I) #>> ''{}''::text[] '
                    'AND p.left_at IS NULL)',
                    via, membership_user_column, membership_team_column,
                    CASE WHEN first_time THEN 0 ELSE pg_current_xact_id()::text::bigint * 4194304 + number END,
@@ -966,8 +984,13 @@ DECLARE
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
 BEGIN
     PERFORM sovaria_refresh_membership_triggers();
-    FOR p IN SELECT DISTINCT ON (membership) * FROM sovaria_published()
-        WHERE membership IS NOT NULL AND to_regclass(membership) IS NOT NULL ORDER BY membership
+    -- Only a membership table its name resolves to and which carries its trigger (given it just
+    -- above): never a table someone made under a renamed one's name.
+    FOR p IN SELECT DISTINCT ON (membership) * FROM sovaria_published() pub
+        WHERE membership IS NOT NULL AND EXISTS (
+            SELECT FROM pg_trigger tr WHERE tr.tgrelid = to_regclass(pub.membership)::oid
+                AND tr.tgname = 'sovaria_membership' AND tr.tgfoid = to_regproc('sovaria_record_membership'))
+        ORDER BY membership
     LOOP
         BEGIN
             PERFORM sovaria_sync_memberships(p.membership::regclass, p.membership_user_column,

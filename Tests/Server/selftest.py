@@ -1217,6 +1217,30 @@ def run_feed_sql_checks(db: str) -> None:
           " member who leaves it stops reading the team",
           kept.returncode == 0 and "owned_crew is gone" in kept.stderr and "after bob left" not in bob_after,
           (kept.returncode, kept.stderr[-300:], bob_after))
+    # A table someone makes under the renamed one's name is not taken for it when the file is
+    # applied (it took the triggers, and its rows became members: a fifth review).
+    with admin() as conn:
+        conn.execute("CREATE TABLE owned_crew (team text, who text)")
+        conn.execute("INSERT INTO owned_crew VALUES ('t', 'mallory')")
+    taken_over = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
+                                capture_output=True, text=True)
+    with admin() as conn:
+        impostor = (conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public.owned_crew'::regclass"
+                                 " AND NOT tgisinternal").fetchone()[0],
+                    conn.execute("SELECT count(*) FROM sovaria_memberships WHERE member = 'mallory'").fetchone()[0])
+        conn.execute("DROP TABLE owned_crew")
+        # Published again through its new name, as the warning says: its kept triggers are replaced.
+        republished = refusal(conn, "'public.owned_docs', 'id', 'team', membership => 'public.owned_crew_real',"
+                                    " membership_user_column => 'who', membership_team_column => 'team'")
+        try:
+            conn.execute("TRUNCATE owned_crew_real")
+            truncated = None
+        except psycopg.Error as error:
+            truncated = error.sqlstate
+    check("a table made under a renamed membership table's name gets neither its triggers nor members when the"
+          " file is applied; publishing again through the new name works, and its TRUNCATE too",
+          taken_over.returncode == 0 and impostor == (0, 0) and republished is None and truncated is None,
+          (taken_over.returncode, impostor, republished, truncated))
     # A partition published on its own, then its table: refused (publishing the table dropped the
     # partition's own triggers, and its feed vanished without a marker).
     with admin() as conn:
