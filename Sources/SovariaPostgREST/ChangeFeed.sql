@@ -288,14 +288,24 @@ DECLARE
     who text;
     ended bigint;
     membership_table regclass;
+    -- This trigger's first three arguments as `tgargs` holds them: those of the membership
+    -- table's row trigger too.
+    saved_prefix bytea := convert_to(TG_ARGV[0], getdatabaseencoding()) || '\x00'::bytea
+        || convert_to(TG_ARGV[1], getdatabaseencoding()) || '\x00'::bytea
+        || convert_to(TG_ARGV[2], getdatabaseencoding()) || '\x00'::bytea;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         -- The rows left are read from the table this trigger fires on (its partition tree's
-        -- root), never from what its saved name resolves to now: the name could be another
-        -- object's since, a view whose functions would run as this function's owner. With row
-        -- security off, a policy that would hide rows from that owner fails the read instead.
-        membership_table := to_regclass(TG_ARGV[2]);
-        IF membership_table IS DISTINCT FROM coalesce(pg_partition_root(TG_RELID), TG_RELID) THEN
+        -- root, which must carry the membership's row trigger: not a partition detached since),
+        -- never from what its saved name resolves to now: the name could be another object's
+        -- since, a view whose functions would run as this function's owner. With row security
+        -- off, a policy that would hide rows from that owner fails the read instead.
+        membership_table := coalesce(pg_partition_root(TG_RELID), TG_RELID::regclass);
+        IF NOT EXISTS (
+            SELECT FROM pg_trigger tr
+            WHERE tr.tgrelid = membership_table AND tr.tgname = 'sovaria_membership' AND tr.tgparentid = 0
+                AND substring(tr.tgargs FROM 1 FOR length(saved_prefix)) = saved_prefix)
+        THEN
             RAISE EXCEPTION 'sovaria: %% is not the membership table %% any more (renamed, or a partition detached from it)',
                 TG_RELID::regclass, TG_ARGV[2]
                 USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -366,6 +376,36 @@ $do$;
 -- themselves, so it cannot drift. The row triggers of an earlier version of this file
 -- (`sovaria_record_change`, which notified on every row) are listed too, until applying this
 -- file publishes their tables again.
+-- A trigger's arguments (`pg_trigger.tgargs`: each followed by a zero byte), as text.
+CREATE OR REPLACE FUNCTION sovaria_trigger_arguments(tgargs bytea) RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    args text[] := '{}';
+    start int := 0;
+BEGIN
+    FOR i IN 0 .. length(tgargs) - 1 LOOP
+        IF get_byte(tgargs, i) = 0 THEN
+            args := args || convert_from(substring(tgargs FROM start + 1 FOR i - start),
+                pg_catalog.getdatabaseencoding());
+            start := i + 1;
+        END IF;
+    END LOOP;
+    RETURN args;
+END
+$$;
+
+-- The table that is the membership `name` (as published tables save it): the one whose
+-- membership trigger saves that name, whatever the table is called now (it follows the table,
+-- not the name); NULL if none does.
+CREATE OR REPLACE FUNCTION sovaria_membership_table(name text) RETURNS regclass
+LANGUAGE sql STABLE AS $$
+    SELECT tr.tgrelid::regclass FROM pg_catalog.pg_trigger tr
+    WHERE tr.tgname = 'sovaria_membership' AND tr.tgparentid = 0
+        AND tr.tgfoid = to_regproc('sovaria_record_membership')
+        AND (sovaria_trigger_arguments(tr.tgargs))[3] = name
+    LIMIT 1
+$$;
+
 DROP FUNCTION IF EXISTS sovaria_published();
 CREATE FUNCTION sovaria_published()
 RETURNS TABLE (
@@ -413,77 +453,70 @@ $$;
 -- triggers are not cloned to partitions, and a TRUNCATE of one must end its periods); a
 -- partition attached later gets it when a table is published through it again. Called by
 -- `sovaria_publish`, and when this file is applied.
-CREATE OR REPLACE FUNCTION sovaria_refresh_membership_triggers() RETURNS void
+DROP FUNCTION IF EXISTS sovaria_refresh_membership_triggers();
+CREATE OR REPLACE FUNCTION sovaria_refresh_membership_triggers(
+    named regclass DEFAULT NULL, named_as text DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     m record;
     old record;
     part regclass;
-    saved regclass;
+    target regclass;
 BEGIN
-    -- A trigger on the table its saved name (its third argument) resolves to, or on one of that
-    -- table's partitions, goes: it is made again below while a published table names the
-    -- membership table. Any other stays, and is warned about: its table was renamed (the
-    -- trigger keeps following it until the tables published through it are published again,
-    -- naming it), its name is another object's now (a view, or a table someone else made: never
-    -- read as the membership table, nor given its triggers), or it is a partition detached from
-    -- its table (drop its trigger).
-    FOR old IN SELECT tr.tgrelid AS rel, tr.tgname, convert_from(decode(
-            split_part(encode(tr.tgargs, 'escape'), '\000', 3), 'escape'), pg_catalog.getdatabaseencoding()) AS name
-        FROM pg_trigger tr
-        WHERE tr.tgfoid = to_regproc('sovaria_record_membership') AND tr.tgparentid = 0
-    LOOP
-        saved := to_regclass(old.name);
-        IF saved IS NOT NULL AND saved::oid = coalesce(pg_partition_root(old.rel), old.rel::regclass)::oid THEN
-            EXECUTE format('DROP TRIGGER %I ON %s', old.tgname, old.rel::regclass);
-        ELSIF old.tgname = 'sovaria_membership_truncate' THEN
-            RAISE WARNING 'sovaria: % keeps its trigger for the membership table %, which it is not (any more)',
-                old.rel::regclass, old.name
-                USING HINT = 'Publish the tables published through it again, naming it; or drop the trigger.';
-        END IF;
-    END LOOP;
+    -- Each membership is the table whose trigger saves its name (`sovaria_membership_table`),
+    -- renamed since or not; `named` is the one `sovaria_publish` was just given, as `named_as`,
+    -- which has no trigger yet the first time. A name no table's trigger saves is never looked
+    -- up: a table someone made under a renamed membership table's name is not it.
     FOR m IN SELECT p.membership AS via, min(p.membership_user_column) AS user_column,
             min(p.membership_team_column) AS team_column,
             string_agg(format('%L, %L', p.feed_name, CASE WHEN p.notifies THEN 'notify' ELSE '' END), ', '
                        ORDER BY p.feed_name) AS feeds
         FROM sovaria_published() p WHERE p.membership IS NOT NULL GROUP BY p.membership
     LOOP
-        saved := to_regclass(m.via);
-        IF saved IS NULL OR (SELECT relkind FROM pg_class WHERE oid = saved) NOT IN ('r', 'p')
-            OR EXISTS (  -- a trigger left on another table, saving this name: that table is the one
-                SELECT FROM pg_trigger tr
-                WHERE tr.tgfoid = to_regproc('sovaria_record_membership') AND tr.tgparentid = 0
-                    AND convert_from(decode(split_part(encode(tr.tgargs, 'escape'), '\000', 3), 'escape'),
-                                     pg_catalog.getdatabaseencoding()) = m.via
-                    AND coalesce(pg_partition_root(tr.tgrelid), tr.tgrelid::regclass)::oid <> saved::oid)
-        THEN
-            RAISE WARNING 'sovaria: the membership table % is gone (renamed or dropped, or its name is another object''s): its trigger is left as it was',
-                m.via USING HINT = 'Publish the tables published through it again, naming the membership table.';
+        target := coalesce(sovaria_membership_table(m.via), CASE WHEN m.via = named_as THEN named END);
+        IF target IS NULL THEN
+            RAISE WARNING 'sovaria: no table is the membership table % (its triggers were dropped)', m.via
+                USING HINT = 'Publish the tables published through it again, naming the membership table.';
             CONTINUE;
         END IF;
-        -- Triggers this table kept under a name it had before (it was renamed): replaced.
+        -- Its triggers and its partitions' go, to be made again with the tables published now.
         FOR old IN SELECT tr.tgrelid::regclass AS rel, tr.tgname FROM pg_trigger tr
             WHERE tr.tgfoid = to_regproc('sovaria_record_membership') AND tr.tgparentid = 0
-                AND (tr.tgrelid = saved::oid OR tr.tgrelid IN (SELECT t.relid::oid FROM pg_partition_tree(saved) t))
+                AND (tr.tgrelid = target::oid OR tr.tgrelid IN (SELECT t.relid::oid FROM pg_partition_tree(target) t))
         LOOP
             EXECUTE format('DROP TRIGGER %I ON %s', old.tgname, old.rel);
         END LOOP;
         EXECUTE format('CREATE TRIGGER sovaria_membership AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
                        'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
-                       saved, m.user_column, m.team_column, m.via, m.feeds);
+                       target, m.user_column, m.team_column, m.via, m.feeds);
         EXECUTE format('CREATE TRIGGER sovaria_membership_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
                        'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
-                       saved, m.user_column, m.team_column, m.via, m.feeds);
-        FOR part IN SELECT t.relid FROM pg_partition_tree(saved) t WHERE t.relid::oid <> saved::oid LOOP
+                       target, m.user_column, m.team_column, m.via, m.feeds);
+        FOR part IN SELECT t.relid FROM pg_partition_tree(target) t WHERE t.relid::oid <> target::oid LOOP
             EXECUTE format('CREATE TRIGGER sovaria_membership_truncate AFTER TRUNCATE ON %s FOR EACH STATEMENT '
                            'EXECUTE FUNCTION sovaria_record_membership(%L, %L, %L, %s)',
                            part, m.user_column, m.team_column, m.via, m.feeds);
         END LOOP;
     END LOOP;
+    -- A membership no published table names any more loses its triggers (its periods stay). A
+    -- partition detached from a membership table keeps its TRUNCATE trigger: drop it by hand.
+    FOR old IN SELECT tr.tgrelid AS rel, (sovaria_trigger_arguments(tr.tgargs))[3] AS name FROM pg_trigger tr
+        WHERE tr.tgname = 'sovaria_membership' AND tr.tgparentid = 0
+            AND tr.tgfoid = to_regproc('sovaria_record_membership')
+            AND NOT EXISTS (SELECT FROM sovaria_published() p
+                            WHERE p.membership = (sovaria_trigger_arguments(tr.tgargs))[3])
+    LOOP
+        FOR m IN SELECT tr.tgrelid::regclass AS rel, tr.tgname FROM pg_trigger tr
+            WHERE tr.tgfoid = to_regproc('sovaria_record_membership') AND tr.tgparentid = 0
+                AND (tr.tgrelid = old.rel OR tr.tgrelid IN (SELECT t.relid::oid FROM pg_partition_tree(old.rel::regclass) t))
+        LOOP
+            EXECUTE format('DROP TRIGGER %I ON %s', m.tgname, m.rel);
+        END LOOP;
+    END LOOP;
 END
 $$;
 
--- Brings the periods of the membership table `membership` up to its rows, with no write to it
+-- Brings the periods of the membership table `membership` (saved as `via`) up to its rows, with no write to it
 -- until this transaction ends: a period whose row is gone ends below every running transaction,
 -- with a `trimmed` row for its user; a row with no open period begins one, since position 0 the
 -- first time anything is published through the table (nothing of it is logged yet), else from
@@ -491,12 +524,11 @@ $$;
 -- name them, by their JSON text (`to_jsonb(…) #>> '{}'`, what `->>` gives): a `char(4)` team
 -- 'c1' is 'c1  ' there, and 'c1' as `::text`. Called by `sovaria_publish`, and when this file
 -- is applied.
+DROP FUNCTION IF EXISTS sovaria_sync_memberships(regclass, text, text);
 CREATE OR REPLACE FUNCTION sovaria_sync_memberships(
-    membership regclass, membership_user_column text, membership_team_column text)
+    membership regclass, via text, membership_user_column text, membership_team_column text)
 RETURNS void LANGUAGE plpgsql SET row_security = off AS $$
 DECLARE
-    via text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
-        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = membership);
     first_time boolean;
     number int;
     gone record;
@@ -674,6 +706,17 @@ BEGIN
             RAISE EXCEPTION 'sovaria: the membership table % is not a table', membership
                 USING ERRCODE = 'wrong_object_type';
         END IF;
+        -- A table published through before keeps the name it was first published under (its
+        -- trigger saves it, and so do its periods and the log): renamed since, it is that
+        -- membership still. A name another table is the membership of is not taken.
+        via := coalesce((SELECT (sovaria_trigger_arguments(tr.tgargs))[3] FROM pg_trigger tr
+                         WHERE tr.tgrelid = membership AND tr.tgname = 'sovaria_membership' AND tr.tgparentid = 0
+                             AND tr.tgfoid = to_regproc('sovaria_record_membership')), via);
+        IF sovaria_membership_table(via) IS DISTINCT FROM membership AND sovaria_membership_table(via) IS NOT NULL THEN
+            RAISE EXCEPTION 'sovaria: % is the membership table %, renamed since it was published', sovaria_membership_table(via), via
+                USING ERRCODE = 'duplicate_object',
+                      HINT = 'Publish through that table (it keeps the name), or drop its sovaria_membership triggers first.';
+        END IF;
         IF visibility_column IS NULL THEN
             RAISE EXCEPTION 'sovaria: publishing % through %: name its team column (visibility_column)', tab, membership
                 USING ERRCODE = 'invalid_parameter_value';
@@ -756,9 +799,9 @@ BEGIN
                        'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', part, args);
     END LOOP;
     IF membership IS NOT NULL THEN
-        PERFORM sovaria_sync_memberships(membership, membership_user_column, membership_team_column);
+        PERFORM sovaria_sync_memberships(membership, via, membership_user_column, membership_team_column);
     END IF;
-    PERFORM sovaria_refresh_membership_triggers();
+    PERFORM sovaria_refresh_membership_triggers(membership, via);
     -- Publishing, trimming and compacting are the owner's: say so if a role has been given them since.
     SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
     INTO runs
@@ -934,7 +977,8 @@ BEGIN
                         'sovaria_trim_changes'::regproc, 'sovaria_compact_changes'::regproc,
                         'sovaria_record_row'::regproc,
                         'sovaria_record_statement'::regproc, 'sovaria_record_membership'::regproc,
-                        'sovaria_refresh_membership_triggers'::regproc, 'sovaria_sync_memberships'::regproc)
+                        'sovaria_refresh_membership_triggers'::regproc, 'sovaria_sync_memberships'::regproc,
+                        'sovaria_trigger_arguments'::regproc, 'sovaria_membership_table'::regproc)
             AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
     LOOP
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
@@ -984,17 +1028,14 @@ DECLARE
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
 BEGIN
     PERFORM sovaria_refresh_membership_triggers();
-    -- Only a membership table its name resolves to and which carries its trigger (given it just
-    -- above): never a table someone made under a renamed one's name.
+    -- Each membership a table is (by its trigger, renamed or not): never a table someone made
+    -- under a renamed one's name.
     FOR p IN SELECT DISTINCT ON (membership) * FROM sovaria_published() pub
-        WHERE membership IS NOT NULL AND EXISTS (
-            SELECT FROM pg_trigger tr WHERE tr.tgrelid = to_regclass(pub.membership)::oid
-                AND tr.tgname = 'sovaria_membership' AND tr.tgfoid = to_regproc('sovaria_record_membership'))
-        ORDER BY membership
+        WHERE sovaria_membership_table(membership) IS NOT NULL ORDER BY membership
     LOOP
         BEGIN
-            PERFORM sovaria_sync_memberships(p.membership::regclass, p.membership_user_column,
-                                             p.membership_team_column);
+            PERFORM sovaria_sync_memberships(sovaria_membership_table(p.membership), p.membership,
+                                             p.membership_user_column, p.membership_team_column);
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'sovaria: the periods of % were left as they were: %', p.membership, SQLERRM
                 USING HINT = 'Publish the tables published through it again.';
