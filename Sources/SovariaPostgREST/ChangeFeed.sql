@@ -706,6 +706,12 @@ BEGIN
             RAISE EXCEPTION 'sovaria: the membership table % is not a table', membership
                 USING ERRCODE = 'wrong_object_type';
         END IF;
+        -- A partition's rows are its table's too: the membership is the partitioned table (one
+        -- membership per partition tree, whose TRUNCATE triggers it owns).
+        IF (SELECT relispartition FROM pg_class WHERE oid = membership) THEN
+            RAISE EXCEPTION 'sovaria: the membership table % is a partition', membership
+                USING ERRCODE = 'invalid_parameter_value', HINT = 'Publish through its partitioned table.';
+        END IF;
         -- A table published through before keeps the name it was first published under (its
         -- trigger saves it, and so do its periods and the log): renamed since, it is that
         -- membership still. A name another table is the membership of is not taken.

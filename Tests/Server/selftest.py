@@ -1285,6 +1285,14 @@ def run_feed_sql_checks(db: str) -> None:
           " under the old name no trigger", partial is None and impostor_triggers == 0, (partial, impostor_triggers))
     check("a membership table named with a backslash and 000 is published, and published again",
           slashed == (None, None), slashed)
+    with admin() as conn:
+        of_partition = refusal(conn, "'public.slash_docs', 'id', 'team', membership => 'public.squad_list_q',"
+                                     " membership_user_column => 'who', membership_team_column => 'team'")
+        root_kept = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'squad_list'::regclass"
+                                 " AND tgname = 'sovaria_membership'").fetchone()[0]
+    check("a partition is refused as a membership table (22023: its partitioned table is the membership), and"
+          " its table keeps its triggers (a seventh review)", of_partition == "22023" and root_kept == 1,
+          (of_partition, root_kept))
     # A partition published on its own, then its table: refused (publishing the table dropped the
     # partition's own triggers, and its feed vanished without a marker).
     with admin() as conn:
