@@ -306,10 +306,10 @@ BEGIN
             WHERE tr.tgrelid = membership_table AND tr.tgname = 'sovaria_membership' AND tr.tgparentid = 0
                 AND substring(tr.tgargs FROM 1 FOR length(saved_prefix)) = saved_prefix)
         THEN
-            RAISE EXCEPTION 'sovaria: %% is not the membership table %% any more (renamed, or a partition detached from it)',
+            RAISE EXCEPTION 'sovaria: %% is no longer part of the membership table %% (a partition detached from it)',
                 TG_RELID::regclass, TG_ARGV[2]
                 USING ERRCODE = 'object_not_in_prerequisite_state',
-                      HINT = 'Publish the tables published through it again, or drop this trigger.';
+                      HINT = 'Drop its trigger sovaria_membership_truncate.';
         END IF;
         EXECUTE format('UPDATE %2$s p SET left_at = $1 WHERE p.membership = $2 AND p.left_at IS NULL '
                        'AND NOT EXISTS (SELECT FROM %%s m WHERE to_jsonb(m.%%I) #>> ''{}''::text[] = p.member '
