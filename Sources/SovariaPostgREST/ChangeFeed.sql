@@ -462,6 +462,8 @@ DECLARE
     old record;
     part regclass;
     target regclass;
+    gone record;
+    number int;
 BEGIN
     -- Each membership is the table whose trigger saves its name (`sovaria_membership_table`),
     -- renamed since or not; `named` is the one `sovaria_publish` was just given, as `named_as`,
@@ -475,7 +477,21 @@ BEGIN
     LOOP
         target := coalesce(sovaria_membership_table(m.via), CASE WHEN m.via = named_as THEN named END);
         IF target IS NULL THEN
-            RAISE WARNING 'sovaria: no table is the membership table % (its triggers were dropped)', m.via
+            -- No table is the membership any more (dropped, or its triggers dropped): no one is
+            -- in its teams. Each open period ends below every running transaction, with a
+            -- `trimmed` row for its member, as a membership's delete does.
+            number := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
+            FOR gone IN UPDATE sovaria_memberships p SET left_at = pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304
+                WHERE p.membership = m.via AND p.left_at IS NULL RETURNING p.member
+            LOOP
+                number := number + 1;
+                INSERT INTO sovaria_changes (position, "table", key, op, visible_to, visible_to_all)
+                SELECT pg_current_xact_id()::text::bigint * 4194304 + number, p.feed_name, '', 'trimmed', gone.member,
+                    false
+                FROM sovaria_published() p WHERE p.membership = m.via;
+            END LOOP;
+            PERFORM set_config('sovaria.change_number', number::text, true);
+            RAISE WARNING 'sovaria: no table is the membership table % (dropped, or its triggers dropped): its periods are ended', m.via
                 USING HINT = 'Publish the tables published through it again, naming the membership table.';
             CONTINUE;
         END IF;

@@ -1293,6 +1293,26 @@ def run_feed_sql_checks(db: str) -> None:
     check("a partition is refused as a membership table (22023: its partitioned table is the membership), and"
           " its table keeps its triggers (a seventh review)", of_partition == "22023" and root_kept == 1,
           (of_partition, root_kept))
+    # A membership table dropped: applying the file ends its periods (its members kept reading
+    # the team until a table was published through it again: an eighth review).
+    with admin() as conn:
+        conn.execute("CREATE TABLE short_crew (team text, who text, PRIMARY KEY (team, who))")
+        conn.execute("CREATE TABLE short_docs (id text PRIMARY KEY, team text)")
+        conn.execute("INSERT INTO short_crew VALUES ('t', 'bob')")
+        conn.execute("SELECT sovaria_publish('public.short_docs', 'id', 'team', membership => 'public.short_crew',"
+                     " membership_user_column => 'who', membership_team_column => 'team')")
+        conn.execute("DROP TABLE short_crew")
+    dropped_apply = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
+                                   capture_output=True, text=True)
+    with admin() as conn:
+        conn.execute("INSERT INTO short_docs VALUES ('after the drop', 't')")
+        open_periods = conn.execute("SELECT count(*) FROM sovaria_memberships WHERE membership = 'public.short_crew'"
+                                    " AND left_at IS NULL").fetchone()[0]
+    after_drop = [(key, op) for key, op, _ in feed_as("bob", "short_docs")]
+    check("a membership table dropped: applying the file ends its periods, with a must-refetch, and its members"
+          " read no change after it",
+          dropped_apply.returncode == 0 and open_periods == 0 and after_drop == [("", "trimmed")],
+          (dropped_apply.returncode, open_periods, after_drop))
     # A partition published on its own, then its table: refused (publishing the table dropped the
     # partition's own triggers, and its feed vanished without a marker).
     with admin() as conn:
