@@ -415,7 +415,6 @@ LANGUAGE plpgsql STABLE AS $$
 DECLARE
     t record;
     args text[];
-    start int;
 BEGIN
     FOR t IN SELECT DISTINCT ON (tr.tgrelid) tr.tgrelid, tr.tgargs, tr.tgfoid, c.relname
         FROM pg_catalog.pg_trigger tr JOIN pg_catalog.pg_class c ON c.oid = tr.tgrelid
@@ -423,16 +422,7 @@ BEGIN
             AND tr.tgparentid = 0  -- not a partition's clone of its table's trigger
         ORDER BY tr.tgrelid
     LOOP
-        -- `tgargs`: each argument followed by a zero byte.
-        args := '{}';
-        start := 0;
-        FOR i IN 0 .. length(t.tgargs) - 1 LOOP
-            IF get_byte(t.tgargs, i) = 0 THEN
-                args := args || convert_from(substring(t.tgargs FROM start + 1 FOR i - start),
-                    pg_catalog.getdatabaseencoding());
-                start := i + 1;
-            END IF;
-        END LOOP;
+        args := sovaria_trigger_arguments(t.tgargs);
         tab := t.tgrelid;
         feed_name := coalesce(args[4], t.relname::text);
         key_column := args[1];

@@ -624,6 +624,12 @@ def run_checks(api: Client, db: str, cluster: Path) -> None:
 FEED_SQL = HERE.parent.parent / "Sources" / "SovariaPostgREST" / "ChangeFeed.sql"
 
 
+def apply_feed_sql(conninfo: str) -> subprocess.CompletedProcess[str]:
+    """ChangeFeed.sql applied to the database of `conninfo` by psql, stopping at the first error."""
+    return subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", conninfo, "-f", str(FEED_SQL)],
+                          capture_output=True, text=True)
+
+
 def run_feed_sql_checks(db: str) -> None:
     """ChangeFeed.sql itself, through SQL (tables made here are not in the server's schema
     cache): who sees a change, the names it gives tables and triggers, the privileges it leaves."""
@@ -873,8 +879,7 @@ def run_feed_sql_checks(db: str) -> None:
           open_periods == 0 and after_truncate == before_truncate + [("", "trimmed", None)],
           (open_periods, after_truncate))
     with admin() as conn:
-        applied = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
-                                 capture_output=True, text=True)
+        applied = apply_feed_sql(db)
         conn.execute("INSERT INTO crew VALUES ('c3', 'bob')")  # bob joins: his marker after the TRUNCATE's
         after_reapply = [(key, op) for key, op, _ in feed_as("bob", "plans")]
         conn.execute("SELECT sovaria_publish('public.plans', 'id', 'crew')")  # now the owner's column
@@ -1121,14 +1126,13 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("SELECT sovaria_publish('public.pad_docs', 'id', 'team', membership => 'public.pad_crew',"
                      " membership_user_column => 'who', membership_team_column => 'team')")
         conn.execute("UPDATE sovaria_memberships SET team = rtrim(team) WHERE membership = 'public.pad_crew'")
-        # And a membership table renamed since: applying the file warns, and goes on.
+        # And a membership table renamed since: it stays the membership.
         conn.execute("CREATE TABLE gone_crew (team text, who text, PRIMARY KEY (team, who))")
         conn.execute("CREATE TABLE gone_docs (id text PRIMARY KEY, team text)")
         conn.execute("SELECT sovaria_publish('public.gone_docs', 'id', 'team', membership => 'public.gone_crew',"
                      " membership_user_column => 'who', membership_team_column => 'team')")
         conn.execute("ALTER TABLE gone_crew RENAME TO renamed_crew")
-    reapplied = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
-                               capture_output=True, text=True)
+    reapplied = apply_feed_sql(db)
     with admin() as conn:
         try:
             conn.execute("INSERT INTO part_crew VALUES ('p2', 'alice')")
@@ -1208,8 +1212,7 @@ def run_feed_sql_checks(db: str) -> None:
     with admin() as conn:
         conn.execute("DROP VIEW owned_crew")
         conn.execute("INSERT INTO owned_crew_real VALUES ('t', 'bob')")
-    kept = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
-                          capture_output=True, text=True)
+    kept = apply_feed_sql(db)
     with admin() as conn:
         conn.execute("DELETE FROM owned_crew_real WHERE who = 'bob'")
         conn.execute("INSERT INTO owned_docs VALUES ('after bob left', 't')")
@@ -1223,8 +1226,7 @@ def run_feed_sql_checks(db: str) -> None:
     with admin() as conn:
         conn.execute("CREATE TABLE owned_crew (team text, who text)")
         conn.execute("INSERT INTO owned_crew VALUES ('t', 'mallory')")
-    taken_over = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
-                                capture_output=True, text=True)
+    taken_over = apply_feed_sql(db)
     with admin() as conn:
         impostor = (conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public.owned_crew'::regclass"
                                  " AND NOT tgisinternal").fetchone()[0],
@@ -1302,8 +1304,7 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("SELECT sovaria_publish('public.short_docs', 'id', 'team', membership => 'public.short_crew',"
                      " membership_user_column => 'who', membership_team_column => 'team')")
         conn.execute("DROP TABLE short_crew")
-    dropped_apply = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", db, "-f", str(FEED_SQL)],
-                                   capture_output=True, text=True)
+    dropped_apply = apply_feed_sql(db)
     with admin() as conn:
         conn.execute("INSERT INTO short_docs VALUES ('after the drop', 't')")
         open_periods = conn.execute("SELECT count(*) FROM sovaria_memberships WHERE membership = 'public.short_crew'"
@@ -1342,8 +1343,7 @@ def run_feed_sql_checks(db: str) -> None:
     with psycopg.connect(other, autocommit=True) as conn:
         conn.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON FUNCTIONS TO anon, authenticated")
         conn.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON TABLES TO anon, authenticated")
-    applied = [subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", other, "-f", str(FEED_SQL)],
-                              capture_output=True, text=True) for _ in range(2)]
+    applied = [apply_feed_sql(other) for _ in range(2)]
     with psycopg.connect(other, autocommit=True) as conn:
         runnable = [tuple(row) for row in conn.execute(
             "SELECT routine_name, grantee FROM information_schema.routine_privileges"
@@ -1388,8 +1388,7 @@ def run_upgrade_checks(db: str) -> None:
             conn.execute("CREATE TABLE old_notes (id text PRIMARY KEY, owner text)")
             conn.execute("CREATE TRIGGER sovaria_changes AFTER INSERT OR UPDATE OR DELETE ON old_notes FOR EACH ROW"
                          " EXECUTE FUNCTION sovaria_record_change('id', 'owner', 'public.sovaria_changes', 'notes')")
-        applied = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", other, "-f", str(FEED_SQL)],
-                                 capture_output=True, text=True)
+        applied = apply_feed_sql(other)
         with psycopg.connect(other, autocommit=True) as conn:
             published = [tuple(row) for row in conn.execute(
                 "SELECT tab::text, feed_name, key_column, visibility_column, notifies FROM sovaria_published()")]
