@@ -71,6 +71,25 @@
 --
 --     SELECT cron.schedule('sovaria-compact', '* * * * *', 'SELECT sovaria_compact_changes()');
 --     SELECT cron.schedule('sovaria-trim', '0 * * * *', 'SELECT sovaria_trim_changes(''7 days'')');
+--
+-- Search path. This file is applied in the first schema of the applier's search path (its
+-- objects are made there), and while it runs it resolves names in that schema and pg_catalog
+-- alone: it sets the path to `schema, pg_temp` here and gives back the applier's at its end.
+-- The functions its owner runs (publishing, trimming, compacting and what they call) keep that
+-- path (`SET search_path FROM CURRENT`): an operator or function another role made in a schema
+-- of the caller's path never runs as the caller (a `<>` of two `regclass` values did: a review
+-- after issue 62). So only trusted roles may create objects in this file's schema; applying it
+-- warns of any other that may. The triggers resolve names in pg_catalog alone.
+DO $$
+BEGIN
+    IF current_schema() IS NULL THEN
+        RAISE EXCEPTION 'sovaria: the search path names no schema that exists, to make the feed''s objects in'
+            USING ERRCODE = 'invalid_schema_name';
+    END IF;
+    PERFORM set_config('sovaria.applier_search_path', current_setting('search_path'), false),
+        set_config('search_path', format('%I, pg_temp', current_schema()), false);
+END
+$$;
 
 CREATE TABLE IF NOT EXISTS sovaria_changes (
     position   bigint NOT NULL,
@@ -378,7 +397,7 @@ $do$;
 -- file publishes their tables again.
 -- A trigger's arguments (`pg_trigger.tgargs`: each followed by a zero byte), as text.
 CREATE OR REPLACE FUNCTION sovaria_trigger_arguments(tgargs bytea) RETURNS text[]
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE SET search_path FROM CURRENT AS $$
 DECLARE
     args text[] := '{}';
     start int := 0;
@@ -398,7 +417,7 @@ $$;
 -- membership trigger saves that name, whatever the table is called now (it follows the table,
 -- not the name); NULL if none does.
 CREATE OR REPLACE FUNCTION sovaria_membership_table(name text) RETURNS regclass
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     SELECT tr.tgrelid::regclass FROM pg_catalog.pg_trigger tr
     WHERE tr.tgname = 'sovaria_membership' AND tr.tgparentid = 0
         AND tr.tgfoid = to_regproc('sovaria_record_membership')
@@ -411,7 +430,7 @@ CREATE FUNCTION sovaria_published()
 RETURNS TABLE (
     tab regclass, feed_name text, key_column text, visibility_column text, notifies boolean, membership text,
     membership_user_column text, membership_team_column text)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 DECLARE
     t record;
     args text[];
@@ -446,7 +465,7 @@ $$;
 DROP FUNCTION IF EXISTS sovaria_refresh_membership_triggers();
 CREATE OR REPLACE FUNCTION sovaria_refresh_membership_triggers(
     named regclass DEFAULT NULL, named_as text DEFAULT NULL) RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     m record;
     old record;
@@ -533,7 +552,7 @@ $$;
 DROP FUNCTION IF EXISTS sovaria_sync_memberships(regclass, text, text);
 CREATE OR REPLACE FUNCTION sovaria_sync_memberships(
     membership regclass, via text, membership_user_column text, membership_team_column text)
-RETURNS void LANGUAGE plpgsql SET row_security = off AS $$
+RETURNS void LANGUAGE plpgsql SET search_path FROM CURRENT SET row_security = off AS $$
 DECLARE
     first_time boolean;
     number int;
@@ -589,7 +608,7 @@ CREATE OR REPLACE FUNCTION sovaria_publish(
     tab regclass, key_column text, visibility_column text DEFAULT NULL, feed_name text DEFAULT NULL,
     notify boolean DEFAULT false, membership regclass DEFAULT NULL, membership_user_column text DEFAULT NULL,
     membership_team_column text DEFAULT NULL)
-RETURNS void LANGUAGE plpgsql AS $$
+RETURNS void LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     via text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = membership);
@@ -899,7 +918,7 @@ $$;
 -- position deleted (the earlier `trimmed` row included, so it is never lost). Returns the number
 -- of changes deleted.
 CREATE OR REPLACE FUNCTION sovaria_trim_changes(keep interval) RETURNS bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     horizon bigint := pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
     deleted bigint;
@@ -932,7 +951,7 @@ $$;
 -- number of changes deleted.
 DROP FUNCTION IF EXISTS sovaria_compact_changes();
 CREATE OR REPLACE FUNCTION sovaria_compact_changes(max_changes integer DEFAULT 10000) RETURNS bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     horizon bigint := pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
     deleted bigint;
@@ -1065,5 +1084,30 @@ BEGIN
                            coalesce(p.membership_user_column, ''), coalesce(p.membership_team_column, ''));
         END LOOP;
     END LOOP;
+END
+$$;
+
+-- The functions above resolve names in this schema (and pg_catalog): a role that may create
+-- objects here could put an operator or function of hers where they run as their caller.
+DO $$
+DECLARE
+    others text := (
+        SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
+        FROM pg_namespace n, aclexplode(n.nspacl) a
+        WHERE n.oid = (SELECT relnamespace FROM pg_class WHERE oid = 'sovaria_changes'::regclass)
+            AND a.privilege_type = 'CREATE' AND a.grantee <> n.nspowner);
+BEGIN
+    IF others IS NOT NULL THEN
+        RAISE WARNING 'sovaria: % may create objects in the schema %, where the feed''s functions resolve names',
+            others, current_schema()
+            USING HINT = 'Apply ChangeFeed.sql in a schema only trusted roles may create objects in, or REVOKE CREATE.';
+    END IF;
+END
+$$;
+
+-- The applier's search path, as it was before this file set its own.
+DO $$
+BEGIN
+    PERFORM set_config('search_path', current_setting('sovaria.applier_search_path'), false);
 END
 $$;

@@ -1330,6 +1330,43 @@ def run_feed_sql_checks(db: str) -> None:
           and bobs_squad == [("", "trimmed"), ("for r", "upsert")],
           (plans, notes, squad_feed, bobs_squad))
 
+    # Operators another role made in a schema of the caller's search path never run as the caller.
+    # Publishing compared two regclass values with `<>`, which her `<>(regclass, regclass)` (an
+    # exact match, where pg_catalog's is oid's) answered as the superuser who published; applying
+    # the file compared an oid with a regproc (a review after issue 62).
+    planted = [("ne", "<>", "regclass", "regclass", "a::oid <> b::oid"),
+               ("eq", "=", "regclass", "regclass", "a::oid = b::oid"),
+               ("eq_oid", "=", "oid", "regclass", "a = b::oid"),
+               ("eq_proc", "=", "oid", "regproc", "a = b::oid")]
+    with admin() as conn:
+        conn.execute("CREATE ROLE planter")
+        conn.execute("CREATE SCHEMA planted AUTHORIZATION planter")
+        conn.execute("SET ROLE planter")
+        conn.execute("CREATE TABLE planted.ran (who text, operator text)")
+        conn.execute("GRANT INSERT ON planted.ran TO PUBLIC")
+        for name, symbol, left, right, answer in planted:
+            conn.execute(f"CREATE FUNCTION planted.{name}(a {left}, b {right}) RETURNS boolean LANGUAGE plpgsql AS"
+                         f" $$ BEGIN INSERT INTO planted.ran VALUES (current_user, '{name}'); RETURN {answer}; END $$")
+            conn.execute(f"CREATE OPERATOR planted.{symbol} (FUNCTION = planted.{name}, LEFTARG = {left},"
+                         f" RIGHTARG = {right})")
+        conn.execute("RESET ROLE")
+        conn.execute("CREATE TABLE planted_notes (id text PRIMARY KEY, owner text)")
+        conn.execute("SET search_path = public, planted")
+        for _ in range(2):
+            conn.execute("SELECT sovaria_publish('public.planted_notes', 'id', 'owner')")
+        conn.execute("SELECT sovaria_trim_changes('1 day'), sovaria_compact_changes()")
+        conn.execute("GRANT CREATE ON SCHEMA public TO planter")
+    applied_planted = apply_feed_sql(psycopg.conninfo.make_conninfo(db, options="-c search_path=public,planted"))
+    with admin() as conn:
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM planter")
+        ran_planted = sorted({tuple(row) for row in conn.execute("SELECT who, operator FROM planted.ran")})
+    check("an operator another role made in a schema of the caller's search path never runs as the caller:"
+          " not when publishing (twice), trimming or compacting, nor when the file is applied",
+          applied_planted.returncode == 0 and ran_planted == [], (applied_planted.stderr[-300:], ran_planted))
+    check("... and applying the file warns of a role that may create objects in its schema",
+          "planter" in applied_planted.stderr and "may create objects in the schema public" in applied_planted.stderr,
+          applied_planted.stderr[-400:])
+
     with admin() as conn:
         volatility = conn.execute(
             "SELECT provolatile FROM pg_proc WHERE proname = 'sovaria_pre_request'").fetchone()[0]
