@@ -627,6 +627,7 @@ DECLARE
     team_padded int[] := '{}';
     part regclass;
     stale record;
+    untrusted text;
 BEGIN
     IF feed IS NULL OR feed = '' THEN
         RAISE EXCEPTION 'sovaria: a feed name may not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -783,6 +784,51 @@ BEGIN
     ELSIF membership_user_column IS NOT NULL OR membership_team_column IS NOT NULL THEN
         RAISE EXCEPTION 'sovaria: membership columns without a membership table'
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The triggers run as the log's owner and write each row as `to_jsonb` does, which runs a
+    -- type's cast to `json` where it has one: the function of whoever may make that cast (the
+    -- type's owner) or replace it (the function's owner). So each type a row's JSON reaches
+    -- (through arrays, composite types and their attributes; a domain's casts are never used)
+    -- belongs to someone trusted as that owner: a superuser, the log's owner or the table's
+    -- owner (whom the log's owner trusts by publishing the table), as does each such cast's
+    -- function. Another role's type could be given a cast later, which would run as the log's
+    -- owner on the next write (a review after issue 62).
+    SELECT CASE WHEN reached.cast_function IS NULL
+               THEN format('%s.%I is of the type %s, owned by %s', c.oid::regclass, reached.via, t.oid::regtype,
+                           reached.owner::regrole)
+               ELSE format('%s.%I is of the type %s, whose cast to json (%s) is owned by %s', c.oid::regclass,
+                           reached.via, t.oid::regtype, reached.cast_function, reached.owner::regrole) END
+    INTO untrusted
+    FROM pg_class c
+    CROSS JOIN LATERAL (
+        WITH RECURSIVE types(typ, via) AS (
+            SELECT a.atttypid, a.attname::text FROM pg_attribute a
+            WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+          UNION
+            SELECT n.typ, r.via FROM types r JOIN pg_type t ON t.oid = r.typ
+            CROSS JOIN LATERAL (
+                SELECT t.typbasetype WHERE t.typtype = 'd'
+                UNION ALL SELECT t.typelem WHERE t.typsubscript = 'array_subscript_handler'::regproc
+                UNION ALL SELECT a.atttypid FROM pg_attribute a
+                    WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+            ) n(typ)
+        )
+        SELECT r.typ, r.via, t.typowner AS owner, NULL::regproc AS cast_function
+        FROM types r JOIN pg_type t ON t.oid = r.typ WHERE t.typtype <> 'd'
+        UNION ALL
+        SELECT r.typ, r.via, p.proowner, p.oid::regproc
+        FROM types r JOIN pg_cast k ON k.castsource = r.typ AND k.casttarget = 'json'::regtype
+            JOIN pg_proc p ON p.oid = k.castfunc
+    ) reached
+    JOIN pg_type t ON t.oid = reached.typ
+    WHERE c.oid IN (tab, membership) AND reached.typ >= 16384
+        AND reached.owner NOT IN (c.relowner, (SELECT proowner FROM pg_proc WHERE oid = 'sovaria_record_row'::regproc))
+        AND NOT (SELECT rolsuper FROM pg_roles WHERE oid = reached.owner)
+    LIMIT 1;
+    IF untrusted IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: %, who could make the feed''s triggers run code of theirs as the log''s owner', untrusted
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Give the type (and its cast''s function) to the table''s owner or the log''s, or publish another table.';
     END IF;
     -- A partition published on its own would be published twice, and publishing the table
     -- would drop the partition's own triggers.

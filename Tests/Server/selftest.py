@@ -1367,6 +1367,40 @@ def run_feed_sql_checks(db: str) -> None:
           "planter" in applied_planted.stderr and "may create objects in the schema public" in applied_planted.stderr,
           applied_planted.stderr[-400:])
 
+    # A type another role owns, in a published table: she could give it a cast to json, which the
+    # row trigger's `to_jsonb` runs as the log's owner (a review after issue 62). Refused, as is a
+    # type whose cast's function another role owns; the table's owner's own type is published.
+    with admin() as conn:
+        conn.execute("CREATE ROLE typesmith")
+        conn.execute("GRANT USAGE, CREATE ON SCHEMA planted TO typesmith")
+        conn.execute("SET ROLE typesmith")
+        conn.execute("CREATE TYPE planted.smith_mood AS ENUM ('ok')")
+        conn.execute("CREATE FUNCTION planted.smith_json(m planted.smith_mood) RETURNS json LANGUAGE plpgsql AS"
+                     " $$ BEGIN INSERT INTO planted.ran VALUES (current_user, 'smith_json'); RETURN to_json(m::text);"
+                     " END $$")
+        conn.execute("CREATE CAST (planted.smith_mood AS json) WITH FUNCTION planted.smith_json(planted.smith_mood)")
+        conn.execute("CREATE TYPE planted.own_mood AS ENUM ('ok')")
+        conn.execute("CREATE TABLE planted.smiths_own (id text PRIMARY KEY, owner text, mood planted.own_mood)")
+        conn.execute("RESET ROLE")
+        conn.execute("CREATE TABLE smith_notes (id text PRIMARY KEY, owner text, moods planted.smith_mood[])")
+        conn.execute("CREATE TYPE cast_mood AS ENUM ('ok')")
+        conn.execute("CREATE FUNCTION cast_mood_json(m cast_mood) RETURNS json LANGUAGE sql AS $$ SELECT to_json(m::text) $$")
+        conn.execute("ALTER FUNCTION cast_mood_json(cast_mood) OWNER TO typesmith")
+        conn.execute("CREATE CAST (cast_mood AS json) WITH FUNCTION cast_mood_json(cast_mood)")
+        conn.execute("CREATE TABLE cast_notes (id text PRIMARY KEY, owner text, mood cast_mood)")
+        others_type = refusal(conn, "'public.smith_notes', 'id', 'owner'")
+        others_cast = refusal(conn, "'public.cast_notes', 'id', 'owner'")
+        own_type = refusal(conn, "'planted.smiths_own', 'id', 'owner'")
+        conn.execute("INSERT INTO smith_notes VALUES ('s1', 'alice', '{ok}')")
+        smith_ran = [tuple(row) for row in conn.execute("SELECT who, operator FROM planted.ran")]
+        smith_triggers = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid IN ('smith_notes'::regclass,"
+                                      " 'cast_notes'::regclass) AND NOT tgisinternal").fetchone()[0]
+    check("publishing a table with a type another role owns (here in an array), whose cast to json the triggers"
+          " would run as the log's owner, is refused (42501), nothing changed, and no function of hers runs",
+          others_type == "42501" and smith_ran == [] and smith_triggers == 0, (others_type, smith_ran, smith_triggers))
+    check("... so is a type whose cast's function another role owns; the table's owner's own type is published",
+          others_cast == "42501" and own_type is None, (others_cast, own_type))
+
     with admin() as conn:
         volatility = conn.execute(
             "SELECT provolatile FROM pg_proc WHERE proname = 'sovaria_pre_request'").fetchone()[0]
