@@ -785,6 +785,21 @@ BEGIN
         RAISE EXCEPTION 'sovaria: membership columns without a membership table'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- Publishing again replaces the triggers, and only a table's owner may drop one: a role with
+    -- the TRIGGER privilege alone would publish once, then fail to publish again (and to apply
+    -- this file, which makes the membership triggers again). So the role publishing owns each
+    -- table it gives a trigger (or is a member of its owner's role).
+    SELECT c.oid::regclass INTO other FROM pg_class c
+    WHERE (c.oid IN (tab, membership) OR c.oid IN (SELECT t.relid FROM pg_partition_tree(tab) t)
+           OR c.oid IN (SELECT t.relid FROM pg_partition_tree(membership) t))
+        AND NOT pg_has_role(c.relowner, 'USAGE')
+    LIMIT 1;
+    IF other IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: % is not %''s: publishing gives it triggers that publishing again replaces, which its owner alone may',
+            other, current_user
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Publish as the table''s owner, or as a member of its owner''s role.';
+    END IF;
     -- The triggers run as the log's owner and write each row as `to_jsonb` does, which runs a
     -- type's cast to `json` where it has one: the function of whoever may make that cast (the
     -- type's owner) or replace it (the function's owner). So each type a row's JSON reaches

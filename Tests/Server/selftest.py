@@ -1439,6 +1439,81 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("DROP DATABASE sovaria_defaults")
 
 
+def run_owner_without_bypass_checks(db: str) -> None:
+    """ChangeFeed.sql applied by a role that is no superuser (and may not bypass row-level
+    security), in a schema of its own. It publishes only tables it owns (publishing again drops
+    their triggers, which their owner alone may); the membership trigger and the periods' sync
+    read the membership table with `row_security = off`, so a policy that hides its rows from the
+    log's owner (FORCE ROW LEVEL SECURITY, a policy on the request's claims) fails the read
+    instead of ending the periods of the members it hides."""
+    other = psycopg.conninfo.make_conninfo(db, dbname="sovaria_owned")
+    as_owner = psycopg.conninfo.make_conninfo(other, user="feed_owner")
+    publish_rdocs = ("SELECT sovaria_publish('feed.rdocs', 'id', 'team', membership => 'public.rcrew',"
+                     " membership_user_column => 'who', membership_team_column => 'team')")
+
+    def attempt(conninfo: str, statement: str) -> psycopg.Error | None:
+        try:
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                conn.execute(statement)
+            return None
+        except psycopg.Error as error:
+            return error
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE sovaria_owned")
+        conn.execute("CREATE ROLE feed_owner LOGIN")
+        conn.execute("CREATE ROLE crew_admin")
+    try:
+        with psycopg.connect(other, autocommit=True) as conn:
+            conn.execute("CREATE SCHEMA feed AUTHORIZATION feed_owner")
+            conn.execute("ALTER ROLE feed_owner IN DATABASE sovaria_owned SET search_path = feed")
+            conn.execute("CREATE TABLE rcrew (team text, who text, PRIMARY KEY (team, who)) PARTITION BY LIST (team)")
+            conn.execute("CREATE TABLE rcrew_a PARTITION OF rcrew FOR VALUES IN ('a')")
+            conn.execute("CREATE TABLE rcrew_b PARTITION OF rcrew FOR VALUES IN ('b')")
+            conn.execute("INSERT INTO rcrew VALUES ('a', 'alice'), ('b', 'bob')")
+            for table in ("rcrew", "rcrew_a", "rcrew_b"):
+                conn.execute(f"ALTER TABLE {table} OWNER TO crew_admin")
+                conn.execute(f"GRANT SELECT, UPDATE, TRIGGER ON {table} TO feed_owner")
+        applied = apply_feed_sql(as_owner)
+        with psycopg.connect(as_owner, autocommit=True) as conn:
+            conn.execute("CREATE TABLE feed.rdocs (id text PRIMARY KEY, team text)")
+        not_owned = attempt(as_owner, publish_rdocs)
+        with psycopg.connect(other, autocommit=True) as conn:
+            untouched = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid IN ('rcrew'::regclass,"
+                                     " 'feed.rdocs'::regclass) AND NOT tgisinternal").fetchone()[0]
+            conn.execute("GRANT crew_admin TO feed_owner")
+        first = attempt(as_owner, publish_rdocs)
+        again = attempt(as_owner, publish_rdocs)
+        reapplied = apply_feed_sql(as_owner)
+        check("applied by a role that is no superuser, in a schema of its own: publishing through a table it"
+              " does not own is refused (42501), nothing changed; as a member of the owner's role it publishes,"
+              " publishes again and applies the file again",
+              applied.returncode == 0 and not_owned is not None and not_owned.sqlstate == "42501"
+              and "is not feed_owner's" in str(not_owned) and untouched == 0 and first is None and again is None
+              and reapplied.returncode == 0,
+              (applied.stderr[-300:], str(not_owned), untouched, str(first), str(again), reapplied.stderr[-300:]))
+        # The policy hides every row from the log's owner, its owner's rights notwithstanding.
+        with psycopg.connect(other, autocommit=True) as conn:
+            conn.execute("ALTER TABLE rcrew ENABLE ROW LEVEL SECURITY")
+            conn.execute("ALTER TABLE rcrew FORCE ROW LEVEL SECURITY")
+            conn.execute("CREATE POLICY rcrew_hidden ON rcrew USING (current_user <> 'feed_owner')")
+        truncated = attempt(other, "TRUNCATE rcrew_a")
+        republished = attempt(as_owner, publish_rdocs)
+        with psycopg.connect(other, autocommit=True) as conn:
+            open_periods = sorted(row[0] for row in conn.execute(
+                "SELECT member FROM feed.sovaria_memberships WHERE left_at IS NULL"))
+        check("a membership policy that hides rows from the log's owner fails a partition's TRUNCATE and a publish"
+              " (42501, row-level security) instead of ending the periods of the members it hides",
+              all(error is not None and error.sqlstate == "42501" and "row-level security" in str(error)
+                  for error in (truncated, republished)) and open_periods == ["alice", "bob"],
+              (str(truncated), str(republished), open_periods))
+    finally:
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DROP DATABASE sovaria_owned")
+            conn.execute("DROP ROLE feed_owner")
+            conn.execute("DROP ROLE crew_admin")
+
+
 def run_upgrade_checks(db: str) -> None:
     """ChangeFeed.sql applied over a log an earlier version made (issue 62): a row trigger of
     `sovaria_record_change` on a table, the primary key on `position` alone and a third index.
@@ -1824,6 +1899,7 @@ def main() -> int:
         run_reload_check(Client(f"http://127.0.0.1:{port}"), db)
         run_feed_sql_checks(db)
         run_upgrade_checks(db)
+        run_owner_without_bypass_checks(db)
         run_bare_database_checks(db)
         run_spec_checks(db)
 
