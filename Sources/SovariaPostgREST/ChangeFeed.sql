@@ -73,21 +73,35 @@
 --     SELECT cron.schedule('sovaria-trim', '0 * * * *', 'SELECT sovaria_trim_changes(''7 days'')');
 --
 -- Search path. This file is applied in the first schema of the applier's search path (its
--- objects are made there), and while it runs it resolves names in that schema and pg_catalog
--- alone: it sets the path to `schema, pg_temp` here and gives back the applier's at its end.
--- The functions its owner runs (publishing, trimming, compacting and what they call) keep that
--- path (`SET search_path FROM CURRENT`): an operator or function another role made in a schema
--- of the caller's path never runs as the caller (a `<>` of two `regclass` values did: a review
--- after issue 62). So only trusted roles may create objects in this file's schema; applying it
--- warns of any other that may. The triggers resolve names in pg_catalog alone.
+-- objects are made there), and resolves names in that schema and pg_catalog alone: each of its
+-- DO blocks sets the path to `schema, pg_temp` for its transaction (applied in one transaction,
+-- `psql -1` or one multi-statement query, for the whole file; its end gives the applier's path
+-- back, so nothing of it outlives the file), and the functions its owner runs (publishing,
+-- trimming, compacting and what they call) keep that path (`SET search_path`, below). An
+-- operator or function another role made in a schema of the caller's path never runs as the
+-- caller (a `<>` of two `regclass` values did: a review after issue 62). So only trusted roles
+-- may create objects in this file's schema: applying it warns of any other that may. The
+-- triggers resolve names in pg_catalog alone. The file refuses to be applied in a schema while
+-- its objects are in another (applied again from another search path, it would make a second,
+-- empty feed and leave the first as it was).
 DO $$
+DECLARE
+    elsewhere text;
 BEGIN
     IF current_schema() IS NULL THEN
         RAISE EXCEPTION 'sovaria: the search path names no schema that exists, to make the feed''s objects in'
             USING ERRCODE = 'invalid_schema_name';
     END IF;
-    PERFORM set_config('sovaria.applier_search_path', current_setting('search_path'), false),
-        set_config('search_path', format('%I, pg_temp', current_schema()), false);
+    PERFORM set_config('sovaria.applier_search_path', current_setting('search_path'), true);
+    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    SELECT string_agg(DISTINCT n.nspname::text, ', ') INTO elsewhere
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relname = 'sovaria_changes' AND c.relkind IN ('r', 'p') AND n.nspname <> current_schema();
+    IF elsewhere IS NOT NULL AND to_regclass(format('%I.sovaria_changes', current_schema())) IS NULL THEN
+        RAISE EXCEPTION 'sovaria: the change feed is in the schema % already, not in %', elsewhere, current_schema()
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Apply ChangeFeed.sql with a search path whose first schema is the feed''s.';
+    END IF;
 END
 $$;
 
@@ -138,6 +152,7 @@ ALTER TABLE sovaria_changes DROP CONSTRAINT IF EXISTS sovaria_changes_op_check;
 -- third index beside it: replaced here, once.
 DO $$
 BEGIN
+    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
     IF NOT EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'sovaria_changes'::regclass AND contype = 'p'
                    AND conkey = ARRAY[(SELECT attnum FROM pg_attribute WHERE attrelid = 'sovaria_changes'::regclass
                                        AND attname = 'table'),
@@ -161,11 +176,12 @@ CREATE INDEX IF NOT EXISTS sovaria_changes_by_key ON sovaria_changes ("table", k
 -- number the header last named.
 DO $do$
 DECLARE
-    log text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
-        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
-    memberships text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
-        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_memberships'::regclass);
+    log text;
+    memberships text;
 BEGIN
+    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    log := format('%I.sovaria_changes', current_schema());
+    memberships := format('%I.sovaria_memberships', current_schema());
     EXECUTE format($function$
 CREATE OR REPLACE FUNCTION sovaria_record_row() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
@@ -397,7 +413,7 @@ $do$;
 -- file publishes their tables again.
 -- A trigger's arguments (`pg_trigger.tgargs`: each followed by a zero byte), as text.
 CREATE OR REPLACE FUNCTION sovaria_trigger_arguments(tgargs bytea) RETURNS text[]
-LANGUAGE plpgsql IMMUTABLE SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
     args text[] := '{}';
     start int := 0;
@@ -417,7 +433,7 @@ $$;
 -- membership trigger saves that name, whatever the table is called now (it follows the table,
 -- not the name); NULL if none does.
 CREATE OR REPLACE FUNCTION sovaria_membership_table(name text) RETURNS regclass
-LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+LANGUAGE sql STABLE AS $$
     SELECT tr.tgrelid::regclass FROM pg_catalog.pg_trigger tr
     WHERE tr.tgname = 'sovaria_membership' AND tr.tgparentid = 0
         AND tr.tgfoid = to_regproc('sovaria_record_membership')
@@ -430,7 +446,7 @@ CREATE FUNCTION sovaria_published()
 RETURNS TABLE (
     tab regclass, feed_name text, key_column text, visibility_column text, notifies boolean, membership text,
     membership_user_column text, membership_team_column text)
-LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql STABLE AS $$
 DECLARE
     t record;
     args text[];
@@ -465,7 +481,7 @@ $$;
 DROP FUNCTION IF EXISTS sovaria_refresh_membership_triggers();
 CREATE OR REPLACE FUNCTION sovaria_refresh_membership_triggers(
     named regclass DEFAULT NULL, named_as text DEFAULT NULL) RETURNS void
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
     m record;
     old record;
@@ -503,6 +519,14 @@ BEGIN
             RAISE WARNING 'sovaria: no table is the membership table % (dropped, or its triggers dropped): its periods are ended', m.via
                 USING HINT = 'Publish the tables published through it again, naming the membership table.';
             CONTINUE;
+        END IF;
+        IF EXISTS (SELECT FROM pg_class c
+                   WHERE (c.oid = target::oid OR c.oid IN (SELECT t.relid::oid FROM pg_partition_tree(target) t))
+                       AND NOT pg_has_role(c.relowner, 'USAGE')) THEN
+            RAISE EXCEPTION 'sovaria: % may not make the triggers of the membership table % again: only its owner may',
+                current_user, target
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'Publish, and apply ChangeFeed.sql, as its owner or a member of its owner''s role.';
         END IF;
         -- Its triggers and its partitions' go, to be made again with the tables published now.
         FOR old IN SELECT tr.tgrelid::regclass AS rel, tr.tgname FROM pg_trigger tr
@@ -552,7 +576,7 @@ $$;
 DROP FUNCTION IF EXISTS sovaria_sync_memberships(regclass, text, text);
 CREATE OR REPLACE FUNCTION sovaria_sync_memberships(
     membership regclass, via text, membership_user_column text, membership_team_column text)
-RETURNS void LANGUAGE plpgsql SET search_path FROM CURRENT SET row_security = off AS $$
+RETURNS void LANGUAGE plpgsql SET row_security = off AS $$
 DECLARE
     first_time boolean;
     number int;
@@ -593,6 +617,80 @@ BEGIN
 END
 $$;
 
+-- Why the triggers of `rel` (a table to publish, or a membership table) may not run as this
+-- log's owner, or NULL:
+-- - Publishing again replaces a table's triggers, and so does applying this file (a membership
+--   table's), and only its owner may drop one: the role publishing, and the log's owner (who
+--   applies the file), each have its owner's rights (own it, or are a member of its owner's
+--   role), for its partitions too. With the TRIGGER privilege alone a role published once, then
+--   failed to publish again, and so did every application of the file.
+-- - The triggers run as the log's owner and write each row as `to_jsonb` does, which runs a
+--   type's cast to `json` where it has one: the function of whoever may make that cast (the
+--   type's owner) or replace it (the function's owner). So each type a row's JSON reaches
+--   (through arrays, composite types and their attributes; a domain's casts are never used)
+--   belongs to someone trusted as that owner: a superuser, the log's owner or the table's owner
+--   (whom the log's owner trusts by publishing the table), as does each such cast's function.
+--   Another role's type could be given a cast later, to run as the log's owner on the next
+--   write (a review after issue 62).
+CREATE OR REPLACE FUNCTION sovaria_untrusted(rel regclass) RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    log_owner oid := (SELECT p.proowner FROM pg_proc p WHERE p.oid = 'sovaria_record_row'::regproc::oid);
+    reason text;
+BEGIN
+    SELECT format('%s is owned by %s, whose rights %s does not have: only its owner may replace its triggers',
+                  c.oid::regclass, c.relowner::regrole,
+                  format('%s (%s)', who.role::regrole, CASE WHEN who.turn = 2 THEN 'the log''s owner, who applies ChangeFeed.sql'
+                                                       WHEN who.role = log_owner THEN 'publishing, and the log''s owner'
+                                                       ELSE 'publishing' END))
+    INTO reason
+    FROM pg_class c,
+        (VALUES (1, (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)), (2, log_owner)) who(turn, role)
+    WHERE (c.oid = rel::oid OR c.oid IN (SELECT t.relid::oid FROM pg_partition_tree(rel) t))
+        AND NOT pg_has_role(who.role, c.relowner, 'USAGE')
+    ORDER BY who.turn
+    LIMIT 1;
+    IF reason IS NOT NULL THEN
+        RETURN reason;
+    END IF;
+    SELECT CASE WHEN reached.cast_function IS NULL
+               THEN format('%s.%I is of the type %s, owned by %s, who could give it a cast to json that the'
+                           ' triggers would run as the log''s owner', c.oid::regclass, reached.via, t.oid::regtype,
+                           reached.owner::regrole)
+               ELSE format('%s.%I is of the type %s, whose cast to json (%s) is owned by %s, who could make it'
+                           ' run code of theirs as the log''s owner', c.oid::regclass, reached.via, t.oid::regtype,
+                           reached.cast_function, reached.owner::regrole) END
+    INTO reason
+    FROM pg_class c
+    CROSS JOIN LATERAL (
+        WITH RECURSIVE types(typ, via) AS (
+            SELECT a.atttypid, a.attname::text FROM pg_attribute a
+            WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+          UNION
+            SELECT n.typ, r.via FROM types r JOIN pg_type t ON t.oid = r.typ
+            CROSS JOIN LATERAL (
+                SELECT t.typbasetype WHERE t.typtype = 'd'
+                UNION ALL SELECT t.typelem WHERE t.typsubscript = 'array_subscript_handler'::regproc::oid
+                UNION ALL SELECT a.atttypid FROM pg_attribute a
+                    WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+            ) n(typ)
+        )
+        SELECT r.typ, r.via, t.typowner AS owner, NULL::regproc AS cast_function
+        FROM types r JOIN pg_type t ON t.oid = r.typ WHERE t.typtype <> 'd'
+        UNION ALL
+        SELECT r.typ, r.via, p.proowner, p.oid::regproc
+        FROM types r JOIN pg_cast k ON k.castsource = r.typ AND k.casttarget = 'json'::regtype::oid
+            JOIN pg_proc p ON p.oid = k.castfunc
+    ) reached
+    JOIN pg_type t ON t.oid = reached.typ
+    WHERE c.oid = rel::oid AND reached.typ >= 16384
+        AND reached.owner NOT IN (c.relowner, log_owner)
+        AND NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.oid = reached.owner)
+    LIMIT 1;
+    RETURN reason;
+END
+$$;
+
 -- Publishes `tab`: its changes go to the log from now on, under `feed_name` (default: the table's
 -- name in `public`, `schema.name` elsewhere). Publishing again replaces the table's triggers
 -- (those of an older version of this file included).
@@ -608,7 +706,7 @@ CREATE OR REPLACE FUNCTION sovaria_publish(
     tab regclass, key_column text, visibility_column text DEFAULT NULL, feed_name text DEFAULT NULL,
     notify boolean DEFAULT false, membership regclass DEFAULT NULL, membership_user_column text DEFAULT NULL,
     membership_team_column text DEFAULT NULL)
-RETURNS void LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     via text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = membership);
@@ -785,66 +883,15 @@ BEGIN
         RAISE EXCEPTION 'sovaria: membership columns without a membership table'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- Publishing again replaces the triggers, and only a table's owner may drop one: a role with
-    -- the TRIGGER privilege alone would publish once, then fail to publish again (and to apply
-    -- this file, which makes the membership triggers again). So the role publishing owns each
-    -- table it gives a trigger (or is a member of its owner's role).
-    SELECT c.oid::regclass INTO other FROM pg_class c
-    WHERE (c.oid IN (tab, membership) OR c.oid IN (SELECT t.relid FROM pg_partition_tree(tab) t)
-           OR c.oid IN (SELECT t.relid FROM pg_partition_tree(membership) t))
-        AND NOT pg_has_role(c.relowner, 'USAGE')
-    LIMIT 1;
-    IF other IS NOT NULL THEN
-        RAISE EXCEPTION 'sovaria: % is not %''s: publishing gives it triggers that publishing again replaces, which its owner alone may',
-            other, current_user
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = 'Publish as the table''s owner, or as a member of its owner''s role.';
-    END IF;
-    -- The triggers run as the log's owner and write each row as `to_jsonb` does, which runs a
-    -- type's cast to `json` where it has one: the function of whoever may make that cast (the
-    -- type's owner) or replace it (the function's owner). So each type a row's JSON reaches
-    -- (through arrays, composite types and their attributes; a domain's casts are never used)
-    -- belongs to someone trusted as that owner: a superuser, the log's owner or the table's
-    -- owner (whom the log's owner trusts by publishing the table), as does each such cast's
-    -- function. Another role's type could be given a cast later, which would run as the log's
-    -- owner on the next write (a review after issue 62).
-    SELECT CASE WHEN reached.cast_function IS NULL
-               THEN format('%s.%I is of the type %s, owned by %s', c.oid::regclass, reached.via, t.oid::regtype,
-                           reached.owner::regrole)
-               ELSE format('%s.%I is of the type %s, whose cast to json (%s) is owned by %s', c.oid::regclass,
-                           reached.via, t.oid::regtype, reached.cast_function, reached.owner::regrole) END
-    INTO untrusted
-    FROM pg_class c
-    CROSS JOIN LATERAL (
-        WITH RECURSIVE types(typ, via) AS (
-            SELECT a.atttypid, a.attname::text FROM pg_attribute a
-            WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-          UNION
-            SELECT n.typ, r.via FROM types r JOIN pg_type t ON t.oid = r.typ
-            CROSS JOIN LATERAL (
-                SELECT t.typbasetype WHERE t.typtype = 'd'
-                UNION ALL SELECT t.typelem WHERE t.typsubscript = 'array_subscript_handler'::regproc
-                UNION ALL SELECT a.atttypid FROM pg_attribute a
-                    WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
-            ) n(typ)
-        )
-        SELECT r.typ, r.via, t.typowner AS owner, NULL::regproc AS cast_function
-        FROM types r JOIN pg_type t ON t.oid = r.typ WHERE t.typtype <> 'd'
-        UNION ALL
-        SELECT r.typ, r.via, p.proowner, p.oid::regproc
-        FROM types r JOIN pg_cast k ON k.castsource = r.typ AND k.casttarget = 'json'::regtype
-            JOIN pg_proc p ON p.oid = k.castfunc
-    ) reached
-    JOIN pg_type t ON t.oid = reached.typ
-    WHERE c.oid IN (tab, membership) AND reached.typ >= 16384
-        AND reached.owner NOT IN (c.relowner, (SELECT proowner FROM pg_proc WHERE oid = 'sovaria_record_row'::regproc))
-        AND NOT (SELECT rolsuper FROM pg_roles WHERE oid = reached.owner)
-    LIMIT 1;
-    IF untrusted IS NOT NULL THEN
-        RAISE EXCEPTION 'sovaria: %, who could make the feed''s triggers run code of theirs as the log''s owner', untrusted
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = 'Give the type (and its cast''s function) to the table''s owner or the log''s, or publish another table.';
-    END IF;
+    FOR other IN SELECT r FROM unnest(ARRAY[tab, membership]) r WHERE r IS NOT NULL LOOP
+        untrusted := sovaria_untrusted(other);
+        IF untrusted IS NOT NULL THEN
+            RAISE EXCEPTION 'sovaria: % may not be published through this log: %', other, untrusted
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'Publish as the table''s owner, with a log whose owner has the table owner''s rights, '
+                             'and give each type its rows hold to the table''s owner or the log''s.';
+        END IF;
+    END LOOP;
     -- A partition published on its own would be published twice, and publishing the table
     -- would drop the partition's own triggers.
     SELECT p.tab INTO other FROM sovaria_published() p
@@ -913,6 +960,7 @@ $$;
 -- nobody's (a name published both ways, in two schemas, is taken as the stricter).
 DO $$
 BEGIN
+    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
     IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'sovaria_changes'::regclass
                    AND attname = 'visible_to_all' AND NOT attisdropped) THEN
         ALTER TABLE sovaria_changes ADD COLUMN visible_to_all boolean NOT NULL DEFAULT false;
@@ -971,15 +1019,15 @@ $$;
 -- VOLATILE: it sets a setting (a STABLE function may not change anything).
 CREATE OR REPLACE FUNCTION sovaria_pre_request() RETURNS void
 LANGUAGE sql VOLATILE AS $$
-    SELECT set_config('response.headers',
-        json_build_array(json_build_object('Sovaria-Position', sovaria_position()::text))::text, true)
+    SELECT set_config('response.headers', json_build_array(json_build_object('Sovaria-Position',
+        (pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304 - 1)::text))::text, true)
 $$;
 
 -- Deletes the served changes older than `keep`, leaving per table a `trimmed` row at the highest
 -- position deleted (the earlier `trimmed` row included, so it is never lost). Returns the number
 -- of changes deleted.
 CREATE OR REPLACE FUNCTION sovaria_trim_changes(keep interval) RETURNS bigint
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
     horizon bigint := pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
     deleted bigint;
@@ -1012,7 +1060,7 @@ $$;
 -- number of changes deleted.
 DROP FUNCTION IF EXISTS sovaria_compact_changes();
 CREATE OR REPLACE FUNCTION sovaria_compact_changes(max_changes integer DEFAULT 10000) RETURNS bigint
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
     horizon bigint := pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304;
     deleted bigint;
@@ -1032,6 +1080,25 @@ BEGIN
         LIMIT greatest(max_changes, 0));
     GET DIAGNOSTICS deleted = ROW_COUNT;
     RETURN deleted;
+END
+$$;
+
+-- The functions its owner runs resolve names in this file's schema and pg_catalog, whatever the
+-- caller's search path ("Search path", above). Made again each time the file is applied, since
+-- `CREATE OR REPLACE FUNCTION` drops a function's settings.
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+        WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema())
+            AND p.proname IN ('sovaria_trigger_arguments', 'sovaria_membership_table', 'sovaria_published',
+                              'sovaria_refresh_membership_triggers', 'sovaria_sync_memberships', 'sovaria_untrusted',
+                              'sovaria_publish', 'sovaria_trim_changes', 'sovaria_compact_changes')
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
+    END LOOP;
 END
 $$;
 
@@ -1062,6 +1129,7 @@ DO $$
 DECLARE
     g record;
 BEGIN
+    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
     FOR g IN SELECT DISTINCT p.oid::regprocedure AS fn,
             CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
         FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
@@ -1070,7 +1138,8 @@ BEGIN
                         'sovaria_record_row'::regproc,
                         'sovaria_record_statement'::regproc, 'sovaria_record_membership'::regproc,
                         'sovaria_refresh_membership_triggers'::regproc, 'sovaria_sync_memberships'::regproc,
-                        'sovaria_trigger_arguments'::regproc, 'sovaria_membership_table'::regproc)
+                        'sovaria_trigger_arguments'::regproc, 'sovaria_membership_table'::regproc,
+                        'sovaria_untrusted'::regproc)
             AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
     LOOP
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
@@ -1094,6 +1163,7 @@ DO $$
 DECLARE
     p record;
 BEGIN
+    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
     FOR p IN SELECT * FROM sovaria_published() published WHERE EXISTS (
         SELECT FROM pg_trigger WHERE tgrelid = published.tab AND tgfoid = to_regproc('sovaria_record_change'))
     LOOP
@@ -1116,9 +1186,23 @@ DO $$
 DECLARE
     p record;
     part regclass;
-    log text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
-        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sovaria_changes'::regclass);
+    log text;
+    reason text;
 BEGIN
+    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    log := format('%I.sovaria_changes', current_schema());
+    -- A table published before `sovaria_publish` refused what it refuses now: a warning, its
+    -- feed going on (publish it again to have it checked, or refused).
+    FOR p IN SELECT DISTINCT r.rel FROM sovaria_published() pub
+        CROSS JOIN LATERAL (VALUES (pub.tab), (sovaria_membership_table(pub.membership))) r(rel)
+        WHERE r.rel IS NOT NULL
+    LOOP
+        reason := sovaria_untrusted(p.rel);
+        IF reason IS NOT NULL THEN
+            RAISE WARNING 'sovaria: % is published, and publishing would refuse it now: %', p.rel, reason
+                USING HINT = 'Make it publishable (see sovaria_publish), then publish it again; or drop its sovaria_ triggers.';
+        END IF;
+    END LOOP;
     PERFORM sovaria_refresh_membership_triggers();
     -- Each membership a table is (by its trigger, renamed or not): never a table someone made
     -- under a renamed one's name.
@@ -1152,12 +1236,13 @@ $$;
 -- objects here could put an operator or function of hers where they run as their caller.
 DO $$
 DECLARE
-    others text := (
-        SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
-        FROM pg_namespace n, aclexplode(n.nspacl) a
-        WHERE n.oid = (SELECT relnamespace FROM pg_class WHERE oid = 'sovaria_changes'::regclass)
-            AND a.privilege_type = 'CREATE' AND a.grantee <> n.nspowner);
+    others text;
 BEGIN
+    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
+    INTO others
+    FROM pg_namespace n, aclexplode(n.nspacl) a
+    WHERE n.nspname = current_schema() AND a.privilege_type = 'CREATE' AND a.grantee <> n.nspowner;
     IF others IS NOT NULL THEN
         RAISE WARNING 'sovaria: % may create objects in the schema %, where the feed''s functions resolve names',
             others, current_schema()
@@ -1166,9 +1251,12 @@ BEGIN
 END
 $$;
 
--- The applier's search path, as it was before this file set its own.
+-- The applier's search path, where the file set its own for the rest of its transaction (applied
+-- in one); applied statement by statement, each block's ended with its statement.
 DO $$
 BEGIN
-    PERFORM set_config('search_path', current_setting('sovaria.applier_search_path'), false);
+    IF nullif(current_setting('sovaria.applier_search_path', true), '') IS NOT NULL THEN
+        PERFORM set_config('search_path', current_setting('sovaria.applier_search_path'), true);
+    END IF;
 END
 $$;

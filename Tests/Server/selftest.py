@@ -1400,6 +1400,20 @@ def run_feed_sql_checks(db: str) -> None:
           others_type == "42501" and smith_ran == [] and smith_triggers == 0, (others_type, smith_ran, smith_triggers))
     check("... so is a type whose cast's function another role owns; the table's owner's own type is published",
           others_cast == "42501" and own_type is None, (others_cast, own_type))
+    # A table published before its type was another role's (or before publishing refused it, as
+    # an upgraded database's): applying the file names it (a review after issue 62).
+    with admin() as conn:
+        conn.execute("CREATE TYPE given_mood AS ENUM ('ok')")
+        conn.execute("CREATE TABLE given_notes (id text PRIMARY KEY, owner text, mood given_mood)")
+        conn.execute("SELECT sovaria_publish('public.given_notes', 'id', 'owner')")
+        conn.execute("ALTER TYPE given_mood OWNER TO typesmith")
+    given_apply = apply_feed_sql(db)
+    with admin() as conn:
+        conn.execute("DROP TABLE given_notes")
+    check("applying the file warns of a published table that publishing would refuse now (its type given to"
+          " another role since), naming it",
+          given_apply.returncode == 0 and "given_notes is published, and publishing would refuse it now"
+          in given_apply.stderr and "owned by typesmith" in given_apply.stderr, given_apply.stderr[-500:])
 
     with admin() as conn:
         volatility = conn.execute(
@@ -1478,6 +1492,7 @@ def run_owner_without_bypass_checks(db: str) -> None:
         with psycopg.connect(as_owner, autocommit=True) as conn:
             conn.execute("CREATE TABLE feed.rdocs (id text PRIMARY KEY, team text)")
         not_owned = attempt(as_owner, publish_rdocs)
+        by_superuser = attempt(other, publish_rdocs.replace("SELECT sovaria_publish", "SELECT feed.sovaria_publish"))
         with psycopg.connect(other, autocommit=True) as conn:
             untouched = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid IN ('rcrew'::regclass,"
                                      " 'feed.rdocs'::regclass) AND NOT tgisinternal").fetchone()[0]
@@ -1485,11 +1500,16 @@ def run_owner_without_bypass_checks(db: str) -> None:
         first = attempt(as_owner, publish_rdocs)
         again = attempt(as_owner, publish_rdocs)
         reapplied = apply_feed_sql(as_owner)
+        check("a superuser publishing through a table whose owner's rights the log's owner lacks is refused"
+              " (42501): the log's owner could not make its triggers again (a review after issue 62)",
+              by_superuser is not None and by_superuser.sqlstate == "42501"
+              and "feed_owner (the log's owner, who applies ChangeFeed.sql) does not have" in str(by_superuser),
+              str(by_superuser))
         check("applied by a role that is no superuser, in a schema of its own: publishing through a table it"
               " does not own is refused (42501), nothing changed; as a member of the owner's role it publishes,"
               " publishes again and applies the file again",
               applied.returncode == 0 and not_owned is not None and not_owned.sqlstate == "42501"
-              and "is not feed_owner's" in str(not_owned) and untouched == 0 and first is None and again is None
+              and "whose rights feed_owner (publishing, and the log's owner) does not have" in str(not_owned) and untouched == 0 and first is None and again is None
               and reapplied.returncode == 0,
               (applied.stderr[-300:], str(not_owned), untouched, str(first), str(again), reapplied.stderr[-300:]))
         # The policy hides every row from the log's owner, its owner's rights notwithstanding.
@@ -1507,11 +1527,64 @@ def run_owner_without_bypass_checks(db: str) -> None:
               all(error is not None and error.sqlstate == "42501" and "row-level security" in str(error)
                   for error in (truncated, republished)) and open_periods == ["alice", "bob"],
               (str(truncated), str(republished), open_periods))
+        # The log's owner loses the table owner's rights: applying the file names the table, and
+        # fails with a typed error where it would make the membership triggers again.
+        with psycopg.connect(other, autocommit=True) as conn:
+            conn.execute("ALTER TABLE rcrew NO FORCE ROW LEVEL SECURITY")
+            conn.execute("REVOKE crew_admin FROM feed_owner")
+        lost = apply_feed_sql(as_owner)
+        check("... and once the log's owner is no longer a member of the owner's role, applying the file warns of"
+              " the table and fails with a typed error (42501) naming it, not a bare 'must be owner'",
+              lost.returncode != 0 and "rcrew is published, and publishing would refuse it now" in lost.stderr
+              and "may not make the triggers of the membership table public.rcrew again" in lost.stderr,
+              lost.stderr[-600:])
     finally:
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute("DROP DATABASE sovaria_owned")
             conn.execute("DROP ROLE feed_owner")
             conn.execute("DROP ROLE crew_admin")
+
+
+def run_search_path_checks(db: str) -> None:
+    """ChangeFeed.sql applied in a schema other than public, in one transaction, by an applier
+    whose search path was set for that transaction alone (a review after issue 62): the path is
+    the applier's again after it; applied again from another path, it is refused rather than make
+    a second feed; and `sovaria_pre_request` works with the feed's schema off the caller's path."""
+    other = psycopg.conninfo.make_conninfo(db, dbname="sovaria_paths")
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE sovaria_paths")
+    try:
+        with psycopg.connect(other, autocommit=True) as conn:
+            conn.execute("CREATE SCHEMA api")
+        script = ("SET search_path = public;\nBEGIN;\nSET LOCAL search_path = api;\n"
+                  f"\\i {FEED_SQL}\nSHOW search_path;\nCOMMIT;\nSHOW search_path;\n")
+        in_transaction = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", other],
+                                        input=script, capture_output=True, text=True)
+        paths = in_transaction.stdout.split()
+        check("applied in one transaction after SET LOCAL search_path = api: the feed is made in api, and the"
+              " path is api to the end of the transaction and the session's (public) after it",
+              in_transaction.returncode == 0 and paths == ["api", "public"],
+              (in_transaction.returncode, paths, in_transaction.stderr[-300:]))
+        elsewhere = apply_feed_sql(other)
+        with psycopg.connect(other, autocommit=True) as conn:
+            made_in_public = conn.execute("SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace"
+                                          " AND relname LIKE 'sovaria%%'").fetchone()[0]
+            conn.execute("SET search_path = pg_catalog")
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT api.sovaria_pre_request()")
+                    header = conn.execute("SELECT current_setting('response.headers')").fetchone()[0]
+            except psycopg.Error as error:
+                header = str(error)
+        check("applied again with another first schema (public) while the feed is in api: refused (42710),"
+              " nothing made in public",
+              elsewhere.returncode != 0 and "the change feed is in the schema api already" in elsewhere.stderr
+              and made_in_public == 0, (elsewhere.stderr[-300:], made_in_public))
+        check("sovaria_pre_request sets the position header with the feed's schema off the caller's path",
+              "Sovaria-Position" in header, header)
+    finally:
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DROP DATABASE sovaria_paths")
 
 
 def run_upgrade_checks(db: str) -> None:
@@ -1900,6 +1973,7 @@ def main() -> int:
         run_feed_sql_checks(db)
         run_upgrade_checks(db)
         run_owner_without_bypass_checks(db)
+        run_search_path_checks(db)
         run_bare_database_checks(db)
         run_spec_checks(db)
 
