@@ -88,12 +88,14 @@ DO $$
 DECLARE
     elsewhere text;
 BEGIN
-    IF current_schema() IS NULL THEN
+    -- Until the path is set, every name is pg_catalog's, written so: the applier's path could
+    -- hold a better match (a `format(text, name)` beats `format(text, VARIADIC "any")`).
+    IF pg_catalog.current_schema() IS NULL THEN
         RAISE EXCEPTION 'sovaria: the search path names no schema that exists, to make the feed''s objects in'
             USING ERRCODE = 'invalid_schema_name';
     END IF;
-    PERFORM set_config('sovaria.applier_search_path', current_setting('search_path'), true);
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    PERFORM pg_catalog.set_config('sovaria.applier_search_path', pg_catalog.current_setting('search_path'), true);
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     SELECT string_agg(DISTINCT n.nspname::text, ', ') INTO elsewhere
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE c.relname = 'sovaria_changes' AND c.relkind IN ('r', 'p') AND n.nspname <> current_schema();
@@ -152,7 +154,7 @@ ALTER TABLE sovaria_changes DROP CONSTRAINT IF EXISTS sovaria_changes_op_check;
 -- third index beside it: replaced here, once.
 DO $$
 BEGIN
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     IF NOT EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'sovaria_changes'::regclass AND contype = 'p'
                    AND conkey = ARRAY[(SELECT attnum FROM pg_attribute WHERE attrelid = 'sovaria_changes'::regclass
                                        AND attname = 'table'),
@@ -178,18 +180,24 @@ DO $do$
 DECLARE
     log text;
     memberships text;
+    g record;
 BEGIN
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     log := format('%I.sovaria_changes', current_schema());
     memberships := format('%I.sovaria_memberships', current_schema());
     EXECUTE format($function$
 CREATE OR REPLACE FUNCTION sovaria_record_row() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET extra_float_digits = 1 SET bytea_output = hex SET IntervalStyle = postgres AS $body$
 -- Arguments: the key column, the visibility column ('' for none: every reader's), the log, the
 -- feed name, 'notify' or '', and the membership table the visibility column's team is read
 -- through ('', or absent in a trigger of an earlier version: the column names the owner). Few
 -- PL/pgSQL expressions and no PERFORM: PL/pgSQL prepares each expression again in every
--- transaction, and most writes are a transaction of one statement.
+-- transaction, and most writes are a transaction of one statement. A row's JSON is written
+-- with PostgreSQL's default extra_float_digits, bytea_output and IntervalStyle, whatever the
+-- writer set (a writer's `extra_float_digits = -15` logged 123.456 as 100, and the feed served
+-- it to every reader: a review after issue 62); its TimeZone stays the writer's (a timestamptz
+-- names the same instant in any).
 DECLARE
     number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
     old_row jsonb;
@@ -401,6 +409,17 @@ BEGIN
 END
 $body$
 $function$, log, memberships);
+    -- Closed to every role but its owner in the statement that makes it: applied statement by
+    -- statement, the file would leave a moment between the two in which another role could use
+    -- it (a trigger of these on her own table, which would write the log as its owner).
+    FOR g IN SELECT DISTINCT p.oid::regprocedure AS fn,
+            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
+        FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('sovaria_record_row', 'sovaria_record_statement', 'sovaria_record_membership')
+            AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+    LOOP
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
+    END LOOP;
 END
 $do$;
 
@@ -702,6 +721,12 @@ $$;
 DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text);
 DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text, text);
 DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text, text, boolean);
+DO $do$
+DECLARE
+    g record;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
+    EXECUTE $function$
 CREATE OR REPLACE FUNCTION sovaria_publish(
     tab regclass, key_column text, visibility_column text DEFAULT NULL, feed_name text DEFAULT NULL,
     notify boolean DEFAULT false, membership regclass DEFAULT NULL, membership_user_column text DEFAULT NULL,
@@ -726,6 +751,7 @@ DECLARE
     part regclass;
     stale record;
     untrusted text;
+    settings_typed regtype;
 BEGIN
     IF feed IS NULL OR feed = '' THEN
         RAISE EXCEPTION 'sovaria: a feed name may not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -797,13 +823,32 @@ BEGIN
                     tab, key_column
                     USING ERRCODE = 'invalid_parameter_value', HINT = 'Make the column NOT NULL.';
             END IF;
-            -- A key is logged as its JSON text: of these types that text depends on the writer's
+            -- A key is matched by its JSON text: of these types that text depends on a session's
             -- settings (TimeZone, IntervalStyle, extra_float_digits, lc_monetary, bytea_output),
-            -- so one key could be logged as two.
-            IF col.base IN ('timestamptz'::regtype, 'interval'::regtype, 'float4'::regtype, 'float8'::regtype,
-                            'money'::regtype, 'bytea'::regtype) THEN
-                RAISE EXCEPTION 'sovaria: % column "%" is %, whose text depends on the writer''s settings (key_column)',
-                    tab, key_column, format_type(col.base, col.mod)
+            -- so one key could be written two ways; in an array, a composite type or a range too
+            -- (a key `{0.5}` of `float8[]`: a review after issue 62).
+            SELECT t.oid::regtype INTO settings_typed
+            FROM (WITH RECURSIVE types(typ) AS (
+                    SELECT col.base
+                  UNION
+                    SELECT n.typ FROM types r JOIN pg_type t ON t.oid = r.typ
+                    CROSS JOIN LATERAL (
+                        SELECT t.typbasetype WHERE t.typtype = 'd'
+                        UNION ALL SELECT t.typelem WHERE t.typsubscript = 'array_subscript_handler'::regproc::oid
+                        UNION ALL SELECT a.atttypid FROM pg_attribute a
+                            WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+                        UNION ALL SELECT g.rngsubtype FROM pg_range g WHERE g.rngtypid = t.oid
+                        UNION ALL SELECT g.rngtypid FROM pg_range g WHERE g.rngmultitypid = t.oid
+                    ) n(typ))
+                SELECT typ FROM types) reached
+            JOIN pg_type t ON t.oid = reached.typ
+            WHERE t.oid IN ('timestamptz'::regtype, 'interval'::regtype, 'float4'::regtype, 'float8'::regtype,
+                            'money'::regtype, 'bytea'::regtype)
+            LIMIT 1;
+            IF settings_typed IS NOT NULL THEN
+                RAISE EXCEPTION 'sovaria: % column "%" is %, whose text depends on a session''s settings (key_column)',
+                    tab, key_column, CASE WHEN settings_typed = col.base THEN format_type(col.base, col.mod)
+                                          ELSE format('%s, of %s', format_type(col.base, col.mod), settings_typed) END
                     USING ERRCODE = 'invalid_parameter_value',
                           HINT = 'Publish a key of a text, integer, numeric or uuid type.';
             END IF;
@@ -954,13 +999,27 @@ BEGIN
     END IF;
 END
 $$;
+$function$;
+    -- Closed to every role but its owner in the statement that makes it: applied statement by
+    -- statement, the file would leave a moment between the two in which another role could use
+    -- it (a trigger of these on her own table, which would write the log as its owner).
+    FOR g IN SELECT DISTINCT p.oid::regprocedure AS fn,
+            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
+        FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('sovaria_publish')
+            AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+    LOOP
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
+    END LOOP;
+END
+$do$;
 
 -- An upgrade from a log without `visible_to_all`: the `trimmed` markers, and the changes of a
 -- table published without a visibility column, are every reader's; any other NULL owner is
 -- nobody's (a name published both ways, in two schemas, is taken as the stricter).
 DO $$
 BEGIN
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'sovaria_changes'::regclass
                    AND attname = 'visible_to_all' AND NOT attisdropped) THEN
         ALTER TABLE sovaria_changes ADD COLUMN visible_to_all boolean NOT NULL DEFAULT false;
@@ -1006,10 +1065,18 @@ CREATE OR REPLACE VIEW sovaria_feed WITH (security_invoker = true) AS
 -- The position a read is current to: every change at or below it belongs to a transaction that
 -- ended before the reader's snapshot, so the read holds it (it may hold later ones too). A device
 -- applies to that answer only the feed's changes after it: an older one would set a row back.
+DO $do$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
+    EXECUTE $function$
 CREATE OR REPLACE FUNCTION sovaria_position() RETURNS bigint
-LANGUAGE sql STABLE AS $$
-    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304 - 1
-$$;
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304 - 1;
+END
+$function$;
+END
+$do$;
 
 -- For PostgREST's `db-pre-request` (set it to "sovaria_pre_request", or call this first from your
 -- own pre-request function: it sets `response.headers` whole, and a function that sets them
@@ -1017,11 +1084,19 @@ $$;
 -- before the read, in its transaction: the read's snapshot is as new or newer, so the position
 -- holds.
 -- VOLATILE: it sets a setting (a STABLE function may not change anything).
+DO $do$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
+    EXECUTE $function$
 CREATE OR REPLACE FUNCTION sovaria_pre_request() RETURNS void
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE
+BEGIN ATOMIC
     SELECT set_config('response.headers', json_build_array(json_build_object('Sovaria-Position',
-        (pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304 - 1)::text))::text, true)
-$$;
+        (pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304 - 1)::text))::text, true);
+END
+$function$;
+END
+$do$;
 
 -- Deletes the served changes older than `keep`, leaving per table a `trimmed` row at the highest
 -- position deleted (the earlier `trimmed` row included, so it is never lost). Returns the number
@@ -1090,7 +1165,7 @@ DO $$
 DECLARE
     f regprocedure;
 BEGIN
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
         WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema())
             AND p.proname IN ('sovaria_trigger_arguments', 'sovaria_membership_table', 'sovaria_published',
@@ -1129,7 +1204,7 @@ DO $$
 DECLARE
     g record;
 BEGIN
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     FOR g IN SELECT DISTINCT p.oid::regprocedure AS fn,
             CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
         FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
@@ -1163,7 +1238,7 @@ DO $$
 DECLARE
     p record;
 BEGIN
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     FOR p IN SELECT * FROM sovaria_published() published WHERE EXISTS (
         SELECT FROM pg_trigger WHERE tgrelid = published.tab AND tgfoid = to_regproc('sovaria_record_change'))
     LOOP
@@ -1189,7 +1264,7 @@ DECLARE
     log text;
     reason text;
 BEGIN
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     log := format('%I.sovaria_changes', current_schema());
     -- A table published before `sovaria_publish` refused what it refuses now: a warning, its
     -- feed going on (publish it again to have it checked, or refused).
@@ -1238,7 +1313,7 @@ DO $$
 DECLARE
     others text;
 BEGIN
-    PERFORM set_config('search_path', format('%I, pg_temp', current_schema()), true);  -- "Search path", above
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
     INTO others
     FROM pg_namespace n, aclexplode(n.nspacl) a
@@ -1255,6 +1330,7 @@ $$;
 -- in one); applied statement by statement, each block's ended with its statement.
 DO $$
 BEGIN
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     IF nullif(current_setting('sovaria.applier_search_path', true), '') IS NOT NULL THEN
         PERFORM set_config('search_path', current_setting('sovaria.applier_search_path'), true);
     END IF;

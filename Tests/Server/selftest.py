@@ -1024,6 +1024,9 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("CREATE TABLE shaded_docs (id text PRIMARY KEY, team shade)")
         conn.execute("CREATE TABLE counted_docs (id text PRIMARY KEY, team numeric(10, 0))")
         conn.execute("CREATE TABLE text_crew (team text, who text, PRIMARY KEY (team, who))")
+        # Settings-dependent text in an array or a range (a review after issue 62).
+        conn.execute("CREATE TABLE float_keys (id float8[] PRIMARY KEY, owner text)")
+        conn.execute("CREATE TABLE spans (at tstzrange PRIMARY KEY, owner text)")
         refused = {
             "deferred key": refusal(conn, "'public.slots', 'id', 'owner'"),
             "nullable key": refusal(conn, "'public.slugs', 'slug', 'owner'"),
@@ -1036,9 +1039,12 @@ def run_feed_sql_checks(db: str) -> None:
                 conn, "'public.padded_docs', 'id', 'team', membership => 'public.crew',"
                       " membership_user_column => 'who', membership_team_column => 'crew_id'"),
             "timestamptz key under two domains": refusal(conn, "'public.moments2', 'at', 'owner'"),
+            "float8[] key": refusal(conn, "'public.float_keys', 'id', 'owner'"),
+            "tstzrange key": refusal(conn, "'public.spans', 'at', 'owner'"),
         }
         left_alone = {table: triggers_on(conn, table) for table in (
-            "slots", "slugs", "moments", "shared_notes", "padded_notes", "int_docs", "padded_docs", "moments2")}
+            "slots", "slugs", "moments", "shared_notes", "padded_notes", "int_docs", "padded_docs", "moments2",
+            "float_keys", "spans")}
         taken = {
             "int team, bigint members": refusal(
                 conn, "'public.int_docs', 'id', 'team', membership => 'public.int_crew',"
@@ -1056,14 +1062,30 @@ def run_feed_sql_checks(db: str) -> None:
         }
     expected = {"deferred key": "22023", "nullable key": "22023", "timestamptz key": "22023",
                 "array owner": "0A000", "char(n) owner": "22023", "char(n) member": "22023",
-                "char(4) team, text members": "42804", "timestamptz key under two domains": "22023"}
+                "char(4) team, text members": "42804", "timestamptz key under two domains": "22023",
+                "float8[] key": "22023", "tstzrange key": "22023"}
     check("publishing refuses a deferred or nullable key, a key whose text depends on settings (under domains"
-          " too), an array or char(n) owner, a char(n) member and a char(n) team beside another type,"
-          " with typed errors, nothing changed",
+          " too, in an array or a range), an array or char(n) owner, a char(n) member and a char(n) team beside"
+          " another type, with typed errors, nothing changed",
           refused == expected and set(left_alone.values()) == {0}, (refused, left_alone))
     check("... and takes team columns whose texts agree (integers of two sizes, numeric(10,0) and bigint, text"
           " under two domains and text, an enum and text) and a key of a NOT NULL domain",
           set(taken.values()) == {None}, taken)
+
+    # A writer's output settings never reach the row the feed serves to others: a writer's
+    # extra_float_digits = -15 logged 123.456 as 100 (a review after issue 62).
+    with admin() as conn:
+        conn.execute("CREATE TABLE priced (id text PRIMARY KEY, owner text, price float8, blob bytea, span interval)")
+        conn.execute("SELECT sovaria_publish('public.priced', 'id', 'owner')")
+        conn.execute("INSERT INTO priced VALUES ('p1', 'alice', 123.456, '\\x0102', '1 day 2 hours')")
+        written_as = conn.execute("SELECT to_jsonb(p) FROM priced p").fetchone()[0]
+        conn.execute("SET extra_float_digits = -15")
+        conn.execute("SET bytea_output = escape")
+        conn.execute("SET IntervalStyle = sql_standard")
+        conn.execute("UPDATE priced SET owner = owner WHERE id = 'p1'")
+    priced = feed_as("alice", "priced")
+    check("a writer's extra_float_digits, bytea_output and IntervalStyle never reach the row the feed serves",
+          len(priced) == 1 and priced[0][2] == written_as and written_as["price"] == 123.456, (priced, written_as))
 
     # A change number set by hand below 0 would log a change under positions already served.
     with admin() as conn:
@@ -1349,6 +1371,15 @@ def run_feed_sql_checks(db: str) -> None:
                          f" $$ BEGIN INSERT INTO planted.ran VALUES (current_user, '{name}'); RETURN {answer}; END $$")
             conn.execute(f"CREATE OPERATOR planted.{symbol} (FUNCTION = planted.{name}, LEFTARG = {left},"
                          f" RIGHTARG = {right})")
+        # Functions that match a call better than pg_catalog's VARIADIC "any" ones: the file's
+        # first block called format(text, name) before it set its path, and sovaria_pre_request
+        # (run by every API role) json_build_object(text, text) by the caller's path.
+        for name, arguments, result in [("format", "a text, b name", "pg_catalog.format(a, b)"),
+                                        ("json_build_object", "a text, b text", "pg_catalog.json_build_object(a, b)")]:
+            conn.execute(f"CREATE FUNCTION planted.{name}({arguments}) RETURNS {'json' if 'json' in name else 'text'}"
+                         f" LANGUAGE plpgsql AS $$ BEGIN INSERT INTO planted.ran VALUES (current_user, '{name}');"
+                         f" RETURN {result}; END $$")
+        conn.execute("GRANT USAGE ON SCHEMA planted TO PUBLIC")
         conn.execute("RESET ROLE")
         conn.execute("CREATE TABLE planted_notes (id text PRIMARY KEY, owner text)")
         conn.execute("SET search_path = public, planted")
@@ -1359,10 +1390,18 @@ def run_feed_sql_checks(db: str) -> None:
     applied_planted = apply_feed_sql(psycopg.conninfo.make_conninfo(db, options="-c search_path=public,planted"))
     with admin() as conn:
         conn.execute("REVOKE CREATE ON SCHEMA public FROM planter")
+        conn.execute("SET ROLE alice")
+        conn.execute("SET search_path = public, planted")
+        with conn.transaction():
+            conn.execute("SELECT sovaria_pre_request()")
+            pre_request_header = conn.execute("SELECT current_setting('response.headers')").fetchone()[0]
+        conn.execute("RESET ROLE")
         ran_planted = sorted({tuple(row) for row in conn.execute("SELECT who, operator FROM planted.ran")})
-    check("an operator another role made in a schema of the caller's search path never runs as the caller:"
-          " not when publishing (twice), trimming or compacting, nor when the file is applied",
-          applied_planted.returncode == 0 and ran_planted == [], (applied_planted.stderr[-300:], ran_planted))
+    check("an operator or function another role made in a schema of the caller's search path never runs as the"
+          " caller: not when publishing (twice), trimming or compacting, nor when the file is applied, nor in"
+          " sovaria_pre_request (which still sets its header)",
+          applied_planted.returncode == 0 and ran_planted == [] and "Sovaria-Position" in pre_request_header,
+          (applied_planted.stderr[-300:], ran_planted, pre_request_header))
     check("... and applying the file warns of a role that may create objects in its schema",
           "planter" in applied_planted.stderr and "may create objects in the schema public" in applied_planted.stderr,
           applied_planted.stderr[-400:])
@@ -1543,6 +1582,56 @@ def run_owner_without_bypass_checks(db: str) -> None:
             conn.execute("DROP DATABASE sovaria_owned")
             conn.execute("DROP ROLE feed_owner")
             conn.execute("DROP ROLE crew_admin")
+
+
+def sql_statements(text: str) -> list[str]:
+    """The top-level statements of a SQL file: split at each `;` outside a comment, a quoted
+    string or identifier, and a dollar-quoted string (what psql sends one by one)."""
+    statements: list[str] = []
+    start = index = 0
+    while index < len(text):
+        if text.startswith("--", index):
+            index = text.find("\n", index)
+            index = len(text) if index < 0 else index + 1
+        elif text[index] in "'\"":
+            index = text.find(text[index], index + 1) + 1  # '' inside a string: two strings in a row
+        elif (tag := re.match(r"\$[A-Za-z_]*\$", text[index:])) is not None:
+            index = text.find(tag.group(0), index + len(tag.group(0))) + len(tag.group(0))
+        elif text[index] == ";":
+            statements.append(text[start:index + 1])
+            start = index = index + 1
+        else:
+            index += 1
+    return [statement for statement in statements if statement.strip(" \n;")]
+
+
+def run_statement_by_statement_checks(db: str) -> None:
+    """ChangeFeed.sql applied one statement at a time, each its own transaction (psql -f without
+    -1): between two of its statements no role but the owner may run the functions that write the
+    log as its owner. The trigger functions were open to PUBLIC from the statement that made them
+    to the end of the file, and another role attached them to her own table in that moment (a
+    review after issue 62); so was `sovaria_publish`."""
+    other = psycopg.conninfo.make_conninfo(db, dbname="sovaria_statements")
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE sovaria_statements")
+    try:
+        statements = sql_statements(FEED_SQL.read_text())
+        open_after: list[str] = []
+        with psycopg.connect(other, autocommit=True) as conn:
+            for statement in statements:
+                conn.execute(statement)
+                runnable = [row[0] for row in conn.execute(
+                    "SELECT p.proname FROM pg_proc p WHERE p.proname IN ('sovaria_record_row',"
+                    " 'sovaria_record_statement', 'sovaria_record_membership', 'sovaria_publish')"
+                    " AND has_function_privilege('public', p.oid, 'EXECUTE')")]
+                if runnable:
+                    open_after.append(f"{statement.strip().splitlines()[0][:60]}: {runnable}")
+        check("applied statement by statement, no statement leaves the functions that write the log as its owner"
+              f" runnable by PUBLIC ({len(statements)} statements)",
+              len(statements) > 40 and open_after == [], open_after[:5])
+    finally:
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DROP DATABASE sovaria_statements")
 
 
 def run_search_path_checks(db: str) -> None:
@@ -1974,6 +2063,7 @@ def main() -> int:
         run_upgrade_checks(db)
         run_owner_without_bypass_checks(db)
         run_search_path_checks(db)
+        run_statement_by_statement_checks(db)
         run_bare_database_checks(db)
         run_spec_checks(db)
 
