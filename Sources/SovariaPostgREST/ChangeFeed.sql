@@ -168,6 +168,23 @@ $$;
 DROP INDEX IF EXISTS sovaria_changes_by_table;
 CREATE INDEX IF NOT EXISTS sovaria_changes_by_key ON sovaria_changes ("table", key, seq);
 
+-- Leaves EXECUTE on each of `functions` to its owner alone: revoked from PUBLIC and from each
+-- role given it by name or by default privileges. (Run by another role, it revokes nothing.)
+CREATE OR REPLACE FUNCTION sovaria_leave_to_owner(functions regprocedure[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT DISTINCT p.oid::regprocedure AS fn,
+            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
+        FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE p.oid = ANY (functions::oid[]) AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+    LOOP
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
+    END LOOP;
+END
+$$;
+
 -- The triggers every published table gets. Per row, `sovaria_record_row` logs the change with
 -- one static INSERT (planned once and kept, the log's name written into it when this file is
 -- applied); per statement, `sovaria_record_statement` sets the write-position header once and,
@@ -180,7 +197,6 @@ DO $do$
 DECLARE
     log text;
     memberships text;
-    g record;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     log := format('%I.sovaria_changes', current_schema());
@@ -412,14 +428,8 @@ $function$, log, memberships);
     -- Closed to every role but its owner in the statement that makes it: applied statement by
     -- statement, the file would leave a moment between the two in which another role could use
     -- it (a trigger of these on her own table, which would write the log as its owner).
-    FOR g IN SELECT DISTINCT p.oid::regprocedure AS fn,
-            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
-        FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
-        WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('sovaria_record_row', 'sovaria_record_statement', 'sovaria_record_membership')
-            AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
-    LOOP
-        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
-    END LOOP;
+    PERFORM sovaria_leave_to_owner(ARRAY(SELECT p.oid::regprocedure FROM pg_proc p
+        WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('sovaria_record_row', 'sovaria_record_statement', 'sovaria_record_membership')));
 END
 $do$;
 
@@ -722,8 +732,6 @@ DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text);
 DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text, text);
 DROP FUNCTION IF EXISTS sovaria_publish(regclass, text, text, text, boolean);
 DO $do$
-DECLARE
-    g record;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     EXECUTE $function$
@@ -1003,14 +1011,8 @@ $function$;
     -- Closed to every role but its owner in the statement that makes it: applied statement by
     -- statement, the file would leave a moment between the two in which another role could use
     -- it (a trigger of these on her own table, which would write the log as its owner).
-    FOR g IN SELECT DISTINCT p.oid::regprocedure AS fn,
-            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
-        FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
-        WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('sovaria_publish')
-            AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
-    LOOP
-        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
-    END LOOP;
+    PERFORM sovaria_leave_to_owner(ARRAY(SELECT p.oid::regprocedure FROM pg_proc p
+        WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('sovaria_publish')));
 END
 $do$;
 
@@ -1170,7 +1172,8 @@ BEGIN
         WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema())
             AND p.proname IN ('sovaria_trigger_arguments', 'sovaria_membership_table', 'sovaria_published',
                               'sovaria_refresh_membership_triggers', 'sovaria_sync_memberships', 'sovaria_untrusted',
-                              'sovaria_publish', 'sovaria_trim_changes', 'sovaria_compact_changes')
+                              'sovaria_publish', 'sovaria_trim_changes', 'sovaria_compact_changes',
+                              'sovaria_leave_to_owner')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
     END LOOP;
@@ -1205,20 +1208,13 @@ DECLARE
     g record;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
-    FOR g IN SELECT DISTINCT p.oid::regprocedure AS fn,
-            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
-        FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
-        WHERE p.oid IN ('sovaria_publish'::regproc, 'sovaria_published'::regproc,
-                        'sovaria_trim_changes'::regproc, 'sovaria_compact_changes'::regproc,
-                        'sovaria_record_row'::regproc,
-                        'sovaria_record_statement'::regproc, 'sovaria_record_membership'::regproc,
-                        'sovaria_refresh_membership_triggers'::regproc, 'sovaria_sync_memberships'::regproc,
-                        'sovaria_trigger_arguments'::regproc, 'sovaria_membership_table'::regproc,
-                        'sovaria_untrusted'::regproc)
-            AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
-    LOOP
-        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %s', g.fn, g.who);
-    END LOOP;
+    PERFORM sovaria_leave_to_owner(ARRAY[
+        'sovaria_publish'::regproc, 'sovaria_published'::regproc, 'sovaria_trim_changes'::regproc,
+        'sovaria_compact_changes'::regproc, 'sovaria_record_row'::regproc, 'sovaria_record_statement'::regproc,
+        'sovaria_record_membership'::regproc, 'sovaria_refresh_membership_triggers'::regproc,
+        'sovaria_sync_memberships'::regproc, 'sovaria_trigger_arguments'::regproc,
+        'sovaria_membership_table'::regproc, 'sovaria_untrusted'::regproc,
+        'sovaria_leave_to_owner'::regproc]::regprocedure[]);
     FOR g IN SELECT DISTINCT c.oid::regclass AS tab, a.privilege_type AS what,
             CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
         FROM pg_class c, aclexplode(c.relacl) a
@@ -1282,7 +1278,11 @@ BEGIN
     -- Each membership a table is (by its trigger, renamed or not): never a table someone made
     -- under a renamed one's name.
     FOR p IN SELECT DISTINCT ON (membership) * FROM sovaria_published() pub
-        WHERE sovaria_membership_table(membership) IS NOT NULL ORDER BY membership
+        WHERE sovaria_membership_table(membership) IS NOT NULL
+            -- Never read as the applier where a type's cast could run code of another role's
+            -- (warned of above).
+            AND sovaria_untrusted(sovaria_membership_table(membership)) IS NULL
+        ORDER BY membership
     LOOP
         BEGIN
             PERFORM sovaria_sync_memberships(sovaria_membership_table(p.membership), p.membership,
