@@ -107,16 +107,71 @@ BEGIN
 END
 $$;
 
-CREATE TABLE IF NOT EXISTS sovaria_changes (
-    position   bigint NOT NULL,
-    "table"    text NOT NULL,
-    key        text NOT NULL,
-    op         text NOT NULL,  -- 'upsert', 'delete' or 'trimmed'
-    row        jsonb,
-    visible_to text,
-    changed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-    seq        bigint GENERATED ALWAYS AS IDENTITY
-);
+-- Leaves every privilege on each of `tables` but SELECT to its owner: revoked from PUBLIC and
+-- from each role given it by name or by default privileges (which give Supabase's API roles
+-- ALL on every table). (Run by another role, it revokes nothing.)
+CREATE OR REPLACE FUNCTION sovaria_leave_writes_to_owner(tables regclass[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT DISTINCT c.oid::regclass AS tab, a.privilege_type AS what,
+            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
+        FROM pg_class c, aclexplode(c.relacl) a
+        WHERE c.oid = ANY (tables::oid[]) AND a.grantee <> c.relowner
+            AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER')
+    LOOP
+        EXECUTE format('REVOKE %s ON %s FROM %s', g.what, g.tab, g.who);
+    END LOOP;
+END
+$$;
+
+-- The log and the membership periods are made, and closed to every other role's writes and
+-- triggers, in one statement: applied statement by statement, the file left them open (to the
+-- roles default privileges give ALL) until its end, and a trigger another role put on the log
+-- in that moment stayed, to run as the log's owner with every logged row (a review after issue
+-- 62). For the same reason the file refuses to go on over a trigger on either that it did not
+-- make.
+DO $do$
+DECLARE
+    foreign_triggers text;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
+    CREATE TABLE IF NOT EXISTS sovaria_changes (
+        position   bigint NOT NULL,
+        "table"    text NOT NULL,
+        key        text NOT NULL,
+        op         text NOT NULL,  -- 'upsert', 'delete' or 'trimmed'
+        row        jsonb,
+        visible_to text,
+        changed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        seq        bigint GENERATED ALWAYS AS IDENTITY
+    );
+    -- Each membership's period, written by the membership table's trigger alone: `member` was
+    -- in `team` (through the membership table `membership`, `schema.name`) at the positions
+    -- after `joined` and before `left_at` (NULL: still). A user reads their own periods only:
+    -- the log's policy asks this table as the reader.
+    CREATE TABLE IF NOT EXISTS sovaria_memberships (
+        membership text NOT NULL,
+        member     text NOT NULL,
+        team       text NOT NULL,
+        joined     bigint NOT NULL,
+        left_at    bigint
+    );
+    ALTER TABLE sovaria_changes ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE sovaria_memberships ENABLE ROW LEVEL SECURITY;
+    PERFORM sovaria_leave_writes_to_owner(ARRAY['sovaria_changes'::regclass, 'sovaria_memberships'::regclass]);
+    SELECT string_agg(format('%I on %s', t.tgname, t.tgrelid::regclass), ', ') INTO foreign_triggers
+    FROM pg_trigger t
+    WHERE t.tgrelid IN ('sovaria_changes'::regclass, 'sovaria_memberships'::regclass) AND NOT t.tgisinternal;
+    IF foreign_triggers IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: the log has triggers this file did not make (%): they run as the log''s owner',
+            foreign_triggers
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Drop them, then apply ChangeFeed.sql again; no role but the log''s owner may hold TRIGGER on it.';
+    END IF;
+END
+$do$;
 -- `seq`: the order the changes were made in. Two writes of one row are made in the order they
 -- commit (the second waits for the first's row lock), which positions need not follow.
 ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS seq bigint GENERATED ALWAYS AS IDENTITY;
@@ -124,19 +179,7 @@ ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS seq bigint GENERATED ALWAYS
 -- `visible_to` is then the row's team, not its owner.
 ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS visible_via text;
 
--- Each membership's period, written by the membership table's trigger alone: `member` was in
--- `team` (through the membership table `membership`, `schema.name`) at the positions after
--- `joined` and before `left_at` (NULL: still). A user reads their own periods only: the log's
--- policy asks this table as the reader.
-CREATE TABLE IF NOT EXISTS sovaria_memberships (
-    membership text NOT NULL,
-    member     text NOT NULL,
-    team       text NOT NULL,
-    joined     bigint NOT NULL,
-    left_at    bigint
-);
 CREATE INDEX IF NOT EXISTS sovaria_memberships_by_member ON sovaria_memberships (member, membership, team);
-ALTER TABLE sovaria_memberships ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS sovaria_memberships_select ON sovaria_memberships;
 CREATE POLICY sovaria_memberships_select ON sovaria_memberships FOR SELECT USING (member = current_user);
 GRANT SELECT ON sovaria_memberships TO PUBLIC;
@@ -204,16 +247,17 @@ BEGIN
     EXECUTE format($function$
 CREATE OR REPLACE FUNCTION sovaria_record_row() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-SET extra_float_digits = 1 SET bytea_output = hex SET IntervalStyle = postgres AS $body$
+SET extra_float_digits = 1 SET bytea_output = hex SET IntervalStyle = postgres SET DateStyle = 'ISO, MDY' AS $body$
 -- Arguments: the key column, the visibility column ('' for none: every reader's), the log, the
 -- feed name, 'notify' or '', and the membership table the visibility column's team is read
 -- through ('', or absent in a trigger of an earlier version: the column names the owner). Few
 -- PL/pgSQL expressions and no PERFORM: PL/pgSQL prepares each expression again in every
 -- transaction, and most writes are a transaction of one statement. A row's JSON is written
--- with PostgreSQL's default extra_float_digits, bytea_output and IntervalStyle, whatever the
--- writer set (a writer's `extra_float_digits = -15` logged 123.456 as 100, and the feed served
--- it to every reader: a review after issue 62); its TimeZone stays the writer's (a timestamptz
--- names the same instant in any).
+-- with PostgreSQL's default extra_float_digits, bytea_output, IntervalStyle and DateStyle,
+-- whatever the writer set (a writer's `extra_float_digits = -15` logged 123.456 as 100, and
+-- `DateStyle = 'SQL, DMY'` a daterange as `[01/02/2024,…)`, and the feed served them to every
+-- reader: reviews after issue 62); its TimeZone stays the writer's (a timestamptz names the
+-- same instant in any).
 DECLARE
     number int := coalesce(nullif(current_setting('sovaria.change_number', true), ''), '0')::int;
     old_row jsonb;
@@ -226,6 +270,15 @@ BEGIN
     ELSE
         old_row := to_jsonb(OLD);
         new_row := to_jsonb(NEW);
+    END IF;
+    -- A key or visibility column renamed or dropped since publishing: the row would be logged
+    -- without a key, or as nobody's (leaving every reader's sight unannounced), so the write is
+    -- refused until the table is published again.
+    IF NOT (coalesce(new_row, old_row) ? TG_ARGV[0])
+        OR (TG_ARGV[1] <> '' AND NOT (coalesce(new_row, old_row) ? TG_ARGV[1])) THEN
+        RAISE EXCEPTION 'sovaria: %% has no column "%%" or "%%", which it was published with (renamed or dropped since)',
+            TG_RELID::regclass, TG_ARGV[0], TG_ARGV[1]
+            USING ERRCODE = 'undefined_column', HINT = 'Publish the table again, naming its columns as they are now.';
     END IF;
     -- A delete, or an update that moves the row to another key or another owner: the old row
     -- leaves first. Without a visibility column (''), `->> ''` is NULL on both sides.
@@ -386,6 +439,15 @@ BEGIN
     ELSE
         IF TG_OP <> 'INSERT' THEN old_row := to_jsonb(OLD); END IF;
         IF TG_OP <> 'DELETE' THEN new_row := to_jsonb(NEW); END IF;
+        -- A user or team column renamed or dropped since publishing: every membership would look
+        -- unchanged, and a member who left would go on reading the team (a review after issue
+        -- 62), so the write is refused until a table is published through it again.
+        IF NOT (coalesce(new_row, old_row) ? TG_ARGV[0] AND coalesce(new_row, old_row) ? TG_ARGV[1]) THEN
+            RAISE EXCEPTION 'sovaria: the membership table %% has no column "%%" or "%%", which it was published with (renamed or dropped since)',
+                TG_ARGV[2], TG_ARGV[0], TG_ARGV[1]
+                USING ERRCODE = 'undefined_column',
+                      HINT = 'Publish the tables published through it again, naming its columns as they are now.';
+        END IF;
         IF old_row ->> TG_ARGV[0] IS NOT DISTINCT FROM new_row ->> TG_ARGV[0]
             AND old_row ->> TG_ARGV[1] IS NOT DISTINCT FROM new_row ->> TG_ARGV[1]
         THEN
@@ -720,6 +782,23 @@ BEGIN
 END
 $$;
 
+-- Why `rel`'s changes may not be served whole, or NULL: a role may read only some of its
+-- columns (column privileges, `GRANT SELECT (id, name) ON …`), and the feed serves every column
+-- of each row a reader may see, so a column hidden from her would reach her (a review after
+-- issue 62).
+CREATE OR REPLACE FUNCTION sovaria_hidden_columns(rel regclass) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT format('%s may read only some of the columns of %s (%s): the feed serves a row''s every column',
+                  CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END, rel, g.columns)
+    FROM (SELECT x.grantee, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) AS columns
+          FROM pg_attribute a, aclexplode(a.attacl) x
+          WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped AND x.privilege_type = 'SELECT'
+          GROUP BY x.grantee) g
+    WHERE NOT CASE WHEN g.grantee = 0 THEN has_table_privilege('public', rel, 'SELECT')
+                   ELSE has_table_privilege(g.grantee, rel, 'SELECT') END
+    LIMIT 1
+$$;
+
 -- Publishes `tab`: its changes go to the log from now on, under `feed_name` (default: the table's
 -- name in `public`, `schema.name` elsewhere). Publishing again replaces the table's triggers
 -- (those of an older version of this file included).
@@ -831,6 +910,14 @@ BEGIN
                     tab, key_column
                     USING ERRCODE = 'invalid_parameter_value', HINT = 'Make the column NOT NULL.';
             END IF;
+            -- A key is its JSON text (`->>`): a json or jsonb key's string "1" and number 1 are one
+            -- text, two rows one key (a review after issue 62).
+            IF col.base IN ('json'::regtype, 'jsonb'::regtype) THEN
+                RAISE EXCEPTION 'sovaria: % column "%" is %, whose values "1" and 1 would be one key (key_column)',
+                    tab, key_column, format_type(col.base, col.mod)
+                    USING ERRCODE = 'invalid_parameter_value',
+                          HINT = 'Publish a key of a text, integer, numeric or uuid type.';
+            END IF;
             -- A key is matched by its JSON text: of these types that text depends on a session's
             -- settings (TimeZone, IntervalStyle, extra_float_digits, lc_monetary, bytea_output),
             -- so one key could be written two ways; in an array, a composite type or a range too
@@ -936,6 +1023,12 @@ BEGIN
         RAISE EXCEPTION 'sovaria: membership columns without a membership table'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    untrusted := sovaria_hidden_columns(tab);
+    IF untrusted IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: %', untrusted
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Grant SELECT on the whole table, or keep the hidden columns in a table of their own.';
+    END IF;
     FOR other IN SELECT r FROM unnest(ARRAY[tab, membership]) r WHERE r IS NOT NULL LOOP
         untrusted := sovaria_untrusted(other);
         IF untrusted IS NOT NULL THEN
@@ -983,11 +1076,15 @@ BEGIN
                    'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', tab, args);
     EXECUTE format('CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s '
                    'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', tab, args);
-    -- A TRUNCATE of one partition fires that partition's statement triggers alone (row triggers
-    -- are cloned to partitions, statement triggers are not): each partition gets the table's. A
-    -- partition attached later gets it when the table is published again.
+    -- A statement on one partition (a TRUNCATE, or a write naming the partition) fires that
+    -- partition's statement triggers alone (row triggers are cloned to partitions, statement
+    -- triggers are not): each partition gets the table's two, or a write to it would set no
+    -- write-position header and send no NOTIFY (a review after issue 62). A partition attached
+    -- later gets them when the table is published again, or this file applied.
     FOR part IN SELECT relid FROM pg_partition_tree(tab) WHERE relid <> tab LOOP
         EXECUTE format('CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', part, args);
+        EXECUTE format('CREATE TRIGGER sovaria_changes_statement AFTER INSERT OR UPDATE OR DELETE ON %s '
                        'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%s)', part, args);
     END LOOP;
     IF membership IS NOT NULL THEN
@@ -1173,7 +1270,7 @@ BEGIN
             AND p.proname IN ('sovaria_trigger_arguments', 'sovaria_membership_table', 'sovaria_published',
                               'sovaria_refresh_membership_triggers', 'sovaria_sync_memberships', 'sovaria_untrusted',
                               'sovaria_publish', 'sovaria_trim_changes', 'sovaria_compact_changes',
-                              'sovaria_leave_to_owner')
+                              'sovaria_leave_to_owner', 'sovaria_leave_writes_to_owner', 'sovaria_hidden_columns')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
     END LOOP;
@@ -1204,8 +1301,6 @@ CREATE POLICY sovaria_changes_select ON sovaria_changes FOR SELECT
 -- grant, and to revoke from a role that must not read the feed (Supabase's default privileges
 -- give it to `anon`).
 DO $$
-DECLARE
-    g record;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
     PERFORM sovaria_leave_to_owner(ARRAY[
@@ -1214,16 +1309,10 @@ BEGIN
         'sovaria_record_membership'::regproc, 'sovaria_refresh_membership_triggers'::regproc,
         'sovaria_sync_memberships'::regproc, 'sovaria_trigger_arguments'::regproc,
         'sovaria_membership_table'::regproc, 'sovaria_untrusted'::regproc,
-        'sovaria_leave_to_owner'::regproc]::regprocedure[]);
-    FOR g IN SELECT DISTINCT c.oid::regclass AS tab, a.privilege_type AS what,
-            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS who
-        FROM pg_class c, aclexplode(c.relacl) a
-        WHERE c.oid IN ('sovaria_changes'::regclass, 'sovaria_feed'::regclass, 'sovaria_memberships'::regclass)
-            AND a.grantee <> c.relowner
-            AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER')
-    LOOP
-        EXECUTE format('REVOKE %s ON %s FROM %s', g.what, g.tab, g.who);
-    END LOOP;
+        'sovaria_leave_to_owner'::regproc, 'sovaria_leave_writes_to_owner'::regproc,
+        'sovaria_hidden_columns'::regproc]::regprocedure[]);
+    PERFORM sovaria_leave_writes_to_owner(
+        ARRAY['sovaria_changes'::regclass, 'sovaria_feed'::regclass, 'sovaria_memberships'::regclass]);
 END
 $$;
 
@@ -1257,6 +1346,8 @@ DO $$
 DECLARE
     p record;
     part regclass;
+    trigger_name text;
+    events text;
     log text;
     reason text;
 BEGIN
@@ -1268,7 +1359,8 @@ BEGIN
         CROSS JOIN LATERAL (VALUES (pub.tab), (sovaria_membership_table(pub.membership))) r(rel)
         WHERE r.rel IS NOT NULL
     LOOP
-        reason := sovaria_untrusted(p.rel);
+        reason := coalesce(sovaria_untrusted(p.rel),
+                           (SELECT sovaria_hidden_columns(p.rel) WHERE p.rel IN (SELECT tab FROM sovaria_published())));
         IF reason IS NOT NULL THEN
             RAISE WARNING 'sovaria: % is published, and publishing would refuse it now: %', p.rel, reason
                 USING HINT = 'Make it publishable (see sovaria_publish), then publish it again; or drop its sovaria_ triggers.';
@@ -1293,13 +1385,17 @@ BEGIN
         END;
     END LOOP;
     FOR p IN SELECT * FROM sovaria_published() pub WHERE (SELECT relkind FROM pg_class WHERE oid = pub.tab) = 'p' LOOP
-        FOR part IN SELECT t.relid FROM pg_partition_tree(p.tab) t WHERE t.relid <> p.tab AND NOT EXISTS (
-            SELECT FROM pg_trigger tr WHERE tr.tgrelid = t.relid AND tr.tgname = 'sovaria_changes_truncate')
+        FOR part, trigger_name, events IN
+            SELECT t.relid, made.name, made.events FROM pg_partition_tree(p.tab) t,
+                (VALUES ('sovaria_changes_truncate', 'TRUNCATE'),
+                        ('sovaria_changes_statement', 'INSERT OR UPDATE OR DELETE')) made(name, events)
+            WHERE t.relid <> p.tab AND NOT EXISTS (
+                SELECT FROM pg_trigger tr WHERE tr.tgrelid = t.relid AND tr.tgname = made.name)
         LOOP
             -- The arguments `sovaria_publish` gives the table's triggers.
-            EXECUTE format('CREATE TRIGGER sovaria_changes_truncate AFTER TRUNCATE ON %s '
+            EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s '
                            'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%L, %L, %L, %L, %L, %L, %L, %L)',
-                           part, p.key_column, coalesce(p.visibility_column, ''), log, p.feed_name,
+                           trigger_name, events, part, p.key_column, coalesce(p.visibility_column, ''), log, p.feed_name,
                            CASE WHEN p.notifies THEN 'notify' ELSE '' END, coalesce(p.membership, ''),
                            coalesce(p.membership_user_column, ''), coalesce(p.membership_team_column, ''));
         END LOOP;

@@ -1027,6 +1027,7 @@ def run_feed_sql_checks(db: str) -> None:
         # Settings-dependent text in an array or a range (a review after issue 62).
         conn.execute("CREATE TABLE float_keys (id float8[] PRIMARY KEY, owner text)")
         conn.execute("CREATE TABLE spans (at tstzrange PRIMARY KEY, owner text)")
+        conn.execute("CREATE TABLE json_keys (k jsonb PRIMARY KEY, owner text)")
         refused = {
             "deferred key": refusal(conn, "'public.slots', 'id', 'owner'"),
             "nullable key": refusal(conn, "'public.slugs', 'slug', 'owner'"),
@@ -1041,10 +1042,11 @@ def run_feed_sql_checks(db: str) -> None:
             "timestamptz key under two domains": refusal(conn, "'public.moments2', 'at', 'owner'"),
             "float8[] key": refusal(conn, "'public.float_keys', 'id', 'owner'"),
             "tstzrange key": refusal(conn, "'public.spans', 'at', 'owner'"),
+            "jsonb key": refusal(conn, "'public.json_keys', 'k', 'owner'"),
         }
         left_alone = {table: triggers_on(conn, table) for table in (
             "slots", "slugs", "moments", "shared_notes", "padded_notes", "int_docs", "padded_docs", "moments2",
-            "float_keys", "spans")}
+            "float_keys", "spans", "json_keys")}
         taken = {
             "int team, bigint members": refusal(
                 conn, "'public.int_docs', 'id', 'team', membership => 'public.int_crew',"
@@ -1063,9 +1065,10 @@ def run_feed_sql_checks(db: str) -> None:
     expected = {"deferred key": "22023", "nullable key": "22023", "timestamptz key": "22023",
                 "array owner": "0A000", "char(n) owner": "22023", "char(n) member": "22023",
                 "char(4) team, text members": "42804", "timestamptz key under two domains": "22023",
-                "float8[] key": "22023", "tstzrange key": "22023"}
+                "float8[] key": "22023", "tstzrange key": "22023", "jsonb key": "22023"}
     check("publishing refuses a deferred or nullable key, a key whose text depends on settings (under domains"
-          " too, in an array or a range), an array or char(n) owner, a char(n) member and a char(n) team beside"
+          " too, in an array or a range), a jsonb key (whose string '1' and number 1 are one text), an array or"
+          " char(n) owner, a char(n) member and a char(n) team beside"
           " another type, with typed errors, nothing changed",
           refused == expected and set(left_alone.values()) == {0}, (refused, left_alone))
     check("... and takes team columns whose texts agree (integers of two sizes, numeric(10,0) and bigint, text"
@@ -1075,17 +1078,92 @@ def run_feed_sql_checks(db: str) -> None:
     # A writer's output settings never reach the row the feed serves to others: a writer's
     # extra_float_digits = -15 logged 123.456 as 100 (a review after issue 62).
     with admin() as conn:
-        conn.execute("CREATE TABLE priced (id text PRIMARY KEY, owner text, price float8, blob bytea, span interval)")
+        conn.execute("CREATE TABLE priced (id text PRIMARY KEY, owner text, price float8, blob bytea, span interval,"
+                     " stay daterange)")
         conn.execute("SELECT sovaria_publish('public.priced', 'id', 'owner')")
-        conn.execute("INSERT INTO priced VALUES ('p1', 'alice', 123.456, '\\x0102', '1 day 2 hours')")
+        conn.execute("INSERT INTO priced VALUES ('p1', 'alice', 123.456, '\\x0102', '1 day 2 hours',"
+                     " '[2024-02-01,2024-02-03)')")
         written_as = conn.execute("SELECT to_jsonb(p) FROM priced p").fetchone()[0]
         conn.execute("SET extra_float_digits = -15")
         conn.execute("SET bytea_output = escape")
         conn.execute("SET IntervalStyle = sql_standard")
+        conn.execute("SET DateStyle = 'SQL, DMY'")
         conn.execute("UPDATE priced SET owner = owner WHERE id = 'p1'")
     priced = feed_as("alice", "priced")
-    check("a writer's extra_float_digits, bytea_output and IntervalStyle never reach the row the feed serves",
+    check("a writer's extra_float_digits, bytea_output, IntervalStyle and DateStyle never reach the row the feed"
+          " serves",
           len(priced) == 1 and priced[0][2] == written_as and written_as["price"] == 123.456, (priced, written_as))
+
+    # Columns renamed since publishing: a membership table's user column (every leave looked
+    # like no change, and a member who left went on reading the team), a table's owner column
+    # (its rows would be nobody's): the write is refused (a review after issue 62).
+    with admin() as conn:
+        conn.execute("CREATE TABLE renamed_crew (who text, team text, PRIMARY KEY (who, team))")
+        conn.execute("CREATE TABLE renamed_docs (id text PRIMARY KEY, team text)")
+        conn.execute("CREATE TABLE renamed_notes (id text PRIMARY KEY, owner text)")
+        conn.execute("INSERT INTO renamed_crew VALUES ('bob', 't')")
+        conn.execute("SELECT sovaria_publish('public.renamed_docs', 'id', 'team', membership => 'public.renamed_crew',"
+                     " membership_user_column => 'who', membership_team_column => 'team')")
+        conn.execute("SELECT sovaria_publish('public.renamed_notes', 'id', 'owner')")
+        conn.execute("ALTER TABLE renamed_crew RENAME COLUMN who TO member_name")
+        conn.execute("ALTER TABLE renamed_notes RENAME COLUMN owner TO owned_by")
+        refused_writes = []
+        for statement in ("DELETE FROM renamed_crew WHERE member_name = 'bob'",
+                          "INSERT INTO renamed_notes VALUES ('n1', 'alice')"):
+            try:
+                conn.execute(statement)
+                refused_writes.append(None)
+            except psycopg.Error as error:
+                refused_writes.append(error.sqlstate)
+        bob_still = conn.execute("SELECT count(*) FROM renamed_crew").fetchone()[0]
+        conn.execute("DROP TABLE renamed_docs, renamed_notes, renamed_crew")
+    check("a write to a membership table or a published table whose published column was renamed since is refused"
+          " (42703), so a member who leaves never goes on reading the team",
+          refused_writes == ["42703", "42703"] and bob_still == 1, (refused_writes, bob_still))
+    # Column privileges: the feed serves every column of a row, so a column hidden from a reader
+    # by them would reach her (a review after issue 62).
+    with admin() as conn:
+        conn.execute("CREATE TABLE profiles (id text PRIMARY KEY, owner text, display_name text, fraud_score int)")
+        conn.execute("GRANT SELECT (id, owner, display_name) ON profiles TO authenticated")
+        conn.execute("CREATE TABLE open_profiles (id text PRIMARY KEY, owner text, fraud_score int)")
+        conn.execute("GRANT SELECT ON open_profiles TO authenticated")
+        conn.execute("GRANT UPDATE (owner) ON open_profiles TO authenticated")
+        hidden = refusal(conn, "'public.profiles', 'id', 'owner'")
+        whole = refusal(conn, "'public.open_profiles', 'id', 'owner'")
+        conn.execute("REVOKE SELECT ON open_profiles FROM authenticated")
+        conn.execute("GRANT SELECT (id, owner) ON open_profiles TO authenticated")
+    hidden_apply = apply_feed_sql(db)
+    with admin() as conn:
+        conn.execute("DROP TABLE open_profiles")
+    check("publishing a table some of whose columns a role may not read is refused (0A000); a table read whole"
+          " (a column UPDATE grant beside) is published, and applying the file warns once its columns are hidden",
+          hidden == "0A000" and whole is None
+          and "may read only some of the columns of open_profiles" in hidden_apply.stderr,
+          (hidden, whole, hidden_apply.stderr[-400:]))
+    # A write naming one partition of a published table: it sets the write-position header as a
+    # write through the table does (the partition had no statement trigger: a review after issue 62).
+    with admin() as conn:
+        conn.execute("CREATE TABLE parted (id int PRIMARY KEY, owner text) PARTITION BY RANGE (id)")
+        conn.execute("CREATE TABLE parted_a PARTITION OF parted FOR VALUES FROM (0) TO (100)")
+        conn.execute("SELECT sovaria_publish('public.parted', 'id', 'owner')")
+        with conn.transaction():
+            conn.execute("INSERT INTO parted_a VALUES (2, 'alice')")
+            partition_header = conn.execute("SELECT current_setting('response.headers', true)").fetchone()[0]
+    check("a write naming a partition of a published table sets the write-position header",
+          partition_header is not None and "Sovaria-Write-Position" in partition_header, partition_header)
+    # A trigger on the log runs as its owner with every logged row: applying the file refuses to
+    # go on over one it did not make.
+    with admin() as conn:
+        conn.execute("CREATE FUNCTION nothing_trigger() RETURNS trigger LANGUAGE plpgsql AS"
+                     " $$ BEGIN RETURN NULL; END $$")
+        conn.execute("CREATE TRIGGER planted_on_log AFTER INSERT ON sovaria_changes FOR EACH ROW"
+                     " EXECUTE FUNCTION nothing_trigger()")
+    over_trigger = apply_feed_sql(db)
+    with admin() as conn:
+        conn.execute("DROP TRIGGER planted_on_log ON sovaria_changes")
+    check("applying the file refuses to go on over a trigger on the log it did not make, naming it",
+          over_trigger.returncode != 0 and "planted_on_log on sovaria_changes" in over_trigger.stderr,
+          over_trigger.stderr[-300:])
 
     # A change number set by hand below 0 would log a change under positions already served.
     with admin() as conn:
@@ -1614,24 +1692,35 @@ def run_statement_by_statement_checks(db: str) -> None:
     other = psycopg.conninfo.make_conninfo(db, dbname="sovaria_statements")
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute("CREATE DATABASE sovaria_statements")
+        conn.execute("CREATE ROLE api_everything")
     try:
         statements = sql_statements(FEED_SQL.read_text())
         open_after: list[str] = []
         with psycopg.connect(other, autocommit=True) as conn:
+            # As Supabase's projects have it: every table and function made here is given to
+            # the API roles whole.
+            conn.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON TABLES TO api_everything")
+            conn.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON FUNCTIONS TO api_everything")
             for statement in statements:
                 conn.execute(statement)
                 runnable = [row[0] for row in conn.execute(
                     "SELECT p.proname FROM pg_proc p WHERE p.proname IN ('sovaria_record_row',"
                     " 'sovaria_record_statement', 'sovaria_record_membership', 'sovaria_publish')"
-                    " AND has_function_privilege('public', p.oid, 'EXECUTE')")]
+                    " AND (has_function_privilege('public', p.oid, 'EXECUTE')"
+                    " OR has_function_privilege('api_everything', p.oid, 'EXECUTE'))"
+                    " UNION ALL SELECT c.relname::text FROM pg_class c WHERE c.relname IN ('sovaria_changes',"
+                    " 'sovaria_memberships') AND has_table_privilege('api_everything', c.oid,"
+                    " 'INSERT, UPDATE, DELETE, TRUNCATE, TRIGGER')")]
                 if runnable:
                     open_after.append(f"{statement.strip().splitlines()[0][:60]}: {runnable}")
-        check("applied statement by statement, no statement leaves the functions that write the log as its owner"
-              f" runnable by PUBLIC ({len(statements)} statements)",
+        check("applied statement by statement under default privileges that give a role ALL, no statement leaves"
+              " the functions that write the log as its owner runnable by another role, nor the log and the"
+              f" periods writable or open to her triggers ({len(statements)} statements)",
               len(statements) > 40 and open_after == [], open_after[:5])
     finally:
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute("DROP DATABASE sovaria_statements")
+            conn.execute("DROP ROLE api_everything")
 
 
 def run_search_path_checks(db: str) -> None:
