@@ -1102,6 +1102,19 @@ BEGIN
         RAISE WARNING 'sovaria: % may run sovaria_publish, sovaria_published, sovaria_trim_changes or sovaria_compact_changes', runs
             USING HINT = 'An API role would be offered them as /rpc/...: apply ChangeFeed.sql again, or REVOKE EXECUTE.';
     END IF;
+    -- And the log's writes and triggers are its owner's: a trigger on it runs as its owner with
+    -- every logged row (`GRANT ALL ON ALL TABLES IN SCHEMA …` gives TRIGGER).
+    SELECT string_agg(DISTINCT format('%s (%s on %s)', CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                                                            ELSE a.grantee::regrole::text END,
+                                      a.privilege_type, c.oid::regclass), ', ')
+    INTO runs
+    FROM pg_class c, aclexplode(c.relacl) a
+    WHERE c.oid IN ('sovaria_changes'::regclass, 'sovaria_memberships'::regclass) AND a.grantee <> c.relowner
+        AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'TRIGGER');
+    IF runs IS NOT NULL THEN
+        RAISE WARNING 'sovaria: % may write the log or put a trigger on it, which would run as its owner', runs
+            USING HINT = 'Apply ChangeFeed.sql again (it takes them back), or REVOKE them.';
+    END IF;
 END
 $$;
 $function$;

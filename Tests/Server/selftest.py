@@ -1557,6 +1557,7 @@ def run_feed_sql_checks(db: str) -> None:
             " AND grantee IN ('anon', 'authenticated')"
             " AND privilege_type <> 'SELECT' ORDER BY 1, 2, 3")]
         conn.execute("GRANT EXECUTE ON FUNCTION sovaria_trim_changes(interval) TO authenticated")
+        conn.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO authenticated")
         conn.execute("CREATE TABLE t (id text PRIMARY KEY)")
         warnings: list[str] = []
         conn.add_notice_handler(lambda notice: warnings.append(notice.message_primary or ""))
@@ -1564,8 +1565,10 @@ def run_feed_sql_checks(db: str) -> None:
     check("applied under ALTER DEFAULT PRIVILEGES (Supabase): no API role may run publish/trim, or write the log",
           all(run.returncode == 0 for run in applied) and runnable == [] and writable == [],
           ([run.stderr[-300:] for run in applied], runnable, writable))
-    check("... and a role given EXECUTE since is named by a warning at publish",
-          any("authenticated" in warning and "sovaria_trim_changes" in warning for warning in warnings), warnings)
+    check("... and a role given EXECUTE since is named by a warning at publish, as is one given TRIGGER on the log"
+          " (GRANT ALL ON ALL TABLES)",
+          any("authenticated" in warning and "sovaria_trim_changes" in warning for warning in warnings)
+          and any("authenticated (TRIGGER on sovaria_changes)" in warning for warning in warnings), warnings)
     with admin() as conn:
         conn.execute("DROP DATABASE sovaria_defaults")
 
