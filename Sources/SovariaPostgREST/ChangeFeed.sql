@@ -94,11 +94,26 @@ BEGIN
         RAISE EXCEPTION 'sovaria: the search path names no schema that exists, to make the feed''s objects in'
             USING ERRCODE = 'invalid_schema_name';
     END IF;
+    -- The plain statements below (the view, the policies, the functions' signatures) resolve
+    -- names by the applier's path: with pg_catalog first (where PostgreSQL puts it unless the
+    -- path names it), no object of another schema with pg_catalog's name and argument types is
+    -- found before pg_catalog's (a path `public, planted, pg_catalog` bound the policies to
+    -- another role's `=`: a review after issue 62).
+    IF (SELECT s.name FROM pg_catalog.unnest(pg_catalog.current_schemas(true)) WITH ORDINALITY s(name, place)
+        WHERE s.name OPERATOR(pg_catalog.!~) '^pg_temp' ORDER BY s.place LIMIT 1) OPERATOR(pg_catalog.<>) 'pg_catalog' THEN
+        RAISE EXCEPTION 'sovaria: the search path names pg_catalog after another schema: %', pg_catalog.current_setting('search_path')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Apply ChangeFeed.sql with pg_catalog first in the search path, or not named in it.';
+    END IF;
     PERFORM pg_catalog.set_config('sovaria.applier_search_path', pg_catalog.current_setting('search_path'), true);
     PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
+    -- A schema holds a feed where it has the log and the row trigger's function (another table
+    -- named `sovaria_changes`, or a session's temporary one, is no feed).
     SELECT string_agg(DISTINCT n.nspname::text, ', ') INTO elsewhere
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE c.relname = 'sovaria_changes' AND c.relkind IN ('r', 'p') AND n.nspname <> current_schema();
+    WHERE c.relname = 'sovaria_changes' AND c.relkind IN ('r', 'p') AND n.nspname <> current_schema()
+        AND n.nspname !~ '^pg_(toast_)?temp_'
+        AND EXISTS (SELECT FROM pg_proc f WHERE f.pronamespace = n.oid AND f.proname = 'sovaria_record_row');
     IF elsewhere IS NOT NULL AND to_regclass(format('%I.sovaria_changes', current_schema())) IS NULL THEN
         RAISE EXCEPTION 'sovaria: the change feed is in the schema % already, not in %', elsewhere, current_schema()
             USING ERRCODE = 'duplicate_object',
@@ -180,8 +195,13 @@ ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS seq bigint GENERATED ALWAYS
 ALTER TABLE sovaria_changes ADD COLUMN IF NOT EXISTS visible_via text;
 
 CREATE INDEX IF NOT EXISTS sovaria_memberships_by_member ON sovaria_memberships (member, membership, team);
-DROP POLICY IF EXISTS sovaria_memberships_select ON sovaria_memberships;
-CREATE POLICY sovaria_memberships_select ON sovaria_memberships FOR SELECT USING (member = current_user);
+DO $$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
+    DROP POLICY IF EXISTS sovaria_memberships_select ON sovaria_memberships;
+    CREATE POLICY sovaria_memberships_select ON sovaria_memberships FOR SELECT USING (member = current_user);
+END
+$$;
 GRANT SELECT ON sovaria_memberships TO PUBLIC;
 -- `visible_to_all` (added below, after the functions an upgrade needs): the change is every
 -- reader's (a table without a visibility column, a `trimmed` marker). A NULL `visible_to` alone
@@ -474,7 +494,11 @@ BEGIN
             END LOOP;
         END IF;
     END IF;
-    IF set_config('sovaria.change_number', number::text, true)::int NOT BETWEEN 0 AND 4194303 THEN
+    -- Its changes set no header: marked announced, so a later statement that logs nothing
+    -- does not name them either (a review after issue 62).
+    IF (set_config('sovaria.change_number', number::text, true)
+        || set_config('sovaria.announced_number', number::text, true) IS NULL)
+        OR number NOT BETWEEN 0 AND 4194303 THEN
         RAISE EXCEPTION 'sovaria: change number %% is out of range: more than 4194303 changes to published tables in one transaction, or sovaria.change_number set by hand', number
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
@@ -491,7 +515,7 @@ $function$, log, memberships);
     -- statement, the file would leave a moment between the two in which another role could use
     -- it (a trigger of these on her own table, which would write the log as its owner).
     PERFORM sovaria_leave_to_owner(ARRAY(SELECT p.oid::regprocedure FROM pg_proc p
-        WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('sovaria_record_row', 'sovaria_record_statement', 'sovaria_record_membership')));
+        WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema()) AND p.proname IN ('sovaria_record_row', 'sovaria_record_statement', 'sovaria_record_membership')));
 END
 $do$;
 
@@ -720,7 +744,8 @@ $$;
 --   type's owner) or replace it (the function's owner). So each type a row's JSON reaches
 --   (through arrays, composite types and their attributes; a domain's casts are never used)
 --   belongs to someone trusted as that owner: a superuser, the log's owner or the table's owner
---   (whom the log's owner trusts by publishing the table), as does each such cast's function.
+--   (whom the log's owner trusts by publishing the table), or a member of either's role, as
+--   does each such cast's function.
 --   Another role's type could be given a cast later, to run as the log's owner on the next
 --   write (a review after issue 62).
 CREATE OR REPLACE FUNCTION sovaria_untrusted(rel regclass) RETURNS text
@@ -775,29 +800,43 @@ BEGIN
     ) reached
     JOIN pg_type t ON t.oid = reached.typ
     WHERE c.oid = rel::oid AND reached.typ >= 16384
-        AND reached.owner NOT IN (c.relowner, log_owner)
+        -- A member of the table owner's role, or of the log owner's, may act as that owner
+        -- already (add a column of her type, say): trusted as much.
+        AND NOT pg_has_role(reached.owner, c.relowner, 'MEMBER') AND NOT pg_has_role(reached.owner, log_owner, 'MEMBER')
         AND NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.oid = reached.owner)
     LIMIT 1;
     RETURN reason;
 END
 $$;
 
--- Why `rel`'s changes may not be served whole, or NULL: a role may read only some of its
--- columns (column privileges, `GRANT SELECT (id, name) ON …`), and the feed serves every column
--- of each row a reader may see, so a column hidden from her would reach her (a review after
--- issue 62).
+-- Why `rel`'s changes may not be served whole, or NULL: a role that may read the feed may read
+-- only some of its columns (column privileges, `GRANT SELECT (id, name) ON …`), and the feed
+-- serves every column of each row a reader may see, so a column hidden from her would reach her
+-- (a review after issue 62). A role that may not read the feed is no matter.
 CREATE OR REPLACE FUNCTION sovaria_hidden_columns(rel regclass) RETURNS text
 LANGUAGE sql STABLE AS $$
-    SELECT format('%s may read only some of the columns of %s (%s): the feed serves a row''s every column',
-                  CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END, rel, g.columns)
-    FROM (SELECT x.grantee, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) AS columns
-          FROM pg_attribute a, aclexplode(a.attacl) x
-          WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped AND x.privilege_type = 'SELECT'
-          GROUP BY x.grantee) g
-    WHERE NOT CASE WHEN g.grantee = 0 THEN has_table_privilege('public', rel, 'SELECT')
-                   ELSE has_table_privilege(g.grantee, rel, 'SELECT') END
+    SELECT format('%s may read the feed and only some of the columns of %s: the feed serves a row''s every column',
+                  r.oid::regrole, rel)
+    FROM pg_roles r
+    WHERE NOT r.rolsuper AND NOT r.rolbypassrls
+        AND has_table_privilege(r.oid, 'sovaria_changes', 'SELECT') AND has_table_privilege(r.oid, 'sovaria_feed', 'SELECT')
+        AND NOT has_table_privilege(r.oid, rel, 'SELECT') AND has_any_column_privilege(r.oid, rel, 'SELECT')
+    ORDER BY r.rolname
     LIMIT 1
 $$;
+
+-- The roles that may read the feed and not `rel` (NULL: none): what the feed serves them of it
+-- is the rows its visibility column gives them, or, published without one, every row. Said by a
+-- warning, not refused: a table is often published before it is granted.
+CREATE OR REPLACE FUNCTION sovaria_unread_by(rel regclass) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT string_agg(r.oid::regrole::text, ', ' ORDER BY r.rolname)
+    FROM pg_roles r
+    WHERE NOT r.rolsuper AND NOT r.rolbypassrls
+        AND has_table_privilege(r.oid, 'sovaria_changes', 'SELECT') AND has_table_privilege(r.oid, 'sovaria_feed', 'SELECT')
+        AND NOT has_any_column_privilege(r.oid, rel, 'SELECT')
+$$;
+
 
 -- Publishes `tab`: its changes go to the log from now on, under `feed_name` (default: the table's
 -- name in `public`, `schema.name` elsewhere). Publishing again replaces the table's triggers
@@ -1029,6 +1068,17 @@ BEGIN
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'Grant SELECT on the whole table, or keep the hidden columns in a table of their own.';
     END IF;
+    -- Inheritance children (not partitions) are read with their parent and written apart: their
+    -- writes fire their own triggers, which publishing does not give them, and their keys are
+    -- not in the parent's unique index (a review after issue 62).
+    SELECT i.inhrelid::regclass INTO other FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent IN (tab, membership) AND NOT c.relispartition
+    LIMIT 1;
+    IF other IS NOT NULL THEN
+        RAISE EXCEPTION 'sovaria: % inherits from %: an inheritance child''s writes are not followed', other,
+            (SELECT i.inhparent::regclass FROM pg_inherits i WHERE i.inhrelid = other LIMIT 1)
+            USING ERRCODE = 'feature_not_supported', HINT = 'Make the table partitioned, or publish each table apart.';
+    END IF;
     FOR other IN SELECT r FROM unnest(ARRAY[tab, membership]) r WHERE r IS NOT NULL LOOP
         untrusted := sovaria_untrusted(other);
         IF untrusted IS NOT NULL THEN
@@ -1091,6 +1141,12 @@ BEGIN
         PERFORM sovaria_sync_memberships(membership, via, membership_user_column, membership_team_column);
     END IF;
     PERFORM sovaria_refresh_membership_triggers(membership, via);
+    runs := sovaria_unread_by(tab);
+    IF runs IS NOT NULL THEN
+        RAISE WARNING 'sovaria: % may read the feed and not %: the feed shows them its rows their visibility column gives them (every row, published without one)',
+            runs, tab
+            USING HINT = 'Grant them SELECT on the table, or take the feed from them.';
+    END IF;
     -- Publishing, trimming and compacting are the owner's: say so if a role has been given them since.
     SELECT string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END, ', ')
     INTO runs
@@ -1122,7 +1178,7 @@ $function$;
     -- statement, the file would leave a moment between the two in which another role could use
     -- it (a trigger of these on her own table, which would write the log as its owner).
     PERFORM sovaria_leave_to_owner(ARRAY(SELECT p.oid::regprocedure FROM pg_proc p
-        WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('sovaria_publish')));
+        WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema()) AND p.proname IN ('sovaria_publish')));
 END
 $do$;
 
@@ -1158,6 +1214,11 @@ $$;
 -- could wait for a position it never reads.) The read probes the `(table, key, seq)` index for
 -- each change it meets, served or stepped over; `sovaria_compact_changes()` deletes most of those
 -- it steps over.
+-- (Made in a DO block, after the path is set: "Search path", above.)
+DO $do$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
+    EXECUTE $view$
 CREATE OR REPLACE VIEW sovaria_feed WITH (security_invoker = true) AS
     SELECT c.position, c."table", c.key, coalesce(newest.op, c.op) AS op,
         CASE WHEN newest.op IS NULL THEN c.row ELSE newest.row END AS row
@@ -1172,7 +1233,10 @@ CREATE OR REPLACE VIEW sovaria_feed WITH (security_invoker = true) AS
             SELECT FROM sovaria_changes later
             WHERE later."table" = c."table" AND later.key = c.key AND later.seq > c.seq AND later.op <> 'trimmed'
                 AND later.position > c.position
-                AND later.position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304));
+                AND later.position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 4194304))
+$view$;
+END
+$do$;
 
 -- The position a read is current to: every change at or below it belongs to a transaction that
 -- ended before the reader's snapshot, so the read holds it (it may hold later ones too). A device
@@ -1283,24 +1347,31 @@ BEGIN
             AND p.proname IN ('sovaria_trigger_arguments', 'sovaria_membership_table', 'sovaria_published',
                               'sovaria_refresh_membership_triggers', 'sovaria_sync_memberships', 'sovaria_untrusted',
                               'sovaria_publish', 'sovaria_trim_changes', 'sovaria_compact_changes',
-                              'sovaria_leave_to_owner', 'sovaria_leave_writes_to_owner', 'sovaria_hidden_columns')
+                              'sovaria_leave_to_owner', 'sovaria_leave_writes_to_owner', 'sovaria_hidden_columns',
+                              'sovaria_unread_by')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
     END LOOP;
 END
 $$;
 
-ALTER TABLE sovaria_changes ENABLE ROW LEVEL SECURITY;
-DROP POLICY IF EXISTS sovaria_changes_select ON sovaria_changes;
--- Every reader's changes, those of rows the reader owns (a NULL owner matches nobody), and
--- those of a team's rows made while the reader was in the team: the tables' own policies, as
--- they were at each change's position.
+DO $do$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.format('%I, pg_temp', pg_catalog.current_schema()), true);
+    DROP POLICY IF EXISTS sovaria_changes_select ON sovaria_changes;
+    -- Every reader's changes, those of rows the reader owns (a NULL owner matches nobody), and
+    -- those of a team's rows made while the reader was in the team: the tables' own policies,
+    -- as they were at each change's position.
+    EXECUTE $policy$
 CREATE POLICY sovaria_changes_select ON sovaria_changes FOR SELECT
     USING (visible_to_all OR CASE WHEN visible_via IS NULL THEN visible_to = current_user ELSE EXISTS (
         SELECT FROM sovaria_memberships m
         WHERE m.member = current_user AND m.membership = sovaria_changes.visible_via
             AND m.team = sovaria_changes.visible_to AND m.joined < sovaria_changes.position
-            AND (m.left_at IS NULL OR sovaria_changes.position < m.left_at)) END);
+            AND (m.left_at IS NULL OR sovaria_changes.position < m.left_at)) END)
+$policy$;
+END
+$do$;
 
 -- Publishing, trimming and compacting are the schema owner's (the position and the pre-request
 -- function are read-only, and every API role runs them): PostgREST would offer every function a
@@ -1323,7 +1394,7 @@ BEGIN
         'sovaria_sync_memberships'::regproc, 'sovaria_trigger_arguments'::regproc,
         'sovaria_membership_table'::regproc, 'sovaria_untrusted'::regproc,
         'sovaria_leave_to_owner'::regproc, 'sovaria_leave_writes_to_owner'::regproc,
-        'sovaria_hidden_columns'::regproc]::regprocedure[]);
+        'sovaria_hidden_columns'::regproc, 'sovaria_unread_by'::regproc]::regprocedure[]);
     PERFORM sovaria_leave_writes_to_owner(
         ARRAY['sovaria_changes'::regclass, 'sovaria_feed'::regclass, 'sovaria_memberships'::regclass]);
 END
@@ -1373,7 +1444,9 @@ BEGIN
         WHERE r.rel IS NOT NULL
     LOOP
         reason := coalesce(sovaria_untrusted(p.rel),
-                           (SELECT sovaria_hidden_columns(p.rel) WHERE p.rel IN (SELECT tab FROM sovaria_published())));
+                           (SELECT sovaria_hidden_columns(p.rel) WHERE p.rel IN (SELECT tab FROM sovaria_published())),
+                           (SELECT format('%s may read the feed and not %s', sovaria_unread_by(p.rel), p.rel)
+                            WHERE p.rel IN (SELECT tab FROM sovaria_published()) AND sovaria_unread_by(p.rel) IS NOT NULL));
         IF reason IS NOT NULL THEN
             RAISE WARNING 'sovaria: % is published, and publishing would refuse it now: %', p.rel, reason
                 USING HINT = 'Make it publishable (see sovaria_publish), then publish it again; or drop its sovaria_ triggers.';
@@ -1397,14 +1470,21 @@ BEGIN
                 USING HINT = 'Publish the tables published through it again.';
         END;
     END LOOP;
+    -- Each partition of a published table carries the table's two statement triggers, with the
+    -- table's arguments: one missing is made, one naming another feed (a partition detached from
+    -- one published table and attached to another) made again.
     FOR p IN SELECT * FROM sovaria_published() pub WHERE (SELECT relkind FROM pg_class WHERE oid = pub.tab) = 'p' LOOP
         FOR part, trigger_name, events IN
             SELECT t.relid, made.name, made.events FROM pg_partition_tree(p.tab) t,
                 (VALUES ('sovaria_changes_truncate', 'TRUNCATE'),
                         ('sovaria_changes_statement', 'INSERT OR UPDATE OR DELETE')) made(name, events)
             WHERE t.relid <> p.tab AND NOT EXISTS (
-                SELECT FROM pg_trigger tr WHERE tr.tgrelid = t.relid AND tr.tgname = made.name)
+                SELECT FROM pg_trigger tr, pg_trigger own
+                WHERE tr.tgrelid = t.relid AND tr.tgname = made.name
+                    AND own.tgrelid = p.tab AND own.tgname = made.name
+                    AND tr.tgfoid = own.tgfoid AND tr.tgargs = own.tgargs)
         LOOP
+            EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trigger_name, part);
             -- The arguments `sovaria_publish` gives the table's triggers.
             EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s '
                            'FOR EACH STATEMENT EXECUTE FUNCTION sovaria_record_statement(%L, %L, %L, %L, %L, %L, %L, %L)',

@@ -1138,7 +1138,7 @@ def run_feed_sql_checks(db: str) -> None:
     check("publishing a table some of whose columns a role may not read is refused (0A000); a table read whole"
           " (a column UPDATE grant beside) is published, and applying the file warns once its columns are hidden",
           hidden == "0A000" and whole is None
-          and "may read only some of the columns of open_profiles" in hidden_apply.stderr,
+          and "may read the feed and only some of the columns of open_profiles" in hidden_apply.stderr,
           (hidden, whole, hidden_apply.stderr[-400:]))
     # A write naming one partition of a published table: it sets the write-position header as a
     # write through the table does (the partition had no statement trigger: a review after issue 62).
@@ -1164,6 +1164,84 @@ def run_feed_sql_checks(db: str) -> None:
     check("applying the file refuses to go on over a trigger on the log it did not make, naming it",
           over_trigger.returncode != 0 and "planted_on_log on sovaria_changes" in over_trigger.stderr,
           over_trigger.stderr[-300:])
+
+    # A fourth review: ordinary schemas publishing refused, and holes in the newest checks.
+    with admin() as conn:
+        # A role that may not read the feed, given some columns: no matter (anon, step 5).
+        conn.execute("CREATE ROLE column_reader")
+        conn.execute("CREATE TABLE anon_profiles (id text PRIMARY KEY, owner text, email text)")
+        conn.execute("GRANT SELECT ON anon_profiles TO authenticated")
+        conn.execute("GRANT SELECT (id) ON anon_profiles TO column_reader")
+        not_a_reader = refusal(conn, "'public.anon_profiles', 'id', 'owner'")
+        # A type owned by a member of the table owner's role (migrations run by each developer).
+        conn.execute("CREATE ROLE app_owner")
+        conn.execute("CREATE ROLE teammate IN ROLE app_owner")
+        conn.execute("GRANT CREATE ON SCHEMA public TO app_owner, teammate")
+        conn.execute("SET ROLE teammate")
+        conn.execute("CREATE TYPE team_mood AS ENUM ('ok')")
+        conn.execute("SET ROLE app_owner")
+        conn.execute("CREATE TABLE team_moods (id int PRIMARY KEY, owner text, m team_mood)")
+        conn.execute("RESET ROLE")
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM app_owner, teammate")
+        teammates_type = refusal(conn, "'public.team_moods', 'id', 'owner'")
+        # A table readers may not read: published, with a warning naming them.
+        conn.execute("CREATE TABLE staff_notes (id int PRIMARY KEY, body text)")
+        unread_warnings: list[str] = []
+        conn.add_notice_handler(lambda notice: unread_warnings.append(notice.message_primary or ""))
+        unread = refusal(conn, "'public.staff_notes', 'id'")
+        # Inheritance children: their writes fire their own triggers, which publishing does not give.
+        conn.execute("CREATE TABLE kept_notes (id int PRIMARY KEY, owner text)")
+        conn.execute("CREATE TABLE kept_notes_2024 () INHERITS (kept_notes)")
+        inherited = refusal(conn, "'public.kept_notes', 'id', 'owner'")
+        # Another table named sovaria_changes, in another schema, is no feed.
+        conn.execute("CREATE SCHEMA audit_trail")
+        conn.execute("CREATE TABLE audit_trail.sovaria_changes (id int)")
+    named_alike = apply_feed_sql(db)
+    with admin() as conn:
+        conn.execute("DROP SCHEMA audit_trail CASCADE")
+        conn.execute("DROP TABLE staff_notes, kept_notes_2024, kept_notes, anon_profiles, team_moods")
+        conn.execute("DROP TYPE team_mood")
+        conn.execute("DROP ROLE column_reader, teammate, app_owner")
+    check("publishing takes a table a role that may not read the feed reads in part, and a type owned by a member"
+          " of the table owner's role (a fourth review)", not_a_reader is None and teammates_type is None,
+          (not_a_reader, teammates_type))
+    check("... warns of the roles that may read the feed and not the table, refuses a table with inheritance"
+          " children (0A000), and the file applies beside another schema's table named sovaria_changes",
+          unread is None and any("authenticated" in warning and "may read the feed and not staff_notes" in warning
+                                 for warning in unread_warnings)
+          and inherited == "0A000" and named_alike.returncode == 0,
+          (unread, unread_warnings, inherited, named_alike.stderr[-300:]))
+    # A partition detached from one published table and attached to another: applying the file
+    # gives it the second table's statement triggers (it kept the first's: its TRUNCATE marked
+    # the first table, and the second's readers kept its rows).
+    with admin() as conn:
+        conn.execute("CREATE TABLE moved_from (id int PRIMARY KEY, owner text) PARTITION BY RANGE (id)")
+        conn.execute("CREATE TABLE moved_to (id int PRIMARY KEY, owner text) PARTITION BY RANGE (id)")
+        conn.execute("CREATE TABLE moved_part PARTITION OF moved_from FOR VALUES FROM (0) TO (100)")
+        conn.execute("SELECT sovaria_publish('public.moved_from', 'id', 'owner')")
+        conn.execute("SELECT sovaria_publish('public.moved_to', 'id', 'owner')")
+        conn.execute("ALTER TABLE moved_from DETACH PARTITION moved_part")
+        conn.execute("ALTER TABLE moved_to ATTACH PARTITION moved_part FOR VALUES FROM (0) TO (100)")
+    moved_apply = apply_feed_sql(db)
+    with admin() as conn:
+        conn.execute("TRUNCATE moved_part")
+        marked = [row[0] for row in conn.execute(
+            "SELECT \"table\" FROM sovaria_changes WHERE op = 'trimmed' AND \"table\" IN ('moved_from', 'moved_to')")]
+    check("a partition moved from one published table to another: once the file is applied, its TRUNCATE marks"
+          " the table it is in now", moved_apply.returncode == 0 and marked == ["moved_to"], (marked,))
+    # A membership write, then a statement on a published table that logs nothing: no header
+    # (the membership trigger's changes were never announced, so the next statement named them).
+    with admin() as conn:
+        conn.execute("CREATE TABLE quiet_crew (team text, who text, PRIMARY KEY (team, who))")
+        conn.execute("CREATE TABLE quiet_docs (id text PRIMARY KEY, team text)")
+        conn.execute("SELECT sovaria_publish('public.quiet_docs', 'id', 'team', membership => 'public.quiet_crew',"
+                     " membership_user_column => 'who', membership_team_column => 'team')")
+        with conn.transaction():
+            conn.execute("INSERT INTO quiet_crew VALUES ('t', 'bob')")
+            conn.execute("UPDATE quiet_docs SET team = team WHERE false")
+            quiet_header = conn.execute("SELECT current_setting('response.headers', true)").fetchone()[0]
+    check("a statement that logs nothing after a membership write sets no write-position header",
+          not quiet_header or "Sovaria-Write-Position" not in quiet_header, quiet_header)
 
     # A change number set by hand below 0 would log a change under positions already served.
     with admin() as conn:
@@ -1763,6 +1841,28 @@ def run_search_path_checks(db: str) -> None:
               and made_in_public == 0, (elsewhere.stderr[-300:], made_in_public))
         check("sovaria_pre_request sets the position header with the feed's schema off the caller's path",
               "Sovaria-Position" in header, header)
+        catalog_last = apply_feed_sql(psycopg.conninfo.make_conninfo(other, options="-c search_path=api,pg_catalog"))
+        check("applied with a search path that names pg_catalog after another schema: refused (22023), since its"
+              " plain statements would find that schema's objects first (a fourth review)",
+              catalog_last.returncode != 0 and "names pg_catalog after another schema" in catalog_last.stderr,
+              catalog_last.stderr[-300:])
+        with psycopg.connect(other, autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "sovaria_quoted"')
+        quoted = psycopg.conninfo.make_conninfo(db, dbname="sovaria_quoted")
+        try:
+            with psycopg.connect(quoted, autocommit=True) as conn:
+                conn.execute('CREATE SCHEMA "Sales"')
+            in_quoted = apply_feed_sql(psycopg.conninfo.make_conninfo(quoted, options='-c search_path="Sales"'))
+            with psycopg.connect(quoted, autocommit=True) as conn:
+                closed = conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'sovaria_record_row'"
+                                      " AND pronamespace = '\"Sales\"'::regnamespace"
+                                      " AND NOT has_function_privilege('public', oid, 'EXECUTE')").fetchone()[0]
+        finally:
+            with psycopg.connect(db, autocommit=True) as conn:
+                conn.execute("DROP DATABASE sovaria_quoted")
+        check("applied in a schema whose name needs quotes (\"Sales\"), its trigger"
+              " functions closed to PUBLIC",
+              in_quoted.returncode == 0 and closed == 1, (in_quoted.stderr[-300:], closed))
     finally:
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute("DROP DATABASE sovaria_paths")
