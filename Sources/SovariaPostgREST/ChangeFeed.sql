@@ -1141,6 +1141,30 @@ BEGIN
         PERFORM sovaria_sync_memberships(membership, via, membership_user_column, membership_team_column);
     END IF;
     PERFORM sovaria_refresh_membership_triggers(membership, via);
+    -- Two setups the feed serves otherwise than the table's policy would (a review after issue
+    -- 62), said by warnings, since each has uses that are meant: a table under row-level
+    -- security published without a visibility column (its every row is every reader's: meant
+    -- where its policy shows every row to every reader), and a membership table a reader may
+    -- write (her own row, a join request, makes her a member to the feed; so does every row the
+    -- table's policies keep, an `accepted` or `removed_at` column notwithstanding).
+    IF visibility_column IS NULL AND EXISTS (
+        SELECT FROM pg_class c WHERE c.relrowsecurity
+            AND (c.oid = tab OR c.oid IN (SELECT t.relid FROM pg_partition_tree(tab) t))) THEN
+        RAISE WARNING 'sovaria: % has row-level security and is published without a visibility column: the feed shows every reader its every row',
+            tab
+            USING HINT = 'Publish it with the column its policy reads (visibility_column), or through its membership table.';
+    END IF;
+    IF membership IS NOT NULL THEN
+        SELECT string_agg(r.oid::regrole::text, ', ' ORDER BY r.rolname) INTO runs
+        FROM pg_roles r
+        WHERE NOT r.rolsuper AND has_table_privilege(r.oid, 'sovaria_changes', 'SELECT')
+            AND has_table_privilege(r.oid, membership, 'INSERT, UPDATE');
+        IF runs IS NOT NULL THEN
+            RAISE WARNING 'sovaria: % may read the feed and write the membership table %: each of its rows is a membership to the feed, whatever its other columns say',
+                runs, membership
+                USING HINT = 'Keep in the membership table only the memberships that grant access (not requests, not removed ones).';
+        END IF;
+    END IF;
     runs := sovaria_unread_by(tab);
     IF runs IS NOT NULL THEN
         RAISE WARNING 'sovaria: % may read the feed and not %: the feed shows them its rows their visibility column gives them (every row, published without one)',

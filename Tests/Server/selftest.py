@@ -1243,6 +1243,26 @@ def run_feed_sql_checks(db: str) -> None:
     check("a statement that logs nothing after a membership write sets no write-position header",
           not quiet_header or "Sovaria-Write-Position" not in quiet_header, quiet_header)
 
+    # A fifth review: two setups the feed serves otherwise than the table's policy would, each
+    # said by a warning at publish.
+    with admin() as conn:
+        conn.execute("CREATE TABLE org_docs (id text PRIMARY KEY, org text)")
+        conn.execute("ALTER TABLE org_docs ENABLE ROW LEVEL SECURITY")
+        conn.execute("CREATE TABLE asked_crew (team text, who text, accepted boolean, PRIMARY KEY (team, who))")
+        conn.execute("GRANT SELECT, INSERT ON asked_crew TO authenticated")
+        conn.execute("CREATE TABLE asked_docs (id text PRIMARY KEY, team text)")
+        fifth: list[str] = []
+        conn.add_notice_handler(lambda notice: fifth.append(notice.message_primary or ""))
+        conn.execute("SELECT sovaria_publish('public.org_docs', 'id')")
+        conn.execute("SELECT sovaria_publish('public.asked_docs', 'id', 'team', membership => 'public.asked_crew',"
+                     " membership_user_column => 'who', membership_team_column => 'team')")
+    check("publishing warns of a table under row-level security published without a visibility column, and of a"
+          " membership table a feed reader may write (a fifth review)",
+          any("org_docs has row-level security and is published without a visibility column" in warning
+              for warning in fifth)
+          and any("authenticated" in warning and "may read the feed and write the membership table" in warning
+                  for warning in fifth), fifth)
+
     # A change number set by hand below 0 would log a change under positions already served.
     with admin() as conn:
         try:
