@@ -825,12 +825,14 @@ LANGUAGE sql STABLE AS $$
     LIMIT 1
 $$;
 
--- The roles that may read the feed and not `rel` (NULL: none): what the feed serves them of it
--- is the rows its visibility column gives them, or, published without one, every row. Said by a
--- warning, not refused: a table is often published before it is granted.
+-- The roles that may read the feed and not `rel` (NULL: none), the first five by name (a
+-- database with a role per user has many): what the feed serves them of it is the rows its
+-- visibility column gives them, or, published without one, every row. Said by a warning, not
+-- refused: a table is often published before it is granted.
 CREATE OR REPLACE FUNCTION sovaria_unread_by(rel regclass) RETURNS text
 LANGUAGE sql STABLE AS $$
-    SELECT string_agg(r.oid::regrole::text, ', ' ORDER BY r.rolname)
+    SELECT array_to_string((array_agg(r.oid::regrole::text ORDER BY r.rolname))[1:5], ', ')
+        || CASE WHEN count(*) > 5 THEN format(' and %s more', count(*) - 5) ELSE '' END
     FROM pg_roles r
     WHERE NOT r.rolsuper AND NOT r.rolbypassrls
         AND has_table_privilege(r.oid, 'sovaria_changes', 'SELECT') AND has_table_privilege(r.oid, 'sovaria_feed', 'SELECT')
@@ -1155,7 +1157,9 @@ BEGIN
             USING HINT = 'Publish it with the column its policy reads (visibility_column), or through its membership table.';
     END IF;
     IF membership IS NOT NULL THEN
-        SELECT string_agg(r.oid::regrole::text, ', ' ORDER BY r.rolname) INTO runs
+        -- (The first five by name: a database with a role per user has many.)
+        SELECT array_to_string((array_agg(r.oid::regrole::text ORDER BY r.rolname))[1:5], ', ')
+            || CASE WHEN count(*) > 5 THEN format(' and %s more', count(*) - 5) ELSE '' END INTO runs
         FROM pg_roles r
         WHERE NOT r.rolsuper AND has_table_privilege(r.oid, 'sovaria_changes', 'SELECT')
             AND has_table_privilege(r.oid, membership, 'INSERT, UPDATE');
@@ -1468,12 +1472,13 @@ BEGIN
         WHERE r.rel IS NOT NULL
     LOOP
         reason := coalesce(sovaria_untrusted(p.rel),
-                           (SELECT sovaria_hidden_columns(p.rel) WHERE p.rel IN (SELECT tab FROM sovaria_published())),
-                           (SELECT format('%s may read the feed and not %s', sovaria_unread_by(p.rel), p.rel)
-                            WHERE p.rel IN (SELECT tab FROM sovaria_published()) AND sovaria_unread_by(p.rel) IS NOT NULL));
+                           (SELECT sovaria_hidden_columns(p.rel) WHERE p.rel IN (SELECT tab FROM sovaria_published())));
         IF reason IS NOT NULL THEN
             RAISE WARNING 'sovaria: % is published, and publishing would refuse it now: %', p.rel, reason
                 USING HINT = 'Make it publishable (see sovaria_publish), then publish it again; or drop its sovaria_ triggers.';
+        ELSIF p.rel IN (SELECT tab FROM sovaria_published()) AND sovaria_unread_by(p.rel) IS NOT NULL THEN
+            RAISE WARNING 'sovaria: % may read the feed and not %, which is published', sovaria_unread_by(p.rel), p.rel
+                USING HINT = 'Grant them SELECT on the table, or take the feed from them.';
         END IF;
     END LOOP;
     PERFORM sovaria_refresh_membership_triggers();

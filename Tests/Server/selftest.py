@@ -1184,8 +1184,11 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("RESET ROLE")
         conn.execute("REVOKE CREATE ON SCHEMA public FROM app_owner, teammate")
         teammates_type = refusal(conn, "'public.team_moods', 'id', 'owner'")
-        # A table readers may not read: published, with a warning naming them.
+        # A table readers may not read: published, with a warning naming them (the first five:
+        # a database with a role per user has many).
         conn.execute("CREATE TABLE staff_notes (id int PRIMARY KEY, body text)")
+        for reader in range(6):
+            conn.execute(f"CREATE ROLE many_reader_{reader} IN ROLE authenticated")
         unread_warnings: list[str] = []
         conn.add_notice_handler(lambda notice: unread_warnings.append(notice.message_primary or ""))
         unread = refusal(conn, "'public.staff_notes', 'id'")
@@ -1201,15 +1204,19 @@ def run_feed_sql_checks(db: str) -> None:
         conn.execute("DROP SCHEMA audit_trail CASCADE")
         conn.execute("DROP TABLE staff_notes, kept_notes_2024, kept_notes, anon_profiles, team_moods")
         conn.execute("DROP TYPE team_mood")
-        conn.execute("DROP ROLE column_reader, teammate, app_owner")
+        conn.execute("DROP ROLE column_reader, teammate, app_owner, "
+                     + ", ".join(f"many_reader_{reader}" for reader in range(6)))
     check("publishing takes a table a role that may not read the feed reads in part, and a type owned by a member"
           " of the table owner's role (a fourth review)", not_a_reader is None and teammates_type is None,
           (not_a_reader, teammates_type))
-    check("... warns of the roles that may read the feed and not the table, refuses a table with inheritance"
-          " children (0A000), and the file applies beside another schema's table named sovaria_changes",
+    check("... warns of the roles that may read the feed and not the table (five by name), at publish and when the"
+          " file is applied, refuses a table with inheritance children (0A000), and the file applies beside another"
+          " schema's table named sovaria_changes",
           unread is None and any("authenticated" in warning and "may read the feed and not staff_notes" in warning
+                                 and " more may read" in warning and warning.split(" and ")[0].count(", ") == 4
                                  for warning in unread_warnings)
-          and inherited == "0A000" and named_alike.returncode == 0,
+          and inherited == "0A000" and named_alike.returncode == 0
+          and "may read the feed and not staff_notes, which is published" in named_alike.stderr,
           (unread, unread_warnings, inherited, named_alike.stderr[-300:]))
     # A partition detached from one published table and attached to another: applying the file
     # gives it the second table's statement triggers (it kept the first's: its TRUNCATE marked
