@@ -1151,7 +1151,10 @@ BEGIN
     -- table's policies keep, an `accepted` or `removed_at` column notwithstanding).
     IF visibility_column IS NULL AND EXISTS (
         SELECT FROM pg_class c WHERE c.relrowsecurity
-            AND (c.oid = tab OR c.oid IN (SELECT t.relid FROM pg_partition_tree(tab) t))) THEN
+            AND (c.oid = tab OR c.oid IN (SELECT t.relid FROM pg_partition_tree(tab) t)))
+        -- (Not where a policy shows every row to whoever reads it: `FOR SELECT USING (true)`.)
+        AND NOT EXISTS (SELECT FROM pg_policy p WHERE p.polrelid = tab AND p.polpermissive AND p.polcmd IN ('r', '*')
+                        AND pg_get_expr(p.polqual, p.polrelid) = 'true') THEN
         RAISE WARNING 'sovaria: % has row-level security and is published without a visibility column: the feed shows every reader its every row',
             tab
             USING HINT = 'Publish it with the column its policy reads (visibility_column), or through its membership table.';
@@ -1161,7 +1164,8 @@ BEGIN
         SELECT array_to_string((array_agg(r.oid::regrole::text ORDER BY r.rolname))[1:5], ', ')
             || CASE WHEN count(*) > 5 THEN format(' and %s more', count(*) - 5) ELSE '' END INTO runs
         FROM pg_roles r
-        WHERE NOT r.rolsuper AND has_table_privilege(r.oid, 'sovaria_changes', 'SELECT')
+        WHERE NOT r.rolsuper AND NOT r.rolbypassrls  -- (they read every change already)
+            AND has_table_privilege(r.oid, 'sovaria_changes', 'SELECT')
             AND has_table_privilege(r.oid, membership, 'INSERT, UPDATE');
         IF runs IS NOT NULL THEN
             RAISE WARNING 'sovaria: % may read the feed and write the membership table %: each of its rows is a membership to the feed, whatever its other columns say',
